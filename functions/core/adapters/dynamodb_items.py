@@ -1,0 +1,134 @@
+"""The table's item shapes in DynamoDB's low-level attribute-value format.
+
+Every adapter that reads or writes the table goes through these functions, so the
+item layout is defined once. The low-level format (``{"S": ...}``) is used rather
+than boto3's resource layer: it is what the wire carries and costs no conversion.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from functions.core import names
+from functions.core.models import InboxItem, State, WorkItem
+
+AttributeValue = dict[str, Any]
+Item = dict[str, AttributeValue]
+
+
+def key(delivery_id: str, sort_key: str) -> Item:
+    return {
+        names.TABLE_PARTITION_KEY: {"S": delivery_id},
+        names.TABLE_SORT_KEY: {"S": sort_key},
+    }
+
+
+def inbox_key(delivery_id: str) -> Item:
+    return key(delivery_id, names.SK_INBOX)
+
+
+def outbox_key(delivery_id: str) -> Item:
+    return key(delivery_id, names.SK_OUTBOX)
+
+
+def state_shard(label: str, delivery_id: str) -> str:
+    """Index partition for ``label`` (a state or record kind) of one delivery.
+
+    crc32 spreads ids evenly over the shards and is stable across processes,
+    unlike ``hash()``.
+    """
+    shard = zlib.crc32(delivery_id.encode()) % names.STATE_INDEX_SHARDS
+    return f"{label}#{shard:02d}"
+
+
+def all_state_shards(label: str) -> list[str]:
+    """Every index partition of ``label``, for queries that list it."""
+    return [f"{label}#{shard:02d}" for shard in range(names.STATE_INDEX_SHARDS)]
+
+
+def _s(value: str) -> AttributeValue:
+    return {"S": value}
+
+
+def _n(value: int) -> AttributeValue:
+    return {"N": str(value)}
+
+
+def inbox_to_item(inbox: InboxItem) -> Item:
+    item: Item = {
+        **inbox_key(inbox.delivery_id),
+        names.KIND_ATTRIBUTE: _s(names.KIND_INBOX),
+        "delivery_id": _s(inbox.delivery_id),
+        "event": _s(inbox.event),
+        "body_sha256": _s(inbox.body_sha256),
+        "received_at": _n(inbox.received_at),
+        "state": _s(inbox.state.value),
+        "attempts": _n(inbox.attempts),
+        names.TTL_ATTRIBUTE: _n(inbox.expires_at),
+        names.STATE_INDEX_PARTITION_KEY: _s(state_shard(inbox.state.value, inbox.delivery_id)),
+        names.STATE_INDEX_SORT_KEY: _n(inbox.state_changed_at or inbox.received_at),
+    }
+    if inbox.package_id is not None:
+        item["package_id"] = _s(inbox.package_id)
+    if inbox.mcp_url is not None:
+        item["mcp_url"] = _s(inbox.mcp_url)
+    if inbox.last_error is not None:
+        item["last_error"] = _s(inbox.last_error)
+    if inbox.lease_until is not None:
+        item["lease_until"] = _n(inbox.lease_until)
+    if inbox.completed_at is not None:
+        item["completed_at"] = _n(inbox.completed_at)
+    return item
+
+
+def _opt_s(item: Item, name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
+def _opt_n(item: Item, name: str) -> int | None:
+    value = item.get(name)
+    return None if value is None else int(value["N"])
+
+
+def inbox_from_item(item: Item) -> InboxItem:
+    """Parse a stored inbox item; raises ``KeyError``/``ValueError`` on another shape."""
+    return InboxItem(
+        delivery_id=str(item["delivery_id"]["S"]),
+        event=str(item["event"]["S"]),
+        body_sha256=str(item["body_sha256"]["S"]),
+        received_at=int(item["received_at"]["N"]),
+        state=State(item["state"]["S"]),
+        attempts=int(item["attempts"]["N"]),
+        last_error=_opt_s(item, "last_error"),
+        expires_at=int(item[names.TTL_ATTRIBUTE]["N"]),
+        package_id=_opt_s(item, "package_id"),
+        mcp_url=_opt_s(item, "mcp_url"),
+        state_changed_at=_opt_n(item, names.STATE_INDEX_SORT_KEY) or 0,
+        lease_until=_opt_n(item, "lease_until"),
+        completed_at=_opt_n(item, "completed_at"),
+    )
+
+
+def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
+    return {
+        **outbox_key(work.delivery_id),
+        names.KIND_ATTRIBUTE: _s(names.KIND_OUTBOX),
+        "delivery_id": _s(work.delivery_id),
+        "event": _s(work.event),
+        "package_id": _s(work.package_id),
+        "mcp_url": _s(work.mcp_url),
+        "created_at": _n(created_at),
+        names.TTL_ATTRIBUTE: _n(created_at + names.OUTBOX_TTL_SECONDS),
+    }
+
+
+def work_item_from_outbox(item: Item) -> WorkItem:
+    """The work item an outbox record (e.g. a stream NewImage) carries."""
+    return WorkItem(
+        delivery_id=str(item["delivery_id"]["S"]),
+        event=str(item["event"]["S"]),
+        package_id=str(item["package_id"]["S"]),
+        mcp_url=str(item["mcp_url"]["S"]),
+    )

@@ -1,0 +1,96 @@
+"""The domain's typed values: what a delivery, an inbox item and a work item are."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class State(StrEnum):
+    """Lifecycle of one inbox item."""
+
+    PENDING = "pending"  # accepted, work item on its way to the queue
+    PROCESSING = "processing"  # claimed by a worker holding a lease
+    COMPLETED = "completed"  # the workflow reached its completion point
+    FAILED = "failed"  # permanent failure or attempts exhausted
+    IGNORED = "ignored"  # acknowledged event that needs no processing (ping, unknown)
+
+
+class Outcome(StrEnum):
+    """What the receiver tells the sender (the ``outcome`` of every response body)."""
+
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+    IGNORED = "ignored"
+    REJECTED = "rejected"
+    INVALID = "invalid"
+    QUARANTINED = "quarantined"
+    TOO_LARGE = "too_large"
+    UNAVAILABLE = "unavailable"
+
+
+EVENT_PACKAGE_RECEIVED = "package.received"
+EVENT_PING = "ping"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """What the outbox carries to the queue: everything the worker needs, no secret."""
+
+    delivery_id: str
+    event: str
+    package_id: str
+    mcp_url: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "delivery_id": self.delivery_id,
+                "event": self.event,
+                "package_id": self.package_id,
+                "mcp_url": self.mcp_url,
+            },
+            separators=(",", ":"),
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkItem:
+        """Parse a queue message body; raises ``ValueError`` on any other shape."""
+        data: Any = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("work item is not a JSON object")
+        values: list[str] = []
+        for name in ("delivery_id", "event", "package_id", "mcp_url"):
+            value = data.get(name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"work item lacks the string field {name}")
+            values.append(value)
+        return cls(*values)
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """One accepted delivery as the inbox stores it (never its body)."""
+
+    delivery_id: str
+    event: str
+    body_sha256: str
+    received_at: int
+    state: State
+    attempts: int = 0
+    last_error: str | None = None
+    expires_at: int = 0
+    package_id: str | None = None
+    mcp_url: str | None = None
+    state_changed_at: int = 0
+    lease_until: int | None = None
+    completed_at: int | None = None
+
+    def work_item(self) -> WorkItem | None:
+        """The work item this delivery needs, or None when it needs no processing."""
+        if self.package_id is None or self.mcp_url is None:
+            return None
+        return WorkItem(self.delivery_id, self.event, self.package_id, self.mcp_url)

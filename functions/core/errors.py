@@ -1,0 +1,72 @@
+"""The processing side's error vocabulary: each class says what to do next.
+
+Adapters translate only the provider errors they know into these and
+``raise ... from exc``; the worker maps each class to one action.
+Every ``code`` is a short, fixed, secret-free string: it is stored as the inbox
+item's ``last_error`` and may be shown to operators.
+"""
+
+from __future__ import annotations
+
+
+class ProcessingError(Exception):
+    """Base class: ``code`` is what gets recorded, never a message with input in it."""
+
+    code: str = "processing_error"
+
+    def __init__(self, code: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(self.code)
+
+
+class TransientError(ProcessingError):
+    """Retry later from our own queue (5xx, connection, timeout, throttling)."""
+
+    code = "transient"
+
+
+class StorageUnavailable(TransientError):
+    """DynamoDB or SQS throttled or failed; nothing was half-written."""
+
+    code = "storage_unavailable"
+
+
+class McpAuthError(TransientError):
+    """The MCP server refused our token: an operator fixes it, so keep retrying."""
+
+    code = "mcp_auth_failed"
+
+
+class PermanentError(ProcessingError):
+    """Give up now: mark the delivery failed, no retry."""
+
+    code = "permanent"
+
+
+class HostNotAllowed(PermanentError):
+    """``mcp_url`` is not on the allowlist, or its scheme is not allowed."""
+
+    code = "mcp_host_not_allowed"
+
+
+class PackageNotFound(PermanentError):
+    """The MCP server says the package does not exist (it never will)."""
+
+    code = "package_not_found"
+
+
+class InvalidPackage(PermanentError):
+    """The MCP result is not a valid package (wrong shape or over the size cap)."""
+
+    code = "invalid_package"
+
+
+class UncertainEffect(ProcessingError):
+    """An effect's intent exists without its outcome and it cannot be checked or repeated.
+
+    The delivery waits for the reconciler (or an operator); retrying blindly could
+    repeat a non-repeatable effect.
+    """
+
+    code = "uncertain_effect"

@@ -62,6 +62,14 @@ OUTBOX_TTL_SECONDS: Final = 24 * 3600
 DEFAULT_INBOX_RETENTION_DAYS: Final = 30
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 
+# --- RelayLink's request (contract section 2), names lower-cased -----------------
+HEADER_DELIVERY: Final = "x-relaylink-delivery"
+HEADER_EVENT: Final = "x-relaylink-event"
+HEADER_TIMESTAMP: Final = "x-relaylink-timestamp"
+HEADER_SIGNATURE: Final = "x-relaylink-signature"
+HEADER_ATTEMPT: Final = "x-relaylink-attempt"
+MAX_BODY_BYTES: Final = 256 * 1024  # RelayLink never sends more (contract section 3)
+
 # --- Metrics (EMF, namespace above) ---------------------------------------------
 METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"

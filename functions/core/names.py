@@ -74,6 +74,32 @@ MAX_BODY_BYTES: Final = 256 * 1024  # RelayLink never sends more (contract secti
 METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
 METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
+# Processing (relay, worker, reconciler); one count per outcome.
+METRIC_WORK_RELAYED: Final = "WorkItemsRelayed"
+METRIC_WORK_COMPLETED: Final = "WorkCompleted"
+METRIC_WORK_ALREADY_DONE: Final = "WorkAlreadyDone"
+METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another live worker
+METRIC_WORK_RETRIED: Final = "WorkRetried"
+METRIC_WORK_FAILED: Final = "WorkFailed"
+METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
+METRIC_CLAIMS_LOST: Final = "ClaimsLost"
+METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
+METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
+METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
+METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
+
+# --- Processing (worker, reconciler) ----------------------------------------------
+ENV_RECONCILE_PENDING_AGE_SECONDS: Final = "RECONCILE_PENDING_AGE_SECONDS"
+ENV_RECONCILE_EFFECT_AGE_SECONDS: Final = "RECONCILE_EFFECT_AGE_SECONDS"
+STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect in doubt
+DEFAULT_WORKFLOW: Final = "functions.core.default_workflow:build"
+DEFAULT_MAX_ATTEMPTS: Final = 5  # the work queue's redrive maxReceiveCount must equal it
+DEFAULT_LEASE_SECONDS: Final = 900  # longer than the worker's Lambda timeout
+DEFAULT_MCP_TIMEOUT_SECONDS: Final = 10
+# A pending item normally reaches a worker within seconds; longer than the largest
+# retry delay (15 min) so that items waiting out a back-off are not re-enqueued.
+DEFAULT_RECONCILE_PENDING_AGE_SECONDS: Final = 30 * 60
+DEFAULT_RECONCILE_EFFECT_AGE_SECONDS: Final = 60 * 60
 
 
 def receiver_outcome_metric(outcome: str) -> str:

@@ -70,3 +70,9 @@ class UncertainEffect(ProcessingError):
     """
 
     code = "uncertain_effect"
+
+
+class SigningSecretsUnavailable(TransientError):
+    """The signing secrets could not be fetched or are malformed; the sender retries."""
+
+    code = "signing_secrets_unavailable"

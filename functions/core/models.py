@@ -94,3 +94,19 @@ class InboxItem:
         if self.package_id is None or self.mcp_url is None:
             return None
         return WorkItem(self.delivery_id, self.event, self.package_id, self.mcp_url)
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineRecord:
+    """A same-id, other-bytes delivery kept for an operator (contract section 4).
+
+    Holds both digests and the time, never the body: the conflicting bytes may be a
+    forgery made with a leaked secret.
+    """
+
+    delivery_id: str
+    event: str
+    stored_sha256: str  # the digest of the delivery accepted first
+    received_sha256: str  # the digest of the conflicting body
+    quarantined_at: int
+    expires_at: int

@@ -12,10 +12,16 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import uuid
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from io import BytesIO
 from pathlib import Path
 from typing import Any
+
+from botocore.awsrequest import AWSResponse
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR_ENV = "RELAYLINK_SHARED_DIR"
@@ -209,6 +215,93 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 10_000
+
+
+# --- Time and AWS observation -------------------------------------------------------
+
+
+@dataclass
+class FixedClock:
+    """A clock that says what the test tells it (``functions.core.clock.Clock``)."""
+
+    value: int
+
+    def now(self) -> int:
+        return self.value
+
+
+class AwsCalls:
+    """Counts the AWS API calls of the clients it watches, via botocore event hooks.
+
+    ``before-call`` fires once per API call (SDK retries not included);
+    ``before-send`` fires once per HTTP attempt (retries included).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls: Counter[tuple[str, str]] = Counter()
+        self.attempts: Counter[tuple[str, str]] = Counter()
+
+    def watch(self, *clients: Any) -> None:
+        for client in clients:
+            client.meta.events.register("before-call", self._on_call)
+            client.meta.events.register_first("before-send", self._on_send)
+
+    def _on_call(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls[(model.service_model.service_name, model.name)] += 1
+
+    def _on_send(self, event_name: str, **_: Any) -> None:
+        _prefix, service, operation = event_name.split(".", 2)
+        with self._lock:
+            self.attempts[(service, operation)] += 1
+
+    def count(self, service: str | None = None) -> int:
+        with self._lock:
+            return sum(n for (s, _), n in self.calls.items() if service in (None, s))
+
+    def operations(self, service: str | None = None) -> list[str]:
+        with self._lock:
+            return sorted(f"{op}x{n}" for (s, op), n in self.calls.items() if service in (None, s))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.attempts.clear()
+
+
+class _RawBody(BytesIO):
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        chunk = self.read()
+        while chunk:
+            yield chunk
+            chunk = self.read()
+
+
+def inject_dynamodb_error(
+    client: Any,
+    operation: str,
+    *,
+    code: str,
+    status: int = 400,
+    extra: dict[str, Any] | None = None,
+) -> list[int]:
+    """Make every HTTP attempt of ``operation`` on ``client`` fail with ``code``.
+
+    Registered first on ``before-send``, so it answers before moto (or the network)
+    would. Returns a list that grows by one per intercepted attempt.
+    """
+    intercepted: list[int] = []
+    error = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
+    body = json.dumps({**error, **(extra or {})}).encode()
+
+    def answer(request: Any, **_: Any) -> AWSResponse:
+        intercepted.append(1)
+        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected"}
+        return AWSResponse(request.url, status, headers, _RawBody(body))
+
+    client.meta.events.register_first(f"before-send.dynamodb.{operation}", answer)
+    return intercepted
 
 
 # --- The shared vectors (../shared/vectors/deliveries.json; never edited) --------

@@ -6,7 +6,8 @@ body bytes, the known secrets and the current time (contract section 2).
 Verification runs in two steps so that a request whose headers alone condemn it
 (missing, malformed or stale) is refused before any secret is even looked up:
 
-1. :func:`read_headers` checks presence, shape and the timestamp tolerance;
+1. :func:`read_headers` checks presence, shape, the timestamp tolerance, and that
+   at least one ``v1`` entry exists;
 2. :func:`verify` computes one HMAC per known secret and compares it, in constant
    time, with every ``v1`` entry of the signature header.
 """
@@ -25,6 +26,7 @@ from typing import Final
 
 SECRET_PREFIX: Final = "whsec_"  # noqa: S105 (a prefix, not a secret)
 SIGNATURE_VERSION: Final = "v1"
+_V1_PREFIX: Final = SIGNATURE_VERSION + ","
 TOLERANCE_SECONDS: Final = 300
 # Unix seconds have 10 digits until the year 2286; 12 leaves room and bounds int().
 _TIMESTAMP = re.compile(r"(?:0|[1-9][0-9]{0,11})")
@@ -92,7 +94,8 @@ def read_headers(
 
     Raises:
         SignatureRejected: a header is missing, the timestamp is not canonical
-            integer seconds, or it is more than ``tolerance`` seconds from ``now``.
+            integer seconds or is more than ``tolerance`` seconds from ``now``, or
+            the signature header has no ``v1,`` entry.
     """
     if not delivery_id or not timestamp or not signature:
         raise SignatureRejected(RejectReason.MISSING_HEADERS)
@@ -102,6 +105,9 @@ def read_headers(
         raise SignatureRejected(RejectReason.BAD_TIMESTAMP)
     if abs(now - int(timestamp)) > tolerance:
         raise SignatureRejected(RejectReason.STALE_TIMESTAMP)
+    # Without a single "v1," entry nothing can match: no need to fetch a secret to say so.
+    if not any(entry.startswith(_V1_PREFIX) for entry in signature.split(" ")):
+        raise SignatureRejected(RejectReason.NO_MATCH)
     return SignedHeaders(delivery_id, timestamp, signature)
 
 

@@ -11,10 +11,13 @@ import zlib
 from typing import Any
 
 from functions.core import names
-from functions.core.models import InboxItem, State, WorkItem
+from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]
+
+# The by_state index label of quarantine records (docs/architecture.md: quarantined#NN).
+QUARANTINED_LABEL = "quarantined"
 
 
 def key(delivery_id: str, sort_key: str) -> Item:
@@ -131,4 +134,36 @@ def work_item_from_outbox(item: Item) -> WorkItem:
         event=str(item["event"]["S"]),
         package_id=str(item["package_id"]["S"]),
         mcp_url=str(item["mcp_url"]["S"]),
+    )
+
+
+def quarantine_key(delivery_id: str, received_sha256: str) -> Item:
+    return key(delivery_id, names.SK_QUARANTINE_PREFIX + received_sha256)
+
+
+def quarantine_to_item(record: QuarantineRecord) -> Item:
+    """A quarantine record: both digests and the time, never the body."""
+    return {
+        **quarantine_key(record.delivery_id, record.received_sha256),
+        names.KIND_ATTRIBUTE: _s(names.KIND_QUARANTINE),
+        "delivery_id": _s(record.delivery_id),
+        "event": _s(record.event),
+        "stored_sha256": _s(record.stored_sha256),
+        "received_sha256": _s(record.received_sha256),
+        "quarantined_at": _n(record.quarantined_at),
+        names.TTL_ATTRIBUTE: _n(record.expires_at),
+        names.STATE_INDEX_PARTITION_KEY: _s(state_shard(QUARANTINED_LABEL, record.delivery_id)),
+        names.STATE_INDEX_SORT_KEY: _n(record.quarantined_at),
+    }
+
+
+def quarantine_from_item(item: Item) -> QuarantineRecord:
+    """Parse a stored quarantine record; raises ``KeyError``/``ValueError`` on another shape."""
+    return QuarantineRecord(
+        delivery_id=str(item["delivery_id"]["S"]),
+        event=str(item["event"]["S"]),
+        stored_sha256=str(item["stored_sha256"]["S"]),
+        received_sha256=str(item["received_sha256"]["S"]),
+        quarantined_at=int(item["quarantined_at"]["N"]),
+        expires_at=int(item[names.TTL_ATTRIBUTE]["N"]),
     )

@@ -1,0 +1,178 @@
+"""The receiver Lambda: API Gateway event in, one use-case call, HTTP response out.
+
+Logs and metrics carry the outcome, a fixed reason code and (once verified) the
+delivery id; never the event, body, header values, path or a secret (contract
+section 2: the receiver URL may itself hold a token).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.config import Config
+
+from functions.core import names
+from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
+from functions.core.clock import Clock, SystemClock
+from functions.core.models import Outcome
+from functions.core.observability import logger, metrics
+from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
+from functions.receiver.settings import Settings, SettingsError
+
+REASON_MALFORMED_EVENT: Final = "malformed_request"
+REASON_MISCONFIGURED: Final = "receiver_misconfigured"
+REASON_INTERNAL: Final = "internal_error"
+_JSON_HEADERS: Final = {"Content-Type": "application/json"}
+
+# RelayLink gives up on an attempt after 10 s (contract section 1). Bounded timeouts and
+# attempts keep one request well inside that; a slower answer only costs a retry.
+DYNAMODB_CONFIG: Final = Config(
+    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3}
+)
+SECRETS_CONFIG: Final = Config(
+    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """Everything the handler needs, built once per container."""
+
+    accept: AcceptDelivery
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    dynamodb: Any = None,
+    secretsmanager: Any = None,
+    clock: Clock | None = None,
+) -> Deps:
+    """Wire the use case to its adapters; tests pass their own clients and clock."""
+    if dynamodb is None or secretsmanager is None:
+        import boto3  # noqa: PLC0415 (only production wiring needs the default session)
+
+        dynamodb = dynamodb or boto3.client("dynamodb", config=DYNAMODB_CONFIG)
+        secretsmanager = secretsmanager or boto3.client("secretsmanager", config=SECRETS_CONFIG)
+    return Deps(
+        accept=AcceptDelivery(
+            inbox=DynamoDbInbox(dynamodb, settings.table_name),
+            secrets=SecretsManagerSigningSecrets(
+                secret_arn=settings.signing_secrets_arn,
+                max_age_seconds=settings.secrets_max_age_seconds,
+                client=secretsmanager,
+            ),
+            clock=clock or SystemClock(),
+            retention_seconds=settings.retention_seconds,
+        )
+    )
+
+
+_deps: Deps | None = None
+_deps_lock = threading.Lock()
+
+
+def get_deps() -> Deps:
+    """The container's dependencies, built from the environment on first use.
+
+    Raises:
+        SettingsError: the environment is incomplete (the message names the variable).
+    """
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        if _deps is None:
+            _deps = build_deps(Settings.from_env(os.environ))
+        return _deps
+
+
+def set_deps(deps: Deps | None) -> None:
+    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        _deps = deps
+
+
+def handle(event: object, deps: Deps) -> Acceptance:
+    """Parse the API Gateway event and run the use case."""
+    try:
+        request = parse_event(event, max_body_bytes=names.MAX_BODY_BYTES)
+    except BodyTooLarge:
+        return too_large()
+    except MalformedEvent:
+        return Acceptance(Outcome.INVALID, REASON_MALFORMED_EVENT)
+    return deps.accept(request.headers, request.body)
+
+
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Lambda entry point (API Gateway HTTP API payload 2.0; REST 1.0 tolerated)."""
+    logger.append_keys(
+        aws_request_id=getattr(context, "aws_request_id", None),
+        api_request_id=_api_request_id(event),
+    )
+    try:
+        result = handle(event, get_deps())
+    except SettingsError as exc:
+        # The message names the variable, never a value.
+        logger.error("receiver settings are invalid", extra={"error": str(exc)})
+        result = unavailable(REASON_MISCONFIGURED)
+    except Exception as exc:  # noqa: BLE001 (the last line: never a 500 or a stack trace to the sender)
+        # 503 rather than 500: RelayLink retries either way, and a retry after the fix
+        # is exactly what a bug here needs. Log where it happened, not the message,
+        # which could quote input.
+        logger.error(
+            "receiver failed unexpectedly",
+            extra={"error_type": type(exc).__name__, "where": _where(exc)},
+        )
+        result = unavailable(REASON_INTERNAL)
+    _record(result)
+    return _response(result)
+
+
+def _record(result: Acceptance) -> None:
+    metric_names = {names.receiver_outcome_metric(result.outcome.value)}
+    if result.outcome is Outcome.QUARANTINED:
+        metric_names.add(names.METRIC_QUARANTINED)  # the same name today; kept explicit
+    for name in metric_names:
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    log = logger.warning if result.outcome is Outcome.QUARANTINED else logger.info
+    log(
+        "delivery handled",
+        extra={
+            "outcome": result.outcome.value,
+            "reason": result.reason,
+            "status": result.status,
+            "delivery_id": result.delivery_id,
+        },
+    )
+
+
+def _response(result: Acceptance) -> dict[str, Any]:
+    return {
+        "statusCode": result.status,
+        "headers": dict(_JSON_HEADERS),
+        "body": json.dumps({"outcome": result.outcome.value, "reason": result.reason}),
+        "isBase64Encoded": False,
+    }
+
+
+def _api_request_id(event: object) -> str | None:
+    """API Gateway's own request id (generated by AWS, not sent by the caller)."""
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    request_id = context.get("requestId") if isinstance(context, dict) else None
+    return request_id if isinstance(request_id, str) else None
+
+
+def _where(exc: BaseException) -> list[str]:
+    return [
+        f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}:{f.name}"
+        for f in traceback.extract_tb(exc.__traceback__)
+    ]

@@ -285,17 +285,21 @@ def inject_dynamodb_error(
     code: str,
     status: int = 400,
     extra: dict[str, Any] | None = None,
+    times: int | None = None,
 ) -> list[int]:
-    """Make every HTTP attempt of ``operation`` on ``client`` fail with ``code``.
+    """Make HTTP attempts of ``operation`` on ``client`` fail with ``code``.
 
     Registered first on ``before-send``, so it answers before moto (or the network)
-    would. Returns a list that grows by one per intercepted attempt.
+    would; after ``times`` failures (None: never) attempts go through again.
+    Returns a list that grows by one per intercepted attempt.
     """
     intercepted: list[int] = []
     error = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
     body = json.dumps({**error, **(extra or {})}).encode()
 
-    def answer(request: Any, **_: Any) -> AWSResponse:
+    def answer(request: Any, **_: Any) -> AWSResponse | None:
+        if times is not None and len(intercepted) >= times:
+            return None
         intercepted.append(1)
         headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected"}
         return AWSResponse(request.url, status, headers, _RawBody(body))

@@ -34,8 +34,10 @@ _JSON_HEADERS: Final = {"Content-Type": "application/json"}
 
 # RelayLink gives up on an attempt after 10 s (contract section 1). Bounded timeouts and
 # attempts keep one request well inside that; a slower answer only costs a retry.
+# DynamoDB keeps botocore's legacy mode: its DynamoDB policy backs off from 50 ms, where
+# standard mode would wait up to 1 s, then 2 s, out of that 10 s budget.
 DYNAMODB_CONFIG: Final = Config(
-    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3}
+    connect_timeout=1, read_timeout=2, retries={"mode": "legacy", "total_max_attempts": 3}
 )
 SECRETS_CONFIG: Final = Config(
     connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2}

@@ -1,0 +1,62 @@
+"""Listing the sparse ``by_state`` index: what the reconciler and operators look at."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core import names
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_errors import storage_error
+
+
+def query_shard(
+    client: Any,
+    table: str,
+    *,
+    shard: str,
+    changed_before: int,
+    expired_at: int | None = None,
+    unflagged: bool = False,
+) -> Iterator[dynamodb_items.Item]:
+    """Items of one index shard that changed before ``changed_before`` (paginated)."""
+    arguments: dict[str, Any] = {
+        "TableName": table,
+        "IndexName": names.STATE_INDEX,
+        "KeyConditionExpression": "#shard = :shard AND #changed < :before",
+        "ExpressionAttributeNames": {
+            "#shard": names.STATE_INDEX_PARTITION_KEY,
+            "#changed": names.STATE_INDEX_SORT_KEY,
+        },
+        "ExpressionAttributeValues": {
+            ":shard": {"S": shard},
+            ":before": {"N": str(changed_before)},
+        },
+    }
+    if expired_at is not None:
+        arguments["FilterExpression"] = "lease_until <= :now"
+        arguments["ExpressionAttributeValues"][":now"] = {"N": str(expired_at)}
+    if unflagged:
+        arguments["FilterExpression"] = "attribute_not_exists(flagged_at)"
+    while True:
+        try:
+            response = client.query(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            raise storage_error(exc) from exc
+        yield from response.get("Items", [])
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            return
+        arguments["ExclusiveStartKey"] = last
+
+
+def query_index(
+    client: Any, table: str, *, label: str, changed_before: int, unflagged: bool = False
+) -> Iterator[dynamodb_items.Item]:
+    """Every item listed under ``label`` in the state index, older than ``changed_before``."""
+    for shard in dynamodb_items.all_state_shards(label):
+        yield from query_shard(
+            client, table, shard=shard, changed_before=changed_before, unflagged=unflagged
+        )

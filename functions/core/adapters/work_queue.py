@@ -1,0 +1,52 @@
+"""The work queue and its dead-letter queue in SQS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core.errors import StorageUnavailable
+from functions.core.models import WorkItem
+
+
+class SqsWorkQueue:
+    """Sends work items and moves messages (the worker's and reconciler's queue port)."""
+
+    def __init__(
+        self, *, client: Any, queue_url: str, dead_letter_queue_url: str | None = None
+    ) -> None:
+        self._client = client
+        self._queue_url = queue_url
+        self._dead_letter_queue_url = dead_letter_queue_url
+
+    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
+        """Enqueue ``work`` (its JSON: ids and the MCP URL, never a secret)."""
+        self._call(
+            "send_message",
+            QueueUrl=self._queue_url,
+            MessageBody=work.to_json(),
+            DelaySeconds=delay_seconds,
+        )
+
+    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
+        """Hide a received message for ``seconds`` more (the retry back-off)."""
+        self._call(
+            "change_message_visibility",
+            QueueUrl=self._queue_url,
+            ReceiptHandle=receipt_handle,
+            VisibilityTimeout=seconds,
+        )
+
+    def dead_letter(self, body: str) -> None:
+        """Copy a message body to the dead-letter queue (its original is then acked)."""
+        if self._dead_letter_queue_url is None:
+            raise RuntimeError("no dead-letter queue configured")
+        self._call("send_message", QueueUrl=self._dead_letter_queue_url, MessageBody=body)
+
+    def _call(self, operation: str, **arguments: Any) -> None:
+        try:
+            getattr(self._client, operation)(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            # Every SQS failure here leaves the message where it was: try again later.
+            raise StorageUnavailable("queue_unavailable") from exc

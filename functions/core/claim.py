@@ -1,0 +1,79 @@
+"""Claiming a delivery for processing: one worker at a time, under a lease.
+
+A claim is one conditional update of the inbox item (``pending``, or ``processing``
+whose lease has expired, becomes ``processing`` with a new lease and one more
+attempt). Every later state change of that attempt is conditional on still holding
+the claim, identified by a random owner token written with it: a worker whose lease
+expired (and whose delivery another worker took over) can no longer complete,
+release or fail it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from functions.core.errors import ProcessingError
+
+
+class ClaimStatus(StrEnum):
+    """What an attempt to claim a delivery found."""
+
+    CLAIMED = "claimed"  # we hold it now
+    COMPLETED = "completed"  # already done: acknowledge, do nothing
+    CLOSED = "closed"  # failed or ignored: nothing to do either
+    LEASED = "leased"  # another live worker holds it: come back later
+    MISSING = "missing"  # no inbox item (expired by TTL, or not ours)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The right to process one delivery until ``lease_until``."""
+
+    delivery_id: str
+    owner: str
+    lease_until: int
+    attempts: int  # including this one
+    expires_at: int = 0  # the inbox item's TTL; the delivery's other records share it
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAttempt:
+    """The result of :meth:`ClaimStore.claim`: a claim, or why there is none."""
+
+    status: ClaimStatus
+    claim: Claim | None = None
+    lease_until: int | None = None  # the other holder's lease, when LEASED
+
+
+class ClaimLost(ProcessingError):
+    """Our lease expired and another worker claimed the delivery; it owns it now."""
+
+    code = "claim_lost"
+
+
+class ClaimStore(Protocol):
+    """Port: the inbox item's processing state (DynamoDB in production)."""
+
+    def claim(
+        self, delivery_id: str, *, owner: str, now: int, lease_seconds: int
+    ) -> ClaimAttempt: ...
+
+    def complete(self, claim: Claim, *, now: int) -> None:
+        """Mark completed; raises :class:`ClaimLost` when we no longer hold it."""
+        ...
+
+    def release(self, claim: Claim, *, now: int, error_code: str) -> None:
+        """Back to pending with ``last_error``; raises :class:`ClaimLost`."""
+        ...
+
+    def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
+        """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
+        ...
+
+
+def new_owner_token() -> str:
+    """A fresh, unguessable lease owner token (one per claim)."""
+    return secrets.token_hex(16)

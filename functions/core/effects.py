@@ -1,0 +1,131 @@
+"""The effect ledger: an external effect is applied at most once per delivery.
+
+``ledger.run(name, fn)`` writes an *intent* record before calling ``fn`` and a
+*done* record after it, both in the table under the delivery's partition. A
+retry of the same delivery then knows, per effect:
+
+* done: skip it;
+* intent without done: the previous attempt died somewhere around the call, so
+  the outcome is uncertain. Ask the downstream system with the effect's own
+  ``reconcile`` check when it has one; else repeat it only if it is declared
+  ``repeatable``; else stop and leave it to the reconciler or an operator
+  (:class:`~functions.core.errors.UncertainEffect`).
+
+Every call gets an idempotency key, ``<delivery_id>:<name>`` unless the workflow
+chooses another: a downstream system that honours it makes even the uncertain
+window harmless.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from functions.core.clock import Clock
+from functions.core.errors import TransientError, UncertainEffect
+
+_EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+class EffectStatus(StrEnum):
+    INTENT = "intent"  # about to be applied, or applied without a done record yet
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """One effect of one delivery, as the ledger stores it."""
+
+    delivery_id: str
+    name: str
+    status: EffectStatus
+    key: str
+    intent_at: int
+    done_at: int | None = None
+    flagged_at: int | None = None  # set by the reconciler when it hands it to an operator
+
+
+class EffectStore(Protocol):
+    """Port: where intent and done records live (the table in production)."""
+
+    def get(self, delivery_id: str, name: str) -> EffectRecord | None: ...
+
+    def record_intent(
+        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+    ) -> bool:
+        """Write the intent unless a record exists; returns False when one did."""
+        ...
+
+    def record_done(self, delivery_id: str, name: str, *, now: int) -> None: ...
+
+
+def idempotency_key(delivery_id: str, name: str) -> str:
+    """The key every downstream call of effect ``name`` carries."""
+    return f"{delivery_id}:{name}"
+
+
+class EffectLedger:
+    """The ledger of one delivery, handed to the workflow."""
+
+    def __init__(
+        self, delivery_id: str, *, store: EffectStore, clock: Clock, expires_at: int = 0
+    ) -> None:
+        self.delivery_id = delivery_id
+        self._expires_at = expires_at
+        self._store = store
+        self._clock = clock
+
+    def run(
+        self,
+        name: str,
+        fn: Callable[[str], object],
+        *,
+        key: str | None = None,
+        reconcile: Callable[[str], bool] | None = None,
+        repeatable: bool = False,
+    ) -> bool:
+        """Apply effect ``name`` unless this delivery already applied it.
+
+        Args:
+            name: Stable name of the effect within the workflow (``[a-z0-9_.-]``).
+            fn: Applies the effect; called with the idempotency key.
+            key: Idempotency key; ``<delivery_id>:<name>`` by default.
+            reconcile: Asks the downstream system whether the effect with this key
+                was applied (True) or not (False); used when an earlier attempt
+                left the outcome uncertain.
+            repeatable: Repeating the effect reaches the same state (e.g. a put).
+
+        Returns:
+            True when ``fn`` ran in this call, False when it was skipped.
+
+        Raises:
+            UncertainEffect: The outcome of an earlier attempt is unknown and the
+                effect can neither be checked nor repeated.
+        """
+        if not _EFFECT_NAME.match(name):
+            raise ValueError(f"effect name {name!r} must match {_EFFECT_NAME.pattern}")
+        key = key or idempotency_key(self.delivery_id, name)
+        record = self._store.get(self.delivery_id, name)
+        if record is None and not self._store.record_intent(
+            self.delivery_id, name, key=key, now=self._clock.now(), expires_at=self._expires_at
+        ):
+            # Someone wrote a record between our read and our write: only a worker
+            # whose lease expired can, so take the retry path with what it wrote.
+            record = self._store.get(self.delivery_id, name)
+            if record is None:
+                raise TransientError("effect_conflict")
+        if record is not None:
+            if record.status is EffectStatus.DONE:
+                return False
+            if reconcile is not None:
+                if reconcile(key):
+                    self._store.record_done(self.delivery_id, name, now=self._clock.now())
+                    return False
+            elif not repeatable:
+                raise UncertainEffect()
+        fn(key)
+        self._store.record_done(self.delivery_id, name, now=self._clock.now())
+        return True

@@ -1,0 +1,275 @@
+"""The processing use case: claim, fetch, run the workflow, complete.
+
+One call of :meth:`Processor.process` handles one work item (one queue message)
+and returns a :class:`Decision` that tells the worker what to do with the message.
+The state of the delivery lives in the inbox item (see :mod:`functions.core.claim`),
+never in the queue: a message is only a reminder that a delivery may need work, so
+duplicated or re-enqueued messages are harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from functions.core import names
+from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
+from functions.core.clock import Clock
+from functions.core.effects import EffectLedger, EffectStore
+from functions.core.errors import (
+    McpAuthError,
+    PermanentError,
+    ProcessingError,
+    TransientError,
+    UncertainEffect,
+)
+from functions.core.models import WorkItem
+from functions.core.observability import logger
+
+if TYPE_CHECKING:
+    from functions.core.package import Package
+    from functions.core.workflow import Workflow
+
+# SQS caps both a message's delay and a visibility change used as back-off here at
+# 15 minutes (DelaySeconds max 900); longer waits come from repeated deferrals.
+MAX_QUEUE_DELAY_SECONDS = 900
+RETRY_BASE_SECONDS = 15
+
+
+class PackageSource(Protocol):
+    """Port: fetches a package from the MCP server named by the work item."""
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Package: ...
+
+
+class MetricsSink(Protocol):
+    """Port: counts events (CloudWatch EMF in production)."""
+
+    def count(self, name: str, value: int = 1) -> None: ...
+
+
+class WorkQueue(Protocol):
+    """Port: the work queue and its dead-letter queue (SQS in production)."""
+
+    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
+
+    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
+
+    def dead_letter(self, body: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """One received queue message, as the worker needs it."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+
+
+class Disposition(StrEnum):
+    """What the worker does with the queue message."""
+
+    ACK = "ack"  # done with it (completed, failed, nothing to do)
+    RETRY = "retry"  # return it to the queue after ``delay_seconds``
+    DEFER = "defer"  # send a fresh copy after ``delay_seconds``, ack this one
+    DEAD_LETTER = "dead_letter"  # move it to the dead-letter queue
+
+
+class Result(StrEnum):
+    """Why, for logs and tests."""
+
+    COMPLETED = "completed"
+    ALREADY_DONE = "already_done"
+    DEFERRED = "deferred"
+    RETRYING = "retrying"
+    FAILED = "failed"
+    EXHAUSTED = "exhausted"
+    UNCERTAIN = "uncertain"
+    CLAIM_LOST = "claim_lost"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    result: Result
+    disposition: Disposition
+    delay_seconds: int = 0
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessConfig:
+    max_attempts: int
+    lease_seconds: int
+
+
+def retry_delay(attempts: int) -> int:
+    """Visibility delay before attempt ``attempts + 1``: doubles, capped at 15 min."""
+    return int(min(MAX_QUEUE_DELAY_SECONDS, RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1)))
+
+
+@dataclass
+class Processor:
+    """Processes work items; one instance serves every batch of a warm Lambda."""
+
+    claims: ClaimStore
+    effects: EffectStore
+    workflow: Workflow
+    clock: Clock
+    metrics: MetricsSink
+    config: ProcessConfig
+    new_owner: Callable[[], str] = field(default=new_owner_token)
+
+    async def process(self, work: WorkItem, source: PackageSource) -> Decision:
+        """Take one work item as far as it can go now."""
+        now = self.clock.now()
+        attempt = self.claims.claim(
+            work.delivery_id,
+            owner=self.new_owner(),
+            now=now,
+            lease_seconds=self.config.lease_seconds,
+        )
+        if attempt.status in (ClaimStatus.COMPLETED, ClaimStatus.CLOSED):
+            return self._decide(work, Decision(Result.ALREADY_DONE, Disposition.ACK))
+        if attempt.status is ClaimStatus.MISSING:
+            return self._decide(work, Decision(Result.MISSING, Disposition.ACK))
+        if attempt.status is ClaimStatus.LEASED or attempt.claim is None:
+            remaining = (attempt.lease_until or now) - now
+            delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
+            return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
+        claim = attempt.claim
+        try:
+            if claim.attempts > self.config.max_attempts:
+                # An earlier attempt died without recording an outcome (e.g. a Lambda
+                # timeout) and used up the last attempt: do not run the workflow again.
+                self.claims.fail(claim, now=self.clock.now(), error_code="attempts_exhausted")
+                return self._decide(
+                    work,
+                    Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "attempts_exhausted"),
+                )
+            return await self._run(work, source, claim)
+        except ClaimLost:
+            return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
+
+    async def _run(self, work: WorkItem, source: PackageSource, claim: Claim) -> Decision:
+        try:
+            package = await source.get_package(work.mcp_url, work.package_id)
+            ledger = EffectLedger(
+                work.delivery_id, store=self.effects, clock=self.clock, expires_at=claim.expires_at
+            )
+            # In a thread: a workflow may block, or run its own event loop for an agent.
+            await asyncio.to_thread(self.workflow.run, work, package, ledger)
+            self.claims.complete(claim, now=self.clock.now())
+        except ClaimLost:
+            raise
+        except UncertainEffect as exc:
+            self.metrics.count(names.METRIC_UNCERTAIN_EFFECTS)
+            # Failed, not retried: a blind retry could repeat the effect. The intent
+            # record stays listed in the state index for the reconciler and operators.
+            self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
+            return self._decide(work, Decision(Result.UNCERTAIN, Disposition.ACK, 0, exc.code))
+        except PermanentError as exc:
+            self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
+            return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
+        except TransientError as exc:
+            if isinstance(exc, McpAuthError):
+                self.metrics.count(names.METRIC_MCP_AUTH_FAILURES)
+            return self._retry_or_give_up(work, claim, exc.code)
+        except ProcessingError as exc:
+            return self._retry_or_give_up(work, claim, exc.code)
+        except Exception:  # noqa: BLE001 (a workflow's own bug: retried, then dead-lettered)
+            logger.exception("workflow raised an unexpected error")
+            return self._retry_or_give_up(work, claim, "unexpected_error")
+        return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
+
+    def _retry_or_give_up(self, work: WorkItem, claim: Claim, code: str) -> Decision:
+        if claim.attempts >= self.config.max_attempts:
+            self.claims.fail(claim, now=self.clock.now(), error_code=code)
+            return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
+        self.claims.release(claim, now=self.clock.now(), error_code=code)
+        delay = retry_delay(claim.attempts)
+        return self._decide(work, Decision(Result.RETRYING, Disposition.RETRY, delay, code))
+
+    def _decide(self, work: WorkItem, decision: Decision) -> Decision:
+        self.metrics.count(_RESULT_METRICS[decision.result])
+        logger.info(
+            "work item processed",
+            extra={
+                "delivery_id": work.delivery_id,
+                "result": decision.result.value,
+                "error_code": decision.error_code,
+            },
+        )
+        return decision
+
+
+_RESULT_METRICS = {
+    Result.COMPLETED: names.METRIC_WORK_COMPLETED,
+    Result.ALREADY_DONE: names.METRIC_WORK_ALREADY_DONE,
+    Result.MISSING: names.METRIC_WORK_ALREADY_DONE,
+    Result.DEFERRED: names.METRIC_WORK_DEFERRED,
+    Result.RETRYING: names.METRIC_WORK_RETRIED,
+    Result.FAILED: names.METRIC_WORK_FAILED,
+    Result.UNCERTAIN: names.METRIC_WORK_FAILED,
+    Result.EXHAUSTED: names.METRIC_WORK_DEAD_LETTERED,
+    Result.CLAIM_LOST: names.METRIC_CLAIMS_LOST,
+}
+
+
+async def process_batch(
+    processor: Processor,
+    queue: WorkQueue,
+    source: Callable[[], AbstractAsyncContextManager[PackageSource]],
+    messages: Sequence[QueueMessage],
+) -> list[str]:
+    """Process one batch in order, sharing one package source (one MCP session per server).
+
+    Returns:
+        The ids of the messages to report as batch item failures: SQS makes them
+        visible again after the delay set here (or the queue's visibility timeout).
+    """
+    failures: list[str] = []
+    async with source() as packages:
+        for message in messages:
+            try:
+                work = WorkItem.from_json(message.body)
+            except ValueError:
+                # Not ours to interpret and never will be: straight to the dead-letter queue.
+                logger.warning("malformed work item", extra={"message_id": message.message_id})
+                queue.dead_letter(message.body)
+                continue
+            try:
+                decision = await processor.process(work, packages)
+                _apply(queue, message, work, decision, failures)
+            except ProcessingError as exc:
+                # Storage trouble before any state change was recorded: the message
+                # comes back after the queue's visibility timeout, the lease after its own.
+                logger.warning(
+                    "work item not processed",
+                    extra={"delivery_id": work.delivery_id, "error_code": exc.code},
+                )
+                failures.append(message.message_id)
+    return failures
+
+
+def _apply(
+    queue: WorkQueue,
+    message: QueueMessage,
+    work: WorkItem,
+    decision: Decision,
+    failures: list[str],
+) -> None:
+    if decision.disposition is Disposition.RETRY:
+        queue.change_visibility(message.receipt_handle, seconds=decision.delay_seconds)
+        failures.append(message.message_id)
+    elif decision.disposition is Disposition.DEFER:
+        # A fresh copy starts with a receive count of 0: waiting for another worker's
+        # lease must not move this delivery towards the dead-letter queue.
+        queue.send(work, delay_seconds=decision.delay_seconds)
+    elif decision.disposition is Disposition.DEAD_LETTER:
+        queue.dead_letter(message.body)

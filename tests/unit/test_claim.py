@@ -1,0 +1,181 @@
+"""The claim contract, run against the in-memory fake and the DynamoDB adapter (moto)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from functions.core import names
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
+from functions.core.models import InboxItem, State
+from tests.processing_fakes import FakeClaims
+
+NOW = 1_760_000_000
+LEASE = 300
+DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
+
+
+def pending(delivery_id: str = DELIVERY, **changes: Any) -> InboxItem:
+    item = InboxItem(
+        delivery_id=delivery_id,
+        event="package.received",
+        body_sha256="0" * 64,
+        received_at=NOW - 10,
+        state=State.PENDING,
+        expires_at=NOW + 30 * 86400,
+        package_id="pkg_1",
+        mcp_url="https://mcp.relaylink.example/mcp",
+        state_changed_at=NOW - 10,
+    )
+    return dataclasses.replace(item, **changes)
+
+
+@dataclass
+class Subject:
+    store: Any
+    seed: Callable[[InboxItem], None]
+    read: Callable[[str], InboxItem]
+    raw: Callable[[str], dict[str, Any]] | None = None
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def subject(request: pytest.FixtureRequest) -> Subject:
+    if request.param == "fake":
+        fake = FakeClaims()
+        return Subject(fake, fake.add, lambda d: fake.items[d])
+    table = request.getfixturevalue("table")
+    client = request.getfixturevalue("dynamodb")
+
+    def raw(delivery_id: str) -> dict[str, Any]:
+        return client.get_item(TableName=table, Key=dynamodb_items.inbox_key(delivery_id))["Item"]
+
+    return Subject(
+        DynamoDbClaims(client=client, table_name=table),
+        lambda item: client.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item)),
+        lambda d: dynamodb_items.inbox_from_item(raw(d)),
+        raw,
+    )
+
+
+def claim(subject: Subject, *, now: int = NOW, owner: str | None = None) -> Any:
+    return subject.store.claim(
+        DELIVERY, owner=owner or new_owner_token(), now=now, lease_seconds=LEASE
+    )
+
+
+def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> None:
+    subject.seed(pending())
+    attempt = claim(subject)
+    assert attempt.status is ClaimStatus.CLAIMED
+    assert attempt.claim.attempts == 1
+    assert attempt.claim.lease_until == NOW + LEASE
+    assert attempt.claim.expires_at == NOW + 30 * 86400
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.lease_until) == (State.PROCESSING, 1, NOW + LEASE)
+    assert item.state_changed_at == NOW
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("processing", DELIVERY)
+
+
+def test_claim_leased_by_a_live_worker_does_not_burn_an_attempt(subject: Subject) -> None:
+    subject.seed(pending())
+    claim(subject)
+    second = claim(subject, now=NOW + LEASE - 1)
+    assert second.status is ClaimStatus.LEASED
+    assert second.lease_until == NOW + LEASE
+    assert subject.read(DELIVERY).attempts == 1
+
+
+def test_claim_after_lease_expiry_takes_over_and_fences_the_old_holder(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    second = claim(subject, now=NOW + LEASE).claim
+    assert second.attempts == 2
+    with pytest.raises(ClaimLost):
+        subject.store.complete(first, now=NOW + LEASE + 1)
+    with pytest.raises(ClaimLost):
+        subject.store.release(first, now=NOW + LEASE + 1, error_code="transient")
+    subject.store.complete(second, now=NOW + LEASE + 2)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.completed_at, item.lease_until) == (
+        State.COMPLETED,
+        NOW + LEASE + 2,
+        None,
+    )
+
+
+def test_claim_of_completed_delivery_says_completed(subject: Subject) -> None:
+    subject.seed(pending())
+    subject.store.complete(claim(subject).claim, now=NOW + 1)
+    assert claim(subject, now=NOW + 2).status is ClaimStatus.COMPLETED
+    assert subject.read(DELIVERY).attempts == 1
+
+
+def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
+    subject.seed(pending())
+    subject.store.release(claim(subject).claim, now=NOW + 5, error_code="mcp_unavailable")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until) == (
+        State.PENDING,
+        "mcp_unavailable",
+        None,
+    )
+    assert item.state_changed_at == NOW + 5
+    assert claim(subject, now=NOW + 6).claim.attempts == 2
+
+
+def test_fail_is_final(subject: Subject) -> None:
+    subject.seed(pending())
+    held = claim(subject).claim
+    subject.store.fail(held, now=NOW + 5, error_code="package_not_found")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error) == (State.FAILED, "package_not_found")
+    assert claim(subject, now=NOW + LEASE * 2).status is ClaimStatus.CLOSED
+    with pytest.raises(ClaimLost):
+        subject.store.complete(held, now=NOW + 6)
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("failed", DELIVERY)
+
+
+def test_claim_of_unknown_delivery_is_missing(subject: Subject) -> None:
+    assert claim(subject).status is ClaimStatus.MISSING
+
+
+def test_owner_tokens_are_unique_and_long() -> None:
+    tokens = {new_owner_token() for _ in range(100)}
+    assert len(tokens) == 100
+    assert all(len(token) == 32 for token in tokens)
+
+
+def test_expired_leases_and_release_expired_once(subject: Subject) -> None:
+    subject.seed(pending())
+    subject.seed(pending("11111111-1111-4111-8111-111111111111"))
+    claim(subject)
+    subject.store.claim(
+        "11111111-1111-4111-8111-111111111111", owner="x", now=NOW + 100, lease_seconds=LEASE
+    )
+    expired = subject.store.expired_leases(now=NOW + LEASE, limit=10)
+    assert [i.delivery_id for i in expired] == [DELIVERY]
+    assert subject.store.release_expired(expired[0], now=NOW + LEASE) is True
+    # A second reconciler run holding the same listing loses the condition.
+    assert subject.store.release_expired(expired[0], now=NOW + LEASE) is False
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.attempts) == (State.PENDING, "lease_expired", 1)
+
+
+def test_touch_pending_wins_once_per_listing(subject: Subject) -> None:
+    subject.seed(pending())
+    stale = subject.store.stale_pending(changed_before=NOW, limit=10)
+    assert [i.delivery_id for i in stale] == [DELIVERY]
+    assert subject.store.stale_pending(changed_before=NOW - 10, limit=10) == []
+    assert subject.store.touch_pending(stale[0], now=NOW) is True
+    assert subject.store.touch_pending(stale[0], now=NOW) is False
+    assert subject.read(DELIVERY).state_changed_at == NOW

@@ -1,0 +1,135 @@
+"""The effect ledger: done skips, uncertain intents reconcile, repeat or stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.core import names
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
+from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
+from functions.core.errors import TransientError, UncertainEffect
+from tests.processing_fakes import Clock, FakeEffects
+
+DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
+
+
+class Downstream:
+    """Counts every application per key, like the notify sink."""
+
+    def __init__(self, *, fail_with: BaseException | None = None) -> None:
+        self.applied: list[str] = []
+        self.fail_with = fail_with
+
+    def apply(self, key: str) -> None:
+        self.applied.append(key)
+        if self.fail_with is not None:
+            raise self.fail_with
+
+    def was_applied(self, key: str) -> bool:
+        return key in self.applied
+
+
+class Crash(BaseException):
+    """The process dies here (not an error any code handles)."""
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def store(request: pytest.FixtureRequest) -> Any:
+    if request.param == "fake":
+        return FakeEffects()
+    return DynamoDbEffects(
+        client=request.getfixturevalue("dynamodb"), table_name=request.getfixturevalue("table")
+    )
+
+
+def ledger(store: Any, clock: Clock | None = None) -> EffectLedger:
+    return EffectLedger(DELIVERY, store=store, clock=clock or Clock(), expires_at=0)
+
+
+def test_run_applies_once_and_skips_when_done(store: Any) -> None:
+    downstream = Downstream()
+    assert ledger(store).run("notify", downstream.apply) is True
+    assert ledger(store).run("notify", downstream.apply) is False
+    assert downstream.applied == [f"{DELIVERY}:notify"]
+    record = store.get(DELIVERY, "notify")
+    assert record.status is EffectStatus.DONE
+    assert record.key == idempotency_key(DELIVERY, "notify")
+
+
+def test_run_passes_a_chosen_key(store: Any) -> None:
+    downstream = Downstream()
+    ledger(store).run("charge", downstream.apply, key="order-17")
+    assert downstream.applied == ["order-17"]
+
+
+def test_uncertain_intent_with_reconcile_saying_applied_is_not_repeated(store: Any) -> None:
+    downstream = Downstream()
+    with pytest.raises(Crash):
+        ledger(store).run(
+            "notify", lambda key: (downstream.apply(key), _raise(Crash()))
+        )  # applied, then died before the done record
+    assert store.get(DELIVERY, "notify").status is EffectStatus.INTENT
+    ran = ledger(store).run("notify", downstream.apply, reconcile=downstream.was_applied)
+    assert ran is False
+    assert len(downstream.applied) == 1
+    assert store.get(DELIVERY, "notify").status is EffectStatus.DONE
+
+
+def test_uncertain_intent_with_reconcile_saying_not_applied_runs(store: Any) -> None:
+    downstream = Downstream()
+    with pytest.raises(Crash):
+        ledger(store).run("notify", lambda key: _raise(Crash()))  # died before the call
+    assert ledger(store).run("notify", downstream.apply, reconcile=downstream.was_applied)
+    assert downstream.applied == [f"{DELIVERY}:notify"]
+
+
+def test_uncertain_repeatable_effect_is_repeated(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("archive_unavailable"))
+    with pytest.raises(TransientError):
+        ledger(store).run("archive", downstream.apply, repeatable=True)
+    downstream.fail_with = None
+    assert ledger(store).run("archive", downstream.apply, repeatable=True) is True
+    assert len(downstream.applied) == 2
+
+
+def test_uncertain_effect_without_check_stops(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("notify_unavailable"))
+    with pytest.raises(TransientError):
+        ledger(store).run("notify", downstream.apply)
+    downstream.fail_with = None
+    with pytest.raises(UncertainEffect):
+        ledger(store).run("notify", downstream.apply)
+    assert len(downstream.applied) == 1
+
+
+def test_effect_names_are_checked(store: Any) -> None:
+    with pytest.raises(ValueError, match="effect name"):
+        ledger(store).run("Notify Me#", lambda key: None)
+
+
+def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str) -> None:
+    store = DynamoDbEffects(client=dynamodb, table_name=table)
+    clock = Clock()
+    assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is True
+    assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is False
+    item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
+    assert item[names.KIND_ATTRIBUTE]["S"] == names.KIND_EFFECT
+    assert item[names.TTL_ATTRIBUTE]["N"] == "99"
+    assert item[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
+    assert store.uncertain(intended_before=clock.value, limit=10) == []
+    listed = store.uncertain(intended_before=clock.value + 1, limit=10)
+    assert [(r.delivery_id, r.name) for r in listed] == [(DELIVERY, "notify")]
+    assert store.flag(listed[0], now=clock.value + 1) is True
+    assert store.flag(listed[0], now=clock.value + 2) is False
+    assert store.uncertain(intended_before=clock.value + 10, limit=10) == []
+    store.record_done(DELIVERY, "notify", now=clock.value + 3)
+    item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
+    assert names.STATE_INDEX_PARTITION_KEY not in item
+    assert "flagged_at" not in item
+    assert store.flag(listed[0], now=clock.value + 4) is False
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc

@@ -4,7 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest demo clean build synth cfn-lint
+# jsii silences its end-of-life warning only for the node majors listed here.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,11 +23,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) build
 	$(VENV)/bin/pytest
 
 demo: $(STAMP)
 	$(PY) -m local.vector_demo
+
+# Lambda assets for arm64 / Python 3.14 (pip wheels, cached in build/deps/; no Docker).
+build: $(STAMP)
+	$(PY) -m infra.bundle
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+# Offline: writes the templates to cdk.out/ with the pinned CDK CLI.
+synth: build node_modules/.package-lock.json
+	npx --no-install cdk synth --quiet --no-notices
+
+# W3005: CDK itself adds DependsOn on each function's role next to the GetAtt; redundant, harmless.
+cfn-lint: synth
+	$(VENV)/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
 
 clean:
 	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,209 @@
+"""The stack's settings, parsed once from CDK context (``cdk.json`` or ``-c key=value``).
+
+Every knob a deployer may turn lives here with its default and its bounds, so a
+typo or an out-of-range value fails the synth with a clear message instead of
+producing a stack that misbehaves at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from functions.core import names
+
+# Context keys (documented in docs/deploy.md).
+STAGE = "stage"
+MCP_ALLOWED_HOSTS = "mcp_allowed_hosts"
+ALARM_EMAIL = "alarm_email"
+INBOX_RETENTION_DAYS = "inbox_retention_days"
+WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
+WORKER_MAX_ATTEMPTS = "worker_max_attempts"
+LOG_LEVEL = "log_level"
+LOG_RETENTION_DAYS = "log_retention_days"
+SIGNING_SECRETS_ARN = "signing_secrets_arn"
+MCP_TOKEN_SECRET_ARN = "mcp_token_secret_arn"  # noqa: S105 (a context key, not a secret)
+NOTIFY_URL = "notify_url"
+WORKFLOW = "workflow"
+API_RATE_LIMIT = "api_rate_limit"
+API_BURST_LIMIT = "api_burst_limit"
+RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_SECRET_ARN = re.compile(
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$"
+)
+_WORKFLOW = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+# CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_CHOICES = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731)
+
+
+class ConfigError(ValueError):
+    """A context value is missing, malformed or out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class StackConfig:
+    """Typed deploy-time settings of one stack.
+
+    Attributes:
+        stage: Short lower-case name that distinguishes deployments (``prod``, ``dev``).
+        mcp_allowed_hosts: Hosts (exact or ``*.suffix``) the worker may send its token to.
+        alarm_email: Address subscribed to the alarm topic, or None.
+        inbox_retention_days: How long inbox items and archived packages are kept.
+        worker_max_concurrency: Upper bound of concurrent worker invocations (SQS ESM).
+        worker_max_attempts: Processing attempts before a message is dead-lettered.
+        log_level: Powertools and Lambda application log level.
+        log_retention_days: Retention of every log group of the stack.
+        signing_secrets_arn: Existing signing secret to use, or None to create one.
+        mcp_token_secret_arn: Existing MCP token secret to use, or None to create one.
+        notify_url: Where the default workflow posts its notification, or None.
+        workflow: The worker's workflow as ``module:attribute``.
+        api_rate_limit: Steady-state requests per second the API stage admits.
+        api_burst_limit: Burst the API stage admits.
+        reconcile_every_minutes: Period of the reconciler's schedule.
+    """
+
+    stage: str = "prod"
+    mcp_allowed_hosts: tuple[str, ...] = ()
+    alarm_email: str | None = None
+    inbox_retention_days: int = names.DEFAULT_INBOX_RETENTION_DAYS
+    worker_max_concurrency: int = 5
+    worker_max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    signing_secrets_arn: str | None = None
+    mcp_token_secret_arn: str | None = None
+    notify_url: str | None = None
+    workflow: str = names.DEFAULT_WORKFLOW
+    api_rate_limit: int = 50
+    api_burst_limit: int = 100
+    reconcile_every_minutes: int = 5
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any]) -> StackConfig:
+        """Parse CDK context values (strings from ``-c``, or JSON values from cdk.json).
+
+        Raises:
+            ConfigError: when a value is malformed or out of range.
+        """
+        defaults = cls()
+        config = cls(
+            stage=_text(context, STAGE, defaults.stage),
+            mcp_allowed_hosts=_hosts(context.get(MCP_ALLOWED_HOSTS)),
+            alarm_email=_optional_text(context, ALARM_EMAIL),
+            inbox_retention_days=_integer(
+                context, INBOX_RETENTION_DAYS, defaults.inbox_retention_days, low=4, high=3650
+            ),
+            worker_max_concurrency=_integer(
+                # The SQS event source accepts 2..1000.
+                context,
+                WORKER_MAX_CONCURRENCY,
+                defaults.worker_max_concurrency,
+                low=2,
+                high=1000,
+            ),
+            worker_max_attempts=_integer(
+                context, WORKER_MAX_ATTEMPTS, defaults.worker_max_attempts, low=1, high=1000
+            ),
+            log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
+            log_retention_days=_integer(
+                context, LOG_RETENTION_DAYS, defaults.log_retention_days, low=1, high=731
+            ),
+            signing_secrets_arn=_optional_text(context, SIGNING_SECRETS_ARN),
+            mcp_token_secret_arn=_optional_text(context, MCP_TOKEN_SECRET_ARN),
+            notify_url=_optional_text(context, NOTIFY_URL),
+            workflow=_text(context, WORKFLOW, defaults.workflow),
+            api_rate_limit=_integer(
+                context, API_RATE_LIMIT, defaults.api_rate_limit, low=1, high=10_000
+            ),
+            api_burst_limit=_integer(
+                context, API_BURST_LIMIT, defaults.api_burst_limit, low=1, high=5_000
+            ),
+            reconcile_every_minutes=_integer(
+                context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
+            ),
+        )
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Check what a single value's type cannot say.
+
+        Raises:
+            ConfigError: naming the offending context key.
+        """
+        if not _STAGE.match(self.stage):
+            raise ConfigError(f"{STAGE}: lower-case letters, digits and '-', at most 20")
+        if not self.mcp_allowed_hosts:
+            # An empty allowlist would fail every package permanently: refuse to deploy it.
+            raise ConfigError(f"{MCP_ALLOWED_HOSTS}: at least one host (e.g. *.relaylink.example)")
+        if self.log_level not in _LOG_LEVELS:
+            raise ConfigError(f"{LOG_LEVEL}: one of {', '.join(_LOG_LEVELS)}")
+        if self.log_retention_days not in LOG_RETENTION_CHOICES:
+            raise ConfigError(f"{LOG_RETENTION_DAYS}: one of {LOG_RETENTION_CHOICES}")
+        if self.alarm_email is not None and not _EMAIL.match(self.alarm_email):
+            raise ConfigError(f"{ALARM_EMAIL}: not an e-mail address")
+        for key, arn in (
+            (SIGNING_SECRETS_ARN, self.signing_secrets_arn),
+            (MCP_TOKEN_SECRET_ARN, self.mcp_token_secret_arn),
+        ):
+            if arn is not None and not _SECRET_ARN.match(arn):
+                raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
+        if self.notify_url is not None and not self.notify_url.startswith("https://"):
+            raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
+        if not _WORKFLOW.match(self.workflow):
+            raise ConfigError(f"{WORKFLOW}: module:attribute")
+        if self.api_burst_limit < self.api_rate_limit:
+            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+
+
+def _text(context: Mapping[str, Any], key: str, default: str) -> str:
+    value = context.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: a non-empty string")
+    return value.strip()
+
+
+def _optional_text(context: Mapping[str, Any], key: str) -> str | None:
+    value = context.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: a string")
+    return value.strip()
+
+
+def _integer(context: Mapping[str, Any], key: str, default: int, *, low: int, high: int) -> int:
+    value = context.get(key, default)
+    # ``-c key=7`` arrives as a string; cdk.json gives a number. bool is an int: refuse it.
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"{key}: an integer from {low} to {high}")
+    return value
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    # ``-c mcp_allowed_hosts=a.example,*.b.example`` or a JSON list in cdk.json.
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        text = value.strip()
+        items: Any = json.loads(text) if text.startswith("[") else text.split(",")
+    else:
+        items = value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ConfigError(f"{MCP_ALLOWED_HOSTS}: a list of host names")
+    hosts = tuple(item.strip().lower() for item in items if item.strip())
+    for host in hosts:
+        if not _HOST.match(host):
+            raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {host!r} is not a host or *.suffix")
+    return hosts

@@ -1,0 +1,136 @@
+"""The one place that holds the Lambda defaults: runtime, architecture, logging, tracing.
+
+Each function gets its own role and its own log group: the role starts with no
+permission at all (no AWS managed policy) and receives only ``grant_*`` results,
+among them write access to exactly its own log group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from functions.core import names
+from infra.bundle import FUNCTIONS
+from infra.config import StackConfig
+
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+
+_LEVELS = {
+    "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
+    "INFO": lambda_.ApplicationLogLevel.INFO,
+    "WARNING": lambda_.ApplicationLogLevel.WARN,
+    "ERROR": lambda_.ApplicationLogLevel.ERROR,
+}
+
+
+def retention(days: int) -> logs.RetentionDays:
+    """The ``RetentionDays`` member for a number of days (validated by ``StackConfig``)."""
+    for member in logs.RetentionDays:
+        if _days(member) == days:
+            return member
+    raise ValueError(f"CloudWatch Logs has no retention of {days} days")
+
+
+def _days(member: logs.RetentionDays) -> int | None:
+    # jsii enum members carry the CloudFormation value only after resolution; map by name.
+    table = {
+        "ONE_DAY": 1,
+        "THREE_DAYS": 3,
+        "FIVE_DAYS": 5,
+        "ONE_WEEK": 7,
+        "TWO_WEEKS": 14,
+        "ONE_MONTH": 30,
+        "TWO_MONTHS": 60,
+        "THREE_MONTHS": 90,
+        "FOUR_MONTHS": 120,
+        "FIVE_MONTHS": 150,
+        "SIX_MONTHS": 180,
+        "ONE_YEAR": 365,
+        "THIRTEEN_MONTHS": 400,
+        "EIGHTEEN_MONTHS": 545,
+        "TWO_YEARS": 731,
+    }
+    return table.get(member.name)
+
+
+def asset_code(function: str) -> lambda_.Code:
+    """The locally built asset of ``function`` (``python -m infra.bundle`` writes it).
+
+    Raises:
+        FileNotFoundError: when the asset has not been built, naming the command.
+    """
+    path: Path = FUNCTIONS[function].path
+    if not (path / "functions" / function / "handler.py").is_file():
+        raise FileNotFoundError(f"{path} is not built: run `make build` (python -m infra.bundle)")
+    return lambda_.Code.from_asset(str(path))
+
+
+def python_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    function: str,
+    config: StackConfig,
+    description: str,
+    environment: Mapping[str, str],
+    timeout: Duration,
+    memory_size: int = 256,
+) -> lambda_.Function:
+    """A Lambda function running ``functions.<function>.handler.lambda_handler``.
+
+    Args:
+        scope: Parent construct.
+        construct_id: Construct id.
+        function: Directory name under ``functions/`` (and ``build/assets/``).
+        config: Stack settings (log level and retention).
+        description: Shown in the console.
+        environment: The function's own settings; the Powertools keys are added here.
+        timeout: Hard time limit of one invocation.
+        memory_size: MiB (CPU scales with it).
+    """
+    log_group = logs.LogGroup(
+        scope,
+        f"{construct_id}Logs",
+        retention=retention(config.log_retention_days),
+        # Logs outlive a teardown for post-mortems; their retention still applies.
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"{names.SERVICE} {function}: only what the stack grants",
+    )
+    log_group.grant_write(role)
+    handler = lambda_.Function(
+        scope,
+        construct_id,
+        description=description,
+        runtime=RUNTIME,
+        architecture=ARCHITECTURE,
+        handler=f"functions.{function}.handler.lambda_handler",
+        code=asset_code(function),
+        role=role,
+        timeout=timeout,
+        memory_size=memory_size,
+        tracing=lambda_.Tracing.ACTIVE,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        application_log_level_v2=_LEVELS[config.log_level],
+        system_log_level_v2=lambda_.SystemLogLevel.WARN,
+        environment={
+            names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
+            names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+            names.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
+            **environment,
+        },
+    )
+    return handler

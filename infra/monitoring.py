@@ -1,0 +1,259 @@
+"""Alarms on what matters, one SNS topic that pages, and a dashboard.
+
+Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it.
+Custom metrics are the ones Powertools Metrics emits: namespace ``METRICS_NAMESPACE``,
+dimension ``service = SERVICE``. Missing data means "nothing happened" for every
+count alarm, so it never breaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from functions.core import names
+from functions.core.models import Outcome
+
+FIVE_MINUTES = Duration.minutes(5)
+ONE_MINUTE = Duration.minutes(1)
+# The relay should keep up within seconds; five minutes behind means it is stuck.
+ITERATOR_AGE_THRESHOLD_MS = 5 * 60 * 1000
+
+
+def custom_metric(metric_name: str, *, period: Duration = FIVE_MINUTES) -> cloudwatch.Metric:
+    """A count emitted by the functions through Powertools Metrics (EMF)."""
+    return cloudwatch.Metric(
+        namespace=names.METRICS_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={"service": names.SERVICE},
+        statistic=cloudwatch.Stats.SUM,
+        period=period,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Monitored:
+    """What the monitoring construct watches."""
+
+    receiver: lambda_.IFunction
+    api: apigwv2.HttpApi
+    relay: lambda_.IFunction
+    worker: lambda_.IFunction
+    reconciler: lambda_.IFunction
+    work_queue: sqs.IQueue
+    work_dead_letter_queue: sqs.IQueue
+    relay_failure_queue: sqs.IQueue
+
+
+class Monitoring(Construct):
+    """SNS alarm topic (KMS-encrypted, TLS-only), the alarms and the dashboard.
+
+    Attributes:
+        topic: Every alarm's action (and OK action).
+        alarms: By short name.
+        dashboard: The operator's overview.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        watched: Monitored,
+        alarm_email: str | None,
+        stage: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        key = kms.Key(
+            self,
+            "TopicKey",
+            description=f"{names.SERVICE}: encrypts the alarm topic",
+            enable_key_rotation=True,
+            # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # CloudWatch publishes alarm notifications to the encrypted topic.
+        key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"{names.SERVICE} alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        if alarm_email is not None:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        self._alarm(
+            "Quarantined",
+            custom_metric(names.METRIC_QUARANTINED, period=ONE_MINUTE),
+            "A delivery id arrived again with different bytes: contract violation or a "
+            "forgery with a leaked signing secret. Inspect the quarantine records.",
+        )
+        self._alarm(
+            "WorkDeadLetters",
+            watched.work_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            "A work item exhausted its attempts and sits in the work dead-letter queue.",
+        )
+        self._alarm(
+            "RelayFailures",
+            watched.relay_failure_queue.metric_approximate_number_of_messages_visible(
+                period=ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            "The relay gave up on stream records; the reconciler re-enqueues their items.",
+        )
+        self._alarm(
+            "ReceiverErrors",
+            watched.receiver.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            "The receiver Lambda failed (crash or timeout); RelayLink will retry.",
+        )
+        self._alarm(
+            "Api5xx",
+            watched.api.metric_server_error(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            "The API answered 5xx (storage unavailable or receiver failure).",
+        )
+        self._alarm(
+            "WorkerErrors",
+            watched.worker.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            "The worker Lambda failed as a whole (crash or timeout), not a single message.",
+        )
+        self._alarm(
+            "WorkerThrottles",
+            watched.worker.metric_throttles(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            "The worker was throttled: account concurrency is exhausted.",
+        )
+        self._alarm(
+            "RelayIteratorAge",
+            watched.relay.metric(
+                "IteratorAge", period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            "The relay is more than five minutes behind the table's stream.",
+            threshold=ITERATOR_AGE_THRESHOLD_MS,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        )
+        self._alarm(
+            "McpAuthFailures",
+            custom_metric(names.METRIC_MCP_AUTH_FAILURES),
+            "The MCP server refused the worker's token: set the MCP token secret.",
+        )
+        self._alarm(
+            "UncertainEffects",
+            custom_metric(names.METRIC_UNCERTAIN_EFFECTS),
+            "An external effect's outcome is uncertain and awaits reconciliation.",
+        )
+        self._alarm(
+            "ReconcilerErrors",
+            watched.reconciler.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            "The reconciler failed: lost work is not being re-enqueued.",
+        )
+
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=f"{names.SERVICE}-{stage}"
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Receiver outcomes",
+                left=[
+                    custom_metric(names.receiver_outcome_metric(outcome)).with_(label=outcome)
+                    for outcome in Outcome
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Receiver latency (ms)",
+                left=[
+                    watched.receiver.metric_duration(statistic="p50", label="lambda p50"),
+                    watched.receiver.metric_duration(statistic="p99", label="lambda p99"),
+                    watched.api.metric_latency(statistic="p99", label="api p99"),
+                ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Queue age (s) and dead letters",
+                left=[
+                    watched.work_queue.metric_approximate_age_of_oldest_message(
+                        label="work queue oldest"
+                    )
+                ],
+                right=[
+                    watched.work_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                        label="work DLQ"
+                    ),
+                    watched.relay_failure_queue.metric_approximate_number_of_messages_visible(
+                        label="relay failures"
+                    ),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Worker outcomes",
+                left=[
+                    custom_metric(name).with_(label=name)
+                    for name in (
+                        names.METRIC_WORK_COMPLETED,
+                        names.METRIC_WORK_ALREADY_DONE,
+                        names.METRIC_WORK_DEFERRED,
+                        names.METRIC_WORK_RETRIED,
+                        names.METRIC_WORK_FAILED,
+                        names.METRIC_WORK_DEAD_LETTERED,
+                        names.METRIC_MCP_AUTH_FAILURES,
+                        names.METRIC_UNCERTAIN_EFFECTS,
+                    )
+                ],
+                right=[
+                    watched.worker.metric_errors(label="worker errors"),
+                    watched.worker.metric_throttles(label="worker throttles"),
+                ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms.values()), width=24
+            )
+        )
+
+    def _alarm(
+        self,
+        name: str,
+        metric: cloudwatch.IMetric,
+        description: str,
+        *,
+        threshold: float = 1,
+        comparison: cloudwatch.ComparisonOperator = (
+            cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+        ),
+    ) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{name}Alarm",
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=comparison,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        action = actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        self.alarms[name] = alarm

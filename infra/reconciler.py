@@ -1,0 +1,77 @@
+"""The reconciler: a scheduled sweep that re-enqueues lost work and flags doubtful effects."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from functions.core import names
+from infra.config import StackConfig
+from infra.lambda_function import python_function
+from infra.nag import acknowledge_index_grant, acknowledge_tracing
+
+RECONCILER_TIMEOUT = Duration.seconds(120)
+
+
+class Reconciler(Construct):
+    """Reconciler Lambda invoked by an EventBridge schedule.
+
+    Attributes:
+        function: The reconciler Lambda.
+        schedule: The EventBridge rule.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        table: dynamodb.ITable,
+        work_queue: sqs.IQueue,
+        lease_seconds: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function: lambda_.Function = python_function(
+            self,
+            "Function",
+            function="reconciler",
+            config=config,
+            description="Re-enqueues lost work items and flags effects in doubt",
+            timeout=RECONCILER_TIMEOUT,
+            environment={
+                names.ENV_TABLE_NAME: table.table_name,
+                names.ENV_WORK_QUEUE_URL: work_queue.queue_url,
+                names.ENV_LEASE_SECONDS: str(lease_seconds),
+                names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(
+                    names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS
+                ),
+                names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(
+                    names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+                ),
+            },
+        )
+        # It lists by the state index and updates items it re-enqueues or flags.
+        table.grant_read_write_data(self.function)
+        work_queue.grant_send_messages(self.function)
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description="Runs the reconciler",
+            schedule=events.Schedule.rate(Duration.minutes(config.reconcile_every_minutes)),
+            targets=[
+                targets.LambdaFunction(
+                    self.function,
+                    # The next run repeats the sweep; a stale invocation only adds load.
+                    max_event_age=Duration.minutes(config.reconcile_every_minutes),
+                    retry_attempts=2,
+                )
+            ],
+        )
+        acknowledge_tracing(self.function)
+        acknowledge_index_grant(self.function, table, "grant_read_write_data")

@@ -1,0 +1,71 @@
+"""The two secrets: RelayLink's signing secrets (receiver) and its API token (worker).
+
+Either the deployer names existing secrets by ARN (context ``signing_secrets_arn`` /
+``mcp_token_secret_arn``), or the stack creates them with placeholders that fail
+closed: an empty signing-secret list verifies no request (every delivery gets 401,
+which RelayLink retries for three days), and a random token is refused by the MCP
+server (counted and alarmed as an MCP auth failure). docs/deploy.md says how to set
+the real values.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, SecretValue
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from functions.core import names
+from infra.config import StackConfig
+from infra.nag import acknowledge
+
+_NO_ROTATION = (
+    "The value is issued by RelayLink and only RelayLink can issue a new one, so no "
+    "rotation Lambda can produce it; rotation is the documented manual procedure "
+    "(docs/deploy.md), made safe by the receiver accepting any secret of a list."
+)
+
+
+class Secrets(Construct):
+    """Signing secrets (a JSON list of ``whsec_`` strings) and the MCP bearer token.
+
+    Attributes:
+        signing_secrets: Read by the receiver.
+        mcp_token: Read by the worker.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
+        super().__init__(scope, construct_id)
+        if config.signing_secrets_arn is not None:
+            self.signing_secrets: secretsmanager.ISecret = (
+                secretsmanager.Secret.from_secret_complete_arn(
+                    self, "SigningSecrets", config.signing_secrets_arn
+                )
+            )
+        else:
+            created = secretsmanager.Secret(
+                self,
+                "SigningSecrets",
+                description=f"{names.SERVICE}: RelayLink signing secrets, a JSON list of "
+                "whsec_ strings",
+                # Not a secret: the empty list, which accepts no signature at all.
+                secret_string_value=SecretValue.unsafe_plain_text("[]"),
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            acknowledge(created, "AwsSolutions-SMG4", _NO_ROTATION)
+            self.signing_secrets = created
+        if config.mcp_token_secret_arn is not None:
+            self.mcp_token: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(
+                self, "McpToken", config.mcp_token_secret_arn
+            )
+        else:
+            token = secretsmanager.Secret(
+                self,
+                "McpToken",
+                description=f"{names.SERVICE}: RelayLink API token for the MCP server",
+                generate_secret_string=secretsmanager.SecretStringGenerator(
+                    exclude_punctuation=True, password_length=40
+                ),
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            acknowledge(token, "AwsSolutions-SMG4", _NO_ROTATION)
+            self.mcp_token = token

@@ -1,0 +1,107 @@
+"""The whole receiver: one stack composing one construct per capability."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from functions.core import names
+from infra.archive import Archive
+from infra.config import StackConfig
+from infra.monitoring import Monitored, Monitoring
+from infra.queues import WorkQueues
+from infra.receiver import Receiver
+from infra.reconciler import Reconciler
+from infra.relay import Relay
+from infra.secrets import Secrets
+from infra.table import InboxTable
+from infra.worker import LEASE_SECONDS, VISIBILITY_TIMEOUT, Worker
+
+
+class ReceiverStack(Stack):
+    """API, receiver, table, relay, queues, worker, reconciler, secrets, archive, alarms.
+
+    Attributes:
+        config: The settings it was built from.
+        table, queues, secrets, archive, receiver, relay, worker, reconciler, monitoring:
+            The capability constructs.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"{names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
+            **kwargs,
+        )
+        self.config = config
+        Tags.of(self).add("service", names.SERVICE)
+        Tags.of(self).add("stage", config.stage)
+
+        self.table = InboxTable(self, "Inbox")
+        self.queues = WorkQueues(
+            self,
+            "Work",
+            visibility_timeout=VISIBILITY_TIMEOUT,
+            # One receive per processing attempt: the last failed attempt dead-letters.
+            max_receive_count=config.worker_max_attempts,
+        )
+        self.secrets = Secrets(self, "Secrets", config=config)
+        self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)
+        table = self.table.table
+        self.receiver = Receiver(
+            self,
+            "Receiver",
+            config=config,
+            table=table,
+            signing_secrets=self.secrets.signing_secrets,
+        )
+        self.relay = Relay(self, "Relay", config=config, table=table, work_queue=self.queues.queue)
+        self.worker = Worker(
+            self,
+            "Worker",
+            config=config,
+            table=table,
+            work_queue=self.queues.queue,
+            mcp_token=self.secrets.mcp_token,
+            archive=self.archive.bucket,
+        )
+        self.reconciler = Reconciler(
+            self,
+            "Reconciler",
+            config=config,
+            table=table,
+            work_queue=self.queues.queue,
+            lease_seconds=LEASE_SECONDS,
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            watched=Monitored(
+                receiver=self.receiver.function,
+                api=self.receiver.api,
+                relay=self.relay.function,
+                worker=self.worker.function,
+                reconciler=self.reconciler.function,
+                work_queue=self.queues.queue,
+                work_dead_letter_queue=self.queues.dead_letter_queue,
+                relay_failure_queue=self.relay.failure_queue,
+            ),
+            alarm_email=config.alarm_email,
+            stage=config.stage,
+        )
+
+        CfnOutput(
+            self, "ReceiverUrl", value=self.receiver.url, description="Register with RelayLink"
+        )
+        CfnOutput(self, "SigningSecretsArn", value=self.secrets.signing_secrets.secret_arn)
+        CfnOutput(self, "McpTokenSecretArn", value=self.secrets.mcp_token.secret_arn)
+        CfnOutput(self, "TableName", value=table.table_name)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+        CfnOutput(self, "WorkDeadLetterQueueUrl", value=self.queues.dead_letter_queue.queue_url)
+        CfnOutput(self, "RelayFailureQueueUrl", value=self.relay.failure_queue.queue_url)

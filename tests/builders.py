@@ -278,6 +278,18 @@ class _RawBody(BytesIO):
             chunk = self.read()
 
 
+UNSERVED_URL = "https://fault-injection.invalid/"
+
+
+def divert_from_emulator(request: Any) -> None:
+    """Make an already-answered request one that moto's ``before-send`` handler skips.
+
+    moto answers only URLs of AWS endpoints; this one is not. botocore never sends it:
+    a response was already given, and the first response wins.
+    """
+    request.url = UNSERVED_URL
+
+
 def inject_dynamodb_error(
     client: Any,
     operation: str,
@@ -289,9 +301,11 @@ def inject_dynamodb_error(
 ) -> list[int]:
     """Make HTTP attempts of ``operation`` on ``client`` fail with ``code``.
 
-    Registered first on ``before-send``, so it answers before moto (or the network)
-    would; after ``times`` failures (None: never) attempts go through again.
-    Returns a list that grows by one per intercepted attempt.
+    Registered first on ``before-send``, so its answer is the one botocore uses; after
+    ``times`` failures (None: never) attempts go through again. botocore calls every
+    ``before-send`` handler (the first response wins), so moto would still execute the
+    request: the injector points it at a host no emulator serves (see
+    :func:`divert_from_emulator`). Returns a list that grows by one per intercepted attempt.
     """
     intercepted: list[int] = []
     error = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
@@ -302,7 +316,9 @@ def inject_dynamodb_error(
             return None
         intercepted.append(1)
         headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected"}
-        return AWSResponse(request.url, status, headers, _RawBody(body))
+        response = AWSResponse(request.url, status, headers, _RawBody(body))
+        divert_from_emulator(request)
+        return response
 
     client.meta.events.register_first(f"before-send.dynamodb.{operation}", answer)
     return intercepted

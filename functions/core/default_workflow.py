@@ -13,10 +13,9 @@ this as it is (``WORKFLOW`` unset). It shows the two kinds of effect a workflow 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import boto3
 
@@ -50,18 +49,13 @@ def archive_key(delivery_id: str) -> str:
 
 def package_document(work: WorkItem, package: Package) -> bytes:
     """The archived JSON: the delivery's identity and the whole package."""
-    content: Any
-    if dataclasses.is_dataclass(package) and not isinstance(package, type):
-        content = dataclasses.asdict(package)
-    else:
-        content = package.model_dump(mode="json")
     document = {
         "delivery_id": work.delivery_id,
         "event": work.event,
         "mcp_url": work.mcp_url,
-        "package": content,
+        "package": package.to_mapping(),
     }
-    return json.dumps(document, sort_keys=True, default=str).encode()
+    return json.dumps(document, sort_keys=True).encode()
 
 
 class DefaultWorkflow:
@@ -83,7 +77,7 @@ class DefaultWorkflow:
             "delivery_id": work.delivery_id,
             "event": work.event,
             "package_id": work.package_id,
-            "title": str(getattr(package, "title", "")),
+            "title": package.title,
             "archive_key": key,
         }
         effects.run(

@@ -1,0 +1,53 @@
+"""Reading typed settings from a Lambda environment, failing fast with the name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+class SettingsError(ValueError):
+    """The environment is incomplete or malformed; the message names the variable."""
+
+
+def required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"{name} is required and not set")
+    return value
+
+
+def optional(env: Mapping[str, str], name: str) -> str | None:
+    return env.get(name, "").strip() or None
+
+
+def integer(env: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise SettingsError(f"{name} must be between {low} and {high}")
+    return value
+
+
+def boolean(env: Mapping[str, str], name: str) -> bool:
+    text = env.get(name, "").strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise SettingsError(f"{name} must be true or false")
+
+
+def host_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated hosts (exact, or ``*.suffix``), lower-cased; at least one."""
+    hosts = tuple(h.strip().lower() for h in required(env, name).split(",") if h.strip())
+    if not hosts:
+        raise SettingsError(f"{name} must list at least one host")
+    return hosts

@@ -1,0 +1,97 @@
+"""The reconciler Lambda (EventBridge schedule): one reconciler run per invocation.
+
+Runs may overlap with each other and with workers: every action is a conditional
+write first (see :mod:`functions.core.reconcile`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.config import Config
+
+from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.clock import Clock, SystemClock
+from functions.core.observability import logger
+from functions.core.reconcile import ReconcileConfig, ReconcileReport, reconcile
+from functions.reconciler.settings import Settings
+
+AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    claims: DynamoDbClaims
+    effects: DynamoDbEffects
+    queue: SqsWorkQueue
+    clock: Clock
+    metrics: EmfMetrics
+    config: ReconcileConfig
+
+    def run(self) -> ReconcileReport:
+        return reconcile(
+            store=self.claims,
+            effects=self.effects,
+            queue=self.queue,
+            clock=self.clock,
+            metrics=self.metrics,
+            config=self.config,
+        )
+
+
+def build_deps(
+    settings: Settings, *, dynamodb: Any = None, sqs: Any = None, clock: Clock | None = None
+) -> Deps:
+    if dynamodb is None or sqs is None:
+        import boto3  # noqa: PLC0415 (only production wiring needs the default session)
+
+        dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
+        sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
+    return Deps(
+        claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
+        effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
+        queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url),
+        clock=clock or SystemClock(),
+        metrics=EmfMetrics(),
+        config=ReconcileConfig(
+            pending_age_seconds=settings.pending_age_seconds,
+            effect_age_seconds=settings.effect_age_seconds,
+        ),
+    )
+
+
+_deps: Deps | None = None
+_deps_lock = threading.Lock()
+
+
+def get_deps() -> Deps:
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        if _deps is None:
+            _deps = build_deps(Settings.from_env(os.environ))
+        return _deps
+
+
+def set_deps(deps: Deps | None) -> None:
+    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        _deps = deps
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    """Lambda entry point (scheduled event; its content is not used)."""
+    deps = get_deps()
+    try:
+        report = deps.run()
+    finally:
+        deps.metrics.flush()
+    logger.info("reconciler run", extra=dataclasses.asdict(report))
+    return dataclasses.asdict(report)

@@ -1,0 +1,60 @@
+"""The reconciler's settings, read once from its Lambda environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from functions.core import names
+from functions.core.settings_env import SettingsError, integer, required
+
+_DAY = 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    table_name: str
+    work_queue_url: str
+    lease_seconds: int
+    pending_age_seconds: int
+    effect_age_seconds: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read exactly the reconciler's variables.
+
+        Raises:
+            SettingsError: a variable is missing, out of range, or the effect age does
+                not exceed the worker's lease (a live worker may hold an intent that long).
+        """
+        lease = integer(
+            env,
+            names.ENV_LEASE_SECONDS,
+            default=names.DEFAULT_LEASE_SECONDS,
+            low=10,
+            high=12 * 3600,
+        )
+        settings = cls(
+            table_name=required(env, names.ENV_TABLE_NAME),
+            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
+            lease_seconds=lease,
+            pending_age_seconds=integer(
+                env,
+                names.ENV_RECONCILE_PENDING_AGE_SECONDS,
+                default=names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+                low=60,
+                high=_DAY,
+            ),
+            effect_age_seconds=integer(
+                env,
+                names.ENV_RECONCILE_EFFECT_AGE_SECONDS,
+                default=names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+                low=60,
+                high=7 * _DAY,
+            ),
+        )
+        if settings.effect_age_seconds <= settings.lease_seconds:
+            raise SettingsError(
+                f"{names.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed {names.ENV_LEASE_SECONDS}"
+            )
+        return settings

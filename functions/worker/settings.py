@@ -1,0 +1,86 @@
+"""The worker's settings, read once from its Lambda environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from functions.core import names
+from functions.core.settings_env import (
+    SettingsError,
+    boolean,
+    host_list,
+    integer,
+    optional,
+    required,
+)
+
+MAX_SECRETS_AGE_SECONDS = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the worker needs (the MCP token by ARN, never by value)."""
+
+    table_name: str
+    work_queue_url: str
+    dead_letter_queue_url: str
+    mcp_token_secret_arn: str
+    mcp_allowed_hosts: tuple[str, ...]
+    mcp_allow_insecure_loopback: bool
+    mcp_timeout_seconds: int
+    workflow: str
+    notify_url: str | None
+    archive_bucket: str | None
+    max_attempts: int
+    lease_seconds: int
+    secrets_max_age_seconds: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read exactly the worker's variables.
+
+        ``WORKER_MAX_ATTEMPTS`` must equal the work queue's redrive ``maxReceiveCount``
+        (infra sets both from one value).
+
+        Raises:
+            SettingsError: a required variable is missing or a value is out of range.
+        """
+        arn = required(env, names.ENV_MCP_TOKEN_SECRET_ARN)
+        if not arn.startswith("arn:"):
+            raise SettingsError(f"{names.ENV_MCP_TOKEN_SECRET_ARN} must be a secret ARN")
+        return cls(
+            table_name=required(env, names.ENV_TABLE_NAME),
+            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
+            dead_letter_queue_url=required(env, names.ENV_DEAD_LETTER_QUEUE_URL),
+            mcp_token_secret_arn=arn,
+            mcp_allowed_hosts=host_list(env, names.ENV_MCP_ALLOWED_HOSTS),
+            mcp_allow_insecure_loopback=boolean(env, names.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
+            mcp_timeout_seconds=integer(
+                env,
+                names.ENV_MCP_TIMEOUT_SECONDS,
+                default=names.DEFAULT_MCP_TIMEOUT_SECONDS,
+                low=1,
+                high=120,
+            ),
+            workflow=optional(env, names.ENV_WORKFLOW) or names.DEFAULT_WORKFLOW,
+            notify_url=optional(env, names.ENV_NOTIFY_URL),
+            archive_bucket=optional(env, names.ENV_ARCHIVE_BUCKET),
+            max_attempts=integer(
+                env, names.ENV_MAX_ATTEMPTS, default=names.DEFAULT_MAX_ATTEMPTS, low=1, high=100
+            ),
+            lease_seconds=integer(
+                env,
+                names.ENV_LEASE_SECONDS,
+                default=names.DEFAULT_LEASE_SECONDS,
+                low=10,
+                high=12 * 3600,
+            ),
+            secrets_max_age_seconds=integer(
+                env,
+                names.ENV_SECRETS_MAX_AGE_SECONDS,
+                default=names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+                low=1,
+                high=MAX_SECRETS_AGE_SECONDS,
+            ),
+        )

@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.config import Config
 
 from functions.core import names
@@ -23,7 +23,7 @@ from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.clock import Clock, SystemClock
 from functions.core.models import Outcome
-from functions.core.observability import logger, metrics
+from functions.core.observability import logger
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings, SettingsError
 
@@ -113,18 +113,19 @@ def handle(event: object, deps: Deps) -> Acceptance:
     return deps.accept(request.headers, request.body)
 
 
-@metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API payload 2.0; REST 1.0 tolerated)."""
-    logger.append_keys(
-        aws_request_id=getattr(context, "aws_request_id", None),
-        api_request_id=_api_request_id(event),
-    )
+    # Passed per log line rather than appended to the logger: invocations may overlap
+    # in one process (local runtime), and appended keys are shared.
+    ids = {
+        "aws_request_id": getattr(context, "aws_request_id", None),
+        "api_request_id": _api_request_id(event),
+    }
     try:
         result = handle(event, get_deps())
     except SettingsError as exc:
         # The message names the variable, never a value.
-        logger.error("receiver settings are invalid", extra={"error": str(exc)})
+        logger.error("receiver settings are invalid", extra={**ids, "error": str(exc)})
         result = unavailable(REASON_MISCONFIGURED)
     except Exception as exc:  # noqa: BLE001 (the last line: never a 500 or a stack trace to the sender)
         # 503 rather than 500: RelayLink retries either way, and a retry after the fix
@@ -132,23 +133,34 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # which could quote input.
         logger.error(
             "receiver failed unexpectedly",
-            extra={"error_type": type(exc).__name__, "where": _where(exc)},
+            extra={**ids, "error_type": type(exc).__name__, "where": _where(exc)},
         )
         result = unavailable(REASON_INTERNAL)
-    _record(result)
+    _record(result, ids)
     return _response(result)
 
 
-def _record(result: Acceptance) -> None:
+def _record(result: Acceptance, ids: dict[str, str | None]) -> None:
     metric_names = {names.receiver_outcome_metric(result.outcome.value)}
     if result.outcome is Outcome.QUARANTINED:
         metric_names.add(names.METRIC_QUARANTINED)  # the same name today; kept explicit
     for name in metric_names:
-        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+        # One self-contained EMF record per request (same namespace and service dimension
+        # as observability.metrics): the shared Metrics buffer would mix metrics of
+        # invocations that overlap in one process (the local runtime runs them in threads).
+        with single_metric(
+            name=name,
+            unit=MetricUnit.Count,
+            value=1,
+            namespace=names.METRICS_NAMESPACE,
+            default_dimensions={"service": names.SERVICE},
+        ):
+            pass
     log = logger.warning if result.outcome is Outcome.QUARANTINED else logger.info
     log(
         "delivery handled",
         extra={
+            **ids,
             "outcome": result.outcome.value,
             "reason": result.reason,
             "status": result.status,

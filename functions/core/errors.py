@@ -76,3 +76,9 @@ class SigningSecretsUnavailable(TransientError):
     """The signing secrets could not be fetched or are malformed; the sender retries."""
 
     code = "signing_secrets_unavailable"
+
+
+class McpTokenUnavailable(TransientError):
+    """The MCP token could not be read from Secrets Manager, or it is malformed."""
+
+    code = "mcp_token_unavailable"

@@ -1,0 +1,369 @@
+"""A demo RelayLink MCP server: the official SDK's server over Streamable HTTP.
+
+It plays RelayLink's side of contract section 5 for the local runtime, the demo and
+the tests: bearer-token auth (HTTP 401 otherwise) and one tool, ``get_package``.
+
+Package ids select the behaviour, so one server serves every test case:
+
+* ``pkg_missing...``   -> tool error "package ... not found" (permanent).
+* ``pkg_oversized...`` -> a valid package whose briefing is about 2 MiB.
+* ``pkg_malformed...`` -> structured content that is not a package (no title).
+* ``pkg_textonly...``  -> no structured content; the package as JSON text content.
+* ``pkg_toolfail...``  -> a tool error without "not found" (the server's own failure).
+* any other ``pkg_...`` -> a deterministic package derived from the id.
+* anything else        -> tool error "not found".
+
+Settable at run time: latency added to every ``get_package`` call, and a rate of
+POST requests answered HTTP 503 (seeded RNG, so a run is reproducible). The server
+counts every HTTP request it receives (by method, and ``tools/call`` bodies apart)
+so tests and benchmarks can measure what a client costs the server.
+
+Run it alone with ``python -m local.mcp_server --port 8765 --token secret``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import random
+import socket
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MCP_PATH: Final = "/mcp"
+TOOL_NAME: Final = "get_package"
+OVERSIZED_BRIEFING_BYTES: Final = 2 * 1024 * 1024
+_STARTUP_DEADLINE_SECONDS: Final = 10.0
+_STOP_DEADLINE_SECONDS: Final = 10.0
+
+
+class ServerControls:
+    """The knobs and counters shared by the HTTP gate and the tool (thread-safe).
+
+    Tests change them while the server runs; the server reads them per request.
+    """
+
+    def __init__(
+        self, *, token: str, latency_ms: int = 0, failure_rate: float = 0.0, seed: int = 0
+    ) -> None:
+        self.token = token
+        self._lock = threading.Lock()
+        self._latency_ms = latency_ms
+        self._failure_rate = failure_rate
+        self._rng = random.Random(seed)  # noqa: S311 (fault injection, not cryptography)
+        self._by_method: Counter[str] = Counter()
+        self._tool_calls = 0
+        self._failures_injected = 0
+        self._unauthorized = 0
+
+    # --- settings -------------------------------------------------------------
+    @property
+    def latency_ms(self) -> int:
+        with self._lock:
+            return self._latency_ms
+
+    def set_latency_ms(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("latency must be >= 0")
+        with self._lock:
+            self._latency_ms = value
+
+    @property
+    def failure_rate(self) -> float:
+        with self._lock:
+            return self._failure_rate
+
+    def set_failure_rate(self, value: float, *, seed: int | None = None) -> None:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError("failure rate must be within [0, 1]")
+        with self._lock:
+            self._failure_rate = value
+            if seed is not None:
+                self._rng.seed(seed)
+
+    # --- counters -------------------------------------------------------------
+    @property
+    def requests(self) -> int:
+        """Every HTTP request received on any path, whatever its answer."""
+        with self._lock:
+            return sum(self._by_method.values())
+
+    @property
+    def requests_by_method(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._by_method)
+
+    @property
+    def tool_calls(self) -> int:
+        """``get_package`` invocations that reached the tool."""
+        with self._lock:
+            return self._tool_calls
+
+    @property
+    def failures_injected(self) -> int:
+        with self._lock:
+            return self._failures_injected
+
+    @property
+    def unauthorized(self) -> int:
+        with self._lock:
+            return self._unauthorized
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self._by_method.clear()
+            self._tool_calls = 0
+            self._failures_injected = 0
+            self._unauthorized = 0
+
+    # --- used by the server ---------------------------------------------------
+    def _count(self, method: str) -> None:
+        with self._lock:
+            self._by_method[method] += 1
+
+    def _count_unauthorized(self) -> None:
+        with self._lock:
+            self._unauthorized += 1
+
+    def _count_tool_call(self) -> None:
+        with self._lock:
+            self._tool_calls += 1
+
+    def _should_fail(self) -> bool:
+        with self._lock:
+            if self._failure_rate <= 0.0:
+                return False
+            failed = self._rng.random() < self._failure_rate
+            if failed:
+                self._failures_injected += 1
+            return failed
+
+    def _authorized(self, header: bytes | None) -> bool:
+        if header is None:
+            return False
+        expected = b"Bearer " + self.token.encode()
+        return hmac.compare_digest(header, expected)
+
+
+class _Gate:
+    """ASGI middleware in front of the SDK's app: count, authenticate, inject failures."""
+
+    def __init__(self, app: ASGIApp, controls: ServerControls) -> None:
+        self._app = app
+        self._controls = controls
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # lifespan: the SDK's session manager starts here
+            await self._app(scope, receive, send)
+            return
+        self._controls._count(scope["method"])
+        headers = dict(scope["headers"])
+        if not self._controls._authorized(headers.get(b"authorization")):
+            self._controls._count_unauthorized()
+            await _plain_answer(send, 401, b"unauthorized", www_authenticate=True)
+            return
+        # Only POSTs fail: they carry the JSON-RPC messages. Failing the client's
+        # background GET stream would only exercise the SDK's reconnect back-off.
+        if scope["method"] == "POST" and self._controls._should_fail():
+            await _plain_answer(send, 503, b"unavailable")
+            return
+        await self._app(scope, receive, send)
+
+
+async def _plain_answer(
+    send: Send, status: int, text: bytes, *, www_authenticate: bool = False
+) -> None:
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+    if www_authenticate:
+        headers.append((b"www-authenticate", b"Bearer"))
+    start: Message = {"type": "http.response.start", "status": status, "headers": headers}
+    await send(start)
+    await send({"type": "http.response.body", "body": text})
+
+
+def demo_package(package_id: str) -> dict[str, Any]:
+    """The deterministic package for ``package_id`` (contract section 5 shape)."""
+    digest = hashlib.sha256(package_id.encode()).hexdigest()
+    day = 1 + int(digest[:2], 16) % 28
+    return {
+        "package_id": package_id,
+        "title": f"Demo package {digest[:8]}",
+        "briefing": f"# Briefing for {package_id}\n\nReview the attached notes ({digest[:16]}).\n",
+        "attachments": [
+            {"name": "notes.md", "media_type": "text/markdown", "size": 1000 + int(digest[2:5], 16)}
+        ],
+        "created_at": f"2026-12-{day:02d}T15:04:00Z",
+    }
+
+
+def build_app(controls: ServerControls) -> ASGIApp:
+    """The ASGI app: the SDK's Streamable HTTP app behind the gate."""
+    server: MCPServer[Any] = MCPServer(name="relaylink-demo-mcp", log_level="WARNING")
+
+    @server.tool(name=TOOL_NAME, description="Fetch one RelayLink package by id.")
+    async def get_package(package_id: str) -> CallToolResult:
+        controls._count_tool_call()
+        latency = controls.latency_ms
+        if latency:
+            await anyio.sleep(latency / 1000)
+        return _result_for(package_id)
+
+    return _Gate(
+        server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True), controls
+    )
+
+
+def _result_for(package_id: str) -> CallToolResult:
+    if package_id.startswith("pkg_missing") or not package_id.startswith("pkg_"):
+        raise ToolError(f"package {package_id} not found")
+    if package_id.startswith("pkg_toolfail"):
+        raise ToolError("package store unavailable")
+    package = demo_package(package_id)
+    if package_id.startswith("pkg_oversized"):
+        package["briefing"] = "x" * OVERSIZED_BRIEFING_BYTES
+    if package_id.startswith("pkg_malformed"):
+        del package["title"]
+        package["attachments"] = "not a list"
+    text = TextContent(type="text", text=json.dumps(package))
+    if package_id.startswith("pkg_textonly"):
+        return CallToolResult(content=[text])
+    return CallToolResult(content=[text], structured_content=package)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, telling the starting thread when it serves (or failed to start)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets)
+        finally:
+            self.ready.set()  # also on failure: started stays False and the caller raises
+
+
+@dataclass
+class RunningServer:
+    """A demo server serving on loopback in a background thread."""
+
+    url: str
+    token: str
+    controls: ServerControls
+    _server: _Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests received so far (all methods, all answers)."""
+        return self.controls.requests
+
+    def set_latency_ms(self, value: int) -> None:
+        self.controls.set_latency_ms(value)
+
+    def set_failure_rate(self, value: float, *, seed: int | None = None) -> None:
+        self.controls.set_failure_rate(value, seed=seed)
+
+    def stop(self) -> None:
+        """Stop serving and join the thread (idempotent)."""
+        self._server.should_exit = True
+        self._thread.join(_STOP_DEADLINE_SECONDS)
+        if self._thread.is_alive():
+            raise RuntimeError("MCP demo server did not stop in time")
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_in_thread(
+    *,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    latency_ms: int = 0,
+    failure_rate: float = 0.0,
+    seed: int = 0,
+) -> RunningServer:
+    """Serve on ``host:port`` (0: any free port) in a daemon thread; returns once serving.
+
+    Raises:
+        RuntimeError: the server did not start within the deadline.
+    """
+    controls = ServerControls(
+        token=token, latency_ms=latency_ms, failure_rate=failure_rate, seed=seed
+    )
+    server = _Server(_config(controls, host, port))
+    thread = threading.Thread(target=server.run, name="mcp-demo-server", daemon=True)
+    thread.start()
+    if not server.ready.wait(_STARTUP_DEADLINE_SECONDS) or not server.started:
+        server.should_exit = True
+        thread.join(_STOP_DEADLINE_SECONDS)
+        raise RuntimeError("MCP demo server did not start")
+    # uvicorn binds itself (port 0 picks a free port); read back what it got. A socket
+    # bound here and handed over would lose asyncio's TCP_NODELAY and cost every
+    # keep-alive request a 40 ms delayed ACK.
+    bound_port = server.servers[0].sockets[0].getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    return RunningServer(
+        url=f"http://{url_host}:{bound_port}{MCP_PATH}",
+        token=token,
+        controls=controls,
+        _server=server,
+        _thread=thread,
+    )
+
+
+def _config(controls: ServerControls, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        build_app(controls),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,  # an access log would print paths; nothing here needs it
+        lifespan="on",
+        ws="none",
+        # Open Streamable HTTP GET streams would otherwise hold shutdown forever.
+        timeout_graceful_shutdown=1,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve in the foreground until interrupted (used by the local runtime)."""
+    parser = argparse.ArgumentParser(prog="python -m local.mcp_server", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--token", required=True, help="the bearer token clients must send")
+    parser.add_argument("--latency-ms", type=int, default=0)
+    parser.add_argument("--failure-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.latency_ms < 0 or not 0.0 <= args.failure_rate <= 1.0:
+        parser.error("--latency-ms must be >= 0 and --failure-rate within [0, 1]")
+    controls = ServerControls(
+        token=args.token,
+        latency_ms=args.latency_ms,
+        failure_rate=args.failure_rate,
+        seed=args.seed,
+    )
+    uvicorn.Server(_config(controls, args.host, args.port)).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""The reconciler handler against moto: lost work re-enqueued once, uncertain effects flagged."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.core import names
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
+from functions.core.models import State, WorkItem
+from functions.core.settings_env import SettingsError
+from functions.reconciler import handler
+from functions.reconciler.settings import Settings
+from tests.builders import LambdaContext
+from tests.integration.processing_harness import (
+    LEASE_SECONDS,
+    REGION,
+    TABLE,
+    Aws,
+    aws_fixture,  # noqa: F401 (fixture "aws")
+    emitted_metrics,
+)
+
+PENDING_AGE = 600
+EFFECT_AGE = 1200
+MCP_URL = "https://mcp.relaylink.example/mcp"
+
+
+def work(n: int) -> WorkItem:
+    return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", MCP_URL)
+
+
+def settings(aws: Aws) -> Settings:
+    return Settings.from_env(
+        {
+            names.ENV_TABLE_NAME: TABLE,
+            names.ENV_WORK_QUEUE_URL: aws.queue_url,
+            names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+            names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
+            names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
+        }
+    )
+
+
+@pytest.fixture
+def reconciler(aws: Aws) -> Any:
+    handler.set_deps(
+        handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
+    )
+    yield lambda: handler.lambda_handler({"source": "aws.events"}, LambdaContext())
+    handler.set_deps(None)
+
+
+def claims(aws: Aws) -> DynamoDbClaims:
+    return DynamoDbClaims(client=aws.dynamodb, table_name=TABLE)
+
+
+def sent(aws: Aws) -> list[str]:
+    return sorted(json.loads(m["Body"])["delivery_id"] for m in aws.receive())
+
+
+def test_stale_pending_is_requeued_once(
+    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aws.accept(work(1))  # its work item "got lost": nothing in the queue
+    aws.clock.advance(PENDING_AGE - 100)
+    aws.accept(work(2))  # young: still on its way
+    aws.clock.advance(101)
+    report = reconciler()
+    assert report["pending_requeued"] == 1
+    assert sent(aws) == [work(1).delivery_id]
+    assert aws.inbox(work(1).delivery_id).state_changed_at == aws.clock.value
+    assert reconciler()["pending_requeued"] == 0  # touched: not again until it ages again
+    assert aws.receive() == []
+    metrics = emitted_metrics(capsys.readouterr().out)
+    assert metrics[names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
+
+
+def test_expired_lease_goes_back_to_pending_and_is_requeued(aws: Aws, reconciler: Any) -> None:
+    aws.accept(work(1))
+    aws.accept(work(2))
+    store = claims(aws)
+    store.claim(work(1).delivery_id, owner="dead", now=aws.clock.value, lease_seconds=60)
+    store.claim(work(2).delivery_id, owner="alive", now=aws.clock.value, lease_seconds=600)
+    aws.clock.advance(61)
+    report = reconciler()
+    assert report["leases_requeued"] == 1
+    assert sent(aws) == [work(1).delivery_id]
+    dead = aws.inbox(work(1).delivery_id)
+    assert (dead.state, dead.last_error, dead.attempts, dead.lease_until) == (
+        State.PENDING,
+        "lease_expired",
+        1,
+        None,
+    )
+    assert aws.inbox(work(2).delivery_id).state is State.PROCESSING
+
+
+def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
+    for n in range(6):
+        aws.accept(work(n))
+    store = claims(aws)
+    for n in range(3):
+        store.claim(work(n).delivery_id, owner="dead", now=aws.clock.value, lease_seconds=60)
+    aws.clock.advance(PENDING_AGE + 1)
+    runs = [
+        handler.build_deps(
+            settings(aws),
+            dynamodb=boto3.client("dynamodb", region_name=REGION),
+            sqs=boto3.client("sqs", region_name=REGION),
+            clock=aws.clock,
+        )
+        for _ in range(3)
+    ]
+    barrier = threading.Barrier(len(runs))
+    reports: list[Any] = []
+
+    def run(deps: handler.Deps) -> None:
+        barrier.wait()
+        reports.append(deps.run())
+
+    threads = [threading.Thread(target=run, args=(deps,)) for deps in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(r.leases_requeued + r.pending_requeued for r in reports) == 6
+    assert sent(aws) == sorted(work(n).delivery_id for n in range(6))
+
+
+def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
+    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aws.accept(work(1))
+    store = claims(aws)
+    held = store.claim(work(1).delivery_id, owner="w", now=aws.clock.value, lease_seconds=60)
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    effects.record_intent(work(1).delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+    assert held.claim is not None
+    store.fail(held.claim, now=aws.clock.value, error_code="uncertain_effect")
+    aws.clock.advance(EFFECT_AGE - 1)
+    assert reconciler()["effects_flagged"] == 0  # not old enough
+    aws.clock.advance(2)
+    assert reconciler()["effects_flagged"] == 1
+    assert reconciler()["effects_flagged"] == 0
+    item = aws.dynamodb.get_item(TableName=TABLE, Key=effect_key(work(1).delivery_id, "notify"))
+    assert int(item["Item"]["flagged_at"]["N"]) == aws.clock.value
+    assert aws.receive() == []  # an ended delivery is never re-enqueued
+    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_RECONCILER_EFFECTS_FLAGGED] == 1
+
+
+def test_uncertain_effect_of_a_pending_delivery_is_requeued(aws: Aws, reconciler: Any) -> None:
+    aws.accept(work(1))
+    store = claims(aws)
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    held = store.claim(work(1).delivery_id, owner="w", now=aws.clock.value, lease_seconds=60)
+    effects.record_intent(work(1).delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+    assert held.claim is not None
+    aws.clock.advance(EFFECT_AGE - PENDING_AGE + 10)
+    store.release(held.claim, now=aws.clock.value, error_code="notify_unavailable")
+    aws.clock.advance(PENDING_AGE - 9)  # effect old enough, pending not yet
+    report = reconciler()
+    assert (report["effects_requeued"], report["pending_requeued"]) == (1, 0)
+    assert sent(aws) == [work(1).delivery_id]
+
+
+def test_settings_refuse_an_effect_age_within_the_lease(aws: Aws) -> None:
+    with pytest.raises(SettingsError, match=names.ENV_RECONCILE_EFFECT_AGE_SECONDS):
+        Settings.from_env(
+            {
+                names.ENV_TABLE_NAME: TABLE,
+                names.ENV_WORK_QUEUE_URL: aws.queue_url,
+                names.ENV_LEASE_SECONDS: "900",
+                names.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
+            }
+        )

@@ -1,0 +1,211 @@
+"""The handler as API Gateway calls it: event shapes, responses, logs and metrics."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from functions.core import names
+from functions.receiver import handler
+from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
+from tests import builders
+from tests.integration.receiver_harness import receiver_factory, world
+
+__all__ = ["receiver_factory", "world"]  # fixtures
+
+NOW = 1_764_687_845
+LIMIT = names.MAX_BODY_BYTES
+
+
+def test_handler_response_is_json_outcome_and_reason_only(receiver_factory: Any) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    request = builders.signed_request(timestamp=NOW)
+
+    raw = handler.lambda_handler(builders.event_for(request), builders.LambdaContext())
+
+    assert raw["statusCode"] == 202
+    assert raw["headers"] == {"Content-Type": "application/json"}
+    assert json.loads(raw["body"]) == {"outcome": "accepted", "reason": None}
+    assert receiver.work_items() == 1
+
+
+def test_handler_accepts_the_rest_api_event_shape(receiver_factory: Any) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    request = builders.signed_request(timestamp=NOW, note="Zürich ✓")
+
+    for encoded in (False, True):
+        event = builders.rest_api_event(request.headers, request.body, base64_encoded=encoded)
+        response = receiver.invoke(event)
+        assert response.outcome == ("accepted" if not encoded else "duplicate")
+
+
+def test_handler_repeated_signature_header_is_rejected_not_guessed(receiver_factory: Any) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    request = builders.signed_request(timestamp=NOW)
+    event = builders.rest_api_event(request.headers, request.body)
+    good = request.headers["X-RelayLink-Signature"]
+    event["multiValueHeaders"]["X-RelayLink-Signature"] = [good, good]
+
+    response = receiver.invoke(event)
+
+    assert (response.status, response.outcome) == (401, "rejected")
+    assert receiver.items() == []
+
+
+def test_handler_too_large_body_is_413_whatever_its_encoding(receiver_factory: Any) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    body = b"x" * (LIMIT + 1)
+    for encoded in (False, True):
+        response = receiver.invoke(builders.http_api_event({}, body, base64_encoded=encoded))
+        assert (response.status, response.outcome, response.reason) == (
+            413,
+            "too_large",
+            "body_too_large",
+        )
+    assert receiver.calls.count() == 0
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        None,
+        "text",
+        [],
+        {},
+        {"body": 12},
+        {"body": "!!!not base64", "isBase64Encoded": True},
+        {"body": "\ud800", "headers": {}},
+        {"headers": "nope", "body": "{}"},
+    ],
+)
+def test_handler_never_fails_on_garbage_events(receiver_factory: Any, event: Any) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    raw = handler.lambda_handler(event, None)
+    assert raw["statusCode"] in (400, 401)
+    assert json.loads(raw["body"])["outcome"] in ("invalid", "rejected")
+    assert receiver.calls.count("dynamodb") == 0
+
+
+def test_handler_missing_settings_is_503_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    handler.set_deps(None)
+    monkeypatch.delenv(names.ENV_TABLE_NAME, raising=False)
+    monkeypatch.delenv(names.ENV_SIGNING_SECRETS_ARN, raising=False)
+    request = builders.signed_request(timestamp=NOW)
+
+    raw = handler.lambda_handler(builders.event_for(request), None)
+
+    assert raw["statusCode"] == 503
+    assert json.loads(raw["body"]) == {"outcome": "unavailable", "reason": "receiver_misconfigured"}
+    (record,) = [r for r in caplog.records if r.getMessage() == "receiver settings are invalid"]
+    assert names.ENV_TABLE_NAME in record.error  # type: ignore[attr-defined]
+
+
+def test_handler_logs_no_body_header_value_path_or_secret(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    accepted = builders.signed_request(timestamp=NOW)
+    forged = builders.signed_request(timestamp=NOW, secrets=builders.OTHER_SECRET)
+    quarantined = builders.signed_request(
+        timestamp=NOW, delivery_id=accepted.delivery_id, package_id="pkg_other"
+    )
+    for request in (accepted, forged, quarantined):
+        receiver.invoke(builders.event_for(request))
+
+    logged = " ".join(json.dumps(vars(r), default=str) for r in caplog.records)
+    path = builders.http_api_event({}, b"")["rawPath"]
+    for request in (accepted, forged, quarantined):
+        assert request.headers["X-RelayLink-Signature"] not in logged
+        assert request.body.decode() not in logged
+    for secret in (builders.SECRET, builders.OTHER_SECRET):
+        assert secret not in logged
+        assert secret.removeprefix("whsec_") not in logged
+    assert path not in logged
+    assert builders.PACKAGE_ID not in logged and builders.MCP_URL not in logged
+    # An unverified request's delivery id is attacker-controlled: not logged either.
+    assert forged.delivery_id not in logged
+    outcomes = [getattr(r, "outcome", None) for r in caplog.records]
+    assert outcomes == ["accepted", "rejected", "quarantined"]
+
+
+def test_handler_emits_one_metric_per_outcome(
+    receiver_factory: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    first = builders.signed_request(timestamp=NOW)
+    requests = [
+        first,
+        builders.signed_request(timestamp=NOW + 5, delivery_id=first.delivery_id),
+        builders.signed_request(timestamp=NOW, delivery_id=first.delivery_id, mcp_url="https://o"),
+        builders.signed_request(timestamp=NOW, event="ping"),
+        builders.signed_request(timestamp=NOW, secrets=builders.OTHER_SECRET),
+        builders.signed_request(timestamp=NOW, package_id=None),
+    ]
+    capsys.readouterr()
+    for request in requests:
+        receiver.invoke(builders.event_for(request))
+
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    emf = [r for r in records if "_aws" in r]
+    metric_names = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert metric_names == [
+        names.receiver_outcome_metric(o)
+        for o in ("accepted", "duplicate", "quarantined", "ignored", "rejected", "invalid")
+    ]
+    assert names.METRIC_QUARANTINED in metric_names
+    assert {r["_aws"]["CloudWatchMetrics"][0]["Namespace"] for r in emf} == {
+        names.METRICS_NAMESPACE
+    }
+    assert all(r["service"] == names.SERVICE for r in emf)
+
+
+# --- parse_event on its own (no AWS needed) ---------------------------------------
+
+
+def test_parse_event_recovers_exact_bytes_from_either_encoding() -> None:
+    body = '{"note":"Zürich ✓ — ünïcödé"}\n'.encode()
+    for encoded in (False, True):
+        request = parse_event(
+            builders.http_api_event({"X-A": "1"}, body, base64_encoded=encoded),
+            max_body_bytes=LIMIT,
+        )
+        assert request.body == body
+        assert request.headers["x-a"] == "1"
+
+
+def test_parse_event_size_limit_is_exact_in_bytes() -> None:
+    fits = "é" * (LIMIT // 2)  # two UTF-8 bytes per character
+    assert len(parse_event({"body": fits}, max_body_bytes=LIMIT).body) == LIMIT
+    with pytest.raises(BodyTooLarge):
+        parse_event({"body": fits + "x"}, max_body_bytes=LIMIT)
+    raw = b"\x00" * LIMIT
+    encoded = base64.b64encode(raw).decode()
+    assert parse_event({"body": encoded, "isBase64Encoded": True}, max_body_bytes=LIMIT).body == raw
+    with pytest.raises(BodyTooLarge):
+        parse_event(
+            {"body": base64.b64encode(raw + b"\x00").decode(), "isBase64Encoded": True},
+            max_body_bytes=LIMIT,
+        )
+
+
+def test_parse_event_joins_repeated_and_case_variant_headers_with_commas() -> None:
+    event = {
+        "headers": {"X-Dup": "a", "x-dup": "b"},
+        "body": "",
+    }
+    assert parse_event(event, max_body_bytes=LIMIT).headers == {"x-dup": "a,b"}
+    rest = {"multiValueHeaders": {"X-Dup": ["a", "b"], "Other": ["c"]}, "headers": {}}
+    assert parse_event(rest, max_body_bytes=LIMIT).headers == {"x-dup": "a,b", "other": "c"}
+
+
+@pytest.mark.parametrize(
+    "event", [None, [], {"body": 1}, {"body": "!", "isBase64Encoded": True}, {"body": "\udc80"}]
+)
+def test_parse_event_refuses_unreadable_events(event: Any) -> None:
+    with pytest.raises(MalformedEvent):
+        parse_event(event, max_body_bytes=LIMIT)

@@ -67,6 +67,7 @@ class ReceiverStack(Stack):
             config=config,
             table=table,
             work_queue=self.queues.queue,
+            dead_letter_queue=self.queues.dead_letter_queue,
             mcp_token=self.secrets.mcp_token,
             archive=self.archive.bucket,
         )

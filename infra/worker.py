@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -55,6 +55,7 @@ class Worker(Construct):
         config: StackConfig,
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
         mcp_token: secretsmanager.ISecret,
         archive: s3.IBucket,
     ) -> None:
@@ -67,6 +68,7 @@ class Worker(Construct):
         environment = {
             names.ENV_TABLE_NAME: table.table_name,
             names.ENV_WORK_QUEUE_URL: work_queue.queue_url,
+            names.ENV_DEAD_LETTER_QUEUE_URL: dead_letter_queue.queue_url,
             names.ENV_MCP_TOKEN_SECRET_ARN: mcp_token.secret_arn,
             names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts),
             names.ENV_MCP_TIMEOUT_SECONDS: str(names.DEFAULT_MCP_TIMEOUT_SECONDS),
@@ -78,6 +80,12 @@ class Worker(Construct):
         }
         if config.notify_url is not None:
             environment[names.ENV_NOTIFY_URL] = config.notify_url
+        elif config.workflow == names.DEFAULT_WORKFLOW:
+            Annotations.of(self).add_warning_v2(
+                "relaylink:notify-url",
+                "context notify_url is not set: the default workflow refuses to start "
+                "without it, so every package would fail. Set -c notify_url=https://...",
+            )
         self.function: lambda_.Function = python_function(
             self,
             "Function",
@@ -90,6 +98,10 @@ class Worker(Construct):
         )
         # Claim, complete, fail and the effect ledger are reads and writes of the table.
         table.grant_read_write_data(self.function)
+        # Re-sending a deferred work item, and moving an unreadable or exhausted message
+        # to the dead-letter queue with its state recorded, are the worker's own sends.
+        work_queue.grant_send_messages(self.function)
+        dead_letter_queue.grant_send_messages(self.function)
         mcp_token.grant_read(self.function)
         archive.grant_put(self.function)
         self.function.add_event_source(

@@ -1,0 +1,68 @@
+"""Each Lambda's environment holds exactly the keys its settings read (STYLE principle 6)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from functions.core import names
+from tests.infra.conftest import Synthesized
+
+# Powertools reads these itself, outside our settings.
+POWERTOOLS_KEYS = {
+    names.ENV_POWERTOOLS_SERVICE_NAME,
+    names.ENV_POWERTOOLS_METRICS_NAMESPACE,
+    names.ENV_POWERTOOLS_LOG_LEVEL,
+}
+# Read by a settings object but deliberately never set by the stack: its default (false)
+# is the only production value; it exists for the local runtime and the tests.
+NEVER_SET_IN_AWS = {names.ENV_MCP_ALLOW_INSECURE_LOOPBACK}
+
+
+class RecordingEnv(Mapping[str, str]):
+    """A read-only environment that remembers every key looked up, present or not."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = dict(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        # Iterating would "read" everything and make the check meaningless.
+        raise AssertionError("settings must look keys up by name, not iterate the environment")
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _resolved(key: str, value: Any) -> str:
+    """A plausible deploy-time value for a CloudFormation reference in the template."""
+    if isinstance(value, str):
+        return value
+    if key.endswith("_ARN"):
+        return "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink-AbCdEf"
+    if key.endswith("_URL"):
+        return "https://sqs.eu-west-1.amazonaws.com/123456789012/relaylink-queue"
+    return f"resolved-{key.lower()}"
+
+
+@pytest.mark.parametrize("function", ["receiver", "relay", "worker", "reconciler"])
+def test_environment_is_exactly_what_the_settings_read(
+    synthesized: Synthesized, function: str
+) -> None:
+    environment = synthesized.environment(function)
+    settings_module = importlib.import_module(f"functions.{function}.settings")
+    env = RecordingEnv({key: _resolved(key, value) for key, value in environment.items()})
+
+    settings_module.Settings.from_env(env)
+
+    provided = set(environment) - POWERTOOLS_KEYS
+    assert provided - env.read == set(), "set by the stack but never read"
+    assert env.read - provided - NEVER_SET_IN_AWS == set(), "read but not set by the stack"
+    assert set(environment) >= POWERTOOLS_KEYS

@@ -1,0 +1,135 @@
+"""Alarms page on what matters; the dashboard shows the receiver's and worker's outcomes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.core import names
+from functions.core.models import Outcome
+from tests.infra.conftest import Synthesized, get_att, ref
+
+SERVICE_DIMENSION = [{"Name": "service", "Value": names.SERVICE}]
+
+
+def _alarms(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    return {
+        name: synthesized.resource(alarm)["Properties"]
+        for name, alarm in synthesized.stack.monitoring.alarms.items()
+    }
+
+
+def _topic_ref(synthesized: Synthesized) -> dict[str, str]:
+    return ref(synthesized.logical_id(synthesized.stack.monitoring.topic))
+
+
+def _function_dimension(synthesized: Synthesized, name: str) -> list[dict[str, Any]]:
+    return [{"Name": "FunctionName", "Value": ref(synthesized.function_logical_id(name))}]
+
+
+def test_every_alarm_notifies_the_topic_on_alarm_and_ok(synthesized: Synthesized) -> None:
+    alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(synthesized.stack.monitoring.alarms)
+    for props in (a["Properties"] for a in alarms.values()):
+        assert props["AlarmActions"] == [_topic_ref(synthesized)]
+        assert props["OKActions"] == [_topic_ref(synthesized)]
+        assert props["TreatMissingData"] == "notBreaching"
+        assert props["EvaluationPeriods"] == 1
+
+
+def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) -> None:
+    alarms = _alarms(synthesized)
+    for name, metric in (
+        ("Quarantined", names.METRIC_QUARANTINED),
+        ("McpAuthFailures", names.METRIC_MCP_AUTH_FAILURES),
+        ("UncertainEffects", names.METRIC_UNCERTAIN_EFFECTS),
+    ):
+        props = alarms[name]
+        assert props["Namespace"] == names.METRICS_NAMESPACE, name
+        assert props["MetricName"] == metric, name
+        # Powertools Metrics emits exactly this dimension set (service) for our metrics.
+        assert props["Dimensions"] == SERVICE_DIMENSION, name
+        assert props["Statistic"] == "Sum", name
+        assert props["Threshold"] == 1, name
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold", name
+    assert alarms["Quarantined"]["Period"] == 60
+
+
+def test_both_dead_letter_queues_alarm_on_one_message(synthesized: Synthesized) -> None:
+    alarms = _alarms(synthesized)
+    for name, queue in (
+        ("WorkDeadLetters", synthesized.stack.queues.dead_letter_queue),
+        ("RelayFailures", synthesized.stack.relay.failure_queue),
+    ):
+        props = alarms[name]
+        assert props["Namespace"] == "AWS/SQS"
+        assert props["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert props["Dimensions"] == [
+            {"Name": "QueueName", "Value": get_att(synthesized.logical_id(queue), "QueueName")}
+        ]
+        assert props["Threshold"] == 1
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_function_alarms_watch_the_right_functions(synthesized: Synthesized) -> None:
+    alarms = _alarms(synthesized)
+    for name, function, metric in (
+        ("ReceiverErrors", "receiver", "Errors"),
+        ("WorkerErrors", "worker", "Errors"),
+        ("WorkerThrottles", "worker", "Throttles"),
+        ("ReconcilerErrors", "reconciler", "Errors"),
+        ("RelayIteratorAge", "relay", "IteratorAge"),
+    ):
+        props = alarms[name]
+        assert props["Namespace"] == "AWS/Lambda", name
+        assert props["MetricName"] == metric, name
+        assert props["Dimensions"] == _function_dimension(synthesized, function), name
+    assert alarms["RelayIteratorAge"]["Statistic"] == "Maximum"
+    assert 0 < alarms["RelayIteratorAge"]["Threshold"] <= 15 * 60 * 1000
+
+
+def test_api_5xx_alarm_watches_the_receiver_api(synthesized: Synthesized) -> None:
+    props = _alarms(synthesized)["Api5xx"]
+    assert props["Namespace"] == "AWS/ApiGateway"
+    assert props["MetricName"] == "5xx"
+    assert props["Dimensions"] == [
+        {"Name": "ApiId", "Value": ref(synthesized.logical_id(synthesized.stack.receiver.api))}
+    ]
+
+
+def test_alarm_topic_is_encrypted_by_a_key_cloudwatch_may_use(synthesized: Synthesized) -> None:
+    topic = synthesized.resource(synthesized.stack.monitoring.topic)["Properties"]
+    key_id = topic["KmsMasterKeyId"]["Fn::GetAtt"][0]
+    key = synthesized.resources[key_id]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    statements = key["KeyPolicy"]["Statement"]
+    assert any(
+        s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+        and {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(s["Action"])
+        for s in statements
+    )
+
+
+def _dashboard_text(synthesized: Synthesized) -> str:
+    (dashboard,) = synthesized.of_type("AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1]
+    return "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+
+
+def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes(
+    synthesized: Synthesized,
+) -> None:
+    text = _dashboard_text(synthesized)
+    for outcome in (Outcome.ACCEPTED, Outcome.DUPLICATE, Outcome.QUARANTINED, Outcome.REJECTED):
+        assert f'"{names.receiver_outcome_metric(outcome)}"' in text, outcome
+    assert '"Duration"' in text
+    assert '"Latency"' in text
+    assert '"ApproximateAgeOfOldestMessage"' in text
+    for metric in (
+        names.METRIC_WORK_COMPLETED,
+        names.METRIC_WORK_FAILED,
+        names.METRIC_WORK_RETRIED,
+    ):
+        assert f'"{metric}"' in text, metric
+    assert synthesized.function_logical_id("receiver") in text

@@ -1,0 +1,275 @@
+"""Template assertions: every property the infrastructure issue asks for."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.core import names
+from infra.lambda_function import ARCHITECTURE, RUNTIME
+from local.aws_resources import table_definition
+from tests.infra.conftest import ALARM_EMAIL, NOTIFY_URL, Synthesized, get_att, ref
+
+FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
+
+
+def _table(synthesized: Synthesized) -> tuple[str, dict[str, Any]]:
+    (logical_id, table), *rest = synthesized.of_type("AWS::DynamoDB::Table").items()
+    assert rest == []
+    return logical_id, table
+
+
+def _worker_timeout(synthesized: Synthesized) -> int:
+    return int(synthesized.function("worker")["Properties"]["Timeout"])
+
+
+def test_table_matches_the_shared_definition(synthesized: Synthesized) -> None:
+    _, table = _table(synthesized)
+    props = table["Properties"]
+    expected = table_definition("any")
+    assert sorted(props["AttributeDefinitions"], key=str) == sorted(
+        expected["AttributeDefinitions"], key=str
+    )
+    assert props["KeySchema"] == expected["KeySchema"]
+    assert [
+        {k: index[k] for k in ("IndexName", "KeySchema", "Projection")}
+        for index in props["GlobalSecondaryIndexes"]
+    ] == expected["GlobalSecondaryIndexes"]
+    assert props["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    assert props["GlobalSecondaryIndexes"][0]["IndexName"] == names.STATE_INDEX
+
+
+def test_table_is_on_demand_recoverable_protected_retained_and_encrypted(
+    synthesized: Synthesized,
+) -> None:
+    _, table = _table(synthesized)
+    props = table["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["DeletionProtectionEnabled"] is True
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+    assert props["TimeToLiveSpecification"] == {
+        "AttributeName": names.TTL_ATTRIBUTE,
+        "Enabled": True,
+    }
+    assert props["SSESpecification"]["SSEEnabled"] is True
+
+
+def test_every_queue_is_encrypted_and_refuses_plain_http(synthesized: Synthesized) -> None:
+    queues = synthesized.of_type("AWS::SQS::Queue")
+    assert len(queues) == 3  # work, work DLQ, relay failures
+    policies = synthesized.of_type("AWS::SQS::QueuePolicy").values()
+    tls_only: set[str] = set()
+    for policy in policies:
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Effect"] == "Deny" and statement["Condition"] == {
+                "Bool": {"aws:SecureTransport": "false"}
+            }:
+                tls_only.update(q["Ref"] for q in policy["Properties"]["Queues"])
+    for logical_id, queue in queues.items():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True, logical_id
+        assert logical_id in tls_only, logical_id
+
+
+def test_work_queue_visibility_and_redrive_match_the_worker(synthesized: Synthesized) -> None:
+    queue = synthesized.resource(synthesized.stack.queues.queue)["Properties"]
+    dlq_id = synthesized.logical_id(synthesized.stack.queues.dead_letter_queue)
+    assert queue["VisibilityTimeout"] >= 6 * _worker_timeout(synthesized)
+    attempts = synthesized.context["worker_max_attempts"]
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": get_att(dlq_id, "Arn"),
+        "maxReceiveCount": attempts,
+    }
+    assert synthesized.environment("worker")[names.ENV_MAX_ATTEMPTS] == str(attempts)
+    dlq = synthesized.resources[dlq_id]["Properties"]
+    assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_worker_lease_sits_between_its_timeout_and_the_visibility_timeout(
+    synthesized: Synthesized,
+) -> None:
+    lease = int(synthesized.environment("worker")[names.ENV_LEASE_SECONDS])
+    visibility = synthesized.resource(synthesized.stack.queues.queue)["Properties"][
+        "VisibilityTimeout"
+    ]
+    assert _worker_timeout(synthesized) < lease < visibility
+    assert synthesized.environment("reconciler")[names.ENV_LEASE_SECONDS] == str(lease)
+
+
+def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> None:
+    groups = synthesized.of_type("AWS::Logs::LogGroup")
+    for name in FUNCTIONS:
+        props = synthesized.function(name)["Properties"]
+        assert props["Runtime"] == RUNTIME.name == "python3.14"
+        assert props["Architectures"] == [ARCHITECTURE.name] == ["arm64"]
+        assert props["Handler"] == f"functions.{name}.handler.lambda_handler"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        logging = props["LoggingConfig"]
+        assert logging["LogFormat"] == "JSON"
+        assert logging["ApplicationLogLevel"] == synthesized.context["log_level"]
+        group = groups[logging["LogGroup"]["Ref"]]
+        assert group["Properties"]["RetentionInDays"] == synthesized.context["log_retention_days"]
+        env = props["Environment"]["Variables"]
+        assert env[names.ENV_POWERTOOLS_SERVICE_NAME] == names.SERVICE
+        assert env[names.ENV_POWERTOOLS_METRICS_NAMESPACE] == names.METRICS_NAMESPACE
+        assert env[names.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
+
+
+def test_receiver_answers_before_relaylink_gives_up(synthesized: Synthesized) -> None:
+    # RelayLink waits 10 s (contract section 1).
+    assert synthesized.function("receiver")["Properties"]["Timeout"] < 10
+    (integration,) = synthesized.of_type("AWS::ApiGatewayV2::Integration").values()
+    assert integration["Properties"]["TimeoutInMillis"] < 10_000
+
+
+def test_http_api_routes_post_relaylink_to_the_receiver_with_payload_v2(
+    synthesized: Synthesized,
+) -> None:
+    (api,) = synthesized.of_type("AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "HTTP"
+    (route,) = synthesized.of_type("AWS::ApiGatewayV2::Route").values()
+    assert route["Properties"]["RouteKey"] == "POST /relaylink"
+    (integration,) = synthesized.of_type("AWS::ApiGatewayV2::Integration").values()
+    props = integration["Properties"]
+    assert props["IntegrationType"] == "AWS_PROXY"
+    assert props["PayloadFormatVersion"] == "2.0"
+    assert props["IntegrationUri"] == get_att(synthesized.function_logical_id("receiver"), "Arn")
+    (permission,) = [
+        p
+        for p in synthesized.of_type("AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"]
+        == get_att(synthesized.function_logical_id("receiver"), "Arn")
+    ]
+    assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+
+
+def test_api_stage_is_throttled(synthesized: Synthesized) -> None:
+    (stage,) = synthesized.of_type("AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["DefaultRouteSettings"]
+    assert settings["ThrottlingRateLimit"] == synthesized.context["api_rate_limit"]
+    assert settings["ThrottlingBurstLimit"] == synthesized.context["api_burst_limit"]
+    assert stage["Properties"]["AutoDeploy"] is True
+
+
+def test_access_logs_leave_out_path_and_query_string(synthesized: Synthesized) -> None:
+    (stage,) = synthesized.of_type("AWS::ApiGatewayV2::Stage").values()
+    log_settings = stage["Properties"]["AccessLogSettings"]
+    fields = json.loads(log_settings["Format"])
+    assert "$context.requestId" in fields.values()
+    variables = " ".join(fields.values()).lower()
+    for forbidden in ("path", "querystring", "requestoverride", "domainprefix"):
+        assert forbidden not in variables, forbidden
+    group_id = log_settings["DestinationArn"]["Fn::GetAtt"][0]
+    assert synthesized.resources[group_id]["Type"] == "AWS::Logs::LogGroup"
+
+
+def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synthesized) -> None:
+    table_id, _ = _table(synthesized)
+    (mapping,) = [
+        m["Properties"]
+        for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["EventSourceArn"] == get_att(table_id, "StreamArn")
+    ]
+    assert mapping["FunctionName"] == ref(synthesized.function_logical_id("relay"))
+    (pattern,) = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    assert pattern == {
+        "eventName": ["INSERT"],
+        "dynamodb": {"NewImage": {names.KIND_ATTRIBUTE: {"S": [names.KIND_OUTBOX]}}},
+    }
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert 0 < mapping["MaximumRetryAttempts"] <= 20
+    # Bounded, and shorter than the stream's own 24 h retention.
+    assert 60 <= mapping["MaximumRecordAgeInSeconds"] < 24 * 3600
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    failure_id = synthesized.logical_id(synthesized.stack.relay.failure_queue)
+    assert mapping["DestinationConfig"] == {
+        "OnFailure": {"Destination": get_att(failure_id, "Arn")}
+    }
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+
+
+def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(
+    synthesized: Synthesized,
+) -> None:
+    queue_id = synthesized.logical_id(synthesized.stack.queues.queue)
+    (mapping,) = [
+        m["Properties"]
+        for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["EventSourceArn"] == get_att(queue_id, "Arn")
+    ]
+    assert mapping["FunctionName"] == ref(synthesized.function_logical_id("worker"))
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"] == {
+        "MaximumConcurrency": synthesized.context["worker_max_concurrency"]
+    }
+
+
+def test_reconciler_runs_on_a_schedule(synthesized: Synthesized) -> None:
+    (rule,) = synthesized.of_type("AWS::Events::Rule").values()
+    props = rule["Properties"]
+    minutes = synthesized.context["reconcile_every_minutes"]
+    assert props["ScheduleExpression"] == f"rate({minutes} minutes)"
+    assert props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert target["Arn"] == get_att(synthesized.function_logical_id("reconciler"), "Arn")
+
+
+def test_created_secrets_hold_fail_closed_placeholders(synthesized: Synthesized) -> None:
+    signing = synthesized.resource(synthesized.stack.secrets.signing_secrets)
+    assert json.loads(signing["Properties"]["SecretString"]) == []
+    token = synthesized.resource(synthesized.stack.secrets.mcp_token)
+    assert "SecretString" not in token["Properties"]
+    assert token["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
+    for secret in (signing, token):
+        assert secret["DeletionPolicy"] == "Retain"
+    env = synthesized.environment("receiver")
+    assert env[names.ENV_SIGNING_SECRETS_ARN] == ref(
+        synthesized.logical_id(synthesized.stack.secrets.signing_secrets)
+    )
+
+
+def test_archive_bucket_is_private_encrypted_tls_only_retained_and_expires(
+    synthesized: Synthesized,
+) -> None:
+    bucket_id = synthesized.logical_id(synthesized.stack.archive.bucket)
+    bucket = synthesized.resources[bucket_id]
+    props = bucket["Properties"]
+    assert bucket["DeletionPolicy"] == "Retain"
+    (encryption,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == synthesized.context["inbox_retention_days"]
+    assert rule["Status"] == "Enabled"
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]
+        for p in synthesized.of_type("AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"] == ref(bucket_id)
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["Statement"]
+    )
+    assert synthesized.environment("worker")[names.ENV_ARCHIVE_BUCKET] == ref(bucket_id)
+
+
+def test_optional_notification_url_and_alarm_email_are_wired(synthesized: Synthesized) -> None:
+    assert synthesized.environment("worker")[names.ENV_NOTIFY_URL] == NOTIFY_URL
+    (subscription,) = synthesized.of_type("AWS::SNS::Subscription").values()
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == ALARM_EMAIL
+    hosts = synthesized.environment("worker")[names.ENV_MCP_ALLOWED_HOSTS]
+    assert hosts.split(",") == synthesized.context["mcp_allowed_hosts"]
+
+
+def test_receiver_url_is_an_output(synthesized: Synthesized) -> None:
+    output = synthesized.template["Outputs"]["ReceiverUrl"]["Value"]
+    api_id = synthesized.logical_id(synthesized.stack.receiver.api)
+    assert json.dumps(output).count(api_id) == 1
+    assert json.dumps(output).endswith('"/relaylink"]]}')

@@ -2,10 +2,10 @@
 
 Either the deployer names existing secrets by ARN (context ``signing_secrets_arn`` /
 ``mcp_token_secret_arn``), or the stack creates them with placeholders that fail
-closed: an empty signing-secret list verifies no request (every delivery gets 401,
-which RelayLink retries for three days), and a random token is refused by the MCP
-server (counted and alarmed as an MCP auth failure). docs/deploy.md says how to set
-the real values.
+closed: the receiver refuses an empty signing-secret list (every delivery gets 503
+``signing_secrets_malformed``, which RelayLink retries for three days, and the API 5xx
+alarm fires), and the MCP server refuses a random token (counted and alarmed as an
+MCP auth failure). docs/deploy.md says how to set the real values.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Secrets(Construct):
                 "SigningSecrets",
                 description=f"{names.SERVICE}: RelayLink signing secrets, a JSON list of "
                 "whsec_ strings",
-                # Not a secret: the empty list, which accepts no signature at all.
+                # Not a secret: the empty list, which the receiver refuses (fails closed).
                 secret_string_value=SecretValue.unsafe_plain_text("[]"),
                 removal_policy=RemovalPolicy.RETAIN,
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -249,3 +250,81 @@ def aws_fixture() -> Iterator[Aws]:
 @pytest.fixture(name="stream")
 def stream_fixture(aws: Aws) -> StreamReader:
     return StreamReader(aws.streams, aws.stream_arn)
+
+
+# --- The worker, wired to moto, the real MCP server and the notify sink ---------------
+
+
+@dataclass
+class WorkerRig:
+    """One worker container: its own clients, the shared clock, real adapters."""
+
+    aws: Aws
+    deps: Any
+    settings: Any
+
+    def run(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
+
+        response: dict[str, Any] = handler.handle(sqs_event(messages), self.deps)
+        # What the event-source mapping does with a partial batch response: delete
+        # every message not reported as failed.
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        for message in messages:
+            if message["MessageId"] not in failed:
+                self.aws.sqs.delete_message(
+                    QueueUrl=self.aws.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+        return response
+
+    def run_visible(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Receive what is visible now (one batch) and process it."""
+        messages = self.aws.receive()
+        return messages, self.run(messages)
+
+
+def worker_env(aws: Aws, *, token_arn: str, notify_url: str, **overrides: str) -> dict[str, str]:
+    env = {
+        names.ENV_TABLE_NAME: TABLE,
+        names.ENV_WORK_QUEUE_URL: aws.queue_url,
+        names.ENV_DEAD_LETTER_QUEUE_URL: aws.dlq_url,
+        names.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
+        names.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
+        names.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
+        names.ENV_MCP_TIMEOUT_SECONDS: "2",
+        names.ENV_NOTIFY_URL: notify_url,
+        names.ENV_ARCHIVE_BUCKET: BUCKET,
+        names.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+        names.ENV_SECRETS_MAX_AGE_SECONDS: "300",
+    }
+    env.update(overrides)
+    return env
+
+
+def make_worker(
+    aws: Aws, *, token: str, notify_url: str, wrap: Any = None, **overrides: str
+) -> WorkerRig:
+    """A worker with the default workflow (loaded from the setting, as in Lambda).
+
+    ``wrap(deps) -> deps`` lets a test put a crash point around a port.
+    """
+    from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
+    from functions.worker.settings import Settings  # noqa: PLC0415
+
+    token_arn = create_secret(
+        aws.secretsmanager, name=f"relaylink-mcp-{uuid.uuid4().hex[:8]}", value=token
+    )
+    settings = Settings.from_env(
+        worker_env(aws, token_arn=token_arn, notify_url=notify_url, **overrides)
+    )
+    deps = handler.build_deps(
+        settings,
+        dynamodb=boto3.client("dynamodb", region_name=REGION),
+        sqs=boto3.client("sqs", region_name=REGION),
+        secretsmanager=boto3.client("secretsmanager", region_name=REGION),
+        clock=aws.clock,
+    )
+    if wrap is not None:
+        deps = wrap(deps)
+    return WorkerRig(aws, deps, settings)

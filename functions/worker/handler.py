@@ -1,0 +1,178 @@
+"""The worker Lambda: a batch of work-queue messages in, a partial batch response out.
+
+Per message: claim, fetch the package over MCP, run the workflow, complete
+(:mod:`functions.core.process`). The whole batch runs inside one ``asyncio.run``
+and one package source, so messages that share an MCP server share one session.
+Messages are processed one after another: a batch is at most ten messages, and
+sequential processing keeps one session per server without locking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.config import Config
+
+from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_token import SecretsManagerMcpToken
+from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.clock import Clock, SystemClock
+from functions.core.host_policy import HostPolicy
+from functions.core.process import (
+    PackageSource,
+    ProcessConfig,
+    Processor,
+    QueueMessage,
+    process_batch,
+)
+from functions.core.workflow import Workflow, WorkflowContext, load_workflow
+from functions.worker.settings import Settings
+
+AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
+# Contract section 5 gives no size; a briefing plus attachment metadata is text, and
+# anything near this is not a briefing an agent should be handed.
+MAX_RESULT_BYTES = 1024 * 1024
+# Connecting is quick or it is not happening; reading may wait on the server's work.
+MAX_CONNECT_TIMEOUT_SECONDS = 5.0
+
+PackageSourceFactory = Callable[[], AbstractAsyncContextManager[PackageSource]]
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    processor: Processor
+    queue: SqsWorkQueue
+    packages: PackageSourceFactory
+    metrics: EmfMetrics
+
+
+def mcp_packages(settings: Settings, *, secretsmanager: Any) -> PackageSourceFactory:
+    """One MCP fetcher per batch, with the (cached) token and the host allowlist."""
+    tokens = SecretsManagerMcpToken(
+        secret_arn=settings.mcp_token_secret_arn,
+        max_age_seconds=settings.secrets_max_age_seconds,
+        client=secretsmanager,
+    )
+    policy = HostPolicy(
+        allowed_hosts=settings.mcp_allowed_hosts,
+        allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
+    )
+    timeout = float(settings.mcp_timeout_seconds)
+
+    def fetcher() -> McpPackageFetcher:
+        return McpPackageFetcher(
+            token=tokens,
+            policy=policy,
+            connect_timeout=min(timeout, MAX_CONNECT_TIMEOUT_SECONDS),
+            read_timeout=timeout,
+            max_result_bytes=MAX_RESULT_BYTES,
+        )
+
+    return fetcher
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    dynamodb: Any = None,
+    sqs: Any = None,
+    secretsmanager: Any = None,
+    clock: Clock | None = None,
+    workflow: Workflow | None = None,
+    packages: PackageSourceFactory | None = None,
+) -> Deps:
+    """Wire the use case to its adapters; tests pass their own clients, clock, workflow."""
+    if dynamodb is None or sqs is None or secretsmanager is None:
+        import boto3  # noqa: PLC0415 (only production wiring needs the default session)
+
+        dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
+        sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
+        secretsmanager = secretsmanager or boto3.client("secretsmanager", config=AWS_CONFIG)
+    clock = clock or SystemClock()
+    metrics = EmfMetrics()
+    if workflow is None:
+        workflow = load_workflow(
+            settings.workflow,
+            WorkflowContext(
+                notify_url=settings.notify_url,
+                archive_bucket=settings.archive_bucket,
+                allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
+                timeout_seconds=float(settings.mcp_timeout_seconds),
+                clock=clock,
+            ),
+        )
+    return Deps(
+        processor=Processor(
+            claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
+            effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
+            workflow=workflow,
+            clock=clock,
+            metrics=metrics,
+            config=ProcessConfig(
+                max_attempts=settings.max_attempts, lease_seconds=settings.lease_seconds
+            ),
+        ),
+        queue=SqsWorkQueue(
+            client=sqs,
+            queue_url=settings.work_queue_url,
+            dead_letter_queue_url=settings.dead_letter_queue_url,
+        ),
+        packages=packages or mcp_packages(settings, secretsmanager=secretsmanager),
+        metrics=metrics,
+    )
+
+
+_deps: Deps | None = None
+_deps_lock = threading.Lock()
+
+
+def get_deps() -> Deps:
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        if _deps is None:
+            _deps = build_deps(Settings.from_env(os.environ))
+        return _deps
+
+
+def set_deps(deps: Deps | None) -> None:
+    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
+    global _deps  # noqa: PLW0603 (the one per-container cache)
+    with _deps_lock:
+        _deps = deps
+
+
+def parse_messages(event: dict[str, Any]) -> list[QueueMessage]:
+    return [
+        QueueMessage(
+            message_id=str(record["messageId"]),
+            receipt_handle=str(record["receiptHandle"]),
+            body=str(record["body"]),
+        )
+        for record in event.get("Records", [])
+    ]
+
+
+def handle(event: dict[str, Any], deps: Deps) -> dict[str, Any]:
+    """Process one SQS batch with ``deps``; returns the partial batch response."""
+    try:
+        # One event loop per batch: the MCP sessions of the batch live and die in it.
+        failures = asyncio.run(
+            process_batch(deps.processor, deps.queue, deps.packages, parse_messages(event))
+        )
+    finally:
+        deps.metrics.flush()
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Lambda entry point (SQS, ``ReportBatchItemFailures``)."""
+    return handle(event, get_deps())

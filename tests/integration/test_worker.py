@@ -1,0 +1,298 @@
+"""The worker handler against moto, the SDK's MCP server and the notify sink."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from functions.core import names
+from functions.core.models import State, WorkItem
+from local.mcp_server import RunningServer
+from local.notify_sink import NotifySinkServer
+from tests.integration.processing_harness import (
+    BUCKET,
+    LEASE_SECONDS,
+    MAX_ATTEMPTS,
+    Aws,
+    WorkerRig,
+    aws_fixture,  # noqa: F401 (fixture "aws")
+    emitted_metrics,
+    make_worker,
+)
+
+
+@pytest.fixture
+def sink() -> Iterator[NotifySinkServer]:
+    with NotifySinkServer() as server:
+        yield server
+
+
+@pytest.fixture
+def worker(aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
+    return make_worker(aws, token=mcp_server.token, notify_url=sink.url)
+
+
+def work(mcp_server: RunningServer, n: int = 0, package: str | None = None) -> WorkItem:
+    return WorkItem(
+        f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}",
+        "package.received",
+        package or f"pkg_{n:04d}",
+        mcp_server.url,
+    )
+
+
+def submit(aws: Aws, item: WorkItem) -> None:
+    aws.accept(item)
+    aws.enqueue(item)
+
+
+def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
+    stored = json.dumps(aws.items())
+    assert token not in stored
+    assert token not in output
+    assert all(token not in body for body in aws.dead_letters())
+
+
+def test_worker_completes_and_notifies_once(
+    aws: Aws,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts, inbox.completed_at) == (
+        State.COMPLETED,
+        1,
+        aws.clock.value,
+    )
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    archived = json.loads(
+        aws.s3.get_object(Bucket=BUCKET, Key=f"packages/{item.delivery_id}.json")["Body"].read()
+    )
+    assert archived["package"]["package_id"] == item.package_id
+    assert sink.sink.body(f"{item.delivery_id}:notify")["package_id"] == item.package_id
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+    output = capsys.readouterr().out
+    assert emitted_metrics(output)[names.METRIC_WORK_COMPLETED] == 1
+    assert_nothing_secret(aws, output, mcp_server.token)
+
+
+def test_worker_acknowledges_a_completed_delivery_without_work(
+    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    worker.run_visible()
+    requests = mcp_server.requests
+    aws.enqueue(item)  # a duplicate message
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}
+    assert mcp_server.requests == requests  # no fetch at all
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+
+
+def test_mcp_5xx_releases_and_retries_later(
+    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    mcp_server.set_failure_rate(1.0)
+    messages, response = worker.run_visible()
+    assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error, inbox.attempts) == (
+        State.PENDING,
+        "mcp_unavailable",
+        1,
+    )
+    # The back-off hid the message (the queue's own visibility timeout would too, but
+    # moto's default is 30 s; the back-off of attempt 1 is 15 s: both hide it now).
+    assert aws.queue_counts()["visible"] == 0
+    mcp_server.set_failure_rate(0.0)
+    aws.make_visible(messages)
+    worker.run_visible()
+    assert aws.inbox(item.delivery_id).state is State.COMPLETED
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+
+
+def test_mcp_timeout_is_transient(
+    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    mcp_server.set_latency_ms(3000)  # over MCP_TIMEOUT_SECONDS=2
+    worker.run_visible()
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error) == (State.PENDING, "mcp_timeout")
+    assert sink.sink.counts() == {}
+
+
+def test_wrong_token_is_retried_and_counted(
+    aws: Aws,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    wrong = "not-the-token-0000"
+    worker = make_worker(aws, token=wrong, notify_url=sink.url)
+    item = work(mcp_server)
+    submit(aws, item)
+    messages, response = worker.run_visible()
+    assert response["batchItemFailures"] == [{"itemIdentifier": messages[0]["MessageId"]}]
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error) == (State.PENDING, "mcp_auth_failed")
+    output = capsys.readouterr().out
+    assert emitted_metrics(output)[names.METRIC_MCP_AUTH_FAILURES] == 1
+    assert_nothing_secret(aws, output, wrong)
+    assert_nothing_secret(aws, output, mcp_server.token)
+
+
+@pytest.mark.parametrize(
+    ("package", "code"),
+    [("pkg_missing_1", "package_not_found"), ("pkg_oversized_1", "mcp_result_too_large")],
+)
+def test_permanent_mcp_failures_fail_at_once(
+    aws: Aws,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    package: str,
+    code: str,
+) -> None:
+    item = work(mcp_server, package=package)
+    submit(aws, item)
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}  # acknowledged: no retry
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error, inbox.attempts) == (State.FAILED, code, 1)
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert sink.sink.counts() == {}
+
+
+def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRig) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        # Loopback, but by a name that is not on the allowlist ("127.0.0.1" is).
+        item = WorkItem(
+            "6f1c2a9e-3b7d-4c1e-9a52-000000000077",
+            "package.received",
+            "pkg_0077",
+            f"http://localhost:{port}/mcp",
+        )
+        submit(aws, item)
+        _, response = worker.run_visible()
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody ever connected
+    assert response == {"batchItemFailures": []}
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error) == (State.FAILED, "mcp_host_not_allowed")
+
+
+def test_leased_delivery_is_deferred_without_burning_an_attempt(
+    aws: Aws, worker: WorkerRig, mcp_server: RunningServer
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    worker.deps.processor.claims.claim(
+        item.delivery_id, owner="other", now=aws.clock.value, lease_seconds=LEASE_SECONDS
+    )
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}
+    assert aws.inbox(item.delivery_id).attempts == 1  # the other worker's attempt only
+    # The original was acknowledged; a fresh copy (receive count 0) waits out the lease.
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
+
+
+def test_dead_letter_after_max_attempts(
+    aws: Aws,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    item = work(mcp_server)
+    submit(aws, item)
+    mcp_server.set_failure_rate(1.0)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        messages, response = worker.run_visible()
+        assert len(messages) == 1, attempt
+        aws.make_visible(messages) if response["batchItemFailures"] else None
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.last_error, inbox.attempts) == (
+        State.FAILED,
+        "mcp_unavailable",
+        MAX_ATTEMPTS,
+    )
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert aws.dead_letters() == [item.to_json()]
+    output = capsys.readouterr().out
+    assert emitted_metrics(output)[names.METRIC_WORK_DEAD_LETTERED] == 1
+    assert_nothing_secret(aws, output, mcp_server.token)
+    assert sink.sink.counts() == {}
+
+
+def test_two_workers_racing_on_one_delivery_apply_one_effect(
+    aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    workers = [make_worker(aws, token=mcp_server.token, notify_url=sink.url) for _ in range(2)]
+    item = work(mcp_server)
+    aws.accept(item)
+    aws.enqueue(item)
+    aws.enqueue(item)  # the relay sent it twice
+    messages = aws.receive()
+    assert len(messages) == 2
+    mcp_server.set_latency_ms(500)  # the first worker is inside its fetch for a while
+    responses: list[dict[str, Any]] = []
+    first = threading.Thread(target=lambda: responses.append(workers[0].run([messages[0]])))
+    first.start()
+    # The second message arrives while the first worker holds the claim. (Claims at
+    # the very same instant are DynamoDB's conditional-write atomicity, which moto
+    # does not promise across threads; the unit contract covers their outcome.)
+    deadline = time.monotonic() + 10
+    while aws.inbox(item.delivery_id).state is not State.PROCESSING:
+        assert time.monotonic() < deadline, "the first worker never claimed"
+    second = workers[1].run([messages[1]])
+    first.join()
+    assert second == {"batchItemFailures": []}
+    assert responses == [{"batchItemFailures": []}]
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts) == (State.COMPLETED, 1)
+    # The loser left a fresh copy waiting out the lease; it will find the delivery done.
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
+
+
+def test_one_batch_of_ten_shares_one_mcp_session(
+    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    def batch(items: list[WorkItem]) -> tuple[int, int]:
+        for item in items:
+            submit(aws, item)
+        messages = aws.receive()
+        assert len(messages) == len(items)
+        requests, calls = mcp_server.requests, mcp_server.controls.tool_calls
+        assert worker.run(messages) == {"batchItemFailures": []}
+        return mcp_server.requests - requests, mcp_server.controls.tool_calls - calls
+
+    single_requests, single_calls = batch([work(mcp_server, 100)])
+    requests, calls = batch([work(mcp_server, n) for n in range(10)])
+    print(f"MCP HTTP requests: batch of 1: {single_requests}, batch of 10: {requests}")
+    assert (single_calls, calls) == (1, 10)
+    # The session's own cost (handshake) is paid once per batch, whatever its size.
+    assert requests - calls == single_requests - single_calls
+    assert requests - calls <= 3
+    assert sum(sink.sink.counts().values()) == 11

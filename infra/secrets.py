@@ -18,10 +18,15 @@ from functions.core import names
 from infra.config import StackConfig
 from infra.nag import acknowledge
 
-_NO_ROTATION = (
+_SIGNING_NO_ROTATION = (
     "The value is issued by RelayLink and only RelayLink can issue a new one, so no "
     "rotation Lambda can produce it; rotation is the documented manual procedure "
     "(docs/deploy.md), made safe by the receiver accepting any secret of a list."
+)
+_MCP_NO_ROTATION = (
+    "The token is issued by RelayLink and only RelayLink can issue a new one, so no "
+    "rotation Lambda can produce it; rotation is the documented manual procedure "
+    "(docs/deploy.md): put the new token, then revoke the old one in RelayLink."
 )
 
 
@@ -51,7 +56,7 @@ class Secrets(Construct):
                 secret_string_value=SecretValue.unsafe_plain_text("[]"),
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            acknowledge(created, "AwsSolutions-SMG4", _NO_ROTATION)
+            acknowledge(created, "AwsSolutions-SMG4", _SIGNING_NO_ROTATION)
             self.signing_secrets = created
         if config.mcp_token_secret_arn is not None:
             self.mcp_token: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(
@@ -67,5 +72,5 @@ class Secrets(Construct):
                 ),
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            acknowledge(token, "AwsSolutions-SMG4", _NO_ROTATION)
+            acknowledge(token, "AwsSolutions-SMG4", _MCP_NO_ROTATION)
             self.mcp_token = token

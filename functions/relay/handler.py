@@ -93,6 +93,8 @@ def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
 
 def lambda_handler(event: dict[str, Any], context: Any) -> Any:
     """Lambda entry point (DynamoDB stream, ``ReportBatchItemFailures``)."""
+    if not event.get("Records"):
+        return {"batchItemFailures": []}  # Powertools refuses an empty batch
     deps = get_deps()
     processor = BatchProcessor(
         event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False

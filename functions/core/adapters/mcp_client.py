@@ -17,7 +17,7 @@ How the SDK is held:
 * Each session lives in its own task of the fetcher's task group. The SDK keeps
   task groups open for a session's lifetime; if one of them fails, the failure stays
   in that task and the session is dropped, instead of cancelling the caller.
-* Calls on one session are serialised: the recorded outcome then belongs to the
+* Calls to one server are serialised: the recorded outcome then belongs to the
   call in flight.
 """
 
@@ -222,7 +222,6 @@ class _Session:
     ) -> None:
         self.url = url
         self.exchange = _Exchange()
-        self.lock = anyio.Lock()
         self.client: Client | None = None
         self.open_error: BaseException | None = None
         self._transport = _GuardedTransport(
@@ -288,9 +287,15 @@ class _Session:
     def alive(self) -> bool:
         return self.client is not None and not self._close.is_set()
 
-    async def close(self) -> None:
+    def request_close(self) -> None:
         self._close.set()
+
+    async def wait_closed(self) -> None:
         await self._closed.wait()
+
+    async def close(self) -> None:
+        self.request_close()
+        await self.wait_closed()
 
 
 class McpPackageFetcher:
@@ -326,6 +331,7 @@ class McpPackageFetcher:
         self._max_bytes = max_result_bytes
         self._counts = _Counts()
         self._sessions: dict[str, _Session] = {}
+        self._locks: dict[str, anyio.Lock] = {}
         self._stack: AsyncExitStack | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
 
@@ -354,10 +360,17 @@ class McpPackageFetcher:
     ) -> None:
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
-            await session.close()
+            session.request_close()  # all at once: each may send a DELETE
         stack, self._stack, self._tasks = self._stack, None, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
+        try:
+            for session in sessions:
+                await session.wait_closed()
+        finally:
+            if stack is not None:
+                # The task group holds only our session tasks. The caller's exception is
+                # not handed to it: anyio would wrap it in an ExceptionGroup, and the
+                # caller's `except PackageNotFound` would no longer match.
+                await stack.__aexit__(None, None, None)
 
     async def get_package(self, mcp_url: str, package_id: str) -> Package:
         """Call ``get_package`` on the server at ``mcp_url``.
@@ -375,11 +388,11 @@ class McpPackageFetcher:
         self._policy.check(mcp_url)
         if self._tasks is None:
             raise RuntimeError("use McpPackageFetcher inside `async with`")
-        session = await self._session_for(mcp_url)
-        async with session.lock:
-            if not session.alive:
-                # Another call broke this session while we waited for the lock.
-                session = await self._session_for(mcp_url)
+        # One call at a time per server: the transport's record then belongs to the
+        # call in flight, and concurrent first calls share one session.
+        lock = self._locks.setdefault(mcp_url, anyio.Lock())
+        async with lock:
+            session = await self._session_for(mcp_url)
             return await self._call(session, package_id)
 
     async def _session_for(self, url: str) -> _Session:
@@ -415,7 +428,7 @@ class McpPackageFetcher:
 
     async def _call(self, session: _Session, package_id: str) -> Package:
         client = session.client
-        assert client is not None  # alive was checked under the lock
+        assert client is not None  # _session_for returns live sessions only
         session.exchange.reset()
         try:
             # The SDK's own read timeout bounds each wait; this bounds the whole call.

@@ -1,0 +1,318 @@
+"""McpPackageFetcher against the SDK's real MCP server on 127.0.0.1 (Streamable HTTP)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.errors import (
+    HostNotAllowed,
+    InvalidPackage,
+    McpAuthError,
+    McpTokenUnavailable,
+    PackageNotFound,
+    ProcessingError,
+    TransientError,
+)
+from functions.core.host_policy import HostPolicy
+from functions.core.package import Package
+from local.mcp_server import RunningServer, demo_package
+
+LOOPBACK_POLICY = HostPolicy(("127.0.0.1",), allow_insecure_loopback=True)
+T = TypeVar("T")
+
+
+class CountingToken:
+    """A token source that counts how often it was asked."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        return self.value
+
+
+def _fetcher(server: RunningServer, **overrides: Any) -> McpPackageFetcher:
+    options: dict[str, Any] = {
+        "token": CountingToken(server.token),
+        "policy": LOOPBACK_POLICY,
+        "connect_timeout": 2.0,
+        "read_timeout": 5.0,
+        "max_result_bytes": 256 * 1024,
+    }
+    options.update(overrides)
+    return McpPackageFetcher(**options)
+
+
+def _run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+def _fetch_one(fetcher: McpPackageFetcher, url: str, package_id: str) -> Package:
+    async def go() -> Package:
+        async with fetcher:
+            return await fetcher.get_package(url, package_id)
+
+    return _run(go)
+
+
+def _error_of(fetcher: McpPackageFetcher, url: str, package_id: str) -> ProcessingError:
+    with pytest.raises(ProcessingError) as caught:
+        _fetch_one(fetcher, url, package_id)
+    return caught.value
+
+
+@pytest.fixture
+def silent_listener() -> Iterator[socket.socket]:
+    """A listening socket on loopback that records nothing but whether anyone connected."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    yield listener
+    listener.close()
+
+
+def _was_contacted(listener: socket.socket) -> bool:
+    try:
+        connection, _ = listener.accept()
+    except BlockingIOError:
+        return False
+    connection.close()
+    return True
+
+
+def test_fetcher_returns_the_structured_package(mcp_server: RunningServer) -> None:
+    package = _fetch_one(_fetcher(mcp_server), mcp_server.url, "pkg_01JE7Q9V5K3M8N2P4R6T")
+    assert package == Package.from_mapping(demo_package("pkg_01JE7Q9V5K3M8N2P4R6T"))
+    assert mcp_server.controls.tool_calls == 1
+
+
+def test_fetcher_falls_back_to_json_text_content(mcp_server: RunningServer) -> None:
+    package = _fetch_one(_fetcher(mcp_server), mcp_server.url, "pkg_textonly_7")
+    assert package == Package.from_mapping(demo_package("pkg_textonly_7"))
+
+
+def test_fetcher_wrong_token_is_an_auth_error(mcp_server: RunningServer) -> None:
+    wrong = "wrong-token-value"
+    error = _error_of(_fetcher(mcp_server, token=CountingToken(wrong)), mcp_server.url, "pkg_1")
+    assert isinstance(error, McpAuthError)
+    assert isinstance(error, TransientError)  # retried: an operator fixes the token
+    assert error.code == "mcp_auth_failed"
+    assert wrong not in str(error.args)
+    assert mcp_server.controls.unauthorized >= 1
+    assert mcp_server.controls.tool_calls == 0
+
+
+def test_fetcher_server_5xx_is_transient_and_the_next_call_opens_a_fresh_session(
+    mcp_server: RunningServer,
+) -> None:
+    fetcher = _fetcher(mcp_server)
+
+    async def go() -> tuple[ProcessingError, Package]:
+        async with fetcher:
+            mcp_server.set_failure_rate(1.0)
+            with pytest.raises(TransientError) as caught:
+                await fetcher.get_package(mcp_server.url, "pkg_1")
+            mcp_server.set_failure_rate(0.0)
+            return caught.value, await fetcher.get_package(mcp_server.url, "pkg_2")
+
+    error, package = _run(go)
+    assert error.code == "mcp_unavailable"
+    assert package.package_id == "pkg_2"
+    assert mcp_server.controls.failures_injected >= 1
+    assert fetcher.sessions_opened == 2
+
+
+def test_fetcher_5xx_mid_batch_drops_the_session(mcp_server: RunningServer) -> None:
+    fetcher = _fetcher(mcp_server)
+
+    async def go() -> list[str]:
+        outcomes: list[str] = []
+        async with fetcher:
+            for index in range(3):
+                mcp_server.set_failure_rate(1.0 if index == 1 else 0.0)
+                try:
+                    await fetcher.get_package(mcp_server.url, f"pkg_{index}")
+                    outcomes.append("ok")
+                except TransientError as exc:
+                    outcomes.append(exc.code)
+        return outcomes
+
+    assert _run(go) == ["ok", "mcp_unavailable", "ok"]
+    assert fetcher.sessions_opened == 2
+
+
+def test_fetcher_times_out_on_a_slow_server(mcp_server: RunningServer) -> None:
+    mcp_server.set_latency_ms(3000)
+    fetcher = _fetcher(mcp_server, read_timeout=0.3)
+    started = time.monotonic()
+    error = _error_of(fetcher, mcp_server.url, "pkg_1")
+    elapsed = time.monotonic() - started
+    assert isinstance(error, TransientError)
+    assert error.code == "mcp_timeout"
+    assert elapsed < 2.0  # bounded by our timeout, not by the server's latency
+
+
+def test_fetcher_unknown_package_is_not_found(mcp_server: RunningServer) -> None:
+    error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_missing_42")
+    assert isinstance(error, PackageNotFound)
+    assert error.code == "package_not_found"
+
+
+def test_fetcher_other_tool_error_is_transient_and_keeps_the_session(
+    mcp_server: RunningServer,
+) -> None:
+    fetcher = _fetcher(mcp_server)
+
+    async def go() -> tuple[str, Package]:
+        async with fetcher:
+            with pytest.raises(TransientError) as caught:
+                await fetcher.get_package(mcp_server.url, "pkg_toolfail_1")
+            return caught.value.code, await fetcher.get_package(mcp_server.url, "pkg_3")
+
+    code, package = _run(go)
+    assert code == "mcp_tool_error"
+    assert package.package_id == "pkg_3"
+    assert fetcher.sessions_opened == 1
+
+
+def test_fetcher_malformed_result_is_invalid(mcp_server: RunningServer) -> None:
+    error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_malformed_1")
+    assert isinstance(error, InvalidPackage)
+
+
+def test_fetcher_oversized_result_is_invalid(mcp_server: RunningServer) -> None:
+    error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_oversized_1")
+    assert isinstance(error, InvalidPackage)
+    assert error.code == "mcp_result_too_large"
+
+
+def test_fetcher_size_cap_counts_the_real_response(mcp_server: RunningServer) -> None:
+    # An ordinary package is a few hundred bytes: a cap below that refuses it.
+    error = _error_of(_fetcher(mcp_server, max_result_bytes=200), mcp_server.url, "pkg_1")
+    assert isinstance(error, InvalidPackage)
+    assert error.code == "mcp_result_too_large"
+
+
+@pytest.mark.parametrize(
+    "url_template",
+    [
+        "http://127.0.0.1:{port}/mcp",  # loopback, but not on this allowlist
+        "https://127.0.0.1:{port}/mcp",
+        "http://localhost:{port}/mcp",
+        "https://mcp.relaylink.example@127.0.0.1:{port}/mcp",
+    ],
+)
+def test_fetcher_never_contacts_a_host_off_the_allowlist(
+    silent_listener: socket.socket, url_template: str
+) -> None:
+    port = silent_listener.getsockname()[1]
+    token = CountingToken("token-that-must-stay-home")
+    fetcher = McpPackageFetcher(
+        token=token,
+        policy=HostPolicy(("*.relaylink.example",), allow_insecure_loopback=True),
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        max_result_bytes=1024,
+    )
+    with pytest.raises(HostNotAllowed):
+        _fetch_one(fetcher, url_template.format(port=port), "pkg_1")
+    assert not _was_contacted(silent_listener)
+    assert token.calls == 0
+    assert fetcher.http_requests == 0
+
+
+def test_fetcher_refuses_plain_http_to_loopback_unless_allowed(mcp_server: RunningServer) -> None:
+    strict = HostPolicy(("127.0.0.1",), allow_insecure_loopback=False)
+    error = _error_of(_fetcher(mcp_server, policy=strict), mcp_server.url, "pkg_1")
+    assert isinstance(error, HostNotAllowed)
+    assert error.code == "mcp_insecure_not_allowed"
+    assert mcp_server.requests == 0
+
+
+def test_fetcher_connection_refused_is_transient(silent_listener: socket.socket) -> None:
+    port = silent_listener.getsockname()[1]
+    silent_listener.close()  # nothing listens on the port any more
+    fetcher = McpPackageFetcher(
+        token=CountingToken("t"),
+        policy=LOOPBACK_POLICY,
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        max_result_bytes=1024,
+    )
+    error = _error_of(fetcher, f"http://127.0.0.1:{port}/mcp", "pkg_1")
+    assert isinstance(error, TransientError)
+    assert error.code == "mcp_unavailable"
+
+
+def test_fetcher_malformed_token_sends_nothing(mcp_server: RunningServer) -> None:
+    error = _error_of(
+        _fetcher(mcp_server, token=CountingToken("two words\r\n")), mcp_server.url, "pkg_1"
+    )
+    assert isinstance(error, McpTokenUnavailable)
+    assert mcp_server.requests == 0
+
+
+def _batch_requests(server: RunningServer, ids: list[str]) -> tuple[int, int, int]:
+    """Fetch ``ids`` in one batch; (requests the server saw, the fetcher's count, sessions)."""
+    before = server.requests
+    fetcher = _fetcher(server)
+
+    async def go() -> None:
+        async with fetcher:
+            for package_id in ids:
+                assert (await fetcher.get_package(server.url, package_id)).package_id == package_id
+
+    _run(go)
+    return server.requests - before, fetcher.http_requests, fetcher.sessions_opened
+
+
+def test_fetcher_reuses_one_session_for_a_batch(mcp_server: RunningServer) -> None:
+    ids = [f"pkg_batch_{index}" for index in range(10)]
+    server_seen, client_sent, sessions = _batch_requests(mcp_server, ids)
+    assert sessions == 1
+    assert server_seen == client_sent
+    assert server_seen <= 13  # the issue's target for a batch of 10 to one server
+    assert mcp_server.controls.tool_calls == 10
+
+    # For comparison: a new session for every message.
+    per_message = sum(_batch_requests(mcp_server, [package_id])[0] for package_id in ids)
+    assert per_message > server_seen
+    # Every session repeats its set-up: the batch saves (n - 1) of them.
+    setup = server_seen - len(ids)
+    assert per_message == len(ids) * (setup + 1)
+
+
+def test_fetcher_serialises_concurrent_calls_on_one_session(mcp_server: RunningServer) -> None:
+    fetcher = _fetcher(mcp_server)
+    results: dict[str, Package] = {}
+
+    async def fetch(package_id: str) -> None:
+        results[package_id] = await fetcher.get_package(mcp_server.url, package_id)
+
+    async def go() -> None:
+        async with fetcher, anyio.create_task_group() as tasks:
+            for index in range(4):
+                tasks.start_soon(fetch, f"pkg_c{index}")
+
+    _run(go)
+    assert sorted(results) == [f"pkg_c{index}" for index in range(4)]
+    assert all(package.package_id == key for key, package in results.items())
+
+
+def test_fetcher_outside_its_block_refuses(mcp_server: RunningServer) -> None:
+    fetcher = _fetcher(mcp_server)
+
+    async def go() -> None:
+        await fetcher.get_package(mcp_server.url, "pkg_1")
+
+    with pytest.raises(RuntimeError):
+        _run(go)
+    assert mcp_server.requests == 0

@@ -13,6 +13,9 @@ Package ids select the behaviour, so one server serves every test case:
 * any other ``pkg_...`` -> a deterministic package derived from the id.
 * anything else        -> tool error "not found".
 
+``legacy_only`` makes it refuse the stateless 2026-07-28 protocol, as a server that
+predates it would, so clients must fall back to the ``initialize`` handshake.
+
 Settable at run time: latency added to every ``get_package`` call, and a rate of
 POST requests answered HTTP 503 (seeded RNG, so a run is reproducible). The server
 counts every HTTP request it receives (by method, and ``tools/call`` bodies apart)
@@ -40,6 +43,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MCP_PATH: Final = "/mcp"
@@ -56,9 +60,16 @@ class ServerControls:
     """
 
     def __init__(
-        self, *, token: str, latency_ms: int = 0, failure_rate: float = 0.0, seed: int = 0
+        self,
+        *,
+        token: str,
+        latency_ms: int = 0,
+        failure_rate: float = 0.0,
+        seed: int = 0,
+        legacy_only: bool = False,
     ) -> None:
         self.token = token
+        self.legacy_only = legacy_only
         self._lock = threading.Lock()
         self._latency_ms = latency_ms
         self._failure_rate = failure_rate
@@ -179,6 +190,11 @@ class _Gate:
         if scope["method"] == "POST" and self._controls._should_fail():
             await _plain_answer(send, 503, b"unavailable")
             return
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if self._controls.legacy_only and version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # What a server that predates 2026-07-28 answers to the stateless protocol.
+            await _plain_answer(send, 400, b"unsupported protocol version")
+            return
         await self._app(scope, receive, send)
 
 
@@ -277,6 +293,9 @@ class RunningServer:
     def set_failure_rate(self, value: float, *, seed: int | None = None) -> None:
         self.controls.set_failure_rate(value, seed=seed)
 
+    def set_legacy_only(self, value: bool) -> None:
+        self.controls.legacy_only = value
+
     def stop(self) -> None:
         """Stop serving and join the thread (idempotent)."""
         self._server.should_exit = True
@@ -299,6 +318,7 @@ def start_in_thread(
     latency_ms: int = 0,
     failure_rate: float = 0.0,
     seed: int = 0,
+    legacy_only: bool = False,
 ) -> RunningServer:
     """Serve on ``host:port`` (0: any free port) in a daemon thread; returns once serving.
 
@@ -306,7 +326,11 @@ def start_in_thread(
         RuntimeError: the server did not start within the deadline.
     """
     controls = ServerControls(
-        token=token, latency_ms=latency_ms, failure_rate=failure_rate, seed=seed
+        token=token,
+        latency_ms=latency_ms,
+        failure_rate=failure_rate,
+        seed=seed,
+        legacy_only=legacy_only,
     )
     server = _Server(_config(controls, host, port))
     thread = threading.Thread(target=server.run, name="mcp-demo-server", daemon=True)
@@ -352,6 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--failure-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--legacy-only",
+        action="store_true",
+        help="refuse the 2026-07-28 stateless protocol, like a server that predates it",
+    )
     args = parser.parse_args(argv)
     if args.latency_ms < 0 or not 0.0 <= args.failure_rate <= 1.0:
         parser.error("--latency-ms must be >= 0 and --failure-rate within [0, 1]")
@@ -360,6 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         latency_ms=args.latency_ms,
         failure_rate=args.failure_rate,
         seed=args.seed,
+        legacy_only=args.legacy_only,
     )
     uvicorn.Server(_config(controls, args.host, args.port)).run()
     return 0

@@ -23,13 +23,16 @@ def mcp_server(_mcp_server_session: RunningServer) -> Iterator[RunningServer]:
     """The demo MCP server with no latency, no failures and zeroed counters.
 
     Yields a handle with ``url``, ``token``, ``requests`` (HTTP requests received),
-    ``controls`` (more counters) and ``set_latency_ms`` / ``set_failure_rate``; what
-    a test sets is undone afterwards. The server is shared by the whole session.
+    ``controls`` (more counters) and the setters ``set_latency_ms``,
+    ``set_failure_rate`` and ``set_legacy_only``; what a test sets is undone
+    afterwards. The server is shared by the whole session.
     """
     server = _mcp_server_session
     server.set_latency_ms(0)
     server.set_failure_rate(0.0, seed=0)
+    server.set_legacy_only(False)
     server.controls.reset_counters()
     yield server
     server.set_latency_ms(0)
     server.set_failure_rate(0.0, seed=0)
+    server.set_legacy_only(False)

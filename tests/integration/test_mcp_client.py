@@ -274,20 +274,41 @@ def _batch_requests(server: RunningServer, ids: list[str]) -> tuple[int, int, in
     return server.requests - before, fetcher.http_requests, fetcher.sessions_opened
 
 
-def test_fetcher_reuses_one_session_for_a_batch(mcp_server: RunningServer) -> None:
+@pytest.mark.parametrize("legacy_only", [False, True], ids=["stateless-2026", "legacy-handshake"])
+def test_fetcher_reuses_one_session_for_a_batch(
+    mcp_server: RunningServer, legacy_only: bool
+) -> None:
+    mcp_server.set_legacy_only(legacy_only)
     ids = [f"pkg_batch_{index}" for index in range(10)]
     server_seen, client_sent, sessions = _batch_requests(mcp_server, ids)
     assert sessions == 1
     assert server_seen == client_sent
-    assert server_seen <= 13  # the target for a batch of 10 to one server
     assert mcp_server.controls.tool_calls == 10
+    setup = server_seen - len(ids)  # requests that are not tools/call
+    if legacy_only:
+        # discover probe (refused), initialize, initialized, tools/list, DELETE
+        assert setup <= 5
+    else:
+        assert server_seen <= 13  # the target for a batch of 10 to one server
 
-    # For comparison: a new session for every message.
+    # For comparison: a new session for every message repeats the set-up each time.
     per_message = sum(_batch_requests(mcp_server, [package_id])[0] for package_id in ids)
-    assert per_message > server_seen
-    # Every session repeats its set-up: the batch saves (n - 1) of them.
-    setup = server_seen - len(ids)
     assert per_message == len(ids) * (setup + 1)
+    assert per_message > server_seen
+
+
+def test_fetcher_maps_errors_the_same_on_a_legacy_server(mcp_server: RunningServer) -> None:
+    mcp_server.set_legacy_only(True)
+    assert _fetch_one(_fetcher(mcp_server), mcp_server.url, "pkg_l1").package_id == "pkg_l1"
+    assert isinstance(
+        _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_missing"), PackageNotFound
+    )
+    wrong = _fetcher(mcp_server, token=CountingToken("nope"))
+    assert isinstance(_error_of(wrong, mcp_server.url, "pkg_1"), McpAuthError)
+    mcp_server.set_failure_rate(1.0)
+    error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_1")
+    assert isinstance(error, TransientError)
+    assert error.code == "mcp_unavailable"
 
 
 def test_fetcher_serialises_concurrent_calls_on_one_session(mcp_server: RunningServer) -> None:

@@ -163,6 +163,12 @@ class _GuardedTransport(httpx2.AsyncBaseTransport):
         if _origin(request.url) != self._origin or not self._policy.allows(str(request.url)):
             self._exchange.refused = True
             return _stand_in(request, 421)
+        if request.method == "GET" and "last-event-id" not in request.headers:
+            # The SDK opens a GET stream for server-initiated messages after a legacy
+            # handshake. get_package needs none, and the spec lets a server refuse the
+            # stream with 405: answering that here saves a request and an open connection
+            # per session. (GETs that resume a response stream carry Last-Event-ID.)
+            return _stand_in(request, 405)
         request.headers["Authorization"] = self._authorization
         # The cap counts bytes on the wire: a compressed body could expand past it.
         request.headers["Accept-Encoding"] = "identity"
@@ -178,7 +184,11 @@ class _GuardedTransport(httpx2.AsyncBaseTransport):
                 self._exchange.failure = "connect"
             return _stand_in(request, 502)
         if not is_post:
-            return response  # the SDK's background GET stream; its events are capped by the SDK
+            return response  # a resumption GET; the SDK caps its events
+        return await self._bounded(request, response)
+
+    async def _bounded(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """Record a POST's status and cap its body."""
         self._exchange.status = response.status_code
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         length = response.headers.get("content-length", "")

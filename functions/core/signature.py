@@ -142,5 +142,9 @@ def verify(signed: SignedHeaders, body: bytes, secrets: Sequence[SigningSecret])
 
 
 def _mac(secret: SigningSecret, delivery_id: str, timestamp: str, body: bytes) -> bytes:
-    message = b"".join((delivery_id.encode(), b".", timestamp.encode(), b".", body))
+    # surrogatepass: a header holding a lone surrogate must fail to match, not raise (the
+    # encoding stays one-to-one, so no other header value signs the same bytes).
+    message = b"".join(
+        (delivery_id.encode("utf-8", "surrogatepass"), b".", timestamp.encode(), b".", body)
+    )
     return hmac.new(secret.key, message, hashlib.sha256).digest()

@@ -18,7 +18,6 @@ value that cannot verify: the request is rejected rather than one copy being pic
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +66,7 @@ def _body(event: Mapping[str, Any], limit: int) -> bytes:
             raise BodyTooLarge
         try:
             body = base64.b64decode(text, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or a non-ASCII character (plain ValueError)
             raise MalformedEvent from None
     else:
         # Every character is at least one UTF-8 byte: a longer string cannot fit.

@@ -452,6 +452,10 @@ def _cases() -> list[HostileCase]:
     ev = _event(r, b64=True)
     ev["isBase64Encoded"] = "true"
     add(_rejected("isBase64Encoded as the string 'true' (body taken as text)", e, ev, NO_MATCH))
+    r = _request("b64-non-ascii")
+    ev = _event(r, b64=True)
+    ev["body"] = "\u00e9" + ev["body"]
+    add(_invalid("base64 body with a non-ASCII character", e, ev, MALFORMED))
     r = _request("b64-newlines")
     ev = _event(r, b64=True)
     ev["body"] = ev["body"][:8] + "\n" + ev["body"][8:]

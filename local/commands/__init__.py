@@ -1,0 +1,1 @@
+"""One module per ``relaylink-receiver`` subcommand (see :mod:`local.cli`)."""

@@ -1,0 +1,98 @@
+"""The local stack's state file: where everything listens, and the secrets it uses.
+
+``relaylink-receiver local --state-file PATH`` writes it once everything serves,
+rewrites it when a child process is restarted (its pid changes) and removes it on
+shutdown. Scripts, the operator commands (``--local PATH``) and the test suites
+read it through :meth:`LocalState.read`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The emulator accepts any credentials; these make boto3 never look for real ones.
+LOCAL_ACCESS_KEY = "local"
+LOCAL_SECRET_KEY = "local"  # noqa: S105 (a placeholder the emulator ignores)
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    table_name: str
+    work_queue_url: str
+    dead_letter_queue_url: str
+    relay_failure_queue_url: str
+    signing_secrets_arn: str
+    mcp_token_secret_arn: str
+    archive_bucket: str
+    stream_arn: str = ""
+    alarm_topic_arn: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalState:
+    webhook_url: str
+    mcp_url: str
+    effects_url: str
+    aws_endpoint_url: str
+    region: str
+    signing_secrets: list[str]
+    mcp_token: str
+    resources: Resources
+    pids: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> LocalState:
+        fields = dict(data)
+        fields["resources"] = Resources(**fields["resources"])
+        fields["pids"] = {str(k): int(v) for k, v in fields.get("pids", {}).items()}
+        return cls(**fields)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> LocalState:
+        """Read a state file.
+
+        Raises:
+            FileNotFoundError: no local stack is running with that state file.
+            ValueError: the file is not a state file.
+        """
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            return cls.from_mapping(json.loads(text))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path} is not a local stack state file") from exc
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Atomically: a reader never sees half a file."""
+        target = Path(path)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_text(self.to_json(), encoding="utf-8")
+        temporary.replace(target)
+
+    def aws_client(self, service: str) -> Any:
+        """A boto3 client for the emulator."""
+        import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
+
+        return boto3.client(
+            service,
+            endpoint_url=self.aws_endpoint_url,
+            region_name=self.region,
+            aws_access_key_id=LOCAL_ACCESS_KEY,
+            aws_secret_access_key=LOCAL_SECRET_KEY,
+        )
+
+    def client_environment(self) -> dict[str, str]:
+        """Environment that points boto3 (and so the handlers) at the emulator."""
+        return {
+            "AWS_ENDPOINT_URL": self.aws_endpoint_url,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+            "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_KEY,
+        }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core import names
 from functions.core.accept import AcceptDelivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
@@ -63,6 +65,20 @@ class Answer:
     headers: dict[str, str]
     body: str
     data: dict[str, Any]
+    logged: list[dict[str, Any]]  # the receiver's "delivery handled" lines, their fields
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "delivery handled":
+            self.lines.append({key: getattr(record, key, None) for key in LOGGED_FIELDS})
+
+
+LOGGED_FIELDS = ("outcome", "reason", "status", "delivery_id", "aws_request_id", "api_request_id")
 
 
 @dataclass
@@ -71,8 +87,16 @@ class FakeReceiver:
     secrets: FakeSecrets
 
     def invoke(self, event: Any) -> Answer:
-        raw = handler.lambda_handler(event, builders.LambdaContext())
-        return Answer(raw["statusCode"], raw["headers"], raw["body"], json.loads(raw["body"]))
+        lines = _Lines()
+        log = logging.getLogger(names.SERVICE)  # the logger behind observability.logger
+        log.addHandler(lines)
+        try:
+            raw = handler.lambda_handler(event, builders.LambdaContext())
+        finally:
+            log.removeHandler(lines)
+        return Answer(
+            raw["statusCode"], raw["headers"], raw["body"], json.loads(raw["body"]), lines.lines
+        )
 
 
 def install(*, now: int, secrets: Sequence[str] = (builders.SECRET,)) -> FakeReceiver:

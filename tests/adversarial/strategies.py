@@ -15,11 +15,10 @@ from functions.core import names
 from tests import builders
 
 NOW = builders.load_vectors().now
-EXAMPLES = 1000
-# Reproducible in CI: derandomized, no example database, no deadline (shared 2-core box).
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
+EXAMPLES = 1000  # what each property states explicitly: @settings(max_examples=1000, ...)
+# Reproducible in CI: derandomized, no example database. Each property adds
+# max_examples=1000 and deadline=None (no per-example deadline on a shared 2-core box).
+REPRODUCIBLE = settings(
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -167,3 +166,73 @@ def fresh_id(counter: list[int]) -> str:
     counter[0] += 1
     # uuid5, not UUID(int=n): small ints give all-digit ids, which upper() leaves unchanged.
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"relaylink-property/{counter[0]}"))
+
+
+TAMPERINGS = [
+    "body byte",
+    "body appended",
+    "delivery id",
+    "timestamp",
+    "signature byte",
+    "signature truncated",
+    "other secret",
+    "signature of another body",
+    "signature version",
+]
+
+
+@st.composite
+def tampered_events(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
+    """A validly signed request with one thing changed after signing, and what changed.
+
+    Every change keeps the headers well-formed and fresh, so the request reaches the
+    HMAC comparison: only the signature check stands between it and the table.
+    """
+    case = draw(signed_bodies())
+    timestamp = draw(st.integers(NOW - 300, NOW + 300))
+    headers = builders.signed_headers(
+        case.body, delivery_id=case.delivery_id, timestamp=timestamp, event=case.event
+    )
+    body = case.body
+    how = draw(st.sampled_from(TAMPERINGS))
+    sig = names.HEADER_SIGNATURE
+    header = {name.lower(): name for name in headers}
+    if how == "body byte":
+        if not body:
+            body = b"\x00"
+        else:
+            at = draw(st.integers(0, len(body) - 1))
+            flip = draw(st.integers(1, 255))
+            body = body[:at] + bytes([body[at] ^ flip]) + body[at + 1 :]
+    elif how == "body appended":
+        body += draw(st.binary(min_size=1, max_size=8))
+    elif how == "delivery id":
+        other = draw(canonical_ids.filter(lambda d: d != case.delivery_id))
+        headers[header[names.HEADER_DELIVERY]] = other
+    elif how == "timestamp":
+        moved = draw(st.integers(NOW - 300, NOW + 300).filter(lambda t: t != timestamp))
+        headers[header[names.HEADER_TIMESTAMP]] = str(moved)
+    elif how in ("signature byte", "signature truncated"):
+        value = bytearray(base64.b64decode(headers[header[sig]].removeprefix("v1,")))
+        if how == "signature byte":
+            value[draw(st.integers(0, len(value) - 1))] ^= draw(st.integers(1, 255))
+        else:
+            value = value[: draw(st.integers(0, len(value) - 1))]
+        headers[header[sig]] = "v1," + base64.b64encode(bytes(value)).decode()
+    elif how == "other secret":
+        headers[header[sig]] = builders.sign(
+            builders.OTHER_SECRET, delivery_id=case.delivery_id, timestamp=timestamp, body=body
+        )
+    elif how == "signature of another body":
+        other_body = draw(st.binary(max_size=60).filter(lambda b: b != body))
+        headers[header[sig]] = builders.sign(
+            builders.SECRET, delivery_id=case.delivery_id, timestamp=timestamp, body=other_body
+        )
+    else:  # the right value under a version the receiver does not accept
+        version = draw(st.sampled_from(["v0", "v2", "V1", "v1a", "v11"]))
+        headers[header[sig]] = version + headers[header[sig]].removeprefix("v1")
+    # Sometimes alongside extra wrong entries (rotation sends several).
+    if draw(st.booleans()):
+        noise = draw(st.lists(b64_text.map(lambda text: "v1," + text), max_size=3))
+        headers[header[sig]] = " ".join([*noise, headers[header[sig]]])
+    return builders.http_api_event(headers, body, base64_encoded=True), how

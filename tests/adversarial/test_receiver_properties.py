@@ -1,26 +1,28 @@
 """Properties of the receiver's answers, over arbitrary input (handler on in-memory fakes).
 
-Each property runs ``strategies.EXAMPLES`` (1,000) derandomized examples.
+Each property runs 1,000 derandomized examples (``@settings(max_examples=1000, ...)``
+on every test, asserted by ``test_every_property_runs_a_thousand_examples``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.core import accept, errors
+from functions.core import accept, errors, names
 from functions.core.delivery import InvalidReason
 from functions.core.models import Outcome
 from functions.core.signature import RejectReason
 from functions.receiver import handler
 from tests.adversarial import fake_receiver, strategies
-from tests.adversarial.strategies import NOW, PROPERTY, SignedBody
+from tests.adversarial.strategies import NOW, REPRODUCIBLE, SignedBody
 
 OUTCOMES = {o.value for o in Outcome}
 REASONS = (
@@ -42,15 +44,26 @@ def _uninstall() -> Iterator[None]:
 
 
 def _well_formed(answer: fake_receiver.Answer, inputs: list[str]) -> None:
+    """A fixed vocabulary in a fixed shape, no input echoed, one log line with no input."""
     assert set(answer.data) == {"outcome", "reason"}
     assert answer.data["outcome"] in OUTCOMES
     assert answer.data["reason"] is None or answer.data["reason"] in REASONS
     assert answer.status == accept.STATUS[Outcome(answer.data["outcome"])]
     assert answer.headers == {"Content-Type": "application/json"}
+    (line,) = answer.logged
+    assert (line["outcome"], line["reason"], line["status"]) == (
+        answer.data["outcome"],
+        answer.data["reason"],
+        answer.status,
+    )
+    if answer.status in (401, 413) or answer.data["reason"] == handler.REASON_MALFORMED_EVENT:
+        assert line["delivery_id"] is None  # unverified: the header is the caller's text
     raw = answer.body + json.dumps(answer.headers)
+    logged = json.dumps({k: v for k, v in line.items() if k != "api_request_id"})
     for text in inputs:
         if len(text) >= 4 and text not in VOCABULARY:
             assert text not in raw
+            assert text not in logged
 
 
 def _parsed(body: bytes) -> tuple[bool, Any]:
@@ -63,7 +76,7 @@ def _parsed(body: bytes) -> tuple[bool, Any]:
 def test_property_arbitrary_requests_get_a_fixed_4xx_and_touch_no_storage() -> None:
     receiver = fake_receiver.install(now=NOW)
 
-    @PROPERTY
+    @settings(REPRODUCIBLE, max_examples=1000, deadline=None)
     @given(strategies.hostile_events())
     def check(case: tuple[Any, list[str]]) -> None:
         event, inputs = case
@@ -76,10 +89,30 @@ def test_property_arbitrary_requests_get_a_fixed_4xx_and_touch_no_storage() -> N
     check()
 
 
+def test_property_a_request_changed_after_signing_is_401_and_touches_no_storage() -> None:
+    receiver = fake_receiver.install(now=NOW)
+    seen: set[str] = set()
+
+    @settings(REPRODUCIBLE, max_examples=1000, deadline=None)
+    @given(strategies.tampered_events())
+    def check(case: tuple[dict[str, Any], str]) -> None:
+        event, how = case
+        seen.add(how)
+        answer = receiver.invoke(event)
+        headers = event["headers"]
+        _well_formed(answer, [headers[names.HEADER_DELIVERY], headers[names.HEADER_SIGNATURE]])
+        assert (answer.status, answer.data["reason"]) == (401, RejectReason.NO_MATCH)
+        assert receiver.inbox.calls == 0
+        assert receiver.inbox.items == {}
+
+    check()
+    assert seen == set(strategies.TAMPERINGS)
+
+
 def test_property_validly_signed_bodies_get_consistent_outcomes() -> None:
     receiver = fake_receiver.install(now=NOW)
 
-    @PROPERTY
+    @settings(REPRODUCIBLE, max_examples=1000, deadline=None)
     @given(strategies.signed_bodies())
     def check(case: SignedBody) -> None:
         receiver.inbox.items.clear()
@@ -121,7 +154,7 @@ def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reac
     faulty_deps = handler.get_deps()
     faulty.inbox.fail = True
 
-    @PROPERTY
+    @settings(REPRODUCIBLE, max_examples=1000, deadline=None)
     @given(strategies.signed_bodies(), st.booleans())
     def check(case: SignedBody, secrets_fail: bool) -> None:
         healthy.inbox.items.clear()
@@ -147,7 +180,7 @@ def test_property_a_second_attempt_is_a_duplicate_exactly_when_the_bytes_are_equ
     receiver = fake_receiver.install(now=NOW)
     counter = [0]
 
-    @PROPERTY
+    @settings(REPRODUCIBLE, max_examples=1000, deadline=None)
     @given(st.data())
     def check(data: st.DataObject) -> None:
         delivery_id = strategies.fresh_id(counter)
@@ -176,3 +209,13 @@ def test_property_a_second_attempt_is_a_duplicate_exactly_when_the_bytes_are_equ
             assert record.received_sha256 == hashlib.sha256(second.body).hexdigest()
 
     check()
+
+
+def test_every_property_runs_a_thousand_examples() -> None:
+    properties = [v for k, v in globals().items() if k.startswith("test_property_")]
+    assert len(properties) == 5
+    for test in properties:
+        # Each property builds its @given function inside the test: read it back from
+        # the source rather than trusting a shared constant.
+        source = inspect.getsource(test)
+        assert "@settings(REPRODUCIBLE, max_examples=1000, deadline=None)" in source

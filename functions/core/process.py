@@ -106,11 +106,13 @@ class Decision:
 class ProcessConfig:
     max_attempts: int
     lease_seconds: int
+    # The local runtime compresses time: its retries must not wait out real minutes.
+    retry_base_seconds: int = RETRY_BASE_SECONDS
 
 
-def retry_delay(attempts: int) -> int:
+def retry_delay(attempts: int, base_seconds: int = RETRY_BASE_SECONDS) -> int:
     """Visibility delay before attempt ``attempts + 1``: doubles, capped at 15 min."""
-    return int(min(MAX_QUEUE_DELAY_SECONDS, RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1)))
+    return int(min(MAX_QUEUE_DELAY_SECONDS, base_seconds * 2 ** max(0, attempts - 1)))
 
 
 @dataclass
@@ -192,7 +194,7 @@ class Processor:
             self.claims.fail(claim, now=self.clock.now(), error_code=code)
             return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
         self.claims.release(claim, now=self.clock.now(), error_code=code)
-        delay = retry_delay(claim.attempts)
+        delay = retry_delay(claim.attempts, self.config.retry_base_seconds)
         return self._decide(work, Decision(Result.RETRYING, Disposition.RETRY, delay, code))
 
     def _decide(self, work: WorkItem, decision: Decision) -> Decision:

@@ -118,7 +118,9 @@ def build_deps(
             clock=clock,
             metrics=metrics,
             config=ProcessConfig(
-                max_attempts=settings.max_attempts, lease_seconds=settings.lease_seconds
+                max_attempts=settings.max_attempts,
+                lease_seconds=settings.lease_seconds,
+                retry_base_seconds=settings.retry_base_seconds,
             ),
         ),
         queue=SqsWorkQueue(

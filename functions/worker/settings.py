@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from functions.core import names
+from functions.core.process import RETRY_BASE_SECONDS
 from functions.core.settings_env import (
     SettingsError,
     boolean,
@@ -35,6 +36,7 @@ class Settings:
     max_attempts: int
     lease_seconds: int
     secrets_max_age_seconds: int
+    retry_base_seconds: int = RETRY_BASE_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -82,5 +84,8 @@ class Settings:
                 default=names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
                 low=1,
                 high=MAX_SECRETS_AGE_SECONDS,
+            ),
+            retry_base_seconds=integer(
+                env, names.ENV_RETRY_BASE_SECONDS, default=RETRY_BASE_SECONDS, low=1, high=900
             ),
         )

@@ -277,3 +277,8 @@ def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
 
 def _raise(exc: BaseException) -> None:
     raise exc
+
+
+def test_retry_delay_starts_from_the_configured_base() -> None:
+    assert [retry_delay(n, base_seconds=1) for n in range(1, 5)] == [1, 2, 4, 8]
+    assert retry_delay(30, base_seconds=1) == 900

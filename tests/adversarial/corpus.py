@@ -264,6 +264,33 @@ def _cases() -> list[HostileCase]:
     add(_rejected("no delivery header", h, _event(r, **{DELIVERY: None}), MISSING))
     r = _request("empty-sig")
     add(_rejected("empty signature header", h, _event(r, **{SIG: ""}), MISSING))
+    r = _request("dup-event")
+    add(
+        _invalid(
+            "event header repeated (not signed, so compared with the body)",
+            h,
+            _event(r, **{EVENT: "package.received,package.received"}),
+            "event_mismatch",
+        )
+    )
+    r = _request("nul-sig")
+    add(
+        _rejected(
+            "NUL inside the signature value",
+            h,
+            _event(r, **{SIG: _sig(r)[:9] + "\x00" + _sig(r)[9:]}),
+            NO_MATCH,
+        )
+    )
+    r = _request("crlf-injection")
+    add(
+        _rejected(
+            "CR LF and a forged header inside the delivery header",
+            h,
+            _event(r, **{DELIVERY: r.delivery_id + "\r\nX-RelayLink-Signature: v1,AAAA"}),
+            NO_MATCH,
+        )
+    )
 
     # --- Signature lists ----------------------------------------------------------------
     s = "signature list"
@@ -327,6 +354,29 @@ def _cases() -> list[HostileCase]:
             r.body,
         )
     )
+    r = _request("empty-entries")
+    add(
+        _accepted(
+            "empty entries between a wrong and the valid entry",
+            s,
+            _event(r, **{SIG: "v1,AAAA    " + _sig(r) + "  "}),
+            r.body,
+        )
+    )
+    r = _request("commas-only")
+    add(_rejected("entries of bare commas", s, _event(r, **{SIG: ", ,, ,"}), NO_MATCH))
+    r = _request("rotation-pair")
+    two = builders.signed_request(
+        timestamp=NOW, delivery_id=r.delivery_id, secrets=[builders.OTHER_SECRET, SECRET]
+    )
+    add(
+        _accepted(
+            "rotation: an unknown secret's entry, then the known one",
+            s,
+            builders.http_api_event(two.headers, two.body),
+            two.body,
+        )
+    )
 
     # --- base64 padding and alphabet games -----------------------------------------
     b = "base64"
@@ -374,6 +424,24 @@ def _cases() -> list[HostileCase]:
             NO_MATCH,
         )
     )
+    r = _request("double-padding")
+    add(
+        _rejected(
+            "signature with its padding doubled",
+            b,
+            _event(r, **{SIG: _sig(r).rstrip("=") + "=" * 4}),
+            NO_MATCH,
+        )
+    )
+    r = _request("double-b64")
+    add(
+        _rejected(
+            "signature base64-encoded twice",
+            b,
+            _event(r, **{SIG: "v1," + base64.b64encode(_b64_value(r).encode()).decode()}),
+            NO_MATCH,
+        )
+    )
 
     # --- Timestamps -----------------------------------------------------------------------
     t = "timestamp"
@@ -417,6 +485,13 @@ def _cases() -> list[HostileCase]:
     )
     r = _request("ts-empty")
     add(_rejected("empty timestamp", t, _event(r, **{TS: ""}), MISSING))
+    r = _request("ts-zero")
+    zero = builders.signed_headers(r.body, delivery_id=r.delivery_id, timestamp=0)
+    add(
+        _rejected(
+            "timestamp 0 (1970), validly signed", t, builders.http_api_event(zero, r.body), STALE
+        )
+    )
 
     # --- Body encodings -------------------------------------------------------------------
     e = "body encoding"
@@ -440,6 +515,38 @@ def _cases() -> list[HostileCase]:
     did = _unique_id("utf16")
     body = builders.delivery_body(did).decode().encode("utf-16")
     add(_invalid("UTF-16 body", e, _signed_raw("utf16", body, delivery_id=did), NOT_JSON))
+    did = _unique_id("bom-text")
+    body = "\ufeff".encode() + builders.delivery_body(did)
+    headers = builders.signed_headers(body, delivery_id=did, timestamp=NOW)
+    add(
+        _invalid(
+            "UTF-8 BOM before the JSON, text transport",
+            e,
+            builders.http_api_event(headers, body),
+            NOT_JSON,
+        )
+    )
+    did = _unique_id("overlong")
+    body = builders.delivery_body(did, note="/")
+    body = body.replace(b'"/"', b'"\xc0\xaf"')
+    add(
+        _invalid(
+            "overlong UTF-8 encoding of '/'",
+            e,
+            _signed_raw("overlong", body, delivery_id=did),
+            NOT_JSON,
+        )
+    )
+    did = _unique_id("cesu")
+    body = builders.delivery_body(did, note="x").replace(b'"x"', b'"\xed\xa0\x80"')
+    add(
+        _invalid(
+            "UTF-8-encoded surrogate (CESU-8 bytes)",
+            e,
+            _signed_raw("cesu", body, delivery_id=did),
+            NOT_JSON,
+        )
+    )
     r = _request("surrogate-body")
     ev = _event(r)
     ev["body"] = ev["body"][:-1] + ',"x":"\ud800"}'
@@ -522,12 +629,43 @@ def _cases() -> list[HostileCase]:
             "body of exactly 256 KiB", j, _signed_raw("at-limit", body, delivery_id=did), body
         )
     )
+    did, body = _body_with_padding("under-limit", LIMIT - 1)
+    add(
+        _accepted(
+            "body of 256 KiB - 1 byte", j, _signed_raw("under-limit", body, delivery_id=did), body
+        )
+    )
     did, body = _body_with_padding("over-limit", LIMIT + 1)
     add(
         HostileCase(
             "body of 256 KiB + 1 byte, validly signed",
             j,
             _signed_raw("over-limit", body, delivery_id=did),
+            413,
+            "too_large",
+            "body_too_large",
+        )
+    )
+    did = _unique_id("wide")
+    base = builders.delivery_body(did)
+    fields = b"".join(b',"f%05d":0' % i for i in range(23_000))
+    body = base[:-1] + fields + b"}"
+    assert LIMIT - 32 * 1024 < len(body) < LIMIT
+    add(
+        _accepted(
+            "object with 23,000 unknown fields, just under the limit",
+            j,
+            _signed_raw("wide", body, delivery_id=did),
+            body,
+        )
+    )
+    did, body = _body_with_padding("text-over-limit", LIMIT + 1)
+    headers = builders.signed_headers(body, delivery_id=did, timestamp=NOW)
+    add(
+        HostileCase(
+            "text body of 256 KiB + 1 byte, validly signed",
+            j,
+            builders.http_api_event(headers, body),
             413,
             "too_large",
             "body_too_large",
@@ -612,6 +750,17 @@ def _cases() -> list[HostileCase]:
         )
     )
 
+    mixed = _unique_id("mixed-case")
+    mixed = "".join(ch.upper() if i % 2 else ch for i, ch in enumerate(mixed))
+    assert mixed not in (mixed.lower(), mixed.upper())
+    add(
+        _invalid(
+            "mixed-case id in header and body",
+            d,
+            _event(_request("mx", delivery_id=mixed)),
+            "delivery_id_not_canonical",
+        )
+    )
     # --- Wrong types ----------------------------------------------------------------------
     w = "wrong types"
     for label, fields, reason in (
@@ -653,6 +802,10 @@ def _cases() -> list[HostileCase]:
         ("on a look-alike suffix", "https://mcp.relaylink.example.evil.example/mcp"),
         ("on the bare allowlisted domain", "https://relaylink.example/mcp"),
         ("with a file scheme", "file:///etc/passwd"),
+        ("as loopback", "https://127.0.0.1/mcp"),
+        ("as localhost", "https://localhost/mcp"),
+        ("as an IPv4-mapped IPv6 literal", "https://[::ffff:192.0.2.7]/mcp"),
+        ("with a backslash before the host", "https://evil.example\\@mcp.relaylink.example/"),
     ):
         r = _request("mcp " + label, mcp_url=url)
         add(_accepted(f"mcp_url {label}", m, _event(r), r.body, mcp_url=url, mcp_allowed=False))

@@ -23,9 +23,81 @@ OUTCOMES = {"accepted", "duplicate", "ignored", "rejected", "invalid", "quaranti
 
 
 def test_hostile_corpus_has_at_least_fifty_named_cases() -> None:
-    assert len(CORPUS) >= 50
+    assert len(CORPUS) >= 50  # 122 today
     assert len({case.name for case in CORPUS}) == len(CORPUS)
     assert len({case.category for case in CORPUS}) >= 10
+
+
+# Issue 6 lists what the corpus must hold; each item names the cases that cover it.
+ISSUE_ITEMS: dict[str, list[str]] = {
+    "duplicated or folded headers": [
+        "signature header repeated (HTTP API joins with a comma)",
+        "REST multiValueHeaders with two signature values",
+        "signature folded over two lines (obs-fold)",
+    ],
+    "header values with control characters": [
+        "timestamp with a trailing NUL",
+        "NUL inside the signature value",
+        "CR LF and a forged header inside the delivery header",
+        "event header with a tab (signature does not cover it)",
+    ],
+    "signature lists with empty entries or stray spaces": [
+        "valid entry between doubled, leading and trailing spaces",
+        "empty entries between a wrong and the valid entry",
+        "v1 entry with an empty value",
+        "space after the v1 comma",
+    ],
+    "base64 padding games": [
+        "signature without its '=' padding",
+        "signature with an extra '='",
+        "signature with its padding doubled",
+        "signature in the urlsafe alphabet",
+    ],
+    "timestamps at +-300/301 s and absurd values": [
+        "timestamp +300 s (edge of tolerance)",
+        "timestamp -300 s (edge of tolerance)",
+        "timestamp +301 s",
+        "timestamp -301 s",
+        "timestamp as twenty digits",
+        "timestamp 0 (1970), validly signed",
+    ],
+    "non-UTF-8 and BOM-prefixed bodies": [
+        "Latin-1 byte in the body (not UTF-8)",
+        "overlong UTF-8 encoding of '/'",
+        "UTF-8 BOM before the JSON",
+        "UTF-8 BOM before the JSON, text transport",
+    ],
+    "deeply nested or huge JSON": [
+        "array nested 100,000 deep",
+        "5,000-digit integer in an unknown field",
+        "object with 23,000 unknown fields, just under the limit",
+    ],
+    "bodies just under and over 256 KiB": [
+        "body of 256 KiB - 1 byte",
+        "body of exactly 256 KiB",
+        "body of 256 KiB + 1 byte, validly signed",
+        "text body of 256 KiB + 1 byte, validly signed",
+    ],
+    "upper-case vs lower-case delivery ids": [
+        "upper-case id in header and body",
+        "upper-case header, lower-case body",
+        "upper-case replay of an accepted id",
+        "mixed-case id in header and body",
+    ],
+    "mcp_url with userinfo, IP literals, http:// or a host outside the allowlist": [
+        "mcp_url with userinfo",
+        "mcp_url as an IPv4 literal",
+        "mcp_url as an IPv6 literal",
+        "mcp_url over plain http",
+        "mcp_url on a host outside the allowlist",
+    ],
+}
+
+
+def test_hostile_corpus_covers_every_item_the_issue_lists() -> None:
+    names_in_corpus = {case.name for case in CORPUS}
+    for item, wanted in ISSUE_ITEMS.items():
+        assert set(wanted) <= names_in_corpus, item
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)

@@ -1,0 +1,98 @@
+"""An AWS that answers at once: botocore ``before-send`` hooks returning canned responses.
+
+Everything botocore does on the client side still runs (parameter validation,
+serialization, endpoint resolution, signing, response parsing); only the network and
+the service's own work are replaced by an immediate answer. That is the floor a
+receiver built on boto3 cannot go below, so our code's overhead is measured against it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from io import BytesIO
+from typing import Any, Final
+
+from botocore.awsrequest import AWSResponse
+
+DYNAMODB_JSON: Final = "application/x-amz-json-1.0"
+SECRETS_JSON: Final = "application/x-amz-json-1.1"
+
+Answer = Callable[[Any], tuple[int, dict[str, Any]]]
+
+
+class _Body(BytesIO):
+    """A raw body with the ``stream()`` botocore reads responses through."""
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        chunk = self.read()
+        while chunk:
+            yield chunk
+            chunk = self.read()
+
+
+def _response(request: Any, status: int, payload: dict[str, Any], content_type: str) -> AWSResponse:
+    headers = {"Content-Type": content_type, "x-amzn-RequestId": "canned"}
+    return AWSResponse(request.url, status, headers, _Body(json.dumps(payload).encode()))
+
+
+class CannedAws:
+    """Answers chosen operations of the clients (or sessions) it is installed on.
+
+    ``answers`` maps ``(service, operation)`` to a function of the prepared request
+    returning ``(status, payload)``; ``service`` is the event name's service id
+    (``dynamodb``, ``secrets-manager``). Operations without an answer go to the network
+    (or to moto, if moto is active), so a missing answer is never silently faked.
+    """
+
+    def __init__(self, answers: dict[tuple[str, str], Answer]) -> None:
+        self._answers = answers
+        self._lock = threading.Lock()
+        self.answered: Counter[tuple[str, str]] = Counter()
+
+    def install(self, emitter_owner: Any) -> None:
+        """Register on a client (``client.meta.events``) or a botocore session (``.events``)."""
+        events = emitter_owner.meta.events if hasattr(emitter_owner, "meta") else emitter_owner
+        events.register_first("before-send", self._on_send)
+
+    def _on_send(self, request: Any, event_name: str, **_: Any) -> AWSResponse | None:
+        _prefix, service, operation = event_name.split(".", 2)
+        answer = self._answers.get((service, operation))
+        if answer is None:
+            return None
+        status, payload = answer(request)
+        with self._lock:
+            self.answered[(service, operation)] += 1
+        content_type = DYNAMODB_JSON if service == "dynamodb" else SECRETS_JSON
+        return _response(request, status, payload, content_type)
+
+
+def transact_ok(_request: Any) -> tuple[int, dict[str, Any]]:
+    """``TransactWriteItems`` succeeded (DynamoDB answers an empty object)."""
+    return 200, {}
+
+
+def secret_value(value: str, arn: str) -> Answer:
+    """``GetSecretValue`` returning ``value`` as the secret string."""
+
+    def answer(_request: Any) -> tuple[int, dict[str, Any]]:
+        return 200, {
+            "ARN": arn,
+            "Name": arn.rsplit(":", 1)[-1],
+            "VersionId": "00000000-0000-0000-0000-000000000001",
+            "SecretString": value,
+            "VersionStages": ["AWSCURRENT"],
+            "CreatedDate": 1_760_000_000.0,
+        }
+
+    return answer
+
+
+def receiver_answers(secrets_json: str, secret_arn: str) -> dict[tuple[str, str], Answer]:
+    """What the receiver's accepted path needs: a transaction and its signing secrets."""
+    return {
+        ("dynamodb", "TransactWriteItems"): transact_ok,
+        ("secrets-manager", "GetSecretValue"): secret_value(secrets_json, secret_arn),
+    }

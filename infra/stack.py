@@ -104,5 +104,6 @@ class ReceiverStack(Stack):
         CfnOutput(self, "TableName", value=table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+        CfnOutput(self, "WorkQueueUrl", value=self.queues.queue.queue_url)
         CfnOutput(self, "WorkDeadLetterQueueUrl", value=self.queues.dead_letter_queue.queue_url)
         CfnOutput(self, "RelayFailureQueueUrl", value=self.relay.failure_queue.queue_url)

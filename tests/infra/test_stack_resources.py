@@ -273,3 +273,14 @@ def test_receiver_url_is_an_output(synthesized: Synthesized) -> None:
     api_id = synthesized.logical_id(synthesized.stack.receiver.api)
     assert json.dumps(output).count(api_id) == 1
     assert json.dumps(output).endswith('"/relaylink"]]}')
+
+
+def test_operator_commands_find_the_table_and_both_work_queues_in_the_outputs(
+    synthesized: Synthesized,
+) -> None:
+    outputs = synthesized.template["Outputs"]
+    queues = synthesized.stack.queues
+    assert outputs["WorkQueueUrl"]["Value"] == ref(synthesized.logical_id(queues.queue))
+    assert outputs["WorkDeadLetterQueueUrl"]["Value"] == ref(
+        synthesized.logical_id(queues.dead_letter_queue)
+    )

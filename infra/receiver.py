@@ -19,8 +19,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from functions.core import names
 from infra.config import StackConfig
+from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
 from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing
 
@@ -76,12 +76,11 @@ class Receiver(Construct):
             description="Verifies RelayLink deliveries and records each exactly once",
             timeout=RECEIVER_TIMEOUT,
             memory_size=512,
-            environment={
-                names.ENV_TABLE_NAME: table.table_name,
-                names.ENV_SIGNING_SECRETS_ARN: signing_secrets.secret_arn,
-                names.ENV_SECRETS_MAX_AGE_SECONDS: str(names.DEFAULT_SECRETS_MAX_AGE_SECONDS),
-                names.ENV_INBOX_RETENTION_DAYS: str(config.inbox_retention_days),
-            },
+            environment=receiver_environment(
+                table_name=table.table_name,
+                signing_secrets_arn=signing_secrets.secret_arn,
+                inbox_retention_days=config.inbox_retention_days,
+            ),
         )
         # The receiver writes (one transaction, a quarantine record) and reads its secret.
         table.grant_write_data(self.function)

@@ -10,8 +10,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
 from infra.config import StackConfig
+from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge_index_grant, acknowledge_tracing
 
@@ -44,17 +44,11 @@ class Reconciler(Construct):
             config=config,
             description="Re-enqueues lost work items and flags effects in doubt",
             timeout=RECONCILER_TIMEOUT,
-            environment={
-                names.ENV_TABLE_NAME: table.table_name,
-                names.ENV_WORK_QUEUE_URL: work_queue.queue_url,
-                names.ENV_LEASE_SECONDS: str(lease_seconds),
-                names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(
-                    names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS
-                ),
-                names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(
-                    names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
-                ),
-            },
+            environment=reconciler_environment(
+                table_name=table.table_name,
+                work_queue_url=work_queue.queue_url,
+                lease_seconds=lease_seconds,
+            ),
         )
         # It lists by the state index and updates items it re-enqueues or flags.
         table.grant_read_write_data(self.function)

@@ -14,16 +14,15 @@ from constructs import Construct
 
 from functions.core import names
 from infra.config import StackConfig
+from infra.environments import relay_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, role_of
 from infra.queues import secure_queue
 
 RELAY_TIMEOUT = Duration.seconds(30)
-RELAY_BATCH_SIZE = 10
-# Bounded: a record that still fails after this goes to the failure queue (metadata
-# only) and the reconciler re-enqueues its pending inbox item from the table.
-RELAY_RETRY_ATTEMPTS = 10
-RELAY_MAX_RECORD_AGE = Duration.hours(6)
+RELAY_BATCH_SIZE = names.RELAY_BATCH_SIZE
+RELAY_RETRY_ATTEMPTS = names.RELAY_RETRY_ATTEMPTS
+RELAY_MAX_RECORD_AGE = Duration.seconds(names.RELAY_MAX_RECORD_AGE_SECONDS)
 
 
 def outbox_insert_filter() -> Mapping[str, Any]:
@@ -72,7 +71,7 @@ class Relay(Construct):
             config=config,
             description="Relays outbox records from the table's stream to the work queue",
             timeout=RELAY_TIMEOUT,
-            environment={names.ENV_WORK_QUEUE_URL: work_queue.queue_url},
+            environment=relay_environment(work_queue_url=work_queue.queue_url),
         )
         work_queue.grant_send_messages(self.function)
         self.function.add_event_source(

@@ -13,14 +13,13 @@ from constructs import Construct
 
 from functions.core import names
 from infra.config import StackConfig
+from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing, logical_id, role_of
 
 WORKER_TIMEOUT = Duration.seconds(180)
-WORKER_BATCH_SIZE = 10
-# AWS: a queue's visibility timeout should be at least six times the function's timeout
-# (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
-VISIBILITY_TIMEOUT_FACTOR = 6
+WORKER_BATCH_SIZE = names.WORKER_BATCH_SIZE
+VISIBILITY_TIMEOUT_FACTOR = names.VISIBILITY_TIMEOUT_FACTOR
 VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.to_seconds() * VISIBILITY_TIMEOUT_FACTOR)
 # A live worker's lease must outlast its invocation, and a message that comes back after
 # a crash must find the lease expired: timeout < lease < visibility timeout.
@@ -65,22 +64,19 @@ class Worker(Construct):
             lease_s=LEASE_SECONDS,
             visibility_s=VISIBILITY_TIMEOUT.to_seconds(),
         )
-        environment = {
-            names.ENV_TABLE_NAME: table.table_name,
-            names.ENV_WORK_QUEUE_URL: work_queue.queue_url,
-            names.ENV_DEAD_LETTER_QUEUE_URL: dead_letter_queue.queue_url,
-            names.ENV_MCP_TOKEN_SECRET_ARN: mcp_token.secret_arn,
-            names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts),
-            names.ENV_MCP_TIMEOUT_SECONDS: str(names.DEFAULT_MCP_TIMEOUT_SECONDS),
-            names.ENV_WORKFLOW: config.workflow,
-            names.ENV_ARCHIVE_BUCKET: archive.bucket_name,
-            names.ENV_MAX_ATTEMPTS: str(config.worker_max_attempts),
-            names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-            names.ENV_SECRETS_MAX_AGE_SECONDS: str(names.DEFAULT_SECRETS_MAX_AGE_SECONDS),
-        }
-        if config.notify_url is not None:
-            environment[names.ENV_NOTIFY_URL] = config.notify_url
-        elif config.workflow == names.DEFAULT_WORKFLOW:
+        environment = worker_environment(
+            table_name=table.table_name,
+            work_queue_url=work_queue.queue_url,
+            dead_letter_queue_url=dead_letter_queue.queue_url,
+            mcp_token_secret_arn=mcp_token.secret_arn,
+            mcp_allowed_hosts=config.mcp_allowed_hosts,
+            workflow=config.workflow,
+            archive_bucket=archive.bucket_name,
+            max_attempts=config.worker_max_attempts,
+            lease_seconds=LEASE_SECONDS,
+            notify_url=config.notify_url,
+        )
+        if config.notify_url is None and config.workflow == names.DEFAULT_WORKFLOW:
             Annotations.of(self).add_warning_v2(
                 "relaylink:notify-url",
                 "context notify_url is not set: the default workflow refuses to start "

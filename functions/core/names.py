@@ -89,6 +89,17 @@ METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
 METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
 METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
 
+# --- Event sources (the CDK stack's mappings; the local runtime emulates the same) --
+RELAY_BATCH_SIZE: Final = 10
+# Bounded: a record that still fails after this goes to the failure queue (metadata
+# only) and the reconciler re-enqueues its pending inbox item from the table.
+RELAY_RETRY_ATTEMPTS: Final = 10
+RELAY_MAX_RECORD_AGE_SECONDS: Final = 6 * 3600
+WORKER_BATCH_SIZE: Final = 10
+# AWS: a queue's visibility timeout should be at least six times the function's timeout
+# (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
+VISIBILITY_TIMEOUT_FACTOR: Final = 6
+
 # --- Processing (worker, reconciler) ----------------------------------------------
 ENV_RECONCILE_PENDING_AGE_SECONDS: Final = "RECONCILE_PENDING_AGE_SECONDS"
 ENV_RECONCILE_EFFECT_AGE_SECONDS: Final = "RECONCILE_EFFECT_AGE_SECONDS"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.core import names
+from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from tests import builders
@@ -134,7 +135,7 @@ def test_handler_logs_no_body_header_value_path_or_secret(
 
 
 def test_handler_emits_one_metric_per_outcome(
-    receiver_factory: Any, capsys: pytest.CaptureFixture[str]
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     receiver = receiver_factory([builders.SECRET], now=NOW)
     first = builders.signed_request(timestamp=NOW)
@@ -146,22 +147,49 @@ def test_handler_emits_one_metric_per_outcome(
         builders.signed_request(timestamp=NOW, secrets=builders.OTHER_SECRET),
         builders.signed_request(timestamp=NOW, package_id=None),
     ]
-    capsys.readouterr()
+    caplog.clear()
     for request in requests:
         receiver.invoke(builders.event_for(request))
 
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # Each request's one log line carries its metric (EMF): the lines as Lambda gets them.
+    formatter = logger.registered_formatter
+    records = [json.loads(formatter.format(r)) for r in caplog.records]
     emf = [r for r in records if "_aws" in r]
+    assert len(emf) == len(records) == len(requests)
     metric_names = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
     assert metric_names == [
         names.receiver_outcome_metric(o)
         for o in ("accepted", "duplicate", "quarantined", "ignored", "rejected", "invalid")
     ]
     assert names.METRIC_QUARANTINED in metric_names
-    assert {r["_aws"]["CloudWatchMetrics"][0]["Namespace"] for r in emf} == {
-        names.METRICS_NAMESPACE
-    }
-    assert all(r["service"] == names.SERVICE for r in emf)
+    for r in emf:
+        directive = r["_aws"]["CloudWatchMetrics"][0]
+        assert directive["Namespace"] == names.METRICS_NAMESPACE
+        assert directive["Dimensions"] == [["service"]]
+        assert r["service"] == names.SERVICE
+        # EMF: every metric named in the directive has its value as a top-level member.
+        assert all(r[m["Name"]] == [1.0] for m in directive["Metrics"])
+        assert isinstance(r["_aws"]["Timestamp"], int)
+
+
+def test_handler_metric_takes_powertools_path_when_the_line_is_filtered(
+    receiver_factory: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    level = logger.log_level
+    logger.setLevel("ERROR")  # an outcome's line is not written: its metric still is
+    try:
+        capsys.readouterr()
+        receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+        out = capsys.readouterr().out
+    finally:
+        logger.setLevel(level)
+
+    emf = [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
+    assert [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]] == [
+        names.receiver_outcome_metric("accepted")
+    ]
+    assert "delivery handled" not in out
 
 
 # --- parse_event on its own (no AWS needed) ---------------------------------------

@@ -2,46 +2,58 @@
 
 The secret is a JSON list of ``whsec_`` strings (newest last is a convention, not a
 rule): rotation adds a secret, waits until RelayLink signs with it, then removes
-the old one. Powertools Parameters does the fetching and the age-bounded caching;
-this module validates the list and keeps the decoded keys for as long as the
-fetched value is unchanged.
+the old one. A fetched value is reused for ``max_age_seconds``, then fetched again;
+the decoded keys are kept for as long as the fetched value is unchanged.
+
+One ``GetSecretValue`` call and a timestamp: this module does the fetching and
+caching itself rather than through Powertools Parameters, whose import brings in
+boto3 and every Parameters provider (about 35 ms of the receiver's cold start,
+docs/benchmarks.md). The behaviour is the same: a failed fetch or a value that is
+not JSON is not cached (the next request fetches again), a JSON value is cached
+whether or not it is a valid list.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import (
-    GetParameterError,
-    TransformParameterError,
-)
-
+from functions.core.clock import Clock, SystemClock
 from functions.core.errors import SigningSecretsUnavailable
 from functions.core.signature import SigningSecret
 
 # A rotation needs two; a handful more is a mistake, and each costs one HMAC per request.
 MAX_SECRETS: Final = 5
+_NOTHING: Final = object()  # no value (JSON null is a value, and a malformed one)
 
 
 class SecretsManagerSigningSecrets:
     """:class:`functions.core.accept.SigningSecretSource` backed by one secret ARN."""
 
-    def __init__(self, *, secret_arn: str, max_age_seconds: int, client: Any) -> None:
+    def __init__(
+        self,
+        *,
+        secret_arn: str,
+        max_age_seconds: int,
+        client: Any,
+        clock: Clock | None = None,
+    ) -> None:
         """Args:
         secret_arn: the secret holding the JSON list.
         max_age_seconds: how long a fetched value is reused before fetching again.
-        client: a boto3 Secrets Manager client (Powertools would otherwise make one).
+        client: a boto3 (or botocore) Secrets Manager client.
+        clock: what the value's age is measured with (the handler passes its own).
         """
         self._arn = secret_arn
         self._max_age = max_age_seconds
-        # Our own provider, not the module-level get_secret(): the same fetch and cache,
-        # but with the client we configured, and a cache owned by this object.
-        self._provider = SecretsProvider(boto3_client=client)
+        self._client = client
+        self._clock = clock or SystemClock()
         self._lock = threading.Lock()
-        self._raw: object = None
+        # The decoded value and the clock's time it was fetched at; None: nothing yet.
+        self._fetched: tuple[object, int] | None = None
+        self._raw: object = _NOTHING  # the value self._parsed was decoded from
         self._parsed: tuple[SigningSecret, ...] = ()
 
     def current(self) -> Sequence[SigningSecret]:
@@ -51,15 +63,38 @@ class SecretsManagerSigningSecrets:
             SigningSecretsUnavailable: fetching failed, or the value is not a
                 non-empty JSON list of at most ``MAX_SECRETS`` ``whsec_`` strings.
         """
-        try:
-            raw = self._provider.get(self._arn, max_age=self._max_age, transform="json")
-        except (GetParameterError, TransformParameterError) as exc:
-            raise SigningSecretsUnavailable() from exc
+        raw = self._cached()
+        if raw is _NOTHING:
+            raw = self._fetch()
         with self._lock:
             if raw is not self._raw:
                 self._parsed = _parse(raw)
                 self._raw = raw
             return self._parsed
+
+    def _cached(self) -> object:
+        """The cached value while it is younger than the max age, else ``_NOTHING``."""
+        with self._lock:
+            fetched = self._fetched
+        if fetched is not None and self._clock.now() - fetched[1] < self._max_age:
+            return fetched[0]
+        return _NOTHING
+
+    def _fetch(self) -> object:
+        """Fetch and JSON-decode the value, and cache it (outside the lock: a fetch
+        must not hold up requests that could still use the cached value)."""
+        try:
+            answer = self._client.get_secret_value(SecretId=self._arn)
+            text = answer["SecretString"] if "SecretString" in answer else answer["SecretBinary"]
+        except Exception as exc:  # any failure to fetch means: unavailable, retry later
+            raise SigningSecretsUnavailable() from exc
+        try:
+            value: object = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise SigningSecretsUnavailable() from exc
+        with self._lock:
+            self._fetched = (value, self._clock.now())
+        return value
 
 
 def _parse(raw: object) -> tuple[SigningSecret, ...]:

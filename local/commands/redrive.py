@@ -1,0 +1,47 @@
+"""``relaylink-receiver redrive``: move dead-lettered work back to the work queue."""
+
+# ruff: noqa: PLC0415 (boto3 and the adapters are imported inside the handlers)
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "redrive",
+        help="move dead-lettered work items back to the work queue",
+        description=(
+            "For each message on the work dead-letter queue: reset its failed delivery to"
+            " pending (attempts 0; last_error kept until the next attempt), send the work"
+            " item to the work queue, delete the dead letter. Deliveries completed or being"
+            " processed meanwhile are dropped from the DLQ; malformed messages stay. Safe to"
+            " run again after an interruption."
+        ),
+    )
+    parser.add_argument("--max", type=int, metavar="N", help="handle at most N dead letters")
+    parser.add_argument("--json", action="store_true", help="one JSON object (counts, messages)")
+    add_target_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from local import operator
+    from local.cli import CommandError
+
+    if args.max is not None and args.max < 1:
+        raise CommandError("--max must be at least 1")
+    target = open_target(args)
+    report = operator_call(operator.redrive, target, now=int(time.time()), max_messages=args.max)
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    print(f"moved {report.moved} dead letter(s) back to the work queue")
+    for outcome in operator.RedriveOutcome:
+        if outcome is not operator.RedriveOutcome.MOVED and report.count(outcome):
+            print(f"{outcome.value}: {report.count(outcome)}")
+    return 0

@@ -1,0 +1,441 @@
+"""The operator commands against moto's server on loopback (in this process).
+
+Items are written by the functions' own adapters (the receiver's inbox writer, the
+worker's claims), so the commands read what the pipeline really stores. The CLI is
+driven through ``local.cli.main`` with a state file that points at the server,
+exactly as ``--local`` finds a running local stack.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from functions.core import names
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
+from local import operator
+from local.aws_resources import create_queues, create_table
+from local.cli import main
+from local.operator import RedriveOutcome, RequeueOutcome, Target
+from local.state import LocalState, Resources
+
+NOW = 1_800_000_000
+MCP = "https://mcp.relaylink.example/mcp"
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@dataclass
+class Stack:
+    target: Target
+    state_file: Path
+
+    def cli(self, *argv: str) -> list[str]:
+        return [*argv, "--local", str(self.state_file)]
+
+    @property
+    def claims(self) -> Any:
+        return self.target.claims()
+
+    def accept(self, *, received_at: int = NOW, package: bool = True) -> str:
+        delivery_id = str(uuid.uuid4())
+        inbox = InboxItem(
+            delivery_id=delivery_id,
+            event="package.received" if package else "ping",
+            body_sha256=uuid.uuid4().hex * 2,
+            received_at=received_at,
+            state=State.PENDING if package else State.IGNORED,
+            expires_at=received_at + 86400,
+            package_id="pkg_TEST" if package else None,
+            mcp_url=MCP if package else None,
+            state_changed_at=received_at,
+        )
+        work = inbox.work_item()
+        DynamoDbInbox(self.target.dynamodb, self.target.table_name).record(inbox, work)
+        return delivery_id
+
+    def finish(self, delivery_id: str, state: State, *, attempts: int = 1) -> None:
+        """Claim ``attempts`` times (as workers would), then record ``state``."""
+        for n in range(attempts):
+            attempt = self.claims.claim(delivery_id, owner=f"w{n}", now=NOW + n, lease_seconds=0)
+            claim = attempt.claim
+            if n < attempts - 1:
+                self.claims.release(claim, now=NOW + n, error_code="mcp_unavailable")
+        if state is State.COMPLETED:
+            self.claims.complete(claim, now=NOW + attempts)
+        elif state is State.FAILED:
+            self.claims.fail(claim, now=NOW + attempts, error_code="mcp_unavailable")
+
+    def stored(self, delivery_id: str) -> dict[str, Any]:
+        return self.target.dynamodb.get_item(
+            TableName=self.target.table_name,
+            Key=dynamodb_items.inbox_key(delivery_id),
+            ConsistentRead=True,
+        )["Item"]
+
+    def dead_letter(self, body: str) -> None:
+        self.target.sqs.send_message(QueueUrl=self.target.dead_letter_queue_url, MessageBody=body)
+
+    def drain(self, queue_url: str) -> list[str]:
+        bodies: list[str] = []
+        while True:
+            messages = self.target.sqs.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=30
+            ).get("Messages", [])
+            if not messages:
+                return bodies
+            bodies += [m["Body"] for m in messages]
+
+
+@pytest.fixture
+def stack(moto_endpoint: str, tmp_path: Path) -> Stack:
+    """A fresh table and queues (unique names on the shared server) and a state file."""
+    suffix = uuid.uuid4().hex[:8]
+    resources = Resources(
+        table_name=f"operator-{suffix}",
+        work_queue_url="",
+        dead_letter_queue_url="",
+        relay_failure_queue_url="",
+        signing_secrets_arn="",
+        mcp_token_secret_arn="",
+        archive_bucket="",
+    )
+    state = LocalState(
+        webhook_url="http://127.0.0.1:9/relaylink",
+        mcp_url=MCP,
+        effects_url="http://127.0.0.1:9/effects",
+        aws_endpoint_url=moto_endpoint,
+        region="us-east-1",
+        signing_secrets=[],
+        mcp_token="",
+        resources=resources,
+    )
+    create_table(state.aws_client("dynamodb"), resources.table_name)
+    queue_url, dlq_url = create_queues(
+        state.aws_client("sqs"), queue_name=f"work-{suffix}", max_receive_count=5
+    )
+    state = replace(
+        state,
+        resources=replace(resources, work_queue_url=queue_url, dead_letter_queue_url=dlq_url),
+    )
+    path = tmp_path / "state.json"
+    state.write(path)
+    return Stack(Target.from_local(LocalState.read(path)), path)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+# --- inbox ------------------------------------------------------------------------
+
+
+def test_inbox_show_json_matches_the_store_and_has_no_body(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.FAILED, attempts=2)
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id, "--json"))
+    assert status == 0
+    shown = json.loads(out)
+    stored = stack.stored(delivery_id)
+    assert "body" not in stored  # the store holds none: nothing to leak
+    assert shown["state"] == stored["state"]["S"] == "failed"
+    assert shown["attempts"] == int(stored["attempts"]["N"]) == 2
+    assert shown["body_sha256"] == stored["body_sha256"]["S"]
+    assert shown["received_at"] == int(stored["received_at"]["N"]) == NOW
+    assert shown["state_changed_at"] == int(stored["state_changed_at"]["N"])
+    assert shown["last_error"] == stored["last_error"]["S"] == "mcp_unavailable"
+    assert shown["completed_at"] is None
+    assert shown == operator.inbox_view(dynamodb_items.inbox_from_item(stored))
+
+
+def test_inbox_show_text_and_unknown_id(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.COMPLETED)
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id))
+    assert status == 0
+    lines = dict(line.split(None, 1) for line in out.splitlines())
+    assert lines["state"] == "completed"
+    assert lines["completed_at"] == "2027-01-15T08:00:01Z"  # NOW + 1, readable
+    assert lines["last_error"] == "-"
+    unknown = str(uuid.uuid4())
+    status, out, err = run_cli(capsys, stack.cli("inbox", "show", unknown))
+    assert status == 1 and out == ""
+    assert f"no delivery {unknown}" in err
+
+
+def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    late_done = stack.accept(received_at=NOW + 50)
+    early_done = stack.accept(received_at=NOW + 10)
+    failed = stack.accept(received_at=NOW + 30)
+    pending = [stack.accept(received_at=NOW + t) for t in (40, 20)]
+    ping = stack.accept(received_at=NOW + 5, package=False)
+    stack.finish(late_done, State.COMPLETED)
+    stack.finish(early_done, State.COMPLETED)
+    stack.finish(failed, State.FAILED)
+    _quarantine(stack, early_done, "ab" * 32)  # listed in the index too, but not an inbox item
+
+    completed = operator.list_inbox(stack.target, state=State.COMPLETED)
+    assert [i.delivery_id for i in completed] == [early_done, late_done]
+    assert [i.delivery_id for i in operator.list_inbox(stack.target, state=State.PENDING)] == [
+        pending[1],
+        pending[0],
+    ]
+    everything = operator.list_inbox(stack.target)
+    assert [i.delivery_id for i in everything] == [
+        ping,
+        early_done,
+        pending[1],
+        failed,
+        pending[0],
+        late_done,
+    ]
+    assert len(operator.list_inbox(stack.target, limit=2)) == 2
+
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--state", "failed", "--json"))
+    assert status == 0
+    document = json.loads(out)
+    assert document["count"] == 1
+    assert document["items"] == [
+        operator.inbox_view(dynamodb_items.inbox_from_item(stack.stored(failed)))
+    ]
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--limit", "3"))
+    assert status == 0 and out.strip().endswith("3 item(s)")
+    assert ping in out and late_done not in out
+
+
+def _quarantine(stack: Stack, delivery_id: str, digest: str, at: int = NOW) -> None:
+    stored = stack.stored(delivery_id)["body_sha256"]["S"]
+    record = QuarantineRecord(delivery_id, "package.received", stored, digest, at, at + 86400)
+    DynamoDbInbox(stack.target.dynamodb, stack.target.table_name).quarantine(record)
+
+
+# --- quarantine ---------------------------------------------------------------------
+
+
+def test_quarantine_list_and_show(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = stack.accept(), stack.accept()
+    _quarantine(stack, second, "cd" * 32, at=NOW + 9)
+    _quarantine(stack, first, "ef" * 32, at=NOW + 3)
+    _quarantine(stack, first, "01" * 32, at=NOW + 7)
+
+    status, out, _ = run_cli(capsys, stack.cli("quarantine", "list", "--json"))
+    assert status == 0
+    records = json.loads(out)["records"]
+    assert [(r["delivery_id"], r["received_sha256"]) for r in records] == [
+        (first, "ef" * 32),
+        (first, "01" * 32),
+        (second, "cd" * 32),
+    ]
+    assert records[0]["stored_sha256"] == stack.stored(first)["body_sha256"]["S"]
+    assert set(records[0]) == {
+        "delivery_id",
+        "event",
+        "stored_sha256",
+        "received_sha256",
+        "quarantined_at",
+    }
+    status, out, _ = run_cli(capsys, stack.cli("quarantine", "show", first, "--json"))
+    assert status == 0
+    assert [r["quarantined_at"] for r in json.loads(out)["records"]] == [NOW + 3, NOW + 7]
+    status, _, err = run_cli(capsys, stack.cli("quarantine", "show", str(uuid.uuid4())))
+    assert status == 1 and "no quarantine record" in err
+
+
+# --- redrive --------------------------------------------------------------------------
+
+
+def _work(delivery_id: str) -> str:
+    return WorkItem(delivery_id, "package.received", "pkg_TEST", MCP).to_json()
+
+
+def test_redrive_moves_failed_work_back_and_resets_the_state(stack: Stack) -> None:
+    failed = [stack.accept() for _ in range(3)]
+    for delivery_id in failed:
+        stack.finish(delivery_id, State.FAILED, attempts=5)
+        stack.dead_letter(_work(delivery_id))
+    done = stack.accept()
+    stack.finish(done, State.COMPLETED)
+    stack.dead_letter(_work(done))
+    stack.dead_letter("not a work item")
+
+    report = operator.redrive(stack.target, now=NOW + 100)
+    assert report.moved == 3
+    assert report.count(RedriveOutcome.ALREADY_DONE) == 1
+    assert report.count(RedriveOutcome.MALFORMED) == 1
+    assert sorted(stack.drain(stack.target.work_queue_url)) == sorted(_work(d) for d in failed)
+    for delivery_id in failed:
+        item = dynamodb_items.inbox_from_item(stack.stored(delivery_id))
+        assert (item.state, item.attempts, item.state_changed_at) == (State.PENDING, 0, NOW + 100)
+        assert item.last_error == "mcp_unavailable"  # kept until the next attempt
+    pending = {i.delivery_id for i in operator.list_inbox(stack.target, state=State.PENDING)}
+    assert pending == set(failed)  # the index lists them under their new state
+    # A worker can claim a redriven delivery with a full budget again.
+    attempt = stack.claims.claim(failed[0], owner="w", now=NOW + 200, lease_seconds=60)
+    assert attempt.claim is not None and attempt.claim.attempts == 1
+    # Only the malformed letter stays, visible again for a person to look at.
+    assert stack.drain(stack.target.dead_letter_queue_url) == ["not a work item"]
+
+
+def test_redrive_is_idempotent_when_rerun(stack: Stack) -> None:
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.FAILED, attempts=5)
+    stack.dead_letter(_work(delivery_id))
+    # An interrupted earlier run: the reset happened, the send and the delete did not.
+    assert operator.reset_failed(stack.target, delivery_id, now=NOW + 1)
+    assert not operator.reset_failed(stack.target, delivery_id, now=NOW + 2)
+    first = operator.redrive(stack.target, now=NOW + 3)
+    assert first.outcomes == [(delivery_id, RedriveOutcome.MOVED)]
+    second = operator.redrive(stack.target, now=NOW + 4)
+    assert second.outcomes == []
+    assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
+    assert stack.stored(delivery_id)["state"]["S"] == "pending"
+
+
+def test_redrive_cli_honours_max(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(5):
+        delivery_id = stack.accept()
+        stack.finish(delivery_id, State.FAILED)
+        stack.dead_letter(_work(delivery_id))
+    status, out, _ = run_cli(capsys, stack.cli("redrive", "--max", "2", "--json"))
+    assert status == 0
+    document = json.loads(out)
+    assert document["moved"] == 2 and len(document["messages"]) == 2
+    assert len(stack.drain(stack.target.work_queue_url)) == 2
+    status, out, _ = run_cli(capsys, stack.cli("redrive"))
+    assert status == 0 and out.startswith("moved 3 dead letter(s)")
+    assert stack.drain(stack.target.dead_letter_queue_url) == []
+
+
+# --- requeue --------------------------------------------------------------------------
+
+
+def test_requeue_gives_a_failed_delivery_a_new_work_item(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.FAILED, attempts=3)
+    status, out, _ = run_cli(capsys, stack.cli("requeue", delivery_id, "--json"))
+    assert status == 0
+    assert json.loads(out) == {
+        "delivery_id": delivery_id,
+        "outcome": "requeued",
+        "previous_state": "failed",
+        "reason": None,
+    }
+    assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
+    stored = stack.stored(delivery_id)
+    assert (stored["state"]["S"], stored["attempts"]["N"]) == ("pending", "0")
+    assert stored[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
+    # Run again (e.g. the send seemed to fail): a second work item, still pending.
+    result = operator.requeue(stack.target, delivery_id, now=NOW)
+    assert result.outcome is RequeueOutcome.RESENT
+    assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
+
+
+@pytest.mark.parametrize("state", [State.COMPLETED, State.PROCESSING, State.IGNORED])
+def test_requeue_refuses_what_is_not_failed(
+    stack: Stack, capsys: pytest.CaptureFixture[str], state: State
+) -> None:
+    delivery_id = stack.accept(package=state is not State.IGNORED)
+    if state is State.COMPLETED:
+        stack.finish(delivery_id, State.COMPLETED)
+    elif state is State.PROCESSING:
+        stack.claims.claim(delivery_id, owner="w", now=NOW, lease_seconds=600)
+    stack.drain(stack.target.work_queue_url)
+    before = stack.stored(delivery_id)
+    status, out, err = run_cli(capsys, stack.cli("requeue", delivery_id))
+    assert status == 1 and out == ""
+    assert delivery_id in err
+    assert stack.stored(delivery_id) == before
+    assert stack.drain(stack.target.work_queue_url) == []
+
+
+def test_requeue_unknown_id_exits_1(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_cli(capsys, stack.cli("requeue", str(uuid.uuid4())))
+    assert status == 1 and "no such delivery" in err
+
+
+def test_requeue_refusal_reason_for_completed(stack: Stack) -> None:
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.COMPLETED)
+    result = operator.requeue(stack.target, delivery_id, now=NOW)
+    assert result.outcome is RequeueOutcome.REFUSED
+    assert result.state == "completed" and "completed" in (result.reason or "")
+
+
+# --- targets --------------------------------------------------------------------------
+
+
+def test_commands_need_a_target(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("RELAYLINK_STACK", raising=False)
+    status, _, err = run_cli(capsys, ["inbox", "list"])
+    assert status == 2 and "--stack NAME" in err
+    status, _, err = run_cli(capsys, ["redrive", "--local", str(tmp_path / "nope.json")])
+    assert status == 2 and "is the local stack running?" in err
+    (tmp_path / "bad.json").write_text("{}")
+    status, _, err = run_cli(capsys, ["quarantine", "list", "--local", str(tmp_path / "bad.json")])
+    assert status == 2 and "not a local stack state file" in err
+
+
+def test_stack_target_reads_the_cloudformation_outputs(
+    stack: Stack, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--stack: names from the stack's outputs (moto answers as CloudFormation would)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    outputs = {
+        "TableName": stack.target.table_name,
+        "WorkQueueUrl": stack.target.work_queue_url,
+        "WorkDeadLetterQueueUrl": stack.target.dead_letter_queue_url,
+    }
+    name = f"receiver-{uuid.uuid4().hex[:8]}"
+    _create_stack(moto_endpoint, name, outputs)
+    target = Target.from_stack(name, region="us-east-1")
+    assert (target.table_name, target.work_queue_url, target.dead_letter_queue_url) == (
+        stack.target.table_name,
+        stack.target.work_queue_url,
+        stack.target.dead_letter_queue_url,
+    )
+    delivery_id = stack.accept()
+    item = operator.show_inbox(target, delivery_id)
+    assert item is not None and item.state is State.PENDING
+
+    del outputs["WorkQueueUrl"]
+    _create_stack(moto_endpoint, name + "-old", outputs)
+    with pytest.raises(operator.OperatorError, match="lacks the outputs WorkQueueUrl"):
+        Target.from_stack(name + "-old", region="us-east-1")
+    with pytest.raises(operator.OperatorError, match="cannot describe stack nope"):
+        Target.from_stack("nope", region="us-east-1")
+
+
+def _create_stack(endpoint: str, name: str, outputs: dict[str, str]) -> None:
+    template = {
+        "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    cloudformation = boto3.client("cloudformation", endpoint_url=endpoint, region_name="us-east-1")
+    cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(template))

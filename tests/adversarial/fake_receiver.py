@@ -19,12 +19,16 @@ from tests import builders
 
 @dataclass
 class FakeInbox:
-    """:class:`functions.core.accept.InboxWriter` in memory; ``fail`` injects a fault."""
+    """:class:`functions.core.accept.InboxWriter` in memory; ``fail`` injects a fault.
+
+    ``fail`` fails every write, ``fail_quarantine`` only the quarantine write.
+    """
 
     items: dict[str, tuple[InboxItem, WorkItem | None]] = field(default_factory=dict)
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     calls: int = 0
     fail: bool = False
+    fail_quarantine: bool = False
 
     def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
         self.calls += 1
@@ -41,7 +45,7 @@ class FakeInbox:
 
     def quarantine(self, record: QuarantineRecord) -> None:
         self.calls += 1
-        if self.fail:
+        if self.fail or self.fail_quarantine:
             raise StorageUnavailable()
         self.quarantined.append(record)
 

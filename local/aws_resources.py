@@ -50,16 +50,19 @@ def create_table(dynamodb: Any, table_name: str) -> str:
     return str(response["TableDescription"]["LatestStreamArn"])
 
 
-def create_queues(sqs: Any, *, queue_name: str, max_receive_count: int) -> tuple[str, str]:
+def create_queues(
+    sqs: Any, *, queue_name: str, max_receive_count: int, visibility_timeout: int | None = None
+) -> tuple[str, str]:
     """Create the work queue and its dead-letter queue; returns (queue URL, DLQ URL)."""
     dlq_url = sqs.create_queue(QueueName=f"{queue_name}-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
     redrive = f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{max_receive_count}"}}'
-    queue_url = sqs.create_queue(QueueName=queue_name, Attributes={"RedrivePolicy": redrive})[
-        "QueueUrl"
-    ]
+    attributes = {"RedrivePolicy": redrive}
+    if visibility_timeout is not None:
+        attributes["VisibilityTimeout"] = str(visibility_timeout)
+    queue_url = sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
     return str(queue_url), str(dlq_url)
 
 

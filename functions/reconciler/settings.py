@@ -31,7 +31,7 @@ class Settings:
             env,
             names.ENV_LEASE_SECONDS,
             default=names.DEFAULT_LEASE_SECONDS,
-            low=10,
+            low=2,
             high=12 * 3600,
         )
         settings = cls(

@@ -1,0 +1,56 @@
+"""What the local stack's child processes share: readiness files and quiet signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import uuid
+from pathlib import Path
+from types import FrameType
+
+
+class Stop(Exception):
+    """Raised in the main thread by SIGTERM/SIGINT: leave cleanly, no traceback."""
+
+
+def install_stop_signals() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def announce_ready(path: str | None) -> None:
+    """Write this process's pid to ``path`` (atomically): the supervisor polls for it."""
+    if not path:
+        return
+    target = Path(path)
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(str(os.getpid()))
+    temporary.replace(target)
+
+
+def quiet_exit() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+_FUNCTION_ARN_PREFIX = "arn:aws:lambda:us-east-1:123456789012:function:"
+
+
+class LambdaContext:
+    """The part of Lambda's context object the handlers and Powertools read."""
+
+    def __init__(self, function_name: str, *, memory_mb: int = 512) -> None:
+        self.function_name = function_name
+        self.memory_limit_in_mb = memory_mb
+        self.invoked_function_arn = (
+            f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
+        )
+        self.aws_request_id = str(uuid.uuid4())
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000

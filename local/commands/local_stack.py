@@ -1,0 +1,92 @@
+"""``relaylink-receiver local``: run the whole stack on this machine until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "local",
+        help="run the whole pipeline locally (AWS emulated) until interrupted",
+        description=(
+            "Runs the receiver behind a local front door, the relay, worker and reconciler "
+            "in a second process, moto's server for AWS, a demo MCP server and a notification "
+            "target that counts effects. Stops cleanly on Ctrl-C or SIGTERM."
+        ),
+    )
+    parser.add_argument("--port", type=int, default=8080, help="front door port (default 8080)")
+    parser.add_argument(
+        "--signing-secret",
+        action="append",
+        default=[],
+        metavar="WHSEC",
+        help="an active signing secret (whsec_...); repeat for rotation; default: generated",
+    )
+    parser.add_argument("--mcp-token", help="the MCP server's bearer token (default: generated)")
+    parser.add_argument("--mcp-latency-ms", type=int, default=0)
+    parser.add_argument("--mcp-failure-rate", type=float, default=0.0, metavar="P")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--state-file", metavar="PATH", help="write URLs, secrets and pids here")
+    parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from functions.core.signature import SigningSecret  # noqa: PLC0415
+    from local.cli import CommandError  # noqa: PLC0415
+    from local.stack import LocalStack, StackOptions  # noqa: PLC0415
+
+    for secret in args.signing_secret:
+        try:
+            SigningSecret.parse(secret)
+        except ValueError:
+            raise CommandError("--signing-secret must be whsec_ followed by base64") from None
+    if not 0.0 <= args.mcp_failure_rate <= 1.0:
+        raise CommandError("--mcp-failure-rate must be between 0 and 1")
+    if not 0 <= args.port <= 65535:
+        raise CommandError("--port must be between 0 and 65535")
+    options = StackOptions(
+        port=args.port,
+        signing_secrets=tuple(args.signing_secret),
+        mcp_token=args.mcp_token,
+        mcp_latency_ms=args.mcp_latency_ms,
+        mcp_failure_rate=args.mcp_failure_rate,
+        seed=args.seed,
+        state_file=args.state_file,
+        run_dir=args.run_dir,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        stack = LocalStack(options)
+        stack.__enter__()
+    except OSError as exc:
+        raise CommandError(f"cannot start: {exc.strerror or exc}") from None
+    try:
+        state = stack.state
+        print(f"webhook URL   {state.webhook_url}")
+        print(f"MCP URL       {state.mcp_url}")
+        print(f"effects URL   {state.effects_url}")
+        print(f"AWS endpoint  {state.aws_endpoint_url}")
+        if not args.signing_secret:
+            print(f"signing secret (generated)  {state.signing_secrets[0]}")
+        if args.state_file:
+            print(f"state file    {args.state_file}")
+        print(f"logs          {stack.run_dir}")
+        print("ready; Ctrl-C stops", flush=True)
+        stop.wait()
+    finally:
+        print("stopping ...", file=sys.stderr, flush=True)
+        stack.__exit__(None, None, None)
+    return 0

@@ -1,0 +1,392 @@
+"""The worker side of the local stack: Lambda's event-source mappings, emulated.
+
+Runs as its own process (``python -m local.event_sources``), so that it can be
+killed and restarted without the front door. Three mappings call the real
+handlers, configured from the environment exactly as in Lambda:
+
+* **stream → relay**: reads the table's stream shard by shard from a persisted
+  checkpoint, applies the mapping's filter (outbox inserts), invokes the relay
+  with batches of ``RELAY_BATCH_SIZE``, honours partial batch responses (retry
+  from the first failed record), halves the batch after a function error (bisect),
+  and after ``RELAY_RETRY_ATTEMPTS`` sends the batch's metadata to the relay
+  failure queue and moves on. The checkpoint is written only after a batch is
+  done, so a kill re-relays at most one batch (at-least-once, as in Lambda).
+* **SQS → worker**: ``worker_concurrency`` pollers receive up to
+  ``WORKER_BATCH_SIZE`` messages, invoke the worker, delete what succeeded and
+  leave reported failures to the visibility timeout; the queue's redrive policy
+  (maxReceiveCount) moves poison messages to the dead-letter queue.
+* **schedule → reconciler**: every ``reconcile_interval`` seconds.
+
+``--relay-failure-rate`` makes that fraction of relay invocations fail before the
+handler runs (a function error), for the fault-injection runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from functions.core import names
+from local.child import LambdaContext, Stop, announce_ready, install_stop_signals, quiet_exit
+
+log = logging.getLogger("relaylink.local.event_sources")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+IDLE_WAIT_SECONDS = 0.05
+SHARD_REFRESH_SECONDS = 5.0
+
+
+def is_outbox_insert(record: dict[str, Any]) -> bool:
+    """The relay mapping's filter (infra/relay.py ``outbox_insert_filter``)."""
+    image = record.get("dynamodb", {}).get("NewImage", {})
+    return bool(
+        record.get("eventName") == "INSERT"
+        and image.get(names.KIND_ATTRIBUTE) == {"S": names.KIND_OUTBOX}
+    )
+
+
+class Checkpoints:
+    """Last processed sequence number per shard, in a JSON file (survives a kill)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._values: dict[str, str] = {}
+        if path is not None and path.exists():
+            self._values = dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def get(self, shard_id: str) -> str | None:
+        return self._values.get(shard_id)
+
+    def set(self, shard_id: str, sequence_number: str) -> None:
+        self._values[shard_id] = sequence_number
+        if self._path is not None:
+            temporary = self._path.with_name(self._path.name + ".tmp")
+            temporary.write_text(json.dumps(self._values), encoding="utf-8")
+            temporary.replace(self._path)
+
+
+@dataclass
+class _Shard:
+    shard_id: str
+    iterator: str | None
+    buffer: list[dict[str, Any]] = field(default_factory=list)
+    attempts: int = 0  # failed invocations of the record at the head of the buffer
+    batch_size: int = names.RELAY_BATCH_SIZE
+
+
+class StreamMapping:
+    """DynamoDB stream → relay, with Lambda's retry, bisect and on-failure semantics."""
+
+    def __init__(
+        self,
+        *,
+        streams: Any,
+        sqs: Any,
+        stream_arn: str,
+        failure_queue_url: str,
+        handler: Handler,
+        checkpoints: Checkpoints,
+        failure_rate: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        self._streams = streams
+        self._sqs = sqs
+        self._stream_arn = stream_arn
+        self._failure_queue_url = failure_queue_url
+        self._handler = handler
+        self._checkpoints = checkpoints
+        self._failure_rate = failure_rate
+        self._random = random.Random(seed)  # noqa: S311 (reproducible faults, not secrets)
+        self._shards: dict[str, _Shard] = {}
+        self._refreshed_at = 0.0
+        self.invocations = 0
+        self.injected_failures = 0
+        self.sent_to_failure_queue = 0
+
+    def poll(self) -> bool:
+        """One round over the shards; True when any record was handled."""
+        if time.monotonic() - self._refreshed_at > SHARD_REFRESH_SECONDS or not self._shards:
+            self._refresh_shards()
+        worked = False
+        for shard in self._shards.values():
+            worked = self._step(shard) or worked
+        return worked
+
+    def _refresh_shards(self) -> None:
+        description = self._streams.describe_stream(StreamArn=self._stream_arn)
+        for shard in description["StreamDescription"]["Shards"]:
+            shard_id = shard["ShardId"]
+            if shard_id in self._shards:
+                continue
+            checkpoint = self._checkpoints.get(shard_id)
+            position: dict[str, str] = (
+                {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": checkpoint}
+                if checkpoint
+                else {"ShardIteratorType": "TRIM_HORIZON"}
+            )
+            iterator = self._streams.get_shard_iterator(
+                StreamArn=self._stream_arn, ShardId=shard_id, **position
+            )["ShardIterator"]
+            self._shards[shard_id] = _Shard(shard_id, iterator)
+        self._refreshed_at = time.monotonic()
+
+    def _step(self, shard: _Shard) -> bool:
+        if not shard.buffer and shard.iterator is not None:
+            response = self._streams.get_records(ShardIterator=shard.iterator, Limit=100)
+            shard.iterator = response.get("NextShardIterator")
+            shard.buffer.extend(response.get("Records", []))
+        while shard.buffer and not is_outbox_insert(shard.buffer[0]):
+            self._done(shard, 1)
+        if not shard.buffer:
+            return False
+        window: list[dict[str, Any]] = []
+        matching = 0
+        for record in shard.buffer:
+            window.append(record)
+            matching += is_outbox_insert(record)
+            if matching == shard.batch_size:
+                break
+        batch = [{**r, "eventSourceARN": self._stream_arn} for r in window if is_outbox_insert(r)]
+        failed_at = self._invoke(batch)
+        if failed_at is None:
+            self._done(shard, len(window))
+            shard.attempts = 0
+            shard.batch_size = names.RELAY_BATCH_SIZE
+            return True
+        # Everything before the first failed record is done; retry from it.
+        failed = batch[failed_at]["dynamodb"]["SequenceNumber"]
+        progress = next(
+            i for i, r in enumerate(window) if r["dynamodb"]["SequenceNumber"] == failed
+        )
+        if progress:
+            self._done(shard, progress)
+            shard.attempts = 0
+        shard.attempts += 1
+        shard.batch_size = max(1, shard.batch_size // 2)
+        if shard.attempts > names.RELAY_RETRY_ATTEMPTS:
+            self._send_to_failure_queue(shard, batch)
+            self._done(shard, len(window))
+            shard.attempts = 0
+            shard.batch_size = names.RELAY_BATCH_SIZE
+        return True
+
+    def _invoke(self, batch: list[dict[str, Any]]) -> int | None:
+        """None on success; else the index in ``batch`` of the first failed record."""
+        self.invocations += 1
+        if self._failure_rate and self._random.random() < self._failure_rate:
+            self.injected_failures += 1
+            return 0
+        try:
+            response = self._handler({"Records": batch}, LambdaContext("relay")) or {}
+        except Exception as exc:  # noqa: BLE001 (a function error: Lambda retries the batch)
+            log.warning("relay invocation failed: %s", _describe(exc))
+            return 0
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        for index, record in enumerate(batch):
+            if record["dynamodb"]["SequenceNumber"] in failed:
+                return index
+        return None
+
+    def _done(self, shard: _Shard, count: int) -> None:
+        if count <= 0:
+            return
+        last = shard.buffer[count - 1]
+        del shard.buffer[:count]
+        self._checkpoints.set(shard.shard_id, last["dynamodb"]["SequenceNumber"])
+
+    def _send_to_failure_queue(self, shard: _Shard, batch: list[dict[str, Any]]) -> None:
+        """What Lambda's on-failure destination gets: metadata, never the records."""
+        numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
+        body = {
+            "requestContext": {"condition": "RetryAttemptsExhausted"},
+            "DDBStreamBatchInfo": {
+                "shardId": shard.shard_id,
+                "startSequenceNumber": numbers[0],
+                "endSequenceNumber": numbers[-1],
+                "batchSize": len(batch),
+                "streamArn": self._stream_arn,
+            },
+        }
+        self._sqs.send_message(QueueUrl=self._failure_queue_url, MessageBody=json.dumps(body))
+        self.sent_to_failure_queue += 1
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """The Lambda SQS event for received messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for m in messages
+        ]
+    }
+
+
+class QueueMapping:
+    """SQS → worker: partial batch responses; failures wait out the visibility timeout."""
+
+    def __init__(self, *, sqs: Any, queue_url: str, handler: Handler, region: str) -> None:
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._handler = handler
+        self._region = region
+        self._queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+
+    def poll(self) -> bool:
+        messages = self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=names.WORKER_BATCH_SIZE,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,  # a long poll would hold the emulator's lock
+        ).get("Messages", [])
+        if not messages:
+            return False
+        event = sqs_event(messages, self._queue_arn, self._region)
+        try:
+            response = self._handler(event, LambdaContext("worker")) or {}
+            failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        except Exception as exc:  # noqa: BLE001 (a function error: the whole batch returns)
+            log.warning("worker invocation failed: %s", _describe(exc))
+            return True
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self._queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+        return True
+
+
+def _describe(exc: BaseException) -> str:
+    """The exception's type; a settings error's message too (it names a variable only)."""
+    from functions.core.settings_env import SettingsError  # noqa: PLC0415
+
+    return f"{type(exc).__name__}: {exc}" if isinstance(exc, SettingsError) else type(exc).__name__
+
+
+def _run(poll: Callable[[], bool], stop: threading.Event, name: str) -> None:
+    """Poll until stopped; wait briefly when idle. A failing poll is retried, not fatal."""
+    while not stop.is_set():
+        try:
+            worked = poll()
+        except Exception as exc:  # noqa: BLE001 (e.g. the emulator throttled us: keep going)
+            log.warning("%s poll failed: %s", name, type(exc).__name__)
+            worked = False
+        if not worked:
+            stop.wait(IDLE_WAIT_SECONDS)
+
+
+def _run_every(call: Callable[[], Any], interval: float, stop: threading.Event) -> None:
+    while not stop.wait(interval):
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 (the next schedule tick retries)
+            log.warning("scheduled invocation failed: %s", _describe(exc))
+
+
+def scheduled_event() -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "resources": [],
+        "detail": {},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.event_sources", description=__doc__)
+    parser.add_argument("--stream-arn", required=True)
+    parser.add_argument("--relay-failure-queue-url", required=True)
+    parser.add_argument("--checkpoint-file", type=Path)
+    parser.add_argument("--worker-concurrency", type=int, default=2)
+    parser.add_argument("--reconcile-interval", type=float, default=5.0)
+    parser.add_argument("--relay-failure-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    install_stop_signals()
+
+    import boto3  # noqa: PLC0415 (after the signals: a stop during import is quiet)
+
+    from functions.reconciler import handler as reconciler  # noqa: PLC0415
+    from functions.relay import handler as relay  # noqa: PLC0415
+    from functions.worker import handler as worker  # noqa: PLC0415
+
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    sqs = boto3.client("sqs")
+    stream = StreamMapping(
+        streams=boto3.client("dynamodbstreams"),
+        sqs=sqs,
+        stream_arn=args.stream_arn,
+        failure_queue_url=args.relay_failure_queue_url,
+        handler=relay.lambda_handler,
+        checkpoints=Checkpoints(args.checkpoint_file),
+        failure_rate=args.relay_failure_rate,
+        seed=args.seed,
+    )
+    queue = QueueMapping(
+        sqs=sqs,
+        queue_url=os.environ[names.ENV_WORK_QUEUE_URL],
+        handler=worker.lambda_handler,
+        region=region,
+    )
+    stop = threading.Event()
+    threads = [threading.Thread(target=_run, args=(stream.poll, stop, "stream"), daemon=True)]
+    threads += [
+        threading.Thread(target=_run, args=(queue.poll, stop, "queue"), daemon=True)
+        for _ in range(args.worker_concurrency)
+    ]
+    threads.append(
+        threading.Thread(
+            target=_run_every,
+            args=(
+                lambda: reconciler.lambda_handler(scheduled_event(), LambdaContext("reconciler")),
+                args.reconcile_interval,
+                stop,
+            ),
+            daemon=True,
+        )
+    )
+    for thread in threads:
+        thread.start()
+    announce_ready(args.ready_file)
+    try:
+        while True:
+            time.sleep(3600)
+    except Stop:
+        stop.set()
+    quiet_exit()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

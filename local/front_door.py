@@ -1,0 +1,101 @@
+"""The front door: ``POST /relaylink`` on 127.0.0.1, into the real receiver handler.
+
+Runs as its own process (``python -m local.front_door``) so that it can be killed
+and restarted without touching the worker side. Each request becomes the API
+Gateway HTTP API event the deployed API would produce (:mod:`local.api_gateway`);
+the handler reads its settings from the environment, as in Lambda, and reaches
+the emulator through ``AWS_ENDPOINT_URL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from local import api_gateway
+from local.child import LambdaContext, Stop, announce_ready, install_stop_signals, quiet_exit
+
+# API Gateway's own payload limit: larger requests never reach the function.
+API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+
+
+class FrontDoor(BaseHTTPRequestHandler):
+    server_version = "relaylink-local"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        length_text = self.headers.get("Content-Length", "0")
+        try:
+            length = int(length_text)
+        except ValueError:
+            length = -1
+        if length < 0 or length > API_GATEWAY_MAX_PAYLOAD_BYTES:
+            self.close_connection = True
+            self._answer(api_gateway.TOO_LARGE)
+            return
+        body = self.rfile.read(length) if length else b""
+        url = urlsplit(self.path)
+        if self.command != api_gateway.ROUTE_METHOD or url.path != api_gateway.ROUTE_PATH:
+            self._answer(api_gateway.NOT_FOUND)
+            return
+        event = api_gateway.http_api_event(
+            method=self.command,
+            path=url.path,
+            query=url.query,
+            headers=self.headers.items(),
+            body=body,
+            source_ip=self.client_address[0],
+        )
+        from functions.receiver.handler import lambda_handler  # noqa: PLC0415 (imported once, at start)
+
+        result: dict[str, Any] = lambda_handler(event, LambdaContext("receiver", memory_mb=512))
+        self._answer(api_gateway.http_response(result))
+
+    def _answer(self, response: api_gateway.HttpResponse) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        self.wfile.write(response.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: the access line would carry the path, which may hold a token."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.front_door", description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    install_stop_signals()
+    import functions.receiver.handler  # noqa: F401, PLC0415 (pay the cold start before serving)
+
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), FrontDoor)
+    server.daemon_threads = True
+    serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
+    serving.start()
+    announce_ready(args.ready_file)
+    with contextlib.suppress(Stop):
+        serving.join()
+    quiet_exit()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

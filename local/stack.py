@@ -1,0 +1,536 @@
+"""The whole pipeline on one machine: the supervisor of the local stack.
+
+This process hosts what stands in for other people's systems — AWS (moto's
+server, :mod:`local.aws_emulator`), RelayLink's MCP server
+(:mod:`local.mcp_server`) and the notification target that counts effects
+(:mod:`local.notify_sink`) — and runs our code in two child processes, as Lambda
+would run it in separate containers:
+
+* the **front door** (:mod:`local.front_door`): API Gateway + the receiver;
+* the **worker side** (:mod:`local.event_sources`): stream → relay,
+  SQS → worker, schedule → reconciler.
+
+Either child can be SIGKILLed; the supervisor starts a new one at once (the
+front door on the same port). Resources are created from the same definitions
+the CDK stack uses (:mod:`local.aws_resources`, :mod:`infra.environments`,
+:mod:`functions.core.names`). Time is compressed where the deployed stack waits
+minutes (lease, visibility timeout, retry back-off); ``docs/local.md`` lists how.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from functions.core import names
+from infra.environments import (
+    receiver_environment,
+    reconciler_environment,
+    relay_environment,
+    worker_environment,
+)
+from local.aws_emulator import AwsEmulator
+from local.aws_resources import create_queues, create_secret, create_table
+from local.mcp_server import RunningServer, start_in_thread
+from local.notify_sink import NotifySinkServer
+from local.state import LocalState, Resources
+
+Role = Literal["front_door", "worker"]
+ROLES: tuple[Role, ...] = ("front_door", "worker")
+REGION = "us-east-1"
+PREFIX = "relaylink-local"
+READY_DEADLINE_SECONDS = 60.0
+STOP_DEADLINE_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class StackOptions:
+    """How to run the local stack. Timings are compressed against the deployed stack's."""
+
+    port: int = 0  # the front door's; 0 picks a free one
+    signing_secrets: tuple[str, ...] = ()  # empty: generate one
+    mcp_token: str | None = None  # None: generate one
+    mcp_latency_ms: int = 0
+    mcp_failure_rate: float = 0.0
+    seed: int = 0
+    state_file: str | None = None
+    aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
+    relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
+    worker_concurrency: int = 2
+    max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    mcp_timeout_seconds: int = 2
+    lease_seconds: int = 6  # deployed: 900
+    visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
+    retry_base_seconds: int = 1  # deployed: 15
+    reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
+    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    log_level: str = "INFO"
+    run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds < self.visibility_timeout_seconds:
+            raise ValueError("the lease must be shorter than the visibility timeout")
+        for rate in (self.mcp_failure_rate, self.aws_fault_rate, self.relay_failure_rate):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError("rates are fractions between 0 and 1")
+
+
+def generate_signing_secret() -> str:
+    """A Standard Webhooks endpoint secret: ``whsec_`` + base64 of 32 random bytes."""
+    import base64  # noqa: PLC0415
+
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class _Child:
+    role: Role
+    command: list[str]
+    environment: dict[str, str]
+    ready_file: Path
+    log_file: Path
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+
+    def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.ready_file.unlink()
+        with self.log_file.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.command,
+                env=self.environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor only
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid if self.process is not None else 0
+
+    def ready(self) -> bool:
+        try:
+            return self.ready_file.read_text() == str(self.pid)
+        except FileNotFoundError:
+            return False
+
+    def exited(self) -> bool:
+        return self.process is not None and self.process.poll() is not None
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(STOP_DEADLINE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class LocalStack:
+    """Start with ``with LocalStack(options) as stack:``; everything stops on exit."""
+
+    options: StackOptions = field(default_factory=StackOptions)
+    emulator: AwsEmulator | None = None
+    mcp: RunningServer | None = None
+    sink: NotifySinkServer | None = None
+    _state: LocalState | None = None
+    _children: dict[Role, _Child] = field(default_factory=dict)
+    _run_dir: Path | None = None
+    _owns_run_dir: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _monitor: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------
+    def __enter__(self) -> LocalStack:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        options = self.options
+        if options.run_dir:
+            self._run_dir = Path(options.run_dir)
+            self._run_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self._run_dir = Path(tempfile.mkdtemp(prefix="relaylink-local-"))
+            self._owns_run_dir = True
+        self.emulator = AwsEmulator(seed=options.seed)
+        self.emulator.start()
+        signing = list(options.signing_secrets) or [generate_signing_secret()]
+        token = options.mcp_token or "mcp_" + secrets.token_urlsafe(24)
+        self.mcp = start_in_thread(
+            token=token,
+            latency_ms=options.mcp_latency_ms,
+            failure_rate=options.mcp_failure_rate,
+            seed=options.seed,
+        )
+        self.sink = NotifySinkServer().start()
+        resources = self._create_resources(signing, token)
+        port = options.port or _free_port()
+        self._state = LocalState(
+            webhook_url=f"http://127.0.0.1:{port}/relaylink",
+            mcp_url=self.mcp.url,
+            effects_url=self.sink.effects_url,
+            aws_endpoint_url=self.emulator.endpoint_url,
+            region=REGION,
+            signing_secrets=signing,
+            mcp_token=token,
+            resources=resources,
+        )
+        self._children = {
+            "front_door": self._child(
+                "front_door", ["-m", "local.front_door", "--port", str(port)], self._receiver_env()
+            ),
+            "worker": self._child("worker", self._worker_command(), self._worker_env()),
+        }
+        for child in self._children.values():
+            child.start()
+        self.wait_ready(READY_DEADLINE_SECONDS)
+        # Faults start once the stack serves: its own set-up must not be the victim.
+        self.emulator.faults.set_rate(options.aws_fault_rate)
+        self._write_state()
+        self._monitor = threading.Thread(target=self._watch, name="supervisor", daemon=True)
+        self._monitor.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+        for child in self._children.values():
+            child.stop()
+        if self.sink is not None:
+            self.sink.stop()
+        if self.mcp is not None:
+            self.mcp.stop()
+        if self.emulator is not None:
+            self.emulator.stop()
+        if self.options.state_file:
+            with contextlib.suppress(FileNotFoundError):
+                Path(self.options.state_file).unlink()
+        if self._owns_run_dir and self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+
+    # --- what callers use --------------------------------------------------------
+    @property
+    def state(self) -> LocalState:
+        if self._state is None:
+            raise RuntimeError("the local stack is not running")
+        with self._lock:
+            return replace(self._state, pids=self._pids())
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError("the local stack is not running")
+        return self._run_dir
+
+    @property
+    def restarts(self) -> dict[str, int]:
+        return {role: child.restarts for role, child in self._children.items()}
+
+    @property
+    def aws_faults(self) -> dict[str, int]:
+        return self.emulator.faults.counts() if self.emulator is not None else {}
+
+    def kill(self, role: Role) -> int:
+        """SIGKILL one child (the supervisor restarts it); returns the killed pid."""
+        child = self._children[role]
+        pid = child.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if child.process is not None:
+            child.process.wait()  # so that wait_ready() cannot see the dead child as ready
+        return pid
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until both children serve (after a start or a restart).
+
+        Raises:
+            TimeoutError: a child did not become ready in time (its log names why).
+        """
+        deadline = time.monotonic() + timeout
+        while not all(child.ready() and not child.exited() for child in self._children.values()):
+            for child in self._children.values():
+                if child.exited() and (self._monitor is None or self._stopping.is_set()):
+                    raise RuntimeError(
+                        f"{child.role} exited before serving (log: {child.log_file})"
+                    )
+            if time.monotonic() > deadline:
+                waiting = [c.role for c in self._children.values() if not c.ready()]
+                raise TimeoutError(f"not ready: {', '.join(waiting)} (logs in {self._run_dir})")
+            time.sleep(0.02)
+
+    def effects(self) -> dict[str, int]:
+        """Applications per idempotency key, as the notification target counted them."""
+        return self.sink.sink.counts() if self.sink is not None else {}
+
+    def client(self, service: str) -> Any:
+        return self.state.aws_client(service)
+
+    def queue_depths(self) -> dict[str, int]:
+        """Messages in each queue (visible + in flight + delayed)."""
+        sqs = self.client("sqs")
+        resources = self.state.resources
+        depths = {}
+        for name, url in (
+            ("work", resources.work_queue_url),
+            ("dead_letter", resources.dead_letter_queue_url),
+            ("relay_failure", resources.relay_failure_queue_url),
+        ):
+            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])[
+                "Attributes"
+            ]
+            depths[name] = sum(
+                int(attributes.get(key, 0))
+                for key in (
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                    "ApproximateNumberOfMessagesDelayed",
+                )
+            )
+        return depths
+
+    def inbox_states(self) -> dict[str, str]:
+        """Every inbox item's state, by delivery id (a scan: for checks, not for traffic)."""
+        dynamodb = self.client("dynamodb")
+        states: dict[str, str] = {}
+        paginator = dynamodb.get_paginator("scan")
+        for page in paginator.paginate(
+            TableName=self.state.resources.table_name,
+            FilterExpression="sk = :inbox",
+            ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
+            ProjectionExpression="pk, #s",
+            ExpressionAttributeNames={"#s": "state"},
+        ):
+            for item in page["Items"]:
+                if "state" in item:
+                    states[item["pk"]["S"]] = item["state"]["S"]
+        return states
+
+    def quiet(self, timeout: float, *, expected: int | None = None) -> bool:
+        """Wait until no work is left: every queue empty, no item pending or processing.
+
+        With ``expected``, also until that many inbox items with work exist.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):  # an injected fault: ask again
+                states = self.inbox_states()
+                busy = [s for s in states.values() if s in ("pending", "processing")]
+                enough = (
+                    expected is None
+                    or sum(
+                        s in ("pending", "processing", "completed", "failed")
+                        for s in states.values()
+                    )
+                    >= expected
+                )
+                if enough and not busy and self.queue_depths()["work"] == 0:
+                    return True
+            time.sleep(0.1)
+        return False
+
+    # --- internals -----------------------------------------------------------------
+    def _create_resources(self, signing: list[str], token: str) -> Resources:
+        assert self.emulator is not None
+        probe = LocalState(
+            webhook_url="",
+            mcp_url="",
+            effects_url="",
+            aws_endpoint_url=self.emulator.endpoint_url,
+            region=REGION,
+            signing_secrets=[],
+            mcp_token="",
+            resources=Resources("", "", "", "", "", "", ""),
+        )
+        dynamodb, sqs = probe.aws_client("dynamodb"), probe.aws_client("sqs")
+        secretsmanager, s3 = probe.aws_client("secretsmanager"), probe.aws_client("s3")
+        table_name = f"{PREFIX}-inbox"
+        stream_arn = create_table(dynamodb, table_name)
+        work_queue_url, dead_letter_queue_url = create_queues(
+            sqs,
+            queue_name=f"{PREFIX}-work",
+            max_receive_count=self.options.max_attempts,
+            visibility_timeout=self.options.visibility_timeout_seconds,
+        )
+        relay_failure_queue_url = sqs.create_queue(QueueName=f"{PREFIX}-relay-failures")["QueueUrl"]
+        bucket = f"{PREFIX}-archive"
+        s3.create_bucket(Bucket=bucket)
+        topic_arn = probe.aws_client("sns").create_topic(Name=f"{PREFIX}-alarms")["TopicArn"]
+        return Resources(
+            table_name=table_name,
+            work_queue_url=work_queue_url,
+            dead_letter_queue_url=dead_letter_queue_url,
+            relay_failure_queue_url=relay_failure_queue_url,
+            signing_secrets_arn=create_secret(
+                secretsmanager, name=f"{PREFIX}/signing-secrets", value=json.dumps(signing)
+            ),
+            mcp_token_secret_arn=create_secret(
+                secretsmanager, name=f"{PREFIX}/mcp-token", value=token
+            ),
+            archive_bucket=bucket,
+            stream_arn=stream_arn,
+            alarm_topic_arn=topic_arn,
+        )
+
+    def _base_env(self) -> dict[str, str]:
+        assert self._state is not None
+        keep = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH"}
+        environment = {k: v for k, v in os.environ.items() if k in keep}
+        environment.update(self._state.client_environment())
+        environment.update(
+            {
+                names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
+                names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+                names.ENV_POWERTOOLS_LOG_LEVEL: self.options.log_level,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        return environment
+
+    def _receiver_env(self) -> dict[str, str]:
+        assert self._state is not None
+        resources = self._state.resources
+        return {
+            **self._base_env(),
+            **receiver_environment(
+                table_name=resources.table_name,
+                signing_secrets_arn=resources.signing_secrets_arn,
+                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+                secrets_max_age_seconds=self.options.secrets_max_age_seconds,
+            ),
+        }
+
+    def _worker_env(self) -> dict[str, str]:
+        assert self._state is not None and self.sink is not None
+        resources, options = self._state.resources, self.options
+        parts = [
+            worker_environment(
+                table_name=resources.table_name,
+                work_queue_url=resources.work_queue_url,
+                dead_letter_queue_url=resources.dead_letter_queue_url,
+                mcp_token_secret_arn=resources.mcp_token_secret_arn,
+                mcp_allowed_hosts=["127.0.0.1"],
+                workflow=names.DEFAULT_WORKFLOW,
+                archive_bucket=resources.archive_bucket,
+                max_attempts=options.max_attempts,
+                lease_seconds=options.lease_seconds,
+                notify_url=self.sink.url,
+                mcp_timeout_seconds=options.mcp_timeout_seconds,
+                secrets_max_age_seconds=options.secrets_max_age_seconds,
+                retry_base_seconds=options.retry_base_seconds,
+            ),
+            relay_environment(work_queue_url=resources.work_queue_url),
+            reconciler_environment(
+                table_name=resources.table_name,
+                work_queue_url=resources.work_queue_url,
+                lease_seconds=options.lease_seconds,
+                pending_age_seconds=60,
+                effect_age_seconds=max(60, options.lease_seconds + 1),
+            ),
+        ]
+        merged: dict[str, str] = {}
+        for part in parts:
+            for key, value in part.items():
+                if merged.get(key, value) != value:
+                    raise ValueError(f"functions disagree on {key}")
+                merged[key] = value
+        # Local only: the demo MCP server is plain HTTP on loopback.
+        merged[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+        return {**self._base_env(), **merged}
+
+    def _worker_command(self) -> list[str]:
+        assert self._state is not None and self._run_dir is not None
+        options = self.options
+        return [
+            "-m",
+            "local.event_sources",
+            "--stream-arn",
+            self._state.resources.stream_arn,
+            "--relay-failure-queue-url",
+            self._state.resources.relay_failure_queue_url,
+            "--checkpoint-file",
+            str(self._run_dir / "stream-checkpoints.json"),
+            "--worker-concurrency",
+            str(options.worker_concurrency),
+            "--reconcile-interval",
+            str(options.reconcile_interval_seconds),
+            "--relay-failure-rate",
+            str(options.relay_failure_rate),
+            "--seed",
+            str(options.seed),
+        ]
+
+    def _child(self, role: Role, arguments: list[str], environment: dict[str, str]) -> _Child:
+        assert self._run_dir is not None
+        ready_file = self._run_dir / f"{role}.ready"
+        return _Child(
+            role=role,
+            command=[sys.executable, *arguments, "--ready-file", str(ready_file)],
+            environment=environment,
+            ready_file=ready_file,
+            log_file=self._run_dir / f"{role}.log",
+        )
+
+    def _pids(self) -> dict[str, int]:
+        return {"supervisor": os.getpid(), **{r: c.pid for r, c in self._children.items()}}
+
+    def _write_state(self) -> None:
+        if self.options.state_file:
+            self.state.write(self.options.state_file)
+
+    def _watch(self) -> None:
+        """Restart a child that died (killed, crashed) until the stack stops."""
+        while not self._stopping.wait(0.05):
+            for child in self._children.values():
+                if child.exited() and not self._stopping.is_set():
+                    with self._lock:
+                        child.restarts += 1
+                        child.start()
+                    with contextlib.suppress(Exception):
+                        self._await_ready(child)
+                        self._write_state()
+
+    def _await_ready(self, child: _Child) -> None:
+        deadline = time.monotonic() + READY_DEADLINE_SECONDS
+        while not child.ready() and not child.exited() and not self._stopping.is_set():
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def running(options: StackOptions) -> Iterator[LocalStack]:
+    with LocalStack(options) as stack:
+        yield stack

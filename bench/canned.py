@@ -12,6 +12,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from typing import Any, Final
 
@@ -96,3 +97,65 @@ def receiver_answers(secrets_json: str, secret_arn: str) -> dict[tuple[str, str]
         ("dynamodb", "TransactWriteItems"): transact_ok,
         ("secrets-manager", "GetSecretValue"): secret_value(secrets_json, secret_arn),
     }
+
+
+class CannedEndpoint:
+    """The same canned answers over HTTP on loopback, for processes the bench starts.
+
+    A fresh interpreter pointed at it with ``AWS_ENDPOINT_URL`` builds, signs and
+    sends its requests for real (connection set-up included) and gets an immediate
+    answer: its cold start is measured without an emulator's own start-up or speed.
+    Operations are told apart by the JSON protocols' ``X-Amz-Target`` header.
+    """
+
+    def __init__(self, secrets_json: str, secret_arn: str) -> None:
+        answers = {
+            "DynamoDB_20120810.TransactWriteItems": (DYNAMODB_JSON, transact_ok),
+            "secretsmanager.GetSecretValue": (SECRETS_JSON, secret_value(secrets_json, secret_arn)),
+        }
+        self.answered: Counter[str] = Counter()
+        lock = threading.Lock()
+        answered = self.answered
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                target = self.headers.get("X-Amz-Target", "")
+                content_type, answer = answers.get(target, (DYNAMODB_JSON, _unknown))
+                status, payload = answer(None)
+                with lock:
+                    answered[target] += 1
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("x-amzn-RequestId", "canned")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> CannedEndpoint:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def _unknown(_request: Any) -> tuple[int, dict[str, Any]]:
+    return 400, {"__type": "UnknownOperationException", "message": "not canned"}

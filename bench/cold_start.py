@@ -1,0 +1,190 @@
+"""Figure 3: cold start, in fresh interpreters.
+
+The receiver side: a new ``python`` imports the receiver handler and serves its
+first request (an accepted delivery: both clients created, the signing secrets
+fetched, one transaction written). The baseline: a new ``python`` imports boto3 and
+creates the same DynamoDB client, the least any boto3 receiver does before it can
+write. Each process times itself from its first line (interpreter start-up, the
+same for both, is left out and reported separately as the processes' wall time).
+Both reach AWS as :class:`bench.canned.CannedEndpoint`, which answers at once on
+loopback. Runs alternate (receiver, baseline, receiver, ...), and each pair gives
+one ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from bench.canned import CannedEndpoint
+from bench.receiver_rig import REGION, SECRET_ARN, SECRETS_JSON
+from bench.stats import Summary, summarize
+from functions.core import names
+from functions.receiver import handler
+from infra.environments import receiver_environment
+from tests import builders
+
+TARGET: Final = 1.3
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+RESULT_MARK: Final = "BENCH-RESULT "
+
+# Each script writes one result line to stderr (stdout carries the function's logs).
+RECEIVER_SCRIPT: Final = """
+import time
+t0 = time.perf_counter()
+from functions.receiver import handler
+t1 = time.perf_counter()
+import json, sys
+event = json.loads(sys.stdin.read())
+class Context:
+    aws_request_id = "cold-start"
+t2 = time.perf_counter()
+response = handler.lambda_handler(event, Context())
+t3 = time.perf_counter()
+sys.stderr.write("BENCH-RESULT " + json.dumps({
+    "import_ms": (t1 - t0) * 1000,
+    "first_request_ms": (t3 - t2) * 1000,
+    "total_ms": (t1 - t0 + t3 - t2) * 1000,
+    "status": response["statusCode"],
+}) + "\\n")
+"""
+
+BASELINE_SCRIPT: Final = """
+import time
+t0 = time.perf_counter()
+import boto3
+from botocore.config import Config
+t1 = time.perf_counter()
+client = boto3.client("dynamodb", config=Config(**CONFIG))
+t2 = time.perf_counter()
+import json, sys
+sys.stderr.write("BENCH-RESULT " + json.dumps({
+    "import_ms": (t1 - t0) * 1000,
+    "client_ms": (t2 - t1) * 1000,
+    "total_ms": (t2 - t0) * 1000,
+}) + "\\n")
+"""
+
+
+def _baseline_script() -> str:
+    config = handler.DYNAMODB_CONFIG
+    kwargs = {
+        "connect_timeout": config.connect_timeout,
+        "read_timeout": config.read_timeout,
+        "retries": config.retries,
+    }
+    return BASELINE_SCRIPT.replace("**CONFIG", f"**{kwargs!r}")
+
+
+def fresh_env(
+    endpoint_url: str, extra: dict[str, str], code_root: Path = REPO_ROOT
+) -> dict[str, str]:
+    """A Lambda-like environment: region, dummy credentials, the function's variables.
+
+    ``code_root`` is where ``functions`` is imported from (another checkout can be
+    compared, e.g. before a change).
+    """
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(code_root),
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_ENDPOINT_URL": endpoint_url,
+        names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
+        names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+        names.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
+    }
+    env.update(extra)
+    return env
+
+
+def run_script(script: str, env: dict[str, str], stdin: str = "") -> tuple[dict[str, Any], float]:
+    """Run ``script`` in a fresh interpreter; its result line and the process wall time (ms)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=stdin,
+        env=env,
+        cwd=env.get("PYTHONPATH", REPO_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    wall_ms = (time.perf_counter() - start) * 1000
+    lines = [line for line in done.stderr.splitlines() if line.startswith(RESULT_MARK)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"cold-start script failed ({done.returncode}): {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARK) :])
+    return result, wall_ms
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    ratio: Summary  # receiver total / baseline total, one per pair
+    receiver_ms: dict[str, Summary]
+    baseline_ms: dict[str, Summary]
+    receiver_wall_ms: Summary
+    baseline_wall_ms: Summary
+    pairs: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio.to_json(),
+            "receiver_ms": {k: v.to_json(1) for k, v in self.receiver_ms.items()},
+            "baseline_ms": {k: v.to_json(1) for k, v in self.baseline_ms.items()},
+            "receiver_process_wall_ms": self.receiver_wall_ms.to_json(1),
+            "baseline_process_wall_ms": self.baseline_wall_ms.to_json(1),
+            "pairs": self.pairs,
+        }
+
+
+def _by_key(results: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Summary]:
+    return {k: summarize([float(r[k]) for r in results]) for k in keys}
+
+
+def receiver(*, pairs: int, code_root: Path = REPO_ROOT) -> ColdStart:
+    """Alternate ``pairs`` receiver and baseline processes against the canned endpoint."""
+    baseline_script = _baseline_script()
+    receiver_results: list[dict[str, Any]] = []
+    baseline_results: list[dict[str, Any]] = []
+    receiver_wall: list[float] = []
+    baseline_wall: list[float] = []
+    ratios: list[float] = []
+    with CannedEndpoint(SECRETS_JSON, SECRET_ARN) as endpoint:
+        env = fresh_env(
+            endpoint.url,
+            receiver_environment(
+                table_name="relaylink-bench",
+                signing_secrets_arn=SECRET_ARN,
+                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+            ),
+            code_root,
+        )
+        for _ in range(pairs):
+            request = builders.signed_request(timestamp=int(time.time()))
+            result, wall = run_script(RECEIVER_SCRIPT, env, json.dumps(builders.event_for(request)))
+            if result["status"] != 202:
+                raise RuntimeError(f"cold receiver answered {result['status']}, not 202")
+            base, base_wall = run_script(baseline_script, env)
+            receiver_results.append(result)
+            baseline_results.append(base)
+            receiver_wall.append(wall)
+            baseline_wall.append(base_wall)
+            ratios.append(result["total_ms"] / base["total_ms"])
+    return ColdStart(
+        ratio=summarize(ratios),
+        receiver_ms=_by_key(receiver_results, ("import_ms", "first_request_ms", "total_ms")),
+        baseline_ms=_by_key(baseline_results, ("import_ms", "client_ms", "total_ms")),
+        receiver_wall_ms=summarize(receiver_wall),
+        baseline_wall_ms=summarize(baseline_wall),
+        pairs=pairs,
+    )

@@ -15,12 +15,14 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from local.cli import main
 from local.sender import CONNECTION_ERROR, TIMEOUT, Delivery, SenderConfig, send_all, send_one
+from local.state import LocalState, Resources
 from tests.builders import OTHER_SECRET, SECRET
 
 MCP = "http://127.0.0.1:9/mcp"
@@ -243,3 +245,28 @@ def test_send_command_user_errors_exit_2(
     bad = main(["send", "--url", "http://127.0.0.1:9/x", "--secret", "nope", "--mcp-url", MCP])
     assert bad == 2
     assert "nope" not in capsys.readouterr().err.split(":", 1)[1]
+
+
+def test_send_command_takes_its_targets_from_a_state_file_and_shows_progress(
+    receiver: ScriptedReceiver, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    state = LocalState(
+        webhook_url=receiver.url,
+        mcp_url=MCP,
+        effects_url="http://127.0.0.1:9/effects",
+        aws_endpoint_url="http://127.0.0.1:9",
+        region="us-east-1",
+        signing_secrets=[SECRET],
+        mcp_token="",
+        resources=Resources(*([""] * 7)),
+    )
+    state.write(tmp_path / "state.json")
+    status = main(["send", "--local", str(tmp_path / "state.json"), "--count", "3", "--progress"])
+    assert status == 0
+    captured = capsys.readouterr()
+    assert "[" + "#" * 30 + "] 3/3 done, 3 acknowledged, 3 attempts" in captured.err
+    assert "acknowledged  3" in captured.out
+    assert receiver.url not in captured.out + captured.err
+    bodies = [json.loads(s.body) for s in receiver.requests()]
+    assert len(bodies) == 3 and {b["mcp_url"] for b in bodies} == {MCP}
+    assert all(s.verified_with == (0,) for s in receiver.requests())

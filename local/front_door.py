@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import threading
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +24,16 @@ from local.child import LambdaContext, Stop, announce_ready, install_stop_signal
 
 # API Gateway's own payload limit: larger requests never reach the function.
 API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+
+
+class OffsetClock:
+    """The system clock moved by a fixed number of seconds."""
+
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def now(self) -> int:
+        return int(time.time()) + self._offset
 
 
 class FrontDoor(BaseHTTPRequestHandler):
@@ -82,9 +94,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m local.front_door", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ready-file")
+    parser.add_argument(
+        "--clock-offset",
+        type=int,
+        default=0,
+        help="seconds added to the receiver's clock (to replay recorded, signed requests)",
+    )
     args = parser.parse_args(argv)
     install_stop_signals()
-    import functions.receiver.handler  # noqa: F401, PLC0415 (pay the cold start before serving)
+    from functions.receiver import handler  # noqa: PLC0415 (pay the cold start before serving)
+
+    if args.clock_offset:
+        from functions.receiver.settings import Settings  # noqa: PLC0415
+
+        clock = OffsetClock(args.clock_offset)
+        handler.set_deps(handler.build_deps(Settings.from_env(os.environ), clock=clock))
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), FrontDoor)
     server.daemon_threads = True

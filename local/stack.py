@@ -79,6 +79,7 @@ class StackOptions:
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
     secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
     log_level: str = "INFO"
+    receiver_clock_offset_seconds: int = 0  # replaying recorded requests (test vectors)
     run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
 
     def __post_init__(self) -> None:
@@ -210,7 +211,16 @@ class LocalStack:
         )
         self._children = {
             "front_door": self._child(
-                "front_door", ["-m", "local.front_door", "--port", str(port)], self._receiver_env()
+                "front_door",
+                [
+                    "-m",
+                    "local.front_door",
+                    "--port",
+                    str(port),
+                    "--clock-offset",
+                    str(options.receiver_clock_offset_seconds),
+                ],
+                self._receiver_env(),
             ),
             "worker": self._child("worker", self._worker_command(), self._worker_env()),
         }

@@ -175,7 +175,7 @@ class ProgressBar:
         self._attempts += len(result.attempts)
         self._acknowledged += result.acknowledged
         now = time.monotonic()
-        if now - self._drawn_at >= 0.1 or self._done == self._total:
+        if now - self._drawn_at >= 0.1:
             self._drawn_at = now
             self._draw()
 
@@ -189,7 +189,7 @@ class ProgressBar:
         self._stream.flush()
 
     def finish(self) -> None:
-        self._draw()
+        self._draw()  # the final counts, however recently the last line was drawn
         self._stream.write("\n")
         self._stream.flush()
 

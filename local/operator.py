@@ -184,7 +184,7 @@ def _paginate(call: Any, arguments: dict[str, Any]) -> Iterator[dynamodb_items.I
         try:
             response = call(**arguments)
         except (ClientError, BotoCoreError) as exc:
-            raise OperatorError(f"DynamoDB: {_describe(exc)}") from None
+            raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
         yield from response.get("Items", [])
         last = response.get("LastEvaluatedKey")
         if not last:
@@ -192,7 +192,8 @@ def _paginate(call: Any, arguments: dict[str, Any]) -> Iterator[dynamodb_items.I
         arguments["ExclusiveStartKey"] = last
 
 
-def _describe(exc: Exception) -> str:
+def describe_aws_error(exc: Exception) -> str:
+    """One line for an SDK error: its code and message, no request details."""
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         return f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
@@ -278,9 +279,9 @@ def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
             return False
-        raise OperatorError(f"DynamoDB: {_describe(exc)}") from None
+        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
     except BotoCoreError as exc:
-        raise OperatorError(f"DynamoDB: {_describe(exc)}") from None
+        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
     return True
 
 
@@ -436,7 +437,7 @@ def _sqs(call: Any, **arguments: Any) -> Any:
     try:
         return call(**arguments)
     except (ClientError, BotoCoreError) as exc:
-        raise OperatorError(f"SQS: {_describe(exc)}") from None
+        raise OperatorError(f"SQS: {describe_aws_error(exc)}") from None
 
 
 def _redrive_one(target: Target, body: str, *, now: int) -> tuple[str | None, RedriveOutcome]:

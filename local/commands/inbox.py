@@ -91,13 +91,21 @@ def register(subparsers: Any) -> None:
 
 def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call an operator function; its OperatorError becomes a one-line CommandError."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from functions.core.errors import StorageUnavailable
     from local.cli import CommandError
-    from local.operator import OperatorError
+    from local.operator import OperatorError, describe_aws_error
 
     try:
         return fn(*args, **kwargs)
     except OperatorError as exc:
         raise CommandError(str(exc)) from None
+    except StorageUnavailable:
+        raise CommandError("AWS is throttling or unavailable; try again") from None
+    except (ClientError, BotoCoreError) as exc:
+        # The adapters let through what is not weather: a missing table, no credentials.
+        raise CommandError(describe_aws_error(exc)) from None
 
 
 def run_show(args: argparse.Namespace) -> int:

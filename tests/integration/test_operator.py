@@ -402,6 +402,19 @@ def test_commands_need_a_target(
     assert status == 2 and "not a local stack state file" in err
 
 
+def test_an_aws_error_is_one_line_exit_2(
+    stack: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    state = LocalState.read(stack.state_file)
+    missing = replace(state, resources=replace(state.resources, table_name="no-such-table"))
+    missing.write(tmp_path / "missing.json")
+    status, out, err = run_cli(
+        capsys, ["inbox", "show", str(uuid.uuid4()), "--local", str(tmp_path / "missing.json")]
+    )
+    assert status == 2 and out == ""
+    assert "ResourceNotFoundException" in err and len(err.strip().splitlines()) == 1
+
+
 def test_stack_target_reads_the_cloudformation_outputs(
     stack: Stack, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

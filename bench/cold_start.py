@@ -14,6 +14,7 @@ one ratio.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -188,3 +189,138 @@ def receiver(*, pairs: int, code_root: Path = REPO_ROOT) -> ColdStart:
         baseline_wall_ms=summarize(baseline_wall),
         pairs=pairs,
     )
+
+
+WORKER_SCRIPT: Final = """
+import time
+t0 = time.perf_counter()
+from functions.worker import handler
+t1 = time.perf_counter()
+import json, sys
+event = json.loads(sys.stdin.read())
+class Context:
+    aws_request_id = "cold-start"
+t2 = time.perf_counter()
+response = handler.lambda_handler(event, Context())
+t3 = time.perf_counter()
+sys.stderr.write("BENCH-RESULT " + json.dumps({
+    "import_ms": (t1 - t0) * 1000,
+    "first_batch_ms": (t3 - t2) * 1000,
+    "total_ms": (t1 - t0 + t3 - t2) * 1000,
+    "failures": len(response["batchItemFailures"]),
+}) + "\\n")
+"""
+
+
+@dataclass(frozen=True)
+class WorkerColdStart:
+    worker_ms: dict[str, Summary]
+    wall_ms: Summary
+    batch: int
+    runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "worker_ms": {k: v.to_json(1) for k, v in self.worker_ms.items()},
+            "process_wall_ms": self.wall_ms.to_json(1),
+            "batch_size": self.batch,
+            "runs": self.runs,
+        }
+
+
+def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
+    """A fresh worker importing its handler and processing its first batch.
+
+    AWS is moto's server on loopback (its speed is in the batch time), the MCP
+    server the SDK's demo server, the notification goes to the notify sink.
+    """
+    # Imported here: the worker's world pulls in moto's server and the MCP SDK.
+    from moto.server import ThreadedMotoServer  # noqa: PLC0415
+
+    from bench.worker_mcp import MCP_TOKEN  # noqa: PLC0415
+    from infra.environments import worker_environment  # noqa: PLC0415
+    from local.aws_resources import create_queues, create_secret, create_table  # noqa: PLC0415
+    from local.mcp_server import start_in_thread  # noqa: PLC0415
+    from local.notify_sink import NotifySinkServer  # noqa: PLC0415
+    from tests.integration import processing_harness as ph  # noqa: PLC0415
+
+    results: list[dict[str, Any]] = []
+    walls: list[float] = []
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    try:
+        host, port = moto.get_host_and_port()
+        url = f"http://{host}:{port}"
+        session = boto3_session(url)
+        dynamodb = session.client("dynamodb")
+        sqs = session.client("sqs")
+        secretsmanager = session.client("secretsmanager")
+        s3 = session.client("s3")
+        stream_arn = create_table(dynamodb, ph.TABLE)
+        queue_url, dlq_url = create_queues(sqs, queue_name=ph.QUEUE, max_receive_count=3)
+        s3.create_bucket(Bucket=ph.BUCKET)
+        token_arn = create_secret(secretsmanager, name="relaylink-mcp-cold", value=MCP_TOKEN)
+        aws = ph.Aws(
+            dynamodb=dynamodb,
+            sqs=sqs,
+            streams=session.client("dynamodbstreams"),
+            s3=s3,
+            secretsmanager=secretsmanager,
+            stream_arn=stream_arn,
+            queue_url=queue_url,
+            dlq_url=dlq_url,
+            token_arn=token_arn,
+            clock=ph.Clock(int(time.time())),
+        )
+        with NotifySinkServer() as sink, start_in_thread(token=MCP_TOKEN) as mcp:
+            function_env = worker_environment(
+                table_name=ph.TABLE,
+                work_queue_url=queue_url,
+                dead_letter_queue_url=dlq_url,
+                mcp_token_secret_arn=token_arn,
+                mcp_allowed_hosts=["127.0.0.1"],
+                workflow=names.DEFAULT_WORKFLOW,
+                archive_bucket=ph.BUCKET,
+                max_attempts=3,
+                lease_seconds=300,
+                notify_url=sink.url,
+            )
+            function_env[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+            env = fresh_env(url, function_env)
+            from bench.worker_mcp import _submit  # noqa: PLC0415
+
+            for _ in range(runs):
+                messages = _submit(aws, mcp, batch)
+                result, wall = run_script(WORKER_SCRIPT, env, json.dumps(ph.sqs_event(messages)))
+                if result["failures"]:
+                    raise RuntimeError(f"cold worker failed {result['failures']} messages")
+                for m in messages:
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+                results.append(result)
+                walls.append(wall)
+    finally:
+        moto.stop()
+    return WorkerColdStart(
+        worker_ms=_by_key(results, ("import_ms", "first_batch_ms", "total_ms")),
+        wall_ms=summarize(walls),
+        batch=batch,
+        runs=runs,
+    )
+
+
+def boto3_session(endpoint_url: str) -> Any:
+    """Clients of the bench itself for an emulator at ``endpoint_url``."""
+    import boto3  # noqa: PLC0415
+
+    class _Session:
+        def client(self, service: str) -> Any:
+            return boto3.client(
+                service,
+                region_name=REGION,
+                endpoint_url=endpoint_url,
+                aws_access_key_id="bench",
+                aws_secret_access_key="bench",
+            )
+
+    return _Session()

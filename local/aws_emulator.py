@@ -135,6 +135,7 @@ class AwsEmulator:
         )
 
         install_fast_transactions()
+        _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         app = _Gate(DomainDispatcherApplication(create_backend_app), self.faults)
@@ -147,6 +148,8 @@ class AwsEmulator:
         self._thread.start()
 
     def stop(self) -> None:
+        if self in _fast_path_users:
+            _fast_path_users.remove(self)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -157,6 +160,9 @@ class AwsEmulator:
 
 
 _installed = False
+# moto's backends are process-wide: the copy-free path is on only while an emulator
+# runs, so that in-process moto tests (mock_aws) keep moto's own implementation.
+_fast_path_users: list[AwsEmulator] = []
 
 
 def install_fast_transactions() -> None:
@@ -176,8 +182,10 @@ def install_fast_transactions() -> None:
 
     def check_then_apply(self: Any, transact_items: list[dict[str, Any]]) -> None:
         operations = [next(iter(item.items())) for item in transact_items if len(item) == 1]
-        simple = len(operations) == len(transact_items) <= 100 and all(
-            kind in ("Put", "Delete", "ConditionCheck") for kind, _ in operations
+        simple = (
+            bool(_fast_path_users)
+            and len(operations) == len(transact_items) <= 100
+            and all(kind in ("Put", "Delete", "ConditionCheck") for kind, _ in operations)
         )
         if not simple:
             copying(self, transact_items)

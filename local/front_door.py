@@ -26,14 +26,18 @@ from local.child import LambdaContext, Stop, announce_ready, install_stop_signal
 API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 
 
-class OffsetClock:
-    """The system clock moved by a fixed number of seconds."""
+class ReplayClock:
+    """A clock that starts at a given epoch second, and runs or stands still."""
 
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
+    def __init__(self, start: int, *, frozen: bool) -> None:
+        self._start = start
+        self._frozen = frozen
+        self._started = time.monotonic()
 
     def now(self) -> int:
-        return int(time.time()) + self._offset
+        if self._frozen:
+            return self._start
+        return self._start + int(time.monotonic() - self._started)
 
 
 class FrontDoor(BaseHTTPRequestHandler):
@@ -95,19 +99,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ready-file")
     parser.add_argument(
-        "--clock-offset",
+        "--clock-start",
         type=int,
-        default=0,
-        help="seconds added to the receiver's clock (to replay recorded, signed requests)",
+        help="start the receiver's clock at this epoch second (to replay recorded requests)",
+    )
+    parser.add_argument(
+        "--freeze-clock",
+        action="store_true",
+        help="stop the receiver's clock at its start (replaying boundary cases exactly)",
     )
     args = parser.parse_args(argv)
     install_stop_signals()
     from functions.receiver import handler  # noqa: PLC0415 (pay the cold start before serving)
 
-    if args.clock_offset:
+    if args.clock_start is not None:
         from functions.receiver.settings import Settings  # noqa: PLC0415
 
-        clock = OffsetClock(args.clock_offset)
+        clock = ReplayClock(args.clock_start, frozen=args.freeze_clock)
         handler.set_deps(handler.build_deps(Settings.from_env(os.environ), clock=clock))
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), FrontDoor)

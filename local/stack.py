@@ -79,7 +79,8 @@ class StackOptions:
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
     secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
     log_level: str = "INFO"
-    receiver_clock_offset_seconds: int = 0  # replaying recorded requests (test vectors)
+    receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
+    receiver_clock_frozen: bool = False  # ... at their exact boundaries
     run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
 
     def __post_init__(self) -> None:
@@ -217,8 +218,7 @@ class LocalStack:
                     "local.front_door",
                     "--port",
                     str(port),
-                    "--clock-offset",
-                    str(options.receiver_clock_offset_seconds),
+                    *self._clock_arguments(),
                 ],
                 self._receiver_env(),
             ),
@@ -386,28 +386,30 @@ class LocalStack:
         )
         dynamodb, sqs = probe.aws_client("dynamodb"), probe.aws_client("sqs")
         secretsmanager, s3 = probe.aws_client("secretsmanager"), probe.aws_client("s3")
-        table_name = f"{PREFIX}-inbox"
+        # Unique per stack: stacks in one process share moto's in-memory backends.
+        prefix = f"{PREFIX}-{secrets.token_hex(3)}"
+        table_name = f"{prefix}-inbox"
         stream_arn = create_table(dynamodb, table_name)
         work_queue_url, dead_letter_queue_url = create_queues(
             sqs,
-            queue_name=f"{PREFIX}-work",
+            queue_name=f"{prefix}-work",
             max_receive_count=self.options.max_attempts,
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
-        relay_failure_queue_url = sqs.create_queue(QueueName=f"{PREFIX}-relay-failures")["QueueUrl"]
-        bucket = f"{PREFIX}-archive"
+        relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]
+        bucket = f"{prefix}-archive"
         s3.create_bucket(Bucket=bucket)
-        topic_arn = probe.aws_client("sns").create_topic(Name=f"{PREFIX}-alarms")["TopicArn"]
+        topic_arn = probe.aws_client("sns").create_topic(Name=f"{prefix}-alarms")["TopicArn"]
         return Resources(
             table_name=table_name,
             work_queue_url=work_queue_url,
             dead_letter_queue_url=dead_letter_queue_url,
             relay_failure_queue_url=relay_failure_queue_url,
             signing_secrets_arn=create_secret(
-                secretsmanager, name=f"{PREFIX}/signing-secrets", value=json.dumps(signing)
+                secretsmanager, name=f"{prefix}/signing-secrets", value=json.dumps(signing)
             ),
             mcp_token_secret_arn=create_secret(
-                secretsmanager, name=f"{PREFIX}/mcp-token", value=token
+                secretsmanager, name=f"{prefix}/mcp-token", value=token
             ),
             archive_bucket=bucket,
             stream_arn=stream_arn,
@@ -479,6 +481,13 @@ class LocalStack:
         # Local only: the demo MCP server is plain HTTP on loopback.
         merged[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
         return {**self._base_env(), **merged}
+
+    def _clock_arguments(self) -> list[str]:
+        options = self.options
+        if options.receiver_clock_start is None:
+            return []
+        frozen = ["--freeze-clock"] if options.receiver_clock_frozen else []
+        return ["--clock-start", str(options.receiver_clock_start), *frozen]
 
     def _worker_command(self) -> list[str]:
         assert self._state is not None and self._run_dir is not None

@@ -1,0 +1,111 @@
+"""Deliveries through the whole local stack: front door, stream, relay, queue, worker, MCP.
+
+Every figure is read back from the store and the notification target's counter:
+each delivery ``completed``, its effect applied exactly once, nothing lost, no work
+item left in any queue — also while the front door and the worker are SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from local.sender import Sender, SenderConfig, Summary
+from local.stack import LocalStack
+
+QUIET_DEADLINE_SECONDS = 90.0
+
+
+def _config(stack: LocalStack, *, duplicate_rate: float = 0.0, seed: int = 1) -> SenderConfig:
+    state = stack.state
+    return SenderConfig(
+        url=state.webhook_url,
+        secrets=tuple(state.signing_secrets),
+        timeout_seconds=10.0,
+        time_scale=300.0,  # 30 s becomes 0.1 s
+        concurrency=8,
+        duplicate_rate=duplicate_rate,
+        seed=seed,
+    )
+
+
+def _assert_each_completed_once(stack: LocalStack, summary: Summary) -> None:
+    ids = {result.delivery_id for result in summary.results}
+    assert summary.all_acknowledged
+    assert stack.quiet(QUIET_DEADLINE_SECONDS, expected=len(ids)), stack.queue_depths()
+    states = stack.inbox_states()
+    assert {i: states.get(i) for i in ids} == dict.fromkeys(ids, "completed")
+    effects = stack.effects()
+    assert {i: effects.get(f"{i}:notify") for i in ids} == dict.fromkeys(ids, 1)
+    assert stack.queue_depths() == {"work": 0, "dead_letter": 0, "relay_failure": 0}
+
+
+def test_fifty_deliveries_with_duplicates_complete_with_one_effect_each(
+    stack: LocalStack,
+) -> None:
+    async def send() -> Summary:
+        async with Sender(_config(stack, duplicate_rate=0.3)) as sender:
+            return await sender.send_new(50, mcp_url=stack.state.mcp_url)
+
+    summary = asyncio.run(send())
+
+    assert summary.deliveries == 50
+    assert summary.extra_attempts == 15  # the duplicates really were sent
+    assert summary.answers["202"] == 50
+    assert summary.answers["200"] >= 1  # duplicates answered "already have it"
+    _assert_each_completed_once(stack, summary)
+
+
+def test_killing_the_front_door_and_the_worker_during_traffic_loses_nothing(
+    stack: LocalStack,
+) -> None:
+    before = dict(stack.restarts)
+
+    async def send_while_killing() -> Summary:
+        async with Sender(_config(stack, seed=2)) as sender:
+            traffic = asyncio.create_task(sender.send_new(40, mcp_url=stack.state.mcp_url))
+            for role in ("front_door", "worker", "front_door", "worker"):
+                await asyncio.sleep(0.15)  # let traffic be in flight at the kill
+                stack.kill(role)  # type: ignore[arg-type]
+            return await traffic
+
+    summary = asyncio.run(send_while_killing())
+
+    assert stack.restarts == {
+        "front_door": before["front_door"] + 2,
+        "worker": before["worker"] + 2,
+    }
+    _assert_each_completed_once(stack, summary)
+
+
+def _cli(state_file: Path, *arguments: str) -> dict[str, object] | list[object]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "local.cli", *arguments, "--local", str(state_file), "--json"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    parsed: dict[str, object] | list[object] = json.loads(completed.stdout)
+    return parsed
+
+
+def test_operator_json_matches_the_store(stack: LocalStack, tmp_path: Path) -> None:
+    state_file = tmp_path / "state.json"
+    stack.state.write(state_file)
+    states = stack.inbox_states()
+    assert states, "earlier tests in this module leave deliveries behind"
+
+    listed = _cli(state_file, "inbox", "list", "--state", "completed", "--limit", "1000")
+    one = next(iter(states))
+    shown = _cli(state_file, "inbox", "show", one)
+
+    items = listed["items"] if isinstance(listed, dict) else listed
+    assert isinstance(items, list)
+    completed = {i for i, s in states.items() if s == "completed"}
+    assert {item["delivery_id"] for item in items} == completed  # type: ignore[index]
+    assert isinstance(shown, dict)
+    assert shown["delivery_id"] == one
+    assert shown["state"] == states[one]

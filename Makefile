@@ -27,7 +27,7 @@ pytest: $(STAMP) build
 	$(VENV)/bin/pytest
 
 demo: $(STAMP)
-	$(PY) -m local.vector_demo
+	$(VENV)/bin/relaylink-receiver demo
 
 # Lambda assets for arm64 / Python 3.14 (pip wheels, cached in build/deps/; no Docker).
 build: $(STAMP)

@@ -23,6 +23,7 @@ import json
 import logging
 import random
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -56,6 +57,18 @@ class FaultInjector:
         self._random = random.Random(seed)  # noqa: S311 (reproducible faults, not secrets)
         self._rate = rate
         self._counts: Counter[str] = Counter()
+        self._delays: dict[str, list[float]] = {}
+
+    def delay_next(self, operation: str, seconds: float, *, count: int = 1) -> None:
+        """Hold the next ``count`` DynamoDB ``operation`` requests ``seconds`` before moto
+        sees them (a slow write: the caller may give up while the write still happens)."""
+        with self._lock:
+            self._delays.setdefault(operation, []).extend([seconds] * count)
+
+    def delay_for(self, operation: str) -> float:
+        with self._lock:
+            pending = self._delays.get(operation)
+            return pending.pop(0) if pending else 0.0
 
     def set_rate(self, rate: float) -> None:
         if not 0.0 <= rate <= 1.0:
@@ -86,7 +99,11 @@ class _Gate:
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("HTTP_X_AMZ_TARGET", "").startswith(DYNAMODB_TARGET_PREFIX):
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target.startswith(DYNAMODB_TARGET_PREFIX):
+            delay = self._faults.delay_for(target.removeprefix(DYNAMODB_TARGET_PREFIX))
+            if delay:
+                time.sleep(delay)  # outside the lock: other requests go on
             kind = self._faults.pick()
             if kind is not None:
                 status, error_type, message = _FAULTS[kind]

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test lint typecheck pytest demo clean build synth cfn-lint
+.PHONY: test lint typecheck pytest demo chaos clean build synth cfn-lint
 # jsii silences its end-of-life warning only for the node majors listed here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
@@ -28,6 +28,11 @@ pytest: $(STAMP) build
 
 demo: $(STAMP)
 	$(VENV)/bin/relaylink-receiver demo
+
+# Fault injection against the local stack (docs/reliability.md): a few minutes.
+CHAOS_ARGS ?= --deliveries 500 --kills 5 --seed 1
+chaos: $(STAMP)
+	$(VENV)/bin/relaylink-receiver chaos $(CHAOS_ARGS)
 
 # Lambda assets for arm64 / Python 3.14 (pip wheels, cached in build/deps/; no Docker).
 build: $(STAMP)

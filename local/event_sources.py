@@ -45,6 +45,7 @@ log = logging.getLogger("relaylink.local.event_sources")
 Handler = Callable[[dict[str, Any], Any], Any]
 IDLE_WAIT_SECONDS = 0.05
 SHARD_REFRESH_SECONDS = 5.0
+INJECTED_RELAY_FAILURE = "injected fault"
 
 
 def is_outbox_insert(record: dict[str, Any]) -> bool:
@@ -186,6 +187,9 @@ class StreamMapping:
         self.invocations += 1
         if self._failure_rate and self._random.random() < self._failure_rate:
             self.injected_failures += 1
+            # One line each: the chaos run counts them in this process's log (a kill
+            # would lose an in-memory count).
+            log.warning("relay invocation failed: %s", INJECTED_RELAY_FAILURE)
             return 0
         try:
             response = self._handler({"Records": batch}, LambdaContext("relay")) or {}

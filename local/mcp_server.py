@@ -16,10 +16,13 @@ Package ids select the behaviour, so one server serves every test case:
 ``legacy_only`` makes it refuse the stateless 2026-07-28 protocol, as a server that
 predates it would, so clients must fall back to the ``initialize`` handshake.
 
-Settable at run time: latency added to every ``get_package`` call, and a rate of
-POST requests answered HTTP 503 (seeded RNG, so a run is reproducible). The server
+Settable at run time: latency added to every ``get_package`` call, a rate of
+POST requests answered HTTP 503, and a rate of ``get_package`` calls made slow by
+a set delay (longer than a client's timeout: the chaos run's "slow responses").
+Both rates use seeded RNGs of their own, so a run is reproducible. The server
 counts every HTTP request it receives (by method, and ``tools/call`` bodies apart)
-so tests and benchmarks can measure what a client costs the server.
+and every package id asked for, so tests and benchmarks can measure what a client
+costs the server and which packages it fetched.
 
 Run it alone with ``python -m local.mcp_server --port 8765 --token secret``.
 """
@@ -67,6 +70,8 @@ class ServerControls:
         failure_rate: float = 0.0,
         seed: int = 0,
         legacy_only: bool = False,
+        slow_rate: float = 0.0,
+        slow_ms: int = 0,
     ) -> None:
         self.token = token
         self.legacy_only = legacy_only
@@ -74,6 +79,12 @@ class ServerControls:
         self._latency_ms = latency_ms
         self._failure_rate = failure_rate
         self._rng = random.Random(seed)  # noqa: S311 (fault injection, not cryptography)
+        # Its own generator: turning slow responses on leaves the 503 sequence unchanged.
+        self._slow_rng = random.Random(seed + 1)  # noqa: S311 (fault injection)
+        self._slow_rate = slow_rate
+        self._slow_ms = slow_ms
+        self._slow_injected = 0
+        self._packages: Counter[str] = Counter()
         self._by_method: Counter[str] = Counter()
         self._tool_calls = 0
         self._failures_injected = 0
@@ -104,6 +115,23 @@ class ServerControls:
             if seed is not None:
                 self._rng.seed(seed)
 
+    @property
+    def slow_rate(self) -> float:
+        with self._lock:
+            return self._slow_rate
+
+    def set_slow_rate(self, value: float, *, delay_ms: int, seed: int | None = None) -> None:
+        """Make that fraction of ``get_package`` calls wait ``delay_ms`` more."""
+        if not 0.0 <= value <= 1.0:
+            raise ValueError("slow rate must be within [0, 1]")
+        if delay_ms < 0:
+            raise ValueError("delay must be >= 0")
+        with self._lock:
+            self._slow_rate = value
+            self._slow_ms = delay_ms
+            if seed is not None:
+                self._slow_rng.seed(seed)
+
     # --- counters -------------------------------------------------------------
     @property
     def requests(self) -> int:
@@ -132,12 +160,25 @@ class ServerControls:
         with self._lock:
             return self._unauthorized
 
+    @property
+    def slow_injected(self) -> int:
+        """``get_package`` calls made slow by the slow rate."""
+        with self._lock:
+            return self._slow_injected
+
+    def packages_requested(self) -> dict[str, int]:
+        """``get_package`` calls per package id."""
+        with self._lock:
+            return dict(self._packages)
+
     def reset_counters(self) -> None:
         with self._lock:
             self._by_method.clear()
             self._tool_calls = 0
             self._failures_injected = 0
             self._unauthorized = 0
+            self._slow_injected = 0
+            self._packages.clear()
 
     # --- used by the server ---------------------------------------------------
     def _count(self, method: str) -> None:
@@ -148,9 +189,18 @@ class ServerControls:
         with self._lock:
             self._unauthorized += 1
 
-    def _count_tool_call(self) -> None:
+    def _count_tool_call(self, package_id: str) -> None:
         with self._lock:
             self._tool_calls += 1
+            self._packages[package_id] += 1
+
+    def _slow_delay_ms(self) -> int:
+        """The extra delay of this call: the slow delay at the slow rate, else 0."""
+        with self._lock:
+            if self._slow_rate <= 0.0 or self._slow_rng.random() >= self._slow_rate:
+                return 0
+            self._slow_injected += 1
+            return self._slow_ms
 
     def _should_fail(self) -> bool:
         with self._lock:
@@ -230,8 +280,8 @@ def build_app(controls: ServerControls) -> ASGIApp:
 
     @server.tool(name=TOOL_NAME, description="Fetch one RelayLink package by id.")
     async def get_package(package_id: str) -> CallToolResult:
-        controls._count_tool_call()
-        latency = controls.latency_ms
+        controls._count_tool_call(package_id)
+        latency = controls.latency_ms + controls._slow_delay_ms()
         if latency:
             await anyio.sleep(latency / 1000)
         return _result_for(package_id)
@@ -292,6 +342,9 @@ class RunningServer:
 
     def set_failure_rate(self, value: float, *, seed: int | None = None) -> None:
         self.controls.set_failure_rate(value, seed=seed)
+
+    def set_slow_rate(self, value: float, *, delay_ms: int, seed: int | None = None) -> None:
+        self.controls.set_slow_rate(value, delay_ms=delay_ms, seed=seed)
 
     def set_legacy_only(self, value: bool) -> None:
         self.controls.legacy_only = value

@@ -1,0 +1,610 @@
+"""Fault injection against the local stack: a seeded load, kills and faults, then invariants.
+
+:func:`run_chaos` starts a :class:`~local.stack.LocalStack` and, while the RelayLink
+simulator (:mod:`local.sender`) sends its load, SIGKILLs the front door and the
+worker process at seeded moments and injects faults: DynamoDB throttling and
+internal errors (:mod:`local.aws_emulator`), MCP 503s and responses slower than the
+worker's MCP timeout (:mod:`local.mcp_server`), and relay invocations that fail
+before the handler (:mod:`local.event_sources`). Then it turns the faults off, waits
+until the system is quiet and checks every invariant from the table, the queues and
+the notification target's effect counter. ``docs/reliability.md`` explains each
+check and publishes the figures of a large run.
+
+The load (counts derived from ``deliveries``, see :func:`plan_load`):
+
+* genuine deliveries with the contract's retries, some duplicated (overlapping with
+  the first attempt, or after its 2xx), a few packages delivered several times, and
+  some ``pkg_missing...`` packages (the MCP server does not know them: ``failed``);
+* same-id different-body deliveries, each sent after its original was acknowledged
+  (409, a quarantine record; the original processed once, the other body never);
+* forged signatures and replays of requests signed more than 300 s ago (401, never
+  stored).
+
+Kills are spread over the run: the front door's at seeded fractions of the
+acknowledged deliveries, the worker's at seeded fractions of the applied effects,
+so that each one lands while that process has work in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from functions.core import names
+from local.event_sources import INJECTED_RELAY_FAILURE
+from local.sender import (
+    CONNECTION_ERROR,
+    TIMEOUT,
+    AttemptResult,
+    Delivery,
+    DeliveryResult,
+    Sender,
+    SenderConfig,
+    deliveries_of_package,
+    forged_secret,
+    new_package_id,
+)
+from local.stack import ROLES, LocalStack, Role, StackOptions
+
+MISSING_PREFIX: Final = "pkg_missing"  # local/mcp_server.py: "not found", permanently
+CONFLICT_PREFIX: Final = "pkg_conflict"  # the package id a conflicting body names
+SIGNATURE_TOLERANCE_SECONDS: Final = 300  # contract section 2
+DELIVERIES_PER_SHARED_PACKAGE: Final = 3
+RESTART_DEADLINE_SECONDS: Final = 60.0
+_POLL_SECONDS: Final = 0.05
+_HTTP_RETRIES: Final = 20  # a single adversarial request, until the receiver answers it
+_RETRYABLE: Final = frozenset({TIMEOUT, CONNECTION_ERROR, "500", "502", "503", "504"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosConfig:
+    """One run. Rates are fractions; ``time_scale`` divides the sender's back-off.
+
+    ``deadline_seconds`` bounds the wait for quiet after the load (and any wait for
+    a kill's moment); a run that is not quiet by then is a violation.
+    """
+
+    deliveries: int = 500
+    kills: int = 5
+    seed: int = 0
+    mcp_failure_rate: float = 0.1
+    mcp_slow_rate: float = 0.02
+    aws_fault_rate: float = 0.02
+    relay_failure_rate: float = 0.05
+    time_scale: float = 100.0
+    deadline_seconds: float = 600.0
+    concurrency: int = 16
+    duplicate_rate: float = 0.1
+    adversarial_fraction: float = 0.02  # of deliveries, for each adversarial kind (min 1)
+
+    def __post_init__(self) -> None:
+        if self.deliveries < 10:
+            raise ValueError("deliveries must be at least 10")
+        if self.kills < 0:
+            raise ValueError("kills must be >= 0")
+        for rate in (
+            self.mcp_failure_rate,
+            self.mcp_slow_rate,
+            self.aws_fault_rate,
+            self.relay_failure_rate,
+            self.duplicate_rate,
+            self.adversarial_fraction,
+        ):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError("rates are fractions between 0 and 1")
+        if self.mcp_failure_rate + self.mcp_slow_rate >= 0.5:
+            # Five failed fetches in a row exhaust an item's attempts: `failed`, legitimately.
+            raise ValueError("the MCP failure and slow rates together must stay below 0.5")
+        if self.time_scale <= 0 or self.deadline_seconds <= 0 or self.concurrency < 1:
+            raise ValueError("time scale, deadline and concurrency must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPlan:
+    """What will be sent. Genuine deliveries include the originals of the conflicts."""
+
+    genuine: tuple[Delivery, ...]
+    missing_ids: frozenset[str]
+    shared_packages: dict[str, tuple[str, ...]]  # package id -> its delivery ids
+    conflicts: tuple[tuple[Delivery, Delivery], ...]  # (original, same id other body)
+    forged: tuple[Delivery, ...]
+    replayed: tuple[Delivery, ...]
+
+
+def plan_load(config: ChaosConfig, *, mcp_url: str, rng: random.Random) -> LoadPlan:
+    """The seeded mix of deliveries for ``config.deliveries`` genuine ones."""
+    n = config.deliveries
+    each = max(1, round(n * config.adversarial_fraction))
+    shared_groups = max(1, each // 2)
+    regular = n - each - shared_groups * DELIVERIES_PER_SHARED_PACKAGE
+    if regular < each:
+        raise ValueError("too few deliveries for the adversarial mix")
+
+    def new(**kwargs: Any) -> Delivery:
+        return Delivery.new(mcp_url=mcp_url, rng=rng, **kwargs)
+
+    genuine = [new() for _ in range(regular)]
+    missing = [new(package_prefix=MISSING_PREFIX) for _ in range(each)]
+    shared: dict[str, tuple[str, ...]] = {}
+    for _ in range(shared_groups):
+        package_id = new_package_id(rng)
+        group = deliveries_of_package(package_id, DELIVERIES_PER_SHARED_PACKAGE, mcp_url=mcp_url)
+        shared[package_id] = tuple(d.delivery_id for d in group)
+        genuine.extend(group)
+    genuine.extend(missing)
+    rng.shuffle(genuine)
+    originals = [d for d in genuine if d.package_id and d.package_id.startswith("pkg_")]
+    originals = [d for d in originals if not str(d.package_id).startswith(MISSING_PREFIX)]
+    conflicts = tuple(
+        (original, original.conflicting(package_id=new_package_id(rng, CONFLICT_PREFIX)))
+        for original in rng.sample(originals, each)
+    )
+    return LoadPlan(
+        genuine=tuple(genuine),
+        missing_ids=frozenset(d.delivery_id for d in missing),
+        shared_packages=shared,
+        conflicts=conflicts,
+        forged=tuple(new() for _ in range(each)),
+        replayed=tuple(new() for _ in range(each)),
+    )
+
+
+@dataclass(slots=True)
+class ChaosReport:
+    """The figures of a run and the invariants it broke (none: it passed)."""
+
+    figures: dict[str, Any]
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, **self.figures, "violations": list(self.violations)}
+
+    def table(self) -> str:
+        """The figures as an aligned two-column table, violations listed after it."""
+        f = self.figures
+        rows: list[tuple[str, str]] = []
+
+        def add(label: str, value: Any) -> None:
+            rows.append((label, _text(value)))
+
+        d = f["deliveries"]
+        add("deliveries (genuine)", d["genuine"])
+        add("  of which one package, several deliveries", d["shared_package"])
+        add("  of which missing packages", d["missing_package"])
+        add("  of which duplicated by the sender", d["duplicated_by_sender"])
+        add("conflicting bodies (same id)", d["conflicting"])
+        add("forged signatures", d["forged"])
+        add("replays past the tolerance", d["replayed"])
+        add("attempts (HTTP requests)", f["attempts"]["total"])
+        for kind, answers in f["answers"].items():
+            add(f"answers, {kind}", answers)
+        for role, kills in f["kills"].items():
+            add(f"kills survived, {role}", f"{kills['survived']} of {kills['sent']}")
+        for kind, count in f["faults"].items():
+            add(f"faults injected, {kind}", count)
+        add("inbox states", f["outcomes"])
+        add("effects applied", f["effects_applied"])
+        add("lost", f["lost"])
+        add("duplicated effects", f["duplicated"])
+        add("quarantined", f["quarantined"])
+        add("stored forged or replayed", f["stored_forged_or_replayed"])
+        add("queues at the end", f["queues"])
+        for phase, seconds in f["seconds"].items():
+            add(f"time, {phase} (s)", seconds)
+        width = max(len(label) for label, _ in rows)
+        lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+        verdict = "PASSED: no violation" if self.passed else f"FAILED: {len(self.violations)}"
+        lines.append(verdict)
+        lines.extend(f"  - {v}" for v in self.violations[:50])
+        if len(self.violations) > 50:
+            lines.append(f"  ... and {len(self.violations) - 50} more (see the report)")
+        return "\n".join(lines)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(value.items())) or "none"
+    return str(value)
+
+
+def sha256_hex(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+@dataclass(slots=True)
+class _Load:
+    """What the load sent and heard, filled in while it runs."""
+
+    genuine: list[DeliveryResult] = field(default_factory=list)
+    conflicting: list[tuple[str, AttemptResult]] = field(default_factory=list)  # id, answer
+    forged: list[AttemptResult] = field(default_factory=list)
+    replayed: list[AttemptResult] = field(default_factory=list)
+    adversarial_attempts: int = 0  # conflicting, forged and replayed requests sent
+    kills: Counter[str] = field(default_factory=Counter)
+    acknowledged: int = 0
+
+
+def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = None) -> ChaosReport:
+    """Run the load with faults, then check the invariants. Never raises on a violation."""
+    say = progress or (lambda _message: None)
+    options = StackOptions(
+        seed=config.seed,
+        mcp_failure_rate=config.mcp_failure_rate,
+        aws_fault_rate=config.aws_fault_rate,
+        relay_failure_rate=config.relay_failure_rate,
+    )
+    started = time.monotonic()
+    with LocalStack(options) as stack:
+        assert stack.mcp is not None and stack.emulator is not None
+        # Slower than the worker's MCP client waits: it gives up and retries later.
+        stack.mcp.set_slow_rate(
+            config.mcp_slow_rate, delay_ms=options.mcp_timeout_seconds * 1000 + 500
+        )
+        rng = random.Random(config.seed)  # noqa: S311 (a reproducible simulation)
+        plan = plan_load(config, mcp_url=stack.state.mcp_url, rng=rng)
+        say(
+            f"stack up in {time.monotonic() - started:.1f} s; sending {len(plan.genuine)} "
+            f"deliveries with {config.kills} kills of each process"
+        )
+        load_started = time.monotonic()
+        load = asyncio.run(_send_load(stack, config, plan, rng))
+        load_seconds = time.monotonic() - load_started
+        faults = _faults(stack)  # before turning them off: what the run really injected
+        stack.emulator.faults.set_rate(0.0)
+        stack.mcp.set_failure_rate(0.0)
+        stack.mcp.set_slow_rate(0.0, delay_ms=0)
+        say(f"load sent in {load_seconds:.1f} s; faults off, waiting until quiet")
+        quiet_started = time.monotonic()
+        acknowledged = sum(1 for r in load.genuine if r.acknowledged)
+        quiet = stack.quiet(config.deadline_seconds, expected=acknowledged)
+        quiet_seconds = time.monotonic() - quiet_started
+        # Relay failures are a child process's argument: they stay on, and only delay.
+        faults["relay_failure"] = _relay_failures(stack)
+        report = _check(stack, config, plan, load, faults)
+        if not quiet:
+            report.violations.insert(
+                0, f"not quiet within the deadline of {config.deadline_seconds:g} s"
+            )
+        report.figures["seconds"] = {
+            "load": round(load_seconds, 1),
+            "until_quiet": round(quiet_seconds, 1),
+            "total": round(time.monotonic() - started, 1),
+        }
+    return report
+
+
+async def _send_load(
+    stack: LocalStack, config: ChaosConfig, plan: LoadPlan, rng: random.Random
+) -> _Load:
+    load = _Load()
+    sender_config = SenderConfig(
+        url=stack.state.webhook_url,
+        secrets=tuple(stack.state.signing_secrets),
+        time_scale=config.time_scale,
+        concurrency=config.concurrency,
+        duplicate_rate=config.duplicate_rate,
+        seed=config.seed,
+    )
+    deadline = time.monotonic() + config.deadline_seconds
+    conflict_ids = {original.delivery_id for original, _ in plan.conflicts}
+    plain = [d for d in plan.genuine if d.delivery_id not in conflict_ids]
+    total = len(plan.genuine)
+    expected_effects = total - len(plan.missing_ids)
+
+    def acknowledged() -> float:
+        return load.acknowledged / total
+
+    def effects_applied() -> float:
+        return len(stack.effects()) / expected_effects
+
+    def count(result: DeliveryResult) -> None:
+        load.acknowledged += result.acknowledged
+
+    async with Sender(sender_config) as sender:
+
+        async def genuine() -> None:
+            summary = await sender.deliver_many(plain, progress=count)
+            load.genuine.extend(summary.results)
+
+        async def conflict(original: Delivery, other: Delivery, at: float) -> None:
+            await _until(lambda: acknowledged() >= at, deadline)
+            result = await sender.deliver(original)
+            count(result)
+            load.genuine.append(result)
+            if result.acknowledged:  # else the original's own check reports it
+                answer = await _answered(sender, load, other)
+                load.conflicting.append((other.delivery_id, answer))
+
+        async def forge(delivery: Delivery, at: float) -> None:
+            await _until(lambda: acknowledged() >= at, deadline)
+            load.forged.append(await _answered(sender, load, delivery, secrets=[forged_secret()]))
+
+        async def replay(delivery: Delivery, at: float, age: int) -> None:
+            await _until(lambda: acknowledged() >= at, deadline)
+            signed_at = int(time.time()) - age
+            first = await _answered(sender, load, delivery, timestamp=signed_at)
+            load.replayed.append(first)
+            load.adversarial_attempts += 1
+            again = await sender.resend(first, delivery)  # the same bytes, byte for byte
+            load.replayed.append(again)
+
+        async def kill(role: Role, at: float) -> None:
+            progress = acknowledged if role == "front_door" else effects_applied
+            await _until(lambda: progress() >= at, deadline)
+            await asyncio.to_thread(stack.kill, role)
+            load.kills[role] += 1
+            await asyncio.to_thread(stack.wait_ready, RESTART_DEADLINE_SECONDS)
+
+        async def kills(role: Role) -> None:
+            # One process's kills in order, each once it serves again after the last.
+            for at in sorted(rng.uniform(0.05, 0.95) for _ in range(config.kills)):
+                await kill(role, at)
+
+        tasks = [genuine(), *(kills(role) for role in ROLES)]
+        tasks += [conflict(o, c, rng.uniform(0.0, 0.9)) for o, c in plan.conflicts]
+        tasks += [forge(d, rng.uniform(0.0, 0.9)) for d in plan.forged]
+        tasks += [
+            replay(d, rng.uniform(0.0, 0.9), rng.randint(SIGNATURE_TOLERANCE_SECONDS + 1, 86_400))
+            for d in plan.replayed
+        ]
+        await asyncio.gather(*tasks)
+    return load
+
+
+async def _until(condition: Callable[[], bool], deadline: float) -> None:
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(_POLL_SECONDS)
+
+
+async def _answered(
+    sender: Sender,
+    load: _Load,
+    delivery: Delivery,
+    *,
+    secrets: Iterable[str] | None = None,
+    timestamp: int | None = None,
+) -> AttemptResult:
+    """One request, repeated only while the receiver gives no verdict (killed, 503)."""
+    result = await sender.attempt(
+        delivery, secrets=None if secrets is None else list(secrets), timestamp=timestamp
+    )
+    load.adversarial_attempts += 1
+    for _ in range(_HTTP_RETRIES):
+        if result.answer not in _RETRYABLE:
+            break
+        load.adversarial_attempts += 1
+        await asyncio.sleep(0.2)
+        result = await sender.resend(result, delivery)
+    return result
+
+
+def _faults(stack: LocalStack) -> dict[str, int]:
+    assert stack.mcp is not None
+    aws = stack.aws_faults
+    return {
+        "dynamodb_throttling": aws.get("throttling", 0),
+        "dynamodb_internal_error": aws.get("internal_error", 0),
+        "mcp_unavailable": stack.mcp.controls.failures_injected,
+        "mcp_slow": stack.mcp.controls.slow_injected,
+    }
+
+
+def _relay_failures(stack: LocalStack) -> int:
+    """Injected relay failures, from the worker process's log (it survives the kills)."""
+    log_file = stack.run_dir / "worker.log"
+    marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
+    with log_file.open(encoding="utf-8", errors="replace") as lines:
+        return sum(marker in line for line in lines)
+
+
+def _scan(stack: LocalStack) -> list[dict[str, Any]]:
+    dynamodb = stack.client("dynamodb")
+    items: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=stack.state.resources.table_name, ConsistentRead=True
+    ):
+        items.extend(page["Items"])
+    return items
+
+
+def _check(
+    stack: LocalStack,
+    config: ChaosConfig,
+    plan: LoadPlan,
+    load: _Load,
+    faults: dict[str, int],
+) -> ChaosReport:
+    """Every invariant, from the table, the queues, the effect counter and the answers."""
+    checks = _Checks(stack, plan, load)
+    checks.genuine()
+    checks.shared_packages()
+    checks.conflicts()
+    checks.rejected()
+    checks.queues()
+    kills = checks.kills(config.kills)
+    return ChaosReport(figures=checks.figures(config, kills, faults), violations=checks.violations)
+
+
+class _Checks:
+    """What the run left behind, read once, and the invariants checked against it."""
+
+    def __init__(self, stack: LocalStack, plan: LoadPlan, load: _Load) -> None:
+        assert stack.mcp is not None and stack.sink is not None
+        self.stack, self.plan, self.load = stack, plan, load
+        self.violations: list[str] = []
+        items = _scan(stack)
+        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == names.SK_INBOX}
+        self.stored_ids = {i["pk"]["S"] for i in items}
+        self.quarantine = {
+            (i["pk"]["S"], i["received_sha256"]["S"]): i
+            for i in items
+            if i["sk"]["S"].startswith(names.SK_QUARANTINE_PREFIX)
+        }
+        self.effects = stack.effects()
+        self.notified = stack.sink.sink.body
+        self.requested = stack.mcp.controls.packages_requested()
+        self.depths = stack.queue_depths()
+        self.states: Counter[str] = Counter()
+        self.lost = 0
+        self.quarantined = 0
+        self.stored_rejected = 0
+
+    def _applied(self, delivery_id: str) -> int:
+        return self.effects.get(f"{delivery_id}:notify", 0)
+
+    def genuine(self) -> None:
+        """Acknowledged, stored with its own body, finished as its package says, and its
+        effect applied exactly once (never for a package that does not exist)."""
+        for result in self.load.genuine:
+            delivery_id = result.delivery_id
+            item = self.inbox.get(delivery_id)
+            if not result.acknowledged:
+                self.violations.append(f"{delivery_id}: never acknowledged ({result.final_answer})")
+            if item is None:
+                if result.acknowledged:
+                    self.lost += 1
+                    self.violations.append(f"{delivery_id}: acknowledged, no inbox item (lost)")
+                continue
+            state = item["state"]["S"]
+            self.states[state] += 1
+            expected = "failed" if delivery_id in self.plan.missing_ids else "completed"
+            if state != expected:
+                error = item.get("last_error", {}).get("S", "")
+                self.violations.append(f"{delivery_id}: {state}, expected {expected} ({error})")
+            applied = self._applied(delivery_id)
+            if applied != (1 if expected == "completed" else 0):
+                self.violations.append(f"{delivery_id}: effect applied {applied} times ({state})")
+            if item["body_sha256"]["S"] != sha256_hex(result.delivery.body):
+                self.violations.append(f"{delivery_id}: stored body digest is not the delivery's")
+        genuine_ids = {r.delivery_id for r in self.load.genuine}
+        for key in self.effects:
+            if key.removesuffix(":notify") not in genuine_ids:
+                self.violations.append(f"an effect for an unknown delivery: {key}")
+
+    def shared_packages(self) -> None:
+        """Several deliveries of one package: each processed on its own."""
+        for package_id, ids in self.plan.shared_packages.items():
+            done = sum(self._applied(i) == 1 for i in ids)
+            if done != len(ids):
+                self.violations.append(f"{package_id}: {done} of {len(ids)} deliveries processed")
+
+    def conflicts(self) -> None:
+        """409, a quarantine record naming both digests, the original processed with its
+        own package, and the conflicting body's package never fetched."""
+        sent = dict(self.load.conflicting)
+        for original, other in self.plan.conflicts:
+            delivery_id = original.delivery_id
+            answer = sent.get(delivery_id)
+            if answer is None:
+                self.violations.append(f"{delivery_id}: conflicting body never sent")
+            elif answer.answer != "409":
+                self.violations.append(f"{delivery_id}: conflicting body answered {answer.answer}")
+            record = self.quarantine.get((delivery_id, sha256_hex(other.body)))
+            if record is None:
+                self.violations.append(f"{delivery_id}: conflicting body not quarantined")
+            else:
+                self.quarantined += 1
+                if record["stored_sha256"]["S"] != sha256_hex(original.body):
+                    self.violations.append(f"{delivery_id}: quarantine names another original")
+            if self.requested.get(str(other.package_id), 0):
+                self.violations.append(f"{delivery_id}: the conflicting body's package fetched")
+            notified = self.notified(f"{delivery_id}:notify") or {}
+            if notified.get("package_id") != original.package_id:
+                self.violations.append(f"{delivery_id}: notified without the original package")
+
+    def rejected(self) -> None:
+        """Forged and stale-replayed requests: 401, and nothing stored under their ids."""
+        for kind, deliveries, answers in (
+            ("forged", self.plan.forged, self.load.forged),
+            ("replayed", self.plan.replayed, self.load.replayed),
+        ):
+            for answer in answers:
+                if answer.answer != "401":
+                    self.violations.append(f"a {kind} request answered {answer.answer}")
+            for delivery in deliveries:
+                if delivery.delivery_id in self.stored_ids:
+                    self.stored_rejected += 1
+                    self.violations.append(f"{delivery.delivery_id}: {kind} request stored")
+
+    def queues(self) -> None:
+        """No work left. The relay failure queue holds metadata of stream batches given
+        up on; their items must have been recovered by the reconciler, which
+        :meth:`genuine` establishes (every item completed or failed as expected)."""
+        for queue in ("work", "dead_letter"):
+            if self.depths[queue]:
+                self.violations.append(f"{self.depths[queue]} messages left in the {queue} queue")
+
+    def kills(self, planned: int) -> dict[str, dict[str, int]]:
+        """Every kill survived: the supervisor restarted the process and it serves."""
+        restarts = self.stack.restarts
+        sent = self.load.kills
+        for role in ROLES:
+            if sent[role] != planned:
+                self.violations.append(f"{role}: {sent[role]} of {planned} kills sent")
+            if restarts[role] < sent[role]:
+                self.violations.append(f"{role}: {restarts[role]} restarts, {sent[role]} kills")
+        try:
+            self.stack.wait_ready(RESTART_DEADLINE_SECONDS)
+        except (TimeoutError, RuntimeError) as exc:
+            self.violations.append(f"the stack does not serve at the end: {exc}")
+        return {
+            role: {"sent": sent[role], "survived": min(sent[role], restarts[role])}
+            for role in ROLES
+        }
+
+    def figures(
+        self, config: ChaosConfig, kills: dict[str, dict[str, int]], faults: dict[str, int]
+    ) -> dict[str, Any]:
+        load, plan = self.load, self.plan
+        genuine_answers: Counter[str] = Counter()
+        for result in load.genuine:
+            genuine_answers.update(result.answers)
+        genuine_attempts = sum(len(r.attempts) for r in load.genuine)
+        duplicates = sum(1 for r in load.genuine for a in r.attempts if a.extra)
+        conflicting = [answer for _, answer in load.conflicting]
+        return {
+            "config": asdict(config),
+            "deliveries": {
+                "genuine": len(load.genuine),
+                "shared_package": sum(len(ids) for ids in plan.shared_packages.values()),
+                "shared_packages": len(plan.shared_packages),
+                "missing_package": len(plan.missing_ids),
+                "duplicated_by_sender": sum(any(a.extra for a in r.attempts) for r in load.genuine),
+                "conflicting": len(plan.conflicts),
+                "forged": len(plan.forged),
+                "replayed": len(plan.replayed),
+            },
+            "attempts": {
+                "total": genuine_attempts + load.adversarial_attempts,
+                "genuine": genuine_attempts,
+                "genuine_retries": genuine_attempts - duplicates - len(load.genuine),
+                "duplicates": duplicates,
+                "adversarial": load.adversarial_attempts,
+            },
+            "answers": {
+                "genuine": dict(sorted(genuine_answers.items())),
+                "conflicting": dict(Counter(a.answer for a in conflicting)),
+                "forged": dict(Counter(a.answer for a in load.forged)),
+                "replayed": dict(Counter(a.answer for a in load.replayed)),
+            },
+            "kills": kills,
+            "faults": faults,
+            "outcomes": dict(sorted(self.states.items())),
+            "effects_applied": sum(self.effects.values()),
+            "lost": self.lost,
+            "duplicated": sum(count - 1 for count in self.effects.values() if count > 1),
+            "quarantined": self.quarantined,
+            "stored_forged_or_replayed": self.stored_rejected,
+            "queues": self.depths,
+            "relay_failure_queue_messages": self.depths["relay_failure"],
+        }

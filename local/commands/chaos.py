@@ -1,0 +1,107 @@
+"""``relaylink-receiver chaos``: the fault-injection run (see :mod:`local.chaos`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "chaos",
+        help="seeded fault-injection run against the local stack; exit 1 on any violation",
+        description=(
+            "Start the local stack, send a seeded load with the RelayLink simulator "
+            "(retries, duplicates, several deliveries of one package, missing packages, "
+            "same-id different-body deliveries, forged signatures, stale replays) while "
+            "SIGKILLing the front door and the worker process and injecting MCP, DynamoDB "
+            "and relay faults; then turn the faults off, wait until quiet and check every "
+            "invariant (docs/reliability.md). Exit 0 if none is violated, 1 otherwise."
+        ),
+    )
+    parser.add_argument(
+        "--deliveries", type=int, default=500, metavar="N", help="genuine deliveries (500)"
+    )
+    parser.add_argument(
+        "--kills", type=int, default=5, metavar="K", help="SIGKILLs of each process (5)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="makes the run reproducible (0)")
+    parser.add_argument(
+        "--mcp-failure-rate",
+        type=float,
+        default=0.1,
+        metavar="P",
+        help="MCP requests answered 503 (0.1)",
+    )
+    parser.add_argument(
+        "--mcp-slow-rate",
+        type=float,
+        default=0.02,
+        metavar="P",
+        help="MCP fetches slower than the worker's MCP timeout (0.02)",
+    )
+    parser.add_argument(
+        "--aws-fault-rate",
+        type=float,
+        default=0.02,
+        metavar="Q",
+        help="DynamoDB requests answered with throttling or an internal error (0.02)",
+    )
+    parser.add_argument(
+        "--relay-failure-rate",
+        type=float,
+        default=0.05,
+        metavar="P",
+        help="relay invocations that fail before the handler (0.05)",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=100.0,
+        metavar="F",
+        help="divide the sender's retry back-off by F (100: 30 s becomes 0.3 s)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for quiet after the load (600)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="deliveries in flight at once (16)"
+    )
+    parser.add_argument("--report", metavar="FILE", help="write the figures as JSON here")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from local.chaos import ChaosConfig, run_chaos  # noqa: PLC0415 (heavy: the whole stack)
+    from local.cli import CommandError  # noqa: PLC0415
+
+    try:
+        config = ChaosConfig(
+            deliveries=args.deliveries,
+            kills=args.kills,
+            seed=args.seed,
+            mcp_failure_rate=args.mcp_failure_rate,
+            mcp_slow_rate=args.mcp_slow_rate,
+            aws_fault_rate=args.aws_fault_rate,
+            relay_failure_rate=args.relay_failure_rate,
+            time_scale=args.time_scale,
+            deadline_seconds=args.deadline,
+            concurrency=args.concurrency,
+        )
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    report_path = Path(args.report) if args.report else None
+    if report_path is not None and not report_path.parent.is_dir():
+        raise CommandError(f"--report: no directory {report_path.parent}")
+    report = run_chaos(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(report.table())
+    if report_path is not None:
+        report_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return 0 if report.passed else 1

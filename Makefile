@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test lint typecheck pytest demo chaos clean build synth cfn-lint
+.PHONY: test lint typecheck pytest demo chaos bench clean build synth cfn-lint
 # jsii silences its end-of-life warning only for the node majors listed here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
@@ -33,6 +33,11 @@ demo: $(STAMP)
 CHAOS_ARGS ?= --deliveries 500 --kills 5 --seed 1
 chaos: $(STAMP)
 	$(VENV)/bin/relaylink-receiver chaos $(CHAOS_ARGS)
+
+# Performance and cost, measured side by side in one run (issue 7; under 5 minutes on
+# 2 cores): writes docs/benchmarks.md, docs/benchmarks.json and docs/cost.md.
+bench: $(STAMP)
+	$(PY) -m bench
 
 # Lambda assets for arm64 / Python 3.14 (pip wheels, cached in build/deps/; no Docker).
 build: $(STAMP)

@@ -109,7 +109,10 @@ def quiet_output() -> Iterator[None]:
     The logger's handlers hold the stream they were made with, so they are re-pointed too.
     """
     saved = sys.stdout
-    handlers = [h for h in logger.handlers if isinstance(h, logging.StreamHandler)]
+    # The root logger's too: records propagate there, and a library may have given it
+    # a console handler (the MCP SDK does).
+    every = [*logger.handlers, *logging.getLogger().handlers]
+    handlers = [h for h in every if isinstance(h, logging.StreamHandler)]
     streams = [h.stream for h in handlers]
     with open(os.devnull, "w", encoding="utf-8") as sink:
         sys.stdout = sink
@@ -121,3 +124,23 @@ def quiet_output() -> Iterator[None]:
             sys.stdout = saved
             for h, stream in zip(handlers, streams, strict=True):
                 h.setStream(stream)
+
+
+def offline_environment() -> None:
+    """No bench run may reach a real AWS account: fake credentials, fixed region.
+
+    The same variables as the tests' autouse fixture (tests/conftest.py).
+    """
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_SESSION_TOKEN": "bench",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        }
+    )
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        os.environ.pop(name, None)
+    os.environ.setdefault(names.ENV_POWERTOOLS_METRICS_NAMESPACE, names.METRICS_NAMESPACE)

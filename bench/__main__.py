@@ -1,0 +1,101 @@
+"""``python -m bench``: measure every figure, write docs/benchmarks.{md,json} and docs/cost.md.
+
+``--quick`` runs each figure small (a smoke run, not for committing);
+``--only 1,3`` measures some figures and leaves the files alone unless ``--write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bench import figures
+from bench.receiver_rig import offline_environment
+from bench.report import Figure, write
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCS = REPO_ROOT / "docs"
+
+PREAMBLE = """# Benchmarks
+
+Written by `make bench` (`python -m bench`, issue 7); do not edit by hand. Timings
+are ratios measured side by side in one run, because absolute times drift on a
+shared machine; every figure gives its method, the median and the spread
+(quartiles, range) and, where the issue sets one, the target and whether it is met.
+The same numbers, unrounded, are in `docs/benchmarks.json`; `docs/cost.md` turns
+them into dollars.
+"""
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "functions", "bench"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return done.stdout.strip() + (" (+ uncommitted changes)" if dirty else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--only", help="comma-separated figure numbers")
+    parser.add_argument("--write", action="store_true", help="write the docs even with --only")
+    args = parser.parse_args(argv)
+    sizes = figures.QUICK if args.quick else figures.Sizes()
+    makers: dict[int, Callable[[figures.Sizes], Figure]] = figures.ALL
+    chosen = sorted(makers) if not args.only else [int(n) for n in args.only.split(",")]
+    offline_environment()
+    started = time.perf_counter()
+    results: list[Figure] = []
+    for number in chosen:
+        began = time.perf_counter()
+        print(f"figure {number} ...", file=sys.stderr, flush=True)
+        figure = makers[number](sizes)
+        figure.seconds = time.perf_counter() - began
+        print(f"figure {number}: {figure.seconds:.1f} s", file=sys.stderr, flush=True)
+        results.append(figure)
+    run = {
+        "date (UTC)": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
+        "commit": _commit(),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs visible",
+        "sizes": "quick (smoke run)" if args.quick else "full",
+        "duration": f"{time.perf_counter() - started:.0f} s",
+    }
+    if args.only and not args.write:
+        for figure in results:
+            print(figure.to_json())
+        return 0
+    write(results, run, PREAMBLE, DOCS / "benchmarks.md", DOCS / "benchmarks.json")
+    if {2, 3, 4, 7} <= set(chosen):
+        from bench import cost  # noqa: PLC0415
+
+        cost.write(results, run, DOCS / "cost.md")
+    print(
+        f"wrote docs/benchmarks.md and docs/benchmarks.json in {run['duration']}", file=sys.stderr
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,464 @@
+"""Figures 5 and 6: both receivers over HTTP on the local stack, and the stack end to end.
+
+One :class:`local.stack.LocalStack` serves both figures: its front door is our
+receiver (the real handler in its own process, restartable), its worker side the
+relay, worker and reconciler. The baseline (:mod:`bench.baseline`) runs in its own
+process the same way, against the same emulator, MCP server and notify sink. Load
+comes from the RelayLink simulator (:mod:`local.sender`): signed attempts, retries
+on the contract's back-off schedule (compressed), duplicates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from bench.stats import Summary, quantile, summarize
+from functions.core import names
+from local.sender import Delivery, SenderConfig, send_all
+from local.sender import Summary as SendSummary
+from local.stack import LocalStack, StackOptions
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"
+MCP_LATENCY_MS: Final = 300
+READY_SECONDS: Final = 60.0
+
+
+class BaselineProcess:
+    """``python -m bench.baseline.server`` as a child that can be SIGKILLed and restarted."""
+
+    def __init__(self, stack: LocalStack, run_dir: Path) -> None:
+        state = stack.state
+        assert stack.sink is not None
+        keep = {"PATH", "HOME", "LANG", "TMPDIR"}
+        self._env = {k: v for k, v in os.environ.items() if k in keep}
+        self._env.update(state.client_environment())
+        self._env.update(
+            {
+                "PYTHONPATH": str(REPO_ROOT),
+                names.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
+                names.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
+                names.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
+                "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
+                "SIGNING_SECRETS_ARN": state.resources.signing_secrets_arn,
+                "MCP_TOKEN": state.mcp_token,
+                "NOTIFY_URL": stack.sink.url,
+                "ARCHIVE_BUCKET": state.resources.archive_bucket,
+            }
+        )
+        self._ready = run_dir / "baseline.ready"
+        self._log = run_dir / "baseline.log"
+        with socket_port() as port:
+            self.port = port
+        self.url = f"http://127.0.0.1:{self.port}/relaylink"
+        self._process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def start(self) -> None:
+        self._ready.unlink(missing_ok=True)
+        with self._log.open("ab") as log:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.baseline.server",
+                    "--port",
+                    str(self.port),
+                    "--ready-file",
+                    str(self._ready),
+                ],
+                env=self._env,
+                cwd=REPO_ROOT,
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + READY_SECONDS
+        while not self._ready.exists():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"baseline receiver did not start (log: {self._log})")
+            time.sleep(0.01)
+
+    def kill(self) -> None:
+        """SIGKILL, as when Lambda's sandbox dies mid-request; then serve again."""
+        assert self._process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._process.pid, signal.SIGKILL)
+        self._process.wait()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+
+@contextlib.contextmanager
+def socket_port() -> Iterator[int]:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
+def create_idempotency_table(stack: LocalStack) -> None:
+    """The table Powertools' DynamoDB persistence layer expects (key ``id``, TTL)."""
+    dynamodb = stack.client("dynamodb")
+    dynamodb.create_table(
+        TableName=IDEMPOTENCY_TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _deliveries(stack: LocalStack, n: int, rng: random.Random) -> list[Delivery]:
+    return [Delivery.new(mcp_url=stack.state.mcp_url, rng=rng) for _ in range(n)]
+
+
+def _latencies_ms(summary: SendSummary) -> list[float]:
+    """Every attempt that got an HTTP answer, in ms."""
+    return [a.elapsed_seconds * 1000 for r in summary.results for a in r.attempts if a.status]
+
+
+@dataclass
+class Effects:
+    """How many deliveries' effect was applied 0, 1 or more times."""
+
+    deliveries: int
+    lost: int
+    duplicated: int
+    extra_applications: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "deliveries": self.deliveries,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "extra_applications": self.extra_applications,
+        }
+
+
+def count_effects(stack: LocalStack, deliveries: list[Delivery]) -> Effects:
+    counts = stack.effects()
+    applied = [counts.get(f"{d.delivery_id}:notify", 0) for d in deliveries]
+    return Effects(
+        deliveries=len(deliveries),
+        lost=sum(1 for n in applied if n == 0),
+        duplicated=sum(1 for n in applied if n > 1),
+        extra_applications=sum(n - 1 for n in applied if n > 1),
+    )
+
+
+@dataclass
+class KillRun:
+    kills: int
+    cut_attempts: int  # attempts in flight when a kill came, that got no answer
+    acknowledged: int
+    effects: Effects
+    seconds: float
+    answers: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kills": self.kills,
+            "attempts_cut_mid_request": self.cut_attempts,
+            "acknowledged": self.acknowledged,
+            "effects": self.effects.to_json(),
+            "seconds": round(self.seconds, 2),
+            "answers": self.answers,
+        }
+
+
+def _send_while_killing(
+    config: SenderConfig,
+    deliveries: list[Delivery],
+    *,
+    kills: int,
+    kill: Callable[[], None],
+    spacing_s: float,
+    trigger: Callable[[], bool] | None = None,
+) -> tuple[SendSummary, list[float]]:
+    """Send ``deliveries``; meanwhile kill the receiver ``kills`` times.
+
+    Returns the sender's summary and the ``time.monotonic()`` of each kill.
+
+    Without ``trigger``, a kill comes at a random moment of a load that always has
+    requests in flight; with it, a kill comes as soon as ``trigger()`` is true.
+    """
+    result: dict[str, SendSummary] = {}
+    sending = threading.Thread(
+        target=lambda: result.setdefault("summary", send_all(config, deliveries)), daemon=True
+    )
+    sending.start()
+    rng = random.Random(7)
+    moments: list[float] = []
+    while len(moments) < kills and sending.is_alive():
+        if trigger is None:
+            time.sleep(spacing_s * (0.5 + rng.random()))
+        else:
+            while sending.is_alive() and not trigger():
+                time.sleep(0.0005)
+        if sending.is_alive():
+            moments.append(time.monotonic())
+            kill()
+    sending.join()
+    return result["summary"], moments
+
+
+def _kill_run(
+    stack: LocalStack,
+    config: SenderConfig,
+    deliveries: list[Delivery],
+    *,
+    kills: int,
+    kill: Callable[[], None],
+    spacing_s: float,
+    wait_done: Callable[[], None],
+    trigger: Callable[[], bool] | None = None,
+) -> KillRun:
+    started = time.monotonic()
+    summary, moments = _send_while_killing(
+        config, deliveries, kills=kills, kill=kill, spacing_s=spacing_s, trigger=trigger
+    )
+    wait_done()
+    answers = dict(summary.answers)
+    # An attempt cut mid-request: in flight when a kill came, and no answer.
+    cut = sum(
+        1
+        for r in summary.results
+        for a in r.attempts
+        if a.status is None
+        and any(a.started_at < k < a.started_at + a.elapsed_seconds for k in moments)
+    )
+    return KillRun(
+        kills=len(moments),
+        cut_attempts=cut,
+        acknowledged=summary.acknowledged,
+        effects=count_effects(stack, deliveries),
+        seconds=time.monotonic() - started,
+        answers=answers,
+    )
+
+
+@dataclass(frozen=True)
+class LocalSizes:
+    latency_deliveries: int = 100
+    latency_concurrency: int = 5
+    kill_deliveries: int = 40  # the baseline's (each takes > 300 ms)
+    kill_deliveries_ours: int = 150  # ours answer in milliseconds: more, to span the kills
+    kills: int = 5
+    e2e_deliveries: int = 1000
+    e2e_concurrency: int = 10
+    e2e_retried: float = 0.2
+    time_scale: float = 360.0  # contract back-off: 30 s -> 83 ms, 1 h -> 10 s
+
+
+@dataclass
+class LocalResults:
+    ours_latency_ms: Summary
+    baseline_latency_ms: Summary
+    ours_p99_ms: float
+    baseline_p99_ms: float
+    ours_completed_s: float
+    baseline_completed_s: float
+    ours_kills: KillRun
+    baseline_kills: KillRun
+    baseline_effect_kills: KillRun
+    e2e: dict[str, Any]
+    e2e_latency_ms: Summary
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _wait_quiet(stack: LocalStack, expected: int, timeout: float = 240.0) -> float:
+    started = time.monotonic()
+    if not stack.quiet(timeout, expected=expected):
+        raise RuntimeError(f"the local stack did not finish {expected} deliveries in {timeout} s")
+    return time.monotonic() - started
+
+
+def _inbox_items(stack: LocalStack) -> int:
+    return len(stack.inbox_states())
+
+
+def measure(sizes: LocalSizes) -> LocalResults:
+    rng = random.Random(11)
+    run_dir = Path(tempfile.mkdtemp(prefix="relaylink-bench-"))
+    options = StackOptions(worker_concurrency=4, log_level="WARNING", run_dir=str(run_dir))
+    with LocalStack(options) as stack:
+        assert stack.mcp is not None
+        state = stack.state
+        secrets = tuple(state.signing_secrets)
+        create_idempotency_table(stack)
+        baseline = BaselineProcess(stack, run_dir)
+        baseline.start()
+        try:
+            # --- figure 6: the local stack end to end (MCP answering at once) -------
+            deliveries = _deliveries(stack, sizes.e2e_deliveries, rng)
+            config = SenderConfig(
+                url=state.webhook_url,
+                secrets=secrets,
+                concurrency=sizes.e2e_concurrency,
+                duplicate_rate=sizes.e2e_retried,
+                time_scale=sizes.time_scale,
+                seed=3,
+            )
+            before = _inbox_items(stack)
+            started = time.monotonic()
+            sent = send_all(config, deliveries)
+            accepted_s = time.monotonic() - started
+            _wait_quiet(stack, expected=before + len(deliveries))
+            completed_s = time.monotonic() - started
+            e2e_effects = count_effects(stack, deliveries)
+            e2e_latency = _latencies_ms(sent)
+            e2e = {
+                "deliveries": len(deliveries),
+                "attempts": sent.attempts,
+                "answers": dict(sent.answers),
+                "acknowledged": sent.acknowledged,
+                "accepted_per_second": len(deliveries) / accepted_s,
+                "seconds_until_all_acknowledged": accepted_s,
+                "seconds_until_all_completed": completed_s,
+                "effects": e2e_effects.to_json(),
+                "worker_concurrency": options.worker_concurrency,
+                "sender_concurrency": sizes.e2e_concurrency,
+            }
+
+            # --- figure 5: latency, same load, MCP at 300 ms -------------------------
+            stack.mcp.set_latency_ms(MCP_LATENCY_MS)
+            ours_in = _deliveries(stack, sizes.latency_deliveries, rng)
+            base_in = _deliveries(stack, sizes.latency_deliveries, rng)
+
+            def load(url: str) -> SenderConfig:
+                return SenderConfig(
+                    url=url,
+                    secrets=secrets,
+                    concurrency=sizes.latency_concurrency,
+                    time_scale=sizes.time_scale,
+                    seed=5,
+                )
+
+            before = _inbox_items(stack)
+            started = time.monotonic()
+            ours = send_all(load(state.webhook_url), ours_in)
+            _wait_quiet(stack, expected=before + len(ours_in))
+            ours_completed = time.monotonic() - started
+            started = time.monotonic()
+            base = send_all(load(baseline.url), base_in)
+            base_completed = time.monotonic() - started
+            if ours.acknowledged != len(ours_in) or base.acknowledged != len(base_in):
+                raise RuntimeError("the latency load was not fully acknowledged")
+            ours_ms, base_ms = _latencies_ms(ours), _latencies_ms(base)
+
+            # --- figure 5: kills mid-request ------------------------------------------
+            def kill_ours() -> None:
+                stack.kill("front_door")
+                stack.wait_ready(READY_SECONDS)
+
+            kill_config = SenderConfig(
+                url=state.webhook_url,
+                secrets=secrets,
+                concurrency=4,
+                time_scale=sizes.time_scale,
+                seed=9,
+            )
+            batch = _deliveries(stack, sizes.kill_deliveries_ours, rng)
+            before = _inbox_items(stack)
+            ours_kills = _kill_run(
+                stack,
+                kill_config,
+                batch,
+                kills=sizes.kills,
+                kill=kill_ours,
+                spacing_s=0.3,
+                wait_done=lambda: _wait_quiet(stack, expected=before + len(batch)),
+            )
+            base_config = SenderConfig(
+                url=baseline.url,
+                secrets=secrets,
+                concurrency=4,
+                time_scale=sizes.time_scale,
+                seed=9,
+            )
+            base_kills = _kill_run(
+                stack,
+                base_config,
+                _deliveries(stack, sizes.kill_deliveries, rng),
+                kills=sizes.kills,
+                kill=baseline.kill,
+                spacing_s=0.6,
+                wait_done=lambda: None,
+            )
+            # The usual way's own danger window: the effect is applied, the request
+            # has not finished (its idempotency record still says in progress).
+            applied = {"n": sum(stack.effects().values())}
+
+            def effect_applied() -> bool:
+                now = sum(stack.effects().values())
+                if now > applied["n"]:
+                    applied["n"] = now
+                    return True
+                return False
+
+            def kill_baseline_after_effect() -> None:
+                baseline.kill()
+                applied["n"] = sum(stack.effects().values())
+
+            effect_kills = _kill_run(
+                stack,
+                base_config,
+                _deliveries(stack, sizes.kill_deliveries, rng),
+                kills=sizes.kills,
+                kill=kill_baseline_after_effect,
+                spacing_s=0.0,
+                wait_done=lambda: None,
+                trigger=effect_applied,
+            )
+        finally:
+            baseline.stop()
+        restarts = dict(stack.restarts)
+    return LocalResults(
+        ours_latency_ms=summarize(ours_ms),
+        baseline_latency_ms=summarize(base_ms),
+        ours_p99_ms=quantile(ours_ms, 0.99),
+        baseline_p99_ms=quantile(base_ms, 0.99),
+        ours_completed_s=ours_completed,
+        baseline_completed_s=base_completed,
+        ours_kills=ours_kills,
+        baseline_kills=base_kills,
+        baseline_effect_kills=effect_kills,
+        e2e=e2e,
+        e2e_latency_ms=summarize(e2e_latency),
+        details={
+            "restarts": restarts,
+            "baseline_restarts": baseline.restarts,
+            "ours_latency_ms": summarize(ours_ms).to_json(1),
+            "baseline_latency_ms": summarize(base_ms).to_json(1),
+            "ours_p99_ms": round(quantile(ours_ms, 0.99), 1),
+            "baseline_p99_ms": round(quantile(base_ms, 0.99), 1),
+            "ours_kills": ours_kills.to_json(),
+            "baseline_kills": base_kills.to_json(),
+            "baseline_kills_after_effect": effect_kills.to_json(),
+            "e2e": e2e,
+            "e2e_latency_ms": summarize(e2e_latency).to_json(1),
+            "e2e_p99_ms": round(quantile(e2e_latency, 0.99), 1),
+            "sizes": sizes.__dict__,
+        },
+    )

@@ -1,0 +1,83 @@
+"""The issue's acceptance path as a user types it: ``local`` in the background, ``send``,
+``inbox list``, then SIGTERM — a clean stop, no traceback, the state file gone."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from local.state import LocalState
+
+CLI = [sys.executable, "-m", "local.cli"]
+DEADLINE_SECONDS = 60.0
+
+
+def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> LocalState:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not path.exists():
+        assert process.poll() is None, "local exited before it was ready"
+        assert time.monotonic() < deadline, "no state file in time"
+        time.sleep(0.05)
+    return LocalState.read(path)
+
+
+def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
+    state_file = tmp_path / "s.json"
+    local = subprocess.Popen(
+        [*CLI, "local", "--port", "0", "--state-file", str(state_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        state = _wait_for(state_file, local)
+        assert set(state.pids) >= {"front_door", "worker"}
+        sent = subprocess.run(
+            [
+                *CLI,
+                "send",
+                "--url",
+                state.webhook_url,
+                "--secret",
+                state.signing_secrets[0],
+                "--mcp-url",
+                state.mcp_url,
+                "--count",
+                "30",
+                "--duplicate-rate",
+                "0.3",
+                "--json",
+            ],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert sent.returncode == 0, sent.stderr.decode()
+        summary = json.loads(sent.stdout)
+        assert summary["deliveries"] == 30
+
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while True:
+            listed = subprocess.run(
+                [*CLI, "inbox", "list", "--local", str(state_file), "--json"],
+                capture_output=True,
+                timeout=60,
+                check=True,
+            )
+            states = [item["state"] for item in json.loads(listed.stdout)["items"]]
+            if states.count("completed") == 30 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert states == ["completed"] * 30
+    finally:
+        local.send_signal(signal.SIGTERM)
+        stdout, stderr = local.communicate(timeout=30)
+
+    assert local.returncode == 0
+    assert b"Traceback" not in stderr
+    assert b"webhook URL" in stdout
+    assert b"signing secret (generated)" in stdout
+    assert not state_file.exists()

@@ -7,12 +7,18 @@ from collections.abc import Iterator
 import pytest
 
 from local.stack import LocalStack, StackOptions
+from tests.e2e.stacks import audited
 
-pytestmark = pytest.mark.e2e
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything here is marked ``e2e`` (``pytest -m "not e2e"`` skips the subprocesses)."""
+    for item in items:
+        if "tests/e2e/" in item.nodeid:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     """One stack per module: starting one costs about a second and a half."""
-    with LocalStack(StackOptions(seed=11)) as running:
+    with audited(StackOptions(seed=11)) as running:
         yield running

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import pytest
 
 from local.stack import LocalStack, StackOptions
 from tests.builders import shared_dir
+from tests.e2e.stacks import audited
 
 VECTORS = json.loads((shared_dir() / "vectors" / "deliveries.json").read_text(encoding="utf-8"))
 ONE_SECRET = tuple(VECTORS["cases"][0]["secrets"])
@@ -28,8 +30,8 @@ def _post(client: httpx.Client, url: str, request: dict[str, Any]) -> tuple[int,
     return response.status_code, json.loads(response.content)["outcome"]
 
 
-def _vector_stack(**options: Any) -> LocalStack:
-    return LocalStack(
+def _vector_stack(**options: Any) -> AbstractContextManager[LocalStack]:
+    return audited(
         StackOptions(signing_secrets=ONE_SECRET, receiver_clock_start=VECTORS["now"], **options)
     )
 

@@ -1,0 +1,30 @@
+"""Stacks for the end-to-end tests, with the log audit over the children's logs.
+
+The children's logs (the receiver, relay, worker and reconciler as Lambda would
+print them) are files in the stack's run directory, outside the in-process log
+capture; :func:`audited` runs the same audit over them when a stack stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from local.stack import LocalStack, StackOptions
+from tests import log_audit
+
+
+@contextmanager
+def audited(options: StackOptions) -> Iterator[LocalStack]:
+    """A running stack whose children's logs must pass the log audit at the end."""
+    with LocalStack(options) as running:
+        for secret in running.state.signing_secrets:
+            log_audit.register_secret(secret)
+        log_audit.register_token(running.state.mcp_token)
+        yield running
+        findings = {
+            log.name: log_audit.check_output(log.read_text(encoding="utf-8", errors="replace"))
+            for log in sorted(running.run_dir.glob("*.log"))
+        }
+    assert findings, "the children wrote no logs at all"
+    assert {name: rules for name, rules in findings.items() if rules} == {}

@@ -390,3 +390,26 @@ def load_vectors() -> Vectors:
             for s in data["sequences"]
         ],
     )
+
+
+def serialize_moto(clients: list[Any], *, services: tuple[str, ...] = ("dynamodb",)) -> None:
+    """Let moto answer these clients' requests one at a time, as one DynamoDB would.
+
+    moto's in-process backend is not thread-safe: two threads' conditional updates
+    of one item can both pass their condition. Concurrency tests that mean "racing
+    callers" serialize at the transport; each caller still interleaves freely
+    between its own requests.
+    """
+    from moto.core.models import botocore_stubber  # noqa: PLC0415 (moto tests only)
+
+    lock = threading.Lock()
+
+    def one_at_a_time(request: Any, event_name: str, **kwargs: Any) -> Any:
+        with lock:
+            response = botocore_stubber(event_name=event_name, request=request, **kwargs)
+        divert_from_emulator(request)  # answered: moto's own hook must skip it
+        return response
+
+    for client in clients:
+        for service in services:
+            client.meta.events.register_first(f"before-send.{service}", one_at_a_time)

@@ -16,6 +16,7 @@ from functions.core.models import State, WorkItem
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
+from tests import builders
 from tests.builders import LambdaContext
 from tests.integration.processing_harness import (
     LEASE_SECONDS,
@@ -108,14 +109,16 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
     for n in range(3):
         store.claim(work(n).delivery_id, owner="dead", now=aws.clock.value, lease_seconds=60)
     aws.clock.advance(PENDING_AGE + 1)
-    runs = [
-        handler.build_deps(
-            settings(aws),
-            dynamodb=boto3.client("dynamodb", region_name=REGION),
-            sqs=boto3.client("sqs", region_name=REGION),
-            clock=aws.clock,
-        )
+    clients = [
+        (boto3.client("dynamodb", region_name=REGION), boto3.client("sqs", region_name=REGION))
         for _ in range(3)
+    ]
+    # Racing runs, but one moto request at a time: in-process moto is not thread-safe
+    # (unserialized, two conditional updates of one item could both pass).
+    builders.serialize_moto([c for pair in clients for c in pair], services=("dynamodb", "sqs"))
+    runs = [
+        handler.build_deps(settings(aws), dynamodb=dynamodb, sqs=sqs, clock=aws.clock)
+        for dynamodb, sqs in clients
     ]
     barrier = threading.Barrier(len(runs))
     reports: list[Any] = []

@@ -28,7 +28,9 @@ so that each one lands while that process has work in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
 import random
 import time
 from collections import Counter
@@ -57,7 +59,9 @@ CONFLICT_PREFIX: Final = "pkg_conflict"  # the package id a conflicting body nam
 SIGNATURE_TOLERANCE_SECONDS: Final = 300  # contract section 2
 DELIVERIES_PER_SHARED_PACKAGE: Final = 3
 RESTART_DEADLINE_SECONDS: Final = 60.0
+STALL_SECONDS: Final = 120.0
 _POLL_SECONDS: Final = 0.05
+_QUIET_POLL_SECONDS: Final = 1.0
 _HTTP_RETRIES: Final = 20  # a single adversarial request, until the receiver answers it
 _RETRYABLE: Final = frozenset({TIMEOUT, CONNECTION_ERROR, "500", "502", "503", "504"})
 
@@ -66,8 +70,9 @@ _RETRYABLE: Final = frozenset({TIMEOUT, CONNECTION_ERROR, "500", "502", "503", "
 class ChaosConfig:
     """One run. Rates are fractions; ``time_scale`` divides the sender's back-off.
 
-    ``deadline_seconds`` bounds the wait for quiet after the load (and any wait for
-    a kill's moment); a run that is not quiet by then is a violation.
+    ``deadline_seconds`` bounds the wait for quiet after the load; a run that is not
+    quiet by then is a violation. During the load, a part waiting for its moment
+    stops waiting once no effect has been applied for ``STALL_SECONDS``.
     """
 
     deliveries: int = 500
@@ -80,6 +85,11 @@ class ChaosConfig:
     time_scale: float = 100.0
     deadline_seconds: float = 600.0
     concurrency: int = 16
+    backlog: int = 100  # deliveries acknowledged ahead of the effects at most
+    # Worker attempts per item (deployed: 5). Faults here are independent draws, so an
+    # item exhausts its attempts with probability (per-attempt failure rate) ** this;
+    # docs/reliability.md has the figure.
+    max_attempts: int = 10
     duplicate_rate: float = 0.1
     adversarial_fraction: float = 0.02  # of deliveries, for each adversarial kind (min 1)
 
@@ -101,8 +111,10 @@ class ChaosConfig:
         if self.mcp_failure_rate + self.mcp_slow_rate >= 0.5:
             # Five failed fetches in a row exhaust an item's attempts: `failed`, legitimately.
             raise ValueError("the MCP failure and slow rates together must stay below 0.5")
-        if self.time_scale <= 0 or self.deadline_seconds <= 0 or self.concurrency < 1:
-            raise ValueError("time scale, deadline and concurrency must be positive")
+        if self.time_scale <= 0 or self.deadline_seconds <= 0:
+            raise ValueError("time scale and deadline must be positive")
+        if min(self.concurrency, self.backlog, self.max_attempts) < 1:
+            raise ValueError("concurrency, backlog and max attempts must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +205,7 @@ class ChaosReport:
         for kind, count in f["faults"].items():
             add(f"faults injected, {kind}", count)
         add("inbox states", f["outcomes"])
+        add("worker attempts", f.get("worker_attempts", {}))
         add("effects applied", f["effects_applied"])
         add("lost", f["lost"])
         add("duplicated effects", f["duplicated"])
@@ -242,6 +255,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         mcp_failure_rate=config.mcp_failure_rate,
         aws_fault_rate=config.aws_fault_rate,
         relay_failure_rate=config.relay_failure_rate,
+        max_attempts=config.max_attempts,
     )
     started = time.monotonic()
     with LocalStack(options) as stack:
@@ -266,11 +280,13 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         say(f"load sent in {load_seconds:.1f} s; faults off, waiting until quiet")
         quiet_started = time.monotonic()
         acknowledged = sum(1 for r in load.genuine if r.acknowledged)
-        quiet = stack.quiet(config.deadline_seconds, expected=acknowledged)
+        quiet = wait_until_quiet(stack, config.deadline_seconds, expected=acknowledged)
         quiet_seconds = time.monotonic() - quiet_started
         # Relay failures are a child process's argument: they stay on, and only delay.
-        faults["relay_failure"] = _relay_failures(stack)
+        worker_log = _WorkerLog.read(stack)
+        faults["relay_failure"] = worker_log.relay_failures
         report = _check(stack, config, plan, load, faults)
+        report.figures["worker_attempts"] = worker_log.outcomes
         if not quiet:
             report.violations.insert(
                 0, f"not quiet within the deadline of {config.deadline_seconds:g} s"
@@ -286,7 +302,6 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
 async def _send_load(
     stack: LocalStack, config: ChaosConfig, plan: LoadPlan, rng: random.Random
 ) -> _Load:
-    load = _Load()
     sender_config = SenderConfig(
         url=stack.state.webhook_url,
         secrets=tuple(stack.state.signing_secrets),
@@ -295,74 +310,144 @@ async def _send_load(
         duplicate_rate=config.duplicate_rate,
         seed=config.seed,
     )
-    deadline = time.monotonic() + config.deadline_seconds
-    conflict_ids = {original.delivery_id for original, _ in plan.conflicts}
-    plain = [d for d in plan.genuine if d.delivery_id not in conflict_ids]
-    total = len(plan.genuine)
-    expected_effects = total - len(plan.missing_ids)
-
-    def acknowledged() -> float:
-        return load.acknowledged / total
-
-    def effects_applied() -> float:
-        return len(stack.effects()) / expected_effects
-
-    def count(result: DeliveryResult) -> None:
-        load.acknowledged += result.acknowledged
-
     async with Sender(sender_config) as sender:
-
-        async def genuine() -> None:
-            summary = await sender.deliver_many(plain, progress=count)
-            load.genuine.extend(summary.results)
-
-        async def conflict(original: Delivery, other: Delivery, at: float) -> None:
-            await _until(lambda: acknowledged() >= at, deadline)
-            result = await sender.deliver(original)
-            count(result)
-            load.genuine.append(result)
-            if result.acknowledged:  # else the original's own check reports it
-                answer = await _answered(sender, load, other)
-                load.conflicting.append((other.delivery_id, answer))
-
-        async def forge(delivery: Delivery, at: float) -> None:
-            await _until(lambda: acknowledged() >= at, deadline)
-            load.forged.append(await _answered(sender, load, delivery, secrets=[forged_secret()]))
-
-        async def replay(delivery: Delivery, at: float, age: int) -> None:
-            await _until(lambda: acknowledged() >= at, deadline)
-            signed_at = int(time.time()) - age
-            first = await _answered(sender, load, delivery, timestamp=signed_at)
-            load.replayed.append(first)
-            load.adversarial_attempts += 1
-            again = await sender.resend(first, delivery)  # the same bytes, byte for byte
-            load.replayed.append(again)
-
-        async def kill(role: Role, at: float) -> None:
-            progress = acknowledged if role == "front_door" else effects_applied
-            await _until(lambda: progress() >= at, deadline)
-            await asyncio.to_thread(stack.kill, role)
-            load.kills[role] += 1
-            await asyncio.to_thread(stack.wait_ready, RESTART_DEADLINE_SECONDS)
-
-        async def kills(role: Role) -> None:
-            # One process's kills in order, each once it serves again after the last.
-            for at in sorted(rng.uniform(0.05, 0.95) for _ in range(config.kills)):
-                await kill(role, at)
-
-        tasks = [genuine(), *(kills(role) for role in ROLES)]
-        tasks += [conflict(o, c, rng.uniform(0.0, 0.9)) for o, c in plan.conflicts]
-        tasks += [forge(d, rng.uniform(0.0, 0.9)) for d in plan.forged]
+        run = _LoadRun(stack, config, plan, sender)
+        # Every random choice is drawn here, in one order, before anything runs.
+        conflict_ids = {original.delivery_id for original, _ in plan.conflicts}
+        plain = [d for d in plan.genuine if d.delivery_id not in conflict_ids]
+        duplicated = set(rng.sample(range(len(plain)), round(config.duplicate_rate * len(plain))))
+        overlapping = {i for i in sorted(duplicated) if rng.random() < 0.5}
+        tasks = [run.genuine(plain, duplicated, overlapping)]
+        for role in ROLES:
+            moments = sorted(rng.uniform(0.05, 0.95) for _ in range(config.kills))
+            tasks.append(run.kills(role, moments))
+        tasks += [run.conflict(o, c, rng.uniform(0.0, 0.9)) for o, c in plan.conflicts]
+        tasks += [run.forge(d, rng.uniform(0.0, 0.9)) for d in plan.forged]
         tasks += [
-            replay(d, rng.uniform(0.0, 0.9), rng.randint(SIGNATURE_TOLERANCE_SECONDS + 1, 86_400))
+            run.replay(
+                d, rng.uniform(0.0, 0.9), rng.randint(SIGNATURE_TOLERANCE_SECONDS + 1, 86_400)
+            )
             for d in plan.replayed
         ]
         await asyncio.gather(*tasks)
-    return load
+    return run.load
 
 
-async def _until(condition: Callable[[], bool], deadline: float) -> None:
-    while not condition() and time.monotonic() < deadline:
+class _LoadRun:
+    """The load's concurrent parts; each waits for its moment as a fraction of progress."""
+
+    def __init__(
+        self, stack: LocalStack, config: ChaosConfig, plan: LoadPlan, sender: Sender
+    ) -> None:
+        self.stack, self.config, self.sender = stack, config, sender
+        self.load = _Load()
+        self._effects_seen = 0
+        self._effects_changed_at = time.monotonic()
+        self.total = len(plan.genuine)
+        self.expected_effects = self.total - len(plan.missing_ids)
+
+    def acknowledged(self) -> float:
+        return self.load.acknowledged / self.total
+
+    def effects_applied(self) -> float:
+        return len(self.stack.effects()) / self.expected_effects
+
+    def stalled(self) -> bool:
+        """No effect applied for STALL_SECONDS: stop waiting for progress."""
+        applied = len(self.stack.effects())
+        now = time.monotonic()
+        if applied != self._effects_seen:
+            self._effects_seen, self._effects_changed_at = applied, now
+        return now - self._effects_changed_at > STALL_SECONDS
+
+    def _record(self, result: DeliveryResult) -> None:
+        self.load.acknowledged += result.acknowledged
+        self.load.genuine.append(result)
+
+    async def _at(self, progress: Callable[[], float], at: float) -> None:
+        await _until(lambda: progress() >= at, self.stalled)
+
+    async def genuine(
+        self, deliveries: list[Delivery], duplicated: set[int], overlapping: set[int]
+    ) -> None:
+        """As ``Sender.deliver_many``, paced: at most ``backlog`` deliveries acknowledged
+        ahead of the effects, so that the load (and the front door's kills) spans the
+        whole run rather than its first seconds."""
+        gate = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(index: int, delivery: Delivery) -> None:
+            async with gate:
+                self._record(
+                    await self.sender.deliver(
+                        delivery, duplicate=index in duplicated, overlap=index in overlapping
+                    )
+                )
+
+        tasks = []
+
+        def room(started: int) -> Callable[[], bool]:
+            return lambda: started - len(self.stack.effects()) < self.config.backlog
+
+        for index, delivery in enumerate(deliveries):
+            await _until(room(index), self.stalled)
+            tasks.append(asyncio.create_task(one(index, delivery)))
+        await asyncio.gather(*tasks)
+
+    async def conflict(self, original: Delivery, other: Delivery, at: float) -> None:
+        """The original until acknowledged, then the same id with other bytes."""
+        await self._at(self.acknowledged, at)
+        result = await self.sender.deliver(original)
+        self._record(result)
+        if result.acknowledged:  # else the original's own check reports it
+            answer = await _answered(self.sender, self.load, other)
+            self.load.conflicting.append((other.delivery_id, answer))
+
+    async def forge(self, delivery: Delivery, at: float) -> None:
+        await self._at(self.acknowledged, at)
+        forged = await _answered(self.sender, self.load, delivery, secrets=[forged_secret()])
+        self.load.forged.append(forged)
+
+    async def replay(self, delivery: Delivery, at: float, age: int) -> None:
+        """A request signed ``age`` seconds ago, then the same bytes once more."""
+        await self._at(self.acknowledged, at)
+        first = await _answered(self.sender, self.load, delivery, timestamp=int(time.time()) - age)
+        self.load.replayed.append(first)
+        self.load.adversarial_attempts += 1
+        self.load.replayed.append(await self.sender.resend(first, delivery))
+
+    async def kills(self, role: Role, moments: list[float]) -> None:
+        """One process's kills in order, each once the stack serves again after the last:
+        the front door's by acknowledged deliveries, the worker's by applied effects."""
+        progress = self.acknowledged if role == "front_door" else self.effects_applied
+        for at in moments:
+            await self._at(progress, at)
+            await asyncio.to_thread(self.stack.kill, role)
+            self.load.kills[role] += 1
+            await asyncio.to_thread(self.stack.wait_ready, RESTART_DEADLINE_SECONDS)
+
+
+def wait_until_quiet(stack: LocalStack, timeout: float, *, expected: int) -> bool:
+    """Until no work is left: the work queue empty, ``expected`` items, none busy.
+
+    As :meth:`LocalStack.quiet`, but a table scan only once the work queue is empty,
+    and at most one a second: a scan holds the emulator's lock for as long as it takes
+    to read every item, and scanning back to back starves the workers on a big table.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # the emulator busy or restarting: ask again
+            if stack.queue_depths()["work"] == 0:
+                states = Counter(stack.inbox_states().values())
+                finished = states["completed"] + states["failed"]
+                busy = states["pending"] + states["processing"]
+                if not busy and finished >= expected and stack.queue_depths()["work"] == 0:
+                    return True
+        time.sleep(_QUIET_POLL_SECONDS)
+    return False
+
+
+async def _until(condition: Callable[[], bool], give_up: Callable[[], bool]) -> None:
+    while not condition() and not give_up():
         await asyncio.sleep(_POLL_SECONDS)
 
 
@@ -399,12 +484,29 @@ def _faults(stack: LocalStack) -> dict[str, int]:
     }
 
 
-def _relay_failures(stack: LocalStack) -> int:
-    """Injected relay failures, from the worker process's log (it survives the kills)."""
-    log_file = stack.run_dir / "worker.log"
-    marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
-    with log_file.open(encoding="utf-8", errors="replace") as lines:
-        return sum(marker in line for line in lines)
+@dataclass(frozen=True, slots=True)
+class _WorkerLog:
+    """What the worker process logged over the run (its log survives the kills)."""
+
+    relay_failures: int  # injected ones
+    outcomes: dict[str, int]  # worker attempts by result, a retry by its error code
+
+    @classmethod
+    def read(cls, stack: LocalStack) -> _WorkerLog:
+        marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
+        relay_failures = 0
+        outcomes: Counter[str] = Counter()
+        with (stack.run_dir / "worker.log").open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if marker in line:
+                    relay_failures += 1
+                elif line.startswith("{") and '"work item processed"' in line:
+                    with contextlib.suppress(ValueError):
+                        record = json.loads(line)
+                        result = str(record.get("result"))
+                        code = record.get("error_code")
+                        outcomes[f"{result} ({code})" if code else result] += 1
+        return cls(relay_failures, dict(sorted(outcomes.items())))
 
 
 def _scan(stack: LocalStack) -> list[dict[str, Any]]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 
@@ -100,8 +102,14 @@ def run(args: argparse.Namespace) -> int:
     report_path = Path(args.report) if args.report else None
     if report_path is not None and not report_path.parent.is_dir():
         raise CommandError(f"--report: no directory {report_path.parent}")
+    # SIGTERM stops the run as Ctrl-C does: the stack's child processes stop with it.
+    signal.signal(signal.SIGTERM, _interrupt)
     report = run_chaos(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(report.table())
     if report_path is not None:
         report_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     return 0 if report.passed else 1
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -359,6 +359,10 @@ class Model:
         return max(1, math.ceil(deliveries / SECONDS_PER_MONTH * wru / 1000))
 
 
+def _volume(deliveries: int) -> str:
+    return f"{deliveries / 1e9:g} B" if deliveries >= 1e9 else f"{deliveries / 1e6:g} M"
+
+
 def _usd(value: float) -> str:
     if value >= 100:
         return f"${value:,.0f}"
@@ -389,9 +393,13 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "figures of the same run (docs/benchmarks.md); do not edit by hand.",
         "",
         f"**Prices:** AWS list prices for **{REGION}**, as published on the services' "
-        f"pricing pages and known to the author as of **{PRICE_DATE}**; no free tier, "
-        "savings plans or reserved capacity. Check https://aws.amazon.com/pricing/ "
-        "before relying on them. Lambda on arm64 (the build target).",
+        f"pricing pages and known to the author as of **{PRICE_DATE}** (DynamoDB on-demand "
+        "after its November 2024 reduction; Lambda's INIT phase billed like invocation "
+        "time, as AWS announced for 1 August 2025); no free tier, savings plans or "
+        "reserved capacity. Check https://aws.amazon.com/pricing/ before relying on them. "
+        "Lambda on arm64 (the build target). Measured quantities come from this run; "
+        "assumed ones (network times inside AWS, the partner's MCP server) are marked "
+        "`assumed` under Inputs.",
         "",
         "## Dollars per million deliveries",
         "",
@@ -446,7 +454,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         top = ", ".join(
             f"{x.component} {100 * x.usd_per_month / totals[v]:.0f} %" for x in ranked[:3]
         )
-        lines.append(f"- **{v / 1e6:,.0f} M / month:** {top}.")
+        lines.append(f"- **{_volume(v)} / month:** {top}.")
+    lines += _reading(model, bills)
     lines += [
         "",
         "## Inputs",
@@ -496,6 +505,41 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     ]
     lines += _limits(model, config)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
+    """What the numbers say, in sentences computed from them."""
+
+    def usd(volume: int, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.component.startswith(component))
+
+    receiver = model.capacity.get("receiver", {})
+    worker = model.capacity.get("worker", {})
+    r_total = receiver.get("table_wru", 0) + receiver.get("index_wru", 0)
+    w_total = worker.get("table_wru", 0) + worker.get("index_wru", 0)
+    index = receiver.get("index_wru", 0) + worker.get("index_wru", 0)
+    low, high = VOLUMES[0], VOLUMES[-1]
+    per_m = 1e6 / low
+    return [
+        "",
+        f"- **DynamoDB writes** are the largest cost at scale: {r_total + w_total:g} WRU per "
+        f"delivery, of which the receiver's one transaction is {r_total:g} (2 items at 2 WRU, "
+        f"+{receiver.get('index_wru', 0):g} for the `by_state` index) and the worker's claim, "
+        f"effect ledger and completion {w_total:g}; {index:g} of the {r_total + w_total:g} are "
+        "index writes (projection ALL, and every state change moves the item between "
+        "index partitions).",
+        f"- **X-Ray** costs {_usd(usd(low, 'X-Ray') * per_m)} per 1 M at 1 M / month, when "
+        "every invocation of each function is sampled (Lambda samples 1 request/s and 5 % "
+        f"above it), and {_usd(usd(high, 'X-Ray') / (high / 1e6))} per 1 M at 1 B. A "
+        "sampling rule, or `Tracing.PASS_THROUGH`, moves it.",
+        f"- **S3 archive PUTs** ({_usd(usd(low, 'S3 archive PUTs') * per_m)} per 1 M) are "
+        "the default workflow's archive effect; a workflow without it saves them.",
+        f"- **The worker's Lambda time** ({_usd(usd(high, 'Lambda worker') / (high / 1e6))} "
+        "per 1 M) is mostly waiting: the assumed 300 ms MCP answer and 50 ms notification "
+        "are billed at 512 MB.",
+        f"- **API Gateway** is {_usd(usd(low, 'API Gateway') * per_m)} per 1 M with the HTTP "
+        f"API; the REST API would be {_usd(model.rest_api(low) * per_m)}.",
+    ]
 
 
 def _limits(model: Model, config: dict[str, Any]) -> list[str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from bench import calls, cold_start, overhead, pipeline_calls, worker_mcp
+from bench import calls, cold_start, local_figures, overhead, pipeline_calls, worker_mcp
 from bench.report import Figure, Row, Target
 
 
@@ -20,10 +20,11 @@ class Sizes:
     moto_blocks: int = 5
     moto_per_block: int = 40
     own_code_repeats: int = 2000
-    cold_pairs: int = 15
-    worker_cold_runs: int = 5
-    mcp_batches: int = 5
+    cold_pairs: int = 12
+    worker_cold_runs: int = 3
+    mcp_batches: int = 3
     pipeline_deliveries: int = 40
+    local: local_figures.LocalSizes = field(default_factory=local_figures.LocalSizes)
 
 
 QUICK: Final = Sizes(
@@ -38,6 +39,13 @@ QUICK: Final = Sizes(
     worker_cold_runs=1,
     mcp_batches=1,
     pipeline_deliveries=10,
+    local=local_figures.LocalSizes(
+        latency_deliveries=20,
+        kill_deliveries=12,
+        kill_deliveries_ours=40,
+        kills=2,
+        e2e_deliveries=100,
+    ),
 )
 
 
@@ -333,4 +341,123 @@ def figure_7_inputs(sizes: Sizes) -> Figure:
     )
 
 
-ALL: Final = {1: figure_1, 2: figure_2, 3: figure_3, 4: figure_4, 7: figure_7_inputs}
+def figures_5_and_6(sizes: Sizes) -> list[Figure]:
+    local = sizes.local
+    r = local_figures.measure(local)
+    ours_p50, base_p50 = r.ours_latency_ms.median, r.baseline_latency_ms.median
+
+    def kills(label: str, run: local_figures.KillRun, *, target: bool) -> list[Row]:
+        zero = Target("==", 0) if target else None
+        return [
+            Row(f"{label}: kills (SIGKILL)", "kills", value=run.kills),
+            Row(f"{label}: attempts cut mid-request", "attempts", value=run.cut_attempts),
+            Row(
+                f"{label}: deliveries acknowledged",
+                "deliveries",
+                value=run.acknowledged,
+            ),
+            Row(f"{label}: lost effects", "deliveries", value=run.effects.lost, target=zero),
+            Row(
+                f"{label}: duplicated effects",
+                "deliveries",
+                value=run.effects.duplicated,
+                target=zero,
+            ),
+        ]
+
+    five = Figure(
+        5,
+        "The usual way, side by side",
+        "Both receivers over HTTP on the local stack, each in its own process behind the "
+        "same kind of door (an API Gateway HTTP API event into the handler), against the "
+        "same emulator, the same demo MCP server answering `get_package` after "
+        f"{local_figures.MCP_LATENCY_MS} ms, and the same notify sink. The baseline "
+        "(`bench/baseline/`, not shipped) verifies the signature with our code, "
+        "deduplicates with Powertools' `@idempotent_function` on a DynamoDB table, and "
+        "fetches the package and runs the default workflow inside the request. Same "
+        f"load for both: {local.latency_deliveries} new deliveries, "
+        f"{local.latency_concurrency} in flight, from the RelayLink simulator; latency "
+        "is the simulator's per-attempt time to the answer. Kills: the receiver process "
+        "is SIGKILLed while the simulator keeps deliveries in flight (4 at a time; retries "
+        f"on the contract's schedule compressed {local.kill_time_scale:g} times) and "
+        "restarted; "
+        "after all are acknowledged (and, for ours, processed), the notify sink's count "
+        "per idempotency key gives lost (0) and duplicated (>1) effects. Random kills hit "
+        "both; the baseline is also killed right after its notification was applied "
+        "(its idempotency record still says in progress), the window the usual way "
+        "cannot close.",
+        [
+            Row("ours: receiver latency", "ms", summary=r.ours_latency_ms),
+            Row("ours: receiver p99", "ms", value=r.ours_p99_ms),
+            Row("baseline: receiver latency", "ms", summary=r.baseline_latency_ms),
+            Row("baseline: receiver p99", "ms", value=r.baseline_p99_ms),
+            Row("p50 ratio baseline / ours", "ratio", value=base_p50 / ours_p50),
+            Row("p99 ratio baseline / ours", "ratio", value=r.baseline_p99_ms / r.ours_p99_ms),
+            Row(
+                "ours: load sent until every effect applied (worker included)",
+                "s",
+                value=r.ours_completed_s,
+            ),
+            Row(
+                "baseline: load sent until every effect applied", "s", value=r.baseline_completed_s
+            ),
+            *kills("ours, random kills", r.ours_kills, target=True),
+            *kills("baseline, random kills", r.baseline_kills, target=False),
+            *kills("baseline, kills right after its effect", r.baseline_effect_kills, target=False),
+        ],
+        notes=[
+            "Ours answers after one durable write; the package fetch and the workflow run "
+            "in the worker, whose effect ledger makes a retried effect apply once. The "
+            "baseline answers after the whole workflow, so every MCP millisecond is in "
+            "RelayLink's 10 s budget.",
+            "A baseline request killed after its effect leaves an in-progress idempotency "
+            "record; Powertools lets the retry through once that record expires (the "
+            "invocation's remaining time, 10 s here), and the effect runs again. "
+            "Completed records expire after an hour (Powertools' default), while "
+            "RelayLink retries for three days.",
+        ],
+        details=r.details,
+    )
+    e2e = r.e2e
+    six = Figure(
+        6,
+        "End to end through the local stack",
+        f"{e2e['deliveries']:,} new deliveries from the RelayLink simulator, "
+        f"{sizes.local.e2e_concurrency} in flight, {100 * local.e2e_retried:.0f} % of them "
+        "sent twice (half overlapping the first attempt, half after its 2xx), to the "
+        "local stack's front door; the worker side (stream -> relay -> SQS -> worker "
+        f"with {e2e['worker_concurrency']} concurrent batches) processes them against the "
+        "emulator, the demo MCP server (no added latency) and the notify sink. "
+        "Accepted per second: deliveries / time until the last was acknowledged. "
+        "Completed: from the first attempt until the last delivery's `completed_at` "
+        "(whole seconds, so ±0.5 s), once every inbox item is completed and the queues "
+        "are empty.",
+        [
+            Row("accepted per second", "deliveries/s", value=e2e["accepted_per_second"]),
+            Row("receiver latency (every answered attempt)", "ms", summary=r.e2e_latency_ms),
+            Row("receiver p99", "ms", value=r.details["e2e_p99_ms"]),
+            Row("time until all acknowledged", "s", value=e2e["seconds_until_all_acknowledged"]),
+            Row("time until all completed", "s", value=e2e["seconds_until_all_completed"]),
+            Row("attempts sent", "attempts", value=e2e["attempts"]),
+            Row("lost effects", "deliveries", value=e2e["effects"]["lost"], target=Target("==", 0)),
+            Row(
+                "duplicated effects",
+                "deliveries",
+                value=e2e["effects"]["duplicated"],
+                target=Target("==", 0),
+            ),
+        ],
+        notes=[f"Answers: {e2e['answers']}."],
+        details={"e2e": e2e, "latency_ms": r.details["e2e_latency_ms"]},
+    )
+    return [five, six]
+
+
+ALL: Final = {
+    1: figure_1,
+    2: figure_2,
+    3: figure_3,
+    4: figure_4,
+    5: figures_5_and_6,
+    7: figure_7_inputs,
+}

@@ -72,7 +72,10 @@ def _event(request: dict[str, Any]) -> dict[str, Any]:
 
 def run() -> list[Row]:
     """Every case and sequence step, in file order."""
-    vectors = json.loads((shared_dir() / "vectors" / "deliveries.json").read_text("utf-8"))
+    path = shared_dir() / "vectors" / "deliveries.json"
+    if not path.exists():  # a clone without shared/ beside it: the tests' vendored copy
+        path = Path(__file__).resolve().parents[1] / "tests" / "vectors" / "deliveries.json"
+    vectors = json.loads(path.read_text("utf-8"))
     clock = _Clock(int(vectors["now"]))
     logger.setLevel("CRITICAL")  # the table is the output; the handler's log lines are not
     rows: list[Row] = []

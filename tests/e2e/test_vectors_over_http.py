@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from local.stack import LocalStack, StackOptions
-from tests.builders import shared_dir
+from tests.builders import vectors_file
 from tests.e2e.stacks import audited
 
-VECTORS = json.loads((shared_dir() / "vectors" / "deliveries.json").read_text(encoding="utf-8"))
+VECTORS = json.loads(vectors_file().read_text(encoding="utf-8"))
 ONE_SECRET = tuple(VECTORS["cases"][0]["secrets"])
 
 

@@ -206,12 +206,14 @@ class ChaosReport:
             add(f"faults injected, {kind}", count)
         add("inbox states", f["outcomes"])
         add("worker attempts", f.get("worker_attempts", {}))
+        add(f"items by attempts (of {f['max_attempts']})", f["items_by_worker_attempts"])
         add("effects applied", f["effects_applied"])
         add("lost", f["lost"])
         add("duplicated effects", f["duplicated"])
         add("quarantined", f["quarantined"])
         add("stored forged or replayed", f["stored_forged_or_replayed"])
         add("queues at the end", f["queues"])
+        add("relay failure queue (recovered)", f["relay_failure_queue_messages"])
         for phase, seconds in f["seconds"].items():
             add(f"time, {phase} (s)", seconds)
         width = max(len(label) for label, _ in rows)
@@ -557,6 +559,7 @@ class _Checks:
         self.requested = stack.mcp.controls.packages_requested()
         self.depths = stack.queue_depths()
         self.states: Counter[str] = Counter()
+        self.claims: Counter[int] = Counter()  # items by the worker attempts they took
         self.lost = 0
         self.quarantined = 0
         self.stored_rejected = 0
@@ -579,6 +582,7 @@ class _Checks:
                 continue
             state = item["state"]["S"]
             self.states[state] += 1
+            self.claims[int(item["attempts"]["N"])] += 1
             expected = "failed" if delivery_id in self.plan.missing_ids else "completed"
             if state != expected:
                 error = item.get("last_error", {}).get("S", "")
@@ -702,6 +706,8 @@ class _Checks:
             "kills": kills,
             "faults": faults,
             "outcomes": dict(sorted(self.states.items())),
+            "items_by_worker_attempts": {str(k): v for k, v in sorted(self.claims.items())},
+            "max_attempts": config.max_attempts,
             "effects_applied": sum(self.effects.values()),
             "lost": self.lost,
             "duplicated": sum(count - 1 for count in self.effects.values() if count > 1),

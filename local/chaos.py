@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import random
 import time
 from collections import Counter
@@ -260,7 +261,8 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         max_attempts=config.max_attempts,
     )
     started = time.monotonic()
-    with LocalStack(options) as stack:
+    abandoned = _AbandonedMcpRequests()
+    with abandoned, LocalStack(options) as stack:
         assert stack.mcp is not None and stack.emulator is not None
         # Slower than the worker's MCP client waits: it gives up and retries later.
         stack.mcp.set_slow_rate(
@@ -289,6 +291,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         faults["relay_failure"] = worker_log.relay_failures
         report = _check(stack, config, plan, load, faults)
         report.figures["worker_attempts"] = worker_log.outcomes
+        report.figures["mcp_server_errors_on_abandoned_requests"] = abandoned.count
         if not quiet:
             report.violations.insert(
                 0, f"not quiet within the deadline of {config.deadline_seconds:g} s"
@@ -473,6 +476,33 @@ async def _answered(
         await asyncio.sleep(0.2)
         result = await sender.resend(result, delivery)
     return result
+
+
+class _AbandonedMcpRequests(logging.Filter):
+    """Counts, instead of printing, what the demo MCP server logs when a client goes away
+    mid-request (a killed worker, a timed-out slow fetch): the SDK and uvicorn log each
+    with a traceback, which would bury the run's table."""
+
+    _LOGGERS = ("uvicorn.error", "mcp.server.streamable_http")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            self.count += 1
+            return False
+        return True
+
+    def __enter__(self) -> _AbandonedMcpRequests:
+        for name in self._LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).removeFilter(self)
 
 
 def _faults(stack: LocalStack) -> dict[str, int]:

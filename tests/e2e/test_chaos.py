@@ -82,12 +82,18 @@ def test_chaos_command_prints_the_table_and_writes_the_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report_file = tmp_path / "report.json"
-    arguments = ["chaos", "--deliveries", "12", "--kills", "1", "--seed", "5"]
+    # Faults off and no kills: this checks the command's wiring, the run above the rest.
+    quiet_run = ["--mcp-failure-rate", "0", "--mcp-slow-rate", "0", "--aws-fault-rate", "0"]
+    arguments = ["chaos", "--deliveries", "12", "--kills", "0", "--seed", "5", *quiet_run]
 
-    status = cli.main([*arguments, "--report", str(report_file)])
+    status = cli.main([*arguments, "--relay-failure-rate", "0", "--report", str(report_file)])
 
     report = json.loads(report_file.read_text())
     assert status == 0
     assert report["passed"] is True and report["violations"] == []
+    assert (report["config"]["deliveries"], report["config"]["seed"]) == (12, 5)
     assert report["deliveries"]["genuine"] == 12
-    assert "PASSED: no violation" in capsys.readouterr().out
+    assert sum(report["faults"].values()) == 0
+    table = capsys.readouterr().out
+    assert "PASSED: no violation" in table
+    assert "effects applied" in table

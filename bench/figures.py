@@ -379,13 +379,14 @@ def figures_5_and_6(sizes: Sizes) -> list[Figure]:
         f"{local.latency_concurrency} in flight, from the RelayLink simulator; latency "
         "is the simulator's per-attempt time to the answer. Kills: the receiver process "
         "is SIGKILLed while the simulator keeps deliveries in flight (4 at a time; retries "
-        f"on the contract's schedule compressed {local.kill_time_scale:g} times) and "
-        "restarted; "
+        f"on the contract's schedule compressed {local.kill_time_scale_ours:g} times for "
+        f"ours, {local.kill_time_scale:g} for the baseline, whose in-progress records must "
+        "expire first) and restarted; "
         "after all are acknowledged (and, for ours, processed), the notify sink's count "
         "per idempotency key gives lost (0) and duplicated (>1) effects. Random kills hit "
-        "both; the baseline is also killed right after its notification was applied "
-        "(its idempotency record still says in progress), the window the usual way "
-        "cannot close.",
+        "both; the baseline is also killed right after a delivery's notification was "
+        "first applied (its idempotency record still says in progress), the window the "
+        "usual way cannot close.",
         [
             Row("ours: receiver latency", "ms", summary=r.ours_latency_ms),
             Row("ours: receiver p99", "ms", value=r.ours_p99_ms),

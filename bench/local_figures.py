@@ -263,13 +263,14 @@ class LocalSizes:
     latency_deliveries: int = 100
     latency_concurrency: int = 5
     kill_deliveries: int = 40  # the baseline's (each takes > 300 ms)
-    kill_deliveries_ours: int = 120  # ours answer in milliseconds: more, to span the kills
+    kill_deliveries_ours: int = 100  # ours answer in milliseconds: more, to span the kills
     kills: int = 5
     e2e_deliveries: int = 1000
     e2e_concurrency: int = 10
     e2e_retried: float = 0.2
     time_scale: float = 360.0  # contract back-off: 30 s -> 83 ms, 1 h -> 10 s
     kill_time_scale: float = 1800.0  # 30 s -> 17 ms, 1 h -> 2 s, 6 h -> 12 s
+    kill_time_scale_ours: float = 3600.0  # ours needs no in-progress record to expire
 
 
 @dataclass
@@ -406,7 +407,7 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 url=state.webhook_url,
                 secrets=secrets,
                 concurrency=4,
-                time_scale=sizes.kill_time_scale,
+                time_scale=sizes.kill_time_scale_ours,
                 seed=9,
             )
             batch = _deliveries(stack, sizes.kill_deliveries_ours, rng)
@@ -438,18 +439,17 @@ def measure(sizes: LocalSizes) -> LocalResults:
             )
             # The usual way's own danger window: the effect is applied, the request
             # has not finished (its idempotency record still says in progress).
-            applied = {"n": sum(stack.effects().values())}
+            # Each kill follows the first application of a delivery not killed before.
+            seen = set(stack.effects())
 
             def effect_applied() -> bool:
-                now = sum(stack.effects().values())
-                if now > applied["n"]:
-                    applied["n"] = now
-                    return True
-                return False
+                fresh = set(stack.effects()) - seen
+                seen.update(fresh)
+                return bool(fresh)
 
             def kill_baseline_after_effect() -> None:
                 baseline.kill()
-                applied["n"] = sum(stack.effects().values())
+                seen.update(stack.effects())
 
             effect_kills = _kill_run(
                 stack,

@@ -140,6 +140,8 @@ def render_markdown(figures: list[Figure], run: dict[str, Any], preamble: str) -
             lines.append(f"| {figure.number} | {figure.title} | not measured | — | — |")
     for figure in figures:
         lines += ["", f"## Figure {figure.number}: {figure.title}", "", figure.method, ""]
+        if figure.seconds:
+            lines += [f"_Measured in {figure.seconds:.0f} s._", ""]
         if figure.rows:
             lines += [
                 "| measure | unit | median | spread: p25-p75 (min, max) | n | target | met |",

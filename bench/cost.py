@@ -406,7 +406,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "A delivery: one accepted `package.received`, processed once by the default "
         "workflow (archive to S3, one notification). Variable cost at 1 M deliveries a "
         "month, per million; the fixed monthly items (alarms, metrics, dashboard, "
-        "secrets, key, idle queue polling) are listed at the end of the same table.",
+        "secrets, key) are listed at the end of the same table (the SQS line includes "
+        "the event-source mapping's idle polling).",
         "",
         "| component | $ per 1 M deliveries | basis (at 1 M / month) |",
         "|---|---|---|",

@@ -411,6 +411,12 @@ def figures_5_and_6(sizes: Sizes) -> list[Figure]:
             "in the worker, whose effect ledger makes a retried effect apply once. The "
             "baseline answers after the whole workflow, so every MCP millisecond is in "
             "RelayLink's 10 s budget.",
+            "Until every effect is applied, ours is bounded by the worker side's "
+            f"concurrency ({r.e2e['worker_concurrency']} batches at a time here, the "
+            "messages of a batch one after another at 300 ms of MCP each), the baseline "
+            "by the sender's (5 requests in flight, each doing the whole work): throughput "
+            "is a setting for ours (`worker_max_concurrency`) that does not touch the "
+            "answer time RelayLink sees.",
             "A baseline request killed after its effect leaves an in-progress idempotency "
             "record; Powertools lets the retry through once that record expires (the "
             "invocation's remaining time, 10 s here), and the effect runs again. "

@@ -62,7 +62,6 @@ DELIVERIES_PER_SHARED_PACKAGE: Final = 3
 RESTART_DEADLINE_SECONDS: Final = 60.0
 STALL_SECONDS: Final = 120.0
 _POLL_SECONDS: Final = 0.05
-_QUIET_POLL_SECONDS: Final = 1.0
 _HTTP_RETRIES: Final = 20  # a single adversarial request, until the receiver answers it
 _RETRYABLE: Final = frozenset({TIMEOUT, CONNECTION_ERROR, "500", "502", "503", "504"})
 
@@ -284,7 +283,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         say(f"load sent in {load_seconds:.1f} s; faults off, waiting until quiet")
         quiet_started = time.monotonic()
         acknowledged = sum(1 for r in load.genuine if r.acknowledged)
-        quiet = wait_until_quiet(stack, config.deadline_seconds, expected=acknowledged)
+        quiet = stack.quiet(config.deadline_seconds, expected=acknowledged)
         quiet_seconds = time.monotonic() - quiet_started
         # Relay failures are a child process's argument: they stay on, and only delay.
         worker_log = _WorkerLog.read(stack)
@@ -429,26 +428,6 @@ class _LoadRun:
             await asyncio.to_thread(self.stack.kill, role)
             self.load.kills[role] += 1
             await asyncio.to_thread(self.stack.wait_ready, RESTART_DEADLINE_SECONDS)
-
-
-def wait_until_quiet(stack: LocalStack, timeout: float, *, expected: int) -> bool:
-    """Until no work is left: the work queue empty, ``expected`` items, none busy.
-
-    As :meth:`LocalStack.quiet`, but a table scan only once the work queue is empty,
-    and at most one a second: a scan holds the emulator's lock for as long as it takes
-    to read every item, and scanning back to back starves the workers on a big table.
-    """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):  # the emulator busy or restarting: ask again
-            if stack.queue_depths()["work"] == 0:
-                states = Counter(stack.inbox_states().values())
-                finished = states["completed"] + states["failed"]
-                busy = states["pending"] + states["processing"]
-                if not busy and finished >= expected and stack.queue_depths()["work"] == 0:
-                    return True
-        time.sleep(_QUIET_POLL_SECONDS)
-    return False
 
 
 async def _until(condition: Callable[[], bool], give_up: Callable[[], bool]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 from types import FrameType
@@ -20,6 +22,19 @@ def install_stop_signals() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+
+
+def exit_with_parent(interval: float = 0.5) -> None:
+    """Leave when the supervisor is gone (killed, or stopped without stopping us):
+    an orphaned front door would hold its port, an orphaned worker its queue."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        quiet_exit()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def announce_ready(path: str | None) -> None:

@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from functions.core import names
-from local.child import LambdaContext, Stop, announce_ready, install_stop_signals, quiet_exit
+from local.child import (
+    LambdaContext,
+    Stop,
+    announce_ready,
+    exit_with_parent,
+    install_stop_signals,
+    quiet_exit,
+)
 
 log = logging.getLogger("relaylink.local.event_sources")
 
@@ -338,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     install_stop_signals()
+    exit_with_parent()
 
     import boto3  # noqa: PLC0415 (after the signals: a stop during import is quiet)
 

@@ -20,7 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from local import api_gateway
-from local.child import LambdaContext, Stop, announce_ready, install_stop_signals, quiet_exit
+from local.child import (
+    LambdaContext,
+    Stop,
+    announce_ready,
+    exit_with_parent,
+    install_stop_signals,
+    quiet_exit,
+)
 
 # API Gateway's own payload limit: larger requests never reach the function.
 API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -110,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     install_stop_signals()
+    exit_with_parent()
     from functions.receiver import handler  # noqa: PLC0415 (pay the cold start before serving)
 
     if args.clock_start is not None:

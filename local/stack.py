@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -348,27 +349,24 @@ class LocalStack:
                     states[item["pk"]["S"]] = item["state"]["S"]
         return states
 
-    def quiet(self, timeout: float, *, expected: int | None = None) -> bool:
-        """Wait until no work is left: every queue empty, no item pending or processing.
+    def quiet(self, timeout: float, *, expected: int = 0, poll_seconds: float = 1.0) -> bool:
+        """Wait until no work is left: the work queue empty, no item pending or processing,
+        and at least ``expected`` items finished (completed or failed).
 
-        With ``expected``, also until that many inbox items with work exist.
+        The table is scanned only once the work queue is empty, and at most once per
+        ``poll_seconds``: a scan holds the emulator's lock for as long as it reads every
+        item, and back-to-back scans would starve the workers on a big table.
         """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):  # an injected fault: ask again
-                states = self.inbox_states()
-                busy = [s for s in states.values() if s in ("pending", "processing")]
-                enough = (
-                    expected is None
-                    or sum(
-                        s in ("pending", "processing", "completed", "failed")
-                        for s in states.values()
-                    )
-                    >= expected
-                )
-                if enough and not busy and self.queue_depths()["work"] == 0:
-                    return True
-            time.sleep(0.1)
+            with contextlib.suppress(Exception):  # the emulator busy or a fault: ask again
+                if self.queue_depths()["work"] == 0:
+                    states = Counter(self.inbox_states().values())
+                    finished = states["completed"] + states["failed"]
+                    busy = states["pending"] + states["processing"]
+                    if not busy and finished >= expected and self.queue_depths()["work"] == 0:
+                        return True
+            time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
         return False
 
     # --- internals -----------------------------------------------------------------

@@ -44,6 +44,7 @@ QUICK: Final = Sizes(
         kill_deliveries=12,
         kill_deliveries_ours=40,
         kills=2,
+        effect_kills=1,
         e2e_deliveries=100,
     ),
 )

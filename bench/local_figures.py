@@ -262,9 +262,10 @@ def _kill_run(
 class LocalSizes:
     latency_deliveries: int = 100
     latency_concurrency: int = 5
-    kill_deliveries: int = 40  # the baseline's (each takes > 300 ms)
-    kill_deliveries_ours: int = 100  # ours answer in milliseconds: more, to span the kills
+    kill_deliveries: int = 30  # the baseline's (each takes > 300 ms)
+    kill_deliveries_ours: int = 80  # ours answer in milliseconds: more, to span the kills
     kills: int = 5
+    effect_kills: int = 3  # each costs the in-progress record's 10 s, then a retry
     e2e_deliveries: int = 1000
     e2e_concurrency: int = 10
     e2e_retried: float = 0.2
@@ -455,7 +456,7 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 stack,
                 base_config,
                 _deliveries(stack, sizes.kill_deliveries, rng),
-                kills=sizes.kills,
+                kills=sizes.effect_kills,
                 kill=kill_baseline_after_effect,
                 spacing_s=0.0,
                 wait_done=lambda: None,

@@ -20,7 +20,7 @@ class Sizes:
     moto_blocks: int = 5
     moto_per_block: int = 40
     own_code_repeats: int = 2000
-    cold_pairs: int = 12
+    cold_pairs: int = 10
     worker_cold_runs: int = 3
     mcp_batches: int = 3
     pipeline_deliveries: int = 40

@@ -265,7 +265,7 @@ class LocalSizes:
     kill_deliveries: int = 30  # the baseline's (each takes > 300 ms)
     kill_deliveries_ours: int = 80  # ours answer in milliseconds: more, to span the kills
     kills: int = 5
-    effect_kills: int = 3  # each costs the in-progress record's 10 s, then a retry
+    effect_kills: int = 2  # each costs the in-progress record's 10 s, then a retry
     e2e_deliveries: int = 1000
     e2e_concurrency: int = 10
     e2e_retried: float = 0.2

@@ -59,8 +59,11 @@ _FUNCTION_ARN_PREFIX = "arn:aws:lambda:us-east-1:123456789012:function:"
 class LambdaContext:
     """The part of Lambda's context object the handlers and Powertools read."""
 
-    def __init__(self, function_name: str, *, memory_mb: int = 512) -> None:
+    def __init__(
+        self, function_name: str, *, memory_mb: int = 512, remaining_ms: int = 60_000
+    ) -> None:
         self.function_name = function_name
+        self._remaining_ms = remaining_ms
         self.memory_limit_in_mb = memory_mb
         self.invoked_function_arn = (
             f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
@@ -68,4 +71,4 @@ class LambdaContext:
         self.aws_request_id = str(uuid.uuid4())
 
     def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+        return self._remaining_ms

@@ -14,7 +14,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,7 +47,15 @@ class ReplayClock:
         return self._start + int(time.monotonic() - self._started)
 
 
+Invoke = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
 class FrontDoor(BaseHTTPRequestHandler):
+    """API Gateway for one function: set ``invoke`` and ``function_name`` in a subclass."""
+
+    invoke: Invoke
+    function_name = "receiver"
+    remaining_ms = 8_000  # the receiver Lambda's timeout (infra/receiver.py)
     server_version = "relaylink-local"
     sys_version = ""
     protocol_version = "HTTP/1.1"
@@ -84,9 +92,9 @@ class FrontDoor(BaseHTTPRequestHandler):
             body=body,
             source_ip=self.client_address[0],
         )
-        from functions.receiver.handler import lambda_handler  # noqa: PLC0415 (imported once, at start)
-
-        result: dict[str, Any] = lambda_handler(event, LambdaContext("receiver", memory_mb=512))
+        invoke = type(self).invoke
+        context = LambdaContext(self.function_name, remaining_ms=self.remaining_ms)
+        result = invoke(event, context)
         self._answer(api_gateway.http_response(result))
 
     def _answer(self, response: api_gateway.HttpResponse) -> None:
@@ -99,6 +107,30 @@ class FrontDoor(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: the access line would carry the path, which may hold a token."""
+
+
+def serve(
+    invoke: Invoke,
+    *,
+    port: int,
+    ready_file: str | None,
+    name: str = "receiver",
+    remaining_ms: int = FrontDoor.remaining_ms,
+) -> None:
+    """Serve ``POST /relaylink`` into ``invoke`` until SIGTERM/SIGINT, then exit quietly."""
+    door = type(
+        "Door",
+        (FrontDoor,),
+        {"invoke": staticmethod(invoke), "function_name": name, "remaining_ms": remaining_ms},
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", port), door)
+    server.daemon_threads = True
+    serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
+    serving.start()
+    announce_ready(ready_file)
+    with contextlib.suppress(Stop):
+        serving.join()
+    quiet_exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,14 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         clock = ReplayClock(args.clock_start, frozen=args.freeze_clock)
         handler.set_deps(handler.build_deps(Settings.from_env(os.environ), clock=clock))
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), FrontDoor)
-    server.daemon_threads = True
-    serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
-    serving.start()
-    announce_ready(args.ready_file)
-    with contextlib.suppress(Stop):
-        serving.join()
-    quiet_exit()
+    serve(handler.lambda_handler, port=args.port, ready_file=args.ready_file)
     return 0
 
 

@@ -26,7 +26,9 @@ typecheck: $(STAMP)
 pytest: $(STAMP) build
 	$(VENV)/bin/pytest
 
+# Every shared vector through the handler (a table), then the whole pipeline's scenario.
 demo: $(STAMP)
+	$(PY) -m local.vector_demo
 	$(VENV)/bin/relaylink-receiver demo
 
 # Fault injection against the local stack (docs/reliability.md): a few minutes.

@@ -62,7 +62,9 @@ DELIVERIES_PER_SHARED_PACKAGE: Final = 3
 RESTART_DEADLINE_SECONDS: Final = 60.0
 STALL_SECONDS: Final = 120.0
 _POLL_SECONDS: Final = 0.05
-_HTTP_RETRIES: Final = 20  # a single adversarial request, until the receiver answers it
+# A single adversarial request is repeated until the receiver gives a verdict: kills
+# come in bursts, so a fixed count of retries can fall entirely inside restarts.
+_VERDICT_DEADLINE_SECONDS: Final = 60.0
 _RETRYABLE: Final = frozenset({TIMEOUT, CONNECTION_ERROR, "500", "502", "503", "504"})
 
 
@@ -448,9 +450,8 @@ async def _answered(
         delivery, secrets=None if secrets is None else list(secrets), timestamp=timestamp
     )
     load.adversarial_attempts += 1
-    for _ in range(_HTTP_RETRIES):
-        if result.answer not in _RETRYABLE:
-            break
+    deadline = time.monotonic() + _VERDICT_DEADLINE_SECONDS
+    while result.answer in _RETRYABLE and time.monotonic() < deadline:
         load.adversarial_attempts += 1
         await asyncio.sleep(0.2)
         result = await sender.resend(result, delivery)

@@ -32,7 +32,7 @@ from local.aws_resources import create_table
 from tests import builders
 from tests.builders import AwsCalls
 
-# The targets: calls per outcome (at most), Secrets Manager calls per 1,000.
+# Targets: calls per outcome (at most), Secrets Manager calls per 1,000.
 TARGETS: Final = {"accepted": 1, "duplicate": 1, "quarantined": 2, "rejected": 0}
 SECRETS_TARGET_PER_1000: Final = 1
 

@@ -1,7 +1,7 @@
 """The front door: HTTP API (payload 2.0) route ``POST /relaylink`` to the receiver Lambda.
 
 The API flavour is argued in docs/architecture.md. Access logs leave out the path and
-the query string: a receiver URL may carry a token (contract section 2).
+the query string: a receiver URL may carry a token (docs/contract.md, Request).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from infra.lambda_function import python_function, retention
 from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing
 
 ROUTE_PATH = "/relaylink"
-# RelayLink waits 10 s (contract section 1); answer, or fail, well before that.
+# RelayLink waits 10 s (docs/contract.md, Retries and timing); answer, or fail, well before that.
 RECEIVER_TIMEOUT = Duration.seconds(8)
 INTEGRATION_TIMEOUT = Duration.seconds(9)
 
@@ -129,8 +129,8 @@ class Receiver(Construct):
                 route,
                 "AwsSolutions-APIG4",
                 "RelayLink cannot present IAM, JWT or Lambda-authorizer credentials; every "
-                "request is authenticated by its HMAC signature (contract section 2), checked "
-                "in the receiver before any storage call.",
+                "request is authenticated by its HMAC signature (docs/contract.md, Signature), "
+                "checked in the receiver before any storage call.",
             )
         # ``$default`` stage: the route lives right under the API endpoint.
         self.url = f"{self.api.api_endpoint}{ROUTE_PATH}"

@@ -57,7 +57,7 @@ from local.stack import ROLES, LocalStack, Role, StackOptions
 
 MISSING_PREFIX: Final = "pkg_missing"  # local/mcp_server.py: "not found", permanently
 CONFLICT_PREFIX: Final = "pkg_conflict"  # the package id a conflicting body names
-SIGNATURE_TOLERANCE_SECONDS: Final = 300  # contract section 2
+SIGNATURE_TOLERANCE_SECONDS: Final = 300  # docs/contract.md, Timestamp tolerance
 DELIVERIES_PER_SHARED_PACKAGE: Final = 3
 RESTART_DEADLINE_SECONDS: Final = 60.0
 STALL_SECONDS: Final = 120.0

@@ -1,7 +1,7 @@
 """A demo RelayLink MCP server: the official SDK's server over Streamable HTTP.
 
-It plays RelayLink's side of contract section 5 for the local runtime, the demo and
-the tests: bearer-token auth (HTTP 401 otherwise) and one tool, ``get_package``.
+It plays RelayLink's side of docs/contract.md (Packages over MCP) for the local runtime,
+the demo and the tests: bearer-token auth (HTTP 401 otherwise) and one tool, ``get_package``.
 
 Package ids select the behaviour, so one server serves every test case:
 
@@ -260,7 +260,7 @@ async def _plain_answer(
 
 
 def demo_package(package_id: str) -> dict[str, Any]:
-    """The deterministic package for ``package_id`` (contract section 5 shape)."""
+    """The deterministic package for ``package_id`` (shape: docs/contract.md, Packages over MCP)."""
     digest = hashlib.sha256(package_id.encode()).hexdigest()
     day = 1 + int(digest[:2], 16) % 28
     return {

@@ -1,7 +1,7 @@
 """Builders for the tests of every layer: signed requests, API Gateway events, vectors.
 
-Signing here is written from the contract (section 2) with ``hmac`` directly, not
-with ``functions.core.signature``, so that a test which signs with this module and
+Signing here is written from the contract (docs/contract.md, Signature) with ``hmac``
+directly, not with ``functions.core.signature``, so that a test which signs with this module and
 verifies with the receiver exercises two implementations, as the vectors do.
 """
 
@@ -34,7 +34,7 @@ MCP_URL = "https://mcp.relaylink.example/mcp"
 EVENT_PACKAGE_RECEIVED = "package.received"
 
 
-# --- Signing (contract section 2) ------------------------------------------------
+# --- Signing (docs/contract.md, Signature) ---------------------------------------------
 
 
 def sign(secret: str, *, delivery_id: str, timestamp: int | str, body: bytes) -> str:

@@ -1,4 +1,4 @@
-"""A verified body, parsed into a typed delivery (contract section 3).
+"""A verified body, parsed into a typed delivery (docs/contract.md, Body).
 
 Called only after the signature matched: everything here is about the contract,
 not about authenticity. Each violation has one short, fixed reason code.
@@ -14,10 +14,10 @@ from typing import Any, Final
 
 from functions.core.models import EVENT_PACKAGE_RECEIVED, WorkItem
 
-# Contract section 1: lower-case, canonical 8-4-4-4-12.
+# docs/contract.md, Deliveries and attempts: lower-case, canonical 8-4-4-4-12.
 _DELIVERY_ID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-# Unknown events are acknowledged and stored (contract section 3): bound their names
-# so that an event name cannot carry arbitrary text into the table.
+# Unknown events are acknowledged and stored (docs/contract.md, Events): bound their
+# names so that an event name cannot carry arbitrary text into the table.
 _EVENT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
@@ -56,7 +56,7 @@ class Delivery:
         """The work this delivery needs: only ``package.received`` is processed.
 
         Ping and unknown events are acknowledged and recorded, never processed
-        (contract section 3).
+        (docs/contract.md, Events).
         """
         if self.event != EVENT_PACKAGE_RECEIVED or self.package_id is None or self.mcp_url is None:
             return None
@@ -81,7 +81,7 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
     if not isinstance(delivery_id, str) or not is_canonical_delivery_id(delivery_id):
         raise InvalidDelivery(InvalidReason.BAD_DELIVERY_ID)
     # The header was signed; a canonical body id that differs from it is a contract
-    # violation, not a second delivery (contract section 3).
+    # violation, not a second delivery (docs/contract.md, Body).
     if delivery_id != header_delivery_id:
         raise InvalidDelivery(InvalidReason.DELIVERY_ID_MISMATCH)
     event = data.get("event")
@@ -116,7 +116,7 @@ def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
         # Decode explicitly: json.loads(bytes) would also guess UTF-16/32, which the
-        # contract does not allow (section 2: the body is UTF-8).
+        # contract does not allow (docs/contract.md, Body: UTF-8 only).
         data: Any = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_fields)
     except _DuplicateField:
         raise InvalidDelivery(InvalidReason.DUPLICATE_FIELD) from None

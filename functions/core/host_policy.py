@@ -1,4 +1,4 @@
-"""Which MCP URLs may receive our RelayLink API token (contract section 5).
+"""Which MCP URLs may receive our RelayLink API token (docs/contract.md, Packages over MCP).
 
 ``mcp_url`` arrives in a signed webhook body, but a leaked signing secret would let
 anyone point us anywhere: the token goes only to hosts the owner configured, over

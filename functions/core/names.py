@@ -63,13 +63,13 @@ OUTBOX_TTL_SECONDS: Final = 24 * 3600
 DEFAULT_INBOX_RETENTION_DAYS: Final = 30
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 
-# --- RelayLink's request (contract section 2), names lower-cased -----------------
+# --- RelayLink's request (docs/contract.md, Headers), names lower-cased ------------
 HEADER_DELIVERY: Final = "x-relaylink-delivery"
 HEADER_EVENT: Final = "x-relaylink-event"
 HEADER_TIMESTAMP: Final = "x-relaylink-timestamp"
 HEADER_SIGNATURE: Final = "x-relaylink-signature"
 HEADER_ATTEMPT: Final = "x-relaylink-attempt"
-MAX_BODY_BYTES: Final = 256 * 1024  # RelayLink never sends more (contract section 3)
+MAX_BODY_BYTES: Final = 256 * 1024  # RelayLink never sends more (docs/contract.md, Body)
 
 # --- Metrics (EMF, namespace above) ---------------------------------------------
 METRIC_QUARANTINED: Final = "DeliveriesQuarantined"

@@ -1,7 +1,7 @@
 """Logger and metrics shared by every function, with redaction built in.
 
-Handlers never log events, bodies, header values or paths (contract section 2:
-the receiver URL may hold a token). The filter below is the second line of
+Handlers never log events, bodies, header values or paths (docs/contract.md,
+Request: the receiver URL may hold a token). The filter below is the second line of
 defence: it masks anything shaped like a signing secret or a bearer token that
 slips into a log line anyway.
 """

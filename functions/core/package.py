@@ -1,7 +1,7 @@
 """The package a delivery points at, as the MCP server's ``get_package`` returns it.
 
-Contract section 5 gives the shape. It is parsed here, at the edge, into frozen
-values; unknown fields are tolerated (the server may add some), a wrong shape is
+docs/contract.md (Packages over MCP) gives the shape. It is parsed here, at the edge,
+into frozen values; unknown fields are tolerated (the server may add some), a wrong shape is
 :class:`~functions.core.errors.InvalidPackage`. Plain dataclasses rather than
 pydantic: the shape is small, and the error must never echo the input.
 """

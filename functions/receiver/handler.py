@@ -1,8 +1,8 @@
 """The receiver Lambda: API Gateway event in, one use-case call, HTTP response out.
 
 Logs and metrics carry the outcome, a fixed reason code and (once verified) the
-delivery id; never the event, body, header values, path or a secret (contract
-section 2: the receiver URL may itself hold a token).
+delivery id; never the event, body, header values, path or a secret (docs/contract.md,
+Request: the receiver URL may itself hold a token).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ REASON_MISCONFIGURED: Final = "receiver_misconfigured"
 REASON_INTERNAL: Final = "internal_error"
 _JSON_HEADERS: Final = {"Content-Type": "application/json"}
 
-# RelayLink gives up on an attempt after 10 s (contract section 1). Bounded timeouts and
-# attempts keep one request well inside that; a slower answer only costs a retry.
+# RelayLink gives up on an attempt after 10 s (docs/contract.md, Retries and timing).
+# Bounded timeouts and attempts keep one request well inside that; a slower answer
+# only costs a retry.
 # DynamoDB keeps botocore's legacy mode: its DynamoDB policy backs off from 50 ms, where
 # standard mode would wait up to 1 s, then 2 s, out of that 10 s budget.
 # No client-side parameter validation: the items come from typed builders

@@ -8,8 +8,8 @@ from typing import Final
 
 from functions.core import names
 
-# RelayLink retries for up to 3 days (contract section 1): an inbox item that expired
-# earlier would let a late retry be accepted a second time.
+# RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
+# item that expired earlier would let a late retry be accepted a second time.
 MIN_RETENTION_DAYS: Final = 4
 MAX_SECRETS_AGE_SECONDS: Final = 3600
 

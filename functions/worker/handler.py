@@ -38,8 +38,8 @@ from functions.core.workflow import Workflow, WorkflowContext, load_workflow
 from functions.worker.settings import Settings
 
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
-# Contract section 5 gives no size; a briefing plus attachment metadata is text, and
-# anything near this is not a briefing an agent should be handed.
+# docs/contract.md (Packages over MCP) sets no size; a briefing plus attachment metadata
+# is text, and anything near this is not a briefing an agent should be handed.
 MAX_RESULT_BYTES = 1024 * 1024
 # Connecting is quick or it is not happening; reading may wait on the server's work.
 MAX_CONNECT_TIMEOUT_SECONDS = 5.0

@@ -28,7 +28,7 @@ def test_hostile_corpus_has_at_least_fifty_named_cases() -> None:
     assert len({case.category for case in CORPUS}) >= 10
 
 
-# Issue 6 lists what the corpus must hold; each item names the cases that cover it.
+# The kinds of hostile input the corpus must hold; each names the cases that cover it.
 ISSUE_ITEMS: dict[str, list[str]] = {
     "duplicated or folded headers": [
         "signature header repeated (HTTP API joins with a comma)",

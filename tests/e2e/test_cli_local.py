@@ -1,4 +1,4 @@
-"""The issue's acceptance path as a user types it: ``local`` in the background, ``send``,
+"""The CLI's acceptance path as a user types it: ``local`` in the background, ``send``,
 ``inbox list``, then SIGTERM — a clean stop, no traceback, the state file gone."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Template assertions: every property the infrastructure issue asks for."""
+"""Template assertions: every property the infrastructure must have."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
 
 
 def test_receiver_answers_before_relaylink_gives_up(synthesized: Synthesized) -> None:
-    # RelayLink waits 10 s (contract section 1).
+    # RelayLink waits 10 s (docs/contract.md, Retries and timing).
     assert synthesized.function("receiver")["Properties"]["Timeout"] < 10
     (integration,) = synthesized.of_type("AWS::ApiGatewayV2::Integration").values()
     assert integration["Properties"]["TimeoutInMillis"] < 10_000

@@ -1,4 +1,4 @@
-"""Rotating the signing secret in Secrets Manager, with no redeploy (issue 6).
+"""Rotating the signing secret in Secrets Manager, with no redeploy.
 
 The receiver is built once (``handler.build_deps``, the production wiring) against
 moto; the secret is then changed with ``PutSecretValue`` only. Time moves through the

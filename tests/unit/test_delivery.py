@@ -1,4 +1,4 @@
-"""Parsing a verified body against the contract (section 3)."""
+"""Parsing a verified body against the contract (docs/contract.md, Body)."""
 
 from __future__ import annotations
 

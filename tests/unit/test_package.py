@@ -1,4 +1,4 @@
-"""Package.from_mapping: the MCP result's shape (contract section 5) into typed values."""
+"""Package.from_mapping: the MCP result's shape (docs/contract.md, Packages over MCP)."""
 
 from __future__ import annotations
 

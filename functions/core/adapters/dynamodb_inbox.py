@@ -44,9 +44,10 @@ _TRANSIENT_REASONS: Final = frozenset(
     {"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"}
 )
 _CONDITION_FAILED: Final = "ConditionalCheckFailed"
-# Two attempts of one delivery may overlap (contract section 1); DynamoDB then cancels
-# one transaction with TransactionConflict. Re-running it a moment later lets it see the
-# winner's item and answer "duplicate" instead of a 503 and a sender retry.
+# Two attempts of one delivery may overlap (docs/contract.md, Deliveries and attempts);
+# DynamoDB then cancels one transaction with TransactionConflict. Re-running it a
+# moment later lets it see the winner's item and answer "duplicate" instead of a 503
+# and a sender retry.
 _CONFLICT_ATTEMPTS: Final = 3
 _CONFLICT_BACKOFF_SECONDS: Final = 0.02
 

@@ -1,4 +1,4 @@
-"""Fetch packages from RelayLink's MCP server (contract section 5).
+"""Fetch packages from RelayLink's MCP server (docs/contract.md, Packages over MCP).
 
 The only module that imports ``mcp``.
 
@@ -497,7 +497,7 @@ def _package_from(result: CallToolResult, package_id: str) -> Package:
         if "not found" in message.lower():
             raise PackageNotFound()
         # The contract promises permanence only for "not found". Any other tool error
-        # is the server failing on its side, which section 5 says may be transient;
+        # is the server failing on its side, which docs/contract.md says may be transient;
         # retrying costs a bounded number of attempts, giving up could lose a package.
         raise TransientError(CODE_TOOL_ERROR)
     data: Any = result.structured_content

@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import names
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 
 if TYPE_CHECKING:
@@ -42,13 +44,6 @@ _END_OF_TIME: Final = 2**53
 # Each received dead letter stays hidden this long while it is handled.
 _REDRIVE_VISIBILITY_SECONDS: Final = 60
 _SQS_BATCH: Final = 10
-
-# Why the reset is conditional: only a delivery whose processing is over (failed) may
-# get a fresh budget; a worker holding it, or a completion, must not be undone.
-_RESET_FAILED: Final = (
-    ("attribute_exists(pk)", "an item that expired meanwhile is not re-created"),
-    ("#state = :failed", "only a failed delivery is retried; never undo a completion"),
-)
 
 
 class OperatorError(Exception):
@@ -259,30 +254,14 @@ def show_quarantine(target: Target, delivery_id: str) -> list[QuarantineRecord]:
 def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
     """``failed`` -> ``pending`` with attempts 0; False if the item is not failed (any more)."""
     try:
-        target.dynamodb.update_item(
-            TableName=target.table_name,
-            Key=dynamodb_items.inbox_key(delivery_id),
-            UpdateExpression=(
-                "SET #state = :pending, attempts = :zero,"
-                " state_shard = :shard, state_changed_at = :now"
-            ),
-            ConditionExpression=" AND ".join(f"({part})" for part, _why in _RESET_FAILED),
-            ExpressionAttributeNames={"#state": "state"},
-            ExpressionAttributeValues={
-                ":pending": {"S": State.PENDING.value},
-                ":failed": {"S": State.FAILED.value},
-                ":zero": {"N": "0"},
-                ":shard": {"S": dynamodb_items.state_shard(State.PENDING.value, delivery_id)},
-                ":now": {"N": str(now)},
-            },
+        applied = transitions.apply(
+            target.dynamodb, target.table_name, transitions.RESET_FAILED, delivery_id, now=now
         )
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return False
-        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
-    except BotoCoreError as exc:
-        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
-    return True
+    except (StorageUnavailable, ClientError) as exc:
+        # StorageUnavailable stands for the SDK error it was raised from: describe that.
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        raise OperatorError(f"DynamoDB: {describe_aws_error(cause)}") from None
+    return applied.moved
 
 
 def _send_work(target: Target, work: WorkItem) -> None:

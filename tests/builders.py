@@ -8,6 +8,7 @@ verifies with the receiver exercises two implementations, as the vectors do.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
+
+from functions.core.models import InboxItem, State
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR_ENV = "RELAYLINK_SHARED_DIR"
@@ -425,3 +428,22 @@ def serialize_moto(clients: list[Any], *, services: tuple[str, ...] = ("dynamodb
     for client in clients:
         for service in services:
             client.meta.events.register_first(f"before-send.{service}", one_at_a_time)
+
+
+# --- Stored items ------------------------------------------------------------------
+
+
+def inbox_item(delivery_id: str, *, received_at: int, **changes: Any) -> InboxItem:
+    """A pending inbox item received (and last changed) at ``received_at``; 30-day TTL."""
+    item = InboxItem(
+        delivery_id=delivery_id,
+        event=EVENT_PACKAGE_RECEIVED,
+        body_sha256="0" * 64,
+        received_at=received_at,
+        state=State.PENDING,
+        expires_at=received_at + 30 * 86400,
+        package_id=PACKAGE_ID,
+        mcp_url=MCP_URL,
+        state_changed_at=received_at,
+    )
+    return dataclasses.replace(item, **changes)

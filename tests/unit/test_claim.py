@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
 from functions.core.models import InboxItem, State
+from tests import builders
 from tests.processing_fakes import FakeClaims
 
 NOW = 1_760_000_000
@@ -22,18 +22,9 @@ DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 
 
 def pending(delivery_id: str = DELIVERY, **changes: Any) -> InboxItem:
-    item = InboxItem(
-        delivery_id=delivery_id,
-        event="package.received",
-        body_sha256="0" * 64,
-        received_at=NOW - 10,
-        state=State.PENDING,
-        expires_at=NOW + 30 * 86400,
-        package_id="pkg_1",
-        mcp_url="https://mcp.relaylink.example/mcp",
-        state_changed_at=NOW - 10,
+    return builders.inbox_item(
+        delivery_id, received_at=NOW - 10, **{"expires_at": NOW + 30 * 86400, **changes}
     )
-    return dataclasses.replace(item, **changes)
 
 
 @dataclass

@@ -34,6 +34,13 @@ signature_values = st.lists(
     st.tuples(st.sampled_from(["v1,", "v2,", "v1", "", "V1,"]), b64_text | any_text).map("".join),
     max_size=4,
 ).map(" ".join)
+
+
+def fetch_text(max_size: int) -> st.SearchStrategy[str]:
+    """Text the receiver accepts in ``package_id`` and ``mcp_url``: scalars, no controls."""
+    return st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=max_size)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text, inner, max_size=3),
@@ -117,10 +124,9 @@ def signed_bodies(draw: st.DrawFn, delivery_id: str | None = None) -> SignedBody
         "delivery_id": did,
         "event": event,
         "created_at": "2026-12-02T15:04:05Z",
-        "package_id": draw(st.text(any_char, min_size=1, max_size=30).filter(_encodable)),
+        "package_id": draw(fetch_text(30)),
         "mcp_url": draw(
-            st.sampled_from([builders.MCP_URL, "https://x.relaylink.example/m"])
-            | st.text(any_char, min_size=1, max_size=40).filter(_encodable)
+            st.sampled_from([builders.MCP_URL, "https://x.relaylink.example/m"]) | fetch_text(40)
         ),
     }
     for key in FIELDS:

@@ -226,6 +226,22 @@ def test_accept_contract_violation_is_invalid_without_touching_storage(harness: 
     assert harness.inbox.calls == 0
 
 
+def test_accept_package_id_that_no_fetch_could_carry_is_refused_at_once(
+    harness: Harness,
+) -> None:
+    # JSON can spell a lone surrogate; stored, it would fail every fetch until the
+    # delivery dead-lettered. Refused now, RelayLink's sender sees the 400.
+    delivery_id = builders.new_delivery_id()
+    body = builders.delivery_body(delivery_id, package_id="pkg_<x>").replace(b"<x>", b"\\ud800")
+    result = harness(builders.signed_request(timestamp=NOW, delivery_id=delivery_id, body=body))
+    assert (result.outcome, result.status, result.reason) == (
+        Outcome.INVALID,
+        400,
+        "package_id_invalid",
+    )
+    assert harness.inbox.calls == 0
+
+
 def test_accept_event_header_differing_from_body_is_invalid(harness: Harness) -> None:
     request = builders.signed_request(timestamp=NOW)
     headers = {k.lower(): v for k, v in request.headers.items()}

@@ -1,43 +1,14 @@
-"""Create the stack's AWS resources in an emulator (moto), from the shared names.
+"""Create the stack's AWS resources in an emulator (moto), from the shared schema.
 
-The CDK stack (``infra/``) and this module both build the table from
-``functions.core.names``: the key schema, index and TTL attribute exist once.
+The CDK stack (``infra/``) and this module both build the table and the work queues
+from :mod:`infra.schema`: the key schema, index, TTL attribute and redrive exist once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from functions.core import names
-
-
-def table_definition(table_name: str) -> dict[str, Any]:
-    """``CreateTable`` arguments for the stack's table (on-demand, NEW_IMAGE stream)."""
-    return {
-        "TableName": table_name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.TABLE_SORT_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_SORT_KEY, "AttributeType": "N"},
-        ],
-        "KeySchema": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": names.TABLE_SORT_KEY, "KeyType": "RANGE"},
-        ],
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": names.STATE_INDEX,
-                "KeySchema": [
-                    {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": names.STATE_INDEX_SORT_KEY, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    }
+from infra.schema import TABLE, table_definition, work_queue_attributes
 
 
 def create_table(dynamodb: Any, table_name: str) -> str:
@@ -45,7 +16,7 @@ def create_table(dynamodb: Any, table_name: str) -> str:
     response = dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
         TableName=table_name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": names.TTL_ATTRIBUTE},
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TABLE.ttl_attribute},
     )
     return str(response["TableDescription"]["LatestStreamArn"])
 
@@ -58,10 +29,11 @@ def create_queues(
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    redrive = f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{max_receive_count}"}}'
-    attributes = {"RedrivePolicy": redrive}
-    if visibility_timeout is not None:
-        attributes["VisibilityTimeout"] = str(visibility_timeout)
+    attributes = work_queue_attributes(
+        dead_letter_arn=dlq_arn,
+        max_receive_count=max_receive_count,
+        visibility_timeout_seconds=visibility_timeout,
+    )
     queue_url = sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
     return str(queue_url), str(dlq_url)
 

@@ -44,6 +44,7 @@ from infra.environments import (
     relay_environment,
     worker_environment,
 )
+from infra.schema import max_receive_count_for
 from local.aws_emulator import AwsEmulator
 from local.aws_resources import create_queues, create_secret, create_table
 from local.mcp_server import RunningServer, start_in_thread
@@ -391,7 +392,7 @@ class LocalStack:
         work_queue_url, dead_letter_queue_url = create_queues(
             sqs,
             queue_name=f"{prefix}-work",
-            max_receive_count=self.options.max_attempts,
+            max_receive_count=max_receive_count_for(self.options.max_attempts),
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
         relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from functions.core.signature import SigningSecret  # noqa: PLC0415
-    from local.cli import CommandError  # noqa: PLC0415
+    from local.commands import CommandError  # noqa: PLC0415
     from local.stack import LocalStack, StackOptions  # noqa: PLC0415
 
     for secret in args.signing_secret:

@@ -2,7 +2,7 @@
 
 Items are written by the functions' own adapters (the receiver's inbox writer, the
 worker's claims), so the commands read what the pipeline really stores. The CLI is
-driven through ``local.cli.main`` with a state file that points at the server,
+driven through ``ops.cli.main`` with a state file that points at the server,
 exactly as ``--local`` finds a running local stack.
 """
 
@@ -23,11 +23,11 @@ from functions.core import names
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
-from local import operator
 from local.aws_resources import create_queues, create_table
-from local.cli import main
-from local.operator import RedriveOutcome, RequeueOutcome, Target
 from local.state import LocalState, Resources
+from ops import operator
+from ops.cli import main
+from ops.operator import RedriveOutcome, RequeueOutcome, Target
 
 NOW = 1_800_000_000
 MCP = "https://mcp.relaylink.example/mcp"

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from local.operator import Target
+    from ops.operator import Target
 
 STACK_ENV = "RELAYLINK_STACK"
 STATES = ("pending", "processing", "completed", "failed", "ignored")
@@ -40,8 +40,8 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_target(args: argparse.Namespace) -> Target:
     """The :class:`~local.operator.Target` the options name; user errors raise CommandError."""
-    from local.cli import CommandError
-    from local.operator import OperatorError, Target
+    from local.commands import CommandError
+    from ops.operator import OperatorError, Target
 
     if args.local:
         from local.state import LocalState
@@ -94,8 +94,8 @@ def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from functions.core.errors import StorageUnavailable
-    from local.cli import CommandError
-    from local.operator import OperatorError, describe_aws_error
+    from local.commands import CommandError
+    from ops.operator import OperatorError, describe_aws_error
 
     try:
         return fn(*args, **kwargs)
@@ -109,7 +109,7 @@ def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import operator
 
     target = open_target(args)
     item = operator_call(operator.show_inbox, target, args.delivery_id)
@@ -129,8 +129,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     from functions.core.models import State
-    from local import operator
-    from local.cli import CommandError
+    from local.commands import CommandError
+    from ops import operator
 
     if args.limit is not None and args.limit < 1:
         raise CommandError("--limit must be at least 1")

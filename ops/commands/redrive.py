@@ -8,7 +8,7 @@ import argparse
 import time
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.inbox import add_target_arguments, open_target, operator_call, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local import operator
-    from local.cli import CommandError
+    from local.commands import CommandError
+    from ops import operator
 
     if args.max is not None and args.max < 1:
         raise CommandError("--max must be at least 1")

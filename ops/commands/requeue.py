@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.inbox import add_target_arguments, open_target, operator_call, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import operator
 
     target = open_target(args)
     result = operator_call(operator.requeue, target, args.delivery_id, now=int(time.time()))

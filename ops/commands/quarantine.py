@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.inbox import add_target_arguments, open_target, operator_call, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def _print(records: list[Any], *, as_json: bool) -> None:
-    from local import operator
+    from ops import operator
 
     if as_json:
         views = [operator.quarantine_view(r) for r in records]
@@ -48,7 +48,7 @@ def _print(records: list[Any], *, as_json: bool) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import operator
 
     records = operator_call(operator.list_quarantine, open_target(args))
     _print(records, as_json=args.json)
@@ -56,7 +56,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import operator
 
     records = operator_call(operator.show_quarantine, open_target(args), args.delivery_id)
     if not records:

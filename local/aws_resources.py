@@ -2,13 +2,17 @@
 
 The CDK stack (``infra/``) and this module both build the table and the work queues
 from :mod:`infra.schema`: the key schema, index, TTL attribute and redrive exist once.
+:func:`create_stack_resources` creates everything the local stack's functions use.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from infra.schema import TABLE, table_definition, work_queue_attributes
+from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
+from local.state import Resources
 
 
 def create_table(dynamodb: Any, table_name: str) -> str:
@@ -41,3 +45,51 @@ def create_queues(
 def create_secret(secretsmanager: Any, *, name: str, value: str) -> str:
     """Create a secret holding ``value``; returns its ARN."""
     return str(secretsmanager.create_secret(Name=name, SecretString=value)["ARN"])
+
+
+def create_stack_resources(
+    client: Callable[[str], Any],
+    *,
+    prefix: str,
+    signing_secrets: Sequence[str],
+    mcp_token: str,
+    max_attempts: int,
+    visibility_timeout: int,
+) -> Resources:
+    """Table, work queues, relay failure queue, secrets, archive bucket and alarm topic.
+
+    Args:
+        client: a boto3 client for a service name, pointed at the emulator.
+        prefix: of every resource's name.
+    """
+    dynamodb, sqs = client("dynamodb"), client("sqs")
+    secretsmanager, s3 = client("secretsmanager"), client("s3")
+    table_name = f"{prefix}-inbox"
+    stream_arn = create_table(dynamodb, table_name)
+    work_queue_url, dead_letter_queue_url = create_queues(
+        sqs,
+        queue_name=f"{prefix}-work",
+        max_receive_count=max_receive_count_for(max_attempts),
+        visibility_timeout=visibility_timeout,
+    )
+    relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]
+    bucket = f"{prefix}-archive"
+    s3.create_bucket(Bucket=bucket)
+    topic_arn = client("sns").create_topic(Name=f"{prefix}-alarms")["TopicArn"]
+    return Resources(
+        table_name=table_name,
+        work_queue_url=work_queue_url,
+        dead_letter_queue_url=dead_letter_queue_url,
+        relay_failure_queue_url=relay_failure_queue_url,
+        signing_secrets_arn=create_secret(
+            secretsmanager,
+            name=f"{prefix}/signing-secrets",
+            value=json.dumps(list(signing_secrets)),
+        ),
+        mcp_token_secret_arn=create_secret(
+            secretsmanager, name=f"{prefix}/mcp-token", value=mcp_token
+        ),
+        archive_bucket=bucket,
+        stream_arn=stream_arn,
+        alarm_topic_arn=topic_arn,
+    )

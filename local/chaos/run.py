@@ -29,7 +29,8 @@ from local.chaos.report import (
     FaultCounts,
 )
 from local.event_sources import INJECTED_RELAY_FAILURE
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 
 
 def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = None) -> ChaosReport:

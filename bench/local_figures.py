@@ -28,7 +28,8 @@ from bench.stats import Summary, quantile, summarize
 from functions.core import names
 from local.sender import Delivery, SenderConfig, send_all
 from local.sender import Summary as SendSummary
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"

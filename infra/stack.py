@@ -15,6 +15,7 @@ from infra.queues import WorkQueues
 from infra.receiver import Receiver
 from infra.reconciler import Reconciler
 from infra.relay import Relay
+from infra.schema import max_receive_count_for
 from infra.secrets import Secrets
 from infra.table import InboxTable
 from infra.worker import LEASE_SECONDS, VISIBILITY_TIMEOUT, Worker
@@ -47,8 +48,7 @@ class ReceiverStack(Stack):
             self,
             "Work",
             visibility_timeout=VISIBILITY_TIMEOUT,
-            # One receive per processing attempt: the last failed attempt dead-letters.
-            max_receive_count=config.worker_max_attempts,
+            max_receive_count=max_receive_count_for(config.worker_max_attempts),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)

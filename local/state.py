@@ -77,15 +77,7 @@ class LocalState:
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client for the emulator."""
-        import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
-
-        return boto3.client(
-            service,
-            endpoint_url=self.aws_endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=LOCAL_ACCESS_KEY,
-            aws_secret_access_key=LOCAL_SECRET_KEY,
-        )
+        return emulator_client(service, endpoint_url=self.aws_endpoint_url, region=self.region)
 
     def client_environment(self) -> dict[str, str]:
         """Environment that points boto3 (and so the handlers) at the emulator."""
@@ -96,3 +88,16 @@ class LocalState:
             "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_KEY,
         }
+
+
+def emulator_client(service: str, *, endpoint_url: str, region: str) -> Any:
+    """A boto3 client for the emulator at ``endpoint_url``."""
+    import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
+
+    return boto3.client(
+        service,
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=LOCAL_ACCESS_KEY,
+        aws_secret_access_key=LOCAL_SECRET_KEY,
+    )

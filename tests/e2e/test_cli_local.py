@@ -12,7 +12,7 @@ from pathlib import Path
 
 from local.state import LocalState
 
-CLI = [sys.executable, "-m", "local.cli"]
+CLI = [sys.executable, "-m", "ops.cli"]
 DEADLINE_SECONDS = 60.0
 
 

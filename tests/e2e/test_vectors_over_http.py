@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 from tests.builders import vectors_file
 from tests.e2e.stacks import audited
 

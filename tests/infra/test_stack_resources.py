@@ -7,7 +7,7 @@ from typing import Any
 
 from functions.core import names
 from infra.lambda_function import ARCHITECTURE, RUNTIME
-from local.aws_resources import table_definition
+from infra.schema import table_definition
 from tests.infra.conftest import ALARM_EMAIL, NOTIFY_URL, Synthesized, get_att, ref
 
 FUNCTIONS = ("receiver", "relay", "worker", "reconciler")

@@ -1,4 +1,4 @@
-"""What the operator commands do, against a deployed stack or a local one.
+"""Requeue and redrive: give failed work another run, on a deployed stack or a local one.
 
 Plain functions over boto3 clients and resource names (a :class:`Target`); they
 return typed values that the command modules print. Every table access goes
@@ -16,239 +16,22 @@ failed until the next attempt records its own outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
-from functions.core.adapters import dynamodb_items, dynamodb_state_index
-from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.errors import StorageUnavailable
-from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
+from functions.core.models import State, WorkItem
+from ops.inbox import show_inbox
+from ops.target import OperatorError, Target, describe_aws_error
 
-if TYPE_CHECKING:
-    from local.state import LocalState
-
-# Stack outputs the operator needs (infra/stack.py).
-OUTPUT_TABLE: Final = "TableName"
-OUTPUT_WORK_QUEUE: Final = "WorkQueueUrl"
-OUTPUT_DEAD_LETTER_QUEUE: Final = "WorkDeadLetterQueueUrl"
-# Later than any state change: the index query's "changed before" bound for "all".
-_END_OF_TIME: Final = 2**53
 # Each received dead letter stays hidden this long while it is handled.
 _REDRIVE_VISIBILITY_SECONDS: Final = 60
 _SQS_BATCH: Final = 10
-
-
-class OperatorError(Exception):
-    """The target cannot be reached or is not a receiver stack (a one-line message)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where the operator commands act: clients and the stack's resource names."""
-
-    dynamodb: Any
-    sqs: Any
-    table_name: str
-    work_queue_url: str
-    dead_letter_queue_url: str
-    # SQS long-poll wait of redrive's receives: short polls may miss messages on SQS,
-    # while the local emulator serves one request at a time and must not be held.
-    receive_wait_seconds: int = 1
-
-    @classmethod
-    def from_stack(cls, stack_name: str, *, region: str | None = None) -> Target:
-        """Names from a deployed stack's CloudFormation outputs; default credential chain."""
-        import boto3  # noqa: PLC0415 (keeps the CLI's --help quick)
-
-        session = boto3.session.Session(region_name=region)
-        try:
-            stacks = session.client("cloudformation").describe_stacks(StackName=stack_name)
-        except ClientError as exc:
-            message = exc.response.get("Error", {}).get("Message", "unknown error")
-            raise OperatorError(f"cannot describe stack {stack_name}: {message}") from None
-        except BotoCoreError as exc:
-            raise OperatorError(f"cannot describe stack {stack_name}: {exc}") from None
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks["Stacks"][0].get("Outputs", [])}
-        missing = [
-            k
-            for k in (OUTPUT_TABLE, OUTPUT_WORK_QUEUE, OUTPUT_DEAD_LETTER_QUEUE)
-            if k not in outputs
-        ]
-        if missing:
-            raise OperatorError(
-                f"stack {stack_name} lacks the outputs {', '.join(missing)}"
-                " (not a relaylink-receiver stack, or deployed before they existed)"
-            )
-        return cls(
-            dynamodb=session.client("dynamodb"),
-            sqs=session.client("sqs"),
-            table_name=outputs[OUTPUT_TABLE],
-            work_queue_url=outputs[OUTPUT_WORK_QUEUE],
-            dead_letter_queue_url=outputs[OUTPUT_DEAD_LETTER_QUEUE],
-        )
-
-    @classmethod
-    def from_local(cls, state: LocalState) -> Target:
-        """The local stack's emulator, from its state file."""
-        return cls(
-            dynamodb=state.aws_client("dynamodb"),
-            sqs=state.aws_client("sqs"),
-            table_name=state.resources.table_name,
-            work_queue_url=state.resources.work_queue_url,
-            dead_letter_queue_url=state.resources.dead_letter_queue_url,
-            receive_wait_seconds=0,
-        )
-
-    def claims(self) -> DynamoDbClaims:
-        return DynamoDbClaims(client=self.dynamodb, table_name=self.table_name)
-
-
-def iso(epoch: int | None) -> str | None:
-    """Epoch seconds as ``2026-12-02T15:04:05Z`` (None stays None)."""
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- inbox --------------------------------------------------------------------------
-
-
-def inbox_view(item: InboxItem) -> dict[str, Any]:
-    """One inbox item as the commands print it: stable keys, epoch seconds, no body."""
-    return {
-        "delivery_id": item.delivery_id,
-        "event": item.event,
-        "state": item.state.value,
-        "attempts": item.attempts,
-        "body_sha256": item.body_sha256,
-        "package_id": item.package_id,
-        "mcp_url": item.mcp_url,
-        "received_at": item.received_at,
-        "state_changed_at": item.state_changed_at,
-        "completed_at": item.completed_at,
-        "lease_until": item.lease_until,
-        "last_error": item.last_error,
-    }
-
-
-def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:
-    """The inbox item (consistent read), or None for an unknown id."""
-    return target.claims().get(delivery_id)
-
-
-def list_inbox(
-    target: Target, *, state: State | None = None, limit: int | None = None
-) -> list[InboxItem]:
-    """Inbox items, oldest received first (then by id); ``state`` uses the by_state index."""
-    if state is None:
-        found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
-    else:
-        found = [
-            dynamodb_items.inbox_from_item(item)
-            for item in dynamodb_state_index.query_index(
-                target.dynamodb, target.table_name, label=state.value, changed_before=_END_OF_TIME
-            )
-            # The index also lists other records (quarantine, effect intents) by label.
-            if item[names.TABLE_SORT_KEY]["S"] == names.SK_INBOX
-        ]
-    found.sort(key=lambda i: (i.received_at, i.delivery_id))
-    return found if limit is None else found[:limit]
-
-
-def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:
-    arguments: dict[str, Any] = {
-        "TableName": target.table_name,
-        "FilterExpression": "#sk = :inbox",
-        "ExpressionAttributeNames": {"#sk": names.TABLE_SORT_KEY},
-        "ExpressionAttributeValues": {":inbox": {"S": names.SK_INBOX}},
-        "ConsistentRead": True,
-    }
-    yield from _paginate(target.dynamodb.scan, arguments)
-
-
-def _paginate(call: Any, arguments: dict[str, Any]) -> Iterator[dynamodb_items.Item]:
-    while True:
-        try:
-            response = call(**arguments)
-        except (ClientError, BotoCoreError) as exc:
-            raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
-        yield from response.get("Items", [])
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return
-        arguments["ExclusiveStartKey"] = last
-
-
-def describe_aws_error(exc: Exception) -> str:
-    """One line for an SDK error: its code and message, no request details."""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        return f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
-    return str(exc)
-
-
-# --- quarantine ---------------------------------------------------------------------
-
-
-def quarantine_view(record: QuarantineRecord) -> dict[str, Any]:
-    """One quarantine record: both digests and the time (never a body: none is kept)."""
-    return {
-        "delivery_id": record.delivery_id,
-        "event": record.event,
-        "stored_sha256": record.stored_sha256,
-        "received_sha256": record.received_sha256,
-        "quarantined_at": record.quarantined_at,
-    }
-
-
-def _quarantine_order(record: QuarantineRecord) -> tuple[int, str, str]:
-    return (record.quarantined_at, record.delivery_id, record.received_sha256)
-
-
-def list_quarantine(target: Target) -> list[QuarantineRecord]:
-    """Every quarantine record (from the by_state index), oldest first."""
-    records = [
-        dynamodb_items.quarantine_from_item(item)
-        for item in dynamodb_state_index.query_index(
-            target.dynamodb,
-            target.table_name,
-            label=dynamodb_items.QUARANTINED_LABEL,
-            changed_before=_END_OF_TIME,
-        )
-    ]
-    return sorted(records, key=_quarantine_order)
-
-
-def show_quarantine(target: Target, delivery_id: str) -> list[QuarantineRecord]:
-    """The quarantine records of one delivery (one per conflicting body digest)."""
-    arguments: dict[str, Any] = {
-        "TableName": target.table_name,
-        "KeyConditionExpression": "#pk = :id AND begins_with(#sk, :prefix)",
-        "ExpressionAttributeNames": {
-            "#pk": names.TABLE_PARTITION_KEY,
-            "#sk": names.TABLE_SORT_KEY,
-        },
-        "ExpressionAttributeValues": {
-            ":id": {"S": delivery_id},
-            ":prefix": {"S": names.SK_QUARANTINE_PREFIX},
-        },
-        "ConsistentRead": True,
-    }
-    records = [
-        dynamodb_items.quarantine_from_item(i) for i in _paginate(target.dynamodb.query, arguments)
-    ]
-    return sorted(records, key=_quarantine_order)
-
-
-# --- redrive and requeue ------------------------------------------------------------
 
 
 def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:

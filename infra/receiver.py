@@ -22,7 +22,8 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
-from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing
+from infra.nag import acknowledge, acknowledge_tracing
+from infra.table_access import ItemAction, grant_item_actions
 
 ROUTE_PATH = "/relaylink"
 # RelayLink waits 10 s (contract section 1); answer, or fail, well before that.
@@ -82,11 +83,13 @@ class Receiver(Construct):
                 inbox_retention_days=config.inbox_retention_days,
             ),
         )
-        # The receiver writes (one transaction, a quarantine record) and reads its secret.
-        table.grant_write_data(self.function)
+        # Internet-facing, so the narrowest role of all: it only puts new items (the
+        # inbox and outbox Puts of one transaction, a quarantine record) and reads its
+        # secret. A duplicate is answered from the failed condition's ALL_OLD image,
+        # so it needs no GetItem either.
+        grant_item_actions(self.function, table, ItemAction.PUT_ITEM)
         signing_secrets.grant_read(self.function)
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_write_data")
 
         self.api = apigwv2.HttpApi(
             self,

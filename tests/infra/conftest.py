@@ -77,6 +77,47 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesize
     yield Synthesized(template=template, stack=stack, outdir=outdir, context=context)
 
 
+Grant = tuple[str, str]  # (action, resource as canonical JSON)
+
+
+def resource_key(resource: Any) -> str:
+    return json.dumps(resource, sort_keys=True)
+
+
+def role_statements(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
+    """The statements of ``function``'s role: one inline policy, no managed policy."""
+    role_id = synthesized.function(function)["Properties"]["Role"]["Fn::GetAtt"][0]
+    role = synthesized.resources[role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role, f"{function} must not use AWS managed policies"
+    assert "Policies" not in role
+    policies = [
+        p["Properties"]
+        for p in synthesized.of_type("AWS::IAM::Policy").values()
+        if ref(role_id) in p["Properties"]["Roles"]
+    ]
+    assert len(policies) == 1
+    return list(policies[0]["PolicyDocument"]["Statement"])
+
+
+def role_grants(synthesized: Synthesized, function: str) -> set[Grant]:
+    """Every (action, resource) pair ``function``'s role allows."""
+    grants: set[Grant] = set()
+    for statement in role_statements(synthesized, function):
+        assert statement["Effect"] == "Allow"
+        actions = _listed(statement["Action"])
+        # Only a KMS grant through Secrets Manager carries a condition (kms:ViaService).
+        allowed = {"Effect", "Action", "Resource"}
+        if all(action.startswith("kms:") for action in actions):
+            allowed.add("Condition")
+        assert set(statement) <= allowed, statement
+        grants.update((a, resource_key(r)) for a in actions for r in _listed(statement["Resource"]))
+    return grants
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
 def ref(logical_id: str) -> dict[str, str]:
     return {"Ref": logical_id}
 

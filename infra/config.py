@@ -26,6 +26,8 @@ LOG_LEVEL = "log_level"
 LOG_RETENTION_DAYS = "log_retention_days"
 SIGNING_SECRETS_ARN = "signing_secrets_arn"
 MCP_TOKEN_SECRET_ARN = "mcp_token_secret_arn"  # noqa: S105 (a context key, not a secret)
+SIGNING_SECRETS_KMS_KEY_ARN = "signing_secrets_kms_key_arn"
+MCP_TOKEN_KMS_KEY_ARN = "mcp_token_kms_key_arn"  # noqa: S105 (a context key, not a secret)
 NOTIFY_URL = "notify_url"
 WORKFLOW = "workflow"
 API_RATE_LIMIT = "api_rate_limit"
@@ -39,6 +41,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$"
 )
+# A key ARN, not an alias: IAM authorises key use on the key's ARN only.
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
 _WORKFLOW = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 # CloudWatch Logs accepts only these retention periods (days).
@@ -64,6 +68,9 @@ class StackConfig:
         log_retention_days: Retention of every log group of the stack.
         signing_secrets_arn: Existing signing secret to use, or None to create one.
         mcp_token_secret_arn: Existing MCP token secret to use, or None to create one.
+        signing_secrets_kms_key_arn: Customer managed key encrypting the existing
+            signing secret, or None (the AWS managed key, which needs no grant).
+        mcp_token_kms_key_arn: The same for the existing MCP token secret.
         notify_url: Where the default workflow posts its notification, or None.
         workflow: The worker's workflow as ``module:attribute``.
         api_rate_limit: Steady-state requests per second the API stage admits.
@@ -81,6 +88,8 @@ class StackConfig:
     log_retention_days: int = 30
     signing_secrets_arn: str | None = None
     mcp_token_secret_arn: str | None = None
+    signing_secrets_kms_key_arn: str | None = None
+    mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
     workflow: str = names.DEFAULT_WORKFLOW
     api_rate_limit: int = 50
@@ -119,6 +128,8 @@ class StackConfig:
             ),
             signing_secrets_arn=_optional_text(context, SIGNING_SECRETS_ARN),
             mcp_token_secret_arn=_optional_text(context, MCP_TOKEN_SECRET_ARN),
+            signing_secrets_kms_key_arn=_optional_text(context, SIGNING_SECRETS_KMS_KEY_ARN),
+            mcp_token_kms_key_arn=_optional_text(context, MCP_TOKEN_KMS_KEY_ARN),
             notify_url=_optional_text(context, NOTIFY_URL),
             workflow=_text(context, WORKFLOW, defaults.workflow),
             api_rate_limit=_integer(
@@ -157,12 +168,41 @@ class StackConfig:
         ):
             if arn is not None and not _SECRET_ARN.match(arn):
                 raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
+        _check_secret_key(
+            SIGNING_SECRETS_KMS_KEY_ARN,
+            self.signing_secrets_kms_key_arn,
+            secret=(SIGNING_SECRETS_ARN, self.signing_secrets_arn),
+        )
+        _check_secret_key(
+            MCP_TOKEN_KMS_KEY_ARN,
+            self.mcp_token_kms_key_arn,
+            secret=(MCP_TOKEN_SECRET_ARN, self.mcp_token_secret_arn),
+        )
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
         if not _WORKFLOW.match(self.workflow):
             raise ConfigError(f"{WORKFLOW}: module:attribute")
         if self.api_burst_limit < self.api_rate_limit:
             raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+
+
+def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:
+    """A customer managed key is given only for a secret the deployer brings, in its region."""
+    if key_arn is None:
+        return
+    secret_key, secret_arn = secret
+    if not _KMS_KEY_ARN.match(key_arn):
+        raise ConfigError(f"{key}: a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)")
+    if secret_arn is None:
+        # A secret the stack creates uses the AWS managed key: nothing to grant.
+        raise ConfigError(f"{key}: only with {secret_key} (a secret you bring)")
+    if _region(key_arn) != _region(secret_arn):
+        # Secrets Manager encrypts a secret with a key of the secret's own region.
+        raise ConfigError(f"{key}: a key in the region of {secret_key}")
+
+
+def _region(arn: str) -> str:
+    return arn.split(":")[3]
 
 
 def _text(context: Mapping[str, Any], key: str, default: str) -> str:

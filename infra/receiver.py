@@ -16,13 +16,13 @@ from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StackConfig
 from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
 from infra.nag import acknowledge, acknowledge_tracing
+from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
 ROUTE_PATH = "/relaylink"
@@ -66,7 +66,7 @@ class Receiver(Construct):
         *,
         config: StackConfig,
         table: dynamodb.ITable,
-        signing_secrets: secretsmanager.ISecret,
+        signing_secrets: ReadableSecret,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: lambda_.Function = python_function(

@@ -7,7 +7,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -16,6 +15,7 @@ from infra.config import StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, acknowledge_tracing, logical_id, role_of
+from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
 WORKER_TIMEOUT = Duration.seconds(180)
@@ -56,7 +56,7 @@ class Worker(Construct):
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
-        mcp_token: secretsmanager.ISecret,
+        mcp_token: ReadableSecret,
         archive: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)

@@ -66,15 +66,20 @@ def cdk_json_context() -> dict[str, Any]:
     return dict(json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"])
 
 
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
-    context = cdk_json_context() | {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL}
+def synthesize(tmp_path_factory: pytest.TempPathFactory, overrides: dict[str, Any]) -> Synthesized:
+    """The real app (cdk-nag included) from cdk.json's context with ``overrides``."""
+    context = cdk_json_context() | overrides
     outdir = tmp_path_factory.mktemp("cdk.out")
     # Fails here (with cdk-nag's report) when a finding is not acknowledged.
     app, stack = build_app(context=context, outdir=str(outdir))
     assembly = app.synth()
     template = assembly.get_stack_by_name(stack.stack_name).template
-    yield Synthesized(template=template, stack=stack, outdir=outdir, context=context)
+    return Synthesized(template=template, stack=stack, outdir=outdir, context=context)
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
+    yield synthesize(tmp_path_factory, {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL})
 
 
 Grant = tuple[str, str]  # (action, resource as canonical JSON)

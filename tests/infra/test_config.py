@@ -11,6 +11,7 @@ from infra.config import ConfigError, StackConfig
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
 
 
 def test_defaults_come_from_the_shared_names() -> None:
@@ -61,3 +62,40 @@ def test_command_line_strings_are_parsed() -> None:
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=key):
         StackConfig.from_context(VALID | {key: value})
+
+
+def test_a_customer_managed_key_goes_with_the_secret_it_encrypts() -> None:
+    config = StackConfig.from_context(
+        VALID | {"signing_secrets_arn": ARN, "signing_secrets_kms_key_arn": KEY}
+    )
+    assert config.signing_secrets_kms_key_arn == KEY
+    assert config.mcp_token_kms_key_arn is None
+
+
+@pytest.mark.parametrize(
+    ("context", "key"),
+    [
+        # A secret the stack creates uses the AWS managed key: a key there is a mistake.
+        ({"signing_secrets_kms_key_arn": KEY}, "signing_secrets_kms_key_arn"),
+        ({"mcp_token_kms_key_arn": KEY}, "mcp_token_kms_key_arn"),
+        # An alias names no key that IAM can authorise.
+        (
+            {
+                "signing_secrets_arn": ARN,
+                "signing_secrets_kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:alias/x",
+            },
+            "signing_secrets_kms_key_arn",
+        ),
+        # Secrets Manager only uses a key of the secret's own region.
+        (
+            {
+                "signing_secrets_arn": ARN,
+                "signing_secrets_kms_key_arn": KEY.replace("eu-west-1", "us-east-1"),
+            },
+            "signing_secrets_kms_key_arn",
+        ),
+    ],
+)
+def test_misplaced_keys_fail_naming_the_key(context: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError, match=key):
+        StackConfig.from_context(VALID | context)

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from functions.core import names
-from tests.infra.conftest import Grant, Synthesized, get_att, ref, resource_key, role_grants
+from tests.infra.conftest import (
+    NOTIFY_URL,
+    Grant,
+    Synthesized,
+    get_att,
+    ref,
+    resource_key,
+    role_grants,
+    role_statements,
+    synthesize,
+)
 
 XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
@@ -63,8 +75,8 @@ def _ids(synthesized: Synthesized) -> dict[str, str]:
         "queue": synthesized.logical_id(stack.queues.queue),
         "dlq": synthesized.logical_id(stack.queues.dead_letter_queue),
         "failures": synthesized.logical_id(stack.relay.failure_queue),
-        "signing": synthesized.logical_id(stack.secrets.signing_secrets),
-        "token": synthesized.logical_id(stack.secrets.mcp_token),
+        "signing": synthesized.logical_id(stack.secrets.signing_secrets.secret),
+        "token": synthesized.logical_id(stack.secrets.mcp_token.secret),
         "bucket": synthesized.logical_id(stack.archive.bucket),
     }
 
@@ -146,3 +158,59 @@ def test_only_the_worker_can_read_the_mcp_token(synthesized: Synthesized) -> Non
         if any(resource == token for _, resource in role_grants(synthesized, function))
     }
     assert readers == {"worker"}
+
+
+# The deployer's own secrets, each encrypted with its own customer managed key (the
+# token's key in another account, as a shared key may be).
+OWN_SIGNING = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
+OWN_TOKEN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/token-XyZ789"
+SIGNING_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
+TOKEN_KEY = "arn:aws:kms:eu-west-1:210987654321:key/mrk-0123456789abcdef0123456789abcdef"
+VIA_SECRETS_MANAGER = {"StringEquals": {"kms:ViaService": "secretsmanager.eu-west-1.amazonaws.com"}}
+
+
+@pytest.fixture(scope="module")
+def own_secrets(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(
+        tmp_path_factory,
+        {
+            "notify_url": NOTIFY_URL,
+            "signing_secrets_arn": OWN_SIGNING,
+            "mcp_token_secret_arn": OWN_TOKEN,
+            "signing_secrets_kms_key_arn": SIGNING_KEY,
+            "mcp_token_kms_key_arn": TOKEN_KEY,
+        },
+    )
+
+
+def _kms_statements(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for statement in role_statements(synthesized, function)
+        if "kms:" in str(statement["Action"])
+    ]
+
+
+def test_readers_may_decrypt_their_secrets_key_only_through_secrets_manager(
+    own_secrets: Synthesized,
+) -> None:
+    for function, secret, key in (
+        ("receiver", OWN_SIGNING, SIGNING_KEY),
+        ("worker", OWN_TOKEN, TOKEN_KEY),
+    ):
+        assert _kms_statements(own_secrets, function) == [
+            {
+                "Effect": "Allow",
+                "Action": "kms:Decrypt",
+                "Resource": key,
+                "Condition": VIA_SECRETS_MANAGER,
+            }
+        ], function
+        assert _grants(SECRET_READ, secret) <= role_grants(own_secrets, function)
+    for function in ("relay", "reconciler"):
+        assert _kms_statements(own_secrets, function) == [], function
+
+
+def test_without_a_customer_managed_key_no_role_may_use_kms(synthesized: Synthesized) -> None:
+    for function in ("receiver", "relay", "worker", "reconciler"):
+        assert _kms_statements(synthesized, function) == [], function

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.core import names
+from functions.core.host_policy import HostPolicy
 
 # Context keys (documented in docs/deploy.md).
 STAGE = "stage"
@@ -36,7 +37,6 @@ RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
-_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$"
@@ -242,8 +242,11 @@ def _hosts(value: Any) -> tuple[str, ...]:
         items = value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise ConfigError(f"{MCP_ALLOWED_HOSTS}: a list of host names")
-    hosts = tuple(item.strip().lower() for item in items if item.strip())
-    for host in hosts:
-        if not _HOST.match(host):
-            raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {host!r} is not a host or *.suffix")
-    return hosts
+    # The worker's own parser: synth refuses exactly the entries that would make every
+    # worker cold start fail (``*.com``, a numeric last label, ...), and stores them
+    # normalised as the worker will read them.
+    try:
+        policy = HostPolicy(tuple(item.strip() for item in items if item.strip()))
+    except ValueError as exc:
+        raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {exc}") from None
+    return policy.allowed_hosts

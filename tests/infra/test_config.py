@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from functions.core import names
+from functions.core.host_policy import HostPolicy
+from functions.core.settings_env import host_list
+from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
@@ -99,3 +103,63 @@ def test_a_customer_managed_key_goes_with_the_secret_it_encrypts() -> None:
 def test_misplaced_keys_fail_naming_the_key(context: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError, match=key):
         StackConfig.from_context(VALID | context)
+
+
+# Entries around the edges of the allowlist grammar: the synth must agree with the
+# worker on every one of them.
+ALLOWLIST_ENTRIES = [
+    "*.relaylink.example",
+    "mcp.relaylink.example",
+    "MCP.Example.COM.",
+    "203.0.113.7",
+    "[::1]",
+    "*.com",
+    "*",
+    "*.*.example.com",
+    "mcp.example.123",
+    "127.1",
+    "0x7f.1",
+    "bad host",
+    "a..b",
+    "-a.example",
+]
+
+
+def _worker_accepts(entry: str) -> bool:
+    """What the worker does at cold start with MCP_ALLOWED_HOSTS."""
+    env = {names.ENV_MCP_ALLOWED_HOSTS: entry}
+    try:
+        HostPolicy(host_list(env, names.ENV_MCP_ALLOWED_HOSTS))
+    except ValueError:
+        return False
+    return True
+
+
+def _synth_accepts(entry: str) -> bool:
+    try:
+        StackConfig.from_context({"mcp_allowed_hosts": [entry]})
+    except ConfigError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("entry", ALLOWLIST_ENTRIES)
+def test_synth_and_worker_agree_on_every_allowlist_entry(entry: str) -> None:
+    assert _synth_accepts(entry) == _worker_accepts(entry)
+
+
+@pytest.mark.parametrize("entry", ["*.com", "mcp.example.123"])
+def test_synth_refuses_an_allowlist_entry_the_worker_refuses_naming_it(entry: str) -> None:
+    context = {"mcp_allowed_hosts": ["mcp.relaylink.example", entry]}
+    with pytest.raises(ConfigError, match=rf"^mcp_allowed_hosts: .*{re.escape(repr(entry))}"):
+        build_app(context=context)
+
+
+def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
+    config = StackConfig.from_context(
+        {"mcp_allowed_hosts": ["*.relaylink.example", "MCP.Partner.Example.", "[::1]"]}
+    )
+    assert config.mcp_allowed_hosts == ("*.relaylink.example", "mcp.partner.example", "::1")
+    env = {names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
+    worker = HostPolicy(host_list(env, names.ENV_MCP_ALLOWED_HOSTS))
+    assert worker.allowed_hosts == config.mcp_allowed_hosts

@@ -120,7 +120,13 @@ class StackConfig:
                 high=1000,
             ),
             worker_max_attempts=_integer(
-                context, WORKER_MAX_ATTEMPTS, defaults.worker_max_attempts, low=1, high=1000
+                # The worker's settings accept 1..100 (SQS's maxReceiveCount would take
+                # 1000): more would fail every worker cold start.
+                context,
+                WORKER_MAX_ATTEMPTS,
+                defaults.worker_max_attempts,
+                low=1,
+                high=100,
             ),
             log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
             log_retention_days=_integer(

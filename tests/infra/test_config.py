@@ -9,9 +9,11 @@ import pytest
 
 from functions.core import names
 from functions.core.host_policy import HostPolicy
-from functions.core.settings_env import host_list
+from functions.core.settings_env import SettingsError, host_list
+from functions.worker.settings import Settings as WorkerSettings
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
+from infra.environments import worker_environment
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -135,9 +137,9 @@ def _worker_accepts(entry: str) -> bool:
     return True
 
 
-def _synth_accepts(entry: str) -> bool:
+def _synth_accepts(context: dict[str, Any]) -> bool:
     try:
-        StackConfig.from_context({"mcp_allowed_hosts": [entry]})
+        StackConfig.from_context(VALID | context)
     except ConfigError:
         return False
     return True
@@ -145,7 +147,7 @@ def _synth_accepts(entry: str) -> bool:
 
 @pytest.mark.parametrize("entry", ALLOWLIST_ENTRIES)
 def test_synth_and_worker_agree_on_every_allowlist_entry(entry: str) -> None:
-    assert _synth_accepts(entry) == _worker_accepts(entry)
+    assert _synth_accepts({"mcp_allowed_hosts": [entry]}) == _worker_accepts(entry)
 
 
 @pytest.mark.parametrize("entry", ["*.com", "mcp.example.123"])
@@ -163,3 +165,28 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
     env = {names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
     worker = HostPolicy(host_list(env, names.ENV_MCP_ALLOWED_HOSTS))
     assert worker.allowed_hosts == config.mcp_allowed_hosts
+
+
+def _worker_reads_max_attempts(value: int) -> bool:
+    environment = worker_environment(
+        table_name="table",
+        work_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work",
+        dead_letter_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/dlq",
+        mcp_token_secret_arn=ARN,
+        mcp_allowed_hosts=["*.relaylink.example"],
+        workflow=names.DEFAULT_WORKFLOW,
+        archive_bucket="archive",
+        max_attempts=value,
+        lease_seconds=names.DEFAULT_LEASE_SECONDS,
+    )
+    try:
+        WorkerSettings.from_env(environment)
+    except SettingsError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("value", [1, 5, 100, 101, 1000])
+def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
+    accepted = _synth_accepts({"worker_max_attempts": value})
+    assert accepted == _worker_reads_max_attempts(value)

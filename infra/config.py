@@ -34,6 +34,7 @@ WORKFLOW = "workflow"
 API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
+WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -76,6 +77,8 @@ class StackConfig:
         api_rate_limit: Steady-state requests per second the API stage admits.
         api_burst_limit: Burst the API stage admits.
         reconcile_every_minutes: Period of the reconciler's schedule.
+        work_queue_age_alarm_minutes: Age of the work queue's oldest message above
+            which the backlog alarm fires.
     """
 
     stage: str = "prod"
@@ -95,6 +98,9 @@ class StackConfig:
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reconcile_every_minutes: int = 5
+    # Well above a healthy item's longest stay (retries 15+30+60+120 s, plus their
+    # runs), well below the queue's 4-day retention.
+    work_queue_age_alarm_minutes: int = 15
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> StackConfig:
@@ -146,6 +152,13 @@ class StackConfig:
             ),
             reconcile_every_minutes=_integer(
                 context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
+            ),
+            work_queue_age_alarm_minutes=_integer(
+                context,
+                WORK_QUEUE_AGE_ALARM_MINUTES,
+                defaults.work_queue_age_alarm_minutes,
+                low=5,
+                high=24 * 60,
             ),
         )
         config.validate()

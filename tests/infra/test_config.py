@@ -63,6 +63,7 @@ def test_command_line_strings_are_parsed() -> None:
         ("workflow", "no_attribute"),
         ("api_burst_limit", 10),  # below the default rate limit of 50
         ("worker_max_concurrency", True),
+        ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:

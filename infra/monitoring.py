@@ -1,6 +1,7 @@
 """Alarms on what matters, one SNS topic that pages, and a dashboard.
 
-Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it.
+Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it,
+and each alarm's description points to its runbook entry in docs/operations.md.
 Custom metrics are the ones Powertools Metrics emits: namespace ``METRICS_NAMESPACE``,
 dimension ``service = SERVICE``. Missing data means "nothing happened" for every
 count alarm, so it never breaches.
@@ -29,6 +30,12 @@ FIVE_MINUTES = Duration.minutes(5)
 ONE_MINUTE = Duration.minutes(1)
 # The relay should keep up within seconds; five minutes behind means it is stuck.
 ITERATOR_AGE_THRESHOLD_MS = 5 * 60 * 1000
+RUNBOOK = "docs/operations.md"
+
+
+def runbook(alarm: str) -> str:
+    """Where the alarm's runbook entry is (a heading named after the alarm)."""
+    return f"Runbook: {RUNBOOK}, section {alarm}."
 
 
 def custom_metric(metric_name: str, *, period: Duration = FIVE_MINUTES) -> cloudwatch.Metric:
@@ -73,6 +80,7 @@ class Monitoring(Construct):
         watched: Monitored,
         alarm_email: str | None,
         stage: str,
+        work_queue_max_age: Duration,
     ) -> None:
         super().__init__(scope, construct_id)
         key = kms.Key(
@@ -145,6 +153,26 @@ class Monitoring(Construct):
             ),
             "The relay is more than five minutes behind the table's stream.",
             threshold=ITERATOR_AGE_THRESHOLD_MS,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        )
+        self._alarm(
+            "WorkFailed",
+            # The worker emits WorkFailed with the service dimension only (no reason
+            # dimension): one metric counts every permanent failure, whatever its code.
+            custom_metric(names.METRIC_WORK_FAILED),
+            "A work item failed permanently (package_not_found, notify_rejected, "
+            "mcp_host_not_allowed, ..., or uncertain_effect) and will not be retried; "
+            "its inbox item is failed with last_error.",
+        )
+        self._alarm(
+            "WorkQueueAge",
+            watched.work_queue.metric_approximate_age_of_oldest_message(
+                period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            f"The work queue's oldest message is older than "
+            f"{int(work_queue_max_age.to_minutes())} minutes: the worker is not keeping up, "
+            "or not consuming at all.",
+            threshold=work_queue_max_age.to_seconds(),
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
         self._alarm(
@@ -245,7 +273,8 @@ class Monitoring(Construct):
         alarm = cloudwatch.Alarm(
             self,
             f"{name}Alarm",
-            alarm_description=description,
+            # The notification says where to start: each alarm has its runbook entry.
+            alarm_description=f"{description} {runbook(name)}",
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,

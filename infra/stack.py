@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
 from functions.core import names
@@ -94,6 +94,7 @@ class ReceiverStack(Stack):
             ),
             alarm_email=config.alarm_email,
             stage=config.stage,
+            work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
         )
 
         CfnOutput(

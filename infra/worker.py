@@ -7,7 +7,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -15,7 +14,9 @@ from functions.core import names
 from infra.config import StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
-from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing, logical_id, role_of
+from infra.nag import acknowledge, acknowledge_tracing, logical_id, role_of
+from infra.secrets import ReadableSecret
+from infra.table_access import ItemAction, grant_item_actions
 
 WORKER_TIMEOUT = Duration.seconds(180)
 WORKER_BATCH_SIZE = names.WORKER_BATCH_SIZE
@@ -55,7 +56,7 @@ class Worker(Construct):
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
-        mcp_token: secretsmanager.ISecret,
+        mcp_token: ReadableSecret,
         archive: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -92,8 +93,15 @@ class Worker(Construct):
             memory_size=512,
             environment=environment,
         )
-        # Claim, complete, fail and the effect ledger are reads and writes of the table.
-        table.grant_read_write_data(self.function)
+        # Claim, complete, release and fail update the inbox item; the effect ledger
+        # reads, puts (the intent) and updates (done) its own records.
+        grant_item_actions(
+            self.function,
+            table,
+            ItemAction.GET_ITEM,
+            ItemAction.PUT_ITEM,
+            ItemAction.UPDATE_ITEM,
+        )
         # Re-sending a deferred work item, and moving an unreadable or exhausted message
         # to the dead-letter queue with its state recorded, are the worker's own sends.
         work_queue.grant_send_messages(self.function)
@@ -109,7 +117,6 @@ class Worker(Construct):
             )
         )
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_read_write_data")
         acknowledge(
             role_of(self.function),
             "AwsSolutions-IAM5[Action::s3:Abort*]",

@@ -216,16 +216,16 @@ def test_reconciler_runs_on_a_schedule(synthesized: Synthesized) -> None:
 
 
 def test_created_secrets_hold_fail_closed_placeholders(synthesized: Synthesized) -> None:
-    signing = synthesized.resource(synthesized.stack.secrets.signing_secrets)
+    signing = synthesized.resource(synthesized.stack.secrets.signing_secrets.secret)
     assert json.loads(signing["Properties"]["SecretString"]) == []
-    token = synthesized.resource(synthesized.stack.secrets.mcp_token)
+    token = synthesized.resource(synthesized.stack.secrets.mcp_token.secret)
     assert "SecretString" not in token["Properties"]
     assert token["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
     for secret in (signing, token):
         assert secret["DeletionPolicy"] == "Retain"
     env = synthesized.environment("receiver")
     assert env[names.ENV_SIGNING_SECRETS_ARN] == ref(
-        synthesized.logical_id(synthesized.stack.secrets.signing_secrets)
+        synthesized.logical_id(synthesized.stack.secrets.signing_secrets.secret)
     )
 
 

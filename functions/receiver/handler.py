@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavail
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.clock import Clock, SystemClock
+from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import logger
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
@@ -97,28 +97,9 @@ def build_deps(
     )
 
 
-_deps: Deps | None = None
-_deps_lock = threading.Lock()
-
-
-def get_deps() -> Deps:
-    """The container's dependencies, built from the environment on first use.
-
-    Raises:
-        SettingsError: the environment is incomplete (the message names the variable).
-    """
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        if _deps is None:
-            _deps = build_deps(Settings.from_env(os.environ))
-        return _deps
-
-
-def set_deps(deps: Deps | None) -> None:
-    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        _deps = deps
+# The container's dependencies, built from the environment on first use; tests and
+# the local runtime replace them with ``container_deps.set``.
+container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ)))
 
 
 def handle(event: object, deps: Deps) -> Acceptance:
@@ -141,7 +122,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "api_request_id": _api_request_id(event),
     }
     try:
-        result = handle(event, get_deps())
+        result = handle(event, container_deps.get())
     except SettingsError as exc:
         # The message names the variable, never a value.
         logger.error("receiver settings are invalid", extra={**ids, "error": str(exc)})

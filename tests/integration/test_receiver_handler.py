@@ -93,7 +93,7 @@ def test_handler_never_fails_on_garbage_events(receiver_factory: Any, event: Any
 def test_handler_missing_settings_is_503_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    handler.set_deps(None)
+    handler.container_deps.reset()
     monkeypatch.delenv(names.ENV_TABLE_NAME, raising=False)
     monkeypatch.delenv(names.ENV_SIGNING_SECRETS_ARN, raising=False)
     request = builders.signed_request(timestamp=NOW)

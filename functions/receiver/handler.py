@@ -27,8 +27,9 @@ from functions.core.clock import Clock, SystemClock
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import logger
+from functions.core.settings_env import SettingsError
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
-from functions.receiver.settings import Settings, SettingsError
+from functions.receiver.settings import Settings
 
 REASON_MALFORMED_EVENT: Final = "malformed_request"
 REASON_MISCONFIGURED: Final = "receiver_misconfigured"

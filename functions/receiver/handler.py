@@ -10,13 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from botocore.config import Config
 
 from functions.core import names
@@ -26,7 +23,7 @@ from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.clock import Clock, SystemClock
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
-from functions.core.observability import logger
+from functions.core.observability import log_with_counts, logger
 from functions.core.settings_env import SettingsError
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
@@ -142,66 +139,20 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _record(result: Acceptance, ids: dict[str, str | None]) -> None:
-    """One log line per request, which also carries the outcome's metric (EMF).
-
-    CloudWatch reads an embedded-metric record from any JSON log line with an
-    ``_aws`` member, so the line that logs the outcome counts it too: one line and
-    one formatting pass per request instead of two (the receiver's own cost is
-    measured against a bare DynamoDB write, docs/benchmarks.md). Each line is
-    self-contained: invocations that overlap in one process (the local runtime runs
-    them in threads) never share a metrics buffer.
-    """
-    metric_names = {names.receiver_outcome_metric(result.outcome.value)}
-    if result.outcome is Outcome.QUARANTINED:
-        metric_names.add(names.METRIC_QUARANTINED)  # the same name today; kept explicit
+    """One log line per request, which also carries the outcome's metric (EMF)."""
     quarantined = result.outcome is Outcome.QUARANTINED
-    log = logger.warning if quarantined else logger.info
-    fields: dict[str, object] = {
-        **ids,
-        "outcome": result.outcome.value,
-        "reason": result.reason,
-        "status": result.status,
-        "delivery_id": result.delivery_id,
-    }
-    level = logging.WARNING if quarantined else logging.INFO
-    if level >= logger.log_level and not is_metrics_disabled():
-        fields.update(_emf(sorted(metric_names)))
-    else:
-        # The line is filtered out (log level) or metrics are off: the metric takes
-        # Powertools' own path, which honours POWERTOOLS_METRICS_DISABLED.
-        for name in metric_names:
-            with single_metric(
-                name=name,
-                unit=MetricUnit.Count,
-                value=1,
-                namespace=names.METRICS_NAMESPACE,
-                default_dimensions={"service": names.SERVICE},
-            ):
-                pass
-    log("delivery handled", extra=fields)
-
-
-def _emf(metric_names: list[str]) -> dict[str, object]:
-    """The EMF members for a count of 1 of each name, dimension ``service``.
-
-    The ``service`` value is the logger's own ``service`` key (names.SERVICE), the
-    dimension Powertools' metrics use too.
-    """
-    members: dict[str, object] = {
-        "_aws": {
-            "Timestamp": time.time_ns() // 1_000_000,
-            "CloudWatchMetrics": [
-                {
-                    "Namespace": names.METRICS_NAMESPACE,
-                    "Dimensions": [["service"]],
-                    "Metrics": [{"Name": name, "Unit": "Count"} for name in metric_names],
-                }
-            ],
-        }
-    }
-    for name in metric_names:
-        members[name] = [1.0]
-    return members
+    log_with_counts(
+        logging.WARNING if quarantined else logging.INFO,
+        "delivery handled",
+        {
+            **ids,
+            "outcome": result.outcome.value,
+            "reason": result.reason,
+            "status": result.status,
+            "delivery_id": result.delivery_id,
+        },
+        [names.receiver_outcome_metric(result.outcome.value)],
+    )
 
 
 def _response(result: Acceptance) -> dict[str, Any]:

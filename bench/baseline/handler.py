@@ -30,7 +30,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from functions.core import names
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
 from functions.core.delivery import InvalidDelivery, parse_delivery
 from functions.core.host_policy import HostPolicy

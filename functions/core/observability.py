@@ -48,9 +48,9 @@ metrics = Metrics(namespace=names.METRICS_NAMESPACE, service=names.SERVICE)
 
 
 def log_with_counts(
-    level: int, message: str, fields: Mapping[str, object], metric_names: Iterable[str]
+    level: int, message: str, fields: Mapping[str, object], counted: Iterable[str]
 ) -> None:
-    """Log one line that also counts 1 of each of ``metric_names`` (EMF).
+    """Log one line that also counts 1 of each metric named in ``counted`` (EMF).
 
     CloudWatch reads an embedded-metric record from any JSON log line with an
     ``_aws`` member, so the line that logs an outcome counts it too: one line and one
@@ -59,14 +59,14 @@ def log_with_counts(
     invocations that overlap in one process (the local runtime runs them in threads)
     never share a metrics buffer.
     """
-    counted = sorted(set(metric_names))
+    metric_list = sorted(set(counted))
     extra = dict(fields)
     if level >= logger.log_level and not is_metrics_disabled():
-        extra.update(_emf(counted))
+        extra.update(_emf(metric_list))
     else:
         # The line is filtered out (log level) or metrics are off: the metric takes
         # Powertools' own path, which honours POWERTOOLS_METRICS_DISABLED.
-        for name in counted:
+        for name in metric_list:
             with single_metric(
                 name=name,
                 unit=MetricUnit.Count,
@@ -85,7 +85,7 @@ def log_with_counts(
     log(message, extra=extra, stacklevel=3)
 
 
-def _emf(metric_names: list[str]) -> dict[str, object]:
+def _emf(metric_list: list[str]) -> dict[str, object]:
     """The EMF members for a count of 1 of each name, dimension ``service``.
 
     The ``service`` value is the logger's own ``service`` key (names.SERVICE), the
@@ -98,11 +98,11 @@ def _emf(metric_names: list[str]) -> dict[str, object]:
                 {
                     "Namespace": names.METRICS_NAMESPACE,
                     "Dimensions": [["service"]],
-                    "Metrics": [{"Name": name, "Unit": "Count"} for name in metric_names],
+                    "Metrics": [{"Name": name, "Unit": "Count"} for name in metric_list],
                 }
             ],
         }
     }
-    for name in metric_names:
+    for name in metric_list:
         members[name] = [1.0]
     return members

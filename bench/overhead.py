@@ -280,7 +280,7 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
             clock=rig.clock,
             retention_seconds=names.DEFAULT_INBOX_RETENTION_DAYS * 86400,
         )
-        handler.set_deps(handler.Deps(accept=accept))
+        handler.container_deps.set(handler.Deps(accept=accept))
         context = builders.LambdaContext()
         events = [accepted_event() for _ in range(repeats)]
         whole = [_time_us(lambda e=e: handler.lambda_handler(e, context)) for e in events]

@@ -205,7 +205,7 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                 name="relaylink-bench-signing",
                 value=json.dumps([builders.SECRET]),
             )
-            receiver_handler.set_deps(
+            receiver_handler.container_deps.set(
                 receiver_handler.build_deps(
                     ReceiverSettings.from_env(
                         {names.ENV_TABLE_NAME: ph.TABLE, names.ENV_SIGNING_SECRETS_ARN: signing_arn}
@@ -217,7 +217,7 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                     clock=aws.clock,
                 )
             )
-            relay_handler.set_deps(
+            relay_handler.container_deps.set(
                 relay_handler.build_deps(
                     RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}),
                     sqs=boto3.client("sqs"),
@@ -268,8 +268,8 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
             mcp_requests = mcp.requests - mcp_before
             applications = sink.sink.counts()
     finally:
-        receiver_handler.set_deps(None)
-        relay_handler.set_deps(None)
+        receiver_handler.container_deps.reset()
+        relay_handler.container_deps.reset()
         boto3.DEFAULT_SESSION = None
     return _summarize(counter, invocations, items, archive, mcp_requests, applications, deliveries)
 

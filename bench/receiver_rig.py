@@ -40,7 +40,7 @@ class ReceiverRig:
     deps: handler.Deps
 
     def install(self) -> None:
-        handler.set_deps(self.deps)
+        handler.container_deps.set(self.deps)
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         response: dict[str, Any] = handler.lambda_handler(event, builders.LambdaContext())

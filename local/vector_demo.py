@@ -90,7 +90,7 @@ def run() -> list[Row]:
             settings = Settings.from_env(
                 {names.ENV_TABLE_NAME: table, names.ENV_SIGNING_SECRETS_ARN: arn}
             )
-            handler.set_deps(
+            handler.container_deps.set(
                 handler.build_deps(
                     settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
                 )
@@ -119,7 +119,7 @@ def run() -> list[Row]:
             install(number, sequence["secrets"])
             for index, step in enumerate(sequence["steps"], start=1):
                 invoke(f"{sequence['name']} [step {index}]", step)
-        handler.set_deps(None)
+        handler.container_deps.reset()
     return rows
 
 

@@ -30,9 +30,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from functions.core import names
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
-from functions.core.default_workflow import build as build_workflow
 from functions.core.delivery import InvalidDelivery, parse_delivery
 from functions.core.host_policy import HostPolicy
 from functions.core.models import WorkItem
@@ -40,6 +39,7 @@ from functions.core.package import Package
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from functions.core.workflow import WorkflowContext
 from functions.receiver.http_request import MalformedEvent, parse_event
+from functions.workflows.wiring import build_default as build_workflow
 
 TIMEOUT_SECONDS = 10.0  # RelayLink waits 10 s for an answer; the function may not take longer
 

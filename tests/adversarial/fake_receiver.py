@@ -104,11 +104,14 @@ class FakeReceiver:
 
 
 def install(*, now: int, secrets: Sequence[str] = (builders.SECRET,)) -> FakeReceiver:
-    """Build the handler's deps on fakes and install them (undo with ``set_deps(None)``)."""
+    """Build the handler's deps on fakes and install them.
+
+    Undo with ``handler.container_deps.reset()``.
+    """
     inbox = FakeInbox()
     source = FakeSecrets(tuple(SigningSecret.parse(s) for s in secrets))
     accept = AcceptDelivery(
         inbox=inbox, secrets=source, clock=builders.FixedClock(now), retention_seconds=30 * 86400
     )
-    handler.set_deps(handler.Deps(accept=accept))
+    handler.container_deps.set(handler.Deps(accept=accept))
     return FakeReceiver(inbox, source)

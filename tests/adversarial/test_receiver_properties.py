@@ -39,7 +39,7 @@ VOCABULARY = " ".join(sorted(OUTCOMES | REASONS)) + ' {"outcome": "reason": null
 @pytest.fixture(autouse=True)
 def _uninstall() -> Iterator[None]:
     yield
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def _well_formed(answer: fake_receiver.Answer, inputs: list[str]) -> None:
@@ -158,9 +158,9 @@ def test_property_validly_signed_bodies_get_consistent_outcomes() -> None:
 
 def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reached() -> None:
     healthy = fake_receiver.install(now=NOW)
-    healthy_deps = handler.get_deps()
+    healthy_deps = handler.container_deps.get()
     faulty = fake_receiver.install(now=NOW)
-    faulty_deps = handler.get_deps()
+    faulty_deps = handler.container_deps.get()
     faulty.inbox.fail = True
     runs: list[int] = []
 
@@ -171,9 +171,9 @@ def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reac
         healthy.inbox.items.clear()
         faulty.secrets.fail = secrets_fail
         event = strategies.signed_event(case)
-        handler.set_deps(healthy_deps)
+        handler.container_deps.set(healthy_deps)
         expected = healthy.invoke(event)
-        handler.set_deps(faulty_deps)
+        handler.container_deps.set(faulty_deps)
         answer = faulty.invoke(event)
         _well_formed(answer, [])
         if secrets_fail:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,13 @@ def test_pins_come_from_the_constraints_file(tmp_path: Path) -> None:
     ]
     with pytest.raises(bundle.BundleError, match="pydantic"):
         bundle.pinned(["pydantic"], constraints)
+
+
+def test_every_third_party_import_of_functions_is_a_declared_dependency() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    # A distribution's import name here is its name with "-" as "_" (e.g. mcp-types).
+    importable = {
+        re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].replace("-", "_") for line in declared
+    }
+    imported = bundle.third_party_imports((ROOT / "functions").rglob("*.py"))
+    assert imported - importable == set()

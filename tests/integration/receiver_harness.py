@@ -131,7 +131,7 @@ def make_receiver(
     )
     calls = AwsCalls()
     calls.watch(dynamodb, secretsmanager)
-    handler.set_deps(deps)
+    handler.container_deps.set(deps)
     return Receiver(world, dynamodb, secretsmanager, clock, calls, deps)
 
 
@@ -145,4 +145,4 @@ def receiver_factory(world: World) -> Iterator[Any]:
     try:
         yield make
     finally:
-        handler.set_deps(None)
+        handler.container_deps.reset()

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.errors import (
     HostNotAllowed,
     InvalidPackage,

@@ -164,7 +164,7 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
     signing_arn = create_secret(
         aws.secretsmanager, name="relaylink-signing", value=json.dumps([SECRET])
     )
-    receiver_handler.set_deps(
+    receiver_handler.container_deps.set(
         receiver_handler.build_deps(
             ReceiverSettings.from_env(
                 {names.ENV_TABLE_NAME: TABLE, names.ENV_SIGNING_SECRETS_ARN: signing_arn}
@@ -174,7 +174,7 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
             clock=aws.clock,
         )
     )
-    relay_handler.set_deps(
+    relay_handler.container_deps.set(
         relay_handler.build_deps(
             RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
@@ -195,8 +195,8 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
         try:
             yield Pipeline(aws, stream, mcp_server, sink, reconciler)
         finally:
-            receiver_handler.set_deps(None)
-            relay_handler.set_deps(None)
+            receiver_handler.container_deps.reset()
+            relay_handler.container_deps.reset()
 
 
 def test_signed_request_is_processed_to_completion_with_one_effect(pipeline: Pipeline) -> None:

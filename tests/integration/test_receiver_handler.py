@@ -93,7 +93,7 @@ def test_handler_never_fails_on_garbage_events(receiver_factory: Any, event: Any
 def test_handler_missing_settings_is_503_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    handler.set_deps(None)
+    handler.container_deps.reset()
     monkeypatch.delenv(names.ENV_TABLE_NAME, raising=False)
     monkeypatch.delenv(names.ENV_SIGNING_SECRETS_ARN, raising=False)
     request = builders.signed_request(timestamp=NOW)
@@ -156,12 +156,12 @@ def test_handler_emits_one_metric_per_outcome(
     records = [json.loads(formatter.format(r)) for r in caplog.records]
     emf = [r for r in records if "_aws" in r]
     assert len(emf) == len(records) == len(requests)
-    metric_names = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
-    assert metric_names == [
+    emitted = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert emitted == [
         names.receiver_outcome_metric(o)
         for o in ("accepted", "duplicate", "quarantined", "ignored", "rejected", "invalid")
     ]
-    assert names.METRIC_QUARANTINED in metric_names
+    assert names.METRIC_QUARANTINED in emitted
     for r in emf:
         directive = r["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == names.METRICS_NAMESPACE

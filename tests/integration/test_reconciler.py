@@ -50,11 +50,11 @@ def settings(aws: Aws) -> Settings:
 
 @pytest.fixture
 def reconciler(aws: Aws) -> Any:
-    handler.set_deps(
+    handler.container_deps.set(
         handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
     )
     yield lambda: handler.lambda_handler({"source": "aws.events"}, LambdaContext())
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def claims(aws: Aws) -> DynamoDbClaims:

@@ -33,13 +33,13 @@ def work(n: int) -> WorkItem:
 
 @pytest.fixture
 def relay(aws: Aws) -> Any:
-    handler.set_deps(
+    handler.container_deps.set(
         handler.build_deps(
             Settings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     yield handler
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def fail_sends_of(aws: Aws, delivery_id: str) -> None:

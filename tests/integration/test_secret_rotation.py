@@ -78,14 +78,14 @@ def rotation() -> Iterator[Any]:
         )
         calls = builders.AwsCalls()
         calls.watch(receiver_secrets)
-        handler.set_deps(deps)
+        handler.container_deps.set(deps)
         return Rotation(operator, arn, clock, calls, deps)
 
     with mock_aws():
         try:
             yield make
         finally:
-            handler.set_deps(None)
+            handler.container_deps.reset()
 
 
 def test_secret_rotation_old_secret_is_refused_once_the_cache_max_age_has_passed(
@@ -109,7 +109,7 @@ def test_secret_rotation_old_secret_is_refused_once_the_cache_max_age_has_passed
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD, NEW]) == (202, None)  # a leftover old entry does no harm
     assert r.fetches() == 2  # one fetch when the max age ran out, then cached again
-    assert handler.get_deps() is r.deps  # the same container throughout
+    assert handler.container_deps.get() is r.deps  # the same container throughout
 
 
 def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_passed(
@@ -126,7 +126,7 @@ def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_pas
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD]) == (202, None)
     assert r.fetches() == 2
-    assert handler.get_deps() is r.deps
+    assert handler.container_deps.get() is r.deps
 
 
 def test_secret_rotation_a_malformed_new_value_is_503_until_fixed_and_never_accepts(

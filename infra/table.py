@@ -12,7 +12,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.core import names
+from functions.core import table_layout
 from local.aws_resources import table_definition
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
@@ -44,7 +44,7 @@ class InboxTable(Construct):
             # (or replacement) leaves the table, and deleting it takes a deliberate step.
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
-            time_to_live_attribute=names.TTL_ATTRIBUTE,
+            time_to_live_attribute=table_layout.TTL_ATTRIBUTE,
             stream=dynamodb.StreamViewType[definition["StreamSpecification"]["StreamViewType"]],
         )
         for index in definition["GlobalSecondaryIndexes"]:

@@ -1,14 +1,14 @@
 """Create the stack's AWS resources in an emulator (moto), from the shared names.
 
 The CDK stack (``infra/``) and this module both build the table from
-``functions.core.names``: the key schema, index and TTL attribute exist once.
+``functions.core.table_layout``: the key schema, index and TTL attribute exist once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from functions.core import names
+from functions.core import table_layout
 
 
 def table_definition(table_name: str) -> dict[str, Any]:
@@ -17,21 +17,21 @@ def table_definition(table_name: str) -> dict[str, Any]:
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.TABLE_SORT_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_SORT_KEY, "AttributeType": "N"},
+            {"AttributeName": table_layout.TABLE_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": table_layout.TABLE_SORT_KEY, "AttributeType": "S"},
+            {"AttributeName": table_layout.STATE_INDEX_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": table_layout.STATE_INDEX_SORT_KEY, "AttributeType": "N"},
         ],
         "KeySchema": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": names.TABLE_SORT_KEY, "KeyType": "RANGE"},
+            {"AttributeName": table_layout.TABLE_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": table_layout.TABLE_SORT_KEY, "KeyType": "RANGE"},
         ],
         "GlobalSecondaryIndexes": [
             {
-                "IndexName": names.STATE_INDEX,
+                "IndexName": table_layout.STATE_INDEX,
                 "KeySchema": [
-                    {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": names.STATE_INDEX_SORT_KEY, "KeyType": "RANGE"},
+                    {"AttributeName": table_layout.STATE_INDEX_PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": table_layout.STATE_INDEX_SORT_KEY, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
             }
@@ -45,7 +45,7 @@ def create_table(dynamodb: Any, table_name: str) -> str:
     response = dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
         TableName=table_name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": names.TTL_ATTRIBUTE},
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": table_layout.TTL_ATTRIBUTE},
     )
     return str(response["TableDescription"]["LatestStreamArn"])
 

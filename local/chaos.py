@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from functions.core import names
+from functions.core import table_layout
 from local.event_sources import INJECTED_RELAY_FAILURE
 from local.sender import (
     CONNECTION_ERROR,
@@ -557,12 +557,12 @@ class _Checks:
         self.stack, self.plan, self.load = stack, plan, load
         self.violations: list[str] = []
         items = _scan(stack)
-        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == names.SK_INBOX}
+        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == table_layout.SK_INBOX}
         self.stored_ids = {i["pk"]["S"] for i in items}
         self.quarantine = {
             (i["pk"]["S"], i["received_sha256"]["S"]): i
             for i in items
-            if i["sk"]["S"].startswith(names.SK_QUARANTINE_PREFIX)
+            if i["sk"]["S"].startswith(table_layout.SK_QUARANTINE_PREFIX)
         }
         self.effects = stack.effects()
         self.notified = stack.sink.sink.body

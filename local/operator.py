@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.work_queue import SqsWorkQueue
@@ -162,7 +162,7 @@ def list_inbox(
                 target.dynamodb, target.table_name, label=state.value, changed_before=_END_OF_TIME
             )
             # The index also lists other records (quarantine, effect intents) by label.
-            if item[names.TABLE_SORT_KEY]["S"] == names.SK_INBOX
+            if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX
         ]
     found.sort(key=lambda i: (i.received_at, i.delivery_id))
     return found if limit is None else found[:limit]
@@ -172,8 +172,8 @@ def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:
     arguments: dict[str, Any] = {
         "TableName": target.table_name,
         "FilterExpression": "#sk = :inbox",
-        "ExpressionAttributeNames": {"#sk": names.TABLE_SORT_KEY},
-        "ExpressionAttributeValues": {":inbox": {"S": names.SK_INBOX}},
+        "ExpressionAttributeNames": {"#sk": table_layout.TABLE_SORT_KEY},
+        "ExpressionAttributeValues": {":inbox": {"S": table_layout.SK_INBOX}},
         "ConsistentRead": True,
     }
     yield from _paginate(target.dynamodb.scan, arguments)
@@ -238,12 +238,12 @@ def show_quarantine(target: Target, delivery_id: str) -> list[QuarantineRecord]:
         "TableName": target.table_name,
         "KeyConditionExpression": "#pk = :id AND begins_with(#sk, :prefix)",
         "ExpressionAttributeNames": {
-            "#pk": names.TABLE_PARTITION_KEY,
-            "#sk": names.TABLE_SORT_KEY,
+            "#pk": table_layout.TABLE_PARTITION_KEY,
+            "#sk": table_layout.TABLE_SORT_KEY,
         },
         "ExpressionAttributeValues": {
             ":id": {"S": delivery_id},
-            ":prefix": {"S": names.SK_QUARANTINE_PREFIX},
+            ":prefix": {"S": table_layout.SK_QUARANTINE_PREFIX},
         },
         "ConsistentRead": True,
     }

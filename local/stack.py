@@ -13,7 +13,7 @@ would run it in separate containers:
 Either child can be SIGKILLed; the supervisor starts a new one at once (the
 front door on the same port). Resources are created from the same definitions
 the CDK stack uses (:mod:`local.aws_resources`, :mod:`infra.environments`,
-:mod:`functions.core.names`). Time is compressed where the deployed stack waits
+:mod:`functions.core.table_layout`). Time is compressed where the deployed stack waits
 minutes (lease, visibility timeout, retry back-off); ``docs/local.md`` lists how.
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from functions.core import names
+from functions.core import env_keys, metric_names, setting_defaults, table_layout
 from infra.environments import (
     receiver_environment,
     reconciler_environment,
@@ -72,13 +72,13 @@ class StackOptions:
     aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
     relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
     worker_concurrency: int = 2
-    max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
     mcp_timeout_seconds: int = 2
     lease_seconds: int = 6  # deployed: 900
     visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
     retry_base_seconds: int = 1  # deployed: 15
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
     log_level: str = "INFO"
     receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
     receiver_clock_frozen: bool = False  # ... at their exact boundaries
@@ -340,7 +340,7 @@ class LocalStack:
         for page in paginator.paginate(
             TableName=self.state.resources.table_name,
             FilterExpression="sk = :inbox",
-            ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
+            ExpressionAttributeValues={":inbox": {"S": table_layout.SK_INBOX}},
             ProjectionExpression="pk, #s",
             ExpressionAttributeNames={"#s": "state"},
         ):
@@ -421,9 +421,9 @@ class LocalStack:
         environment.update(self._state.client_environment())
         environment.update(
             {
-                names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-                names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-                names.ENV_POWERTOOLS_LOG_LEVEL: self.options.log_level,
+                env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+                env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+                env_keys.ENV_POWERTOOLS_LOG_LEVEL: self.options.log_level,
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -437,7 +437,7 @@ class LocalStack:
             **receiver_environment(
                 table_name=resources.table_name,
                 signing_secrets_arn=resources.signing_secrets_arn,
-                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+                inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
                 secrets_max_age_seconds=self.options.secrets_max_age_seconds,
             ),
         }
@@ -452,7 +452,7 @@ class LocalStack:
                 dead_letter_queue_url=resources.dead_letter_queue_url,
                 mcp_token_secret_arn=resources.mcp_token_secret_arn,
                 mcp_allowed_hosts=["127.0.0.1"],
-                workflow=names.DEFAULT_WORKFLOW,
+                workflow=setting_defaults.DEFAULT_WORKFLOW,
                 archive_bucket=resources.archive_bucket,
                 max_attempts=options.max_attempts,
                 lease_seconds=options.lease_seconds,
@@ -477,7 +477,7 @@ class LocalStack:
                     raise ValueError(f"functions disagree on {key}")
                 merged[key] = value
         # Local only: the demo MCP server is plain HTTP on loopback.
-        merged[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+        merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
         return {**self._base_env(), **merged}
 
     def _clock_arguments(self) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import setting_defaults
 from infra.config import ConfigError, StackConfig
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
@@ -15,9 +15,9 @@ ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-Ab
 
 def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
-    assert config.inbox_retention_days == names.DEFAULT_INBOX_RETENTION_DAYS
-    assert config.worker_max_attempts == names.DEFAULT_MAX_ATTEMPTS
-    assert config.workflow == names.DEFAULT_WORKFLOW
+    assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+    assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
+    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
     assert config.alarm_email is None and config.notify_url is None
 
 

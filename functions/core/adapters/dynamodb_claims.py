@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
@@ -94,7 +94,7 @@ class DynamoDbClaims:
         except BotoCoreError as exc:
             raise storage_error(exc) from exc
         new = response["Attributes"]
-        expires = new.get(names.TTL_ATTRIBUTE)
+        expires = new.get(table_layout.TTL_ATTRIBUTE)
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
             claim=Claim(

@@ -13,7 +13,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items as items
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
@@ -24,7 +24,7 @@ from functions.core.models import InboxItem, QuarantineRecord, WorkItem
 # - quarantine put, "absent": the first sighting of a conflicting body is the evidence;
 #   a retry of that same forgery must not overwrite its time.
 _ABSENT: Final = "attribute_not_exists(#pk)"
-_ABSENT_NAMES: Final = {"#pk": names.TABLE_PARTITION_KEY}
+_ABSENT_NAMES: Final = {"#pk": table_layout.TABLE_PARTITION_KEY}
 # The outbox put is unconditional: the inbox condition already decides for the pair,
 # and a transaction is all-or-nothing.
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 
-from functions.core import names
+from functions.core import env_keys, metric_names, setting_defaults
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.settings import Settings
@@ -76,14 +76,14 @@ def make_rig(
     *,
     secret_arn: str = SECRET_ARN,
     table: str = TABLE,
-    max_age: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
 ) -> ReceiverRig:
     """Build the handler's deps exactly as production does, with these clients and a clock."""
     settings = Settings.from_env(
         {
-            names.ENV_TABLE_NAME: table,
-            names.ENV_SIGNING_SECRETS_ARN: secret_arn,
-            names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
+            env_keys.ENV_TABLE_NAME: table,
+            env_keys.ENV_SIGNING_SECRETS_ARN: secret_arn,
+            env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
     clock = builders.FixedClock(NOW)
@@ -143,4 +143,4 @@ def offline_environment() -> None:
     )
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
         os.environ.pop(name, None)
-    os.environ.setdefault(names.ENV_POWERTOOLS_METRICS_NAMESPACE, names.METRICS_NAMESPACE)
+    os.environ.setdefault(env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE, metric_names.METRICS_NAMESPACE)

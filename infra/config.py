@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import names
+from functions.core import setting_defaults
 from functions.core.host_policy import HostPolicy
 
 # Context keys (documented in docs/deploy.md).
@@ -84,9 +84,9 @@ class StackConfig:
     stage: str = "prod"
     mcp_allowed_hosts: tuple[str, ...] = ()
     alarm_email: str | None = None
-    inbox_retention_days: int = names.DEFAULT_INBOX_RETENTION_DAYS
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
-    worker_max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
     log_level: str = "INFO"
     log_retention_days: int = 30
     signing_secrets_arn: str | None = None
@@ -94,7 +94,7 @@ class StackConfig:
     signing_secrets_kms_key_arn: str | None = None
     mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
-    workflow: str = names.DEFAULT_WORKFLOW
+    workflow: str = setting_defaults.DEFAULT_WORKFLOW
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reconcile_every_minutes: int = 5

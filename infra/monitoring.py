@@ -23,7 +23,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.models import Outcome
 
 FIVE_MINUTES = Duration.minutes(5)
@@ -41,9 +41,9 @@ def runbook(alarm: str) -> str:
 def custom_metric(metric_name: str, *, period: Duration = FIVE_MINUTES) -> cloudwatch.Metric:
     """A count emitted by the functions through Powertools Metrics (EMF)."""
     return cloudwatch.Metric(
-        namespace=names.METRICS_NAMESPACE,
+        namespace=metric_names.METRICS_NAMESPACE,
         metric_name=metric_name,
-        dimensions_map={"service": names.SERVICE},
+        dimensions_map={"service": metric_names.SERVICE},
         statistic=cloudwatch.Stats.SUM,
         period=period,
     )
@@ -86,7 +86,7 @@ class Monitoring(Construct):
         key = kms.Key(
             self,
             "TopicKey",
-            description=f"{names.SERVICE}: encrypts the alarm topic",
+            description=f"{metric_names.SERVICE}: encrypts the alarm topic",
             enable_key_rotation=True,
             # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
             removal_policy=RemovalPolicy.DESTROY,
@@ -98,7 +98,7 @@ class Monitoring(Construct):
         self.topic = sns.Topic(
             self,
             "AlarmTopic",
-            display_name=f"{names.SERVICE} alarms",
+            display_name=f"{metric_names.SERVICE} alarms",
             master_key=key,
             enforce_ssl=True,
         )
@@ -108,7 +108,7 @@ class Monitoring(Construct):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self._alarm(
             "Quarantined",
-            custom_metric(names.METRIC_QUARANTINED, period=ONE_MINUTE),
+            custom_metric(metric_names.METRIC_QUARANTINED, period=ONE_MINUTE),
             "A delivery id arrived again with different bytes: contract violation or a "
             "forgery with a leaked signing secret. Inspect the quarantine records.",
         )
@@ -159,7 +159,7 @@ class Monitoring(Construct):
             "WorkFailed",
             # The worker emits WorkFailed with the service dimension only (no reason
             # dimension): one metric counts every permanent failure, whatever its code.
-            custom_metric(names.METRIC_WORK_FAILED),
+            custom_metric(metric_names.METRIC_WORK_FAILED),
             "A work item failed permanently (package_not_found, notify_rejected, "
             "mcp_host_not_allowed, ..., or uncertain_effect) and will not be retried; "
             "its inbox item is failed with last_error.",
@@ -177,12 +177,12 @@ class Monitoring(Construct):
         )
         self._alarm(
             "McpAuthFailures",
-            custom_metric(names.METRIC_MCP_AUTH_FAILURES),
+            custom_metric(metric_names.METRIC_MCP_AUTH_FAILURES),
             "The MCP server refused the worker's token: set the MCP token secret.",
         )
         self._alarm(
             "UncertainEffects",
-            custom_metric(names.METRIC_UNCERTAIN_EFFECTS),
+            custom_metric(metric_names.METRIC_UNCERTAIN_EFFECTS),
             "An external effect's outcome is uncertain and awaits reconciliation.",
         )
         self._alarm(
@@ -192,13 +192,15 @@ class Monitoring(Construct):
         )
 
         self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"{names.SERVICE}-{stage}"
+            self, "Dashboard", dashboard_name=f"{metric_names.SERVICE}-{stage}"
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Receiver outcomes",
                 left=[
-                    custom_metric(names.receiver_outcome_metric(outcome)).with_(label=outcome)
+                    custom_metric(metric_names.receiver_outcome_metric(outcome)).with_(
+                        label=outcome
+                    )
                     for outcome in Outcome
                 ],
                 width=12,
@@ -236,14 +238,14 @@ class Monitoring(Construct):
                 left=[
                     custom_metric(name).with_(label=name)
                     for name in (
-                        names.METRIC_WORK_COMPLETED,
-                        names.METRIC_WORK_ALREADY_DONE,
-                        names.METRIC_WORK_DEFERRED,
-                        names.METRIC_WORK_RETRIED,
-                        names.METRIC_WORK_FAILED,
-                        names.METRIC_WORK_DEAD_LETTERED,
-                        names.METRIC_MCP_AUTH_FAILURES,
-                        names.METRIC_UNCERTAIN_EFFECTS,
+                        metric_names.METRIC_WORK_COMPLETED,
+                        metric_names.METRIC_WORK_ALREADY_DONE,
+                        metric_names.METRIC_WORK_DEFERRED,
+                        metric_names.METRIC_WORK_RETRIED,
+                        metric_names.METRIC_WORK_FAILED,
+                        metric_names.METRIC_WORK_DEAD_LETTERED,
+                        metric_names.METRIC_MCP_AUTH_FAILURES,
+                        metric_names.METRIC_UNCERTAIN_EFFECTS,
                     )
                 ],
                 right=[

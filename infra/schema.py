@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from functions.core import names
+from functions.core import table_layout
 
 
 class AttributeType(StrEnum):
@@ -88,21 +88,21 @@ class TableSchema:
 
 TABLE: Final = TableSchema(
     keys=KeySchema(
-        partition=Key(names.TABLE_PARTITION_KEY, AttributeType.STRING),
-        sort=Key(names.TABLE_SORT_KEY, AttributeType.STRING),
+        partition=Key(table_layout.TABLE_PARTITION_KEY, AttributeType.STRING),
+        sort=Key(table_layout.TABLE_SORT_KEY, AttributeType.STRING),
     ),
     indexes=(
         GlobalIndex(
-            name=names.STATE_INDEX,
+            name=table_layout.STATE_INDEX,
             keys=KeySchema(
-                partition=Key(names.STATE_INDEX_PARTITION_KEY, AttributeType.STRING),
-                sort=Key(names.STATE_INDEX_SORT_KEY, AttributeType.NUMBER),
+                partition=Key(table_layout.STATE_INDEX_PARTITION_KEY, AttributeType.STRING),
+                sort=Key(table_layout.STATE_INDEX_SORT_KEY, AttributeType.NUMBER),
             ),
         ),
     ),
     # The relay needs the new image of an outbox record, nothing of the old one.
     stream_view="NEW_IMAGE",
-    ttl_attribute=names.TTL_ATTRIBUTE,
+    ttl_attribute=table_layout.TTL_ATTRIBUTE,
 )
 
 

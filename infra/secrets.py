@@ -18,7 +18,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from infra.config import StackConfig
 from infra.nag import acknowledge
 
@@ -91,7 +91,7 @@ class Secrets(Construct):
             created = secretsmanager.Secret(
                 self,
                 "SigningSecrets",
-                description=f"{names.SERVICE}: RelayLink signing secrets, a JSON list of "
+                description=f"{metric_names.SERVICE}: RelayLink signing secrets, a JSON list of "
                 "whsec_ strings",
                 # Not a secret: the empty list, which the receiver refuses (fails closed).
                 secret_string_value=SecretValue.unsafe_plain_text("[]"),
@@ -110,7 +110,7 @@ class Secrets(Construct):
             token = secretsmanager.Secret(
                 self,
                 "McpToken",
-                description=f"{names.SERVICE}: RelayLink API token for the MCP server",
+                description=f"{metric_names.SERVICE}: RelayLink API token for the MCP server",
                 generate_secret_string=secretsmanager.SecretStringGenerator(
                     exclude_punctuation=True, password_length=40
                 ),

@@ -7,7 +7,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from infra.archive import Archive
 from infra.config import StackConfig
 from infra.monitoring import Monitored, Monitoring
@@ -36,11 +36,11 @@ class ReceiverStack(Stack):
         super().__init__(
             scope,
             construct_id,
-            description=f"{names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
+            description=f"{metric_names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
             **kwargs,
         )
         self.config = config
-        Tags.of(self).add("service", names.SERVICE)
+        Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
 
         self.table = InboxTable(self, "Inbox")

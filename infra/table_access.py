@@ -15,7 +15,7 @@ from enum import StrEnum
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from functions.core import names
+from functions.core import table_layout
 
 
 class ItemAction(StrEnum):
@@ -43,5 +43,5 @@ def grant_state_index_query(grantee: iam.IGrantable, table: dynamodb.ITable) -> 
     return iam.Grant.add_to_principal(
         grantee=grantee,
         actions=["dynamodb:Query"],
-        resource_arns=[f"{table.table_arn}/index/{names.STATE_INDEX}"],
+        resource_arns=[f"{table.table_arn}/index/{table_layout.STATE_INDEX}"],
     )

@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import event_source_limits, setting_defaults
 from infra.config import StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
@@ -19,12 +19,12 @@ from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
 WORKER_TIMEOUT = Duration.seconds(180)
-WORKER_BATCH_SIZE = names.WORKER_BATCH_SIZE
-VISIBILITY_TIMEOUT_FACTOR = names.VISIBILITY_TIMEOUT_FACTOR
+WORKER_BATCH_SIZE = event_source_limits.WORKER_BATCH_SIZE
+VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
 VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.to_seconds() * VISIBILITY_TIMEOUT_FACTOR)
 # A live worker's lease must outlast its invocation, and a message that comes back after
 # a crash must find the lease expired: timeout < lease < visibility timeout.
-LEASE_SECONDS = names.DEFAULT_LEASE_SECONDS
+LEASE_SECONDS = setting_defaults.DEFAULT_LEASE_SECONDS
 
 
 def check_timing(*, timeout_s: float, lease_s: float, visibility_s: float) -> None:
@@ -77,7 +77,7 @@ class Worker(Construct):
             lease_seconds=LEASE_SECONDS,
             notify_url=config.notify_url,
         )
-        if config.notify_url is None and config.workflow == names.DEFAULT_WORKFLOW:
+        if config.notify_url is None and config.workflow == setting_defaults.DEFAULT_WORKFLOW:
             Annotations.of(self).add_warning_v2(
                 "relaylink:notify-url",
                 "context notify_url is not set: the default workflow refuses to start "

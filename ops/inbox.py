@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State
 from ops.target import Target, paginate
@@ -45,7 +45,7 @@ def list_inbox(
             dynamodb_items.inbox_from_item(item)
             for item in target.state_index(state.value)
             # The index also lists other records (quarantine, effect intents) by label.
-            if item[names.TABLE_SORT_KEY]["S"] == names.SK_INBOX
+            if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX
         ]
     found.sort(key=lambda i: (i.received_at, i.delivery_id))
     return found if limit is None else found[:limit]
@@ -55,8 +55,8 @@ def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:
     arguments: dict[str, Any] = {
         "TableName": target.table_name,
         "FilterExpression": "#sk = :inbox",
-        "ExpressionAttributeNames": {"#sk": names.TABLE_SORT_KEY},
-        "ExpressionAttributeValues": {":inbox": {"S": names.SK_INBOX}},
+        "ExpressionAttributeNames": {"#sk": table_layout.TABLE_SORT_KEY},
+        "ExpressionAttributeValues": {":inbox": {"S": table_layout.SK_INBOX}},
         "ConsistentRead": True,
     }
     yield from paginate(target.dynamodb.scan, arguments)

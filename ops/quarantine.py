@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import QuarantineRecord
 from ops.target import Target, paginate
@@ -40,12 +40,12 @@ def show_quarantine(target: Target, delivery_id: str) -> list[QuarantineRecord]:
         "TableName": target.table_name,
         "KeyConditionExpression": "#pk = :id AND begins_with(#sk, :prefix)",
         "ExpressionAttributeNames": {
-            "#pk": names.TABLE_PARTITION_KEY,
-            "#sk": names.TABLE_SORT_KEY,
+            "#pk": table_layout.TABLE_PARTITION_KEY,
+            "#sk": table_layout.TABLE_SORT_KEY,
         },
         "ExpressionAttributeValues": {
             ":id": {"S": delivery_id},
-            ":prefix": {"S": names.SK_QUARANTINE_PREFIX},
+            ":prefix": {"S": table_layout.SK_QUARANTINE_PREFIX},
         },
         "ConsistentRead": True,
     }

@@ -17,7 +17,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from functions.core import names
+from functions.core import metric_names
 
 _SECRETISH = re.compile(r"whsec_[A-Za-z0-9+/=_-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+")
 REDACTED = "[redacted]"
@@ -42,9 +42,9 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-logger = Logger(service=names.SERVICE)
+logger = Logger(service=metric_names.SERVICE)
 logger.addFilter(RedactingFilter())
-metrics = Metrics(namespace=names.METRICS_NAMESPACE, service=names.SERVICE)
+metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)
 
 
 def log_with_counts(
@@ -71,8 +71,8 @@ def log_with_counts(
                 name=name,
                 unit=MetricUnit.Count,
                 value=1,
-                namespace=names.METRICS_NAMESPACE,
-                default_dimensions={"service": names.SERVICE},
+                namespace=metric_names.METRICS_NAMESPACE,
+                default_dimensions={"service": metric_names.SERVICE},
             ):
                 pass
     log = {
@@ -96,7 +96,7 @@ def _emf(metric_list: list[str]) -> dict[str, object]:
             "Timestamp": time.time_ns() // 1_000_000,
             "CloudWatchMetrics": [
                 {
-                    "Namespace": names.METRICS_NAMESPACE,
+                    "Namespace": metric_names.METRICS_NAMESPACE,
                     "Dimensions": [["service"]],
                     "Metrics": [{"Name": name, "Unit": "Count"} for name in metric_list],
                 }

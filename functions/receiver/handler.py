@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from botocore.config import Config
 
-from functions.core import names
+from functions.core import metric_names, wire
 from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
@@ -104,7 +104,7 @@ container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ
 def handle(event: object, deps: Deps) -> Acceptance:
     """Parse the API Gateway event and run the use case."""
     try:
-        request = parse_event(event, max_body_bytes=names.MAX_BODY_BYTES)
+        request = parse_event(event, max_body_bytes=wire.MAX_BODY_BYTES)
     except BodyTooLarge:
         return too_large()
     except MalformedEvent:
@@ -152,7 +152,7 @@ def _record(result: Acceptance, ids: dict[str, str | None]) -> None:
             "status": result.status,
             "delivery_id": result.delivery_id,
         },
-        [names.receiver_outcome_metric(result.outcome.value)],
+        [metric_names.receiver_outcome_metric(result.outcome.value)],
     )
 
 

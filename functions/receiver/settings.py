@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
 from functions.core.settings_env import BoundedInteger, required, secret_arn
 from functions.core.shared_settings import SECRETS_MAX_AGE_SECONDS
 
@@ -14,8 +14,8 @@ from functions.core.shared_settings import SECRETS_MAX_AGE_SECONDS
 # item that expired earlier would let a late retry be accepted a second time.
 MIN_RETENTION_DAYS: Final = 4
 INBOX_RETENTION_DAYS: Final = BoundedInteger(
-    names.ENV_INBOX_RETENTION_DAYS,
-    default=names.DEFAULT_INBOX_RETENTION_DAYS,
+    env_keys.ENV_INBOX_RETENTION_DAYS,
+    default=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
     low=MIN_RETENTION_DAYS,
     high=3650,
 )
@@ -27,8 +27,8 @@ class Settings:
 
     table_name: str
     signing_secrets_arn: str
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
-    inbox_retention_days: int = names.DEFAULT_INBOX_RETENTION_DAYS
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
 
     @property
     def retention_seconds(self) -> int:
@@ -42,8 +42,8 @@ class Settings:
             SettingsError: a required variable is missing or a value is out of range.
         """
         return cls(
-            table_name=required(env, names.ENV_TABLE_NAME),
-            signing_secrets_arn=secret_arn(env, names.ENV_SIGNING_SECRETS_ARN),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            signing_secrets_arn=secret_arn(env, env_keys.ENV_SIGNING_SECRETS_ARN),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
         )

@@ -6,21 +6,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
 from functions.core.settings_env import BoundedInteger, SettingsError, required
 from functions.core.shared_settings import LEASE_SECONDS
 
 _DAY = 24 * 3600
 
 PENDING_AGE_SECONDS: Final = BoundedInteger(
-    names.ENV_RECONCILE_PENDING_AGE_SECONDS,
-    default=names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+    env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS,
+    default=setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
     low=60,
     high=_DAY,
 )
 EFFECT_AGE_SECONDS: Final = BoundedInteger(
-    names.ENV_RECONCILE_EFFECT_AGE_SECONDS,
-    default=names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+    env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS,
+    default=setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
     low=60,
     high=7 * _DAY,
 )
@@ -43,14 +43,15 @@ class Settings:
                 not exceed the worker's lease (a live worker may hold an intent that long).
         """
         settings = cls(
-            table_name=required(env, names.ENV_TABLE_NAME),
-            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
             lease_seconds=LEASE_SECONDS.read(env),
             pending_age_seconds=PENDING_AGE_SECONDS.read(env),
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(
-                f"{names.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed {names.ENV_LEASE_SECONDS}"
+                f"{env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed "
+                f"{env_keys.ENV_LEASE_SECONDS}"
             )
         return settings

@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from botocore.config import Config
 
-from functions.core import names
+from functions.core import metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.work_queue import SqsWorkQueue
@@ -61,8 +61,8 @@ def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
     """Send one outbox insert's work item; raise (a record failure) if SQS refuses."""
     raw = record.raw_event
     image = raw.get("dynamodb", {}).get("NewImage") or {}
-    if raw.get("eventName") != "INSERT" or image.get(names.KIND_ATTRIBUTE) != {
-        "S": names.KIND_OUTBOX
+    if raw.get("eventName") != "INSERT" or image.get(table_layout.KIND_ATTRIBUTE) != {
+        "S": table_layout.KIND_OUTBOX
     }:
         return  # not a work item (the filter should have dropped it)
     try:
@@ -74,7 +74,7 @@ def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
         deps.metrics.count(METRIC_SKIPPED)
         return
     deps.queue.send(work)
-    deps.metrics.count(names.METRIC_WORK_RELAYED)
+    deps.metrics.count(metric_names.METRIC_WORK_RELAYED)
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> Any:

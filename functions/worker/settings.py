@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import names, process
+from functions.core import env_keys, process, setting_defaults
 from functions.core.settings_env import (
     BoundedInteger,
     boolean,
@@ -18,13 +18,16 @@ from functions.core.settings_env import (
 from functions.core.shared_settings import LEASE_SECONDS, SECRETS_MAX_AGE_SECONDS
 
 MCP_TIMEOUT_SECONDS: Final = BoundedInteger(
-    names.ENV_MCP_TIMEOUT_SECONDS, default=names.DEFAULT_MCP_TIMEOUT_SECONDS, low=1, high=120
+    env_keys.ENV_MCP_TIMEOUT_SECONDS,
+    default=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+    low=1,
+    high=120,
 )
 MAX_ATTEMPTS: Final = BoundedInteger(
-    names.ENV_MAX_ATTEMPTS, default=names.DEFAULT_MAX_ATTEMPTS, low=1, high=100
+    env_keys.ENV_MAX_ATTEMPTS, default=setting_defaults.DEFAULT_MAX_ATTEMPTS, low=1, high=100
 )
 RETRY_BASE_SECONDS: Final = BoundedInteger(
-    names.ENV_RETRY_BASE_SECONDS, default=process.RETRY_BASE_SECONDS, low=1, high=900
+    env_keys.ENV_RETRY_BASE_SECONDS, default=process.RETRY_BASE_SECONDS, low=1, high=900
 )
 
 
@@ -58,16 +61,16 @@ class Settings:
             SettingsError: a required variable is missing or a value is out of range.
         """
         return cls(
-            table_name=required(env, names.ENV_TABLE_NAME),
-            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
-            dead_letter_queue_url=required(env, names.ENV_DEAD_LETTER_QUEUE_URL),
-            mcp_token_secret_arn=secret_arn(env, names.ENV_MCP_TOKEN_SECRET_ARN),
-            mcp_allowed_hosts=host_list(env, names.ENV_MCP_ALLOWED_HOSTS),
-            mcp_allow_insecure_loopback=boolean(env, names.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
+            dead_letter_queue_url=required(env, env_keys.ENV_DEAD_LETTER_QUEUE_URL),
+            mcp_token_secret_arn=secret_arn(env, env_keys.ENV_MCP_TOKEN_SECRET_ARN),
+            mcp_allowed_hosts=host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS),
+            mcp_allow_insecure_loopback=boolean(env, env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
             mcp_timeout_seconds=MCP_TIMEOUT_SECONDS.read(env),
-            workflow=optional(env, names.ENV_WORKFLOW) or names.DEFAULT_WORKFLOW,
-            notify_url=optional(env, names.ENV_NOTIFY_URL),
-            archive_bucket=optional(env, names.ENV_ARCHIVE_BUCKET),
+            workflow=optional(env, env_keys.ENV_WORKFLOW) or setting_defaults.DEFAULT_WORKFLOW,
+            notify_url=optional(env, env_keys.ENV_NOTIFY_URL),
+            archive_bucket=optional(env, env_keys.ENV_ARCHIVE_BUCKET),
             max_attempts=MAX_ATTEMPTS.read(env),
             lease_seconds=LEASE_SECONDS.read(env),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),

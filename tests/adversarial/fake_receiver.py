@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.accept import AcceptDelivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
@@ -92,7 +92,7 @@ class FakeReceiver:
 
     def invoke(self, event: Any) -> Answer:
         lines = _Lines()
-        log = logging.getLogger(names.SERVICE)  # the logger behind observability.logger
+        log = logging.getLogger(metric_names.SERVICE)  # the logger behind observability.logger
         log.addHandler(lines)
         try:
             raw = handler.lambda_handler(event, builders.LambdaContext())

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.core import accept, errors, names
+from functions.core import accept, errors, wire
 from functions.core.delivery import InvalidReason
 from functions.core.models import Outcome
 from functions.core.signature import RejectReason
@@ -105,7 +105,7 @@ def test_property_a_request_changed_after_signing_is_401_and_touches_no_storage(
         seen.add(how)
         answer = receiver.invoke(event)
         headers = event["headers"]
-        _well_formed(answer, [headers[names.HEADER_DELIVERY], headers[names.HEADER_SIGNATURE]])
+        _well_formed(answer, [headers[wire.HEADER_DELIVERY], headers[wire.HEADER_SIGNATURE]])
         assert (answer.status, answer.data["reason"]) == (401, RejectReason.NO_MATCH)
         assert receiver.inbox.calls == 0
         assert receiver.inbox.items == {}

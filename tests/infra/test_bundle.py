@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core import names
+from functions.core import setting_defaults
 from infra import bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_receiver_asset_has_no_mcp_sdk_and_no_worker_code() -> None:
 def test_worker_asset_has_the_mcp_sdk_and_the_default_workflow() -> None:
     asset = _asset("worker")
     assert {"mcp", "pydantic", "pydantic_core", "aws_lambda_powertools"} <= _top_level(asset)
-    module, _ = names.DEFAULT_WORKFLOW.split(":")
+    module, _ = setting_defaults.DEFAULT_WORKFLOW.split(":")
     assert (asset / (module.replace(".", "/") + ".py")).is_file()
 
 

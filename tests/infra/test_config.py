@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
 from functions.worker.settings import Settings as WorkerSettings
@@ -22,9 +22,9 @@ KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def0123456
 
 def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
-    assert config.inbox_retention_days == names.DEFAULT_INBOX_RETENTION_DAYS
-    assert config.worker_max_attempts == names.DEFAULT_MAX_ATTEMPTS
-    assert config.workflow == names.DEFAULT_WORKFLOW
+    assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+    assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
+    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
     assert config.alarm_email is None and config.notify_url is None
 
 
@@ -130,9 +130,9 @@ ALLOWLIST_ENTRIES = [
 
 def _worker_accepts(entry: str) -> bool:
     """What the worker does at cold start with MCP_ALLOWED_HOSTS."""
-    env = {names.ENV_MCP_ALLOWED_HOSTS: entry}
+    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: entry}
     try:
-        HostPolicy(host_list(env, names.ENV_MCP_ALLOWED_HOSTS))
+        HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
     except ValueError:
         return False
     return True
@@ -163,8 +163,8 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
         {"mcp_allowed_hosts": ["*.relaylink.example", "MCP.Partner.Example.", "[::1]"]}
     )
     assert config.mcp_allowed_hosts == ("*.relaylink.example", "mcp.partner.example", "::1")
-    env = {names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
-    worker = HostPolicy(host_list(env, names.ENV_MCP_ALLOWED_HOSTS))
+    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
+    worker = HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
     assert worker.allowed_hosts == config.mcp_allowed_hosts
 
 
@@ -175,10 +175,10 @@ def _worker_reads_max_attempts(value: int) -> bool:
         dead_letter_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/dlq",
         mcp_token_secret_arn=ARN,
         mcp_allowed_hosts=["*.relaylink.example"],
-        workflow=names.DEFAULT_WORKFLOW,
+        workflow=setting_defaults.DEFAULT_WORKFLOW,
         archive_bucket="archive",
         max_attempts=value,
-        lease_seconds=names.DEFAULT_LEASE_SECONDS,
+        lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
     )
     try:
         WorkerSettings.from_env(environment)

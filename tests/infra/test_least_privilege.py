@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from tests.infra.conftest import (
     NOTIFY_URL,
     Grant,
@@ -87,7 +87,7 @@ def _own_logs(synthesized: Synthesized, function: str) -> set[Grant]:
 
 
 def _state_index(table: str) -> Any:
-    return {"Fn::Join": ["", [get_att(table, "Arn"), f"/index/{names.STATE_INDEX}"]]}
+    return {"Fn::Join": ["", [get_att(table, "Arn"), f"/index/{table_layout.STATE_INDEX}"]]}
 
 
 def test_receiver_may_put_items_and_read_its_signing_secret_only(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.errors import (
     HostNotAllowed,
@@ -26,7 +26,7 @@ from tests.infra.conftest import ROOT, Synthesized, get_att, ref
 from tests.processing_fakes import Clock, FakeClaims, FakeEffects
 from tests.unit.test_claim import LEASE, pending
 
-SERVICE_DIMENSION = [{"Name": "service", "Value": names.SERVICE}]
+SERVICE_DIMENSION = [{"Name": "service", "Value": metric_names.SERVICE}]
 
 
 def _alarms(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
@@ -57,13 +57,13 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(synthesized: Synthesized
 def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) -> None:
     alarms = _alarms(synthesized)
     for name, metric in (
-        ("Quarantined", names.METRIC_QUARANTINED),
-        ("WorkFailed", names.METRIC_WORK_FAILED),
-        ("McpAuthFailures", names.METRIC_MCP_AUTH_FAILURES),
-        ("UncertainEffects", names.METRIC_UNCERTAIN_EFFECTS),
+        ("Quarantined", metric_names.METRIC_QUARANTINED),
+        ("WorkFailed", metric_names.METRIC_WORK_FAILED),
+        ("McpAuthFailures", metric_names.METRIC_MCP_AUTH_FAILURES),
+        ("UncertainEffects", metric_names.METRIC_UNCERTAIN_EFFECTS),
     ):
         props = alarms[name]
-        assert props["Namespace"] == names.METRICS_NAMESPACE, name
+        assert props["Namespace"] == metric_names.METRICS_NAMESPACE, name
         assert props["MetricName"] == metric, name
         # Powertools Metrics emits exactly this dimension set (service) for our metrics.
         assert props["Dimensions"] == SERVICE_DIMENSION, name
@@ -230,14 +230,14 @@ def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes
 ) -> None:
     text = _dashboard_text(synthesized)
     for outcome in (Outcome.ACCEPTED, Outcome.DUPLICATE, Outcome.QUARANTINED, Outcome.REJECTED):
-        assert f'"{names.receiver_outcome_metric(outcome)}"' in text, outcome
+        assert f'"{metric_names.receiver_outcome_metric(outcome)}"' in text, outcome
     assert '"Duration"' in text
     assert '"Latency"' in text
     assert '"ApproximateAgeOfOldestMessage"' in text
     for metric in (
-        names.METRIC_WORK_COMPLETED,
-        names.METRIC_WORK_FAILED,
-        names.METRIC_WORK_RETRIED,
+        metric_names.METRIC_WORK_COMPLETED,
+        metric_names.METRIC_WORK_FAILED,
+        metric_names.METRIC_WORK_RETRIED,
     ):
         assert f'"{metric}"' in text, metric
     assert synthesized.function_logical_id("receiver") in text

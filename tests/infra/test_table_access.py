@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import accept, claim, effects, names, process, reconcile
+from functions.core import accept, claim, effects, process, reconcile, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
@@ -30,7 +30,7 @@ from tests.unit.test_claim import LEASE, NOW, pending
 
 EFFECT = "notify"
 TABLE = "table"
-STATE_INDEX = f"index/{names.STATE_INDEX}"
+STATE_INDEX = f"index/{table_layout.STATE_INDEX}"
 
 # The storage parameters of each function's use case, and the adapter its handler
 # wires into them.

@@ -20,7 +20,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.core import names
+from functions.core import env_keys, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
 from local.aws_resources import create_queues, create_secret, create_table
@@ -81,8 +81,8 @@ class StreamReader:
             r
             for r in records
             if r["eventName"] == "INSERT"
-            and r["dynamodb"].get("NewImage", {}).get(names.KIND_ATTRIBUTE)
-            == {"S": names.KIND_OUTBOX}
+            and r["dynamodb"].get("NewImage", {}).get(table_layout.KIND_ATTRIBUTE)
+            == {"S": table_layout.KIND_OUTBOX}
         ]
 
 
@@ -285,18 +285,18 @@ class WorkerRig:
 
 def worker_env(aws: Aws, *, token_arn: str, notify_url: str, **overrides: str) -> dict[str, str]:
     env = {
-        names.ENV_TABLE_NAME: TABLE,
-        names.ENV_WORK_QUEUE_URL: aws.queue_url,
-        names.ENV_DEAD_LETTER_QUEUE_URL: aws.dlq_url,
-        names.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
-        names.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
-        names.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
-        names.ENV_MCP_TIMEOUT_SECONDS: "2",
-        names.ENV_NOTIFY_URL: notify_url,
-        names.ENV_ARCHIVE_BUCKET: BUCKET,
-        names.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
-        names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-        names.ENV_SECRETS_MAX_AGE_SECONDS: "300",
+        env_keys.ENV_TABLE_NAME: TABLE,
+        env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+        env_keys.ENV_DEAD_LETTER_QUEUE_URL: aws.dlq_url,
+        env_keys.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
+        env_keys.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
+        env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
+        env_keys.ENV_MCP_TIMEOUT_SECONDS: "2",
+        env_keys.ENV_NOTIFY_URL: notify_url,
+        env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
+        env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+        env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }
     env.update(overrides)
     return env

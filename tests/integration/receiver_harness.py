@@ -19,7 +19,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.core import names
+from functions.core import env_keys, table_layout
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.aws_resources import create_table
@@ -48,7 +48,10 @@ class World:
     def clear(self) -> None:
         for page in self.reader.get_paginator("scan").paginate(TableName=TABLE):
             for item in page["Items"]:
-                key = {k: item[k] for k in (names.TABLE_PARTITION_KEY, names.TABLE_SORT_KEY)}
+                key = {
+                    k: item[k]
+                    for k in (table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY)
+                }
                 self.reader.delete_item(TableName=TABLE, Key=key)
 
     def items(self) -> list[dict[str, Any]]:
@@ -87,10 +90,10 @@ class Receiver:
         return self.world.items()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [i for i in self.items() if i[names.KIND_ATTRIBUTE]["S"] == kind]
+        return [i for i in self.items() if i[table_layout.KIND_ATTRIBUTE]["S"] == kind]
 
     def work_items(self) -> int:
-        return len(self.of_kind(names.KIND_OUTBOX))
+        return len(self.of_kind(table_layout.KIND_OUTBOX))
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +123,9 @@ def make_receiver(
     )
     settings = Settings.from_env(
         {
-            names.ENV_TABLE_NAME: TABLE,
-            names.ENV_SIGNING_SECRETS_ARN: arn,
-            names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
+            env_keys.ENV_TABLE_NAME: TABLE,
+            env_keys.ENV_SIGNING_SECRETS_ARN: arn,
+            env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
     clock = FixedClock(now)

@@ -19,7 +19,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
@@ -347,7 +347,7 @@ def test_requeue_gives_a_failed_delivery_a_new_work_item(
     assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
     stored = stack.stored(delivery_id)
     assert (stored["state"]["S"], stored["attempts"]["N"]) == ("pending", "0")
-    assert stored[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
+    assert stored[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
     # Run again (e.g. the send seemed to fail): a second work item, still pending.
     result = requeue(stack.target, delivery_id, now=NOW)
     assert result.outcome is RequeueOutcome.RESENT

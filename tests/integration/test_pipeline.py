@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
 from functions.receiver.settings import Settings as ReceiverSettings
@@ -167,7 +167,7 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
     receiver_handler.container_deps.set(
         receiver_handler.build_deps(
             ReceiverSettings.from_env(
-                {names.ENV_TABLE_NAME: TABLE, names.ENV_SIGNING_SECRETS_ARN: signing_arn}
+                {env_keys.ENV_TABLE_NAME: TABLE, env_keys.ENV_SIGNING_SECRETS_ARN: signing_arn}
             ),
             dynamodb=aws.dynamodb,
             secretsmanager=aws.secretsmanager,
@@ -176,15 +176,15 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
     )
     relay_handler.container_deps.set(
         relay_handler.build_deps(
-            RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     reconciler = reconciler_handler.build_deps(
         ReconcilerSettings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_WORK_QUEUE_URL: aws.queue_url,
-                names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
             }
         ),
         dynamodb=aws.dynamodb,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.core import names
+from functions.core import env_keys, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import WorkItem
 from functions.relay import handler
@@ -35,7 +35,7 @@ def work(n: int) -> WorkItem:
 def relay(aws: Aws) -> Any:
     handler.container_deps.set(
         handler.build_deps(
-            Settings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            Settings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     yield handler
@@ -67,7 +67,7 @@ def test_relay_sends_each_outbox_insert_as_its_work_item(
     assert all(
         set(json.loads(b)) == {"delivery_id", "event", "package_id", "mcp_url"} for b in bodies
     )
-    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_WORK_RELAYED] == 3
+    assert emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_WORK_RELAYED] == 3
 
 
 def test_relay_ignores_records_the_filter_should_have_dropped(
@@ -113,7 +113,7 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
         TableName=TABLE,
         Item={
             **dynamodb_items.outbox_key("broken"),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_OUTBOX},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )
     records = StreamReader.filtered(stream.new_records())
@@ -126,4 +126,4 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
 def test_outbox_record_carries_its_ttl(aws: Aws, stream: StreamReader) -> None:
     aws.accept(work(1))
     image = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
-    assert int(image[names.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600
+    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600

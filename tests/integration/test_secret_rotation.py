@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.core import names
+from functions.core import env_keys
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.aws_resources import create_table
@@ -67,9 +67,9 @@ def rotation() -> Iterator[Any]:
         ]
         settings = Settings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_SIGNING_SECRETS_ARN: arn,
-                names.ENV_SECRETS_MAX_AGE_SECONDS: str(MAX_AGE),
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_SIGNING_SECRETS_ARN: arn,
+                env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(MAX_AGE),
             }
         )
         clock = builders.FixedClock(NOW)

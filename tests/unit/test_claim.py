@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
@@ -71,7 +71,7 @@ def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> 
     assert (item.state, item.attempts, item.lease_until) == (State.PROCESSING, 1, NOW + LEASE)
     assert item.state_changed_at == NOW
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("processing", DELIVERY)
 
 
@@ -132,7 +132,7 @@ def test_fail_is_final(subject: Subject) -> None:
     with pytest.raises(ClaimLost):
         subject.store.complete(held, now=NOW + 6)
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("failed", DELIVERY)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_errors import storage_error
@@ -41,7 +41,7 @@ class DynamoDbClaims:
         new = applied.item
         if not applied.moved or new is None:  # (a change always returns its new image)
             return _why_not_claimed(applied.item)
-        expires = new.get(names.TTL_ATTRIBUTE)
+        expires = new.get(table_layout.TTL_ATTRIBUTE)
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
             claim=Claim(

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
@@ -30,7 +30,7 @@ _UNFLAGGED_INTENT: Condition = (
 
 
 def effect_key(delivery_id: str, name: str) -> dynamodb_items.Item:
-    return dynamodb_items.key(delivery_id, names.SK_EFFECT_PREFIX + name)
+    return dynamodb_items.key(delivery_id, table_layout.SK_EFFECT_PREFIX + name)
 
 
 def effect_from_item(item: dynamodb_items.Item) -> EffectRecord:
@@ -71,19 +71,19 @@ class DynamoDbEffects:
     ) -> bool:
         item: dynamodb_items.Item = {
             **effect_key(delivery_id, name),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_EFFECT},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_EFFECT},
             "delivery_id": {"S": delivery_id},
             "name": {"S": name},
             "status": {"S": EffectStatus.INTENT.value},
             "idempotency_key": {"S": key},
             "intent_at": {"N": str(now)},
-            names.STATE_INDEX_PARTITION_KEY: {
-                "S": dynamodb_items.state_shard(names.STATE_LABEL_EFFECT_INTENT, delivery_id)
+            table_layout.STATE_INDEX_PARTITION_KEY: {
+                "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_EFFECT_INTENT, delivery_id)
             },
-            names.STATE_INDEX_SORT_KEY: {"N": str(now)},
+            table_layout.STATE_INDEX_SORT_KEY: {"N": str(now)},
         }
         if expires_at:
-            item[names.TTL_ATTRIBUTE] = {"N": str(expires_at)}
+            item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
         try:
             self._client.put_item(
                 TableName=self._table,
@@ -109,8 +109,8 @@ class DynamoDbEffects:
                 ConditionExpression=condition_expression(_RECORDED),
                 ExpressionAttributeNames={
                     "#status": "status",
-                    "#shard": names.STATE_INDEX_PARTITION_KEY,
-                    "#changed": names.STATE_INDEX_SORT_KEY,
+                    "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
+                    "#changed": table_layout.STATE_INDEX_SORT_KEY,
                 },
                 ExpressionAttributeValues={
                     ":done": {"S": EffectStatus.DONE.value},
@@ -126,7 +126,7 @@ class DynamoDbEffects:
         for item in dynamodb_state_index.query_index(
             self._client,
             self._table,
-            label=names.STATE_LABEL_EFFECT_INTENT,
+            label=table_layout.STATE_LABEL_EFFECT_INTENT,
             changed_before=intended_before,
             unflagged=True,
         ):

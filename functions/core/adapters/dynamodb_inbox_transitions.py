@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
@@ -69,9 +69,9 @@ class Transition:
             sets = [
                 ("#state", f":{self.to_state.value}"),
                 *sets,
-                (names.STATE_INDEX_PARTITION_KEY, ":shard"),
+                (table_layout.STATE_INDEX_PARTITION_KEY, ":shard"),
             ]
-        sets.append((names.STATE_INDEX_SORT_KEY, ":now"))
+        sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
         update = "SET " + ", ".join(f"{attribute} = {value}" for attribute, value in sets)
         if self.removes:
             update += " REMOVE " + ", ".join(self.removes)
@@ -186,7 +186,7 @@ _ABSENT: Final[Condition] = (
 _PLACEHOLDER: Final = re.compile(r":\w+")
 _NAME: Final = re.compile(r"#\w+")
 # Stand-ins for attribute names that DynamoDB reserves ("state") or that are shared.
-_NAMES: Final = {"#state": "state", "#pk": names.TABLE_PARTITION_KEY}
+_NAMES: Final = {"#state": "state", "#pk": table_layout.TABLE_PARTITION_KEY}
 _CONSTANTS: Final[dict[str, dynamodb_items.AttributeValue]] = {
     ":zero": {"N": "0"},
     ":one": {"N": "1"},

@@ -29,8 +29,8 @@ from bench.receiver_rig import (
 )
 from bench.stats import Summary, summarize
 from local.aws_resources import create_table
-from tests import builders
-from tests.builders import AwsCalls
+from local.testkit import builders
+from local.testkit.aws_calls import AwsCalls
 
 # The targets: calls per outcome (at most), Secrets Manager calls per 1,000.
 TARGETS: Final = {"accepted": 1, "duplicate": 1, "quarantined": 2, "rejected": 0}

@@ -29,7 +29,7 @@ from bench.stats import Summary, summarize
 from functions.core import names
 from functions.receiver import handler
 from infra.environments import receiver_environment
-from tests import builders
+from local.testkit import builders
 
 TARGET: Final = 1.3
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent

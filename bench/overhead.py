@@ -45,7 +45,7 @@ from functions.core.models import Outcome
 from functions.core.observability import logger
 from functions.receiver import handler
 from local.aws_resources import create_table
-from tests import builders
+from local.testkit import builders
 
 TARGET = 1.25
 PLAIN = "plain_boto3"

@@ -35,7 +35,7 @@ from functions.relay.settings import Settings as RelaySettings
 from local.aws_resources import create_secret
 from local.mcp_server import start_in_thread
 from local.notify_sink import NotifySinkServer
-from tests import builders
+from local.testkit import builders
 from tests.integration import processing_harness as ph
 
 

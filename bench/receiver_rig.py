@@ -21,7 +21,8 @@ from functions.core import names
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.settings import Settings
-from tests import builders
+from local.testkit import builders
+from local.testkit.clock import FakeClock
 
 REGION = "us-east-1"
 TABLE = "relaylink-bench"
@@ -36,7 +37,7 @@ class ReceiverRig:
 
     dynamodb: Any
     secretsmanager: Any
-    clock: builders.FixedClock
+    clock: FakeClock
     deps: handler.Deps
 
     def install(self) -> None:
@@ -86,7 +87,7 @@ def make_rig(
             names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
-    clock = builders.FixedClock(NOW)
+    clock = FakeClock(NOW)
     deps = handler.build_deps(
         settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
     )

@@ -14,7 +14,8 @@ from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
 from functions.core.signature import SigningSecret
 from functions.receiver import handler
-from tests import builders
+from local.testkit import builders
+from local.testkit.clock import FakeClock
 
 
 @dataclass
@@ -108,7 +109,7 @@ def install(*, now: int, secrets: Sequence[str] = (builders.SECRET,)) -> FakeRec
     inbox = FakeInbox()
     source = FakeSecrets(tuple(SigningSecret.parse(s) for s in secrets))
     accept = AcceptDelivery(
-        inbox=inbox, secrets=source, clock=builders.FixedClock(now), retention_seconds=30 * 86400
+        inbox=inbox, secrets=source, clock=FakeClock(now), retention_seconds=30 * 86400
     )
     handler.set_deps(handler.Deps(accept=accept))
     return FakeReceiver(inbox, source)

@@ -12,9 +12,10 @@ from typing import Any
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 from functions.core.observability import RedactingFilter
-from tests import builders, conftest, log_audit
+from local.testkit import builders, vectors
+from tests import conftest, log_audit
 
-VECTORS = builders.load_vectors()
+VECTORS = vectors.load_vectors()
 VECTOR_SECRET = VECTORS.cases[0].secrets[0]
 VECTOR_BODY = VECTORS.cases[0].request.body.decode()
 PATH = "/relaylink/hook-token-abc123"

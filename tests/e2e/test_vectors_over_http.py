@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from local.stack import LocalStack, StackOptions
-from tests.builders import vectors_file
+from local.testkit.vectors import vectors_file
 from tests.e2e.stacks import audited
 
 VECTORS = json.loads(vectors_file().read_text(encoding="utf-8"))

@@ -23,7 +23,9 @@ from functions.core import names
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.aws_resources import create_table
-from tests.builders import AwsCalls, FixedClock, LambdaContext
+from local.testkit.aws_calls import AwsCalls
+from local.testkit.builders import LambdaContext
+from local.testkit.clock import FakeClock
 
 REGION = "us-east-1"
 TABLE = "relaylink-receiver-test"
@@ -67,7 +69,7 @@ class Receiver:
     world: World
     dynamodb: Any
     secretsmanager: Any
-    clock: FixedClock
+    clock: FakeClock
     calls: AwsCalls
     deps: handler.Deps
 
@@ -125,7 +127,7 @@ def make_receiver(
             names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
-    clock = FixedClock(now)
+    clock = FakeClock(now)
     deps = handler.build_deps(
         settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
     )

@@ -30,7 +30,7 @@ from functions.relay.settings import Settings as RelaySettings
 from local.aws_resources import create_secret
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from tests.builders import SECRET, LambdaContext, http_api_event, signed_request
+from local.testkit.builders import SECRET, LambdaContext, http_api_event, signed_request
 from tests.integration.processing_harness import (
     LEASE_SECONDS,
     TABLE,

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from moto.core.models import botocore_stubber
 
-from tests import builders
+from local.testkit import botocore_hooks, builders
 from tests.integration.receiver_harness import receiver_factory, world
 
 __all__ = ["receiver_factory", "world"]  # fixtures
@@ -34,7 +34,7 @@ def test_receiver_storage_fault_is_503_and_writes_nothing(
     receiver_factory: Any, code: str, status: int, attempts: int
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    failed = builders.inject_dynamodb_error(
+    failed = botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "TransactWriteItems", code=code, status=status
     )
     request = builders.signed_request(timestamp=NOW)
@@ -57,7 +57,7 @@ def test_receiver_throttled_transaction_is_503_and_writes_nothing(
     receiver_factory: Any, reason: str
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb,
         "TransactWriteItems",
         code="TransactionCanceledException",
@@ -91,7 +91,7 @@ def test_receiver_lasting_transaction_conflict_is_503_after_bounded_reruns(
     receiver_factory: Any,
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb,
         "TransactWriteItems",
         code="TransactionCanceledException",
@@ -109,7 +109,7 @@ def test_receiver_passing_transaction_conflict_is_rerun_and_accepted(
     receiver_factory: Any,
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb,
         "TransactWriteItems",
         code="TransactionCanceledException",
@@ -128,7 +128,7 @@ def test_receiver_unexpected_storage_error_is_503_without_its_message(
     receiver_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "TransactWriteItems", code="AccessDeniedException"
     )
 
@@ -157,7 +157,7 @@ def test_receiver_quarantine_write_fault_is_503_and_leaves_the_original(
     )
     assert receiver.invoke(builders.event_for(original)).outcome == "accepted"
     before = receiver.items()
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "PutItem", code="ProvisionedThroughputExceededException", times=3
     )
 
@@ -217,7 +217,7 @@ def _serialize_moto(clients: list[Any], *, arrivals: threading.Barrier) -> None:
             arrivals.wait(timeout=10)
         with lock:
             response = botocore_stubber(event_name=event_name, request=request, **kwargs)
-        builders.divert_from_emulator(request)  # answered: moto's own hook must skip it
+        botocore_hooks.divert_from_emulator(request)  # answered: moto's own hook must skip it
         return response
 
     for client in clients:

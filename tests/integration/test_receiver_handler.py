@@ -12,7 +12,7 @@ from functions.core import names
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
-from tests import builders
+from local.testkit import builders
 from tests.integration.receiver_harness import receiver_factory, world
 
 __all__ = ["receiver_factory", "world"]  # fixtures

@@ -16,8 +16,8 @@ from functions.core.models import State, WorkItem
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
-from tests import builders
-from tests.builders import LambdaContext
+from local.testkit import botocore_hooks
+from local.testkit.builders import LambdaContext
 from tests.integration.processing_harness import (
     LEASE_SECONDS,
     REGION,
@@ -115,7 +115,9 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
     ]
     # Racing runs, but one moto request at a time: in-process moto is not thread-safe
     # (unserialized, two conditional updates of one item could both pass).
-    builders.serialize_moto([c for pair in clients for c in pair], services=("dynamodb", "sqs"))
+    botocore_hooks.serialize_moto(
+        [c for pair in clients for c in pair], services=("dynamodb", "sqs")
+    )
     runs = [
         handler.build_deps(settings(aws), dynamodb=dynamodb, sqs=sqs, clock=aws.clock)
         for dynamodb, sqs in clients

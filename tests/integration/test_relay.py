@@ -13,7 +13,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.models import WorkItem
 from functions.relay import handler
 from functions.relay.settings import Settings
-from tests.builders import LambdaContext
+from local.testkit.builders import LambdaContext
 from tests.integration.processing_harness import (
     TABLE,
     Aws,

@@ -21,7 +21,9 @@ from functions.core import names
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.aws_resources import create_table
-from tests import builders
+from local.testkit import builders
+from local.testkit.aws_calls import AwsCalls
+from local.testkit.clock import FakeClock
 
 REGION = "us-east-1"
 TABLE = "relaylink-rotation-test"
@@ -35,8 +37,8 @@ NEW = builders.OTHER_SECRET
 class Rotation:
     secrets: Any  # the operator's client (unwatched)
     arn: str
-    clock: builders.FixedClock
-    calls: builders.AwsCalls
+    clock: FakeClock
+    calls: AwsCalls
     deps: handler.Deps
 
     def put(self, secrets: list[str]) -> None:
@@ -72,11 +74,11 @@ def rotation() -> Iterator[Any]:
                 names.ENV_SECRETS_MAX_AGE_SECONDS: str(MAX_AGE),
             }
         )
-        clock = builders.FixedClock(NOW)
+        clock = FakeClock(NOW)
         deps = handler.build_deps(
             settings, dynamodb=dynamodb, secretsmanager=receiver_secrets, clock=clock
         )
-        calls = builders.AwsCalls()
+        calls = AwsCalls()
         calls.watch(receiver_secrets)
         handler.set_deps(deps)
         return Rotation(operator, arn, clock, calls, deps)

@@ -23,7 +23,7 @@ from functions.core.signature import SignatureRejected, SigningSecret, read_head
 from local.cli import main
 from local.sender import CONNECTION_ERROR, TIMEOUT, Delivery, SenderConfig, send_all, send_one
 from local.state import LocalState, Resources
-from tests.builders import OTHER_SECRET, SECRET
+from local.testkit.builders import OTHER_SECRET, SECRET
 
 MCP = "http://127.0.0.1:9/mcp"
 STALL = "stall"

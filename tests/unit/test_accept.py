@@ -13,7 +13,8 @@ from functions.core.accept import STATUS, Acceptance, AcceptDelivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, Outcome, QuarantineRecord, State, WorkItem
 from functions.core.signature import SigningSecret
-from tests import builders
+from local.testkit import builders
+from local.testkit.clock import FakeClock
 
 NOW = 1_764_687_845
 RETENTION = 30 * 24 * 3600
@@ -64,7 +65,7 @@ class FakeSecrets:
 class Harness:
     inbox: FakeInbox
     secrets: FakeSecrets
-    clock: builders.FixedClock
+    clock: FakeClock
     accept: AcceptDelivery
 
     def __call__(self, request: builders.SignedRequest) -> Acceptance:
@@ -74,7 +75,7 @@ class Harness:
 
 @pytest.fixture
 def harness() -> Harness:
-    inbox, secrets, clock = FakeInbox(), FakeSecrets([builders.SECRET]), builders.FixedClock(NOW)
+    inbox, secrets, clock = FakeInbox(), FakeSecrets([builders.SECRET]), FakeClock(NOW)
     accept = AcceptDelivery(inbox=inbox, secrets=secrets, clock=clock, retention_seconds=RETENTION)
     return Harness(inbox, secrets, clock, accept)
 

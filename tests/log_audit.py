@@ -49,9 +49,9 @@ _BEARER_SHAPE = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{4,}")
 _BODY_SHAPE = re.compile(r"\\?\"delivery_id\\?\"\s*:")
 # Shorter fragments match too much ordinary text to mean anything.
 MIN_NEEDLE_LENGTH = 8
-# The MCP test tokens the integration harnesses use (tests/integration/conftest.py,
-# tests/integration/processing_harness.py); conftest modules are not importable.
-KNOWN_MCP_TOKENS = ("test-mcp-token", "mcp-test-token-7f3a9c")
+# The integration tests' MCP server token (tests/integration/conftest.py; conftest
+# modules are not importable).
+KNOWN_MCP_TOKENS = ("test-mcp-token",)
 _RECORD_STANDARD = frozenset(vars(logging.makeLogRecord({})))
 
 

@@ -59,7 +59,7 @@ def test_log_audit_detects_an_unregistered_body_by_its_shape() -> None:
 
 
 def test_log_audit_detects_the_mcp_token_and_bearer_headers() -> None:
-    token = log_audit.KNOWN_MCP_TOKENS[1]
+    token = log_audit.KNOWN_MCP_TOKENS[0]
 
     assert log_audit.check_record(_record("token", value=token)) == ["mcp_token"]
     broken = log_audit.check_record(_record("sent", headers={"Authorization": f"Bearer {token}"}))

@@ -7,9 +7,7 @@ from typing import Any
 import pytest
 
 from local.testkit import builders, vectors
-from tests.integration.receiver_harness import Receiver, receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
+from tests.receiver_harness import Receiver
 
 VECTORS = vectors.load_vectors()
 NOW = VECTORS.now

@@ -10,9 +10,6 @@ from botocore.exceptions import EndpointConnectionError
 from moto.core.models import botocore_stubber
 
 from local.testkit import botocore_hooks, builders
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
 
 NOW = 1_764_687_845
 SECRET = builders.SECRET

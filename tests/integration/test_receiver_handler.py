@@ -13,9 +13,6 @@ from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from local.testkit import builders
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
 
 NOW = 1_764_687_845
 LIMIT = names.MAX_BODY_BYTES

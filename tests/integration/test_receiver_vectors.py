@@ -12,9 +12,7 @@ from functions.core import names
 from functions.core.adapters import dynamodb_items as items
 from functions.core.models import State
 from local.testkit import builders, vectors
-from tests.integration.receiver_harness import Receiver, receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
+from tests.receiver_harness import Receiver
 
 VECTORS = vectors.load_vectors()
 RETENTION_SECONDS = names.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600

@@ -3,62 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
 from functions.core import names
 from functions.core.accept import STATUS, Acceptance, AcceptDelivery
-from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, Outcome, QuarantineRecord, State, WorkItem
-from functions.core.signature import SigningSecret
 from local.testkit import builders
 from local.testkit.clock import FakeClock
+from tests.fakes import FakeInbox, FakeSecrets
 
 NOW = 1_764_687_845
 RETENTION = 30 * 24 * 3600
-
-
-@dataclass
-class FakeInbox:
-    """The InboxWriter port in memory: same conditional semantics, countable calls."""
-
-    inbox: dict[str, InboxItem] = field(default_factory=dict)
-    outbox: dict[str, WorkItem] = field(default_factory=dict)
-    quarantined: dict[tuple[str, str], QuarantineRecord] = field(default_factory=dict)
-    calls: int = 0
-    fail: bool = False
-
-    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
-        self.calls += 1
-        if self.fail:
-            raise StorageUnavailable()
-        if inbox.delivery_id in self.inbox:
-            return self.inbox[inbox.delivery_id]
-        self.inbox[inbox.delivery_id] = inbox
-        if work is not None:
-            self.outbox[work.delivery_id] = work
-        return None
-
-    def quarantine(self, record: QuarantineRecord) -> None:
-        self.calls += 1
-        if self.fail:
-            raise StorageUnavailable()
-        self.quarantined.setdefault((record.delivery_id, record.received_sha256), record)
-
-
-@dataclass
-class FakeSecrets:
-    secrets: list[str]
-    calls: int = 0
-    fail: bool = False
-
-    def current(self) -> Sequence[SigningSecret]:
-        self.calls += 1
-        if self.fail:
-            raise SigningSecretsUnavailable()
-        return [SigningSecret.parse(s) for s in self.secrets]
 
 
 @dataclass

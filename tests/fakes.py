@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,20 +154,17 @@ class FakeClaims:
         return self.items.get(delivery_id)
 
     def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]:
-        found = [
-            i
-            for i in self.items.values()
-            if i.state is State.PENDING and i.state_changed_at < changed_before
-        ]
-        return found[:limit]
+        return self._where(
+            lambda i: i.state is State.PENDING and i.state_changed_at < changed_before, limit
+        )
 
     def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]:
-        found = [
-            i
-            for i in self.items.values()
-            if i.state is State.PROCESSING and (i.lease_until or 0) <= now
-        ]
-        return found[:limit]
+        return self._where(
+            lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now, limit
+        )
+
+    def _where(self, keep: Callable[[InboxItem], bool], limit: int) -> list[InboxItem]:
+        return [i for i in self.items.values() if keep(i)][:limit]
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         current = self.items.get(item.delivery_id)

@@ -45,6 +45,14 @@ def submit(aws: MotoWorld, item: WorkItem) -> None:
     aws.enqueue(item)
 
 
+@pytest.fixture
+def item(aws: MotoWorld, mcp_server: RunningServer) -> WorkItem:
+    """One delivery, accepted and on the work queue."""
+    delivery = work(mcp_server)
+    submit(aws, delivery)
+    return delivery
+
+
 def assert_nothing_secret(aws: MotoWorld, output: str, token: str) -> None:
     stored = json.dumps(aws.items())
     assert token not in stored
@@ -58,9 +66,8 @@ def test_worker_completes_and_notifies_once(
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     _, response = worker.run_visible()
     assert response == {"batchItemFailures": []}
     inbox = aws.inbox(item.delivery_id)
@@ -82,10 +89,12 @@ def test_worker_completes_and_notifies_once(
 
 
 def test_worker_acknowledges_a_completed_delivery_without_work(
-    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.run_visible()
     requests = mcp_server.requests
     aws.enqueue(item)  # a duplicate message
@@ -96,10 +105,12 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
 
 
 def test_mcp_5xx_releases_and_retries_later(
-    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     messages, response = worker.run_visible()
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
@@ -120,10 +131,12 @@ def test_mcp_5xx_releases_and_retries_later(
 
 
 def test_mcp_timeout_is_transient(
-    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_latency_ms(3000)  # over MCP_TIMEOUT_SECONDS=2
     worker.run_visible()
     inbox = aws.inbox(item.delivery_id)
@@ -196,10 +209,8 @@ def test_host_not_on_the_allowlist_is_never_contacted(aws: MotoWorld, worker: Wo
 
 
 def test_leased_delivery_is_deferred_without_burning_an_attempt(
-    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer
+    aws: MotoWorld, worker: WorkerRig, item: WorkItem
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.deps.processor.claims.claim(
         item.delivery_id, owner="other", now=aws.clock.value, lease_seconds=LEASE_SECONDS
     )
@@ -216,9 +227,8 @@ def test_dead_letter_after_max_attempts(
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         messages, response = worker.run_visible()

@@ -30,6 +30,11 @@ class Harness:
         return self.accept(headers, request.body)
 
 
+def assert_unavailable(result: Acceptance, reason: str) -> None:
+    """A 503: RelayLink retries it."""
+    assert (result.outcome, result.status, result.reason) == (Outcome.UNAVAILABLE, 503, reason)
+
+
 @pytest.fixture
 def harness() -> Harness:
     inbox, secrets, clock = FakeInbox(), FakeSecrets([builders.SECRET]), FakeClock(NOW)
@@ -195,11 +200,7 @@ def test_accept_event_header_differing_from_body_is_invalid(harness: Harness) ->
 def test_accept_storage_unavailable_is_503(harness: Harness) -> None:
     harness.inbox.fail = True
     result = harness(builders.signed_request(timestamp=NOW))
-    assert (result.outcome, result.status, result.reason) == (
-        Outcome.UNAVAILABLE,
-        503,
-        "storage_unavailable",
-    )
+    assert_unavailable(result, "storage_unavailable")
 
 
 def test_accept_quarantine_write_failure_is_503(harness: Harness) -> None:
@@ -213,11 +214,7 @@ def test_accept_quarantine_write_failure_is_503(harness: Harness) -> None:
 def test_accept_secrets_unavailable_is_503_without_storage(harness: Harness) -> None:
     harness.secrets.fail = True
     result = harness(builders.signed_request(timestamp=NOW))
-    assert (result.outcome, result.status, result.reason) == (
-        Outcome.UNAVAILABLE,
-        503,
-        "signing_secrets_unavailable",
-    )
+    assert_unavailable(result, "signing_secrets_unavailable")
     assert harness.inbox.calls == 0
 
 

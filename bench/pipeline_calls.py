@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TextIO, cast
 
 import boto3
 
@@ -107,7 +107,7 @@ class PhaseCounter:
     @contextlib.contextmanager
     def output(self) -> Iterator[None]:
         """Every log line and EMF record goes to the counter instead of the terminal."""
-        with redirect_output(_CountingSink(self)):
+        with redirect_output(cast(TextIO, _CountingSink(self))):
             yield
 
 

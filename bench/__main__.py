@@ -26,10 +26,10 @@ DOCS = REPO_ROOT / "docs"
 
 PREAMBLE = """# Benchmarks
 
-Written by `make bench` (`python -m bench`, issue 7); do not edit by hand. Timings
+Written by `make bench` (`python -m bench`); do not edit by hand. Timings
 are ratios measured side by side in one run, because absolute times drift on a
 shared machine; every figure gives its method, the median and the spread
-(quartiles, range) and, where the issue sets one, the target and whether it is met.
+(quartiles, range) and, where the project sets one, the target and whether it is met.
 The same numbers, unrounded, are in `docs/benchmarks.json`; `docs/cost.md` turns
 them into dollars.
 """

@@ -20,7 +20,7 @@ from local.testkit import builders, moto_world
 from local.testkit.aws_calls import AwsCalls
 from local.testkit.receiver_rig import ReceiverRig
 
-# The targets: calls per outcome (at most), Secrets Manager calls per 1,000.
+# Targets: calls per outcome (at most), Secrets Manager calls per 1,000.
 TARGETS: Final = {"accepted": 1, "duplicate": 1, "quarantined": 2, "rejected": 0}
 SECRETS_TARGET_PER_1000: Final = 1
 

@@ -26,7 +26,7 @@ from typing import Any, Final
 from bench.canned import CannedEndpoint
 from bench.receiver_rig import SECRET_ARN, SECRETS_JSON
 from bench.stats import Summary, summarize
-from functions.core import names
+from functions.core import env_keys, metric_names, setting_defaults
 from functions.receiver import handler
 from infra.environments import receiver_environment
 from local.testkit import builders
@@ -102,9 +102,9 @@ def fresh_env(
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_ENDPOINT_URL": endpoint_url,
-        names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-        names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-        names.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
+        env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+        env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+        env_keys.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
     }
     env.update(extra)
     return env
@@ -172,7 +172,7 @@ def receiver(*, pairs: int, code_root: Path = REPO_ROOT) -> ColdStart:
             receiver_environment(
                 table_name="relaylink-bench",
                 signing_secrets_arn=SECRET_ARN,
-                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+                inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
             ),
             code_root,
         )
@@ -277,13 +277,13 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
                 dead_letter_queue_url=world.dlq_url,
                 mcp_token_secret_arn=token_arn,
                 mcp_allowed_hosts=["127.0.0.1"],
-                workflow=names.DEFAULT_WORKFLOW,
+                workflow=setting_defaults.DEFAULT_WORKFLOW,
                 archive_bucket=BUCKET,
                 max_attempts=MAX_ATTEMPTS,
                 lease_seconds=300,
                 notify_url=sink.url,
             )
-            function_env[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+            function_env[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
             env = fresh_env(url, function_env)
             for _ in range(runs):
                 messages = _submit(world, mcp, batch)

@@ -1,4 +1,4 @@
-"""Each figure of issue 7: run its measurement, turn the result into a :class:`Figure`.
+"""Each benchmark figure: run its measurement, turn the result into a :class:`Figure`.
 
 The functions are named after what they measure; :data:`ALL` numbers them as the
 documents do (``--only 1,3``).

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.stats import Summary, quantile, summarize
-from functions.core import names
+from functions.core import env_keys, table_layout
 from local.sender import Delivery, SenderConfig, send_all
 from local.sender import Summary as SendSummary
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"
@@ -48,9 +49,9 @@ class BaselineProcess:
         self._env.update(
             {
                 "PYTHONPATH": str(REPO_ROOT),
-                names.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
-                names.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
-                names.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
+                env_keys.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
+                env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
+                env_keys.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
                 "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
                 "SIGNING_SECRETS_ARN": state.resources.signing_secrets_arn,
                 "MCP_TOKEN": state.mcp_token,
@@ -314,7 +315,7 @@ def _last_completed_at(stack: LocalStack, delivery_ids: set[str]) -> int:
     for page in dynamodb.get_paginator("scan").paginate(
         TableName=stack.state.resources.table_name,
         FilterExpression="sk = :inbox",
-        ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
+        ExpressionAttributeValues={":inbox": {"S": table_layout.SK_INBOX}},
         ProjectionExpression="pk, completed_at",
     ):
         for item in page["Items"]:

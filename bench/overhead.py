@@ -34,7 +34,7 @@ from bench.receiver_rig import (
     make_rig,
 )
 from bench.stats import Summary, summarize
-from functions.core import names
+from functions.core import metric_names, setting_defaults, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.models import Outcome
@@ -142,7 +142,7 @@ def measure(
             raise RuntimeError("warm-up delivery was not accepted")
         template = handler_capture.params
         assert template is not None
-        template_id = warm["headers"][names.HEADER_DELIVERY]
+        template_id = warm["headers"][wire.HEADER_DELIVERY]
 
         def bare_params() -> dict[str, Any]:
             return _with_delivery_id(template, template_id, str(uuid.uuid4()))
@@ -271,9 +271,9 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
             inbox=_NoStorageInbox(),
             secrets=rig.deps.accept._secrets,
             clock=rig.clock,
-            retention_seconds=names.DEFAULT_INBOX_RETENTION_DAYS * 86400,
+            retention_seconds=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 86400,
         )
-        handler.set_deps(handler.Deps(accept=accept))
+        handler.container_deps.set(handler.Deps(accept=accept))
         context = builders.LambdaContext()
         events = [accepted_event() for _ in range(repeats)]
         whole = [_time_us(lambda e=e: handler.lambda_handler(e, context)) for e in events]
@@ -287,11 +287,11 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
 
         def emf() -> None:
             with single_metric(
-                name=names.receiver_outcome_metric("accepted"),
+                name=metric_names.receiver_outcome_metric("accepted"),
                 unit=MetricUnit.Count,
                 value=1,
-                namespace=names.METRICS_NAMESPACE,
-                default_dimensions={"service": names.SERVICE},
+                namespace=metric_names.METRICS_NAMESPACE,
+                default_dimensions={"service": metric_names.SERVICE},
             ):
                 pass
 

@@ -26,7 +26,7 @@ import boto3
 from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
-from functions.core import names
+from functions.core import env_keys, table_layout
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
@@ -90,11 +90,13 @@ class PhaseCounter:
         """
         units = self.units.setdefault(self.phase, Counter())
         text = json.dumps(request)
-        touches_index = names.STATE_INDEX_PARTITION_KEY in text
+        touches_index = table_layout.STATE_INDEX_PARTITION_KEY in text
         if action in ("Put", "Update", "Delete"):
             units["table_wru"] += 2 if transactional else 1
-            sort_key = (request.get("Item") or request.get("Key") or {}).get(names.TABLE_SORT_KEY)
-            indexed_item = sort_key == {"S": names.SK_INBOX}
+            sort_key = (request.get("Item") or request.get("Key") or {}).get(
+                table_layout.TABLE_SORT_KEY
+            )
+            indexed_item = sort_key == {"S": table_layout.SK_INBOX}
             if action == "Put" and touches_index:
                 units["index_wru"] += 1
             elif action == "Update" and indexed_item:
@@ -195,9 +197,9 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                 ),
                 clock=aws.clock,
             )
-            relay_handler.set_deps(
+            relay_handler.container_deps.set(
                 relay_handler.build_deps(
-                    RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}),
+                    RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}),
                     sqs=boto3.client("sqs"),
                 )
             )
@@ -244,8 +246,8 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
             mcp_requests = mcp.requests - mcp_before
             applications = sink.sink.counts()
     finally:
-        receiver_handler.set_deps(None)
-        relay_handler.set_deps(None)
+        receiver_handler.container_deps.reset()
+        relay_handler.container_deps.reset()
         boto3.DEFAULT_SESSION = None
     return _summarize(counter, invocations, items, archive, mcp_requests, applications, deliveries)
 
@@ -266,7 +268,7 @@ def _summarize(
         calls.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
     kinds: dict[str, list[int]] = {}
     for item in items:
-        kind = item.get(names.KIND_ATTRIBUTE, {}).get("S", "?")
+        kind = item.get(table_layout.KIND_ATTRIBUTE, {}).get("S", "?")
         kinds.setdefault(kind, []).append(item_size(item))
     return PipelineCalls(
         deliveries=deliveries,

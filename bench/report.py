@@ -192,7 +192,7 @@ def render_markdown(figures: list[Figure], run: dict[str, Any], preamble: str) -
     return "\n".join(lines).rstrip() + "\n"
 
 
-BUDGET_SECONDS = 300  # issue 7: make bench in under 5 minutes on 2 cores
+BUDGET_SECONDS = 300  # make bench's time budget: under 5 minutes on 2 cores
 
 
 def _closing(figures: list[Figure], run: dict[str, Any]) -> list[str]:

@@ -1,7 +1,7 @@
 """The front door: HTTP API (payload 2.0) route ``POST /relaylink`` to the receiver Lambda.
 
 The API flavour is argued in docs/architecture.md. Access logs leave out the path and
-the query string: a receiver URL may carry a token (contract section 2).
+the query string: a receiver URL may carry a token (docs/contract.md, Request).
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StackConfig
 from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
-from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing
+from infra.nag import acknowledge, acknowledge_tracing
+from infra.secrets import ReadableSecret
+from infra.table_access import ItemAction, grant_item_actions
 
 ROUTE_PATH = "/relaylink"
-# RelayLink waits 10 s (contract section 1); answer, or fail, well before that.
+# RelayLink waits 10 s (docs/contract.md, Retries and timing); answer, or fail, well before that.
 RECEIVER_TIMEOUT = Duration.seconds(8)
 INTEGRATION_TIMEOUT = Duration.seconds(9)
 
@@ -65,7 +66,7 @@ class Receiver(Construct):
         *,
         config: StackConfig,
         table: dynamodb.ITable,
-        signing_secrets: secretsmanager.ISecret,
+        signing_secrets: ReadableSecret,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: lambda_.Function = python_function(
@@ -82,11 +83,13 @@ class Receiver(Construct):
                 inbox_retention_days=config.inbox_retention_days,
             ),
         )
-        # The receiver writes (one transaction, a quarantine record) and reads its secret.
-        table.grant_write_data(self.function)
+        # Internet-facing, so the narrowest role of all: it only puts new items (the
+        # inbox and outbox Puts of one transaction, a quarantine record) and reads its
+        # secret. A duplicate is answered from the failed condition's ALL_OLD image,
+        # so it needs no GetItem either.
+        grant_item_actions(self.function, table, ItemAction.PUT_ITEM)
         signing_secrets.grant_read(self.function)
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_write_data")
 
         self.api = apigwv2.HttpApi(
             self,
@@ -129,8 +132,8 @@ class Receiver(Construct):
                 route,
                 "AwsSolutions-APIG4",
                 "RelayLink cannot present IAM, JWT or Lambda-authorizer credentials; every "
-                "request is authenticated by its HMAC signature (contract section 2), checked "
-                "in the receiver before any storage call.",
+                "request is authenticated by its HMAC signature (docs/contract.md, Signature), "
+                "checked in the receiver before any storage call.",
             )
         # ``$default`` stage: the route lives right under the API endpoint.
         self.url = f"{self.api.api_endpoint}{ROUTE_PATH}"

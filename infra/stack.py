@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from infra.archive import Archive
 from infra.config import StackConfig
 from infra.monitoring import Monitored, Monitoring
@@ -15,6 +15,7 @@ from infra.queues import WorkQueues
 from infra.receiver import Receiver
 from infra.reconciler import Reconciler
 from infra.relay import Relay
+from infra.schema import max_receive_count_for
 from infra.secrets import Secrets
 from infra.table import InboxTable
 from infra.worker import LEASE_SECONDS, VISIBILITY_TIMEOUT, Worker
@@ -35,11 +36,11 @@ class ReceiverStack(Stack):
         super().__init__(
             scope,
             construct_id,
-            description=f"{names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
+            description=f"{metric_names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
             **kwargs,
         )
         self.config = config
-        Tags.of(self).add("service", names.SERVICE)
+        Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
 
         self.table = InboxTable(self, "Inbox")
@@ -47,8 +48,7 @@ class ReceiverStack(Stack):
             self,
             "Work",
             visibility_timeout=VISIBILITY_TIMEOUT,
-            # One receive per processing attempt: the last failed attempt dead-letters.
-            max_receive_count=config.worker_max_attempts,
+            max_receive_count=max_receive_count_for(config.worker_max_attempts),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)
@@ -94,6 +94,7 @@ class ReceiverStack(Stack):
             ),
             alarm_email=config.alarm_email,
             stage=config.stage,
+            work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
         )
 
         CfnOutput(

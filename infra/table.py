@@ -1,21 +1,21 @@
 """The single table: inbox, outbox, quarantine and effect records (docs/architecture.md).
 
-The key schema, index and stream view come from ``local.aws_resources.table_definition``,
+The key schema, index, stream view and TTL attribute come from :data:`infra.schema.TABLE`,
 the very definition the emulator and the tests create, so the two cannot drift.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.core import names
-from local.aws_resources import table_definition
+from infra.schema import TABLE, AttributeType, Key
 
-_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+_TYPES = {
+    AttributeType.STRING: dynamodb.AttributeType.STRING,
+    AttributeType.NUMBER: dynamodb.AttributeType.NUMBER,
+}
 
 
 class InboxTable(Construct):
@@ -27,14 +27,11 @@ class InboxTable(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        definition = table_definition("unused")
-        types = {a["AttributeName"]: a["AttributeType"] for a in definition["AttributeDefinitions"]}
-        partition, sort = _keys(definition["KeySchema"], types)
         self.table = dynamodb.Table(
             self,
             "Table",
-            partition_key=partition,
-            sort_key=sort,
+            partition_key=_attribute(TABLE.keys.partition),
+            sort_key=_attribute(TABLE.keys.sort),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
@@ -44,24 +41,17 @@ class InboxTable(Construct):
             # (or replacement) leaves the table, and deleting it takes a deliberate step.
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
-            time_to_live_attribute=names.TTL_ATTRIBUTE,
-            stream=dynamodb.StreamViewType[definition["StreamSpecification"]["StreamViewType"]],
+            time_to_live_attribute=TABLE.ttl_attribute,
+            stream=dynamodb.StreamViewType[TABLE.stream_view],
         )
-        for index in definition["GlobalSecondaryIndexes"]:
-            index_partition, index_sort = _keys(index["KeySchema"], types)
+        for index in TABLE.indexes:
             self.table.add_global_secondary_index(
-                index_name=index["IndexName"],
-                partition_key=index_partition,
-                sort_key=index_sort,
-                projection_type=dynamodb.ProjectionType[index["Projection"]["ProjectionType"]],
+                index_name=index.name,
+                partition_key=_attribute(index.keys.partition),
+                sort_key=_attribute(index.keys.sort),
+                projection_type=dynamodb.ProjectionType[index.projection],
             )
 
 
-def _keys(
-    schema: list[dict[str, Any]], types: dict[str, str]
-) -> tuple[dynamodb.Attribute, dynamodb.Attribute]:
-    by_role = {entry["KeyType"]: entry["AttributeName"] for entry in schema}
-    return (
-        dynamodb.Attribute(name=by_role["HASH"], type=_TYPES[types[by_role["HASH"]]]),
-        dynamodb.Attribute(name=by_role["RANGE"], type=_TYPES[types[by_role["RANGE"]]]),
-    )
+def _attribute(key: Key) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=key.name, type=_TYPES[key.type])

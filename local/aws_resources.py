@@ -1,43 +1,18 @@
-"""Create the stack's AWS resources in an emulator (moto), from the shared names.
+"""Create the stack's AWS resources in an emulator (moto), from the shared schema.
 
-The CDK stack (``infra/``) and this module both build the table from
-``functions.core.names``: the key schema, index and TTL attribute exist once.
+The CDK stack (``infra/``) and this module both build the table and the work queues
+from :mod:`infra.schema`: the key schema, index, TTL attribute and redrive exist once.
+:func:`create_stack_resources` creates everything the local stack's functions use.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from functions.core import names
-
-
-def table_definition(table_name: str) -> dict[str, Any]:
-    """``CreateTable`` arguments for the stack's table (on-demand, NEW_IMAGE stream)."""
-    return {
-        "TableName": table_name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.TABLE_SORT_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": names.STATE_INDEX_SORT_KEY, "AttributeType": "N"},
-        ],
-        "KeySchema": [
-            {"AttributeName": names.TABLE_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": names.TABLE_SORT_KEY, "KeyType": "RANGE"},
-        ],
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": names.STATE_INDEX,
-                "KeySchema": [
-                    {"AttributeName": names.STATE_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": names.STATE_INDEX_SORT_KEY, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    }
+from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
+from local.state import Resources
 
 
 def create_table(dynamodb: Any, table_name: str) -> str:
@@ -45,7 +20,7 @@ def create_table(dynamodb: Any, table_name: str) -> str:
     response = dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
         TableName=table_name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": names.TTL_ATTRIBUTE},
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TABLE.ttl_attribute},
     )
     return str(response["TableDescription"]["LatestStreamArn"])
 
@@ -58,10 +33,11 @@ def create_queues(
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    redrive = f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{max_receive_count}"}}'
-    attributes = {"RedrivePolicy": redrive}
-    if visibility_timeout is not None:
-        attributes["VisibilityTimeout"] = str(visibility_timeout)
+    attributes = work_queue_attributes(
+        dead_letter_arn=dlq_arn,
+        max_receive_count=max_receive_count,
+        visibility_timeout_seconds=visibility_timeout,
+    )
     queue_url = sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
     return str(queue_url), str(dlq_url)
 
@@ -69,3 +45,51 @@ def create_queues(
 def create_secret(secretsmanager: Any, *, name: str, value: str) -> str:
     """Create a secret holding ``value``; returns its ARN."""
     return str(secretsmanager.create_secret(Name=name, SecretString=value)["ARN"])
+
+
+def create_stack_resources(
+    client: Callable[[str], Any],
+    *,
+    prefix: str,
+    signing_secrets: Sequence[str],
+    mcp_token: str,
+    max_attempts: int,
+    visibility_timeout: int,
+) -> Resources:
+    """Table, work queues, relay failure queue, secrets, archive bucket and alarm topic.
+
+    Args:
+        client: a boto3 client for a service name, pointed at the emulator.
+        prefix: of every resource's name.
+    """
+    dynamodb, sqs = client("dynamodb"), client("sqs")
+    secretsmanager, s3 = client("secretsmanager"), client("s3")
+    table_name = f"{prefix}-inbox"
+    stream_arn = create_table(dynamodb, table_name)
+    work_queue_url, dead_letter_queue_url = create_queues(
+        sqs,
+        queue_name=f"{prefix}-work",
+        max_receive_count=max_receive_count_for(max_attempts),
+        visibility_timeout=visibility_timeout,
+    )
+    relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]
+    bucket = f"{prefix}-archive"
+    s3.create_bucket(Bucket=bucket)
+    topic_arn = client("sns").create_topic(Name=f"{prefix}-alarms")["TopicArn"]
+    return Resources(
+        table_name=table_name,
+        work_queue_url=work_queue_url,
+        dead_letter_queue_url=dead_letter_queue_url,
+        relay_failure_queue_url=relay_failure_queue_url,
+        signing_secrets_arn=create_secret(
+            secretsmanager,
+            name=f"{prefix}/signing-secrets",
+            value=json.dumps(list(signing_secrets)),
+        ),
+        mcp_token_secret_arn=create_secret(
+            secretsmanager, name=f"{prefix}/mcp-token", value=mcp_token
+        ),
+        archive_bucket=bucket,
+        stream_arn=stream_arn,
+        alarm_topic_arn=topic_arn,
+    )

@@ -65,9 +65,7 @@ class LambdaContext:
         self.function_name = function_name
         self._remaining_ms = remaining_ms
         self.memory_limit_in_mb = memory_mb
-        self.invoked_function_arn = (
-            f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
-        )
+        self.invoked_function_arn = _FUNCTION_ARN_PREFIX + function_name
         self.aws_request_id = str(uuid.uuid4())
 
     def get_remaining_time_in_millis(self) -> int:

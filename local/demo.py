@@ -18,7 +18,8 @@ from typing import Any, TextIO
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem
 from local.sender import AttemptResult, Delivery, Sender, SenderConfig, forged_secret
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 
 WAIT_SECONDS = 30.0
 TIME_SCALE = 100.0  # RelayLink's 30 s back-off becomes 0.3 s

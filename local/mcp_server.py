@@ -1,7 +1,7 @@
 """A demo RelayLink MCP server: the official SDK's server over Streamable HTTP.
 
-It plays RelayLink's side of contract section 5 for the local runtime, the demo and
-the tests: bearer-token auth (HTTP 401 otherwise) and one tool, ``get_package``.
+It plays RelayLink's side of docs/contract.md (Packages over MCP) for the local runtime,
+the demo and the tests: bearer-token auth (HTTP 401 otherwise) and one tool, ``get_package``.
 
 Package ids select the behaviour, so one server serves every test case:
 
@@ -85,7 +85,7 @@ class ServerControls:
         self._slow_ms = slow_ms
         self._slow_injected = 0
         self._packages: Counter[str] = Counter()
-        self._by_method: Counter[str] = Counter()
+        self._requests = 0
         self._tool_calls = 0
         self._failures_injected = 0
         self._unauthorized = 0
@@ -137,12 +137,7 @@ class ServerControls:
     def requests(self) -> int:
         """Every HTTP request received on any path, whatever its answer."""
         with self._lock:
-            return sum(self._by_method.values())
-
-    @property
-    def requests_by_method(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._by_method)
+            return self._requests
 
     @property
     def tool_calls(self) -> int:
@@ -173,7 +168,7 @@ class ServerControls:
 
     def reset_counters(self) -> None:
         with self._lock:
-            self._by_method.clear()
+            self._requests = 0
             self._tool_calls = 0
             self._failures_injected = 0
             self._unauthorized = 0
@@ -181,9 +176,9 @@ class ServerControls:
             self._packages.clear()
 
     # --- used by the server ---------------------------------------------------
-    def _count(self, method: str) -> None:
+    def _count_request(self) -> None:
         with self._lock:
-            self._by_method[method] += 1
+            self._requests += 1
 
     def _count_unauthorized(self) -> None:
         with self._lock:
@@ -229,7 +224,7 @@ class _Gate:
         if scope["type"] != "http":  # lifespan: the SDK's session manager starts here
             await self._app(scope, receive, send)
             return
-        self._controls._count(scope["method"])
+        self._controls._count_request()
         headers = dict(scope["headers"])
         if not self._controls._authorized(headers.get(b"authorization")):
             self._controls._count_unauthorized()
@@ -260,7 +255,7 @@ async def _plain_answer(
 
 
 def demo_package(package_id: str) -> dict[str, Any]:
-    """The deterministic package for ``package_id`` (contract section 5 shape)."""
+    """The deterministic package for ``package_id`` (shape: docs/contract.md, Packages over MCP)."""
     digest = hashlib.sha256(package_id.encode()).hexdigest()
     day = 1 + int(digest[:2], 16) % 28
     return {

@@ -1,6 +1,6 @@
 """The RelayLink simulator as a library: deliveries, signed attempts, retries, duplicates.
 
-It behaves as the contract's section 1 says RelayLink does: a delivery's body is
+It behaves as RelayLink does (docs/contract.md, Deliveries and attempts): a body is
 serialized once; every attempt sends those exact bytes with its own timestamp and
 signature (one ``v1,`` entry per secret, for rotation); any non-2xx answer, a
 connection error or no answer within the answer timeout (10 s) is retried on the
@@ -40,12 +40,12 @@ from functions.core.models import EVENT_PACKAGE_RECEIVED, EVENT_PING
 from functions.core.signature import SigningSecret, sign
 
 USER_AGENT: Final = "RelayLink/1.0"
-DEFAULT_TIMEOUT_SECONDS: Final = 10.0  # contract section 1: "no answer within 10 seconds"
+DEFAULT_TIMEOUT_SECONDS: Final = 10.0  # docs/contract.md, Retries and timing
 DEFAULT_MCP_URL: Final = "https://mcp.relaylink.example/mcp"
 DEFAULT_RECEIVER_ID: Final = "rcv_local"
 DEFAULT_PACKAGE_PREFIX: Final = "pkg_"
 HORIZON_SECONDS: Final = 3 * 24 * 3600
-# Contract section 1: about 30 s, 2 min, 10 min, 1 h, 6 h, then every 12 h.
+# docs/contract.md, Retries and timing: about 30 s, 2 min, 10 min, 1 h, 6 h, then every 12 h.
 _FIRST_DELAYS: Final = (30.0, 120.0, 600.0, 3600.0, 6 * 3600.0)
 _LATER_DELAY: Final = 12 * 3600.0
 # Crockford base32, as in the contract's example package id (a ULID-like suffix).
@@ -151,14 +151,17 @@ class Delivery:
 def deliveries_of_package(
     package_id: str, count: int, *, mcp_url: str = DEFAULT_MCP_URL, **kwargs: Any
 ) -> list[Delivery]:
-    """``count`` distinct deliveries (own ids) of one package (contract section 1)."""
+    """``count`` distinct deliveries (own ids) of one package.
+
+    Each is accepted on its own (docs/contract.md, Deliveries and attempts).
+    """
     return [Delivery.new(package_id=package_id, mcp_url=mcp_url, **kwargs) for _ in range(count)]
 
 
 def signed_headers(
     delivery: Delivery, *, secrets: Sequence[str], timestamp: int, attempt: int
 ) -> dict[str, str]:
-    """The request headers of one attempt (contract section 2)."""
+    """The request headers of one attempt (docs/contract.md, Headers)."""
     stamp = str(timestamp)
     keys = [SigningSecret.parse(s) for s in secrets]
     signature = " ".join(

@@ -12,15 +12,15 @@ would run it in separate containers:
 
 Either child can be SIGKILLed; the supervisor starts a new one at once (the
 front door on the same port). Resources are created from the same definitions
-the CDK stack uses (:mod:`local.aws_resources`, :mod:`infra.environments`,
-:mod:`functions.core.names`). Time is compressed where the deployed stack waits
-minutes (lease, visibility timeout, retry back-off); ``docs/local.md`` lists how.
+the CDK stack uses (:mod:`local.aws_resources`, :mod:`local.function_environments`);
+the options (:mod:`local.stack_options`) compress time where the deployed stack waits
+minutes. :mod:`local.stack_probes` reads what the stack holds.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import os
 import secrets
 import shutil
@@ -31,24 +31,18 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from functions.core import names
-from infra.environments import (
-    receiver_environment,
-    reconciler_environment,
-    relay_environment,
-    worker_environment,
-)
+from local import stack_probes
 from local.aws_emulator import AwsEmulator
-from local.aws_resources import create_queues, create_secret, create_table
+from local.aws_resources import create_stack_resources
+from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
-from local.state import LocalState, Resources
+from local.stack_options import StackOptions
+from local.state import LocalState, Resources, emulator_client
 
 Role = Literal["front_door", "worker"]
 ROLES: tuple[Role, ...] = ("front_door", "worker")
@@ -56,40 +50,6 @@ REGION = "us-east-1"
 PREFIX = "relaylink-local"
 READY_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class StackOptions:
-    """How to run the local stack. Timings are compressed against the deployed stack's."""
-
-    port: int = 0  # the front door's; 0 picks a free one
-    signing_secrets: tuple[str, ...] = ()  # empty: generate one
-    mcp_token: str | None = None  # None: generate one
-    mcp_latency_ms: int = 0
-    mcp_failure_rate: float = 0.0
-    seed: int = 0
-    state_file: str | None = None
-    aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
-    relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
-    worker_concurrency: int = 2
-    max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
-    mcp_timeout_seconds: int = 2
-    lease_seconds: int = 6  # deployed: 900
-    visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
-    retry_base_seconds: int = 1  # deployed: 15
-    reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
-    log_level: str = "INFO"
-    receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
-    receiver_clock_frozen: bool = False  # ... at their exact boundaries
-    run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
-
-    def __post_init__(self) -> None:
-        if not self.lease_seconds < self.visibility_timeout_seconds:
-            raise ValueError("the lease must be shorter than the visibility timeout")
-        for rate in (self.mcp_failure_rate, self.aws_fault_rate, self.relay_failure_rate):
-            if not 0.0 <= rate <= 1.0:
-                raise ValueError("rates are fractions between 0 and 1")
 
 
 def generate_signing_secret() -> str:
@@ -221,9 +181,13 @@ class LocalStack:
                     str(port),
                     *self._clock_arguments(),
                 ],
-                self._receiver_env(),
+                front_door_environment(self._state, options),
             ),
-            "worker": self._child("worker", self._worker_command(), self._worker_env()),
+            "worker": self._child(
+                "worker",
+                self._worker_command(),
+                worker_side_environment(self._state, options, notify_url=self.sink.url),
+            ),
         }
         for child in self._children.values():
             child.start()
@@ -311,174 +275,32 @@ class LocalStack:
 
     def queue_depths(self) -> dict[str, int]:
         """Messages in each queue (visible + in flight + delayed)."""
-        sqs = self.client("sqs")
-        resources = self.state.resources
-        depths = {}
-        for name, url in (
-            ("work", resources.work_queue_url),
-            ("dead_letter", resources.dead_letter_queue_url),
-            ("relay_failure", resources.relay_failure_queue_url),
-        ):
-            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])[
-                "Attributes"
-            ]
-            depths[name] = sum(
-                int(attributes.get(key, 0))
-                for key in (
-                    "ApproximateNumberOfMessages",
-                    "ApproximateNumberOfMessagesNotVisible",
-                    "ApproximateNumberOfMessagesDelayed",
-                )
-            )
-        return depths
+        return stack_probes.queue_depths(self.state)
 
     def inbox_states(self) -> dict[str, str]:
         """Every inbox item's state, by delivery id (a scan: for checks, not for traffic)."""
-        dynamodb = self.client("dynamodb")
-        states: dict[str, str] = {}
-        paginator = dynamodb.get_paginator("scan")
-        for page in paginator.paginate(
-            TableName=self.state.resources.table_name,
-            FilterExpression="sk = :inbox",
-            ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
-            ProjectionExpression="pk, #s",
-            ExpressionAttributeNames={"#s": "state"},
-        ):
-            for item in page["Items"]:
-                if "state" in item:
-                    states[item["pk"]["S"]] = item["state"]["S"]
-        return states
+        return stack_probes.inbox_states(self.state)
 
     def quiet(self, timeout: float, *, expected: int = 0, poll_seconds: float = 1.0) -> bool:
-        """Wait until no work is left: the work queue empty, no item pending or processing,
-        and at least ``expected`` items finished (completed or failed).
-
-        The table is scanned only once the work queue is empty, and at most once per
-        ``poll_seconds``: a scan holds the emulator's lock for as long as it reads every
-        item, and back-to-back scans would starve the workers on a big table.
-        """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):  # the emulator busy or a fault: ask again
-                if self.queue_depths()["work"] == 0:
-                    states = Counter(self.inbox_states().values())
-                    finished = states["completed"] + states["failed"]
-                    busy = states["pending"] + states["processing"]
-                    if not busy and finished >= expected and self.queue_depths()["work"] == 0:
-                        return True
-            time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
-        return False
+        """Wait until no work is left (see :func:`local.stack_probes.wait_quiet`)."""
+        return stack_probes.wait_quiet(
+            self.state, timeout, expected=expected, poll_seconds=poll_seconds
+        )
 
     # --- internals -----------------------------------------------------------------
     def _create_resources(self, signing: list[str], token: str) -> Resources:
         assert self.emulator is not None
-        probe = LocalState(
-            webhook_url="",
-            mcp_url="",
-            effects_url="",
-            aws_endpoint_url=self.emulator.endpoint_url,
-            region=REGION,
-            signing_secrets=[],
-            mcp_token="",
-            resources=Resources("", "", "", "", "", "", ""),
-        )
-        dynamodb, sqs = probe.aws_client("dynamodb"), probe.aws_client("sqs")
-        secretsmanager, s3 = probe.aws_client("secretsmanager"), probe.aws_client("s3")
-        # Unique per stack: stacks in one process share moto's in-memory backends.
-        prefix = f"{PREFIX}-{secrets.token_hex(3)}"
-        table_name = f"{prefix}-inbox"
-        stream_arn = create_table(dynamodb, table_name)
-        work_queue_url, dead_letter_queue_url = create_queues(
-            sqs,
-            queue_name=f"{prefix}-work",
-            max_receive_count=self.options.max_attempts,
+        return create_stack_resources(
+            functools.partial(
+                emulator_client, endpoint_url=self.emulator.endpoint_url, region=REGION
+            ),
+            # Unique per stack: stacks in one process share moto's in-memory backends.
+            prefix=f"{PREFIX}-{secrets.token_hex(3)}",
+            signing_secrets=signing,
+            mcp_token=token,
+            max_attempts=self.options.max_attempts,
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
-        relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]
-        bucket = f"{prefix}-archive"
-        s3.create_bucket(Bucket=bucket)
-        topic_arn = probe.aws_client("sns").create_topic(Name=f"{prefix}-alarms")["TopicArn"]
-        return Resources(
-            table_name=table_name,
-            work_queue_url=work_queue_url,
-            dead_letter_queue_url=dead_letter_queue_url,
-            relay_failure_queue_url=relay_failure_queue_url,
-            signing_secrets_arn=create_secret(
-                secretsmanager, name=f"{prefix}/signing-secrets", value=json.dumps(signing)
-            ),
-            mcp_token_secret_arn=create_secret(
-                secretsmanager, name=f"{prefix}/mcp-token", value=token
-            ),
-            archive_bucket=bucket,
-            stream_arn=stream_arn,
-            alarm_topic_arn=topic_arn,
-        )
-
-    def _base_env(self) -> dict[str, str]:
-        assert self._state is not None
-        keep = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH"}
-        environment = {k: v for k, v in os.environ.items() if k in keep}
-        environment.update(self._state.client_environment())
-        environment.update(
-            {
-                names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-                names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-                names.ENV_POWERTOOLS_LOG_LEVEL: self.options.log_level,
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        return environment
-
-    def _receiver_env(self) -> dict[str, str]:
-        assert self._state is not None
-        resources = self._state.resources
-        return {
-            **self._base_env(),
-            **receiver_environment(
-                table_name=resources.table_name,
-                signing_secrets_arn=resources.signing_secrets_arn,
-                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
-                secrets_max_age_seconds=self.options.secrets_max_age_seconds,
-            ),
-        }
-
-    def _worker_env(self) -> dict[str, str]:
-        assert self._state is not None and self.sink is not None
-        resources, options = self._state.resources, self.options
-        parts = [
-            worker_environment(
-                table_name=resources.table_name,
-                work_queue_url=resources.work_queue_url,
-                dead_letter_queue_url=resources.dead_letter_queue_url,
-                mcp_token_secret_arn=resources.mcp_token_secret_arn,
-                mcp_allowed_hosts=["127.0.0.1"],
-                workflow=names.DEFAULT_WORKFLOW,
-                archive_bucket=resources.archive_bucket,
-                max_attempts=options.max_attempts,
-                lease_seconds=options.lease_seconds,
-                notify_url=self.sink.url,
-                mcp_timeout_seconds=options.mcp_timeout_seconds,
-                secrets_max_age_seconds=options.secrets_max_age_seconds,
-                retry_base_seconds=options.retry_base_seconds,
-            ),
-            relay_environment(work_queue_url=resources.work_queue_url),
-            reconciler_environment(
-                table_name=resources.table_name,
-                work_queue_url=resources.work_queue_url,
-                lease_seconds=options.lease_seconds,
-                pending_age_seconds=60,
-                effect_age_seconds=max(60, options.lease_seconds + 1),
-            ),
-        ]
-        merged: dict[str, str] = {}
-        for part in parts:
-            for key, value in part.items():
-                if merged.get(key, value) != value:
-                    raise ValueError(f"functions disagree on {key}")
-                merged[key] = value
-        # Local only: the demo MCP server is plain HTTP on loopback.
-        merged[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
-        return {**self._base_env(), **merged}
 
     def _clock_arguments(self) -> list[str]:
         options = self.options
@@ -545,9 +367,3 @@ class LocalStack:
             if time.monotonic() > deadline:
                 return
             time.sleep(0.02)
-
-
-@contextlib.contextmanager
-def running(options: StackOptions) -> Iterator[LocalStack]:
-    with LocalStack(options) as stack:
-        yield stack

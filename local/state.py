@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,23 +70,28 @@ class LocalState:
             raise ValueError(f"{path} is not a local stack state file") from exc
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Atomically: a reader never sees half a file."""
+        """Atomically (a reader never sees half a file), readable by its owner only.
+
+        The file holds the signing secrets and the MCP token. ``mkstemp`` creates the
+        temporary file 0600 with ``O_EXCL``, so neither the umask nor a file or link
+        planted under a predictable name in a shared directory such as /tmp can widen
+        who reads it.
+        """
         target = Path(path)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_text(self.to_json(), encoding="utf-8")
-        temporary.replace(target)
+        descriptor, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                stream.write(self.to_json())
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client for the emulator."""
-        import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
-
-        return boto3.client(
-            service,
-            endpoint_url=self.aws_endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=LOCAL_ACCESS_KEY,
-            aws_secret_access_key=LOCAL_SECRET_KEY,
-        )
+        return emulator_client(service, endpoint_url=self.aws_endpoint_url, region=self.region)
 
     def client_environment(self) -> dict[str, str]:
         """Environment that points boto3 (and so the handlers) at the emulator."""
@@ -96,3 +102,16 @@ class LocalState:
             "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_KEY,
         }
+
+
+def emulator_client(service: str, *, endpoint_url: str, region: str) -> Any:
+    """A boto3 client for the emulator at ``endpoint_url``."""
+    import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
+
+    return boto3.client(
+        service,
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=LOCAL_ACCESS_KEY,
+        aws_secret_access_key=LOCAL_SECRET_KEY,
+    )

@@ -1,7 +1,7 @@
 """The log audit: no captured log line may hold a body, a secret, the MCP token or a URL token.
 
-Contract section 2 forbids logging the receiver URL (its path may hold a token) and
-issue 2 forbids logging bodies, header values and secrets. ``tests/conftest.py``
+docs/contract.md (Request) forbids logging the receiver URL (its path may hold a token), bodies,
+header values and secrets. ``tests/conftest.py``
 installs :class:`LogCapture` around every test and fails the test when
 :func:`findings` reports anything, for two streams:
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import setting_defaults, table_layout
 from functions.receiver import handler
 from local.testkit.aws_calls import AwsCalls
 from local.testkit.clock import FakeClock
@@ -75,10 +75,10 @@ class Receiver:
         return self.world.items()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [i for i in self.items() if i[names.KIND_ATTRIBUTE]["S"] == kind]
+        return [i for i in self.items() if i[table_layout.KIND_ATTRIBUTE]["S"] == kind]
 
     def work_items(self) -> int:
-        return len(self.of_kind(names.KIND_OUTBOX))
+        return len(self.of_kind(table_layout.KIND_OUTBOX))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def make_receiver(
     *,
     secrets: list[str],
     now: int,
-    max_age: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     secret_value: str | None = None,
 ) -> Receiver:
     """Empty the table, create the secret, build deps with fresh watched clients, install."""
@@ -126,4 +126,4 @@ def receiver_factory(world: MotoWorld) -> Iterator[Any]:
     try:
         yield make
     finally:
-        handler.set_deps(None)
+        handler.container_deps.reset()

@@ -1,6 +1,6 @@
 """The receiver's use case: turn one signed HTTP request into at most one work item.
 
-The order of the checks is the security argument (contract section 2, issue 2):
+The order of the checks is the security argument (docs/contract.md, Signature):
 
 1. size (nothing else is looked at for an oversized body);
 2. signature: until it matches, no storage is touched, so an unauthenticated
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from functions.core import names, signature
+from functions.core import signature, wire
 from functions.core.clock import Clock
 from functions.core.delivery import Delivery, InvalidDelivery, parse_delivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
@@ -63,8 +63,8 @@ class InboxWriter(Protocol):
         ...
 
 
-# Every outcome's HTTP status (issue 2). Only 2xx stops RelayLink's retries
-# (contract section 4), so a duplicate and an ignored event get 200.
+# Every outcome's HTTP status. Only 2xx stops RelayLink's retries (docs/contract.md,
+# Responses), so a duplicate and an ignored event get 200.
 STATUS: Final[Mapping[Outcome, int]] = {
     Outcome.ACCEPTED: 202,
     Outcome.DUPLICATE: 200,
@@ -99,7 +99,7 @@ class Acceptance:
 
 
 def unavailable(reason: str) -> Acceptance:
-    """A 503: RelayLink retries later (contract section 1)."""
+    """A 503: RelayLink retries later (docs/contract.md, Retries and timing)."""
     return Acceptance(Outcome.UNAVAILABLE, reason)
 
 
@@ -130,14 +130,14 @@ class AcceptDelivery:
             headers: the request headers, names lower-cased.
             body: the exact body bytes.
         """
-        if len(body) > names.MAX_BODY_BYTES:
+        if len(body) > wire.MAX_BODY_BYTES:
             return too_large()
         now = self._clock.now()
         try:
             signed = signature.read_headers(
-                delivery_id=headers.get(names.HEADER_DELIVERY),
-                timestamp=headers.get(names.HEADER_TIMESTAMP),
-                signature=headers.get(names.HEADER_SIGNATURE),
+                delivery_id=headers.get(wire.HEADER_DELIVERY),
+                timestamp=headers.get(wire.HEADER_TIMESTAMP),
+                signature=headers.get(wire.HEADER_SIGNATURE),
                 now=now,
             )
             # Only now, with well-formed fresh headers, are the secrets looked up: a
@@ -151,7 +151,7 @@ class AcceptDelivery:
             delivery = parse_delivery(
                 body,
                 header_delivery_id=signed.delivery_id,
-                header_event=headers.get(names.HEADER_EVENT),
+                header_event=headers.get(wire.HEADER_EVENT),
             )
         except InvalidDelivery as exc:
             return Acceptance(Outcome.INVALID, exc.reason.value)
@@ -171,8 +171,9 @@ class AcceptDelivery:
         if existing.body_sha256 == digest:
             # A retry of an attempt already recorded: 2xx so RelayLink stops, no new work.
             return Acceptance(Outcome.DUPLICATE, None, delivery.delivery_id)
-        # Same id, other bytes: impossible under the contract (section 4), so either a
-        # sender bug or a forgery with a leaked secret. Keep evidence, touch nothing else.
+        # Same id, other bytes: impossible under the contract (docs/contract.md, Deliveries
+        # and attempts), so either a sender bug or a forgery with a leaked secret. Keep
+        # evidence, touch nothing else.
         self._inbox.quarantine(
             QuarantineRecord(
                 delivery_id=delivery.delivery_id,

@@ -1,4 +1,4 @@
-"""A verified body, parsed into a typed delivery (contract section 3).
+"""A verified body, parsed into a typed delivery (docs/contract.md, Body).
 
 Called only after the signature matched: everything here is about the contract,
 not about authenticity. Each violation has one short, fixed reason code.
@@ -14,17 +14,25 @@ from typing import Any, Final
 
 from functions.core.models import EVENT_PACKAGE_RECEIVED, WorkItem
 
-# Contract section 1: lower-case, canonical 8-4-4-4-12.
+# docs/contract.md, Deliveries and attempts: lower-case, canonical 8-4-4-4-12.
 _DELIVERY_ID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-# Unknown events are acknowledged and stored (contract section 3): bound their names
-# so that an event name cannot carry arbitrary text into the table.
+# Unknown events are acknowledged and stored (docs/contract.md, Events): bound their
+# names so that an event name cannot carry arbitrary text into the table.
 _EVENT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+# The worker fetches with these two strings, so the receiver refuses at once what could
+# never be fetched (rather than storing it to fail every attempt). The URL bound is the
+# one the worker's host policy applies.
+MAX_PACKAGE_ID_LENGTH: Final = 512
+MAX_MCP_URL_LENGTH: Final = 2048
+# C0, DEL and C1: no identifier or URL carries them.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class InvalidReason(StrEnum):
     """Why a verified body violates the contract (the ``reason`` of a 400)."""
 
     NOT_JSON = "body_not_json"
+    TOO_DEEP = "body_too_deep"
     NOT_OBJECT = "body_not_object"
     DUPLICATE_FIELD = "body_duplicate_field"
     BAD_DELIVERY_ID = "delivery_id_not_canonical"
@@ -32,7 +40,9 @@ class InvalidReason(StrEnum):
     BAD_EVENT = "event_invalid"
     EVENT_MISMATCH = "event_mismatch"
     MISSING_PACKAGE_ID = "package_id_missing"
+    BAD_PACKAGE_ID = "package_id_invalid"
     MISSING_MCP_URL = "mcp_url_missing"
+    BAD_MCP_URL = "mcp_url_invalid"
 
 
 class InvalidDelivery(Exception):
@@ -56,7 +66,7 @@ class Delivery:
         """The work this delivery needs: only ``package.received`` is processed.
 
         Ping and unknown events are acknowledged and recorded, never processed
-        (contract section 3).
+        (docs/contract.md, Events).
         """
         if self.event != EVENT_PACKAGE_RECEIVED or self.package_id is None or self.mcp_url is None:
             return None
@@ -72,16 +82,17 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
     """Parse and check a verified body against the headers it arrived with.
 
     Raises:
-        InvalidDelivery: the body is not a UTF-8 JSON object, its ``delivery_id`` or
-            ``event`` differ from the headers, or a ``package.received`` lacks a
-            string ``package_id`` or ``mcp_url``.
+        InvalidDelivery: the body is not a UTF-8 JSON object, nests deeper than the
+            parser supports, repeats a top-level key, its ``delivery_id`` or ``event``
+            differ from the headers, or a ``package.received`` lacks a valid
+            ``package_id`` or ``mcp_url``.
     """
     data = _json_object(body)
     delivery_id = data.get("delivery_id")
     if not isinstance(delivery_id, str) or not is_canonical_delivery_id(delivery_id):
         raise InvalidDelivery(InvalidReason.BAD_DELIVERY_ID)
     # The header was signed; a canonical body id that differs from it is a contract
-    # violation, not a second delivery (contract section 3).
+    # violation, not a second delivery (docs/contract.md, Body).
     if delivery_id != header_delivery_id:
         raise InvalidDelivery(InvalidReason.DELIVERY_ID_MISMATCH)
     event = data.get("event")
@@ -91,37 +102,68 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
         raise InvalidDelivery(InvalidReason.EVENT_MISMATCH)
     if event != EVENT_PACKAGE_RECEIVED:
         return Delivery(delivery_id, event)
-    package_id = data.get("package_id")
-    if not isinstance(package_id, str) or not package_id:
-        raise InvalidDelivery(InvalidReason.MISSING_PACKAGE_ID)
-    mcp_url = data.get("mcp_url")
-    if not isinstance(mcp_url, str) or not mcp_url:
-        raise InvalidDelivery(InvalidReason.MISSING_MCP_URL)
+    package_id = _fetch_field(
+        data.get("package_id"),
+        max_length=MAX_PACKAGE_ID_LENGTH,
+        missing=InvalidReason.MISSING_PACKAGE_ID,
+        invalid=InvalidReason.BAD_PACKAGE_ID,
+    )
+    mcp_url = _fetch_field(
+        data.get("mcp_url"),
+        max_length=MAX_MCP_URL_LENGTH,
+        missing=InvalidReason.MISSING_MCP_URL,
+        invalid=InvalidReason.BAD_MCP_URL,
+    )
     return Delivery(delivery_id, event, package_id, mcp_url)
 
 
-class _DuplicateField(ValueError):
-    pass
+def _fetch_field(
+    value: object, *, max_length: int, missing: InvalidReason, invalid: InvalidReason
+) -> str:
+    """A non-empty string of Unicode scalars, without control characters, within bounds."""
+    if not isinstance(value, str) or not value:
+        raise InvalidDelivery(missing)
+    if len(value) > max_length or _CONTROL.search(value) is not None:
+        raise InvalidDelivery(invalid)
+    try:
+        # JSON can spell a lone surrogate ("\ud800"): such a string has no UTF-8 form,
+        # so no request to the MCP server and no DynamoDB item could carry it.
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidDelivery(invalid) from None
+    return value
 
 
-def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads keeps the last of repeated keys; another parser might keep the first.
-    # Refusing repeats means every reader of these bytes sees the same delivery.
-    data = dict(pairs)
-    if len(data) != len(pairs):
-        raise _DuplicateField
+class _Object(dict[str, Any]):
+    """A parsed JSON object that remembers whether its text repeated a key."""
+
+    __slots__ = ("repeated",)
+    repeated: bool
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    data = _Object(pairs)
+    data.repeated = len(data) != len(pairs)
     return data
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
         # Decode explicitly: json.loads(bytes) would also guess UTF-16/32, which the
-        # contract does not allow (section 2: the body is UTF-8).
-        data: Any = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_fields)
-    except _DuplicateField:
-        raise InvalidDelivery(InvalidReason.DUPLICATE_FIELD) from None
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        # contract does not allow (docs/contract.md, Body: UTF-8 only).
+        # parse_int=float: the receiver reads no number, and int() refuses more than
+        # 4,300 digits, which would make a valid body "not JSON".
+        data: Any = json.loads(body.decode("utf-8"), object_pairs_hook=_object, parse_int=float)
+    except RecursionError:
+        # Valid JSON, maybe, but nested beyond what the parser can hold.
+        raise InvalidDelivery(InvalidReason.TOO_DEEP) from None
+    except ValueError:  # UnicodeDecodeError is one
         raise InvalidDelivery(InvalidReason.NOT_JSON) from None
-    if not isinstance(data, dict):
+    if not isinstance(data, _Object):
         raise InvalidDelivery(InvalidReason.NOT_OBJECT)
+    # json.loads keeps the last of repeated keys; another parser might keep the first.
+    # Refusing repeated top-level keys means every reader of these bytes sees the same
+    # delivery. Nested objects are never read, so a repeat inside one changes nothing.
+    if data.repeated:
+        raise InvalidDelivery(InvalidReason.DUPLICATE_FIELD)
     return data

@@ -98,10 +98,11 @@ class InboxItem:
 
 @dataclass(frozen=True, slots=True)
 class QuarantineRecord:
-    """A same-id, other-bytes delivery kept for an operator (contract section 4).
+    """A same-id, other-bytes delivery kept for an operator.
 
-    Holds both digests and the time, never the body: the conflicting bytes may be a
-    forgery made with a leaked secret.
+    The contract rules it out (docs/contract.md, Deliveries and attempts). Holds both
+    digests and the time, never the body: the conflicting bytes may be a forgery made
+    with a leaked secret.
     """
 
     delivery_id: str

@@ -1,7 +1,7 @@
 """The package a delivery points at, as the MCP server's ``get_package`` returns it.
 
-Contract section 5 gives the shape. It is parsed here, at the edge, into frozen
-values; unknown fields are tolerated (the server may add some), a wrong shape is
+docs/contract.md (Packages over MCP) gives the shape. It is parsed here, at the edge,
+into frozen values; unknown fields are tolerated (the server may add some), a wrong shape is
 :class:`~functions.core.errors.InvalidPackage`. Plain dataclasses rather than
 pydantic: the shape is small, and the error must never echo the input.
 """
@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from functions.core.errors import InvalidPackage
+
+# What a signed 64-bit size field holds, and far beyond any real attachment. Unbounded,
+# a 5,000-digit size would parse here and then fail to serialise (int to text has a
+# 4,300-digit limit) while the package is archived.
+MAX_SIZE: Final = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +27,7 @@ class Attachment:
 
     name: str
     media_type: str
-    size: int  # bytes
+    size: int  # bytes, at most MAX_SIZE
 
     @classmethod
     def from_mapping(cls, data: object) -> Attachment:
@@ -30,7 +35,7 @@ class Attachment:
 
         Raises:
             InvalidPackage: not an object with a non-empty ``name`` and
-                ``media_type`` and a non-negative integer ``size``.
+                ``media_type`` and an integer ``size`` from 0 to ``MAX_SIZE``.
         """
         if not isinstance(data, Mapping):
             raise InvalidPackage()
@@ -58,9 +63,13 @@ class Package:
     def from_mapping(cls, data: object) -> Package:
         """Parse the tool result's structured content (or its JSON text).
 
+        Any input at all either parses or raises :class:`InvalidPackage`, so a
+        malformed result is always a permanent failure, never an unexpected error.
+
         Raises:
             InvalidPackage: any required field missing or of the wrong type, or
-                ``created_at`` not an ISO 8601 time with a zone.
+                ``created_at`` not an ISO 8601 time with a zone that is within
+                datetime's range in UTC.
         """
         if not isinstance(data, Mapping):
             raise InvalidPackage()
@@ -83,9 +92,7 @@ class Package:
             "title": self.title,
             "briefing": self.briefing,
             "attachments": [attachment.to_mapping() for attachment in self.attachments],
-            "created_at": self.created_at.strftime("%Y-%m-%dT%H:%M:%S")
-            + _fraction(self.created_at)
-            + "Z",
+            "created_at": _utc_text(self.created_at),
         }
 
 
@@ -98,7 +105,7 @@ def _text(data: Mapping[Any, Any], name: str, *, allow_empty: bool = False) -> s
 
 def _size(value: object) -> int:
     # bool is an int in Python; a JSON true is not a size.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
         raise InvalidPackage()
     return value
 
@@ -113,8 +120,17 @@ def _time(value: object) -> datetime:
     if parsed.tzinfo is None:
         # A time without a zone is ambiguous; the contract's times end in "Z".
         raise InvalidPackage()
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        # At the calendar's ends (year 1 east of UTC, year 9999 west of it) the UTC
+        # time is outside what datetime can hold.
+        raise InvalidPackage() from None
 
 
-def _fraction(moment: datetime) -> str:
-    return f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
+def _utc_text(moment: datetime) -> str:
+    # isoformat, not strftime("%Y"): glibc drops the leading zeros of years before 1000,
+    # and "1-01-01" would not parse back.
+    seconds = moment.replace(tzinfo=None).isoformat(timespec="seconds")
+    fraction = f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
+    return f"{seconds}{fraction}Z"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
@@ -170,7 +170,7 @@ class Processor:
         except ClaimLost:
             raise
         except UncertainEffect as exc:
-            self.metrics.count(names.METRIC_UNCERTAIN_EFFECTS)
+            self.metrics.count(metric_names.METRIC_UNCERTAIN_EFFECTS)
             # Failed, not retried: a blind retry could repeat the effect. The intent
             # record stays listed in the state index for the reconciler and operators.
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
@@ -180,7 +180,7 @@ class Processor:
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
         except TransientError as exc:
             if isinstance(exc, McpAuthError):
-                self.metrics.count(names.METRIC_MCP_AUTH_FAILURES)
+                self.metrics.count(metric_names.METRIC_MCP_AUTH_FAILURES)
             return self._retry_or_give_up(work, claim, exc.code)
         except ProcessingError as exc:
             return self._retry_or_give_up(work, claim, exc.code)
@@ -211,15 +211,15 @@ class Processor:
 
 
 _RESULT_METRICS = {
-    Result.COMPLETED: names.METRIC_WORK_COMPLETED,
-    Result.ALREADY_DONE: names.METRIC_WORK_ALREADY_DONE,
-    Result.MISSING: names.METRIC_WORK_ALREADY_DONE,
-    Result.DEFERRED: names.METRIC_WORK_DEFERRED,
-    Result.RETRYING: names.METRIC_WORK_RETRIED,
-    Result.FAILED: names.METRIC_WORK_FAILED,
-    Result.UNCERTAIN: names.METRIC_WORK_FAILED,
-    Result.EXHAUSTED: names.METRIC_WORK_DEAD_LETTERED,
-    Result.CLAIM_LOST: names.METRIC_CLAIMS_LOST,
+    Result.COMPLETED: metric_names.METRIC_WORK_COMPLETED,
+    Result.ALREADY_DONE: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.MISSING: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.DEFERRED: metric_names.METRIC_WORK_DEFERRED,
+    Result.RETRYING: metric_names.METRIC_WORK_RETRIED,
+    Result.FAILED: metric_names.METRIC_WORK_FAILED,
+    Result.UNCERTAIN: metric_names.METRIC_WORK_FAILED,
+    Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
+    Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
 }
 
 

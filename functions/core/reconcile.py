@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.clock import Clock
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State, WorkItem
@@ -108,10 +108,10 @@ def reconcile(
                 extra={"delivery_id": record.delivery_id, "effect": record.name},
             )
     for metric, value in (
-        (names.METRIC_RECONCILER_LEASES_REQUEUED, leases),
-        (names.METRIC_RECONCILER_PENDING_REQUEUED, pending),
-        (names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued),
-        (names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
+        (metric_names.METRIC_RECONCILER_LEASES_REQUEUED, leases),
+        (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending),
+        (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued),
+        (metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
     ):
         metrics.count(metric, value)
     return ReconcileReport(leases, pending, requeued, flagged)

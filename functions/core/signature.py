@@ -1,7 +1,7 @@
 """Standard Webhooks v1 signature verification with RelayLink's header names.
 
 Pure: no I/O, no clock, no storage. The caller passes the header values, the exact
-body bytes, the known secrets and the current time (contract section 2).
+body bytes, the known secrets and the current time (docs/contract.md, Signature).
 
 Verification runs in two steps so that a request whose headers alone condemn it
 (missing, malformed or stale) is refused before any secret is even looked up:

@@ -4,7 +4,7 @@ The receiver sits behind an HTTP API (payload format 2.0); the REST API's 1.0 sh
 is accepted too, so the function can move behind either (docs/receiver.md).
 
 Both formats carry the body as a string plus ``isBase64Encoded``. The signature
-covers the exact bytes (contract section 2), so they are recovered exactly: base64
+covers the exact bytes (docs/contract.md, Signature), so they are recovered exactly: base64
 is decoded when the flag is set, otherwise the string is encoded as UTF-8 (API
 Gateway passes a UTF-8 text body through as text).
 

@@ -82,7 +82,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from local.chaos import ChaosConfig, run_chaos  # noqa: PLC0415 (heavy: the whole stack)
-    from local.cli import CommandError  # noqa: PLC0415
+    from local.commands import CommandError  # noqa: PLC0415
 
     try:
         config = ChaosConfig(

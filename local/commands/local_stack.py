@@ -39,8 +39,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from functions.core.signature import SigningSecret  # noqa: PLC0415
-    from local.cli import CommandError  # noqa: PLC0415
-    from local.stack import LocalStack, StackOptions  # noqa: PLC0415
+    from local.commands import CommandError  # noqa: PLC0415
+    from local.stack import LocalStack  # noqa: PLC0415
+    from local.stack_options import StackOptions  # noqa: PLC0415
 
     for secret in args.signing_secret:
         try:

@@ -87,7 +87,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from local.cli import CommandError
+    from local.commands import CommandError
     from local.sender import Sender, SenderConfig
 
     url, secrets, mcp_url = _targets(args)
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _targets(args: argparse.Namespace) -> tuple[str, list[str], str]:
-    from local.cli import CommandError
+    from local.commands import CommandError
 
     url: str | None = args.url
     secrets: list[str] = list(args.secret)

@@ -1,6 +1,6 @@
-"""Builders of signed RelayLink requests and of the Lambda events that carry them.
+"""Builders of signed RelayLink requests, of the Lambda events that carry them, and of stored items.
 
-Signing here is written from the contract's signing scheme (docs/contract.md) with
+Signing here is written from the contract (docs/contract.md, Signature) with
 ``hmac`` directly, not with ``functions.core.signature``, so that a test which signs
 with this module and verifies with the receiver exercises two implementations, as
 the vectors do.
@@ -9,12 +9,15 @@ the vectors do.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from functions.core.models import InboxItem, State
 
 # Secrets for tests and the bench only (never a deployment's). Two, for rotation tests.
 SECRET = "whsec_" + base64.b64encode(b"relaylink-test-secret-number-one").decode()
@@ -24,7 +27,7 @@ MCP_URL = "https://mcp.relaylink.example/mcp"
 EVENT_PACKAGE_RECEIVED = "package.received"
 
 
-# --- Signing ----------------------------------------------------------------------
+# --- Signing (docs/contract.md, Signature) ---------------------------------------
 
 
 def sign(secret: str, *, delivery_id: str, timestamp: int | str, body: bytes) -> str:
@@ -210,3 +213,22 @@ class LambdaContext:
 def stream_event(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The Lambda event for a batch of DynamoDB stream records."""
     return {"Records": records}
+
+
+# --- Stored items ------------------------------------------------------------------
+
+
+def inbox_item(delivery_id: str, *, received_at: int, **changes: Any) -> InboxItem:
+    """A pending inbox item received (and last changed) at ``received_at``; 30-day TTL."""
+    item = InboxItem(
+        delivery_id=delivery_id,
+        event=EVENT_PACKAGE_RECEIVED,
+        body_sha256="0" * 64,
+        received_at=received_at,
+        state=State.PENDING,
+        expires_at=received_at + 30 * 86400,
+        package_id=PACKAGE_ID,
+        mcp_url=MCP_URL,
+        state_changed_at=received_at,
+    )
+    return dataclasses.replace(item, **changes)

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
 from local.aws_resources import create_queues, create_secret, create_table
@@ -132,13 +132,15 @@ class MotoWorld:
         return [
             dynamodb_items.inbox_from_item(item)
             for item in self.items()
-            if item.get(names.KIND_ATTRIBUTE) == {"S": names.KIND_INBOX}
+            if item.get(table_layout.KIND_ATTRIBUTE) == {"S": table_layout.KIND_INBOX}
         ]
 
     def clear(self) -> None:
         """Delete every item (the stream keeps its records)."""
         for item in self.items():
-            key = {k: item[k] for k in (names.TABLE_PARTITION_KEY, names.TABLE_SORT_KEY)}
+            key = {
+                k: item[k] for k in (table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY)
+            }
             self.dynamodb.delete_item(TableName=TABLE, Key=key)
 
     # --- secrets -------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 import boto3
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.testkit.builders import LambdaContext
@@ -42,7 +42,7 @@ class ReceiverRig:
     deps: handler.Deps
 
     def install(self) -> None:
-        handler.set_deps(self.deps)
+        handler.container_deps.set(self.deps)
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         """The handler's raw response to ``event``."""
@@ -60,14 +60,14 @@ def make_receiver_rig(
     table: str,
     secret_arn: str,
     clock: FakeClock,
-    max_age: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
 ) -> ReceiverRig:
     """Build the handler's deps exactly as production does and install them."""
     settings = Settings.from_env(
         {
-            names.ENV_TABLE_NAME: table,
-            names.ENV_SIGNING_SECRETS_ARN: secret_arn,
-            names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
+            env_keys.ENV_TABLE_NAME: table,
+            env_keys.ENV_SIGNING_SECRETS_ARN: secret_arn,
+            env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
     deps = handler.build_deps(

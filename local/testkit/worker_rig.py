@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from functions.core import names
+from functions.core import env_keys
 from local.event_sources import sqs_event
 from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, REGION, TABLE, MotoWorld
 
@@ -49,18 +49,18 @@ def worker_env(
 ) -> dict[str, str]:
     """The worker's environment for ``world``, an MCP server on loopback and ``notify_url``."""
     env = {
-        names.ENV_TABLE_NAME: TABLE,
-        names.ENV_WORK_QUEUE_URL: world.queue_url,
-        names.ENV_DEAD_LETTER_QUEUE_URL: world.dlq_url,
-        names.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
-        names.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
-        names.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
-        names.ENV_MCP_TIMEOUT_SECONDS: "2",
-        names.ENV_NOTIFY_URL: notify_url,
-        names.ENV_ARCHIVE_BUCKET: BUCKET,
-        names.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
-        names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-        names.ENV_SECRETS_MAX_AGE_SECONDS: "300",
+        env_keys.ENV_TABLE_NAME: TABLE,
+        env_keys.ENV_WORK_QUEUE_URL: world.queue_url,
+        env_keys.ENV_DEAD_LETTER_QUEUE_URL: world.dlq_url,
+        env_keys.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
+        env_keys.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
+        env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
+        env_keys.ENV_MCP_TIMEOUT_SECONDS: "2",
+        env_keys.ENV_NOTIFY_URL: notify_url,
+        env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
+        env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+        env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }
     env.update(overrides)
     return env

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.accept import AcceptDelivery
 from functions.receiver import handler
 from local.testkit import builders
@@ -45,7 +45,7 @@ class FakeReceiver:
 
     def invoke(self, event: Any) -> Answer:
         lines = _Lines()
-        log = logging.getLogger(names.SERVICE)  # the logger behind observability.logger
+        log = logging.getLogger(metric_names.SERVICE)  # the logger behind observability.logger
         log.addHandler(lines)
         try:
             raw = handler.lambda_handler(event, builders.LambdaContext())
@@ -57,11 +57,14 @@ class FakeReceiver:
 
 
 def install(*, now: int, secrets: Sequence[str] = (builders.SECRET,)) -> FakeReceiver:
-    """Build the handler's deps on fakes and install them (undo with ``set_deps(None)``)."""
+    """Build the handler's deps on fakes and install them.
+
+    Undo with ``handler.container_deps.reset()``.
+    """
     inbox = FakeInbox()
     source = FakeSecrets(list(secrets))
     accept = AcceptDelivery(
         inbox=inbox, secrets=source, clock=FakeClock(now), retention_seconds=30 * 86400
     )
-    handler.set_deps(handler.Deps(accept=accept))
+    handler.container_deps.set(handler.Deps(accept=accept))
     return FakeReceiver(inbox, source)

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from functions.core import names
+from functions.core import wire
 from local.testkit import builders, vectors
 
 NOW = vectors.load_vectors().now
@@ -34,19 +34,26 @@ signature_values = st.lists(
     st.tuples(st.sampled_from(["v1,", "v2,", "v1", "", "V1,"]), b64_text | any_text).map("".join),
     max_size=4,
 ).map(" ".join)
+
+
+def fetch_text(max_size: int) -> st.SearchStrategy[str]:
+    """Text the receiver accepts in ``package_id`` and ``mcp_url``: scalars, no controls."""
+    return st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=max_size)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text, inner, max_size=3),
     max_leaves=6,
 )
 HEADER_NAMES = [
-    names.HEADER_DELIVERY,
-    names.HEADER_EVENT,
-    names.HEADER_TIMESTAMP,
-    names.HEADER_SIGNATURE,
+    wire.HEADER_DELIVERY,
+    wire.HEADER_EVENT,
+    wire.HEADER_TIMESTAMP,
+    wire.HEADER_SIGNATURE,
     "X-RelayLink-Signature",
     "content-type",
-    names.HEADER_ATTEMPT,
+    wire.HEADER_ATTEMPT,
 ]
 
 
@@ -117,10 +124,9 @@ def signed_bodies(draw: st.DrawFn, delivery_id: str | None = None) -> SignedBody
         "delivery_id": did,
         "event": event,
         "created_at": "2026-12-02T15:04:05Z",
-        "package_id": draw(st.text(any_char, min_size=1, max_size=30).filter(_encodable)),
+        "package_id": draw(fetch_text(30)),
         "mcp_url": draw(
-            st.sampled_from([builders.MCP_URL, "https://x.relaylink.example/m"])
-            | st.text(any_char, min_size=1, max_size=40).filter(_encodable)
+            st.sampled_from([builders.MCP_URL, "https://x.relaylink.example/m"]) | fetch_text(40)
         ),
     }
     for key in FIELDS:
@@ -195,7 +201,7 @@ def tampered_events(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     )
     body = case.body
     how = draw(st.sampled_from(TAMPERINGS))
-    sig = names.HEADER_SIGNATURE
+    sig = wire.HEADER_SIGNATURE
     header = {name.lower(): name for name in headers}
     if how == "body byte":
         if not body:
@@ -208,10 +214,10 @@ def tampered_events(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
         body += draw(st.binary(min_size=1, max_size=8))
     elif how == "delivery id":
         other = draw(canonical_ids.filter(lambda d: d != case.delivery_id))
-        headers[header[names.HEADER_DELIVERY]] = other
+        headers[header[wire.HEADER_DELIVERY]] = other
     elif how == "timestamp":
         moved = draw(st.integers(NOW - 300, NOW + 300).filter(lambda t: t != timestamp))
-        headers[header[names.HEADER_TIMESTAMP]] = str(moved)
+        headers[header[wire.HEADER_TIMESTAMP]] = str(moved)
     elif how in ("signature byte", "signature truncated"):
         value = bytearray(base64.b64decode(headers[header[sig]].removeprefix("v1,")))
         if how == "signature byte":

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items as items
 from functions.core.host_policy import HostPolicy
 from functions.core.models import State
@@ -25,7 +25,7 @@ def test_hostile_corpus_has_at_least_fifty_named_cases() -> None:
     assert len({case.category for case in CORPUS}) >= 10
 
 
-# Issue 6 lists what the corpus must hold; each item names the cases that cover it.
+# The kinds of hostile input the corpus must hold; each names the cases that cover it.
 ISSUE_ITEMS: dict[str, list[str]] = {
     "duplicated or folded headers": [
         "signature header repeated (HTTP API joins with a comma)",
@@ -124,7 +124,7 @@ def test_hostile_corpus_case(receiver_factory: Any, case: HostileCase) -> None:
 
 
 def _assert_stored(receiver: Any, case: HostileCase) -> None:
-    (stored,) = receiver.of_kind(names.KIND_INBOX)
+    (stored,) = receiver.of_kind(table_layout.KIND_INBOX)
     inbox = items.inbox_from_item(stored)
     assert inbox.body_sha256 == hashlib.sha256(case.body).hexdigest()
     # Never the body itself (the biggest string field of an item is far smaller).
@@ -135,7 +135,7 @@ def _assert_stored(receiver: Any, case: HostileCase) -> None:
         return
     assert inbox.state is State.PENDING
     assert (inbox.package_id, inbox.mcp_url) == (case.package_id, case.mcp_url)
-    (outbox,) = receiver.of_kind(names.KIND_OUTBOX)
+    (outbox,) = receiver.of_kind(table_layout.KIND_OUTBOX)
     work = items.work_item_from_outbox(outbox)
     assert (work.delivery_id, work.package_id, work.mcp_url) == (
         inbox.delivery_id,

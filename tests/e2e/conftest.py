@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 from tests.e2e.stacks import audited
 
 

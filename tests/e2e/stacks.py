@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 from tests import log_audit
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from local import cli
 from local.chaos import ChaosConfig, run_chaos
+from ops import cli
 
 pytestmark = pytest.mark.e2e
 

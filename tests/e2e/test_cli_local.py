@@ -1,4 +1,4 @@
-"""The issue's acceptance path as a user types it: ``local`` in the background, ``send``,
+"""The CLI's acceptance path as a user types it: ``local`` in the background, ``send``,
 ``inbox list``, then SIGTERM — a clean stop, no traceback, the state file gone."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from local.state import LocalState
 from tests.polling import poll
 
-CLI = [sys.executable, "-m", "local.cli"]
+CLI = [sys.executable, "-m", "ops.cli"]
 DEADLINE_SECONDS = 60.0
 
 

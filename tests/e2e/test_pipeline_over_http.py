@@ -110,7 +110,7 @@ def test_killing_the_front_door_and_the_worker_during_traffic_loses_nothing(
 
 def _cli(state_file: Path, *arguments: str) -> dict[str, object] | list[object]:
     completed = subprocess.run(
-        [sys.executable, "-m", "local.cli", *arguments, "--local", str(state_file), "--json"],
+        [sys.executable, "-m", "ops.cli", *arguments, "--local", str(state_file), "--json"],
         capture_output=True,
         check=True,
         timeout=60,

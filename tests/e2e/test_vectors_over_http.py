@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from local.stack import LocalStack, StackOptions
+from local.stack import LocalStack
+from local.stack_options import StackOptions
 from local.testkit.vectors import vectors_file
 from tests.e2e.stacks import audited
 from tests.polling import poll

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from functions.core import errors
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.host_policy import HostPolicy
 from functions.core.package import Package
 from local.mcp_server import RunningServer, demo_package
@@ -281,7 +281,7 @@ def test_fetcher_reuses_one_session_for_a_batch(
         # discover probe (refused), initialize, initialized, tools/list, DELETE
         assert setup <= 5
     else:
-        assert server_seen <= 13  # the target for a batch of 10 to one server
+        assert server_seen <= 13  # target for 10 calls to one server: one session's set-up
 
     # For comparison: a new session for every message repeats the set-up each time.
     per_message = sum(_batch_requests(mcp_server, [package_id])[0] for package_id in ids)

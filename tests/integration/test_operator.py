@@ -2,7 +2,7 @@
 
 Items are written by the functions' own adapters (the receiver's inbox writer, the
 worker's claims), so the commands read what the pipeline really stores. The CLI is
-driven through ``local.cli.main`` with a state file that points at the server,
+driven through ``ops.cli.main`` with a state file that points at the server,
 exactly as ``--local`` finds a running local stack.
 """
 
@@ -19,15 +19,16 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
-from local import operator
 from local.aws_resources import create_queues, create_table
-from local.cli import main
-from local.operator import RedriveOutcome, RequeueOutcome, Target
 from local.state import LocalState, Resources
+from ops.cli import main
+from ops.inbox import inbox_view, list_inbox, show_inbox
+from ops.requeue import RedriveOutcome, RequeueOutcome, redrive, requeue, reset_failed
+from ops.target import OperatorError, Target
 
 NOW = 1_800_000_000
 MCP = "https://mcp.relaylink.example/mcp"
@@ -166,7 +167,7 @@ def test_inbox_show_json_matches_the_store_and_has_no_body(
     assert shown["state_changed_at"] == int(stored["state_changed_at"]["N"])
     assert shown["last_error"] == stored["last_error"]["S"] == "mcp_unavailable"
     assert shown["completed_at"] is None
-    assert shown == operator.inbox_view(dynamodb_items.inbox_from_item(stored))
+    assert shown == inbox_view(dynamodb_items.inbox_from_item(stored))
 
 
 def test_inbox_show_text_and_unknown_id(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
@@ -197,13 +198,13 @@ def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
     stack.finish(failed, State.FAILED)
     _quarantine(stack, early_done, "ab" * 32)  # listed in the index too, but not an inbox item
 
-    completed = operator.list_inbox(stack.target, state=State.COMPLETED)
+    completed = list_inbox(stack.target, state=State.COMPLETED)
     assert [i.delivery_id for i in completed] == [early_done, late_done]
-    assert [i.delivery_id for i in operator.list_inbox(stack.target, state=State.PENDING)] == [
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)] == [
         pending[1],
         pending[0],
     ]
-    everything = operator.list_inbox(stack.target)
+    everything = list_inbox(stack.target)
     assert [i.delivery_id for i in everything] == [
         ping,
         early_done,
@@ -212,15 +213,13 @@ def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
         pending[0],
         late_done,
     ]
-    assert len(operator.list_inbox(stack.target, limit=2)) == 2
+    assert len(list_inbox(stack.target, limit=2)) == 2
 
     status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--state", "failed", "--json"))
     assert status == 0
     document = json.loads(out)
     assert document["count"] == 1
-    assert document["items"] == [
-        operator.inbox_view(dynamodb_items.inbox_from_item(stack.stored(failed)))
-    ]
+    assert document["items"] == [inbox_view(dynamodb_items.inbox_from_item(stack.stored(failed)))]
     status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--limit", "3"))
     assert status == 0 and out.strip().endswith("3 item(s)")
     assert ping in out and late_done not in out
@@ -281,7 +280,7 @@ def test_redrive_moves_failed_work_back_and_resets_the_state(stack: Stack) -> No
     stack.dead_letter(_work(done))
     stack.dead_letter("not a work item")
 
-    report = operator.redrive(stack.target, now=NOW + 100)
+    report = redrive(stack.target, now=NOW + 100)
     assert report.moved == 3
     assert report.count(RedriveOutcome.ALREADY_DONE) == 1
     assert report.count(RedriveOutcome.MALFORMED) == 1
@@ -290,7 +289,7 @@ def test_redrive_moves_failed_work_back_and_resets_the_state(stack: Stack) -> No
         item = dynamodb_items.inbox_from_item(stack.stored(delivery_id))
         assert (item.state, item.attempts, item.state_changed_at) == (State.PENDING, 0, NOW + 100)
         assert item.last_error == "mcp_unavailable"  # kept until the next attempt
-    pending = {i.delivery_id for i in operator.list_inbox(stack.target, state=State.PENDING)}
+    pending = {i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)}
     assert pending == set(failed)  # the index lists them under their new state
     # A worker can claim a redriven delivery with a full budget again.
     attempt = stack.claims.claim(failed[0], owner="w", now=NOW + 200, lease_seconds=60)
@@ -304,11 +303,11 @@ def test_redrive_is_idempotent_when_rerun(stack: Stack) -> None:
     stack.finish(delivery_id, State.FAILED, attempts=5)
     stack.dead_letter(_work(delivery_id))
     # An interrupted earlier run: the reset happened, the send and the delete did not.
-    assert operator.reset_failed(stack.target, delivery_id, now=NOW + 1)
-    assert not operator.reset_failed(stack.target, delivery_id, now=NOW + 2)
-    first = operator.redrive(stack.target, now=NOW + 3)
+    assert reset_failed(stack.target, delivery_id, now=NOW + 1)
+    assert not reset_failed(stack.target, delivery_id, now=NOW + 2)
+    first = redrive(stack.target, now=NOW + 3)
     assert first.outcomes == [(delivery_id, RedriveOutcome.MOVED)]
-    second = operator.redrive(stack.target, now=NOW + 4)
+    second = redrive(stack.target, now=NOW + 4)
     assert second.outcomes == []
     assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
     assert stack.stored(delivery_id)["state"]["S"] == "pending"
@@ -348,9 +347,9 @@ def test_requeue_gives_a_failed_delivery_a_new_work_item(
     assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
     stored = stack.stored(delivery_id)
     assert (stored["state"]["S"], stored["attempts"]["N"]) == ("pending", "0")
-    assert stored[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
+    assert stored[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
     # Run again (e.g. the send seemed to fail): a second work item, still pending.
-    result = operator.requeue(stack.target, delivery_id, now=NOW)
+    result = requeue(stack.target, delivery_id, now=NOW)
     assert result.outcome is RequeueOutcome.RESENT
     assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
 
@@ -381,7 +380,7 @@ def test_requeue_unknown_id_exits_1(stack: Stack, capsys: pytest.CaptureFixture[
 def test_requeue_refusal_reason_for_completed(stack: Stack) -> None:
     delivery_id = stack.accept()
     stack.finish(delivery_id, State.COMPLETED)
-    result = operator.requeue(stack.target, delivery_id, now=NOW)
+    result = requeue(stack.target, delivery_id, now=NOW)
     assert result.outcome is RequeueOutcome.REFUSED
     assert result.state == "completed" and "completed" in (result.reason or "")
 
@@ -434,14 +433,14 @@ def test_stack_target_reads_the_cloudformation_outputs(
         stack.target.dead_letter_queue_url,
     )
     delivery_id = stack.accept()
-    item = operator.show_inbox(target, delivery_id)
+    item = show_inbox(target, delivery_id)
     assert item is not None and item.state is State.PENDING
 
     del outputs["WorkQueueUrl"]
     _create_stack(moto_endpoint, name + "-old", outputs)
-    with pytest.raises(operator.OperatorError, match="lacks the outputs WorkQueueUrl"):
+    with pytest.raises(OperatorError, match="lacks the outputs WorkQueueUrl"):
         Target.from_stack(name + "-old", region="us-east-1")
-    with pytest.raises(operator.OperatorError, match="cannot describe stack nope"):
+    with pytest.raises(OperatorError, match="cannot describe stack nope"):
         Target.from_stack("nope", region="us-east-1")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
 from functions.reconciler import handler as reconciler_handler
@@ -164,17 +164,17 @@ def pipeline(aws: MotoWorld, stream: StreamReader, mcp_server: RunningServer) ->
         secret_arn=aws.create_secret(json.dumps([SECRET]), prefix="relaylink-signing"),
         clock=aws.clock,
     )
-    relay_handler.set_deps(
+    relay_handler.container_deps.set(
         relay_handler.build_deps(
-            RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     reconciler = reconciler_handler.build_deps(
         ReconcilerSettings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_WORK_QUEUE_URL: aws.queue_url,
-                names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
             }
         ),
         dynamodb=aws.dynamodb,
@@ -185,8 +185,8 @@ def pipeline(aws: MotoWorld, stream: StreamReader, mcp_server: RunningServer) ->
         try:
             yield Pipeline(aws, stream, mcp_server, sink, reconciler)
         finally:
-            receiver_handler.set_deps(None)
-            relay_handler.set_deps(None)
+            receiver_handler.container_deps.reset()
+            relay_handler.container_deps.reset()
 
 
 def test_signed_request_is_processed_to_completion_with_one_effect(pipeline: Pipeline) -> None:

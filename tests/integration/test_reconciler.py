@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core import names
+from functions.core import env_keys, metric_names
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.models import State, WorkItem
@@ -34,22 +34,22 @@ def work(n: int) -> WorkItem:
 def settings(aws: MotoWorld) -> Settings:
     return Settings.from_env(
         {
-            names.ENV_TABLE_NAME: TABLE,
-            names.ENV_WORK_QUEUE_URL: aws.queue_url,
-            names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-            names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
-            names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
+            env_keys.ENV_TABLE_NAME: TABLE,
+            env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+            env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+            env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
+            env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
         }
     )
 
 
 @pytest.fixture
 def reconciler(aws: MotoWorld) -> Any:
-    handler.set_deps(
+    handler.container_deps.set(
         handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
     )
     yield lambda: handler.lambda_handler({"source": "aws.events"}, LambdaContext())
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def claims(aws: MotoWorld) -> DynamoDbClaims:
@@ -74,7 +74,7 @@ def test_stale_pending_is_requeued_once(
     assert reconciler()["pending_requeued"] == 0  # touched: not again until it ages again
     assert aws.receive() == []
     metrics = emitted_metrics(capsys.readouterr().out)
-    assert metrics[names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
+    assert metrics[metric_names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
 
 
 def test_expired_lease_goes_back_to_pending_and_is_requeued(
@@ -153,7 +153,10 @@ def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
     item = aws.dynamodb.get_item(TableName=TABLE, Key=effect_key(work(1).delivery_id, "notify"))
     assert int(item["Item"]["flagged_at"]["N"]) == aws.clock.value
     assert aws.receive() == []  # an ended delivery is never re-enqueued
-    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_RECONCILER_EFFECTS_FLAGGED] == 1
+    assert (
+        emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED]
+        == 1
+    )
 
 
 def test_uncertain_effect_of_a_pending_delivery_is_requeued(
@@ -174,12 +177,12 @@ def test_uncertain_effect_of_a_pending_delivery_is_requeued(
 
 
 def test_settings_refuse_an_effect_age_within_the_lease(aws: MotoWorld) -> None:
-    with pytest.raises(SettingsError, match=names.ENV_RECONCILE_EFFECT_AGE_SECONDS):
+    with pytest.raises(SettingsError, match=env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS):
         Settings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_WORK_QUEUE_URL: aws.queue_url,
-                names.ENV_LEASE_SECONDS: "900",
-                names.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_keys.ENV_LEASE_SECONDS: "900",
+                env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
             }
         )

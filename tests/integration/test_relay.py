@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.core import names
+from functions.core import env_keys, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import WorkItem
 from functions.relay import handler
@@ -26,13 +26,13 @@ def work(n: int) -> WorkItem:
 
 @pytest.fixture
 def relay(aws: MotoWorld) -> Any:
-    handler.set_deps(
+    handler.container_deps.set(
         handler.build_deps(
-            Settings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            Settings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     yield handler
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def fail_sends_of(aws: MotoWorld, delivery_id: str) -> None:
@@ -60,7 +60,7 @@ def test_relay_sends_each_outbox_insert_as_its_work_item(
     assert all(
         set(json.loads(b)) == {"delivery_id", "event", "package_id", "mcp_url"} for b in bodies
     )
-    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_WORK_RELAYED] == 3
+    assert emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_WORK_RELAYED] == 3
 
 
 def test_relay_ignores_records_the_filter_should_have_dropped(
@@ -108,7 +108,7 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
         TableName=TABLE,
         Item={
             **dynamodb_items.outbox_key("broken"),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_OUTBOX},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )
     records = StreamReader.filtered(stream.new_records())
@@ -121,4 +121,4 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
 def test_outbox_record_carries_its_ttl(aws: MotoWorld, stream: StreamReader) -> None:
     aws.accept(work(1))
     image = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
-    assert int(image[names.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600
+    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600

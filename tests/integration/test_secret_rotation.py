@@ -1,4 +1,4 @@
-"""Rotating the signing secret in Secrets Manager, with no redeploy (issue 6).
+"""Rotating the signing secret in Secrets Manager, with no redeploy.
 
 The receiver is built once (``handler.build_deps``, the production wiring) against
 moto; the secret is then changed with ``PutSecretValue`` only. Time moves through the
@@ -74,7 +74,7 @@ def test_secret_rotation_old_secret_is_refused_once_the_cache_max_age_has_passed
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD, NEW]) == (202, None)  # a leftover old entry does no harm
     assert r.fetches() == 2  # one fetch when the max age ran out, then cached again
-    assert handler.get_deps() is r.receiver.deps  # the same container throughout
+    assert handler.container_deps.get() is r.receiver.deps  # the same container throughout
 
 
 def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_passed(
@@ -91,7 +91,7 @@ def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_pas
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD]) == (202, None)
     assert r.fetches() == 2
-    assert handler.get_deps() is r.receiver.deps
+    assert handler.container_deps.get() is r.receiver.deps
 
 
 def test_secret_rotation_a_malformed_new_value_is_503_until_fixed_and_never_accepts(

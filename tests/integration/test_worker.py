@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.models import State, WorkItem
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
@@ -84,7 +84,7 @@ def test_worker_completes_and_notifies_once(
     assert sink.sink.body(f"{item.delivery_id}:notify")["package_id"] == item.package_id
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_WORK_COMPLETED] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_WORK_COMPLETED] == 1
     assert_nothing_secret(aws, output, mcp_server.token)
 
 
@@ -159,7 +159,7 @@ def test_wrong_token_is_retried_and_counted(
     inbox = aws.inbox(item.delivery_id)
     assert (inbox.state, inbox.last_error) == (State.PENDING, "mcp_auth_failed")
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_MCP_AUTH_FAILURES] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_MCP_AUTH_FAILURES] == 1
     assert_nothing_secret(aws, output, wrong)
     assert_nothing_secret(aws, output, mcp_server.token)
 
@@ -243,7 +243,7 @@ def test_dead_letter_after_max_attempts(
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert aws.dead_letters() == [item.to_json()]
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_WORK_DEAD_LETTERED] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_WORK_DEAD_LETTERED] == 1
     assert_nothing_secret(aws, output, mcp_server.token)
     assert sink.sink.counts() == {}
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from functions.core import names
+from functions.core import wire
 from functions.core.accept import STATUS, Acceptance, AcceptDelivery
 from functions.core.models import InboxItem, Outcome, QuarantineRecord, State, WorkItem
 from local.testkit import builders
@@ -127,7 +127,7 @@ def test_accept_two_deliveries_of_one_package_are_both_accepted(harness: Harness
 
 
 def test_accept_oversized_body_is_refused_before_anything_else(harness: Harness) -> None:
-    request = builders.signed_request(timestamp=NOW, padding="x" * names.MAX_BODY_BYTES)
+    request = builders.signed_request(timestamp=NOW, padding="x" * wire.MAX_BODY_BYTES)
     result = harness(request)
     assert (result.outcome, result.status) == (Outcome.TOO_LARGE, 413)
     assert (harness.secrets.calls, harness.inbox.calls) == (0, 0)
@@ -135,11 +135,11 @@ def test_accept_oversized_body_is_refused_before_anything_else(harness: Harness)
 
 def test_accept_body_of_exactly_the_limit_is_looked_at(harness: Harness) -> None:
     base = builders.signed_request(timestamp=NOW)
-    pad = names.MAX_BODY_BYTES - len(base.body) - len(',"padding":""')
+    pad = wire.MAX_BODY_BYTES - len(base.body) - len(',"padding":""')
     request = builders.signed_request(
         timestamp=NOW, delivery_id=base.delivery_id, padding="x" * pad
     )
-    assert len(request.body) == names.MAX_BODY_BYTES
+    assert len(request.body) == wire.MAX_BODY_BYTES
     assert harness(request).outcome is Outcome.ACCEPTED
 
 
@@ -189,10 +189,26 @@ def test_accept_contract_violation_is_invalid_without_touching_storage(harness: 
     assert harness.inbox.calls == 0
 
 
+def test_accept_package_id_that_no_fetch_could_carry_is_refused_at_once(
+    harness: Harness,
+) -> None:
+    # JSON can spell a lone surrogate; stored, it would fail every fetch until the
+    # delivery dead-lettered. Refused now, RelayLink's sender sees the 400.
+    delivery_id = builders.new_delivery_id()
+    body = builders.delivery_body(delivery_id, package_id="pkg_<x>").replace(b"<x>", b"\\ud800")
+    result = harness(builders.signed_request(timestamp=NOW, delivery_id=delivery_id, body=body))
+    assert (result.outcome, result.status, result.reason) == (
+        Outcome.INVALID,
+        400,
+        "package_id_invalid",
+    )
+    assert harness.inbox.calls == 0
+
+
 def test_accept_event_header_differing_from_body_is_invalid(harness: Harness) -> None:
     request = builders.signed_request(timestamp=NOW)
     headers = {k.lower(): v for k, v in request.headers.items()}
-    headers[names.HEADER_EVENT] = "ping"
+    headers[wire.HEADER_EVENT] = "ping"
     result = harness.accept(headers, request.body)
     assert (result.outcome, result.reason) == (Outcome.INVALID, "event_mismatch")
 

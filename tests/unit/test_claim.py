@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
 from functions.core.models import InboxItem, State
+from local.testkit import builders
 from tests.fakes import FakeClaims
 
 NOW = 1_760_000_000
@@ -22,18 +22,9 @@ DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 
 
 def pending(delivery_id: str = DELIVERY, **changes: Any) -> InboxItem:
-    item = InboxItem(
-        delivery_id=delivery_id,
-        event="package.received",
-        body_sha256="0" * 64,
-        received_at=NOW - 10,
-        state=State.PENDING,
-        expires_at=NOW + 30 * 86400,
-        package_id="pkg_1",
-        mcp_url="https://mcp.relaylink.example/mcp",
-        state_changed_at=NOW - 10,
+    return builders.inbox_item(
+        delivery_id, received_at=NOW - 10, **{"expires_at": NOW + 30 * 86400, **changes}
     )
-    return dataclasses.replace(item, **changes)
 
 
 @dataclass
@@ -80,7 +71,7 @@ def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> 
     assert (item.state, item.attempts, item.lease_until) == (State.PROCESSING, 1, NOW + LEASE)
     assert item.state_changed_at == NOW
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("processing", DELIVERY)
 
 
@@ -141,7 +132,7 @@ def test_fail_is_final(subject: Subject) -> None:
     with pytest.raises(ClaimLost):
         subject.store.complete(held, now=NOW + 6)
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("failed", DELIVERY)
 
 

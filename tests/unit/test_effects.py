@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
 from functions.core.errors import TransientError, UncertainEffect
@@ -116,9 +116,9 @@ def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str)
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is True
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is False
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
-    assert item[names.KIND_ATTRIBUTE]["S"] == names.KIND_EFFECT
-    assert item[names.TTL_ATTRIBUTE]["N"] == "99"
-    assert item[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
+    assert item[table_layout.KIND_ATTRIBUTE]["S"] == table_layout.KIND_EFFECT
+    assert item[table_layout.TTL_ATTRIBUTE]["N"] == "99"
+    assert item[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
     assert store.uncertain(intended_before=clock.value, limit=10) == []
     listed = store.uncertain(intended_before=clock.value + 1, limit=10)
     assert [(r.delivery_id, r.name) for r in listed] == [(DELIVERY, "notify")]
@@ -127,7 +127,7 @@ def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str)
     assert store.uncertain(intended_before=clock.value + 10, limit=10) == []
     store.record_done(DELIVERY, "notify", now=clock.value + 3)
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
-    assert names.STATE_INDEX_PARTITION_KEY not in item
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in item
     assert "flagged_at" not in item
     assert store.flag(listed[0], now=clock.value + 4) is False
 

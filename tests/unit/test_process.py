@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.claim import ClaimStatus
 from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import (
@@ -129,7 +129,7 @@ def test_process_completes_and_applies_the_effect_once(world: World) -> None:
     assert (item.state, item.attempts, item.completed_at) == (State.COMPLETED, 1, world.clock.value)
     assert world.workflow.applied == [f"{work().delivery_id}:notify"]
     assert world.effects.get(work().delivery_id, "notify").status is EffectStatus.DONE
-    assert world.metrics.counts[names.METRIC_WORK_COMPLETED] == 1
+    assert world.metrics.counts[metric_names.METRIC_WORK_COMPLETED] == 1
 
 
 def test_process_of_completed_delivery_does_nothing(world: World) -> None:
@@ -185,7 +185,7 @@ def test_mcp_auth_failure_is_retried_and_counted(world: World) -> None:
     decision = world.process(work())
     assert decision.disposition is Disposition.RETRY
     assert world.state(work()).last_error == "mcp_auth_failed"
-    assert world.metrics.counts[names.METRIC_MCP_AUTH_FAILURES] == 1
+    assert world.metrics.counts[metric_names.METRIC_MCP_AUTH_FAILURES] == 1
 
 
 def test_permanent_failure_fails_at_once(world: World) -> None:
@@ -209,7 +209,7 @@ def test_last_attempt_failing_dead_letters(world: World) -> None:
         "mcp_unavailable",
         MAX_ATTEMPTS,
     )
-    assert world.metrics.counts[names.METRIC_WORK_DEAD_LETTERED] == 1
+    assert world.metrics.counts[metric_names.METRIC_WORK_DEAD_LETTERED] == 1
 
 
 def test_attempts_used_up_by_crashes_are_not_run_again(world: World) -> None:
@@ -227,7 +227,7 @@ def test_uncertain_effect_fails_the_delivery_and_is_counted(world: World) -> Non
     assert decision == Decision(Result.UNCERTAIN, Disposition.ACK, 0, "uncertain_effect")
     assert world.state(work()).state is State.FAILED
     assert world.workflow.applied == []
-    assert world.metrics.counts[names.METRIC_UNCERTAIN_EFFECTS] == 1
+    assert world.metrics.counts[metric_names.METRIC_UNCERTAIN_EFFECTS] == 1
 
 
 def test_lost_claim_at_completion_is_acknowledged(world: World) -> None:
@@ -244,7 +244,7 @@ def test_lost_claim_at_completion_is_acknowledged(world: World) -> None:
     decision = world.process(work())
     assert decision == Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost")
     assert world.state(work()).state is State.PROCESSING  # the successor's, untouched
-    assert world.metrics.counts[names.METRIC_CLAIMS_LOST] == 1
+    assert world.metrics.counts[metric_names.METRIC_CLAIMS_LOST] == 1
 
 
 def test_unexpected_workflow_error_is_retried(world: World) -> None:
@@ -273,7 +273,7 @@ def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
     assert queue.dead == ["{not json"]
     assert world.packages.sessions == 1
     assert world.state(items[1]).state is State.COMPLETED
-    assert world.metrics.counts[names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
+    assert world.metrics.counts[metric_names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
 
 
 def _raise(exc: BaseException) -> None:

@@ -11,31 +11,26 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
-from functions.core.adapters.dynamodb_errors import storage_error
+from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
+from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.effects import EffectRecord, EffectStatus
 
-_NEW_INTENT = (
+_NEW_INTENT: Condition = (
     ("attribute_not_exists(pk)", "an existing record (intent or done) is never overwritten"),
 )
-_RECORDED = (("attribute_exists(pk)", "a done record completes an intent written before"),)
-_UNFLAGGED_INTENT = (
+_RECORDED: Condition = (
+    ("attribute_exists(pk)", "a done record completes an intent written before"),
+)
+_UNFLAGGED_INTENT: Condition = (
     ("#status = :intent", "a done effect needs no operator"),
     ("attribute_not_exists(flagged_at)", "flag (and count) each uncertain effect once"),
 )
 
 
-def _expression(condition: tuple[tuple[str, str], ...]) -> str:
-    return " AND ".join(f"({part})" for part, _reason in condition)
-
-
-def _condition_failed(exc: ClientError) -> bool:
-    return bool(exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")
-
-
 def effect_key(delivery_id: str, name: str) -> dynamodb_items.Item:
-    return dynamodb_items.key(delivery_id, names.SK_EFFECT_PREFIX + name)
+    return dynamodb_items.key(delivery_id, table_layout.SK_EFFECT_PREFIX + name)
 
 
 def effect_from_item(item: dynamodb_items.Item) -> EffectRecord:
@@ -76,25 +71,27 @@ class DynamoDbEffects:
     ) -> bool:
         item: dynamodb_items.Item = {
             **effect_key(delivery_id, name),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_EFFECT},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_EFFECT},
             "delivery_id": {"S": delivery_id},
             "name": {"S": name},
             "status": {"S": EffectStatus.INTENT.value},
             "idempotency_key": {"S": key},
             "intent_at": {"N": str(now)},
-            names.STATE_INDEX_PARTITION_KEY: {
-                "S": dynamodb_items.state_shard(names.STATE_LABEL_EFFECT_INTENT, delivery_id)
+            table_layout.STATE_INDEX_PARTITION_KEY: {
+                "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_EFFECT_INTENT, delivery_id)
             },
-            names.STATE_INDEX_SORT_KEY: {"N": str(now)},
+            table_layout.STATE_INDEX_SORT_KEY: {"N": str(now)},
         }
         if expires_at:
-            item[names.TTL_ATTRIBUTE] = {"N": str(expires_at)}
+            item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
         try:
             self._client.put_item(
-                TableName=self._table, Item=item, ConditionExpression=_expression(_NEW_INTENT)
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=condition_expression(_NEW_INTENT),
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if condition_failed(exc) is not None:
                 return False
             raise storage_error(exc) from exc
         except BotoCoreError as exc:
@@ -109,11 +106,11 @@ class DynamoDbEffects:
                 UpdateExpression=(
                     "SET #status = :done, done_at = :now REMOVE #shard, #changed, flagged_at"
                 ),
-                ConditionExpression=_expression(_RECORDED),
+                ConditionExpression=condition_expression(_RECORDED),
                 ExpressionAttributeNames={
                     "#status": "status",
-                    "#shard": names.STATE_INDEX_PARTITION_KEY,
-                    "#changed": names.STATE_INDEX_SORT_KEY,
+                    "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
+                    "#changed": table_layout.STATE_INDEX_SORT_KEY,
                 },
                 ExpressionAttributeValues={
                     ":done": {"S": EffectStatus.DONE.value},
@@ -129,7 +126,7 @@ class DynamoDbEffects:
         for item in dynamodb_state_index.query_index(
             self._client,
             self._table,
-            label=names.STATE_LABEL_EFFECT_INTENT,
+            label=table_layout.STATE_LABEL_EFFECT_INTENT,
             changed_before=intended_before,
             unflagged=True,
         ):
@@ -145,7 +142,7 @@ class DynamoDbEffects:
                 TableName=self._table,
                 Key=effect_key(record.delivery_id, record.name),
                 UpdateExpression="SET flagged_at = :now",
-                ConditionExpression=_expression(_UNFLAGGED_INTENT),
+                ConditionExpression=condition_expression(_UNFLAGGED_INTENT),
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
                     ":intent": {"S": EffectStatus.INTENT.value},
@@ -153,7 +150,7 @@ class DynamoDbEffects:
                 },
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if condition_failed(exc) is not None:
                 return False
             raise storage_error(exc) from exc
         except BotoCoreError as exc:

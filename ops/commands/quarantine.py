@@ -8,7 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.output import iso, print_json
+from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 
 def register(subparsers: Any) -> None:
@@ -34,31 +35,31 @@ def register(subparsers: Any) -> None:
 
 
 def _print(records: list[Any], *, as_json: bool) -> None:
-    from local import operator
+    from ops import quarantine
 
     if as_json:
-        views = [operator.quarantine_view(r) for r in records]
+        views = [quarantine.quarantine_view(r) for r in records]
         print_json({"count": len(views), "records": views})
         return
     print(f"{'quarantined_at':<20}  {'delivery_id':<36}  stored_sha256 / received_sha256")
     for r in records:
-        print(f"{operator.iso(r.quarantined_at):<20}  {r.delivery_id:<36}  {r.stored_sha256}")
+        print(f"{iso(r.quarantined_at):<20}  {r.delivery_id:<36}  {r.stored_sha256}")
         print(f"{'':<20}  {'':<36}  {r.received_sha256}")
     print(f"{len(records)} record(s)")
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import quarantine
 
-    records = operator_call(operator.list_quarantine, open_target(args))
+    records = operator_call(quarantine.list_quarantine, open_target(args))
     _print(records, as_json=args.json)
     return 0
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import quarantine
 
-    records = operator_call(operator.show_quarantine, open_target(args), args.delivery_id)
+    records = operator_call(quarantine.show_quarantine, open_target(args), args.delivery_id)
     if not records:
         print(f"quarantine show: no quarantine record for {args.delivery_id}", file=sys.stderr)
         return 1

@@ -9,7 +9,8 @@ import sys
 import time
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.output import print_json
+from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 
 def register(subparsers: Any) -> None:
@@ -30,11 +31,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local import operator
+    from ops import requeue
 
     target = open_target(args)
-    result = operator_call(operator.requeue, target, args.delivery_id, now=int(time.time()))
-    ok = result.outcome in (operator.RequeueOutcome.REQUEUED, operator.RequeueOutcome.RESENT)
+    result = operator_call(requeue.requeue, target, args.delivery_id, now=int(time.time()))
+    ok = result.outcome in (requeue.RequeueOutcome.REQUEUED, requeue.RequeueOutcome.RESENT)
     if args.json:
         print_json(result.to_dict())
     elif ok:

@@ -1,6 +1,7 @@
 """``relaylink-receiver``: the local stack, the RelayLink simulator and the operator commands.
 
-Each subcommand lives in its own module under :mod:`local.commands`, which exposes
+Each subcommand lives in its own module, under :mod:`local.commands` (the local stack
+and the simulator) or :mod:`ops.commands` (the operator commands); each exposes
 ``register(subparsers)``: it adds its parser and sets ``handler`` (a function taking
 the parsed namespace and returning the exit status). Modules import their heavy
 dependencies inside the handler, so ``--help`` stays quick.
@@ -13,21 +14,19 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from local.commands import CommandError
+
 # Order is the order ``--help`` lists them in.
 COMMAND_MODULES = (
     "local.commands.local_stack",
     "local.commands.send",
     "local.commands.demo",
     "local.commands.chaos",
-    "local.commands.inbox",
-    "local.commands.quarantine",
-    "local.commands.redrive",
-    "local.commands.requeue",
+    "ops.commands.inbox",
+    "ops.commands.quarantine",
+    "ops.commands.redrive",
+    "ops.commands.requeue",
 )
-
-
-class CommandError(Exception):
-    """A failure the user can act on: printed as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,13 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue  # not built yet
-        module.register(subparsers)
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 

@@ -8,7 +8,8 @@ import argparse
 import time
 from typing import Any
 
-from local.commands.inbox import add_target_arguments, open_target, operator_call, print_json
+from ops.commands.output import print_json
+from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 
 def register(subparsers: Any) -> None:
@@ -30,18 +31,18 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local import operator
-    from local.cli import CommandError
+    from local.commands import CommandError
+    from ops import requeue
 
     if args.max is not None and args.max < 1:
         raise CommandError("--max must be at least 1")
     target = open_target(args)
-    report = operator_call(operator.redrive, target, now=int(time.time()), max_messages=args.max)
+    report = operator_call(requeue.redrive, target, now=int(time.time()), max_messages=args.max)
     if args.json:
         print_json(report.to_dict())
         return 0
     print(f"moved {report.moved} dead letter(s) back to the work queue")
-    for outcome in operator.RedriveOutcome:
-        if outcome is not operator.RedriveOutcome.MOVED and report.count(outcome):
+    for outcome in requeue.RedriveOutcome:
+        if outcome is not requeue.RedriveOutcome.MOVED and report.count(outcome):
             print(f"{outcome.value}: {report.count(outcome)}")
     return 0

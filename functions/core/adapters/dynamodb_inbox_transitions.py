@@ -1,0 +1,293 @@
+"""Every state change of the inbox item (``sk = inbox``), driven by one table.
+
+The receiver creates the item (``accept``: a put, in one transaction with the outbox
+record); every later change is one row of the table below, which :func:`apply` turns
+into one conditional ``UpdateItem``. Nothing else writes the inbox item. A row says
+which states it starts from, the condition that lets it happen (named parts, each with
+its reason), the state it ends in, the attributes it sets and removes, and how the item
+moves in the ``by_state`` index.
+
+Why one delivery is processed by one worker at a time and its outcome recorded once:
+
+* ``accept`` writes only where no item holds the delivery id: one receipt per delivery.
+* Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
+  lease ran out. So there is never more than one live lease holder.
+* Only the lease owner leaves ``processing`` (``complete``, ``release``, ``fail`` check
+  ``lease_owner``): a worker that lost its lease records nothing.
+* The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
+  saw when it listed the item (``:seen``), so any change in between wins over them.
+* No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
+  starts from ``failed``.
+
+Each update and its condition are one atomic request, so a row either happens whole
+or not at all; a refused row reports the item as it was (``ALL_OLD``), with no read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core import table_layout
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
+from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
+from functions.core.models import InboxItem, State
+
+
+class IndexMove(Enum):
+    """How a transition moves the item in the ``by_state`` index."""
+
+    # Listed under the new state: ``state_shard`` = its shard of the to-state, and
+    # ``state_changed_at`` = now. Every change of ``state`` needs this.
+    RESHARD = "reshard"
+    # Same state, same shard; ``state_changed_at`` = now (the item's age restarts).
+    RESTART_CLOCK = "restart_clock"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One row of the table. Placeholders: ``:<state>`` for each state, ``:now``,
+    ``:zero``/``:one``, and the caller's values (``:owner``, ``:lease``, ``:error``,
+    ``:seen``)."""
+
+    name: str
+    from_states: tuple[State, ...]
+    condition: Condition
+    to_state: State
+    sets: tuple[tuple[str, str], ...] = ()  # (attribute, value expression)
+    removes: tuple[str, ...] = ()
+    index: IndexMove = IndexMove.RESHARD
+
+    def update_expression(self) -> str:
+        sets = list(self.sets)
+        if self.index is IndexMove.RESHARD:
+            sets = [
+                ("#state", f":{self.to_state.value}"),
+                *sets,
+                (table_layout.STATE_INDEX_PARTITION_KEY, ":shard"),
+            ]
+        sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
+        update = "SET " + ", ".join(f"{attribute} = {value}" for attribute, value in sets)
+        if self.removes:
+            update += " REMOVE " + ", ".join(self.removes)
+        return update
+
+
+# --- the table -------------------------------------------------------------------------
+
+_HOLDING: Final[Condition] = (
+    ("#state = :processing", "a finished or released attempt cannot change state again"),
+    ("lease_owner = :owner", "a worker whose lease expired must not overwrite its successor"),
+)
+_LEASE: Final = ("lease_until", "lease_owner")
+
+CLAIM: Final = Transition(  # worker, before it processes
+    name="claim",
+    from_states=(State.PENDING, State.PROCESSING),
+    condition=(
+        ("attribute_exists(pk)", "only a delivery the receiver accepted is processed"),
+        (
+            "#state = :pending OR (#state = :processing AND lease_until <= :now)",
+            "free, or abandoned by a worker whose lease ran out; never two live holders",
+        ),
+    ),
+    to_state=State.PROCESSING,
+    sets=(
+        ("lease_until", ":lease"),
+        ("lease_owner", ":owner"),
+        ("attempts", "if_not_exists(attempts, :zero) + :one"),
+    ),
+)
+COMPLETE: Final = Transition(  # worker: the workflow succeeded
+    name="complete",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.COMPLETED,
+    sets=(("completed_at", ":now"),),
+    removes=_LEASE,
+)
+RELEASE: Final = Transition(  # worker: transient failure, try again later
+    name="release",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    sets=(("last_error", ":error"),),
+    removes=_LEASE,
+)
+FAIL: Final = Transition(  # worker: permanent failure, or the attempts are spent
+    name="fail",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.FAILED,
+    sets=(("last_error", ":error"),),
+    removes=_LEASE,
+)
+TOUCH_PENDING: Final = Transition(  # reconciler: re-enqueues a pending item it listed
+    name="touch_pending",
+    from_states=(State.PENDING,),
+    condition=(
+        ("#state = :pending", "a worker claimed it meanwhile: nothing to recover"),
+        ("state_changed_at = :seen", "another reconciler run re-enqueued it already"),
+    ),
+    to_state=State.PENDING,
+    index=IndexMove.RESTART_CLOCK,
+)
+RELEASE_EXPIRED: Final = Transition(  # reconciler: the lease holder died
+    name="release_expired",
+    from_states=(State.PROCESSING,),
+    condition=(
+        ("#state = :processing", "it finished or was released meanwhile"),
+        ("lease_until = :seen", "a new claim (a new lease) happened meanwhile"),
+        ("lease_until <= :now", "the lease must really have run out"),
+    ),
+    to_state=State.PENDING,
+    sets=(("last_error", ":error"),),
+    removes=_LEASE,
+)
+RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh budget
+    name="reset_failed",
+    from_states=(State.FAILED,),
+    condition=(
+        ("attribute_exists(pk)", "an item that expired meanwhile is not re-created"),
+        ("#state = :failed", "only a failed delivery is retried; never undo a completion"),
+    ),
+    to_state=State.PENDING,
+    # last_error is kept: it says why the delivery failed until the next attempt ends.
+    sets=(("attempts", ":zero"),),
+)
+
+TRANSITIONS: Final = (
+    CLAIM,
+    COMPLETE,
+    RELEASE,
+    FAIL,
+    TOUCH_PENDING,
+    RELEASE_EXPIRED,
+    RESET_FAILED,
+)
+
+# The creation, for completeness of the table: the receiver's put.
+ACCEPT_STATES: Final = (State.PENDING, State.IGNORED)
+_ABSENT: Final[Condition] = (
+    (
+        "attribute_not_exists(#pk)",
+        "the inbox item is the receipt: written only where no item holds this delivery"
+        " id, it makes acceptance exactly-once across attempts",
+    ),
+)
+
+# --- building and applying ---------------------------------------------------------------
+
+_PLACEHOLDER: Final = re.compile(r":\w+")
+_NAME: Final = re.compile(r"#\w+")
+# Stand-ins for attribute names that DynamoDB reserves ("state") or that are shared.
+_NAMES: Final = {"#state": "state", "#pk": table_layout.TABLE_PARTITION_KEY}
+_CONSTANTS: Final[dict[str, dynamodb_items.AttributeValue]] = {
+    ":zero": {"N": "0"},
+    ":one": {"N": "1"},
+    **{f":{state.value}": {"S": state.value} for state in State},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What one transition did.
+
+    Attributes:
+        moved: True when the condition held and the item changed.
+        item: the item after the change when ``moved``; otherwise the item as it was
+            when the condition refused it (None: no such item).
+    """
+
+    moved: bool
+    item: dynamodb_items.Item | None
+
+
+def accept_put(table: str, inbox: InboxItem) -> dict[str, Any]:
+    """The ``Put`` action (for ``TransactWriteItems``) that creates the inbox item."""
+    if inbox.state not in ACCEPT_STATES:
+        raise ValueError(f"an inbox item is created pending or ignored, not {inbox.state}")
+    expression = condition_expression(_ABSENT)
+    return {
+        "TableName": table,
+        "Item": dynamodb_items.inbox_to_item(inbox),
+        "ConditionExpression": expression,
+        "ExpressionAttributeNames": _names(expression),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def update_request(
+    table: str, transition: Transition, delivery_id: str, *, now: int, **values: int | str
+) -> dict[str, Any]:
+    """The ``UpdateItem`` arguments of ``transition`` for one delivery.
+
+    Args:
+        values: the row's own placeholders, e.g. ``owner="..."`` for ``:owner``.
+
+    Raises:
+        TypeError: a placeholder of the row has no value, or a value no placeholder.
+    """
+    given = {f":{name}": _attribute(value) for name, value in values.items()}
+    given[":now"] = _attribute(now)
+    if transition.index is IndexMove.RESHARD:
+        shard = dynamodb_items.state_shard(transition.to_state.value, delivery_id)
+        given[":shard"] = _attribute(shard)
+    update = transition.update_expression()
+    condition = condition_expression(transition.condition)
+    used = set(_PLACEHOLDER.findall(f"{update} {condition}"))
+    available = {**_CONSTANTS, **given}
+    if unused := given.keys() - used:
+        raise TypeError(f"{transition.name} has no placeholder for {sorted(unused)}")
+    if missing := used - available.keys():
+        raise TypeError(f"{transition.name} needs a value for {sorted(missing)}")
+    return {
+        "TableName": table,
+        "Key": dynamodb_items.inbox_key(delivery_id),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": _names(f"{update} {condition}"),
+        "ExpressionAttributeValues": {p: available[p] for p in sorted(used)},
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def apply(
+    client: Any,
+    table: str,
+    transition: Transition,
+    delivery_id: str,
+    *,
+    now: int,
+    **values: int | str,
+) -> Applied:
+    """Make ``transition`` happen to the delivery's inbox item if its condition holds.
+
+    Raises:
+        StorageUnavailable: throttled or failed; nothing written.
+    """
+    request = update_request(table, transition, delivery_id, now=now, **values)
+    try:
+        response = client.update_item(**request)
+    except ClientError as exc:
+        refused = condition_failed(exc)
+        if refused is not None:
+            return Applied(moved=False, item=refused.stored)
+        raise storage_error(exc) from exc
+    except BotoCoreError as exc:
+        raise storage_error(exc) from exc
+    return Applied(moved=True, item=response["Attributes"])
+
+
+def _attribute(value: int | str) -> dynamodb_items.AttributeValue:
+    return {"S": value} if isinstance(value, str) else {"N": str(value)}
+
+
+def _names(expression: str) -> dict[str, str]:
+    return {name: _NAMES[name] for name in sorted(set(_NAME.findall(expression)))}

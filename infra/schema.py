@@ -1,0 +1,129 @@
+"""The table and the work queues as data: what the CDK stack and the emulator both create.
+
+``infra/table.py`` and ``infra/queues.py`` build the constructs from it, the local
+runtime (``local/aws_resources.py``) creates the same resources in the emulator, and the
+infra tests compare the synthesized template with it, so the two cannot drift. No CDK
+import here (as in :mod:`infra.environments`): the local runtime uses it without the CDK.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from functions.core import table_layout
+
+
+class AttributeType(StrEnum):
+    STRING = "S"
+    NUMBER = "N"
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    name: str
+    type: AttributeType
+
+
+@dataclass(frozen=True, slots=True)
+class KeySchema:
+    partition: Key
+    sort: Key
+
+    def to_request(self) -> list[dict[str, str]]:
+        """The ``KeySchema`` of a DynamoDB API request."""
+        return [
+            {"AttributeName": self.partition.name, "KeyType": "HASH"},
+            {"AttributeName": self.sort.name, "KeyType": "RANGE"},
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalIndex:
+    name: str
+    keys: KeySchema
+    projection: str = "ALL"
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """Keys, sparse indexes, the stream's view and the TTL attribute of the one table."""
+
+    keys: KeySchema
+    indexes: tuple[GlobalIndex, ...]
+    stream_view: str
+    ttl_attribute: str
+
+    def attributes(self) -> list[Key]:
+        """Every key attribute of the table and its indexes, each once, in order."""
+        found: dict[str, Key] = {}
+        for keys in (self.keys, *(index.keys for index in self.indexes)):
+            for key in (keys.partition, keys.sort):
+                found.setdefault(key.name, key)
+        return list(found.values())
+
+    def create_table_request(self, table_name: str) -> dict[str, Any]:
+        """``CreateTable`` arguments (on-demand); the TTL is a separate call."""
+        return {
+            "TableName": table_name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [
+                {"AttributeName": key.name, "AttributeType": key.type.value}
+                for key in self.attributes()
+            ],
+            "KeySchema": self.keys.to_request(),
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": index.name,
+                    "KeySchema": index.keys.to_request(),
+                    "Projection": {"ProjectionType": index.projection},
+                }
+                for index in self.indexes
+            ],
+            "StreamSpecification": {"StreamEnabled": True, "StreamViewType": self.stream_view},
+        }
+
+
+TABLE: Final = TableSchema(
+    keys=KeySchema(
+        partition=Key(table_layout.TABLE_PARTITION_KEY, AttributeType.STRING),
+        sort=Key(table_layout.TABLE_SORT_KEY, AttributeType.STRING),
+    ),
+    indexes=(
+        GlobalIndex(
+            name=table_layout.STATE_INDEX,
+            keys=KeySchema(
+                partition=Key(table_layout.STATE_INDEX_PARTITION_KEY, AttributeType.STRING),
+                sort=Key(table_layout.STATE_INDEX_SORT_KEY, AttributeType.NUMBER),
+            ),
+        ),
+    ),
+    # The relay needs the new image of an outbox record, nothing of the old one.
+    stream_view="NEW_IMAGE",
+    ttl_attribute=table_layout.TTL_ATTRIBUTE,
+)
+
+
+def table_definition(table_name: str) -> dict[str, Any]:
+    """``CreateTable`` arguments for the stack's table (on-demand, NEW_IMAGE stream)."""
+    return TABLE.create_table_request(table_name)
+
+
+def max_receive_count_for(max_attempts: int) -> int:
+    """The work queue's redrive threshold: one receive per processing attempt, so the
+    receive after the last failed attempt moves the work item to the dead-letter queue."""
+    return max_attempts
+
+
+def work_queue_attributes(
+    *, dead_letter_arn: str, max_receive_count: int, visibility_timeout_seconds: int | None = None
+) -> dict[str, str]:
+    """``CreateQueue`` attributes of the work queue, as the SQS API takes them (the CDK
+    writes the same redrive policy into the template)."""
+    redrive = {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": str(max_receive_count)}
+    attributes = {"RedrivePolicy": json.dumps(redrive, separators=(",", ":"))}
+    if visibility_timeout_seconds is not None:
+        attributes["VisibilityTimeout"] = str(visibility_timeout_seconds)
+    return attributes

@@ -1,0 +1,596 @@
+"""Amazon Bedrock Runtime's ``Converse`` on loopback, for the local stack and tests.
+
+moto has no working Bedrock Runtime, so this serves the wire API that boto3's
+``bedrock-runtime`` client speaks (rest-json, botocore's service model):
+``POST /model/{modelId}/converse`` with a JSON body, a JSON ``ConverseResponse``
+back, and errors the way AWS sends them: the HTTP status of the error shape, an
+``x-amzn-ErrorType`` header and a ``{"message": ...}`` body. Point a client at it
+with ``endpoint_url``; any credentials do (requests are not verified).
+
+The answer is deterministic: ``Summary of <title>: <first words> [<digest>]``.
+The title and the words come from the package JSON that
+:mod:`functions.workflows.agent_prompt` fences into the last user message (any
+JSON object line with string ``title``/``briefing`` fields); other input is
+summarised as "the request" with the first words of its last user text. The
+digest hashes model id, system prompt and messages. Tokens are counted as
+characters divided by four, rounded up; an answer longer than ``maxTokens`` is
+cut and ends with ``stopReason`` ``max_tokens``.
+
+What a test can make it do:
+
+* an unknown model id, or a request AWS would refuse (no messages, wrong roles,
+  temperature outside [0, 1], bad ``requestMetadata``, input over the context
+  window) -> ``ValidationException`` (400);
+* ``fail_next(n, error)`` and a seeded ``failure_rate`` -> any error of the
+  ``Converse`` operation (:class:`ConverseError`);
+* ``refuse_next(n)`` or :data:`REFUSE_MARKER` anywhere in the input -> an empty
+  answer with ``stopReason`` ``content_filtered``;
+* ``latency_seconds`` added to every call.
+
+Every ``Converse`` call is counted per delivery id (the ``requestMetadata`` key
+:data:`DELIVERY_ID_METADATA_KEY`), failed ones too, so tests can see retries:
+``GET /_emulator/calls`` returns ``{delivery_id: count}``.
+
+Run it alone with ``python -m local.bedrock_emulator --port 8767``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import random
+import re
+import threading
+import time
+import urllib.parse
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
+REFUSE_MARKER: Final = "[[bedrock-emulator:refuse]]"
+CALLS_PATH: Final = "/_emulator/calls"
+DEFAULT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
+KNOWN_MODEL_IDS: Final = frozenset(
+    {
+        DEFAULT_MODEL_ID,
+        "amazon.nova-lite-v1:0",
+        "anthropic.claude-3-haiku-20240307-v1:0",
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+    }
+)
+DEFAULT_CONTEXT_TOKENS: Final = 200_000
+SUMMARY_WORDS: Final = 30
+_MAX_BODY: Final = 16 * 1024 * 1024
+_MAX_METADATA_ENTRIES: Final = 16
+# botocore does not check these patterns client-side; Bedrock does.
+_METADATA_KEY: Final = re.compile(r"[a-zA-Z0-9\s:_@$#=/+,\-.]{1,256}")
+_METADATA_VALUE: Final = re.compile(r"[a-zA-Z0-9\s:_@$#=/+,\-.]{0,256}")
+_CONVERSE_PATH: Final = re.compile(r"/model/(?P<model>[^/]+)/converse")
+# AWS appends a namespace to the type; botocore keeps what precedes the colon.
+_ERROR_TYPE_SUFFIX: Final = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
+_STOP_DEADLINE_SECONDS: Final = 10.0
+# How often serve_forever looks for a stop request: a test stopping its own
+# emulator should not wait the default half second.
+_POLL_SECONDS: Final = 0.05
+
+
+class ConverseError(StrEnum):
+    """The errors botocore's model lists for ``Converse``; the value is the AWS code."""
+
+    ACCESS_DENIED = "AccessDeniedException"
+    THROTTLING = "ThrottlingException"
+    RESOURCE_NOT_FOUND = "ResourceNotFoundException"
+    MODEL_TIMEOUT = "ModelTimeoutException"
+    INTERNAL_SERVER = "InternalServerException"
+    SERVICE_UNAVAILABLE = "ServiceUnavailableException"
+    VALIDATION = "ValidationException"
+    MODEL_NOT_READY = "ModelNotReadyException"
+    MODEL_ERROR = "ModelErrorException"
+
+    @property
+    def status(self) -> int:
+        """The HTTP status botocore's model gives the error shape."""
+        return _ERROR_STATUS[self]
+
+
+_ERROR_STATUS: Final[Mapping[ConverseError, int]] = {
+    ConverseError.ACCESS_DENIED: 403,
+    ConverseError.THROTTLING: 429,
+    ConverseError.RESOURCE_NOT_FOUND: 404,
+    ConverseError.MODEL_TIMEOUT: 408,
+    ConverseError.INTERNAL_SERVER: 500,
+    ConverseError.SERVICE_UNAVAILABLE: 503,
+    ConverseError.VALIDATION: 400,
+    ConverseError.MODEL_NOT_READY: 429,
+    ConverseError.MODEL_ERROR: 424,
+}
+
+_ERROR_MESSAGE: Final[Mapping[ConverseError, str]] = {
+    ConverseError.ACCESS_DENIED: "You don't have access to the model with the specified model ID.",
+    ConverseError.THROTTLING: "Too many requests, please wait before trying again.",
+    ConverseError.RESOURCE_NOT_FOUND: "The requested resource could not be found.",
+    ConverseError.MODEL_TIMEOUT: "Model has timed out in processing the request.",
+    ConverseError.INTERNAL_SERVER: "The server encountered an internal error.",
+    ConverseError.SERVICE_UNAVAILABLE: "Bedrock is unable to process your request.",
+    ConverseError.VALIDATION: "The request is not valid.",
+    ConverseError.MODEL_NOT_READY: "Model is not ready for inference. Wait and try again.",
+    ConverseError.MODEL_ERROR: "The model encountered an error processing the request.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One HTTP answer: status, JSON payload and the extra headers it needs."""
+
+    status: int
+    payload: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def error(cls, error: ConverseError, message: str | None = None) -> Reply:
+        """An error as AWS sends it (status, ``x-amzn-ErrorType``, ``{"message"}``)."""
+        return cls(
+            status=error.status,
+            payload={"message": message or _ERROR_MESSAGE[error]},
+            headers={"x-amzn-ErrorType": error.value + _ERROR_TYPE_SUFFIX},
+        )
+
+
+class _Invalid(Exception):
+    """A request Bedrock would refuse with ``ValidationException``."""
+
+
+class BedrockEmulator:
+    """The emulator's behaviour and counters, without HTTP; thread-safe.
+
+    Args:
+        model_ids: the model ids that exist; any other is a ``ValidationException``.
+        latency_seconds: added to every ``Converse`` call.
+        failure_rate: the share of calls answered with ``failure_error``, drawn
+            from an RNG seeded with ``seed`` (a run is reproducible).
+        failure_error: the error those calls get.
+        seed: the failure RNG's seed.
+        context_tokens: input beyond this many tokens is a ``ValidationException``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_ids: Iterable[str] = KNOWN_MODEL_IDS,
+        latency_seconds: float = 0.0,
+        failure_rate: float = 0.0,
+        failure_error: ConverseError = ConverseError.THROTTLING,
+        seed: int = 0,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._model_ids = frozenset(model_ids)
+        self._context_tokens = context_tokens
+        self._latency_seconds = 0.0
+        self._failure_rate = 0.0
+        self._failure_error = failure_error
+        self._rng = random.Random(seed)  # noqa: S311 - fault injection, not security
+        self._fail_next: list[ConverseError] = []
+        self._refuse_next = 0
+        self._calls: Counter[str] = Counter()
+        self._requests: dict[str, Mapping[str, Any]] = {}
+        self._total = 0
+        self.set_latency(latency_seconds)
+        self.set_failure_rate(failure_rate, error=failure_error)
+
+    # -- knobs ---------------------------------------------------------------------
+
+    def set_latency(self, seconds: float) -> None:
+        """Add ``seconds`` to every later ``Converse`` call (0 for none)."""
+        if seconds < 0:
+            raise ValueError("latency must be >= 0")
+        with self._lock:
+            self._latency_seconds = seconds
+
+    def set_failure_rate(
+        self,
+        rate: float,
+        *,
+        error: ConverseError = ConverseError.THROTTLING,
+        seed: int | None = None,
+    ) -> None:
+        """Answer the share ``rate`` of later calls with ``error`` (reseeded if ``seed``)."""
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("failure rate must be within [0, 1]")
+        with self._lock:
+            self._failure_rate, self._failure_error = rate, error
+            if seed is not None:
+                self._rng.seed(seed)
+
+    def fail_next(self, count: int, error: ConverseError = ConverseError.THROTTLING) -> None:
+        """Answer the next ``count`` calls with ``error`` (replaces any pending ones)."""
+        with self._lock:
+            self._fail_next = [error] * count
+
+    def refuse_next(self, count: int) -> None:
+        """Answer the next ``count`` calls that get no injected error with an empty,
+        content-filtered answer (an invalid request still gets ``ValidationException``)."""
+        with self._lock:
+            self._refuse_next = count
+
+    def reset(self) -> None:
+        """Zero the counters and clear every fault (latency, rate, pending failures)."""
+        with self._lock:
+            self._latency_seconds = 0.0
+            self._failure_rate = 0.0
+            self._fail_next = []
+            self._refuse_next = 0
+            self._calls.clear()
+            self._requests.clear()
+            self._total = 0
+
+    # -- counters ------------------------------------------------------------------
+
+    def calls(self) -> dict[str, int]:
+        """``Converse`` calls so far per delivery id (failed calls included)."""
+        with self._lock:
+            return dict(self._calls)
+
+    @property
+    def total_calls(self) -> int:
+        """Every ``Converse`` call so far, with or without a delivery id."""
+        with self._lock:
+            return self._total
+
+    def last_request(self, delivery_id: str) -> Mapping[str, Any] | None:
+        """The last parsed request body sent for ``delivery_id`` (``modelId`` added)."""
+        with self._lock:
+            return self._requests.get(delivery_id)
+
+    # -- the operation ---------------------------------------------------------------
+
+    def converse(self, model_id: str, body: bytes) -> Reply:
+        """Answer one ``Converse`` request: ``model_id`` from the path, ``body`` as sent."""
+        started = time.monotonic()
+        request = _parse_body(body)
+        injected, refuse, latency = self._record(model_id, request)
+        if latency:
+            time.sleep(latency)
+        if injected is not None:
+            return Reply.error(injected)
+        if request is None:
+            return Reply.error(ConverseError.VALIDATION, "The request body is not a JSON object.")
+        try:
+            return self._answer(model_id, request, refuse=refuse, started=started)
+        except _Invalid as exc:
+            return Reply.error(ConverseError.VALIDATION, str(exc))
+
+    def _record(
+        self, model_id: str, request: Mapping[str, Any] | None
+    ) -> tuple[ConverseError | None, bool, float]:
+        metadata = request.get("requestMetadata") if request is not None else None
+        delivery_id = (
+            metadata.get(DELIVERY_ID_METADATA_KEY) if isinstance(metadata, Mapping) else None
+        )
+        with self._lock:
+            self._total += 1
+            if isinstance(delivery_id, str):
+                self._calls[delivery_id] += 1
+                self._requests[delivery_id] = {**(request or {}), "modelId": model_id}
+            injected: ConverseError | None = None
+            if self._fail_next:
+                injected = self._fail_next.pop(0)
+            elif self._failure_rate and self._rng.random() < self._failure_rate:
+                injected = self._failure_error
+            refuse = injected is None and self._refuse_next > 0
+            if refuse:
+                self._refuse_next -= 1
+            return injected, refuse, self._latency_seconds
+
+    def _answer(
+        self, model_id: str, request: Mapping[str, Any], *, refuse: bool, started: float
+    ) -> Reply:
+        if model_id not in self._model_ids:
+            raise _Invalid("The provided model identifier is invalid.")
+        system = _system_texts(request.get("system"))
+        messages = _message_texts(request.get("messages"))
+        max_tokens, _temperature = _inference_config(request.get("inferenceConfig"))
+        _check_metadata(request.get("requestMetadata"))
+        input_text = "".join(system) + "".join(text for _, texts in messages for text in texts)
+        input_tokens = token_count(input_text)
+        if input_tokens > self._context_tokens:
+            raise _Invalid("Input is too long for requested model.")
+        if refuse or REFUSE_MARKER in input_text:
+            content: list[dict[str, str]] = []
+            stop_reason, output_tokens = "content_filtered", 0
+        else:
+            answer = summary(model_id, system, messages)
+            stop_reason = "end_turn"
+            if max_tokens is not None and token_count(answer) > max_tokens:
+                answer, stop_reason = answer[: max_tokens * 4], "max_tokens"
+            content, output_tokens = [{"text": answer}], token_count(answer)
+        return Reply(
+            status=200,
+            payload={
+                "output": {"message": {"role": "assistant", "content": content}},
+                "stopReason": stop_reason,
+                "usage": {
+                    "inputTokens": input_tokens,
+                    "outputTokens": output_tokens,
+                    "totalTokens": input_tokens + output_tokens,
+                },
+                "metrics": {"latencyMs": int((time.monotonic() - started) * 1000)},
+            },
+        )
+
+
+def token_count(text: str) -> int:
+    """The emulator's token estimate: characters divided by four, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def summary(
+    model_id: str, system: Sequence[str], messages: Sequence[tuple[str, Sequence[str]]]
+) -> str:
+    """The deterministic answer to a request (see the module docstring)."""
+    canonical = json.dumps([model_id, list(system), [list(m) for m in messages]], sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    user_texts = [text for role, texts in messages if role == "user" for text in texts]
+    subject, source = "the request", (user_texts[-1] if user_texts else "")
+    for text in reversed(user_texts):
+        package = _package_in(text)
+        if package is not None:
+            subject, source = " ".join(package["title"].split()), package.get("briefing", "")
+            break
+    words = source.split()
+    excerpt = " ".join(words[:SUMMARY_WORDS]) + (" ..." if len(words) > SUMMARY_WORDS else "")
+    return f"Summary of {subject}: {excerpt} [{digest}]"
+
+
+def _package_in(text: str) -> dict[str, Any] | None:
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("title"), str):
+            if not isinstance(value.get("briefing", ""), str):
+                continue
+            return value
+    return None
+
+
+def _parse_body(body: bytes) -> Mapping[str, Any] | None:
+    try:
+        value = json.loads(body or b"{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _system_texts(value: object) -> list[str]:
+    return [] if value is None else _block_texts(value, "system")
+
+
+def _block_texts(blocks: object, where: str) -> list[str]:
+    """The text of each text block; blocks of other kinds are accepted and ignored."""
+    if not isinstance(blocks, list) or not blocks:
+        raise _Invalid(f"{where} must be a non-empty list of content blocks.")
+    texts = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            raise _Invalid(f"{where} must be a non-empty list of content blocks.")
+        text = block.get("text")
+        if text is not None:
+            if not isinstance(text, str) or not text.strip():
+                raise _Invalid("A text content block must not be blank.")
+            texts.append(text)
+    return texts
+
+
+def _message_texts(value: object) -> list[tuple[str, list[str]]]:
+    if not isinstance(value, list) or not value:
+        raise _Invalid("A conversation must start with a user message.")
+    messages: list[tuple[str, list[str]]] = []
+    for index, message in enumerate(value):
+        if not isinstance(message, dict) or message.get("role") not in {"user", "assistant"}:
+            raise _Invalid("Each message needs the role user or assistant.")
+        expected = "user" if index % 2 == 0 else "assistant"
+        if message["role"] != expected:
+            if index == 0:
+                raise _Invalid("A conversation must start with a user message.")
+            raise _Invalid("A conversation must alternate between user and assistant roles.")
+        messages.append((message["role"], _block_texts(message.get("content"), "content")))
+    return messages
+
+
+def _inference_config(value: object) -> tuple[int | None, float | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, dict):
+        raise _Invalid("inferenceConfig must be an object.")
+    max_tokens, temperature = value.get("maxTokens"), value.get("temperature")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise _Invalid("maxTokens must be a positive integer.")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 1
+    ):
+        raise _Invalid("temperature must be within [0, 1].")
+    return max_tokens, temperature
+
+
+def _check_metadata(value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict) or not 1 <= len(value) <= _MAX_METADATA_ENTRIES:
+        raise _Invalid("requestMetadata must have between 1 and 16 entries.")
+    for key, item in value.items():
+        if not isinstance(item, str) or not _METADATA_KEY.fullmatch(key):
+            raise _Invalid("requestMetadata has a key or value that is not allowed.")
+        if not _METADATA_VALUE.fullmatch(item):
+            raise _Invalid("requestMetadata has a key or value that is not allowed.")
+
+
+def _handler(emulator: BedrockEmulator) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as botocore's pool expects; every answer has a Content-Length.
+        protocol_version = "HTTP/1.1"
+        # Headers and body leave in two writes; with Nagle on, a keep-alive client's
+        # delayed ACK would hold the body back 40 ms.
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # quiet: tests run many requests
+
+        def _send(self, reply: Reply) -> None:
+            data = json.dumps(reply.payload).encode()
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _unknown(self) -> Reply:
+            return Reply(
+                status=404,
+                payload={"message": "Unknown operation."},
+                headers={"x-amzn-ErrorType": "UnknownOperationException"},
+            )
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > _MAX_BODY:
+                self.close_connection = True  # the body stays unread
+                self._send(Reply.error(ConverseError.VALIDATION, "The request is too large."))
+                return
+            body = self.rfile.read(length)
+            path = urllib.parse.urlsplit(self.path).path
+            match = _CONVERSE_PATH.fullmatch(path)
+            if match is None:
+                self._send(self._unknown())
+                return
+            model_id = urllib.parse.unquote(match["model"])
+            self._send(emulator.converse(model_id, body))
+
+        def do_GET(self) -> None:
+            if urllib.parse.urlsplit(self.path).path.rstrip("/") == CALLS_PATH:
+                self._send(Reply(status=200, payload=emulator.calls()))
+                return
+            self._send(self._unknown())
+
+    return Handler
+
+
+@dataclass
+class RunningEmulator:
+    """The emulator serving on loopback in a background thread."""
+
+    url: str
+    emulator: BedrockEmulator
+    _server: ThreadingHTTPServer = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    @property
+    def calls_url(self) -> str:
+        """``GET`` it for ``{delivery_id: count}``."""
+        return self.url + CALLS_PATH
+
+    def calls(self) -> dict[str, int]:
+        """``Converse`` calls so far per delivery id (failed calls included)."""
+        return self.emulator.calls()
+
+    def stop(self) -> None:
+        """Stop serving and join the thread (idempotent)."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(_STOP_DEADLINE_SECONDS)
+        if self._thread.is_alive():
+            raise RuntimeError("Bedrock emulator did not stop in time")
+
+    def __enter__(self) -> RunningEmulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_in_thread(
+    *, host: str = "127.0.0.1", port: int = 0, emulator: BedrockEmulator | None = None
+) -> RunningEmulator:
+    """Serve ``emulator`` (a default one if None) on ``host:port`` (0: a free port).
+
+    Returns once the socket listens; ``url`` is the ``endpoint_url`` for boto3.
+    """
+    emulator = emulator or BedrockEmulator()
+    server = _server(host, port, emulator)
+    serve = functools.partial(server.serve_forever, poll_interval=_POLL_SECONDS)
+    thread = threading.Thread(target=serve, name="bedrock-emulator", daemon=True)
+    thread.start()
+    return RunningEmulator(
+        url=_url(host, server), emulator=emulator, _server=server, _thread=thread
+    )
+
+
+def _server(host: str, port: int, emulator: BedrockEmulator) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), _handler(emulator))
+    server.daemon_threads = True  # a call sleeping out its latency must not hold exit
+    return server
+
+
+def _url(host: str, server: ThreadingHTTPServer) -> str:
+    url_host = f"[{host}]" if ":" in host else host
+    return f"http://{url_host}:{server.server_address[1]}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="python -m local.bedrock_emulator", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8767)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per call")
+    parser.add_argument("--failure-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--failure-error",
+        choices=[error.value for error in ConverseError],
+        default=ConverseError.THROTTLING.value,
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--model", action="append", default=[], help="a model id that exists (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    if args.latency < 0 or not 0.0 <= args.failure_rate <= 1.0:
+        parser.error("--latency must be >= 0 and --failure-rate within [0, 1]")
+    emulator = BedrockEmulator(
+        model_ids=KNOWN_MODEL_IDS | set(args.model),
+        latency_seconds=args.latency,
+        failure_rate=args.failure_rate,
+        failure_error=ConverseError(args.failure_error),
+        seed=args.seed,
+    )
+    server = _server(args.host, args.port, emulator)
+    print(f"bedrock emulator on {_url(args.host, server)}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""The invariants a run must keep, checked from what it left behind.
+
+The table, the queues, the notification target's effect counter and the answers the
+load heard: every genuine delivery acknowledged, stored with its own body, finished
+as its package says and its effect applied exactly once; every conflicting body
+quarantined and never processed; nothing forged or replayed stored; no work left;
+every kill survived. ``docs/reliability.md`` explains each check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from functions.core import table_layout
+from local.chaos.config import RESTART_DEADLINE_SECONDS, ChaosConfig
+from local.chaos.load import LoadRecord
+from local.chaos.plan import LoadPlan
+from local.chaos.report import KillCount
+from local.stack import ROLES, LocalStack
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """The violations, and what was counted while looking for them."""
+
+    violations: list[str]
+    kills: dict[str, KillCount]  # by role
+    outcomes: dict[str, int]  # inbox states of the genuine deliveries
+    items_by_worker_attempts: dict[str, int]
+    effects_applied: int
+    lost: int
+    duplicated: int
+    quarantined: int
+    stored_forged_or_replayed: int
+    queues: dict[str, int]
+
+
+def check(stack: LocalStack, config: ChaosConfig, plan: LoadPlan, load: LoadRecord) -> Findings:
+    """Every invariant, from the table, the queues, the effect counter and the answers."""
+    checks = _Checks(stack, plan, load)
+    checks.genuine()
+    checks.shared_packages()
+    checks.conflicts()
+    checks.rejected()
+    checks.queues()
+    kills = checks.kills(config.kills)
+    return checks.findings(kills)
+
+
+def sha256_hex(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _scan(stack: LocalStack) -> list[dict[str, Any]]:
+    dynamodb = stack.client("dynamodb")
+    items: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=stack.state.resources.table_name, ConsistentRead=True
+    ):
+        items.extend(page["Items"])
+    return items
+
+
+class _Checks:
+    """What the run left behind, read once, and the invariants checked against it."""
+
+    def __init__(self, stack: LocalStack, plan: LoadPlan, load: LoadRecord) -> None:
+        assert stack.mcp is not None and stack.sink is not None
+        self.stack, self.plan, self.load = stack, plan, load
+        self.violations: list[str] = []
+        items = _scan(stack)
+        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == table_layout.SK_INBOX}
+        self.stored_ids = {i["pk"]["S"] for i in items}
+        self.quarantine = {
+            (i["pk"]["S"], i["received_sha256"]["S"]): i
+            for i in items
+            if i["sk"]["S"].startswith(table_layout.SK_QUARANTINE_PREFIX)
+        }
+        self.effects = stack.effects()
+        self.notified = stack.sink.sink.body
+        self.requested = stack.mcp.controls.packages_requested()
+        self.depths = stack.queue_depths()
+        self.states: Counter[str] = Counter()
+        self.claims: Counter[int] = Counter()  # items by the worker attempts they took
+        self.lost = 0
+        self.quarantined = 0
+        self.stored_rejected = 0
+
+    def _applied(self, delivery_id: str) -> int:
+        return self.effects.get(f"{delivery_id}:notify", 0)
+
+    def genuine(self) -> None:
+        """Acknowledged, stored with its own body, finished as its package says, and its
+        effect applied exactly once (never for a package that does not exist)."""
+        for result in self.load.genuine:
+            delivery_id = result.delivery_id
+            item = self.inbox.get(delivery_id)
+            if not result.acknowledged:
+                self.violations.append(f"{delivery_id}: never acknowledged ({result.final_answer})")
+            if item is None:
+                if result.acknowledged:
+                    self.lost += 1
+                    self.violations.append(f"{delivery_id}: acknowledged, no inbox item (lost)")
+                continue
+            state = item["state"]["S"]
+            self.states[state] += 1
+            self.claims[int(item["attempts"]["N"])] += 1
+            expected = "failed" if delivery_id in self.plan.missing_ids else "completed"
+            if state != expected:
+                error = item.get("last_error", {}).get("S", "")
+                self.violations.append(f"{delivery_id}: {state}, expected {expected} ({error})")
+            applied = self._applied(delivery_id)
+            if applied != (1 if expected == "completed" else 0):
+                self.violations.append(f"{delivery_id}: effect applied {applied} times ({state})")
+            if item["body_sha256"]["S"] != sha256_hex(result.delivery.body):
+                self.violations.append(f"{delivery_id}: stored body digest is not the delivery's")
+        genuine_ids = {r.delivery_id for r in self.load.genuine}
+        for key in self.effects:
+            if key.removesuffix(":notify") not in genuine_ids:
+                self.violations.append(f"an effect for an unknown delivery: {key}")
+
+    def shared_packages(self) -> None:
+        """Several deliveries of one package: each processed on its own."""
+        for package_id, ids in self.plan.shared_packages.items():
+            done = sum(self._applied(i) == 1 for i in ids)
+            if done != len(ids):
+                self.violations.append(f"{package_id}: {done} of {len(ids)} deliveries processed")
+
+    def conflicts(self) -> None:
+        """409, a quarantine record naming both digests, the original processed with its
+        own package, and the conflicting body's package never fetched."""
+        sent = dict(self.load.conflicting)
+        for original, other in self.plan.conflicts:
+            delivery_id = original.delivery_id
+            answer = sent.get(delivery_id)
+            if answer is None:
+                self.violations.append(f"{delivery_id}: conflicting body never sent")
+            elif answer.answer != "409":
+                self.violations.append(f"{delivery_id}: conflicting body answered {answer.answer}")
+            record = self.quarantine.get((delivery_id, sha256_hex(other.body)))
+            if record is None:
+                self.violations.append(f"{delivery_id}: conflicting body not quarantined")
+            else:
+                self.quarantined += 1
+                if record["stored_sha256"]["S"] != sha256_hex(original.body):
+                    self.violations.append(f"{delivery_id}: quarantine names another original")
+            if self.requested.get(str(other.package_id), 0):
+                self.violations.append(f"{delivery_id}: the conflicting body's package fetched")
+            notified = self.notified(f"{delivery_id}:notify") or {}
+            if notified.get("package_id") != original.package_id:
+                self.violations.append(f"{delivery_id}: notified without the original package")
+
+    def rejected(self) -> None:
+        """Forged and stale-replayed requests: 401, and nothing stored under their ids."""
+        for kind, deliveries, answers in (
+            ("forged", self.plan.forged, self.load.forged),
+            ("replayed", self.plan.replayed, self.load.replayed),
+        ):
+            for answer in answers:
+                if answer.answer != "401":
+                    self.violations.append(f"a {kind} request answered {answer.answer}")
+            for delivery in deliveries:
+                if delivery.delivery_id in self.stored_ids:
+                    self.stored_rejected += 1
+                    self.violations.append(f"{delivery.delivery_id}: {kind} request stored")
+
+    def queues(self) -> None:
+        """No work left. The relay failure queue holds metadata of stream batches given
+        up on; their items must have been recovered by the reconciler, which
+        :meth:`genuine` establishes (every item completed or failed as expected)."""
+        for queue in ("work", "dead_letter"):
+            if self.depths[queue]:
+                self.violations.append(f"{self.depths[queue]} messages left in the {queue} queue")
+
+    def kills(self, planned: int) -> dict[str, KillCount]:
+        """Every kill survived: the supervisor restarted the process and it serves."""
+        restarts = self.stack.restarts
+        sent = self.load.kills
+        for role in ROLES:
+            if sent[role] != planned:
+                self.violations.append(f"{role}: {sent[role]} of {planned} kills sent")
+            if restarts[role] < sent[role]:
+                self.violations.append(f"{role}: {restarts[role]} restarts, {sent[role]} kills")
+        try:
+            self.stack.wait_ready(RESTART_DEADLINE_SECONDS)
+        except (TimeoutError, RuntimeError) as exc:
+            self.violations.append(f"the stack does not serve at the end: {exc}")
+        return {role: KillCount(sent[role], min(sent[role], restarts[role])) for role in ROLES}
+
+    def findings(self, kills: dict[str, KillCount]) -> Findings:
+        return Findings(
+            violations=self.violations,
+            kills=kills,
+            outcomes=dict(sorted(self.states.items())),
+            items_by_worker_attempts={str(k): v for k, v in sorted(self.claims.items())},
+            effects_applied=sum(self.effects.values()),
+            lost=self.lost,
+            duplicated=sum(count - 1 for count in self.effects.values() if count > 1),
+            quarantined=self.quarantined,
+            stored_forged_or_replayed=self.stored_rejected,
+            queues=self.depths,
+        )

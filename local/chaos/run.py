@@ -1,0 +1,166 @@
+"""One fault-injection run: start the stack, send the load with faults, check, report.
+
+Also what the run observes beside the table: the worker's log (it outlives the
+kills) and the demo MCP server's errors on requests a client abandoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from local.chaos.config import ChaosConfig
+from local.chaos.invariants import check
+from local.chaos.load import send_load
+from local.chaos.plan import plan_load
+from local.chaos.report import (
+    AnswerCounts,
+    AttemptCounts,
+    ChaosReport,
+    DeliveryCounts,
+    Durations,
+    FaultCounts,
+)
+from local.event_sources import INJECTED_RELAY_FAILURE
+from local.stack import LocalStack
+from local.stack_options import StackOptions
+
+
+def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = None) -> ChaosReport:
+    """Run the load with faults, then check the invariants. Never raises on a violation."""
+    say = progress or (lambda _message: None)
+    options = StackOptions(
+        seed=config.seed,
+        mcp_failure_rate=config.mcp_failure_rate,
+        aws_fault_rate=config.aws_fault_rate,
+        relay_failure_rate=config.relay_failure_rate,
+        max_attempts=config.max_attempts,
+    )
+    started = time.monotonic()
+    abandoned = _AbandonedMcpRequests()
+    with abandoned, LocalStack(options) as stack:
+        assert stack.mcp is not None and stack.emulator is not None
+        # Slower than the worker's MCP client waits: it gives up and retries later.
+        stack.mcp.set_slow_rate(
+            config.mcp_slow_rate, delay_ms=options.mcp_timeout_seconds * 1000 + 500
+        )
+        rng = random.Random(config.seed)  # noqa: S311 (a reproducible simulation)
+        plan = plan_load(config, mcp_url=stack.state.mcp_url, rng=rng)
+        say(
+            f"stack up in {time.monotonic() - started:.1f} s; sending {len(plan.genuine)} "
+            f"deliveries with {config.kills} kills of each process"
+        )
+        load_started = time.monotonic()
+        load = asyncio.run(send_load(stack, config, plan, rng))
+        load_seconds = time.monotonic() - load_started
+        faults = _faults(stack)  # before turning them off: what the run really injected
+        stack.emulator.faults.set_rate(0.0)
+        stack.mcp.set_failure_rate(0.0)
+        stack.mcp.set_slow_rate(0.0, delay_ms=0)
+        say(f"load sent in {load_seconds:.1f} s; faults off, waiting until quiet")
+        quiet_started = time.monotonic()
+        acknowledged = sum(1 for r in load.genuine if r.acknowledged)
+        quiet = stack.quiet(config.deadline_seconds, expected=acknowledged)
+        quiet_seconds = time.monotonic() - quiet_started
+        # Relay failures are a child process's argument: they stay on, and only delay.
+        worker_log = _WorkerLog.read(stack)
+        findings = check(stack, config, plan, load)
+        not_quiet = (
+            [] if quiet else [f"not quiet within the deadline of {config.deadline_seconds:g} s"]
+        )
+        return ChaosReport(
+            config=config,
+            deliveries=DeliveryCounts.of(plan, load),
+            attempts=AttemptCounts.of(load),
+            answers=AnswerCounts.of(load),
+            kills=findings.kills,
+            faults=FaultCounts(**faults, relay_failure=worker_log.relay_failures),
+            outcomes=findings.outcomes,
+            items_by_worker_attempts=findings.items_by_worker_attempts,
+            max_attempts=config.max_attempts,
+            effects_applied=findings.effects_applied,
+            lost=findings.lost,
+            duplicated=findings.duplicated,
+            quarantined=findings.quarantined,
+            stored_forged_or_replayed=findings.stored_forged_or_replayed,
+            queues=findings.queues,
+            relay_failure_queue_messages=findings.queues["relay_failure"],
+            worker_attempts=worker_log.outcomes,
+            mcp_server_errors_on_abandoned_requests=abandoned.count,
+            seconds=Durations(
+                load=round(load_seconds, 1),
+                until_quiet=round(quiet_seconds, 1),
+                total=round(time.monotonic() - started, 1),
+            ),
+            violations=not_quiet + findings.violations,
+        )
+
+
+class _AbandonedMcpRequests(logging.Filter):
+    """Counts, instead of printing, what the demo MCP server logs when a client goes away
+    mid-request (a killed worker, a timed-out slow fetch): the SDK and uvicorn log each
+    with a traceback, which would bury the run's table."""
+
+    _LOGGERS = ("uvicorn.error", "mcp.server.streamable_http")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            self.count += 1
+            return False
+        return True
+
+    def __enter__(self) -> _AbandonedMcpRequests:
+        for name in self._LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+
+def _faults(stack: LocalStack) -> dict[str, int]:
+    assert stack.mcp is not None
+    aws = stack.aws_faults
+    return {
+        "dynamodb_throttling": aws.get("throttling", 0),
+        "dynamodb_internal_error": aws.get("internal_error", 0),
+        "mcp_unavailable": stack.mcp.controls.failures_injected,
+        "mcp_slow": stack.mcp.controls.slow_injected,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _WorkerLog:
+    """What the worker process logged over the run (its log survives the kills)."""
+
+    relay_failures: int  # injected ones
+    outcomes: dict[str, int]  # worker attempts by result, a retry by its error code
+
+    @classmethod
+    def read(cls, stack: LocalStack) -> _WorkerLog:
+        marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
+        relay_failures = 0
+        outcomes: Counter[str] = Counter()
+        with (stack.run_dir / "worker.log").open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if marker in line:
+                    relay_failures += 1
+                elif line.startswith("{") and '"work item processed"' in line:
+                    with contextlib.suppress(ValueError):
+                        record = json.loads(line)
+                        result = str(record.get("result"))
+                        code = record.get("error_code")
+                        outcomes[f"{result} ({code})" if code else result] += 1
+        return cls(relay_failures, dict(sorted(outcomes.items())))

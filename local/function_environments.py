@@ -1,0 +1,95 @@
+"""The environment of each child process: its functions' own, plus the emulator's.
+
+The functions' part comes from :mod:`infra.environments`, as the CDK stack's does; the
+rest points boto3 at the emulator and sets what Lambda and Powertools would.
+"""
+
+from __future__ import annotations
+
+import os
+
+from functions.core import env_keys, metric_names, setting_defaults
+from infra.environments import (
+    receiver_environment,
+    reconciler_environment,
+    relay_environment,
+    worker_environment,
+)
+from local.stack_options import StackOptions
+from local.state import LocalState
+
+# What a child keeps of the supervisor's own environment.
+_INHERITED = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH"})
+
+
+def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if k in _INHERITED}
+    environment.update(state.client_environment())
+    environment.update(
+        {
+            env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+            env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+            env_keys.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return environment
+
+
+def front_door_environment(state: LocalState, options: StackOptions) -> dict[str, str]:
+    """The receiver's, behind the front door."""
+    resources = state.resources
+    return {
+        **_base_environment(state, options),
+        **receiver_environment(
+            table_name=resources.table_name,
+            signing_secrets_arn=resources.signing_secrets_arn,
+            inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
+            secrets_max_age_seconds=options.secrets_max_age_seconds,
+        ),
+    }
+
+
+def worker_side_environment(
+    state: LocalState, options: StackOptions, *, notify_url: str
+) -> dict[str, str]:
+    """The relay's, the worker's and the reconciler's in one: they share a process.
+
+    Raises:
+        ValueError: two of them would be told different values for one key.
+    """
+    resources = state.resources
+    parts = [
+        worker_environment(
+            table_name=resources.table_name,
+            work_queue_url=resources.work_queue_url,
+            dead_letter_queue_url=resources.dead_letter_queue_url,
+            mcp_token_secret_arn=resources.mcp_token_secret_arn,
+            mcp_allowed_hosts=["127.0.0.1"],
+            workflow=setting_defaults.DEFAULT_WORKFLOW,
+            archive_bucket=resources.archive_bucket,
+            max_attempts=options.max_attempts,
+            lease_seconds=options.lease_seconds,
+            notify_url=notify_url,
+            mcp_timeout_seconds=options.mcp_timeout_seconds,
+            secrets_max_age_seconds=options.secrets_max_age_seconds,
+            retry_base_seconds=options.retry_base_seconds,
+        ),
+        relay_environment(work_queue_url=resources.work_queue_url),
+        reconciler_environment(
+            table_name=resources.table_name,
+            work_queue_url=resources.work_queue_url,
+            lease_seconds=options.lease_seconds,
+            pending_age_seconds=60,
+            effect_age_seconds=max(60, options.lease_seconds + 1),
+        ),
+    ]
+    merged: dict[str, str] = {}
+    for part in parts:
+        for key, value in part.items():
+            if merged.get(key, value) != value:
+                raise ValueError(f"functions disagree on {key}")
+            merged[key] = value
+    # Local only: the demo MCP server is plain HTTP on loopback.
+    merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+    return {**_base_environment(state, options), **merged}

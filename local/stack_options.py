@@ -1,0 +1,42 @@
+"""How to run the local stack: ports, secrets, faults, and timings compressed against the
+deployed stack's (``docs/local.md`` lists how)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from functions.core import setting_defaults
+
+
+@dataclass(frozen=True, slots=True)
+class StackOptions:
+    """How to run the local stack. Timings are compressed against the deployed stack's."""
+
+    port: int = 0  # the front door's; 0 picks a free one
+    signing_secrets: tuple[str, ...] = ()  # empty: generate one
+    mcp_token: str | None = None  # None: generate one
+    mcp_latency_ms: int = 0
+    mcp_failure_rate: float = 0.0
+    seed: int = 0
+    state_file: str | None = None
+    aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
+    relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
+    worker_concurrency: int = 2
+    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    mcp_timeout_seconds: int = 2
+    lease_seconds: int = 6  # deployed: 900
+    visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
+    retry_base_seconds: int = 1  # deployed: 15
+    reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    log_level: str = "INFO"
+    receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
+    receiver_clock_frozen: bool = False  # ... at their exact boundaries
+    run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds < self.visibility_timeout_seconds:
+            raise ValueError("the lease must be shorter than the visibility timeout")
+        for rate in (self.mcp_failure_rate, self.aws_fault_rate, self.relay_failure_rate):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError("rates are fractions between 0 and 1")

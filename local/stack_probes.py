@@ -1,0 +1,72 @@
+"""What the local stack holds right now, read from the emulator: for checks, not traffic."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+
+from functions.core import table_layout
+from local.state import LocalState
+
+_DEPTH_ATTRIBUTES = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+)
+
+
+def queue_depths(state: LocalState) -> dict[str, int]:
+    """Messages in each queue (visible + in flight + delayed)."""
+    sqs = state.aws_client("sqs")
+    resources = state.resources
+    depths = {}
+    for name, url in (
+        ("work", resources.work_queue_url),
+        ("dead_letter", resources.dead_letter_queue_url),
+        ("relay_failure", resources.relay_failure_queue_url),
+    ):
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        depths[name] = sum(int(attributes.get(key, 0)) for key in _DEPTH_ATTRIBUTES)
+    return depths
+
+
+def inbox_states(state: LocalState) -> dict[str, str]:
+    """Every inbox item's state, by delivery id (a scan)."""
+    dynamodb = state.aws_client("dynamodb")
+    states: dict[str, str] = {}
+    paginator = dynamodb.get_paginator("scan")
+    for page in paginator.paginate(
+        TableName=state.resources.table_name,
+        FilterExpression="sk = :inbox",
+        ExpressionAttributeValues={":inbox": {"S": table_layout.SK_INBOX}},
+        ProjectionExpression="pk, #s",
+        ExpressionAttributeNames={"#s": "state"},
+    ):
+        for item in page["Items"]:
+            if "state" in item:
+                states[item["pk"]["S"]] = item["state"]["S"]
+    return states
+
+
+def wait_quiet(
+    state: LocalState, timeout: float, *, expected: int = 0, poll_seconds: float = 1.0
+) -> bool:
+    """Wait until no work is left: the work queue empty, no item pending or processing,
+    and at least ``expected`` items finished (completed or failed).
+
+    The table is scanned only once the work queue is empty, and at most once per
+    ``poll_seconds``: a scan holds the emulator's lock for as long as it reads every
+    item, and back-to-back scans would starve the workers on a big table.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # the emulator busy or a fault: ask again
+            if queue_depths(state)["work"] == 0:
+                states = Counter(inbox_states(state).values())
+                finished = states["completed"] + states["failed"]
+                busy = states["pending"] + states["processing"]
+                if not busy and finished >= expected and queue_depths(state)["work"] == 0:
+                    return True
+        time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
+    return False

@@ -1,0 +1,1 @@
+"""Operate a receiver stack, deployed (``--stack``) or local (``--local``), and the CLI."""

@@ -1,0 +1,1 @@
+"""One module per operator subcommand of ``relaylink-receiver`` (see :mod:`ops.cli`)."""

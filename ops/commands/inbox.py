@@ -1,0 +1,80 @@
+"""``relaylink-receiver inbox show|list``: what the inbox holds (never a body)."""
+
+# ruff: noqa: PLC0415 (boto3 and the adapters are imported inside the handlers)
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ops.commands.output import iso, print_json
+from ops.commands.target_options import add_target_arguments, open_target, operator_call
+
+STATES = ("pending", "processing", "completed", "failed", "ignored")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inbox",
+        help="show one delivery's inbox item or list them",
+        description="Inspect the inbox: state, attempts, digest, times, last error. Never a body.",
+    )
+    actions = parser.add_subparsers(dest="inbox_action", metavar="ACTION", required=True)
+
+    show = actions.add_parser("show", help="one delivery's inbox item (exit 1 if unknown)")
+    show.add_argument("delivery_id", metavar="DELIVERY_ID")
+    show.add_argument("--json", action="store_true", help="one JSON object")
+    add_target_arguments(show)
+    show.set_defaults(handler=run_show)
+
+    listing = actions.add_parser(
+        "list", help="inbox items, oldest received first (by state: the by_state index)"
+    )
+    listing.add_argument("--state", choices=STATES, help="only items in this state")
+    listing.add_argument("--limit", type=int, metavar="N", help="at most N items")
+    listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')
+    add_target_arguments(listing)
+    listing.set_defaults(handler=run_list)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from ops import inbox
+
+    target = open_target(args)
+    item = operator_call(inbox.show_inbox, target, args.delivery_id)
+    if item is None:
+        print(f"inbox show: no delivery {args.delivery_id}", file=sys.stderr)
+        return 1
+    view = inbox.inbox_view(item)
+    if args.json:
+        print_json(view)
+        return 0
+    width = max(len(k) for k in view)
+    for name, value in view.items():
+        shown = iso(value) if name.endswith(("_at", "_until")) else value
+        print(f"{name:<{width}}  {'-' if shown is None else shown}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from functions.core.models import State
+    from local.commands import CommandError
+    from ops import inbox
+
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("--limit must be at least 1")
+    target = open_target(args)
+    state = State(args.state) if args.state else None
+    items = operator_call(inbox.list_inbox, target, state=state, limit=args.limit)
+    if args.json:
+        print_json({"count": len(items), "items": [inbox.inbox_view(i) for i in items]})
+        return 0
+    print(f"{'received_at':<20}  {'state':<10}  {'attempts':>8}  {'delivery_id':<36}  last_error")
+    for item in items:
+        print(
+            f"{iso(item.received_at):<20}  {item.state.value:<10}  {item.attempts:>8}"
+            f"  {item.delivery_id:<36}  {item.last_error or '-'}"
+        )
+    print(f"{len(items)} item(s)")
+    return 0

@@ -1,0 +1,18 @@
+"""How the operator commands print: JSON documents, and times as ISO 8601 in UTC."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+
+def print_json(document: Any) -> None:
+    print(json.dumps(document, indent=2, sort_keys=True))
+
+
+def iso(epoch: int | None) -> str | None:
+    """Epoch seconds as ``2026-12-02T15:04:05Z`` (None stays None)."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,77 @@
+"""What every operator command shares: the options that name its target, and its errors.
+
+``--stack`` (a deployed stack) or ``--local`` (a local one), ``--region``; kept
+import-light so that ``--help`` stays quick.
+"""
+
+# ruff: noqa: PLC0415 (boto3 and the adapters are imported inside the handlers)
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ops.target import Target
+
+STACK_ENV = "RELAYLINK_STACK"
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--stack NAME`` (a deployed stack) or ``--local STATE_FILE`` (a local one)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stack",
+        metavar="NAME",
+        help=f"deployed stack whose outputs name the resources (default: ${STACK_ENV});"
+        " AWS credentials from the default chain",
+    )
+    where.add_argument(
+        "--local",
+        metavar="STATE_FILE",
+        help="a local stack's state file (relaylink-receiver local)",
+    )
+    parser.add_argument("--region", help="AWS region of --stack (default: the SDK's)")
+
+
+def open_target(args: argparse.Namespace) -> Target:
+    """The :class:`~ops.target.Target` the options name; user errors raise CommandError."""
+    from local.commands import CommandError
+    from ops.target import OperatorError, Target
+
+    if args.local:
+        from local.state import LocalState
+
+        try:
+            return Target.from_local(LocalState.read(args.local))
+        except FileNotFoundError:
+            raise CommandError(f"no state file {args.local}: is the local stack running?") from None
+        except (OSError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+    stack = args.stack or os.environ.get(STACK_ENV)
+    if not stack:
+        raise CommandError(f"say where: --stack NAME (or ${STACK_ENV}) or --local STATE_FILE")
+    try:
+        return Target.from_stack(stack, region=args.region)
+    except OperatorError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call an operator function; its OperatorError becomes a one-line CommandError."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from functions.core.errors import StorageUnavailable
+    from local.commands import CommandError
+    from ops.target import OperatorError, describe_aws_error
+
+    try:
+        return fn(*args, **kwargs)
+    except OperatorError as exc:
+        raise CommandError(str(exc)) from None
+    except StorageUnavailable:
+        raise CommandError("AWS is throttling or unavailable; try again") from None
+    except (ClientError, BotoCoreError) as exc:
+        # The adapters let through what is not weather: a missing table, no credentials.
+        raise CommandError(describe_aws_error(exc)) from None

@@ -1,0 +1,222 @@
+"""Requeue and redrive: give failed work another run, on a deployed stack or a local one.
+
+Plain functions over boto3 clients and resource names (a :class:`Target`); they
+return typed values that the command modules print. Every table access goes
+through the functions' own adapters and item codec
+(:mod:`functions.core.adapters.dynamodb_items`), so the operator reads and writes
+exactly the layout the Lambdas do. Nothing here reads or prints a body: the table
+holds none (only its SHA-256).
+
+Redrive and requeue turn a ``failed`` inbox item back into ``pending`` with one
+conditional update (``failed`` -> ``pending``, ``attempts`` reset to 0 so the worker
+has its full budget again) *before* the work item is sent, so a worker can claim it
+when the message arrives. ``last_error`` is kept: it still says why the delivery
+failed until the next attempt records its own outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.errors import StorageUnavailable
+from functions.core.models import State, WorkItem
+from ops.inbox import show_inbox
+from ops.target import OperatorError, Target, describe_aws_error
+
+# Each received dead letter stays hidden this long while it is handled.
+_REDRIVE_VISIBILITY_SECONDS: Final = 60
+_SQS_BATCH: Final = 10
+
+
+def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
+    """``failed`` -> ``pending`` with attempts 0; False if the item is not failed (any more)."""
+    try:
+        applied = transitions.apply(
+            target.dynamodb, target.table_name, transitions.RESET_FAILED, delivery_id, now=now
+        )
+    except (StorageUnavailable, ClientError) as exc:
+        # StorageUnavailable stands for the SDK error it was raised from: describe that.
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        raise OperatorError(f"DynamoDB: {describe_aws_error(cause)}") from None
+    return applied.moved
+
+
+def _send_work(target: Target, work: WorkItem) -> None:
+    queue = SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url)
+    try:
+        queue.send(work)
+    except Exception as exc:  # noqa: BLE001 (StorageUnavailable: say what is left to do)
+        raise OperatorError(
+            f"{work.delivery_id} is pending but its work item could not be sent ({exc});"
+            " run the command again, or the reconciler re-enqueues it within 30 minutes"
+        ) from None
+
+
+class RequeueOutcome(StrEnum):
+    REQUEUED = "requeued"  # was failed: reset to pending, work item sent
+    RESENT = "resent"  # was already pending (e.g. an interrupted requeue): work item sent
+    UNKNOWN = "unknown"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueResult:
+    delivery_id: str
+    outcome: RequeueOutcome
+    state: str | None  # the state before the command
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delivery_id": self.delivery_id,
+            "outcome": self.outcome.value,
+            "previous_state": self.state,
+            "reason": self.reason,
+        }
+
+
+_REFUSALS: Final = {
+    State.COMPLETED: "it is completed: its work is done and is never run twice",
+    State.PROCESSING: "a worker is processing it now",
+    State.IGNORED: "its event needs no processing",
+}
+
+
+def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
+    """Give a failed delivery a new work item (a pending one gets its work item again)."""
+    item = show_inbox(target, delivery_id)
+    if item is None:
+        return RequeueResult(delivery_id, RequeueOutcome.UNKNOWN, None, "no such delivery")
+    previous = item.state.value
+    work = item.work_item()
+    if item.state in _REFUSALS or work is None:
+        reason = _REFUSALS.get(item.state, "it has no work item (no package)")
+        return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
+    outcome = RequeueOutcome.RESENT
+    if item.state is State.FAILED:
+        if not reset_failed(target, delivery_id, now=now):
+            return RequeueResult(
+                delivery_id, RequeueOutcome.REFUSED, previous, "it changed meanwhile; look again"
+            )
+        outcome = RequeueOutcome.REQUEUED
+    # Sending again to a pending delivery is harmless: the claim lets one worker run it.
+    _send_work(target, work)
+    return RequeueResult(delivery_id, outcome, previous)
+
+
+class RedriveOutcome(StrEnum):
+    MOVED = "moved"  # back on the work queue (reset from failed, or already pending)
+    IN_PROGRESS = "in_progress"  # a worker holds it now: the dead letter is dropped
+    ALREADY_DONE = "already_done"  # completed or ignored meanwhile: dropped
+    MISSING = "missing"  # no inbox item (expired): nothing can process it; dropped
+    MALFORMED = "malformed"  # not a work item: left on the dead-letter queue
+
+
+@dataclass(slots=True)
+class RedriveReport:
+    """What one ``redrive`` run did, per dead letter."""
+
+    outcomes: list[tuple[str | None, RedriveOutcome]] = field(default_factory=list)
+
+    def count(self, outcome: RedriveOutcome) -> int:
+        return sum(1 for _id, o in self.outcomes if o is outcome)
+
+    @property
+    def moved(self) -> int:
+        return self.count(RedriveOutcome.MOVED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "moved": self.moved,
+            "counts": {o.value: self.count(o) for o in RedriveOutcome},
+            "messages": [
+                {"delivery_id": delivery_id, "outcome": outcome.value}
+                for delivery_id, outcome in self.outcomes
+            ],
+        }
+
+
+def redrive(target: Target, *, now: int, max_messages: int | None = None) -> RedriveReport:
+    """Move dead-lettered work back to the work queue.
+
+    Each dead letter is handled in an order that survives an interruption at any
+    point: the inbox item is reset (failed -> pending) first, then the work item is
+    sent, then the dead letter deleted. A re-run finds the item pending and sends it
+    again (harmless: one claim wins), so redrive is idempotent.
+
+    Args:
+        now: epoch seconds, the reset's ``state_changed_at``.
+        max_messages: stop after this many dead letters (None: until the queue is empty).
+    """
+    report = RedriveReport()
+    kept: list[str] = []  # receipt handles of malformed letters, made visible again at the end
+    try:
+        while max_messages is None or len(report.outcomes) < max_messages:
+            want = _SQS_BATCH if max_messages is None else max_messages - len(report.outcomes)
+            messages = _receive(target, min(_SQS_BATCH, want))
+            if not messages:
+                break
+            for message in messages:
+                delivery_id, outcome = _redrive_one(target, message["Body"], now=now)
+                report.outcomes.append((delivery_id, outcome))
+                if outcome is RedriveOutcome.MALFORMED:
+                    kept.append(message["ReceiptHandle"])
+                else:
+                    _sqs(
+                        target.sqs.delete_message,
+                        QueueUrl=target.dead_letter_queue_url,
+                        ReceiptHandle=message["ReceiptHandle"],
+                    )
+    finally:
+        for handle in kept:
+            _sqs(
+                target.sqs.change_message_visibility,
+                QueueUrl=target.dead_letter_queue_url,
+                ReceiptHandle=handle,
+                VisibilityTimeout=0,
+            )
+    return report
+
+
+def _receive(target: Target, count: int) -> list[dict[str, Any]]:
+    response = _sqs(
+        target.sqs.receive_message,
+        QueueUrl=target.dead_letter_queue_url,
+        MaxNumberOfMessages=count,
+        VisibilityTimeout=_REDRIVE_VISIBILITY_SECONDS,
+        WaitTimeSeconds=target.receive_wait_seconds,
+    )
+    return list(response.get("Messages", []))
+
+
+def _sqs(call: Any, **arguments: Any) -> Any:
+    try:
+        return call(**arguments)
+    except (ClientError, BotoCoreError) as exc:
+        raise OperatorError(f"SQS: {describe_aws_error(exc)}") from None
+
+
+def _redrive_one(target: Target, body: str, *, now: int) -> tuple[str | None, RedriveOutcome]:
+    try:
+        work = WorkItem.from_json(body)
+    except ValueError:
+        return None, RedriveOutcome.MALFORMED
+    item = show_inbox(target, work.delivery_id)
+    if item is None:
+        return work.delivery_id, RedriveOutcome.MISSING
+    if item.state is State.FAILED and not reset_failed(target, work.delivery_id, now=now):
+        item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
+        if item is None:
+            return work.delivery_id, RedriveOutcome.MISSING
+    if item.state in (State.FAILED, State.PENDING):
+        _send_work(target, work)
+        return work.delivery_id, RedriveOutcome.MOVED
+    if item.state is State.PROCESSING:
+        return work.delivery_id, RedriveOutcome.IN_PROGRESS
+    return work.delivery_id, RedriveOutcome.ALREADY_DONE

@@ -1,0 +1,119 @@
+"""Where the operator commands act: a deployed stack's or a local stack's resources.
+
+A :class:`Target` holds boto3 clients and the stack's resource names; the operations
+(:mod:`ops.inbox`, :mod:`ops.quarantine`, :mod:`ops.requeue`) take one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core.adapters import dynamodb_items, dynamodb_state_index
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+
+if TYPE_CHECKING:
+    from local.state import LocalState
+
+# Stack outputs the operator needs (infra/stack.py).
+OUTPUT_TABLE: Final = "TableName"
+OUTPUT_WORK_QUEUE: Final = "WorkQueueUrl"
+OUTPUT_DEAD_LETTER_QUEUE: Final = "WorkDeadLetterQueueUrl"
+# Later than any state change: the index query's "changed before" bound for "all".
+_END_OF_TIME: Final = 2**53
+
+
+class OperatorError(Exception):
+    """The target cannot be reached or is not a receiver stack (a one-line message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the operator commands act: clients and the stack's resource names."""
+
+    dynamodb: Any
+    sqs: Any
+    table_name: str
+    work_queue_url: str
+    dead_letter_queue_url: str
+    # SQS long-poll wait of redrive's receives: short polls may miss messages on SQS,
+    # while the local emulator serves one request at a time and must not be held.
+    receive_wait_seconds: int = 1
+
+    @classmethod
+    def from_stack(cls, stack_name: str, *, region: str | None = None) -> Target:
+        """Names from a deployed stack's CloudFormation outputs; default credential chain."""
+        import boto3  # noqa: PLC0415 (keeps the CLI's --help quick)
+
+        session = boto3.session.Session(region_name=region)
+        try:
+            stacks = session.client("cloudformation").describe_stacks(StackName=stack_name)
+        except ClientError as exc:
+            message = exc.response.get("Error", {}).get("Message", "unknown error")
+            raise OperatorError(f"cannot describe stack {stack_name}: {message}") from None
+        except BotoCoreError as exc:
+            raise OperatorError(f"cannot describe stack {stack_name}: {exc}") from None
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks["Stacks"][0].get("Outputs", [])}
+        missing = [
+            k
+            for k in (OUTPUT_TABLE, OUTPUT_WORK_QUEUE, OUTPUT_DEAD_LETTER_QUEUE)
+            if k not in outputs
+        ]
+        if missing:
+            raise OperatorError(
+                f"stack {stack_name} lacks the outputs {', '.join(missing)}"
+                " (not a relaylink-receiver stack, or deployed before they existed)"
+            )
+        return cls(
+            dynamodb=session.client("dynamodb"),
+            sqs=session.client("sqs"),
+            table_name=outputs[OUTPUT_TABLE],
+            work_queue_url=outputs[OUTPUT_WORK_QUEUE],
+            dead_letter_queue_url=outputs[OUTPUT_DEAD_LETTER_QUEUE],
+        )
+
+    @classmethod
+    def from_local(cls, state: LocalState) -> Target:
+        """The local stack's emulator, from its state file."""
+        return cls(
+            dynamodb=state.aws_client("dynamodb"),
+            sqs=state.aws_client("sqs"),
+            table_name=state.resources.table_name,
+            work_queue_url=state.resources.work_queue_url,
+            dead_letter_queue_url=state.resources.dead_letter_queue_url,
+            receive_wait_seconds=0,
+        )
+
+    def claims(self) -> DynamoDbClaims:
+        return DynamoDbClaims(client=self.dynamodb, table_name=self.table_name)
+
+    def state_index(self, label: str) -> Iterator[dynamodb_items.Item]:
+        """Every record the by_state index lists under ``label``, however recent."""
+        return dynamodb_state_index.query_index(
+            self.dynamodb, self.table_name, label=label, changed_before=_END_OF_TIME
+        )
+
+
+def paginate(call: Any, arguments: dict[str, Any]) -> Iterator[dynamodb_items.Item]:
+    """Every item of a DynamoDB scan or query, page after page."""
+    while True:
+        try:
+            response = call(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
+        yield from response.get("Items", [])
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            return
+        arguments["ExclusiveStartKey"] = last
+
+
+def describe_aws_error(exc: Exception) -> str:
+    """One line for an SDK error: its code and message, no request details."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        return f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
+    return str(exc)

@@ -1,0 +1,141 @@
+"""The inbox item's transition table: its invariants, its requests, one row on moto."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from functions.core import table_layout
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_inbox_transitions import IndexMove
+from functions.core.models import InboxItem, State
+from local.testkit import builders
+
+NOW = 1_760_000_000
+DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
+ROWS = transitions.TRANSITIONS
+
+
+def condition_states(row: transitions.Transition) -> set[State]:
+    text = " ".join(part for part, _reason in row.condition)
+    return {State(value) for value in re.findall(r"#state = :(\w+)", text)}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.name)
+def test_row_from_states_are_the_states_its_condition_admits(row: transitions.Transition) -> None:
+    assert condition_states(row) == set(row.from_states)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.name)
+def test_row_that_changes_state_moves_the_item_in_the_index(row: transitions.Transition) -> None:
+    if row.from_states != (row.to_state,):
+        assert row.index is IndexMove.RESHARD
+    if row.index is IndexMove.RESTART_CLOCK:
+        assert row.from_states == (row.to_state,)
+
+
+def test_rows_state_their_condition_reasons() -> None:
+    for row in ROWS:
+        assert row.condition
+        assert all(reason.strip() for _part, reason in row.condition), row.name
+
+
+def test_table_keeps_the_exactly_once_argument() -> None:
+    # Final states: nothing leaves them.
+    assert not any({State.COMPLETED, State.IGNORED} & set(row.from_states) for row in ROWS)
+    # One way into processing, and it checks the lease.
+    (entering,) = [row for row in ROWS if row.to_state is State.PROCESSING]
+    assert entering is transitions.CLAIM
+    # Leaving processing: only the lease owner, or the reconciler once the lease ran out.
+    for row in ROWS:
+        if State.PROCESSING in row.from_states and row is not transitions.CLAIM:
+            parts = {part for part, _reason in row.condition}
+            assert "lease_owner = :owner" in parts or "lease_until <= :now" in parts, row.name
+    # Only the operator's reset leaves failed.
+    assert [row for row in ROWS if State.FAILED in row.from_states] == [transitions.RESET_FAILED]
+
+
+def test_names_are_unique() -> None:
+    assert len({row.name for row in ROWS}) == len(ROWS)
+
+
+def test_update_request_of_a_claim() -> None:
+    request = transitions.update_request(
+        "t", transitions.CLAIM, DELIVERY, now=NOW, owner="w", lease=NOW + 60
+    )
+    assert request["Key"] == dynamodb_items.inbox_key(DELIVERY)
+    assert request["ExpressionAttributeNames"] == {"#state": "state"}
+    assert request["ExpressionAttributeValues"] == {
+        ":lease": {"N": str(NOW + 60)},
+        ":now": {"N": str(NOW)},
+        ":one": {"N": "1"},
+        ":owner": {"S": "w"},
+        ":pending": {"S": "pending"},
+        ":processing": {"S": "processing"},
+        ":shard": {"S": dynamodb_items.state_shard("processing", DELIVERY)},
+        ":zero": {"N": "0"},
+    }
+    update = request["UpdateExpression"]
+    assert f"{table_layout.STATE_INDEX_PARTITION_KEY} = :shard" in update
+    assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
+
+
+def test_update_request_restarting_the_clock_leaves_state_and_shard() -> None:
+    request = transitions.update_request(
+        "t", transitions.TOUCH_PENDING, DELIVERY, now=NOW, seen=NOW - 1
+    )
+    assert request["UpdateExpression"] == f"SET {table_layout.STATE_INDEX_SORT_KEY} = :now"
+
+
+def test_update_request_refuses_a_missing_or_an_unused_value() -> None:
+    with pytest.raises(TypeError, match=":owner"):
+        transitions.update_request("t", transitions.COMPLETE, DELIVERY, now=NOW)
+    with pytest.raises(TypeError, match=":error"):
+        transitions.update_request(
+            "t", transitions.COMPLETE, DELIVERY, now=NOW, owner="w", error="x"
+        )
+
+
+def inbox(**changes: Any) -> InboxItem:
+    return builders.inbox_item(DELIVERY, received_at=NOW - 10, **changes)
+
+
+def test_accept_put_creates_only_pending_or_ignored_items() -> None:
+    put = transitions.accept_put("t", inbox())
+    assert put["ConditionExpression"] == "(attribute_not_exists(#pk))"
+    assert put["ExpressionAttributeNames"] == {"#pk": table_layout.TABLE_PARTITION_KEY}
+    assert transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]["state"]["S"] == (
+        "ignored"
+    )
+    with pytest.raises(ValueError, match="pending or ignored"):
+        transitions.accept_put("t", inbox(state=State.FAILED))
+
+
+def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> None:
+    failed = inbox(state=State.FAILED, attempts=5, last_error="mcp_unavailable")
+    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(failed))
+
+    first = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
+    second = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW + 1)
+
+    assert first.moved and first.item is not None
+    item = dynamodb_items.inbox_from_item(first.item)
+    assert (item.state, item.attempts, item.last_error, item.state_changed_at) == (
+        State.PENDING,
+        0,
+        "mcp_unavailable",
+        NOW,
+    )
+    assert first.item[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
+        "pending", DELIVERY
+    )
+    assert not second.moved  # refused, and the refusal reports the item as it is
+    assert second.item == first.item
+
+
+def test_a_refused_row_on_a_missing_item_reports_none(dynamodb: Any, table: str) -> None:
+    refused = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
+    assert refused == transitions.Applied(moved=False, item=None)

@@ -15,16 +15,9 @@ from functions.core import metric_names
 from functions.core.models import State, WorkItem
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from tests.integration.processing_harness import (
-    BUCKET,
-    LEASE_SECONDS,
-    MAX_ATTEMPTS,
-    Aws,
-    WorkerRig,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-    make_worker,
-)
+from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, MotoWorld
+from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
+from tests.processing_harness import emitted_metrics
 
 
 @pytest.fixture
@@ -34,7 +27,7 @@ def sink() -> Iterator[NotifySinkServer]:
 
 
 @pytest.fixture
-def worker(aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
+def worker(aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
     return make_worker(aws, token=mcp_server.token, notify_url=sink.url)
 
 
@@ -47,12 +40,20 @@ def work(mcp_server: RunningServer, n: int = 0, package: str | None = None) -> W
     )
 
 
-def submit(aws: Aws, item: WorkItem) -> None:
+def submit(aws: MotoWorld, item: WorkItem) -> None:
     aws.accept(item)
     aws.enqueue(item)
 
 
-def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
+@pytest.fixture
+def item(aws: MotoWorld, mcp_server: RunningServer) -> WorkItem:
+    """One delivery, accepted and on the work queue."""
+    delivery = work(mcp_server)
+    submit(aws, delivery)
+    return delivery
+
+
+def assert_nothing_secret(aws: MotoWorld, output: str, token: str) -> None:
     stored = json.dumps(aws.items())
     assert token not in stored
     assert token not in output
@@ -60,14 +61,13 @@ def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
 
 
 def test_worker_completes_and_notifies_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     _, response = worker.run_visible()
     assert response == {"batchItemFailures": []}
     inbox = aws.inbox(item.delivery_id)
@@ -89,10 +89,12 @@ def test_worker_completes_and_notifies_once(
 
 
 def test_worker_acknowledges_a_completed_delivery_without_work(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.run_visible()
     requests = mcp_server.requests
     aws.enqueue(item)  # a duplicate message
@@ -103,10 +105,12 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
 
 
 def test_mcp_5xx_releases_and_retries_later(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     messages, response = worker.run_visible()
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
@@ -127,10 +131,12 @@ def test_mcp_5xx_releases_and_retries_later(
 
 
 def test_mcp_timeout_is_transient(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_latency_ms(3000)  # over MCP_TIMEOUT_SECONDS=2
     worker.run_visible()
     inbox = aws.inbox(item.delivery_id)
@@ -139,7 +145,7 @@ def test_mcp_timeout_is_transient(
 
 
 def test_wrong_token_is_retried_and_counted(
-    aws: Aws,
+    aws: MotoWorld,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
@@ -163,7 +169,7 @@ def test_wrong_token_is_retried_and_counted(
     [("pkg_missing_1", "package_not_found"), ("pkg_oversized_1", "mcp_result_too_large")],
 )
 def test_permanent_mcp_failures_fail_at_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
@@ -180,7 +186,7 @@ def test_permanent_mcp_failures_fail_at_once(
     assert sink.sink.counts() == {}
 
 
-def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRig) -> None:
+def test_host_not_on_the_allowlist_is_never_contacted(aws: MotoWorld, worker: WorkerRig) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -203,10 +209,8 @@ def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRi
 
 
 def test_leased_delivery_is_deferred_without_burning_an_attempt(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer
+    aws: MotoWorld, worker: WorkerRig, item: WorkItem
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.deps.processor.claims.claim(
         item.delivery_id, owner="other", now=aws.clock.value, lease_seconds=LEASE_SECONDS
     )
@@ -218,14 +222,13 @@ def test_leased_delivery_is_deferred_without_burning_an_attempt(
 
 
 def test_dead_letter_after_max_attempts(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         messages, response = worker.run_visible()
@@ -246,7 +249,7 @@ def test_dead_letter_after_max_attempts(
 
 
 def test_two_workers_racing_on_one_delivery_apply_one_effect(
-    aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     workers = [make_worker(aws, token=mcp_server.token, notify_url=sink.url) for _ in range(2)]
     item = work(mcp_server)
@@ -277,7 +280,7 @@ def test_two_workers_racing_on_one_delivery_apply_one_effect(
 
 
 def test_one_batch_of_ten_shares_one_mcp_session(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     def batch(items: list[WorkItem]) -> tuple[int, int]:
         for item in items:

@@ -10,7 +10,8 @@ from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
 from functions.core.errors import TransientError, UncertainEffect
-from tests.processing_fakes import Clock, FakeEffects
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeEffects
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 
@@ -44,8 +45,8 @@ def store(request: pytest.FixtureRequest) -> Any:
     )
 
 
-def ledger(store: Any, clock: Clock | None = None) -> EffectLedger:
-    return EffectLedger(DELIVERY, store=store, clock=clock or Clock(), expires_at=0)
+def ledger(store: Any, clock: FakeClock | None = None) -> EffectLedger:
+    return EffectLedger(DELIVERY, store=store, clock=clock or FakeClock(), expires_at=0)
 
 
 def test_run_applies_once_and_skips_when_done(store: Any) -> None:
@@ -111,7 +112,7 @@ def test_effect_names_are_checked(store: Any) -> None:
 
 def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
-    clock = Clock()
+    clock = FakeClock()
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is True
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is False
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]

@@ -30,7 +30,8 @@ from functions.core.process import (
     process_batch,
     retry_delay,
 )
-from tests.processing_fakes import Clock, FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
 
 MAX_ATTEMPTS = 3
 LEASE = 300
@@ -80,7 +81,7 @@ class RecordingWorkflow:
 class World:
     claims: FakeClaims = field(default_factory=FakeClaims)
     effects: FakeEffects = field(default_factory=FakeEffects)
-    clock: Clock = field(default_factory=Clock)
+    clock: FakeClock = field(default_factory=FakeClock)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     workflow: RecordingWorkflow = field(default_factory=RecordingWorkflow)
     packages: Packages = field(default_factory=Packages)

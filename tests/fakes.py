@@ -1,31 +1,93 @@
-"""In-memory fakes of the processing ports (claims, effects, queue, metrics, packages).
+"""In-memory fakes of the ports: the receiver's inbox and secrets, the processing
+claims, effects, queue and metrics.
 
-Each fake keeps the same state the DynamoDB/SQS adapter would, so unit tests assert
-on state; ``tests/unit/test_claim.py`` and ``test_effects.py`` run the same contract
-against the fakes and the real adapters (moto) to keep them honest.
+Each fake keeps the same state the DynamoDB/SQS adapter would, and answers as it
+does (a conditional write that finds its item changes nothing), so tests assert on
+state; ``tests/unit/test_claim.py`` and ``test_effects.py`` run the same contract
+against the fakes and the real adapters (moto) to keep them honest. The clock is
+:class:`local.testkit.clock.FakeClock`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.effects import EffectRecord, EffectStatus
-from functions.core.models import InboxItem, State, WorkItem
+from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
+from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
+from functions.core.signature import SigningSecret
+
+# --- The receiver's ports -------------------------------------------------------------
 
 
 @dataclass
-class Clock:
-    value: int = 1_760_000_000
+class FakeInbox:
+    """:class:`functions.core.accept.InboxWriter` in memory, with countable calls.
 
-    def now(self) -> int:
-        return self.value
+    As the DynamoDB adapter: the inbox item and its outbox record are written together
+    or not at all, and a quarantine record is kept once per conflicting digest.
+    ``fail`` fails every write, ``fail_quarantine`` only the quarantine write.
+    """
 
-    def advance(self, seconds: int) -> None:
-        self.value += seconds
+    inbox: dict[str, InboxItem] = field(default_factory=dict)
+    outbox: dict[str, WorkItem] = field(default_factory=dict)
+    quarantined: dict[tuple[str, str], QuarantineRecord] = field(default_factory=dict)
+    calls: int = 0
+    fail: bool = False
+    fail_quarantine: bool = False
+
+    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
+        self.calls += 1
+        if self.fail:
+            raise StorageUnavailable()
+        if inbox.delivery_id in self.inbox:
+            return self.inbox[inbox.delivery_id]
+        self.inbox[inbox.delivery_id] = inbox
+        if work is not None:
+            self.outbox[work.delivery_id] = work
+        return None
+
+    def quarantine(self, record: QuarantineRecord) -> None:
+        self.calls += 1
+        if self.fail or self.fail_quarantine:
+            raise StorageUnavailable()
+        self.quarantined.setdefault((record.delivery_id, record.received_sha256), record)
+
+    def stored(self, delivery_id: str) -> tuple[InboxItem, WorkItem | None] | None:
+        """The inbox item and its work item, as one transaction wrote them."""
+        inbox = self.inbox.get(delivery_id)
+        return None if inbox is None else (inbox, self.outbox.get(delivery_id))
+
+    def empty(self) -> bool:
+        return not (self.inbox or self.outbox or self.quarantined)
+
+    def clear(self) -> None:
+        self.inbox.clear()
+        self.outbox.clear()
+        self.quarantined.clear()
+
+
+@dataclass
+class FakeSecrets:
+    """:class:`functions.core.accept.SigningSecretSource` in memory; ``secrets`` may change."""
+
+    secrets: Sequence[str]
+    calls: int = 0
+    fail: bool = False
+
+    def current(self) -> Sequence[SigningSecret]:
+        self.calls += 1
+        if self.fail:
+            raise SigningSecretsUnavailable()
+        return [SigningSecret.parse(s) for s in self.secrets]
+
+
+# --- The processing ports -------------------------------------------------------------
 
 
 @dataclass
@@ -92,20 +154,17 @@ class FakeClaims:
         return self.items.get(delivery_id)
 
     def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]:
-        found = [
-            i
-            for i in self.items.values()
-            if i.state is State.PENDING and i.state_changed_at < changed_before
-        ]
-        return found[:limit]
+        return self._where(
+            lambda i: i.state is State.PENDING and i.state_changed_at < changed_before, limit
+        )
 
     def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]:
-        found = [
-            i
-            for i in self.items.values()
-            if i.state is State.PROCESSING and (i.lease_until or 0) <= now
-        ]
-        return found[:limit]
+        return self._where(
+            lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now, limit
+        )
+
+    def _where(self, keep: Callable[[InboxItem], bool], limit: int) -> list[InboxItem]:
+        return [i for i in self.items.values() if keep(i)][:limit]
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         current = self.items.get(item.delivery_id)

@@ -148,7 +148,8 @@ class FakeEffects:
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
     ) -> bool:
-        if (delivery_id, name) in self.records:
+        current = self.records.get((delivery_id, name))
+        if current is not None and current.status is not EffectStatus.NOT_APPLIED:
             return False
         self.records[(delivery_id, name)] = EffectRecord(
             delivery_id, name, EffectStatus.INTENT, key, now
@@ -161,6 +162,21 @@ class FakeEffects:
             record, status=EffectStatus.DONE, done_at=now, flagged_at=None
         )
 
+    def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
+
+    def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is None or current.status is not EffectStatus.INTENT:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=status, flagged_at=None, **changes
+        )
+        return True
+
     def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]:
         return [
             r
@@ -172,7 +188,7 @@ class FakeEffects:
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         current = self.records.get((record.delivery_id, record.name))
-        if current is None or current.status is EffectStatus.DONE or current.flagged_at:
+        if current is None or current.status is not EffectStatus.INTENT or current.flagged_at:
             return False
         self.records[(record.delivery_id, record.name)] = dataclasses.replace(
             current, flagged_at=now

@@ -20,6 +20,9 @@ mid-request, a crash) leaves the intent for the next attempt to find uncertain.
 Every call gets an idempotency key, ``<delivery_id>:<name>`` unless the workflow
 chooses another: a downstream system that honours it makes even the uncertain
 window harmless.
+
+The ledger also records *steps* (:meth:`EffectLedger.step`, :mod:`functions.core.steps`):
+work whose result later effects use, kept so that retries reuse it.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from functions.core.clock import Clock
 from functions.core.errors import NotApplied, TransientError, UncertainEffect
+from functions.core.steps import StepRecorder, StepStorage
 
 _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -84,12 +88,23 @@ class EffectLedger:
     """The ledger of one delivery, handed to the workflow."""
 
     def __init__(
-        self, delivery_id: str, *, store: EffectStore, clock: Clock, expires_at: int = 0
+        self,
+        delivery_id: str,
+        *,
+        store: EffectStore,
+        clock: Clock,
+        expires_at: int = 0,
+        steps: StepStorage | None = None,
     ) -> None:
         self.delivery_id = delivery_id
         self._expires_at = expires_at
         self._store = store
         self._clock = clock
+        self._steps = (
+            None
+            if steps is None
+            else StepRecorder(delivery_id, storage=steps, clock=clock, expires_at=expires_at)
+        )
 
     def run(
         self,
@@ -147,6 +162,27 @@ class EffectLedger:
             raise
         self._store.record_done(self.delivery_id, name, now=self._clock.now())
         return True
+
+    def step(self, name: str, fn: Callable[[], object]) -> Any:
+        """The recorded result of step ``name``, calling ``fn`` only when there is none.
+
+        Later effects should use this result, never a fresh ``fn()``: a retry then
+        applies them with the same value the first attempt would have.
+
+        Args:
+            name: Stable name of the step within the workflow (``[a-z0-9_.-]``).
+            fn: Does the work; returns a JSON-serialisable value.
+
+        Returns:
+            The result as stored (JSON-decoded), the same on every attempt.
+
+        Raises:
+            RuntimeError: The ledger was built without step storage.
+        """
+        _check_name(name, "step")
+        if self._steps is None:
+            raise RuntimeError("this effect ledger was built without step storage")
+        return self._steps.run(name, fn)
 
 
 def _check_name(name: str, kind: str) -> None:

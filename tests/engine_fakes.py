@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from functions.core.budget import BudgetDay
 from functions.core.steps import StepRecord, StepStatus, StoredResult
 
 
@@ -57,3 +58,32 @@ class FakeObjects:
 
     def get(self, key: str) -> bytes | None:
         return self.objects.get(key)
+
+
+@dataclass
+class FakeBudget:
+    default_limit: int
+    configured: int | None = None
+    days: dict[str, BudgetDay] = field(default_factory=dict)
+
+    def reserve(self, day: str, tokens: int) -> bool:
+        current = self.get(day)
+        if current.reserved + tokens > current.limit:
+            return False
+        self.days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+        return True
+
+    def settle(self, day: str, *, reserved: int, used: int) -> None:
+        current = self.days.get(day)
+        if current is not None:
+            self.days[day] = dataclasses.replace(
+                current, reserved=current.reserved - reserved + used, used=current.used + used
+            )
+
+    def set_limit(self, day: str, tokens: int) -> None:
+        self.configured = tokens
+        self.days[day] = dataclasses.replace(self.get(day), limit=tokens)
+
+    def get(self, day: str) -> BudgetDay:
+        limit = self.default_limit if self.configured is None else self.configured
+        return self.days.get(day) or BudgetDay(day=day, limit=limit, reserved=0, used=0)

@@ -51,6 +51,21 @@ class NotApplied(TransientError):
     code = "not_applied"
 
 
+class BudgetExhausted(TransientError):
+    """Today's token budget is spent: wait for the next day (or a higher limit).
+
+    Attributes:
+        retry_at: epoch seconds of the next UTC midnight, when a new day's budget opens;
+            a worker delays the delivery until then instead of spending its attempts.
+    """
+
+    code = "budget_exhausted"
+
+    def __init__(self, retry_at: int, code: str | None = None) -> None:
+        super().__init__(code)
+        self.retry_at = retry_at
+
+
 class PermanentError(ProcessingError):
     """Give up now: mark the delivery failed, no retry."""
 

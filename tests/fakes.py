@@ -1,5 +1,6 @@
 """In-memory fakes of the ports: the receiver's inbox and secrets, the processing
-claims, effects, queue and metrics.
+claims, effects, queue and metrics, and the agent workflow's step records, objects and
+token budget.
 
 Each fake keeps the same state the DynamoDB/SQS adapter would, and answers as it
 does (a conditional write that finds its item changes nothing), so tests assert on
@@ -16,11 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core.budget import BudgetDay
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 from functions.core.signature import SigningSecret
+from functions.core.steps import StepRecord, StepStatus, StoredResult
 
 # --- The receiver's ports -------------------------------------------------------------
 
@@ -207,7 +210,8 @@ class FakeEffects:
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
     ) -> bool:
-        if (delivery_id, name) in self.records:
+        current = self.records.get((delivery_id, name))
+        if current is not None and current.status is not EffectStatus.NOT_APPLIED:
             return False
         self.records[(delivery_id, name)] = EffectRecord(
             delivery_id, name, EffectStatus.INTENT, key, now
@@ -220,6 +224,21 @@ class FakeEffects:
             record, status=EffectStatus.DONE, done_at=now, flagged_at=None
         )
 
+    def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
+
+    def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is None or current.status is not EffectStatus.INTENT:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=status, flagged_at=None, **changes
+        )
+        return True
+
     def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]:
         return [
             r
@@ -231,7 +250,7 @@ class FakeEffects:
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         current = self.records.get((record.delivery_id, record.name))
-        if current is None or current.status is EffectStatus.DONE or current.flagged_at:
+        if current is None or current.status is not EffectStatus.INTENT or current.flagged_at:
             return False
         self.records[(record.delivery_id, record.name)] = dataclasses.replace(
             current, flagged_at=now
@@ -261,3 +280,79 @@ class FakeMetrics:
 
     def count(self, name: str, value: int = 1) -> None:
         self.counts[name] += value
+
+
+@dataclass
+class FakeSteps:
+    records: dict[tuple[str, str], StepRecord] = field(default_factory=dict)
+
+    def get(self, delivery_id: str, name: str) -> StepRecord | None:
+        return self.records.get((delivery_id, name))
+
+    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+        before = self.records.get((delivery_id, name))
+        if before is not None and before.status is StepStatus.RECORDED:
+            return before
+        runs = 0 if before is None else before.runs
+        self.records[(delivery_id, name)] = StepRecord(
+            delivery_id, name, StepStatus.STARTED, runs + 1, now
+        )
+        return before
+
+    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is None or current.status is not StepStatus.STARTED or current.runs != run:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(current, status=StepStatus.FAILED)
+        return True
+
+    def record_result(
+        self, delivery_id: str, name: str, *, result: StoredResult, now: int
+    ) -> StepRecord | None:
+        current = self.records[(delivery_id, name)]
+        if current.status is StepStatus.RECORDED:
+            return current
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=StepStatus.RECORDED, recorded_at=now, result=result
+        )
+        return None
+
+
+@dataclass
+class FakeObjects:
+    objects: dict[str, bytes] = field(default_factory=dict)
+
+    def put(self, key: str, body: bytes) -> None:
+        self.objects[key] = body
+
+    def get(self, key: str) -> bytes | None:
+        return self.objects.get(key)
+
+
+@dataclass
+class FakeBudget:
+    default_limit: int
+    configured: int | None = None
+    days: dict[str, BudgetDay] = field(default_factory=dict)
+
+    def reserve(self, day: str, tokens: int) -> bool:
+        current = self.get(day)
+        if current.reserved + tokens > current.limit:
+            return False
+        self.days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+        return True
+
+    def settle(self, day: str, *, reserved: int, used: int) -> None:
+        current = self.days.get(day)
+        if current is not None:
+            self.days[day] = dataclasses.replace(
+                current, reserved=current.reserved - reserved + used, used=current.used + used
+            )
+
+    def set_limit(self, day: str, tokens: int) -> None:
+        self.configured = tokens
+        self.days[day] = dataclasses.replace(self.get(day), limit=tokens)
+
+    def get(self, day: str) -> BudgetDay:
+        limit = self.default_limit if self.configured is None else self.configured
+        return self.days.get(day) or BudgetDay(day=day, limit=limit, reserved=0, used=0)

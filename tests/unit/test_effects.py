@@ -9,7 +9,7 @@ import pytest
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
-from functions.core.errors import TransientError, UncertainEffect
+from functions.core.errors import NotApplied, TransientError, UncertainEffect
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeEffects
 
@@ -103,6 +103,45 @@ def test_uncertain_effect_without_check_stops(store: Any) -> None:
     with pytest.raises(UncertainEffect):
         ledger(store).run("notify", downstream.apply)
     assert len(downstream.applied) == 1
+
+
+def test_effect_that_was_certainly_not_applied_runs_as_new_next_time(store: Any) -> None:
+    downstream = Downstream(fail_with=NotApplied("notify_unavailable"))
+    with pytest.raises(NotApplied, match="notify_unavailable"):
+        ledger(store).run("notify", downstream.apply)
+    assert store.get(DELIVERY, "notify").status is EffectStatus.NOT_APPLIED
+    downstream.fail_with = None
+    # Neither reconcile nor repeatable: only a cleared intent lets it run again.
+    assert ledger(store).run("notify", downstream.apply) is True
+    assert len(downstream.applied) == 2
+    assert store.get(DELIVERY, "notify").status is EffectStatus.DONE
+
+
+def test_not_applied_after_an_uncertain_intent_clears_it_too(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("notify_timeout"))
+    with pytest.raises(TransientError):
+        ledger(store).run("notify", downstream.apply)
+    downstream.fail_with = NotApplied("notify_unavailable")
+    with pytest.raises(NotApplied):
+        ledger(store).run("notify", downstream.apply, reconcile=lambda key: False)
+    assert store.get(DELIVERY, "notify").status is EffectStatus.NOT_APPLIED
+
+
+def test_operator_resolves_an_uncertain_effect(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("notify_timeout"))
+    for name in ("applied", "not-applied"):
+        with pytest.raises(TransientError):
+            ledger(store).run(name, downstream.apply)
+    downstream.fail_with = None
+    assert store.resolve_applied(DELIVERY, "applied", now=5) is True
+    assert store.resolve_not_applied(DELIVERY, "not-applied", now=5) is True
+    # Only an effect still in doubt is resolved.
+    assert store.resolve_not_applied(DELIVERY, "applied", now=6) is False
+    assert store.resolve_applied(DELIVERY, "not-applied", now=6) is False
+    assert store.resolve_applied(DELIVERY, "never-intended", now=6) is False
+    assert ledger(store).run("applied", downstream.apply) is False
+    assert ledger(store).run("not-applied", downstream.apply) is True
+    assert downstream.applied[2:] == [f"{DELIVERY}:not-applied"]
 
 
 def test_effect_names_are_checked(store: Any) -> None:

@@ -8,14 +8,20 @@ from :mod:`infra.schema`: the key schema, index, TTL attribute and redrive exist
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
+from local.aws_clients import AwsClients
 from local.state import Resources
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
 
-def create_table(dynamodb: Any, table_name: str) -> str:
+
+def create_table(dynamodb: DynamoDBClient, table_name: str) -> str:
     """Create the table and its TTL; returns the stream ARN."""
     response = dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
@@ -26,7 +32,11 @@ def create_table(dynamodb: Any, table_name: str) -> str:
 
 
 def create_queues(
-    sqs: Any, *, queue_name: str, max_receive_count: int, visibility_timeout: int | None = None
+    sqs: SQSClient,
+    *,
+    queue_name: str,
+    max_receive_count: int,
+    visibility_timeout: int | None = None,
 ) -> tuple[str, str]:
     """Create the work queue and its dead-letter queue; returns (queue URL, DLQ URL)."""
     dlq_url = sqs.create_queue(QueueName=f"{queue_name}-dlq")["QueueUrl"]
@@ -42,13 +52,13 @@ def create_queues(
     return str(queue_url), str(dlq_url)
 
 
-def create_secret(secretsmanager: Any, *, name: str, value: str) -> str:
+def create_secret(secretsmanager: SecretsManagerClient, *, name: str, value: str) -> str:
     """Create a secret holding ``value``; returns its ARN."""
     return str(secretsmanager.create_secret(Name=name, SecretString=value)["ARN"])
 
 
 def create_stack_resources(
-    client: Callable[[str], Any],
+    client: AwsClients,
     *,
     prefix: str,
     signing_secrets: Sequence[str],
@@ -59,7 +69,7 @@ def create_stack_resources(
     """Table, work queues, relay failure queue, secrets, archive bucket and alarm topic.
 
     Args:
-        client: a boto3 client for a service name, pointed at the emulator.
+        client: boto3 clients by service name, pointed at the emulator.
         prefix: of every resource's name.
     """
     dynamodb, sqs = client("dynamodb"), client("sqs")

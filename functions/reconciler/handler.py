@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
@@ -22,6 +22,10 @@ from functions.core.lazy_deps import LazyDeps
 from functions.core.observability import logger
 from functions.core.reconcile import ReconcileConfig, ReconcileReport, reconcile
 from functions.reconciler.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
 
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 
@@ -47,7 +51,11 @@ class Deps:
 
 
 def build_deps(
-    settings: Settings, *, dynamodb: Any = None, sqs: Any = None, clock: Clock | None = None
+    settings: Settings,
+    *,
+    dynamodb: DynamoDBClient | None = None,
+    sqs: SQSClient | None = None,
+    clock: Clock | None = None,
 ) -> Deps:
     if dynamodb is None or sqs is None:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)

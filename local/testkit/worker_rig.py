@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
 from functions.core import env_keys
 from local.event_sources import sqs_event
 from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, REGION, TABLE, MotoWorld
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    # At run time imported only when a worker is built: the handler imports the MCP SDK.
+    from functions.worker.handler import Deps
+    from functions.worker.settings import Settings
 
 LEASE_SECONDS = 300
 
@@ -20,10 +27,10 @@ class WorkerRig:
     """One worker container: its own clients, the world's clock, real adapters."""
 
     world: MotoWorld
-    deps: Any  # functions.worker.handler.Deps (imported only when a worker is built)
-    settings: Any
+    deps: Deps
+    settings: Settings
 
-    def run(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def run(self, messages: Sequence[MessageTypeDef]) -> dict[str, Any]:
         """Invoke the worker with ``messages``, then do what the event-source mapping does."""
         from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
 
@@ -38,7 +45,7 @@ class WorkerRig:
                 )
         return response
 
-    def run_visible(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def run_visible(self) -> tuple[list[MessageTypeDef], dict[str, Any]]:
         """Receive what is visible now (one batch) and process it."""
         messages = self.world.receive()
         return messages, self.run(messages)
@@ -71,7 +78,7 @@ def make_worker(
     *,
     token: str,
     notify_url: str,
-    wrap: Callable[[Any], Any] | None = None,
+    wrap: Callable[[Deps], Deps] | None = None,
     **overrides: str,
 ) -> WorkerRig:
     """A worker with the default workflow (loaded from the setting, as in Lambda).

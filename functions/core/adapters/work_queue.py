@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import StorageUnavailable
 from functions.core.models import WorkItem
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
 
 class SqsWorkQueue:
     """Sends work items and moves messages (the worker's and reconciler's queue port)."""
 
     def __init__(
-        self, *, client: Any, queue_url: str, dead_letter_queue_url: str | None = None
+        self, *, client: SQSClient, queue_url: str, dead_letter_queue_url: str | None = None
     ) -> None:
         self._client = client
         self._queue_url = queue_url

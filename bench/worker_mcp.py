@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bench.output import quiet_output
 from bench.stats import Summary, summarize
@@ -24,6 +24,9 @@ from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.testkit.moto_world import MotoWorld, moto_world
 from local.testkit.worker_rig import WorkerRig, make_worker
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 TARGET_REQUESTS_PER_BATCH: Final = 13
 BATCH: Final = 10
@@ -93,7 +96,7 @@ class WorkerMcp:
         }
 
 
-def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[dict[str, Any]]:
+def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[MessageTypeDef]:
     """``n`` accepted deliveries on the queue; returns them as received SQS messages."""
     for _ in range(n):
         item = WorkItem(

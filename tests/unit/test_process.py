@@ -128,7 +128,8 @@ def test_process_completes_and_applies_the_effect_once(world: World) -> None:
     item = world.state(work())
     assert (item.state, item.attempts, item.completed_at) == (State.COMPLETED, 1, world.clock.value)
     assert world.workflow.applied == [f"{work().delivery_id}:notify"]
-    assert world.effects.get(work().delivery_id, "notify").status is EffectStatus.DONE
+    record = world.effects.get(work().delivery_id, "notify")
+    assert record is not None and record.status is EffectStatus.DONE
     assert world.metrics.counts[metric_names.METRIC_WORK_COMPLETED] == 1
 
 

@@ -23,6 +23,7 @@ from moto import mock_aws
 from functions.core import env_keys, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
+from local import event_sources
 from local.aws_resources import create_queues, create_secret, create_table
 
 REGION = "us-east-1"
@@ -153,6 +154,7 @@ class Aws:
                 QueueUrl=queue_url or self.queue_url,
                 MaxNumberOfMessages=min(10, limit - len(found)),
                 AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not batch:
                 break
@@ -183,23 +185,8 @@ class Aws:
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str = "arn:aws:sqs:q") -> dict[str, Any]:
-    """The Lambda SQS event for received messages."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {},
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
+    """The Lambda SQS event for received messages, as the local runtime builds it."""
+    return event_sources.sqs_event(messages, queue_arn, REGION)
 
 
 def stream_event(records: list[dict[str, Any]]) -> dict[str, Any]:

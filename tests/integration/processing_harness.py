@@ -23,6 +23,7 @@ from moto import mock_aws
 from functions.core import env_keys, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
+from infra.schema import max_receive_count_for
 from local.aws_resources import create_queues, create_secret, create_table
 
 REGION = "us-east-1"
@@ -30,6 +31,8 @@ TABLE = "relaylink-processing-test"
 QUEUE = "relaylink-work"
 BUCKET = "relaylink-archive"
 MAX_ATTEMPTS = 3
+# Short enough that a test can ride through the whole schedule: (0, 15, 45, 105) s.
+RETRY_HORIZON_SECONDS = 120
 LEASE_SECONDS = 300
 MCP_TOKEN = "mcp-test-token-7f3a9c"
 START = 1_760_000_000
@@ -228,7 +231,13 @@ def aws_fixture() -> Iterator[Aws]:
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         stream_arn = create_table(dynamodb, TABLE)
         sqs = boto3.client("sqs", region_name=REGION)
-        queue_url, dlq_url = create_queues(sqs, queue_name=QUEUE, max_receive_count=MAX_ATTEMPTS)
+        queue_url, dlq_url = create_queues(
+            sqs,
+            queue_name=QUEUE,
+            max_receive_count=max_receive_count_for(
+                MAX_ATTEMPTS, retry_horizon_seconds=RETRY_HORIZON_SECONDS
+            ),
+        )
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)
         secretsmanager = boto3.client("secretsmanager", region_name=REGION)
@@ -295,6 +304,7 @@ def worker_env(aws: Aws, *, token_arn: str, notify_url: str, **overrides: str) -
         env_keys.ENV_NOTIFY_URL: notify_url,
         env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
         env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(RETRY_HORIZON_SECONDS),
         env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }

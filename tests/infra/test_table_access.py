@@ -114,6 +114,10 @@ CALLS: dict[tuple[type, str], Call] = {
         _intent(s, d),
         t.effects.record_done(d, EFFECT, now=NOW),
     ),
+    (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
+        _intent(s, d),
+        t.effects.resolve_not_applied(d, EFFECT, now=NOW),
+    ),
     (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
     (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: t.claims.stale_pending(
         changed_before=NOW, limit=10

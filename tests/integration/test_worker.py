@@ -16,17 +16,9 @@ from functions.core.models import State, WorkItem
 from functions.core.retry_policy import retry_delay, retry_schedule
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from tests.integration.processing_harness import (
-    BUCKET,
-    LEASE_SECONDS,
-    MAX_ATTEMPTS,
-    RETRY_HORIZON_SECONDS,
-    Aws,
-    WorkerRig,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-    make_worker,
-)
+from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, RETRY_HORIZON_SECONDS, MotoWorld
+from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
+from tests.processing_harness import emitted_metrics
 
 
 @pytest.fixture
@@ -36,7 +28,7 @@ def sink() -> Iterator[NotifySinkServer]:
 
 
 @pytest.fixture
-def worker(aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
+def worker(aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
     return make_worker(aws, token=mcp_server.token, notify_url=sink.url)
 
 
@@ -49,12 +41,20 @@ def work(mcp_server: RunningServer, n: int = 0, package: str | None = None) -> W
     )
 
 
-def submit(aws: Aws, item: WorkItem) -> None:
+def submit(aws: MotoWorld, item: WorkItem) -> None:
     aws.accept(item)
     aws.enqueue(item)
 
 
-def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
+@pytest.fixture
+def item(aws: MotoWorld, mcp_server: RunningServer) -> WorkItem:
+    """One delivery, accepted and on the work queue."""
+    delivery = work(mcp_server)
+    submit(aws, delivery)
+    return delivery
+
+
+def assert_nothing_secret(aws: MotoWorld, output: str, token: str) -> None:
     stored = json.dumps(aws.items())
     assert token not in stored
     assert token not in output
@@ -62,14 +62,13 @@ def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
 
 
 def test_worker_completes_and_notifies_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     _, response = worker.run_visible()
     assert response == {"batchItemFailures": []}
     inbox = aws.inbox(item.delivery_id)
@@ -91,10 +90,12 @@ def test_worker_completes_and_notifies_once(
 
 
 def test_worker_acknowledges_a_completed_delivery_without_work(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.run_visible()
     requests = mcp_server.requests
     aws.enqueue(item)  # a duplicate message
@@ -104,7 +105,7 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
 
 
-def redeliver(aws: Aws, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
+def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
     """Run the one visible message; on a retry, wait out its back-off on the clock."""
     messages, response = worker.run_visible()
     assert len(messages) == 1, attempt
@@ -115,10 +116,12 @@ def redeliver(aws: Aws, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]
 
 
 def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     messages, response = worker.run_visible()
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
@@ -133,8 +136,8 @@ def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
     assert aws.queue_counts()["visible"] == 0
     aws.clock.advance(retry_delay(1))
     aws.make_visible(messages)
-    # Known-transient failures do not use WORKER_MAX_ATTEMPTS: within this harness's
-    # 120 s horizon the attempts at 15 s and 45 s fail too, the one at 105 s completes.
+    # Known-transient failures do not use WORKER_MAX_ATTEMPTS: within the world's 120 s
+    # horizon the attempts at 15 s and 45 s fail too, the one at 105 s completes.
     for attempt in range(2, MAX_ATTEMPTS + 1):
         redeliver(aws, worker, attempt)
     mcp_server.set_failure_rate(0.0)
@@ -150,10 +153,12 @@ def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
 
 
 def test_mcp_timeout_is_transient(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_latency_ms(3000)  # over MCP_TIMEOUT_SECONDS=2
     worker.run_visible()
     inbox = aws.inbox(item.delivery_id)
@@ -162,7 +167,7 @@ def test_mcp_timeout_is_transient(
 
 
 def test_wrong_token_is_retried_and_counted(
-    aws: Aws,
+    aws: MotoWorld,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
@@ -186,7 +191,7 @@ def test_wrong_token_is_retried_and_counted(
     [("pkg_missing_1", "package_not_found"), ("pkg_oversized_1", "mcp_result_too_large")],
 )
 def test_permanent_mcp_failures_fail_at_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
@@ -203,7 +208,7 @@ def test_permanent_mcp_failures_fail_at_once(
     assert sink.sink.counts() == {}
 
 
-def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRig) -> None:
+def test_host_not_on_the_allowlist_is_never_contacted(aws: MotoWorld, worker: WorkerRig) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -226,10 +231,8 @@ def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRi
 
 
 def test_leased_delivery_is_deferred_without_burning_an_attempt(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer
+    aws: MotoWorld, worker: WorkerRig, item: WorkItem
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.deps.processor.claims.claim(
         item.delivery_id, owner="other", now=aws.clock.value, lease_seconds=LEASE_SECONDS
     )
@@ -241,14 +244,13 @@ def test_leased_delivery_is_deferred_without_burning_an_attempt(
 
 
 def test_dead_letter_at_the_retry_horizon(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     schedule = retry_schedule(RETRY_HORIZON_SECONDS)
     assert len(schedule) > MAX_ATTEMPTS
@@ -272,7 +274,7 @@ def test_dead_letter_at_the_retry_horizon(
 
 
 def test_two_workers_racing_on_one_delivery_apply_one_effect(
-    aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     workers = [make_worker(aws, token=mcp_server.token, notify_url=sink.url) for _ in range(2)]
     item = work(mcp_server)
@@ -303,7 +305,7 @@ def test_two_workers_racing_on_one_delivery_apply_one_effect(
 
 
 def test_one_batch_of_ten_shares_one_mcp_session(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     def batch(items: list[WorkItem]) -> tuple[int, int]:
         for item in items:

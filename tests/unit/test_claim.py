@@ -13,8 +13,8 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
 from functions.core.models import InboxItem, State
-from tests import builders
-from tests.processing_fakes import FakeClaims
+from local.testkit import builders
+from tests.fakes import FakeClaims
 
 NOW = 1_760_000_000
 LEASE = 300

@@ -12,7 +12,7 @@ from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox_transitions import IndexMove
 from functions.core.models import InboxItem, State
-from tests import builders
+from local.testkit import builders
 
 NOW = 1_760_000_000
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"

@@ -32,7 +32,8 @@ from functions.core.process import (
 )
 from functions.core.retry_policy import retry_delay, retry_schedule
 from infra.schema import max_receive_count_for
-from tests.processing_fakes import Clock, FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
 
 MAX_ATTEMPTS = 3
 LEASE = 300
@@ -71,7 +72,7 @@ class Packages:
 class Outage:
     """A package source whose server fails with ``error`` until ``until`` (fake clock)."""
 
-    clock: Clock
+    clock: FakeClock
     until: int
     error: ProcessingError
     source: Packages
@@ -99,7 +100,7 @@ class RecordingWorkflow:
 class World:
     claims: FakeClaims = field(default_factory=FakeClaims)
     effects: FakeEffects = field(default_factory=FakeEffects)
-    clock: Clock = field(default_factory=Clock)
+    clock: FakeClock = field(default_factory=FakeClock)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     workflow: RecordingWorkflow = field(default_factory=RecordingWorkflow)
     packages: Packages = field(default_factory=Packages)

@@ -32,12 +32,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from functions.core import table_layout
-from functions.core.adapters import dynamodb_items
+from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.models import InboxItem, State
 
 
@@ -290,16 +287,8 @@ def apply(
         StorageUnavailable: throttled or failed; nothing written.
     """
     request = update_request(table, transition, delivery_id, now=now, **values)
-    try:
-        response = client.update_item(**request)
-    except ClientError as exc:
-        refused = condition_failed(exc)
-        if refused is not None:
-            return Applied(moved=False, item=refused.stored)
-        raise storage_error(exc) from exc
-    except BotoCoreError as exc:
-        raise storage_error(exc) from exc
-    return Applied(moved=True, item=response["Attributes"])
+    written = dynamodb_requests.conditional(client.update_item, **request)
+    return Applied(moved=written.written, item=written.item)
 
 
 def _attribute(value: int | str) -> dynamodb_items.AttributeValue:

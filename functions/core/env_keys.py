@@ -26,6 +26,7 @@ ENV_LEASE_SECONDS: Final = "WORKER_LEASE_SECONDS"
 ENV_RETRY_BASE_SECONDS: Final = "WORKER_RETRY_BASE_SECONDS"  # first retry delay; doubles
 ENV_BATCH_CONCURRENCY: Final = "WORKER_BATCH_CONCURRENCY"  # messages of a batch at once
 ENV_WORKFLOW_SECONDS: Final = "WORKER_WORKFLOW_SECONDS"  # the workflow's time allowance
+ENV_RETRY_HORIZON_SECONDS: Final = "WORKER_RETRY_HORIZON_SECONDS"  # since receipt
 ENV_RECONCILE_PENDING_AGE_SECONDS: Final = "RECONCILE_PENDING_AGE_SECONDS"
 ENV_RECONCILE_EFFECT_AGE_SECONDS: Final = "RECONCILE_EFFECT_AGE_SECONDS"
 # Powertools reads these itself; listed so infra and tests agree on them.

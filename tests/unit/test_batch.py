@@ -23,8 +23,8 @@ from functions.core.batch import (
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable, TransientError
 from functions.core.models import State, WorkItem
-from functions.core.process import retry_delay
-from tests.processing_fakes import FakeClaims, FakeQueue
+from functions.core.retry_policy import retry_delay
+from tests.fakes import FakeClaims, FakeQueue
 from tests.unit.test_process import LEASE, MAX_ATTEMPTS, MCP_URL
 from tests.unit.test_process import Packages as ProcessPackages
 from tests.unit.test_process import World as ProcessWorld

@@ -22,7 +22,7 @@ from tests import log_audit
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-pytest_plugins = ["tests.receiver_harness", "tests.processing_harness"]
+pytest_plugins = ["tests.receiver_harness", "tests.processing_harness", "tests.operator_harness"]
 
 
 @pytest.fixture(autouse=True)

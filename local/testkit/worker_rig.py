@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +10,14 @@ import boto3
 
 from functions.core import env_keys
 from local.event_sources import sqs_event
-from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, REGION, TABLE, MotoWorld
+from local.testkit.moto_world import (
+    BUCKET,
+    MAX_ATTEMPTS,
+    REGION,
+    RETRY_HORIZON_SECONDS,
+    TABLE,
+    MotoWorld,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -66,6 +73,7 @@ def worker_env(
         env_keys.ENV_NOTIFY_URL: notify_url,
         env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
         env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(RETRY_HORIZON_SECONDS),
         env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }
@@ -79,19 +87,19 @@ def make_worker(
     token: str,
     notify_url: str,
     wrap: Callable[[Deps], Deps] | None = None,
-    **overrides: str,
+    environment: Mapping[str, str] | None = None,
 ) -> WorkerRig:
     """A worker with the default workflow (loaded from the setting, as in Lambda).
 
     ``token`` is stored as a new secret; ``wrap(deps) -> deps`` lets a test put a
-    crash point around a port.
+    crash point around a port; ``environment`` sets or replaces variables.
     """
     from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
     from functions.worker.settings import Settings  # noqa: PLC0415
 
     token_arn = world.create_secret(token, prefix="relaylink-mcp")
     settings = Settings.from_env(
-        worker_env(world, token_arn=token_arn, notify_url=notify_url, **overrides)
+        worker_env(world, token_arn=token_arn, notify_url=notify_url, **(environment or {}))
     )
     deps = handler.build_deps(
         settings,

@@ -87,6 +87,11 @@ def _intent(setup: Adapters, delivery_id: str) -> effects.EffectRecord:
     return record
 
 
+def _reopen(tested: Adapters, setup: Adapters, delivery_id: str) -> object:
+    setup.claims.fail(_claimed(setup, delivery_id), now=NOW, error_code="mcp_unavailable")
+    return tested.claims.reopen(delivery_id, now=NOW)
+
+
 def _record_done(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
     _intent(setup, delivery_id)
     tested.effects.record_done(delivery_id, EFFECT, now=NOW)
@@ -109,9 +114,13 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
+    (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
+        _claimed(s, d), now=NOW, error_code="mcp_unavailable"
+    ),
     (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),
+    (claim.ClaimStore, "reopen"): _reopen,
     (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
     (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400

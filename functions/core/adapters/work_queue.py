@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -11,6 +11,11 @@ from functions.core.models import WorkItem
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
+
+# The message attribute that marks a message the worker dead-lettered; its value is the
+# reason (an error code). SQS keeps message attributes when its redrive moves a dead
+# letter back, so the worker can tell an operator's redrive from a new work item.
+DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
 
 
 class SqsWorkQueue:
@@ -41,11 +46,19 @@ class SqsWorkQueue:
             VisibilityTimeout=seconds,
         )
 
-    def dead_letter(self, body: str) -> None:
-        """Copy a message body to the dead-letter queue (its original is then acked)."""
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        """Copy a message body to the dead-letter queue (its original is then acked),
+        marked with :data:`DEAD_LETTERED_ATTRIBUTE` = ``reason``."""
         if self._dead_letter_queue_url is None:
             raise RuntimeError("no dead-letter queue configured")
-        self._call("send_message", QueueUrl=self._dead_letter_queue_url, MessageBody=body)
+        self._call(
+            "send_message",
+            QueueUrl=self._dead_letter_queue_url,
+            MessageBody=body,
+            MessageAttributes={
+                DEAD_LETTERED_ATTRIBUTE: {"DataType": "String", "StringValue": reason}
+            },
+        )
 
     def _call(self, operation: str, **arguments: Any) -> None:
         try:

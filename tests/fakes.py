@@ -152,6 +152,10 @@ class FakeClaims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(claim, now, State.PENDING, last_error=error_code, attempts=attempts)
+
     # RecoveryStore
     def get(self, delivery_id: str) -> InboxItem | None:
         return self.items.get(delivery_id)

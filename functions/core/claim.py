@@ -73,6 +73,12 @@ class ClaimStore(Protocol):
         """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
         ...
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        """Back to pending with ``last_error``, giving the attempt back: the delivery
+        waits for something outside it (the token budget), it did not fail. Raises
+        :class:`ClaimLost`."""
+        ...
+
 
 def new_owner_token() -> str:
     """A fresh, unguessable lease owner token (one per claim)."""

@@ -21,8 +21,10 @@ from botocore.config import Config
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
+from functions.core.adapters.object_store_s3 import S3ObjectStore
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
 from functions.core.host_policy import HostPolicy
@@ -34,6 +36,7 @@ from functions.core.process import (
     QueueMessage,
     process_batch,
 )
+from functions.core.steps import StepStorage
 from functions.core.workflow import Workflow, WorkflowContext, load_workflow
 from functions.worker.settings import Settings
 
@@ -86,19 +89,31 @@ def build_deps(
     dynamodb: Any = None,
     sqs: Any = None,
     secretsmanager: Any = None,
+    s3: Any = None,
     clock: Clock | None = None,
     workflow: Workflow | None = None,
     packages: PackageSourceFactory | None = None,
 ) -> Deps:
     """Wire the use case to its adapters; tests pass their own clients, clock, workflow."""
-    if dynamodb is None or sqs is None or secretsmanager is None:
+    wants_s3 = s3 is None and settings.archive_bucket is not None
+    if dynamodb is None or sqs is None or secretsmanager is None or wants_s3:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)
 
         dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
         secretsmanager = secretsmanager or boto3.client("secretsmanager", config=AWS_CONFIG)
+        s3 = s3 or (boto3.client("s3", config=AWS_CONFIG) if wants_s3 else None)
     clock = clock or SystemClock()
     metrics = EmfMetrics()
+    # Workflow steps beside the effect records; results too large for an item go to
+    # the archive bucket.
+    steps = StepStorage(
+        records=DynamoDbSteps(client=dynamodb, table_name=settings.table_name),
+        metrics=metrics,
+        objects=(
+            None if s3 is None else S3ObjectStore(client=s3, bucket=str(settings.archive_bucket))
+        ),
+    )
     if workflow is None:
         workflow = load_workflow(
             settings.workflow,
@@ -108,6 +123,9 @@ def build_deps(
                 allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
                 timeout_seconds=float(settings.mcp_timeout_seconds),
                 clock=clock,
+                settings=settings.workflow_settings,
+                table_name=settings.table_name,
+                alert_topic_arn=settings.alert_topic_arn,
             ),
         )
     return Deps(
@@ -122,6 +140,7 @@ def build_deps(
                 lease_seconds=settings.lease_seconds,
                 retry_base_seconds=settings.retry_base_seconds,
             ),
+            steps=steps,
         ),
         queue=SqsWorkQueue(
             client=sqs,

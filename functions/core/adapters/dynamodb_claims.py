@@ -62,6 +62,9 @@ class DynamoDbClaims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.FAIL, claim, now=now, error=error_code)
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(transitions.DEFER, claim, now=now, error=error_code)
+
     def _finish(
         self, transition: transitions.Transition, claim: Claim, *, now: int, **values: str
     ) -> None:

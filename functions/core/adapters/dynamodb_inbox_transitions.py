@@ -12,8 +12,8 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * ``accept`` writes only where no item holds the delivery id: one receipt per delivery.
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
-* Only the lease owner leaves ``processing`` (``complete``, ``release``, ``fail`` check
-  ``lease_owner``): a worker that lost its lease records nothing.
+* Only the lease owner leaves ``processing`` (``complete``, ``release``, ``defer``,
+  ``fail`` check ``lease_owner``): a worker that lost its lease records nothing.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
@@ -116,6 +116,16 @@ RELEASE: Final = Transition(  # worker: transient failure, try again later
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
+DEFER: Final = Transition(  # worker: the workflow waits for the token budget
+    name="defer",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # The claim counted an attempt; waiting is no failure, so it is given back and a
+    # delivery may wait any number of times without moving towards the dead letters.
+    sets=(("last_error", ":error"), ("attempts", "attempts - :one")),
+    removes=_LEASE,
+)
 FAIL: Final = Transition(  # worker: permanent failure, or the attempts are spent
     name="fail",
     from_states=(State.PROCESSING,),
@@ -162,6 +172,7 @@ TRANSITIONS: Final = (
     CLAIM,
     COMPLETE,
     RELEASE,
+    DEFER,
     FAIL,
     TOUCH_PENDING,
     RELEASE_EXPIRED,

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
 from functions.core.effects import idempotency_key
 from functions.core.errors import NotApplied, PermanentError, TransientError
 from functions.core.observability import logger
@@ -78,7 +78,7 @@ SETTING_SYSTEM_PROMPT: Final = "system_prompt"
 SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_ALERT_URL: Final = "alert_url"
 SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
-DEFAULT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
+DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_TEMPERATURE: Final = 0.2
 DEFAULT_DAILY_TOKEN_BUDGET: Final = 1_000_000

@@ -122,6 +122,32 @@ def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
     assert claim(subject, now=NOW + 6).claim.attempts == 2
 
 
+def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    subject.store.defer(first, now=NOW + 5, error_code="budget_exhausted")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.attempts) == (
+        State.PENDING,
+        "budget_exhausted",
+        None,
+        0,
+    )
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("pending", DELIVERY)
+    # Any number of waits leaves the attempt count where it was.
+    for wait in range(1, 4):
+        subject.store.defer(
+            claim(subject, now=NOW + 10 * wait).claim,
+            now=NOW + 10 * wait + 1,
+            error_code="budget_exhausted",
+        )
+    assert subject.read(DELIVERY).attempts == 0
+    with pytest.raises(ClaimLost):
+        subject.store.defer(first, now=NOW + 100, error_code="budget_exhausted")
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim

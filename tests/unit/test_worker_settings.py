@@ -25,3 +25,19 @@ def test_retry_base_is_read_and_bounded() -> None:
     assert Settings.from_env(env).retry_base_seconds == 1
     with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_BASE_SECONDS):
         Settings.from_env({**BASE_ENV, env_keys.ENV_RETRY_BASE_SECONDS: "0"})
+
+
+def test_workflow_settings_are_a_json_object_of_strings() -> None:
+    assert Settings.from_env(BASE_ENV).workflow_settings == {}
+    env = {**BASE_ENV, env_keys.ENV_WORKFLOW_SETTINGS: '{"model_id": "m", "max_tokens": "64"}'}
+    assert Settings.from_env(env).workflow_settings == {"model_id": "m", "max_tokens": "64"}
+    for bad in ('{"max_tokens": 64}', "[]", "{not json"):
+        with pytest.raises(SettingsError, match=env_keys.ENV_WORKFLOW_SETTINGS):
+            Settings.from_env({**BASE_ENV, env_keys.ENV_WORKFLOW_SETTINGS: bad})
+
+
+def test_alert_topic_is_optional() -> None:
+    assert Settings.from_env(BASE_ENV).alert_topic_arn is None
+    topic = "arn:aws:sns:us-east-1:123456789012:alerts"
+    env = {**BASE_ENV, env_keys.ENV_ALERT_TOPIC_ARN: topic}
+    assert Settings.from_env(env).alert_topic_arn == topic

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from functions.core import env_keys, setting_defaults
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core.retry_policy import RETRY_BASE_SECONDS
 
 
 def receiver_environment(
@@ -47,6 +47,7 @@ def worker_environment(
     mcp_timeout_seconds: int = setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     retry_base_seconds: int = RETRY_BASE_SECONDS,
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
 ) -> dict[str, str]:
     environment = {
         env_keys.ENV_TABLE_NAME: table_name,
@@ -61,6 +62,7 @@ def worker_environment(
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
         env_keys.ENV_RETRY_BASE_SECONDS: str(retry_base_seconds),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(retry_horizon_seconds),
     }
     if notify_url is not None:
         environment[env_keys.ENV_NOTIFY_URL] = notify_url

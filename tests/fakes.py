@@ -127,7 +127,15 @@ class FakeClaims:
         self.owners[delivery_id] = owner
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
-            claim=Claim(delivery_id, owner, lease, item.attempts + 1, item.expires_at),
+            claim=Claim(
+                delivery_id,
+                owner,
+                lease,
+                item.attempts + 1,
+                item.expires_at,
+                transient_failures=item.transient_failures,
+                retry_window_start=item.retry_window_start,
+            ),
         )
 
     def _finish(self, claim: Claim, now: int, state: State, **changes: Any) -> None:
@@ -149,12 +157,19 @@ class FakeClaims:
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.PENDING, last_error=error_code)
 
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        item = self.items.get(claim.delivery_id)
+        failures = (item.transient_failures if item else 0) + 1
+        self._finish(claim, now, State.PENDING, last_error=error_code, transient_failures=failures)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
         attempts = self.items[claim.delivery_id].attempts - 1
-        self._finish(claim, now, State.PENDING, last_error=error_code, attempts=attempts)
+        self._finish(
+            claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
+        )
 
     # RecoveryStore
     def get(self, delivery_id: str) -> InboxItem | None:

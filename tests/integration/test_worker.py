@@ -13,9 +13,10 @@ import pytest
 
 from functions.core import metric_names
 from functions.core.models import State, WorkItem
+from functions.core.retry_policy import retry_delay, retry_schedule
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, MotoWorld
+from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, RETRY_HORIZON_SECONDS, MotoWorld
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
 from tests.processing_harness import emitted_metrics
 
@@ -104,7 +105,17 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
 
 
-def test_mcp_5xx_releases_and_retries_later(
+def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
+    """Run the one visible message; on a retry, wait out its back-off on the clock."""
+    messages, response = worker.run_visible()
+    assert len(messages) == 1, attempt
+    if response["batchItemFailures"]:
+        aws.clock.advance(retry_delay(attempt))
+        aws.make_visible(messages)
+    return messages
+
+
+def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
     aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
@@ -123,11 +134,22 @@ def test_mcp_5xx_releases_and_retries_later(
     # The back-off hid the message (the queue's own visibility timeout would too, but
     # moto's default is 30 s; the back-off of attempt 1 is 15 s: both hide it now).
     assert aws.queue_counts()["visible"] == 0
-    mcp_server.set_failure_rate(0.0)
+    aws.clock.advance(retry_delay(1))
     aws.make_visible(messages)
-    worker.run_visible()
-    assert aws.inbox(item.delivery_id).state is State.COMPLETED
+    # Known-transient failures do not use WORKER_MAX_ATTEMPTS: within the world's 120 s
+    # horizon the attempts at 15 s and 45 s fail too, the one at 105 s completes.
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        redeliver(aws, worker, attempt)
+    mcp_server.set_failure_rate(0.0)
+    redeliver(aws, worker, MAX_ATTEMPTS + 1)
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts, inbox.transient_failures) == (
+        State.COMPLETED,
+        MAX_ATTEMPTS + 1,
+        MAX_ATTEMPTS,
+    )
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    assert aws.dead_letters() == []
 
 
 def test_mcp_timeout_is_transient(
@@ -221,7 +243,7 @@ def test_leased_delivery_is_deferred_without_burning_an_attempt(
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
 
 
-def test_dead_letter_after_max_attempts(
+def test_dead_letter_at_the_retry_horizon(
     aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
@@ -230,15 +252,18 @@ def test_dead_letter_after_max_attempts(
     item: WorkItem,
 ) -> None:
     mcp_server.set_failure_rate(1.0)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        messages, response = worker.run_visible()
-        assert len(messages) == 1, attempt
-        aws.make_visible(messages) if response["batchItemFailures"] else None
+    schedule = retry_schedule(RETRY_HORIZON_SECONDS)
+    assert len(schedule) > MAX_ATTEMPTS
+    for attempt in range(1, len(schedule) + 1):
+        messages = redeliver(aws, worker, attempt)
+    # The message was received more often than WORKER_MAX_ATTEMPTS, yet the worker, not
+    # the queue's redrive, made the decision.
+    assert int(messages[0]["Attributes"]["ApproximateReceiveCount"]) == len(schedule)
     inbox = aws.inbox(item.delivery_id)
     assert (inbox.state, inbox.last_error, inbox.attempts) == (
         State.FAILED,
         "mcp_unavailable",
-        MAX_ATTEMPTS,
+        len(schedule),
     )
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert aws.dead_letters() == [item.to_json()]

@@ -122,6 +122,31 @@ def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
     assert claim(subject, now=NOW + 6).claim.attempts == 2
 
 
+def test_release_transient_counts_the_attempt_apart(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    assert (first.transient_failures, first.unexplained_attempts) == (0, 1)
+    assert first.retry_window_start == NOW - 10  # the receipt
+    subject.store.release_transient(first, now=NOW + 5, error_code="mcp_auth_failed")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.transient_failures) == (
+        State.PENDING,
+        "mcp_auth_failed",
+        None,
+        1,
+    )
+    second = claim(subject, now=NOW + 6).claim
+    assert (second.attempts, second.transient_failures, second.unexplained_attempts) == (2, 1, 1)
+    with pytest.raises(ClaimLost):
+        subject.store.release_transient(first, now=NOW + 7, error_code="mcp_unavailable")
+    assert subject.read(DELIVERY).transient_failures == 1
+
+
+def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subject) -> None:
+    subject.seed(pending(attempts=0, reset_at=NOW - 1))
+    assert claim(subject).claim.retry_window_start == NOW - 1
+
+
 def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -> None:
     subject.seed(pending())
     first = claim(subject).claim
@@ -144,6 +169,8 @@ def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -
             error_code="budget_exhausted",
         )
     assert subject.read(DELIVERY).attempts == 0
+    # Nor does the wait use the retry horizon: it starts again after the last wait.
+    assert claim(subject, now=NOW + 50).claim.retry_window_start == NOW + 31
     with pytest.raises(ClaimLost):
         subject.store.defer(first, now=NOW + 100, error_code="budget_exhausted")
 

@@ -26,10 +26,12 @@ from functions.workflows.agent import AgentSettings, AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
 
-# Three tries at most, each within 45 s: a summary of a few hundred tokens takes
-# seconds, and the worst case stays well inside the worker's Lambda timeout.
+# Two tries at most, each within 50 s (connect and read): a summary of a few hundred
+# tokens takes seconds, one hung call ends within the default workflow allowance
+# (WORKER_WORKFLOW_SECONDS, 60 s), and a retry after a fast failure (throttled, 5xx)
+# still fits. Our own back-off retries what is left.
 BEDROCK_CONFIG: Final = Config(
-    connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 3}
+    connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 2}
 )
 # One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +35,7 @@ from local.bedrock_emulator import (
 from local.notify_sink import NotifySinkServer
 from local.testkit.botocore_hooks import aws_response, divert_from_emulator
 from tests.conftest import REGION
+from tests.integration.conftest import BlackHole
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 KEY = f"{DELIVERY}:alert"
@@ -57,13 +56,6 @@ ALERT = Alert(
 )
 # Short timeouts for the endpoints that never answer.
 QUICK = {"connect_timeout": 1, "read_timeout": 0.5}
-
-
-@contextmanager
-def silent_endpoint() -> Iterator[str]:
-    """A loopback port that accepts connections (in its backlog) and never answers."""
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
 
 
 def refused_endpoint() -> str:
@@ -117,7 +109,7 @@ def test_throttling_is_retried_by_botocore_then_not_applied(emulator: RunningEmu
     emulator.emulator.fail_next(5, ConverseError.THROTTLING)
     with pytest.raises(NotApplied, match="model_throttled"):
         converse(model(emulator.url))
-    assert emulator.calls() == {DELIVERY: 3}  # bounded: three tries in all
+    assert emulator.calls() == {DELIVERY: 2}  # bounded: two tries in all
 
 
 @pytest.mark.parametrize(
@@ -144,7 +136,7 @@ def test_server_error_may_have_run_the_model(emulator: RunningEmulator) -> None:
     with pytest.raises(TransientError, match="model_unavailable") as raised:
         converse(model(emulator.url))
     assert not isinstance(raised.value, NotApplied)
-    assert emulator.calls() == {DELIVERY: 3}
+    assert emulator.calls() == {DELIVERY: 2}
 
 
 def test_unreachable_endpoint_is_not_applied() -> None:
@@ -228,16 +220,15 @@ def test_sns_server_error_is_unknown_and_never_resent(
     assert attempts == [1]  # botocore did not publish again on its own
 
 
-def test_sns_unreachable_is_not_applied_and_silence_is_unknown() -> None:
+def test_sns_unreachable_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
     config = Config(**QUICK, retries={"total_max_attempts": 1})
     arn = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
     refused = boto3.client("sns", endpoint_url=refused_endpoint(), config=config)
     with pytest.raises(NotApplied, match="alert_unavailable"):
         SnsAlerts(client=refused, topic_arn=arn).send(ALERT, idempotency_key=KEY)
-    with silent_endpoint() as url:
-        silent = boto3.client("sns", endpoint_url=url, config=config)
-        with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
-            SnsAlerts(client=silent, topic_arn=arn).send(ALERT, idempotency_key=KEY)
+    silent = boto3.client("sns", endpoint_url=black_hole.url, config=config)
+    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
+        SnsAlerts(client=silent, topic_arn=arn).send(ALERT, idempotency_key=KEY)
     assert not isinstance(raised.value, NotApplied)
 
 
@@ -263,12 +254,11 @@ def test_http_alert_answered_with_an_error_is_not_applied(status: int) -> None:
         assert sink.sink.counts() == {}
 
 
-def test_http_alert_refused_is_not_applied_and_silence_is_unknown() -> None:
+def test_http_alert_refused_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
     refused = HttpAlerts(url=refused_endpoint(), timeout_seconds=1, allow_insecure_loopback=True)
     with pytest.raises(NotApplied, match="alert_unavailable"):
         refused.send(ALERT, idempotency_key=KEY)
-    with silent_endpoint() as url:
-        silent = HttpAlerts(url=url, timeout_seconds=0.5, allow_insecure_loopback=True)
-        with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
-            silent.send(ALERT, idempotency_key=KEY)
+    silent = HttpAlerts(url=black_hole.url, timeout_seconds=0.5, allow_insecure_loopback=True)
+    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
+        silent.send(ALERT, idempotency_key=KEY)
     assert not isinstance(raised.value, NotApplied)

@@ -1,7 +1,8 @@
 """The environment of each child process: its functions' own, plus the emulator's.
 
 The functions' part comes from :mod:`infra.environments`, as the CDK stack's does; the
-rest points boto3 at the emulator and sets what Lambda and Powertools would.
+rest points boto3 at the emulator and sets what Lambda and Powertools would (Lambda's
+log format and application log level, which :mod:`local.lambda_logging` applies).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 
 from functions.core import env_keys, metric_names, setting_defaults
 from infra.environments import (
+    application_log_level,
     receiver_environment,
     reconciler_environment,
     relay_environment,
@@ -30,6 +32,9 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
             env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
             env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
             env_keys.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
+            # What Lambda sets from the function's logging configuration.
+            env_keys.ENV_LAMBDA_LOG_FORMAT: "JSON",
+            env_keys.ENV_LAMBDA_LOG_LEVEL: application_log_level(options.log_level),
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-from functions.core.observability import RedactingFilter
+from functions.core.redaction import RedactingFilter
 from tests import builders, conftest, log_audit
 
 VECTORS = builders.load_vectors()

@@ -17,6 +17,7 @@ from infra.environments import (
     relay_environment,
     worker_environment,
 )
+from local.lambda_logging import LAMBDA_JSON_FORMAT
 from local.stack_options import StackOptions
 from local.state import LocalState
 
@@ -31,14 +32,22 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
         {
             env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
             env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
-            env_keys.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
-            # What Lambda sets from the function's logging configuration.
-            env_keys.ENV_LAMBDA_LOG_FORMAT: "JSON",
-            env_keys.ENV_LAMBDA_LOG_LEVEL: application_log_level(options.log_level),
+            **lambda_log_environment(options.log_level),
             "PYTHONUNBUFFERED": "1",
         }
     )
     return environment
+
+
+def lambda_log_environment(log_level: str) -> dict[str, str]:
+    """The log settings a function deployed with ``log_level`` runs under: Powertools'
+    level (the stack sets it) and the format and application log level Lambda sets
+    from the function's logging configuration (``infra/lambda_function.py``)."""
+    return {
+        env_keys.ENV_POWERTOOLS_LOG_LEVEL: log_level,
+        env_keys.ENV_LAMBDA_LOG_FORMAT: LAMBDA_JSON_FORMAT,
+        env_keys.ENV_LAMBDA_LOG_LEVEL: application_log_level(log_level),
+    }
 
 
 def front_door_environment(state: LocalState, options: StackOptions) -> dict[str, str]:

@@ -13,6 +13,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,6 +225,13 @@ def emitted_metrics(output: str) -> Counter[str]:
 @pytest.fixture(name="aws")
 def aws_fixture() -> Iterator[Aws]:
     """moto with the stack's resources (import this name into a test module to use it)."""
+    with moto_aws() as aws:
+        yield aws
+
+
+@contextmanager
+def moto_aws() -> Iterator[Aws]:
+    """In-process moto with the stack's resources, gone when the block ends."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         stream_arn = create_table(dynamodb, TABLE)

@@ -23,7 +23,7 @@ from typing import Any, Final
 from functions.core import redaction
 from functions.core.clock import Clock, SystemClock
 from functions.core.errors import SigningSecretsUnavailable
-from functions.core.signature import SigningSecret
+from functions.core.signature import SECRET_PREFIX, SigningSecret
 
 # A rotation needs two; a handful more is a mistake, and each costs one HMAC per request.
 MAX_SECRETS: Final = 5
@@ -103,9 +103,11 @@ class SecretsManagerSigningSecrets:
 
 
 def _remember(value: object) -> None:
-    """A fetched value is a secret, whatever its shape: masked in any log line."""
+    """A fetched value is a secret, whatever its shape: masked in any log line, and so
+    is a secret's key part without its prefix."""
     if isinstance(value, str):
         redaction.remember_secret(value)
+        redaction.remember_secret(value.removeprefix(SECRET_PREFIX))
 
 
 def _parse(raw: object) -> tuple[SigningSecret, ...]:

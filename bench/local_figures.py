@@ -405,31 +405,23 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 stack.kill("front_door")
                 stack.wait_ready(READY_SECONDS)
 
-            kill_config = SenderConfig(
-                url=state.webhook_url,
-                secrets=secrets,
-                concurrency=4,
-                time_scale=sizes.kill_time_scale_ours,
-                seed=9,
-            )
+            def kill_load(url: str, time_scale: float) -> SenderConfig:
+                return SenderConfig(
+                    url=url, secrets=secrets, concurrency=4, time_scale=time_scale, seed=9
+                )
+
             batch = _deliveries(stack, sizes.kill_deliveries_ours, rng)
             before = _inbox_items(stack)
             ours_kills = _kill_run(
                 stack,
-                kill_config,
+                kill_load(state.webhook_url, sizes.kill_time_scale_ours),
                 batch,
                 kills=sizes.kills,
                 kill=kill_ours,
                 spacing_s=0.2,
                 wait_done=lambda: _wait_quiet(stack, expected=before + len(batch)),
             )
-            base_config = SenderConfig(
-                url=baseline.url,
-                secrets=secrets,
-                concurrency=4,
-                time_scale=sizes.kill_time_scale,
-                seed=9,
-            )
+            base_config = kill_load(baseline.url, sizes.kill_time_scale)
             base_kills = _kill_run(
                 stack,
                 base_config,

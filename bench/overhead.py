@@ -22,20 +22,16 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from moto import mock_aws
 
 from bench import canned
+from bench.output import quiet_output
 from bench.receiver_rig import (
-    REGION,
     SECRET_ARN,
     SECRETS_JSON,
-    TABLE,
-    ReceiverRig,
     accepted_event,
     bench_session,
     clients,
     make_rig,
-    quiet_output,
 )
 from bench.stats import Summary, summarize
 from functions.core import metric_names, setting_defaults, wire
@@ -45,7 +41,9 @@ from functions.core.models import Outcome
 from functions.core.observability import logger
 from functions.receiver import handler
 from local.aws_resources import create_table
-from tests import builders
+from local.testkit import builders
+from local.testkit.moto_world import REGION, TABLE, moto_world
+from local.testkit.receiver_rig import ReceiverRig
 
 TARGET = 1.25
 PLAIN = "plain_boto3"
@@ -225,22 +223,17 @@ def against_moto(*, blocks: int, per_block: int) -> OverheadResult:
     table would hide our overhead behind the emulator's; at most ``3 * per_block``
     items exist at once.
     """
-    with mock_aws():
-        admin = boto3.client("dynamodb", region_name=REGION)
-        create_table(admin, TABLE)
-        secrets = boto3.client("secretsmanager", region_name=REGION)
-        arn = secrets.create_secret(Name="relaylink-bench-signing", SecretString=SECRETS_JSON)[
-            "ARN"
-        ]
+    with moto_world() as world:
+        arn = world.create_secret(SECRETS_JSON, prefix="relaylink-bench-signing")
         session = bench_session()
         dynamodb, secretsmanager = clients(session)
-        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn)
+        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn, table=TABLE)
 
         def fresh_table() -> None:
             # Deleting items would leave moto's stream records behind (they are copied
             # by every transaction too); a new table starts with an empty stream.
-            admin.delete_table(TableName=TABLE)
-            create_table(admin, TABLE)
+            world.dynamodb.delete_table(TableName=TABLE)
+            create_table(world.dynamodb, TABLE)
 
         return measure(
             rig,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import setting_defaults
+from functions.core import retry_policy, setting_defaults
 from functions.core.host_policy import HostPolicy
 
 # Context keys (documented in docs/deploy.md).
@@ -23,6 +23,7 @@ ALARM_EMAIL = "alarm_email"
 INBOX_RETENTION_DAYS = "inbox_retention_days"
 WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
 WORKER_MAX_ATTEMPTS = "worker_max_attempts"
+WORKER_RETRY_HORIZON_HOURS = "worker_retry_horizon_hours"
 LOG_LEVEL = "log_level"
 LOG_RETENTION_DAYS = "log_retention_days"
 SIGNING_SECRETS_ARN = "signing_secrets_arn"
@@ -64,7 +65,10 @@ class StackConfig:
         alarm_email: Address subscribed to the alarm topic, or None.
         inbox_retention_days: How long inbox items and archived packages are kept.
         worker_max_concurrency: Upper bound of concurrent worker invocations (SQS ESM).
-        worker_max_attempts: Processing attempts before a message is dead-lettered.
+        worker_max_attempts: Attempts of unknown outcome (a workflow's unexpected
+            error, a worker that died) before a delivery is dead-lettered.
+        worker_retry_horizon_hours: How long after its receipt a delivery whose
+            attempts fail transiently (MCP down, token refused) is still retried.
         log_level: Powertools and Lambda application log level.
         log_retention_days: Retention of every log group of the stack.
         signing_secrets_arn: Existing signing secret to use, or None to create one.
@@ -87,6 +91,7 @@ class StackConfig:
     inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
     worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
     log_level: str = "INFO"
     log_retention_days: int = 30
     signing_secrets_arn: str | None = None
@@ -98,8 +103,9 @@ class StackConfig:
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reconcile_every_minutes: int = 5
-    # Well above a healthy item's longest stay (retries 15+30+60+120 s, plus their
-    # runs), well below the queue's 4-day retention.
+    # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
+    # their runs): an item older than this is riding out an outage, which a person
+    # should know about long before its retry horizon ends.
     work_queue_age_alarm_minutes: int = 15
 
     @classmethod
@@ -134,6 +140,15 @@ class StackConfig:
                 low=1,
                 high=100,
             ),
+            worker_retry_horizon_hours=_integer(
+                # Up to RelayLink's own 3 days, which the work queue's 4-day retention
+                # outlasts.
+                context,
+                WORKER_RETRY_HORIZON_HOURS,
+                defaults.worker_retry_horizon_hours,
+                low=1,
+                high=retry_policy.MAX_RETRY_HORIZON_SECONDS // 3600,
+            ),
             log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
             log_retention_days=_integer(
                 context, LOG_RETENTION_DAYS, defaults.log_retention_days, low=1, high=731
@@ -163,6 +178,10 @@ class StackConfig:
         )
         config.validate()
         return config
+
+    @property
+    def worker_retry_horizon_seconds(self) -> int:
+        return self.worker_retry_horizon_hours * 3600
 
     def validate(self) -> None:
         """Check what a single value's type cannot say.

@@ -48,7 +48,10 @@ class ReceiverStack(Stack):
             self,
             "Work",
             visibility_timeout=VISIBILITY_TIMEOUT,
-            max_receive_count=max_receive_count_for(config.worker_max_attempts),
+            max_receive_count=max_receive_count_for(
+                config.worker_max_attempts,
+                retry_horizon_seconds=config.worker_retry_horizon_seconds,
+            ),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)

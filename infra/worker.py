@@ -74,6 +74,7 @@ class Worker(Construct):
             workflow=config.workflow,
             archive_bucket=archive.bucket_name,
             max_attempts=config.worker_max_attempts,
+            retry_horizon_seconds=config.worker_retry_horizon_seconds,
             lease_seconds=LEASE_SECONDS,
             notify_url=config.notify_url,
         )

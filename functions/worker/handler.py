@@ -121,6 +121,7 @@ def build_deps(
                 max_attempts=settings.max_attempts,
                 lease_seconds=settings.lease_seconds,
                 retry_base_seconds=settings.retry_base_seconds,
+                retry_horizon_seconds=settings.retry_horizon_seconds,
             ),
         ),
         queue=SqsWorkQueue(

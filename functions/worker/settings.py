@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import env_keys, process, setting_defaults
+from functions.core import env_keys, retry_policy, setting_defaults
 from functions.core.settings_env import (
     BoundedInteger,
     boolean,
@@ -27,7 +27,16 @@ MAX_ATTEMPTS: Final = BoundedInteger(
     env_keys.ENV_MAX_ATTEMPTS, default=setting_defaults.DEFAULT_MAX_ATTEMPTS, low=1, high=100
 )
 RETRY_BASE_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RETRY_BASE_SECONDS, default=process.RETRY_BASE_SECONDS, low=1, high=900
+    env_keys.ENV_RETRY_BASE_SECONDS,
+    default=retry_policy.RETRY_BASE_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_DELAY_SECONDS,
+)
+RETRY_HORIZON_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RETRY_HORIZON_SECONDS,
+    default=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_HORIZON_SECONDS,
 )
 
 
@@ -48,14 +57,16 @@ class Settings:
     max_attempts: int
     lease_seconds: int
     secrets_max_age_seconds: int
-    retry_base_seconds: int = process.RETRY_BASE_SECONDS
+    retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read exactly the worker's variables.
 
-        ``WORKER_MAX_ATTEMPTS`` must equal the work queue's redrive ``maxReceiveCount``
-        (infra sets both from one value).
+        The work queue's redrive ``maxReceiveCount`` must exceed the receives that
+        ``WORKER_MAX_ATTEMPTS``, ``WORKER_RETRY_HORIZON_SECONDS`` and
+        ``WORKER_RETRY_BASE_SECONDS`` allow (infra derives it from the same values).
 
         Raises:
             SettingsError: a required variable is missing or a value is out of range.
@@ -75,4 +86,5 @@ class Settings:
             lease_seconds=LEASE_SECONDS.read(env),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
+            retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
         )

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from functions.core import wire
-from tests import builders
+from local.testkit import builders, vectors
 
-NOW: Final = builders.load_vectors().now
+NOW: Final = vectors.load_vectors().now
 SECRET: Final = builders.SECRET
 ALLOWED_HOSTS: Final = ("*.relaylink.example",)
 LIMIT: Final = wire.MAX_BODY_BYTES

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from functions.core import wire
-from tests import builders
+from local.testkit import builders, vectors
 
-NOW = builders.load_vectors().now
+NOW = vectors.load_vectors().now
 EXAMPLES = 1000  # what each property states explicitly: @settings(max_examples=1000, ...)
 # Reproducible in CI: derandomized, no example database. Each property adds
 # max_examples=1000 and deadline=None (no per-example deadline on a shared 2-core box).

@@ -14,9 +14,6 @@ from functions.core.host_policy import HostPolicy
 from functions.core.models import State
 from tests.adversarial import corpus
 from tests.adversarial.corpus import CORPUS, HostileCase
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
 
 POLICY = HostPolicy(corpus.ALLOWED_HOSTS)
 OUTCOMES = {"accepted", "duplicate", "ignored", "rejected", "invalid", "quarantined", "too_large"}

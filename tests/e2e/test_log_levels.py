@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 
 from functions.core import metric_names
 from local.lambda_logging import line_level
@@ -18,6 +17,7 @@ from local.sender import Sender, SenderConfig, Summary
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 from tests.e2e.stacks import audited
+from tests.polling import poll
 
 DELIVERIES = 3
 QUIET_DEADLINE_SECONDS = 60.0
@@ -75,17 +75,16 @@ def test_at_warning_every_function_still_reports_its_metrics() -> None:
     options = StackOptions(seed=22, log_level="WARNING", reconcile_interval_seconds=0.2)
     with audited(options) as stack:
         _deliver(stack)
-        deadline = time.monotonic() + QUIET_DEADLINE_SECONDS
-        while True:
-            logs = _logs(stack)
-            missing = {
-                name: expected - _metrics(logs.get(name, ""))
+        missing = poll(
+            lambda: {
+                name: expected - _metrics(_logs(stack).get(name, ""))
                 for name, expected in EXPECTED_METRICS.items()
-            }
-            if not any(missing.values()):
-                break
-            assert time.monotonic() < deadline, missing
-            time.sleep(0.1)
+            },
+            lambda missing: not any(missing.values()),
+            deadline_seconds=QUIET_DEADLINE_SECONDS,
+        )
+        logs = _logs(stack)
 
+    assert not any(missing.values()), missing
     for log in logs.values():
         assert '"delivery handled"' not in log  # the receiver's INFO line: below WARNING

@@ -24,6 +24,7 @@ def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
     assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
+    assert config.worker_retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
     assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
     assert config.alarm_email is None and config.notify_url is None
 
@@ -54,6 +55,8 @@ def test_command_line_strings_are_parsed() -> None:
         ("stage", "Prod"),
         ("worker_max_concurrency", 1),  # the SQS event source needs at least 2
         ("worker_max_attempts", 0),
+        ("worker_retry_horizon_hours", 0),
+        ("worker_retry_horizon_hours", 73),  # beyond RelayLink's own 3 days
         ("inbox_retention_days", 3),  # shorter than RelayLink's 3-day retry horizon + 1
         ("log_level", "LOUD"),
         ("log_retention_days", 10),
@@ -168,7 +171,7 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
     assert worker.allowed_hosts == config.mcp_allowed_hosts
 
 
-def _worker_reads_max_attempts(value: int) -> bool:
+def _worker_reads(**values: int) -> bool:
     environment = worker_environment(
         table_name="table",
         work_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work",
@@ -177,8 +180,8 @@ def _worker_reads_max_attempts(value: int) -> bool:
         mcp_allowed_hosts=["*.relaylink.example"],
         workflow=setting_defaults.DEFAULT_WORKFLOW,
         archive_bucket="archive",
-        max_attempts=value,
         lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
+        **{"max_attempts": setting_defaults.DEFAULT_MAX_ATTEMPTS, **values},
     )
     try:
         WorkerSettings.from_env(environment)
@@ -190,4 +193,10 @@ def _worker_reads_max_attempts(value: int) -> bool:
 @pytest.mark.parametrize("value", [1, 5, 100, 101, 1000])
 def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
     accepted = _synth_accepts({"worker_max_attempts": value})
-    assert accepted == _worker_reads_max_attempts(value)
+    assert accepted == _worker_reads(max_attempts=value)
+
+
+@pytest.mark.parametrize("hours", [1, 24, 72, 73, 1000])
+def test_synth_and_worker_agree_on_worker_retry_horizon_hours(hours: int) -> None:
+    accepted = _synth_accepts({"worker_retry_horizon_hours": str(hours)})
+    assert accepted == _worker_reads(retry_horizon_seconds=hours * 3600)

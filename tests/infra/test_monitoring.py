@@ -22,8 +22,9 @@ from functions.core.errors import (
 from functions.core.models import Outcome
 from functions.core.process import ProcessConfig, Processor
 from infra.monitoring import RUNBOOK
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeClaims, FakeEffects
 from tests.infra.conftest import ROOT, Synthesized, get_att, ref
-from tests.processing_fakes import Clock, FakeClaims, FakeEffects
 from tests.unit.test_claim import LEASE, pending
 
 SERVICE_DIMENSION = [{"Name": "service", "Value": metric_names.SERVICE}]
@@ -151,7 +152,7 @@ def test_worker_alarms_watch_a_metric_the_worker_really_emits(
         claims=claims,
         effects=FakeEffects(),
         workflow=None,  # never reached: the fetch fails first
-        clock=Clock(),
+        clock=FakeClock(),
         metrics=metrics,
         config=ProcessConfig(max_attempts=3, lease_seconds=LEASE),
     )

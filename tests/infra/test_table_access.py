@@ -100,6 +100,9 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
+    (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
+        _claimed(s, d), now=NOW, error_code="mcp_unavailable"
+    ),
     (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),
@@ -110,6 +113,10 @@ CALLS: dict[tuple[type, str], Call] = {
     (effects.EffectStore, "record_done"): lambda t, s, d: (
         _intent(s, d),
         t.effects.record_done(d, EFFECT, now=NOW),
+    ),
+    (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
+        _intent(s, d),
+        t.effects.resolve_not_applied(d, EFFECT, now=NOW),
     ),
     (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
     (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: t.claims.stale_pending(

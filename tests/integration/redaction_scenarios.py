@@ -16,9 +16,8 @@ from functions.core.adapters.mcp_token import SecretsManagerMcpToken
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.receiver import handler as receiver  # noqa: F401 (its cold start)
 from functions.worker import handler as worker  # noqa: F401 (its cold start)
-from local.aws_resources import create_secret
-from tests import builders
-from tests.integration import processing_harness as harness
+from local.testkit import builders
+from local.testkit.moto_world import moto_world
 
 # A token with no prefix and no shape: only its value can find it.
 TOKEN = "Qx7vL2pR9wZk4mT8sN3bYc"
@@ -28,16 +27,14 @@ HELD_LIBRARY = "botocore.parsers"
 
 
 def run() -> None:
-    with harness.moto_aws() as aws:
-        token_arn = create_secret(aws.secretsmanager, name="relaylink-mcp", value=TOKEN)
-        signing_arn = create_secret(
-            aws.secretsmanager, name="relaylink-signing", value=json.dumps([builders.SECRET])
-        )
+    with moto_world() as world:
+        token_arn = world.create_secret(TOKEN)
+        signing_arn = world.create_secret(json.dumps([builders.SECRET]))
         SecretsManagerMcpToken(
-            secret_arn=token_arn, max_age_seconds=300, client=aws.secretsmanager
+            secret_arn=token_arn, max_age_seconds=300, client=world.secretsmanager
         )()
         SecretsManagerSigningSecrets(
-            secret_arn=signing_arn, max_age_seconds=300, client=aws.secretsmanager
+            secret_arn=signing_arn, max_age_seconds=300, client=world.secretsmanager
         ).current()
     body = json.dumps({"SecretString": TOKEN}).encode()
     unheld = logging.getLogger(UNHELD_LIBRARY)

@@ -22,11 +22,8 @@ import pytest
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
 from local.lambda_logging import LambdaJsonFormatter
-from tests import builders, log_audit
-from tests.integration.processing_harness import (
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    stream_fixture,  # noqa: F401 (fixture "stream")
-)
+from local.testkit import builders
+from tests import log_audit
 from tests.integration.test_pipeline import Pipeline, pipeline  # noqa: F401 (fixture "pipeline")
 
 # The libraries on this path that can print what they send or receive.

@@ -12,10 +12,7 @@ from functions.core import env_keys, metric_names, wire
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
-from tests import builders
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
+from local.testkit import builders
 
 NOW = 1_764_687_845
 LIMIT = wire.MAX_BODY_BYTES

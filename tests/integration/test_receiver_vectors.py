@@ -11,16 +11,14 @@ import pytest
 from functions.core import setting_defaults, table_layout, wire
 from functions.core.adapters import dynamodb_items as items
 from functions.core.models import State
-from tests import builders
-from tests.integration.receiver_harness import Receiver, receiver_factory, world
+from local.testkit import builders, vectors
+from tests.receiver_harness import Receiver
 
-__all__ = ["receiver_factory", "world"]  # fixtures
-
-VECTORS = builders.load_vectors()
+VECTORS = vectors.load_vectors()
 RETENTION_SECONDS = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600
 
 
-def _assert_inbox(receiver: Receiver, step: builders.VectorRequest) -> None:
+def _assert_inbox(receiver: Receiver, step: vectors.VectorRequest) -> None:
     headers = {k.lower(): v for k, v in step.headers.items()}
     body = json.loads(step.body)
     (stored,) = receiver.of_kind(table_layout.KIND_INBOX)
@@ -41,7 +39,7 @@ def _assert_inbox(receiver: Receiver, step: builders.VectorRequest) -> None:
 
 
 @pytest.mark.parametrize("case", VECTORS.cases, ids=lambda c: c.name)
-def test_receiver_vector_case(receiver_factory: Any, case: builders.VectorCase) -> None:
+def test_receiver_vector_case(receiver_factory: Any, case: vectors.VectorCase) -> None:
     receiver = receiver_factory(case.secrets, now=VECTORS.now)
     step = case.request
 
@@ -68,7 +66,7 @@ def test_receiver_vector_case(receiver_factory: Any, case: builders.VectorCase) 
 
 @pytest.mark.parametrize("case", VECTORS.cases, ids=lambda c: c.name)
 def test_receiver_vector_case_with_base64_body(
-    receiver_factory: Any, case: builders.VectorCase
+    receiver_factory: Any, case: vectors.VectorCase
 ) -> None:
     receiver = receiver_factory(case.secrets, now=VECTORS.now)
     step = case.request
@@ -81,9 +79,9 @@ def test_receiver_vector_case_with_base64_body(
 
 
 @pytest.mark.parametrize("sequence", VECTORS.sequences, ids=lambda s: s.name)
-def test_receiver_vector_sequence(receiver_factory: Any, sequence: builders.VectorSequence) -> None:
+def test_receiver_vector_sequence(receiver_factory: Any, sequence: vectors.VectorSequence) -> None:
     receiver = receiver_factory(sequence.secrets, now=VECTORS.now)
-    first_accepted: builders.VectorRequest | None = None
+    first_accepted: vectors.VectorRequest | None = None
 
     for number, step in enumerate(sequence.steps, start=1):
         response = receiver.invoke(builders.http_api_event(step.headers, step.body))

@@ -16,16 +16,11 @@ from functions.core.models import State, WorkItem
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
-from tests import builders
-from tests.builders import LambdaContext
-from tests.integration.processing_harness import (
-    LEASE_SECONDS,
-    REGION,
-    TABLE,
-    Aws,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-)
+from local.testkit import botocore_hooks
+from local.testkit.builders import LambdaContext
+from local.testkit.moto_world import REGION, TABLE, MotoWorld
+from local.testkit.worker_rig import LEASE_SECONDS
+from tests.processing_harness import emitted_metrics
 
 PENDING_AGE = 600
 EFFECT_AGE = 1200
@@ -36,7 +31,7 @@ def work(n: int) -> WorkItem:
     return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", MCP_URL)
 
 
-def settings(aws: Aws) -> Settings:
+def settings(aws: MotoWorld) -> Settings:
     return Settings.from_env(
         {
             env_keys.ENV_TABLE_NAME: TABLE,
@@ -49,7 +44,7 @@ def settings(aws: Aws) -> Settings:
 
 
 @pytest.fixture
-def reconciler(aws: Aws) -> Any:
+def reconciler(aws: MotoWorld) -> Any:
     handler.container_deps.set(
         handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
     )
@@ -57,16 +52,16 @@ def reconciler(aws: Aws) -> Any:
     handler.container_deps.reset()
 
 
-def claims(aws: Aws) -> DynamoDbClaims:
+def claims(aws: MotoWorld) -> DynamoDbClaims:
     return DynamoDbClaims(client=aws.dynamodb, table_name=TABLE)
 
 
-def sent(aws: Aws) -> list[str]:
+def sent(aws: MotoWorld) -> list[str]:
     return sorted(json.loads(m["Body"])["delivery_id"] for m in aws.receive())
 
 
 def test_stale_pending_is_requeued_once(
-    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, reconciler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))  # its work item "got lost": nothing in the queue
     aws.clock.advance(PENDING_AGE - 100)
@@ -82,7 +77,9 @@ def test_stale_pending_is_requeued_once(
     assert metrics[metric_names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
 
 
-def test_expired_lease_goes_back_to_pending_and_is_requeued(aws: Aws, reconciler: Any) -> None:
+def test_expired_lease_goes_back_to_pending_and_is_requeued(
+    aws: MotoWorld, reconciler: Any
+) -> None:
     aws.accept(work(1))
     aws.accept(work(2))
     store = claims(aws)
@@ -102,7 +99,7 @@ def test_expired_lease_goes_back_to_pending_and_is_requeued(aws: Aws, reconciler
     assert aws.inbox(work(2).delivery_id).state is State.PROCESSING
 
 
-def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
+def test_concurrent_runs_requeue_each_item_once(aws: MotoWorld) -> None:
     for n in range(6):
         aws.accept(work(n))
     store = claims(aws)
@@ -115,7 +112,9 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
     ]
     # Racing runs, but one moto request at a time: in-process moto is not thread-safe
     # (unserialized, two conditional updates of one item could both pass).
-    builders.serialize_moto([c for pair in clients for c in pair], services=("dynamodb", "sqs"))
+    botocore_hooks.serialize_moto(
+        [c for pair in clients for c in pair], services=("dynamodb", "sqs")
+    )
     runs = [
         handler.build_deps(settings(aws), dynamodb=dynamodb, sqs=sqs, clock=aws.clock)
         for dynamodb, sqs in clients
@@ -137,7 +136,7 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
 
 
 def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
-    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, reconciler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))
     store = claims(aws)
@@ -160,7 +159,9 @@ def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
     )
 
 
-def test_uncertain_effect_of_a_pending_delivery_is_requeued(aws: Aws, reconciler: Any) -> None:
+def test_uncertain_effect_of_a_pending_delivery_is_requeued(
+    aws: MotoWorld, reconciler: Any
+) -> None:
     aws.accept(work(1))
     store = claims(aws)
     effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
@@ -175,7 +176,7 @@ def test_uncertain_effect_of_a_pending_delivery_is_requeued(aws: Aws, reconciler
     assert sent(aws) == [work(1).delivery_id]
 
 
-def test_settings_refuse_an_effect_age_within_the_lease(aws: Aws) -> None:
+def test_settings_refuse_an_effect_age_within_the_lease(aws: MotoWorld) -> None:
     with pytest.raises(SettingsError, match=env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS):
         Settings.from_env(
             {

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions.core import env_keys
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core import env_keys, setting_defaults
+from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, RETRY_BASE_SECONDS
 from functions.core.settings_env import SettingsError
 from functions.worker.settings import Settings
 
@@ -25,3 +25,14 @@ def test_retry_base_is_read_and_bounded() -> None:
     assert Settings.from_env(env).retry_base_seconds == 1
     with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_BASE_SECONDS):
         Settings.from_env({**BASE_ENV, env_keys.ENV_RETRY_BASE_SECONDS: "0"})
+
+
+def test_retry_horizon_defaults_to_a_day_and_is_bounded_by_relaylinks_own() -> None:
+    settings = Settings.from_env(BASE_ENV)
+    assert settings.retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    assert settings.retry_horizon_seconds == 24 * 3600
+    env = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(MAX_RETRY_HORIZON_SECONDS)}
+    assert Settings.from_env(env).retry_horizon_seconds == 3 * 24 * 3600
+    too_long = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(3 * 24 * 3600 + 1)}
+    with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_HORIZON_SECONDS):
+        Settings.from_env(too_long)

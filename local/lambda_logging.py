@@ -39,7 +39,7 @@ _RESERVED = frozenset(vars(logging.makeLogRecord({}))) | {"message", "aws_reques
 def line_level(line: str) -> int:
     """The level Lambda's filter gives one line: its JSON ``level``, else INFO."""
     stripped = line.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith("{") and '"level"' in stripped:  # else no level to read
         try:
             document = json.loads(stripped)
         except ValueError:

@@ -19,6 +19,8 @@ import json
 import logging
 import re
 import threading
+import traceback
+from types import TracebackType
 from typing import Final
 
 REDACTED: Final = "[redacted]"
@@ -104,15 +106,19 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         if record.exc_info and record.exc_info[1] is not None:
-            _redact_exception(record)
+            _redact_exception(record, record.exc_info[0], record.exc_info[1], record.exc_info[2])
         return True
 
 
-def _redact_exception(record: logging.LogRecord) -> None:
+def _redact_exception(
+    record: logging.LogRecord,
+    kind: type[BaseException] | None,
+    error: BaseException,
+    trace: TracebackType | None,
+) -> None:
     """Only when the exception text holds a secret: it then goes into the message,
     masked, instead of the exception (which every formatter would print as it is)."""
-    assert record.exc_info is not None
-    text = logging.Formatter().formatException(record.exc_info)
+    text = "".join(traceback.format_exception(kind, error, trace)).rstrip("\n")
     masked = redact(text)
     if masked != text:
         record.msg = f"{record.msg}\n{masked}"

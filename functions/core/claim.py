@@ -96,6 +96,11 @@ class ClaimStore(Protocol):
         """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
         ...
 
+    def reopen(self, delivery_id: str, *, now: int) -> bool:
+        """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
+        by an operator); False when the delivery is not failed."""
+        ...
+
 
 def new_owner_token() -> str:
     """A fresh, unguessable lease owner token (one per claim)."""

@@ -1,7 +1,8 @@
 """The processing use case: claim, fetch, run the workflow, complete.
 
 One call of :meth:`Processor.process` handles one work item (one queue message)
-and returns a :class:`Decision` that tells the worker what to do with the message.
+and returns a :class:`Decision` that tells the worker what to do with the message
+(:mod:`functions.core.batch` runs a batch of them).
 The state of the delivery lives in the inbox item (see :mod:`functions.core.claim`),
 never in the queue: a message is only a reminder that a delivery may need work, so
 duplicated or re-enqueued messages are harmless.
@@ -10,8 +11,7 @@ duplicated or re-enqueued messages are harmless.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -50,25 +50,6 @@ class MetricsSink(Protocol):
     """Port: counts events (CloudWatch EMF in production)."""
 
     def count(self, name: str, value: int = 1) -> None: ...
-
-
-class WorkQueue(Protocol):
-    """Port: the work queue and its dead-letter queue (SQS in production)."""
-
-    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
-
-    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
-
-    def dead_letter(self, body: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class QueueMessage:
-    """One received queue message, as the worker needs it."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
 
 
 class Disposition(StrEnum):
@@ -248,57 +229,3 @@ _RESULT_METRICS = {
     Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
     Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
 }
-
-
-async def process_batch(
-    processor: Processor,
-    queue: WorkQueue,
-    source: Callable[[], AbstractAsyncContextManager[PackageSource]],
-    messages: Sequence[QueueMessage],
-) -> list[str]:
-    """Process one batch in order, sharing one package source (one MCP session per server).
-
-    Returns:
-        The ids of the messages to report as batch item failures: SQS makes them
-        visible again after the delay set here (or the queue's visibility timeout).
-    """
-    failures: list[str] = []
-    async with source() as packages:
-        for message in messages:
-            try:
-                work = WorkItem.from_json(message.body)
-            except ValueError:
-                # Not ours to interpret and never will be: straight to the dead-letter queue.
-                logger.warning("malformed work item", extra={"message_id": message.message_id})
-                queue.dead_letter(message.body)
-                continue
-            try:
-                decision = await processor.process(work, packages)
-                _apply(queue, message, work, decision, failures)
-            except ProcessingError as exc:
-                # Storage trouble before any state change was recorded: the message
-                # comes back after the queue's visibility timeout, the lease after its own.
-                logger.warning(
-                    "work item not processed",
-                    extra={"delivery_id": work.delivery_id, "error_code": exc.code},
-                )
-                failures.append(message.message_id)
-    return failures
-
-
-def _apply(
-    queue: WorkQueue,
-    message: QueueMessage,
-    work: WorkItem,
-    decision: Decision,
-    failures: list[str],
-) -> None:
-    if decision.disposition is Disposition.RETRY:
-        queue.change_visibility(message.receipt_handle, seconds=decision.delay_seconds)
-        failures.append(message.message_id)
-    elif decision.disposition is Disposition.DEFER:
-        # A fresh copy starts with a receive count of 0: waiting for another worker's
-        # lease must not move this delivery towards the dead-letter queue.
-        queue.send(work, delay_seconds=decision.delay_seconds)
-    elif decision.disposition is Disposition.DEAD_LETTER:
-        queue.dead_letter(message.body)

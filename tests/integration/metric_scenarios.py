@@ -22,6 +22,7 @@ from functions.relay import handler as relay
 from functions.relay.settings import Settings as RelaySettings
 from functions.worker import handler as worker
 from functions.worker.settings import Settings as WorkerSettings
+from local.child import LambdaContext
 from local.event_sources import sqs_event
 from local.testkit import builders
 from local.testkit.moto_world import (
@@ -35,6 +36,9 @@ from local.testkit.moto_world import (
 from local.testkit.receiver_rig import make_receiver_rig
 from local.testkit.worker_rig import LEASE_SECONDS, worker_env
 
+UNREACHABLE_MCP_URL = "https://unreachable.relaylink.example/mcp"
+# The worker's timeout (infra/worker.py): every message of the batch has time to start.
+WORKER_REMAINING_MS = 180_000
 PACKAGE_ERRORS: dict[str, type[ProcessingError]] = {
     "pkg_transient": TransientError,
     "pkg_auth": McpAuthError,
@@ -109,12 +113,14 @@ def relay_records(world: MotoWorld) -> None:
 
 
 def worker_results(world: MotoWorld) -> None:
-    """One batch that reaches every result the worker counts."""
+    """One batch that reaches every result the worker counts (one message is not even
+    started: its MCP server is unreachable)."""
     now = world.clock.now()
     completed, missing, deferred, stolen = work(0), work(1), work(2), work(3)
     exhausted, uncertain = work(4), work(5)
     failing = [work(6, "pkg_transient"), work(7, "pkg_auth"), work(8, "pkg_missing")]
-    for item in (completed, deferred, stolen, uncertain, *failing):
+    unreachable = WorkItem(work(9).delivery_id, "package.received", "pkg_9", UNREACHABLE_MCP_URL)
+    for item in (completed, deferred, stolen, uncertain, unreachable, *failing):
         world.accept(item)
     world.accept(exhausted, attempts={"N": str(MAX_ATTEMPTS)})
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
@@ -128,7 +134,7 @@ def worker_results(world: MotoWorld) -> None:
         secretsmanager=world.secretsmanager,
         clock=world.clock,
         workflow=ScriptedWorkflow(world, stolen=stolen.delivery_id),
-        packages=ScriptedPackages,
+        packages=lambda deadline: ScriptedPackages(),
     )
     deps.processor.claims.claim(
         deferred.delivery_id, owner="other", now=now, lease_seconds=LEASE_SECONDS
@@ -136,11 +142,12 @@ def worker_results(world: MotoWorld) -> None:
     deps.processor.effects.record_intent(
         uncertain.delivery_id, "notify", key="k", now=now, expires_at=0
     )
-    for item in (completed, missing, deferred, stolen, exhausted, uncertain, *failing):
+    batch = (completed, missing, deferred, stolen, exhausted, uncertain, unreachable, *failing)
+    for item in batch:
         world.enqueue(item)
     worker.container_deps.set(deps)
-    event = sqs_event(world.receive(), world.queue_arn, REGION)
-    worker.lambda_handler(event, builders.LambdaContext())
+    event = sqs_event(world.receive(limit=len(batch)), world.queue_arn, REGION)
+    worker.lambda_handler(event, LambdaContext("worker", remaining_ms=WORKER_REMAINING_MS))
 
 
 def reconciler_run(world: MotoWorld) -> None:
@@ -168,13 +175,17 @@ def work(n: int, package: str | None = None) -> WorkItem:
 
 
 class ScriptedPackages:
-    """A package source: the package ids in ``PACKAGE_ERRORS`` raise their error."""
+    """A package source: the package ids in ``PACKAGE_ERRORS`` raise their error, and
+    ``UNREACHABLE_MCP_URL``'s server failed at transport level."""
 
     async def __aenter__(self) -> ScriptedPackages:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         return None
+
+    def unreachable(self, mcp_url: str) -> bool:
+        return mcp_url == UNREACHABLE_MCP_URL
 
     async def get_package(self, mcp_url: str, package_id: str) -> Any:
         if package_id in PACKAGE_ERRORS:

@@ -195,3 +195,15 @@ def test_touch_pending_wins_once_per_listing(subject: Subject) -> None:
     assert subject.store.touch_pending(stale[0], now=NOW) is True
     assert subject.store.touch_pending(stale[0], now=NOW) is False
     assert subject.read(DELIVERY).state_changed_at == NOW
+
+
+def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject: Subject) -> None:
+    subject.seed(pending(state=State.FAILED, attempts=5, last_error="mcp_unavailable"))
+    assert subject.store.reopen(DELIVERY, now=NOW + 5)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.last_error) == (State.PENDING, 0, "mcp_unavailable")
+    assert item.state_changed_at == NOW + 5
+    assert not subject.store.reopen(DELIVERY, now=NOW + 6)  # pending: nothing to reopen
+    claim(subject, now=NOW + 7)
+    assert not subject.store.reopen(DELIVERY, now=NOW + 8)  # processing: untouched
+    assert subject.read(DELIVERY).state is State.PROCESSING

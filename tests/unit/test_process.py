@@ -26,14 +26,12 @@ from functions.core.process import (
     Disposition,
     ProcessConfig,
     Processor,
-    QueueMessage,
     Result,
-    process_batch,
 )
 from functions.core.retry_policy import retry_delay, retry_schedule
 from infra.schema import max_receive_count_for
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics
 
 MAX_ATTEMPTS = 3
 LEASE = 300
@@ -52,20 +50,12 @@ class Packages:
 
     errors: list[ProcessingError] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
-    sessions: int = 0
 
     async def get_package(self, mcp_url: str, package_id: str) -> Any:
         self.calls.append(package_id)
         if self.errors:
             raise self.errors.pop(0)
         return {"package_id": package_id, "title": "t"}
-
-    async def __aenter__(self) -> Packages:
-        self.sessions += 1
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 @dataclass
@@ -420,27 +410,6 @@ def test_unexpected_workflow_error_is_retried(world: World) -> None:
     decision = world.process(work())
     assert decision.disposition is Disposition.RETRY
     assert world.state(work()).last_error == "unexpected_error"
-
-
-def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
-    items = [work(n) for n in range(4)]
-    for item in items[:3]:
-        world.accept(item)
-    world.claims.claim(items[2].delivery_id, owner="x", now=world.clock.value, lease_seconds=LEASE)
-    world.packages.errors = [TransientError("mcp_unavailable")]  # the first message's fetch
-    messages = [QueueMessage(f"m{n}", f"r{n}", item.to_json()) for n, item in enumerate(items)]
-    messages.append(QueueMessage("bad", "rbad", "{not json"))
-    queue = FakeQueue()
-    failures = asyncio.run(
-        process_batch(world.processor(), queue, lambda: world.packages, messages)
-    )
-    assert failures == ["m0"]
-    assert queue.visibility == [("r0", retry_delay(1))]
-    assert queue.sent == [(items[2], LEASE)]
-    assert queue.dead == ["{not json"]
-    assert world.packages.sessions == 1
-    assert world.state(items[1]).state is State.COMPLETED
-    assert world.metrics.counts[metric_names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
 
 
 def _raise(exc: BaseException) -> None:

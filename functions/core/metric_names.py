@@ -12,6 +12,9 @@ SERVICE: Final = "relaylink-receiver"
 METRICS_NAMESPACE: Final = "RelayLinkReceiver"
 
 METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
+# A signed body nested deeper than the parser goes: valid JSON we cannot read, counted
+# apart from other invalid bodies so that a sender change shows on its own.
+METRIC_BODY_TOO_DEEP: Final = "DeliveriesTooDeep"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
 METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
 # Processing (relay, worker, reconciler); one count per outcome.

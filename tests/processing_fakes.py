@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.effects import EffectRecord, EffectStatus
-from functions.core.models import InboxItem, State, WorkItem
+from functions.core.models import InboxItem, State, UnsentWork, WorkItem
 
 
 @dataclass
@@ -91,21 +92,19 @@ class FakeClaims:
     def get(self, delivery_id: str) -> InboxItem | None:
         return self.items.get(delivery_id)
 
-    def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]:
-        found = [
+    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
+        return [
             i
             for i in self.items.values()
             if i.state is State.PENDING and i.state_changed_at < changed_before
         ]
-        return found[:limit]
 
-    def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]:
-        found = [
+    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+        return [
             i
             for i in self.items.values()
             if i.state is State.PROCESSING and (i.lease_until or 0) <= now
         ]
-        return found[:limit]
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         current = self.items.get(item.delivery_id)
@@ -161,14 +160,14 @@ class FakeEffects:
             record, status=EffectStatus.DONE, done_at=now, flagged_at=None
         )
 
-    def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]:
+    def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
         return [
             r
             for r in self.records.values()
             if r.status is EffectStatus.INTENT
             and r.intent_at < intended_before
             and r.flagged_at is None
-        ][:limit]
+        ]
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         current = self.records.get((record.delivery_id, record.name))
@@ -182,12 +181,22 @@ class FakeEffects:
 
 @dataclass
 class FakeQueue:
+    """``refuse`` holds delivery ids whose batch entries the queue refuses."""
+
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
     dead: list[str] = field(default_factory=list)
+    refuse: set[str] = field(default_factory=set)
+    batches: list[int] = field(default_factory=list)  # the size of each batch sent
 
     def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
         self.sent.append((work, delay_seconds))
+
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        self.batches.append(len(works))
+        refused = [w for w in works if w.delivery_id in self.refuse]
+        self.sent += [(w, 0) for w in works if w.delivery_id not in self.refuse]
+        return [UnsentWork(w, reason="InternalError") for w in refused]
 
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))

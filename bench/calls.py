@@ -12,25 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import boto3
-from moto import mock_aws
-
 from bench import canned
-from bench.receiver_rig import (
-    NOW,
-    REGION,
-    SECRET_ARN,
-    SECRETS_JSON,
-    TABLE,
-    ReceiverRig,
-    clients,
-    make_rig,
-    quiet_output,
-)
+from bench.output import quiet_output
+from bench.receiver_rig import NOW, SECRET_ARN, SECRETS_JSON, clients, make_rig
 from bench.stats import Summary, summarize
-from local.aws_resources import create_table
-from tests import builders
-from tests.builders import AwsCalls
+from local.testkit import builders, moto_world
+from local.testkit.aws_calls import AwsCalls
+from local.testkit.receiver_rig import ReceiverRig
 
 # Targets: calls per outcome (at most), Secrets Manager calls per 1,000.
 TARGETS: Final = {"accepted": 1, "duplicate": 1, "quarantined": 2, "rejected": 0}
@@ -119,13 +107,10 @@ def _measure_outcome(
 
 def per_outcome(*, repeats: int) -> dict[str, OutcomeCalls]:
     """AWS calls each outcome costs a warm receiver, over ``repeats`` deliveries each."""
-    with mock_aws():
-        admin = boto3.client("dynamodb", region_name=REGION)
-        create_table(admin, TABLE)
-        setup = boto3.client("secretsmanager", region_name=REGION)
-        arn = setup.create_secret(Name="relaylink-bench-calls", SecretString=SECRETS_JSON)["ARN"]
+    with moto_world.moto_world() as world:
+        arn = world.create_secret(SECRETS_JSON, prefix="relaylink-bench-calls")
         dynamodb, secretsmanager = clients()
-        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn)
+        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn, table=moto_world.TABLE)
         counter = AwsCalls()
         counter.watch(dynamodb, secretsmanager)
         with quiet_output():

@@ -11,32 +11,18 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from io import BytesIO
 from typing import Any, Final
 
 from botocore.awsrequest import AWSResponse
+
+from local.testkit.botocore_hooks import aws_response
 
 DYNAMODB_JSON: Final = "application/x-amz-json-1.0"
 SECRETS_JSON: Final = "application/x-amz-json-1.1"
 
 Answer = Callable[[Any], tuple[int, dict[str, Any]]]
-
-
-class _Body(BytesIO):
-    """A raw body with the ``stream()`` botocore reads responses through."""
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        chunk = self.read()
-        while chunk:
-            yield chunk
-            chunk = self.read()
-
-
-def _response(request: Any, status: int, payload: dict[str, Any], content_type: str) -> AWSResponse:
-    headers = {"Content-Type": content_type, "x-amzn-RequestId": "canned"}
-    return AWSResponse(request.url, status, headers, _Body(json.dumps(payload).encode()))
 
 
 class CannedAws:
@@ -67,7 +53,8 @@ class CannedAws:
         with self._lock:
             self.answered[(service, operation)] += 1
         content_type = DYNAMODB_JSON if service == "dynamodb" else SECRETS_JSON
-        return _response(request, status, payload, content_type)
+        body = json.dumps(payload).encode()
+        return aws_response(request, status, body, content_type=content_type, request_id="canned")
 
 
 def transact_ok(_request: Any) -> tuple[int, dict[str, Any]]:

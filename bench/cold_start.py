@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.canned import CannedEndpoint
-from bench.receiver_rig import REGION, SECRET_ARN, SECRETS_JSON
+from bench.receiver_rig import SECRET_ARN, SECRETS_JSON
 from bench.stats import Summary, summarize
-from functions.core import names
+from functions.core import env_keys, metric_names, setting_defaults
 from functions.receiver import handler
 from infra.environments import receiver_environment
-from tests import builders
+from local.testkit import builders
+from local.testkit.moto_world import REGION
 
 TARGET: Final = 1.3
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -101,9 +102,9 @@ def fresh_env(
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_ENDPOINT_URL": endpoint_url,
-        names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-        names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-        names.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
+        env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+        env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+        env_keys.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
     }
     env.update(extra)
     return env
@@ -171,7 +172,7 @@ def receiver(*, pairs: int, code_root: Path = REPO_ROOT) -> ColdStart:
             receiver_environment(
                 table_name="relaylink-bench",
                 signing_secrets_arn=SECRET_ARN,
-                inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+                inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
             ),
             code_root,
         )
@@ -246,12 +247,18 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
     # Imported here: the worker's world pulls in moto's server and the MCP SDK.
     from moto.server import ThreadedMotoServer  # noqa: PLC0415
 
-    from bench.worker_mcp import MCP_TOKEN  # noqa: PLC0415
+    from bench.worker_mcp import MCP_TOKEN, _submit  # noqa: PLC0415
     from infra.environments import worker_environment  # noqa: PLC0415
-    from local.aws_resources import create_queues, create_secret, create_table  # noqa: PLC0415
+    from local.event_sources import sqs_event  # noqa: PLC0415
     from local.mcp_server import start_in_thread  # noqa: PLC0415
     from local.notify_sink import NotifySinkServer  # noqa: PLC0415
-    from tests.integration import processing_harness as ph  # noqa: PLC0415
+    from local.testkit.clock import FakeClock  # noqa: PLC0415
+    from local.testkit.moto_world import (  # noqa: PLC0415
+        BUCKET,
+        MAX_ATTEMPTS,
+        TABLE,
+        build_world,
+    )
 
     results: list[dict[str, Any]] = []
     walls: list[float] = []
@@ -261,51 +268,33 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
     try:
         host, port = moto.get_host_and_port()
         url = f"http://{host}:{port}"
-        session = boto3_session(url)
-        dynamodb = session.client("dynamodb")
-        sqs = session.client("sqs")
-        secretsmanager = session.client("secretsmanager")
-        s3 = session.client("s3")
-        stream_arn = create_table(dynamodb, ph.TABLE)
-        queue_url, dlq_url = create_queues(sqs, queue_name=ph.QUEUE, max_receive_count=3)
-        s3.create_bucket(Bucket=ph.BUCKET)
-        token_arn = create_secret(secretsmanager, name="relaylink-mcp-cold", value=MCP_TOKEN)
-        aws = ph.Aws(
-            dynamodb=dynamodb,
-            sqs=sqs,
-            streams=session.client("dynamodbstreams"),
-            s3=s3,
-            secretsmanager=secretsmanager,
-            stream_arn=stream_arn,
-            queue_url=queue_url,
-            dlq_url=dlq_url,
-            token_arn=token_arn,
-            clock=ph.Clock(int(time.time())),
-        )
+        world = build_world(boto3_session(url).client, clock=FakeClock(int(time.time())))
+        token_arn = world.create_secret(MCP_TOKEN, prefix="relaylink-mcp-cold")
         with NotifySinkServer() as sink, start_in_thread(token=MCP_TOKEN) as mcp:
             function_env = worker_environment(
-                table_name=ph.TABLE,
-                work_queue_url=queue_url,
-                dead_letter_queue_url=dlq_url,
+                table_name=TABLE,
+                work_queue_url=world.queue_url,
+                dead_letter_queue_url=world.dlq_url,
                 mcp_token_secret_arn=token_arn,
                 mcp_allowed_hosts=["127.0.0.1"],
-                workflow=names.DEFAULT_WORKFLOW,
-                archive_bucket=ph.BUCKET,
-                max_attempts=3,
+                workflow=setting_defaults.DEFAULT_WORKFLOW,
+                archive_bucket=BUCKET,
+                max_attempts=MAX_ATTEMPTS,
                 lease_seconds=300,
                 notify_url=sink.url,
             )
-            function_env[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+            function_env[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
             env = fresh_env(url, function_env)
-            from bench.worker_mcp import _submit  # noqa: PLC0415
-
             for _ in range(runs):
-                messages = _submit(aws, mcp, batch)
-                result, wall = run_script(WORKER_SCRIPT, env, json.dumps(ph.sqs_event(messages)))
+                messages = _submit(world, mcp, batch)
+                event = sqs_event(messages, world.queue_arn, REGION)
+                result, wall = run_script(WORKER_SCRIPT, env, json.dumps(event))
                 if result["failures"]:
                     raise RuntimeError(f"cold worker failed {result['failures']} messages")
                 for m in messages:
-                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+                    world.sqs.delete_message(
+                        QueueUrl=world.queue_url, ReceiptHandle=m["ReceiptHandle"]
+                    )
                 results.append(result)
                 walls.append(wall)
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.report import Figure
-from functions.core import names
+from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
 from functions.core.models import Outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -109,8 +109,10 @@ def _alarm_count() -> int:
 
 
 def _metric_names() -> set[str]:
-    receiver = {names.receiver_outcome_metric(o.value) for o in Outcome}
-    others = {v for k, v in vars(names).items() if k.startswith("METRIC_") and isinstance(v, str)}
+    receiver = {metric_names.receiver_outcome_metric(o.value) for o in Outcome}
+    others = {
+        v for k, v in vars(metric_names).items() if k.startswith("METRIC_") and isinstance(v, str)
+    }
     return receiver | others
 
 
@@ -202,8 +204,10 @@ class Model:
             (7.5e9, PRICES["lambda_arm_gbs"].usd),
             (math.inf, PRICES["lambda_arm_gbs_2"].usd),
         ]
-        relay_batch = min(names.RELAY_BATCH_SIZE, max(1.0, rps / (4 * self._stream_shards(d))))
-        worker_batch = min(names.WORKER_BATCH_SIZE, max(1.0, rps * 0.5))
+        relay_batch = min(
+            event_source_limits.RELAY_BATCH_SIZE, max(1.0, rps / (4 * self._stream_shards(d)))
+        )
+        worker_batch = min(event_source_limits.WORKER_BATCH_SIZE, max(1.0, rps * 0.5))
         invocations = {
             "receiver": d,
             "relay": d / relay_batch,
@@ -323,13 +327,15 @@ class Model:
         containers = max(1.0, rps * self.receiver_ms() / 1000) + max(
             1.0, rps * self.worker_ms_per_message() / 1000
         )
-        secret_calls = containers * SECONDS_PER_MONTH / names.DEFAULT_SECRETS_MAX_AGE_SECONDS
+        secret_calls = (
+            containers * SECONDS_PER_MONTH / setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+        )
         add(
             "Secrets Manager (2 secrets + fetches)",
             "Other",
             2 * PRICES["secret"].usd + secret_calls / 10_000 * PRICES["secret_calls"].usd,
             f"{secret_calls:,.0f} fetches (one per warm container per "
-            f"{names.DEFAULT_SECRETS_MAX_AGE_SECONDS} s)",
+            f"{setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS} s)",
         )
         add("KMS key of the alarm topic", "Other", PRICES["kms_key"].usd, "1 key")
         egress_gb = d * EGRESS_BYTES.value / GB
@@ -548,8 +554,8 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     worker_rps = config["worker_max_concurrency"] / worker_s
     wru = sum(c.get("table_wru", 0) + c.get("index_wru", 0) for c in model.capacity.values())
 
-    batch_ms = 20 + names.RELAY_BATCH_SIZE * model.relay_ms_per_record()
-    relay_rps = names.RELAY_BATCH_SIZE * 1000 / batch_ms
+    batch_ms = 20 + event_source_limits.RELAY_BATCH_SIZE * model.relay_ms_per_record()
+    relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms
 
     def per_month(rps: float) -> float:
         return rps * SECONDS_PER_MONTH / 1e6
@@ -589,15 +595,17 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         "warm throughput (pre-warming) before a launch |",
         "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
         "delivery ids (spread evenly); the `by_state` index's partition key is "
-        f"`state#shard` with {names.STATE_INDEX_SHARDS} shards, so each state's index writes "
-        f"share {names.STATE_INDEX_SHARDS} partitions: ~{names.STATE_INDEX_SHARDS * 1000 / 2:,.0f} "
+        f"`state#shard` with {table_layout.STATE_INDEX_SHARDS} shards, so each state's "
+        f"index writes share {table_layout.STATE_INDEX_SHARDS} partitions: "
+        f"~{table_layout.STATE_INDEX_SHARDS * 1000 / 2:,.0f} "
         "deliveries/s (two index writes per delivery per state) | "
-        "`names.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over it) |",
+        "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
+        "it) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
-        f"{names.RELAY_BATCH_SIZE}, one SQS send per record | ~{relay_rps:.0f} "
+        f"{event_source_limits.RELAY_BATCH_SIZE}, one SQS send per record | ~{relay_rps:.0f} "
         "records/s per shard; shards follow table partitions, so more traffic brings "
         "more shards | `parallelization_factor` on the stream event source (up to 10), "
-        "`names.RELAY_BATCH_SIZE`, or `SendMessageBatch` in the relay |",
+        "`event_source_limits.RELAY_BATCH_SIZE`, or `SendMessageBatch` in the relay |",
         "| SQS standard queue: nearly unlimited throughput; 120,000 in-flight messages | "
         "only if the worker falls behind by more than 120,000 messages | scale the worker "
         "(above); the queue's retention (the backlog's time budget) |",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.stats import Summary, quantile, summarize
-from functions.core import names
+from functions.core import env_keys, table_layout
 from local.sender import Delivery, SenderConfig, send_all
 from local.sender import Summary as SendSummary
 from local.stack import LocalStack
@@ -49,9 +49,9 @@ class BaselineProcess:
         self._env.update(
             {
                 "PYTHONPATH": str(REPO_ROOT),
-                names.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
-                names.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
-                names.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
+                env_keys.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
+                env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
+                env_keys.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
                 "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
                 "SIGNING_SECRETS_ARN": state.resources.signing_secrets_arn,
                 "MCP_TOKEN": state.mcp_token,
@@ -315,7 +315,7 @@ def _last_completed_at(stack: LocalStack, delivery_ids: set[str]) -> int:
     for page in dynamodb.get_paginator("scan").paginate(
         TableName=stack.state.resources.table_name,
         FilterExpression="sk = :inbox",
-        ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
+        ExpressionAttributeValues={":inbox": {"S": table_layout.SK_INBOX}},
         ProjectionExpression="pk, completed_at",
     ):
         for item in page["Items"]:
@@ -405,31 +405,23 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 stack.kill("front_door")
                 stack.wait_ready(READY_SECONDS)
 
-            kill_config = SenderConfig(
-                url=state.webhook_url,
-                secrets=secrets,
-                concurrency=4,
-                time_scale=sizes.kill_time_scale_ours,
-                seed=9,
-            )
+            def kill_load(url: str, time_scale: float) -> SenderConfig:
+                return SenderConfig(
+                    url=url, secrets=secrets, concurrency=4, time_scale=time_scale, seed=9
+                )
+
             batch = _deliveries(stack, sizes.kill_deliveries_ours, rng)
             before = _inbox_items(stack)
             ours_kills = _kill_run(
                 stack,
-                kill_config,
+                kill_load(state.webhook_url, sizes.kill_time_scale_ours),
                 batch,
                 kills=sizes.kills,
                 kill=kill_ours,
                 spacing_s=0.2,
                 wait_done=lambda: _wait_quiet(stack, expected=before + len(batch)),
             )
-            base_config = SenderConfig(
-                url=baseline.url,
-                secrets=secrets,
-                concurrency=4,
-                time_scale=sizes.kill_time_scale,
-                seed=9,
-            )
+            base_config = kill_load(baseline.url, sizes.kill_time_scale)
             base_kills = _kill_run(
                 stack,
                 base_config,

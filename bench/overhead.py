@@ -22,30 +22,28 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from moto import mock_aws
 
 from bench import canned
+from bench.output import quiet_output
 from bench.receiver_rig import (
-    REGION,
     SECRET_ARN,
     SECRETS_JSON,
-    TABLE,
-    ReceiverRig,
     accepted_event,
     bench_session,
     clients,
     make_rig,
-    quiet_output,
 )
 from bench.stats import Summary, summarize
-from functions.core import names
+from functions.core import metric_names, setting_defaults, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.models import Outcome
 from functions.core.observability import logger
 from functions.receiver import handler
 from local.aws_resources import create_table
-from tests import builders
+from local.testkit import builders
+from local.testkit.moto_world import REGION, TABLE, moto_world
+from local.testkit.receiver_rig import ReceiverRig
 
 TARGET = 1.25
 PLAIN = "plain_boto3"
@@ -144,7 +142,7 @@ def measure(
             raise RuntimeError("warm-up delivery was not accepted")
         template = handler_capture.params
         assert template is not None
-        template_id = warm["headers"][names.HEADER_DELIVERY]
+        template_id = warm["headers"][wire.HEADER_DELIVERY]
 
         def bare_params() -> dict[str, Any]:
             return _with_delivery_id(template, template_id, str(uuid.uuid4()))
@@ -225,22 +223,17 @@ def against_moto(*, blocks: int, per_block: int) -> OverheadResult:
     table would hide our overhead behind the emulator's; at most ``3 * per_block``
     items exist at once.
     """
-    with mock_aws():
-        admin = boto3.client("dynamodb", region_name=REGION)
-        create_table(admin, TABLE)
-        secrets = boto3.client("secretsmanager", region_name=REGION)
-        arn = secrets.create_secret(Name="relaylink-bench-signing", SecretString=SECRETS_JSON)[
-            "ARN"
-        ]
+    with moto_world() as world:
+        arn = world.create_secret(SECRETS_JSON, prefix="relaylink-bench-signing")
         session = bench_session()
         dynamodb, secretsmanager = clients(session)
-        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn)
+        rig = make_rig(dynamodb, secretsmanager, secret_arn=arn, table=TABLE)
 
         def fresh_table() -> None:
             # Deleting items would leave moto's stream records behind (they are copied
             # by every transaction too); a new table starts with an empty stream.
-            admin.delete_table(TableName=TABLE)
-            create_table(admin, TABLE)
+            world.dynamodb.delete_table(TableName=TABLE)
+            create_table(world.dynamodb, TABLE)
 
         return measure(
             rig,
@@ -278,9 +271,9 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
             inbox=_NoStorageInbox(),
             secrets=rig.deps.accept._secrets,
             clock=rig.clock,
-            retention_seconds=names.DEFAULT_INBOX_RETENTION_DAYS * 86400,
+            retention_seconds=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 86400,
         )
-        handler.set_deps(handler.Deps(accept=accept))
+        handler.container_deps.set(handler.Deps(accept=accept))
         context = builders.LambdaContext()
         events = [accepted_event() for _ in range(repeats)]
         whole = [_time_us(lambda e=e: handler.lambda_handler(e, context)) for e in events]
@@ -294,11 +287,11 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
 
         def emf() -> None:
             with single_metric(
-                name=names.receiver_outcome_metric("accepted"),
+                name=metric_names.receiver_outcome_metric("accepted"),
                 unit=MetricUnit.Count,
                 value=1,
-                namespace=names.METRICS_NAMESPACE,
-                default_dimensions={"service": names.SERVICE},
+                namespace=metric_names.METRICS_NAMESPACE,
+                default_dimensions={"service": metric_names.SERVICE},
             ):
                 pass
 

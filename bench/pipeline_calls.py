@@ -14,29 +14,28 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TextIO, cast
 
 import boto3
 
+from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
-from bench.worker_mcp import MCP_TOKEN, moto_world
-from functions.core import names
-from functions.core.observability import logger
+from bench.worker_mcp import MCP_TOKEN
+from functions.core import env_keys, table_layout
 from functions.receiver import handler as receiver_handler
-from functions.receiver.settings import Settings as ReceiverSettings
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
-from local.aws_resources import create_secret
 from local.mcp_server import start_in_thread
 from local.notify_sink import NotifySinkServer
-from tests import builders
-from tests.integration import processing_harness as ph
+from local.testkit import builders
+from local.testkit.moto_world import BUCKET, REGION, TABLE, StreamReader, moto_world
+from local.testkit.receiver_rig import make_receiver_rig, receiver_clients
+from local.testkit.worker_rig import make_worker
 
 
 class _CountingSink(io.TextIOBase):
@@ -91,11 +90,13 @@ class PhaseCounter:
         """
         units = self.units.setdefault(self.phase, Counter())
         text = json.dumps(request)
-        touches_index = names.STATE_INDEX_PARTITION_KEY in text
+        touches_index = table_layout.STATE_INDEX_PARTITION_KEY in text
         if action in ("Put", "Update", "Delete"):
             units["table_wru"] += 2 if transactional else 1
-            sort_key = (request.get("Item") or request.get("Key") or {}).get(names.TABLE_SORT_KEY)
-            indexed_item = sort_key == {"S": names.SK_INBOX}
+            sort_key = (request.get("Item") or request.get("Key") or {}).get(
+                table_layout.TABLE_SORT_KEY
+            )
+            indexed_item = sort_key == {"S": table_layout.SK_INBOX}
             if action == "Put" and touches_index:
                 units["index_wru"] += 1
             elif action == "Update" and indexed_item:
@@ -108,22 +109,8 @@ class PhaseCounter:
     @contextlib.contextmanager
     def output(self) -> Iterator[None]:
         """Every log line and EMF record goes to the counter instead of the terminal."""
-        import sys  # noqa: PLC0415
-
-        sink = _CountingSink(self)
-        saved = sys.stdout
-        every = [*logger.handlers, *logging.getLogger().handlers]
-        handlers = [h for h in every if isinstance(h, logging.StreamHandler)]
-        streams = [h.stream for h in handlers]
-        sys.stdout = sink
-        for h in handlers:
-            h.setStream(sink)
-        try:
+        with redirect_output(cast(TextIO, _CountingSink(self))):
             yield
-        finally:
-            sys.stdout = saved
-            for h, stream in zip(handlers, streams, strict=True):
-                h.setStream(stream)
 
 
 def item_size(item: dict[str, Any]) -> int:
@@ -192,7 +179,7 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
         ):
             # After mock_aws started (it resets boto3's default session): every client
             # made from here on, by any function, reports its calls to the counter.
-            boto3.setup_default_session(region_name=ph.REGION)
+            boto3.setup_default_session(region_name=REGION)
             assert boto3.DEFAULT_SESSION is not None
             events = boto3.DEFAULT_SESSION.events
             events.register("before-call", counter.on_call)
@@ -200,31 +187,24 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                 "provide-client-params.dynamodb.TransactWriteItems", counter.on_transact
             )
             events.register("provide-client-params.dynamodb", counter.on_dynamodb)
-            signing_arn = create_secret(
-                aws.secretsmanager,
-                name="relaylink-bench-signing",
-                value=json.dumps([builders.SECRET]),
+            dynamodb, secretsmanager = receiver_clients()
+            receiver = make_receiver_rig(
+                dynamodb,
+                secretsmanager,
+                table=TABLE,
+                secret_arn=aws.create_secret(
+                    json.dumps([builders.SECRET]), prefix="relaylink-bench-signing"
+                ),
+                clock=aws.clock,
             )
-            receiver_handler.set_deps(
-                receiver_handler.build_deps(
-                    ReceiverSettings.from_env(
-                        {names.ENV_TABLE_NAME: ph.TABLE, names.ENV_SIGNING_SECRETS_ARN: signing_arn}
-                    ),
-                    dynamodb=boto3.client("dynamodb", config=receiver_handler.DYNAMODB_CONFIG),
-                    secretsmanager=boto3.client(
-                        "secretsmanager", config=receiver_handler.SECRETS_CONFIG
-                    ),
-                    clock=aws.clock,
-                )
-            )
-            relay_handler.set_deps(
+            relay_handler.container_deps.set(
                 relay_handler.build_deps(
-                    RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}),
+                    RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}),
                     sqs=boto3.client("sqs"),
                 )
             )
-            worker = ph.make_worker(aws, token=MCP_TOKEN, notify_url=sink.url)
-            stream = ph.StreamReader(aws.streams, aws.stream_arn)
+            worker = make_worker(aws, token=MCP_TOKEN, notify_url=sink.url)
+            stream = StreamReader(aws.streams, aws.stream_arn)
             mcp_before = mcp.requests
 
             counter.phase = "receiver"
@@ -232,19 +212,17 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                 request = builders.signed_request(
                     timestamp=aws.clock.value, package_id=builders.PACKAGE_ID, mcp_url=mcp.url
                 )
-                response = receiver_handler.lambda_handler(
-                    builders.event_for(request), builders.LambdaContext()
-                )
+                response = receiver.invoke(builders.event_for(request))
                 invocations["receiver"] += 1
                 if response["statusCode"] != 202:
                     raise RuntimeError(f"delivery not accepted: {response}")
 
             counter.phase = "setup"
-            records = ph.StreamReader.filtered(stream.new_records())
+            records = StreamReader.filtered(stream.new_records())
             counter.phase = "relay"
             for start in range(0, len(records), 100):  # the relay's batch size, at most
                 result = relay_handler.lambda_handler(
-                    ph.stream_event(records[start : start + 100]), builders.LambdaContext()
+                    builders.stream_event(records[start : start + 100]), builders.LambdaContext()
                 )
                 invocations["relay"] += 1
                 if result != {"batchItemFailures": []}:
@@ -263,13 +241,13 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
 
             counter.phase = "setup"
             items = aws.items()
-            objects = aws.s3.list_objects_v2(Bucket=ph.BUCKET).get("Contents", [])
+            objects = aws.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
             archive = sum(o["Size"] for o in objects)
             mcp_requests = mcp.requests - mcp_before
             applications = sink.sink.counts()
     finally:
-        receiver_handler.set_deps(None)
-        relay_handler.set_deps(None)
+        receiver_handler.container_deps.reset()
+        relay_handler.container_deps.reset()
         boto3.DEFAULT_SESSION = None
     return _summarize(counter, invocations, items, archive, mcp_requests, applications, deliveries)
 
@@ -290,7 +268,7 @@ def _summarize(
         calls.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
     kinds: dict[str, list[int]] = {}
     for item in items:
-        kind = item.get(names.KIND_ATTRIBUTE, {}).get("S", "?")
+        kind = item.get(table_layout.KIND_ATTRIBUTE, {}).get("S", "?")
         kinds.setdefault(kind, []).append(item_size(item))
     return PipelineCalls(
         deliveries=deliveries,

@@ -1,53 +1,28 @@
-"""The real receiver handler, wired to clients the bench chooses (canned or moto).
+"""The bench's receiver: the real handler (:mod:`local.testkit.receiver_rig`) on its clients.
 
-Requests are signed and turned into API Gateway HTTP API events by ``tests.builders``
-(an implementation of the contract's signing independent of the receiver's).
+Requests are signed and turned into API Gateway HTTP API events by
+:mod:`local.testkit.builders` (an implementation of the signing scheme independent
+of the receiver's).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
 
-from functions.core import names
-from functions.core.observability import logger
-from functions.receiver import handler
-from functions.receiver.settings import Settings
-from tests import builders
+from functions.core import setting_defaults
+from local.testkit import builders, offline_aws
+from local.testkit.clock import START, FakeClock
+from local.testkit.moto_world import REGION
+from local.testkit.receiver_rig import ReceiverRig, make_receiver_rig, receiver_clients
 
-REGION = "us-east-1"
 TABLE = "relaylink-bench"
 SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:relaylink-bench-AbCdEf"
 SECRETS_JSON = json.dumps([builders.SECRET])
-NOW = 1_760_000_000
-
-
-@dataclass
-class ReceiverRig:
-    """One receiver container: its deps (installed in the handler) and its clients."""
-
-    dynamodb: Any
-    secretsmanager: Any
-    clock: builders.FixedClock
-    deps: handler.Deps
-
-    def install(self) -> None:
-        handler.set_deps(self.deps)
-
-    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
-        response: dict[str, Any] = handler.lambda_handler(event, builders.LambdaContext())
-        return response
-
-    def outcome(self, event: dict[str, Any]) -> str:
-        return str(json.loads(self.invoke(event)["body"])["outcome"])
+NOW = START
 
 
 def bench_session() -> boto3.Session:
@@ -62,12 +37,8 @@ def bench_session() -> boto3.Session:
 
 
 def clients(session: boto3.Session | None = None) -> tuple[Any, Any]:
-    """A DynamoDB and a Secrets Manager client with the receiver's own configuration."""
-    session = session or bench_session()
-    return (
-        session.client("dynamodb", region_name=REGION, config=handler.DYNAMODB_CONFIG),
-        session.client("secretsmanager", region_name=REGION, config=handler.SECRETS_CONFIG),
-    )
+    """The receiver's DynamoDB and Secrets Manager clients, from the bench's session."""
+    return receiver_clients(session or bench_session())
 
 
 def make_rig(
@@ -76,23 +47,17 @@ def make_rig(
     *,
     secret_arn: str = SECRET_ARN,
     table: str = TABLE,
-    max_age: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
 ) -> ReceiverRig:
-    """Build the handler's deps exactly as production does, with these clients and a clock."""
-    settings = Settings.from_env(
-        {
-            names.ENV_TABLE_NAME: table,
-            names.ENV_SIGNING_SECRETS_ARN: secret_arn,
-            names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
-        }
+    """The handler's deps, built exactly as production does, with these clients, installed."""
+    return make_receiver_rig(
+        dynamodb,
+        secretsmanager,
+        table=table,
+        secret_arn=secret_arn,
+        clock=FakeClock(NOW),
+        max_age=max_age,
     )
-    clock = builders.FixedClock(NOW)
-    deps = handler.build_deps(
-        settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
-    )
-    rig = ReceiverRig(dynamodb, secretsmanager, clock, deps)
-    rig.install()
-    return rig
 
 
 def accepted_event(now: int = NOW, **fields: Any) -> dict[str, Any]:
@@ -100,47 +65,10 @@ def accepted_event(now: int = NOW, **fields: Any) -> dict[str, Any]:
     return builders.event_for(builders.signed_request(timestamp=now, **fields))
 
 
-@contextlib.contextmanager
-def quiet_output() -> Iterator[None]:
-    """Send Powertools' JSON log lines and EMF records to ``/dev/null`` while measuring.
-
-    Lambda ships stdout to CloudWatch; writing every line to ``/dev/null`` keeps the
-    formatting and write cost in the figures without flooding the bench's terminal.
-    The logger's handlers hold the stream they were made with, so they are re-pointed too.
-    """
-    saved = sys.stdout
-    # The root logger's too: records propagate there, and a library may have given it
-    # a console handler (the MCP SDK does).
-    every = [*logger.handlers, *logging.getLogger().handlers]
-    handlers = [h for h in every if isinstance(h, logging.StreamHandler)]
-    streams = [h.stream for h in handlers]
-    with open(os.devnull, "w", encoding="utf-8") as sink:
-        sys.stdout = sink
-        for h in handlers:
-            h.setStream(sink)
-        try:
-            yield
-        finally:
-            sys.stdout = saved
-            for h, stream in zip(handlers, streams, strict=True):
-                h.setStream(stream)
-
-
 def offline_environment() -> None:
-    """No bench run may reach a real AWS account: fake credentials, fixed region.
-
-    The same variables as the tests' autouse fixture (tests/conftest.py).
-    """
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_SESSION_TOKEN": "bench",
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        }
-    )
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+    """No bench run may reach a real AWS account: the tests' offline environment."""
+    os.environ.update(offline_aws.OFFLINE_VARIABLES)
+    for name in offline_aws.REMOVED_VARIABLES:
         os.environ.pop(name, None)
-    os.environ.setdefault(names.ENV_POWERTOOLS_METRICS_NAMESPACE, names.METRICS_NAMESPACE)
+    for name, value in offline_aws.DEFAULT_VARIABLES.items():
+        os.environ.setdefault(name, value)

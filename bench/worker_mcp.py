@@ -13,52 +13,21 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-import boto3
-from moto import mock_aws
-
-from bench.receiver_rig import quiet_output
+from bench.output import quiet_output
 from bench.stats import Summary, summarize
 from functions.core.models import State, WorkItem
-from local.aws_resources import create_queues, create_secret, create_table
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
-from tests.integration import processing_harness as ph
+from local.testkit.moto_world import MotoWorld, moto_world
+from local.testkit.worker_rig import WorkerRig, make_worker
 
 TARGET_REQUESTS_PER_BATCH: Final = 13
 BATCH: Final = 10
 MCP_TOKEN: Final = "bench-mcp-token-5d1e"
-
-
-@contextlib.contextmanager
-def moto_world() -> Iterator[ph.Aws]:
-    """The processing resources in moto (as ``tests.integration.processing_harness``)."""
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name=ph.REGION)
-        stream_arn = create_table(dynamodb, ph.TABLE)
-        sqs = boto3.client("sqs", region_name=ph.REGION)
-        queue_url, dlq_url = create_queues(
-            sqs, queue_name=ph.QUEUE, max_receive_count=ph.MAX_ATTEMPTS
-        )
-        s3 = boto3.client("s3", region_name=ph.REGION)
-        s3.create_bucket(Bucket=ph.BUCKET)
-        secretsmanager = boto3.client("secretsmanager", region_name=ph.REGION)
-        token_arn = create_secret(secretsmanager, name="relaylink-mcp-bench", value=MCP_TOKEN)
-        yield ph.Aws(
-            dynamodb=dynamodb,
-            sqs=sqs,
-            streams=boto3.client("dynamodbstreams", region_name=ph.REGION),
-            s3=s3,
-            secretsmanager=secretsmanager,
-            stream_arn=stream_arn,
-            queue_url=queue_url,
-            dlq_url=dlq_url,
-            token_arn=token_arn,
-            clock=ph.Clock(),
-        )
 
 
 class McpTimer:
@@ -124,7 +93,7 @@ class WorkerMcp:
         }
 
 
-def _submit(aws: ph.Aws, server: RunningServer, n: int) -> list[dict[str, Any]]:
+def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[dict[str, Any]]:
     """``n`` accepted deliveries on the queue; returns them as received SQS messages."""
     for _ in range(n):
         item = WorkItem(
@@ -153,13 +122,13 @@ def measure(*, batches: int, latency_ms: int = 0) -> WorkerMcp:
         start_in_thread(token=MCP_TOKEN, latency_ms=latency_ms) as server,
         quiet_output(),
     ):
-        rig = ph.make_worker(aws, token=MCP_TOKEN, notify_url=sink.url)
-        run_one = ph.WorkerRig(aws, rig.deps, rig.settings)
+        rig = make_worker(aws, token=MCP_TOKEN, notify_url=sink.url)
+        run_one = WorkerRig(aws, rig.deps, rig.settings)
         run_one.run(_submit(aws, server, 1))  # warm: clients, token cache, imports
         for _ in range(batches):
             messages = _submit(aws, server, BATCH)
             timer = McpTimer(rig.deps.packages)
-            worker = ph.WorkerRig(aws, replace(rig.deps, packages=timer), rig.settings)
+            worker = WorkerRig(aws, replace(rig.deps, packages=timer), rig.settings)
             before = server.requests
             start = time.perf_counter()
             response = worker.run(messages)
@@ -171,14 +140,14 @@ def measure(*, batches: int, latency_ms: int = 0) -> WorkerMcp:
             sessions += 1
             for message in _submit(aws, server, BATCH):
                 timer = McpTimer(rig.deps.packages)
-                worker = ph.WorkerRig(aws, replace(rig.deps, packages=timer), rig.settings)
+                worker = WorkerRig(aws, replace(rig.deps, packages=timer), rig.settings)
                 before = server.requests
                 start = time.perf_counter()
                 worker.run([message])
                 single_total.append((time.perf_counter() - start) * 1000)
                 singles_requests.append(float(server.requests - before))
                 single.append(timer.seconds * 1000)
-        states = {i.state for i in _all_inboxes(aws)}
+        states = {i.state for i in aws.inboxes()}
         if states != {State.COMPLETED}:
             raise RuntimeError(f"not every delivery completed: {states}")
     return WorkerMcp(
@@ -192,13 +161,3 @@ def measure(*, batches: int, latency_ms: int = 0) -> WorkerMcp:
         latency_ms=latency_ms,
         batches=batches,
     )
-
-
-def _all_inboxes(aws: ph.Aws) -> list[Any]:
-    from functions.core.adapters import dynamodb_items  # noqa: PLC0415
-
-    return [
-        dynamodb_items.inbox_from_item(item)
-        for item in aws.items()
-        if item.get("kind", {}).get("S") == "inbox"
-    ]

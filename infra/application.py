@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_cdk import App, Environment
 
-from functions.core import names
+from functions.core import metric_names
 from infra import config as keys
 from infra.config import StackConfig
 from infra.nag import add_checks
@@ -21,15 +21,19 @@ _CONTEXT_KEYS = (
     keys.INBOX_RETENTION_DAYS,
     keys.WORKER_MAX_CONCURRENCY,
     keys.WORKER_MAX_ATTEMPTS,
+    keys.WORKER_RETRY_HORIZON_HOURS,
     keys.LOG_LEVEL,
     keys.LOG_RETENTION_DAYS,
     keys.SIGNING_SECRETS_ARN,
     keys.MCP_TOKEN_SECRET_ARN,
+    keys.SIGNING_SECRETS_KMS_KEY_ARN,
+    keys.MCP_TOKEN_KMS_KEY_ARN,
     keys.NOTIFY_URL,
     keys.WORKFLOW,
     keys.API_RATE_LIMIT,
     keys.API_BURST_LIMIT,
     keys.RECONCILE_EVERY_MINUTES,
+    keys.WORK_QUEUE_AGE_ALARM_MINUTES,
 )
 
 
@@ -52,7 +56,7 @@ def build_app(
     config = StackConfig.from_context(settings)
     stack = ReceiverStack(
         app,
-        f"{names.SERVICE}-{config.stage}",
+        f"{metric_names.SERVICE}-{config.stage}",
         config=config,
         # Environment-agnostic unless the CLI knows the account (deploy); synth stays offline.
         env=Environment(

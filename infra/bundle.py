@@ -75,7 +75,7 @@ FUNCTIONS: dict[str, FunctionAsset] = {
             name="worker",
             requirements=(*_POWERTOOLS, "mcp", "pydantic"),
             # The workflow is chosen by setting (module:attribute) and imported by name.
-            whole_packages=("functions.worker", "functions.core"),
+            whole_packages=("functions.worker", "functions.core", "functions.workflows"),
         ),
         FunctionAsset(name="reconciler", requirements=_POWERTOOLS),
     )

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import names
+from functions.core import retry_policy, setting_defaults
+from functions.core.host_policy import HostPolicy
 
 # Context keys (documented in docs/deploy.md).
 STAGE = "stage"
@@ -22,23 +23,28 @@ ALARM_EMAIL = "alarm_email"
 INBOX_RETENTION_DAYS = "inbox_retention_days"
 WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
 WORKER_MAX_ATTEMPTS = "worker_max_attempts"
+WORKER_RETRY_HORIZON_HOURS = "worker_retry_horizon_hours"
 LOG_LEVEL = "log_level"
 LOG_RETENTION_DAYS = "log_retention_days"
 SIGNING_SECRETS_ARN = "signing_secrets_arn"
 MCP_TOKEN_SECRET_ARN = "mcp_token_secret_arn"  # noqa: S105 (a context key, not a secret)
+SIGNING_SECRETS_KMS_KEY_ARN = "signing_secrets_kms_key_arn"
+MCP_TOKEN_KMS_KEY_ARN = "mcp_token_kms_key_arn"  # noqa: S105 (a context key, not a secret)
 NOTIFY_URL = "notify_url"
 WORKFLOW = "workflow"
 API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
+WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
-_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$"
 )
+# A key ARN, not an alias: IAM authorises key use on the key's ARN only.
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
 _WORKFLOW = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 # CloudWatch Logs accepts only these retention periods (days).
@@ -59,33 +65,48 @@ class StackConfig:
         alarm_email: Address subscribed to the alarm topic, or None.
         inbox_retention_days: How long inbox items and archived packages are kept.
         worker_max_concurrency: Upper bound of concurrent worker invocations (SQS ESM).
-        worker_max_attempts: Processing attempts before a message is dead-lettered.
+        worker_max_attempts: Attempts of unknown outcome (a workflow's unexpected
+            error, a worker that died) before a delivery is dead-lettered.
+        worker_retry_horizon_hours: How long after its receipt a delivery whose
+            attempts fail transiently (MCP down, token refused) is still retried.
         log_level: Powertools and Lambda application log level.
         log_retention_days: Retention of every log group of the stack.
         signing_secrets_arn: Existing signing secret to use, or None to create one.
         mcp_token_secret_arn: Existing MCP token secret to use, or None to create one.
+        signing_secrets_kms_key_arn: Customer managed key encrypting the existing
+            signing secret, or None (the AWS managed key, which needs no grant).
+        mcp_token_kms_key_arn: The same for the existing MCP token secret.
         notify_url: Where the default workflow posts its notification, or None.
         workflow: The worker's workflow as ``module:attribute``.
         api_rate_limit: Steady-state requests per second the API stage admits.
         api_burst_limit: Burst the API stage admits.
         reconcile_every_minutes: Period of the reconciler's schedule.
+        work_queue_age_alarm_minutes: Age of the work queue's oldest message above
+            which the backlog alarm fires.
     """
 
     stage: str = "prod"
     mcp_allowed_hosts: tuple[str, ...] = ()
     alarm_email: str | None = None
-    inbox_retention_days: int = names.DEFAULT_INBOX_RETENTION_DAYS
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
-    worker_max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
     log_level: str = "INFO"
     log_retention_days: int = 30
     signing_secrets_arn: str | None = None
     mcp_token_secret_arn: str | None = None
+    signing_secrets_kms_key_arn: str | None = None
+    mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
-    workflow: str = names.DEFAULT_WORKFLOW
+    workflow: str = setting_defaults.DEFAULT_WORKFLOW
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reconcile_every_minutes: int = 5
+    # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
+    # their runs): an item older than this is riding out an outage, which a person
+    # should know about long before its retry horizon ends.
+    work_queue_age_alarm_minutes: int = 15
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> StackConfig:
@@ -111,7 +132,22 @@ class StackConfig:
                 high=1000,
             ),
             worker_max_attempts=_integer(
-                context, WORKER_MAX_ATTEMPTS, defaults.worker_max_attempts, low=1, high=1000
+                # The worker's settings accept 1..100 (SQS's maxReceiveCount would take
+                # 1000): more would fail every worker cold start.
+                context,
+                WORKER_MAX_ATTEMPTS,
+                defaults.worker_max_attempts,
+                low=1,
+                high=100,
+            ),
+            worker_retry_horizon_hours=_integer(
+                # Up to RelayLink's own 3 days, which the work queue's 4-day retention
+                # outlasts.
+                context,
+                WORKER_RETRY_HORIZON_HOURS,
+                defaults.worker_retry_horizon_hours,
+                low=1,
+                high=retry_policy.MAX_RETRY_HORIZON_SECONDS // 3600,
             ),
             log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
             log_retention_days=_integer(
@@ -119,6 +155,8 @@ class StackConfig:
             ),
             signing_secrets_arn=_optional_text(context, SIGNING_SECRETS_ARN),
             mcp_token_secret_arn=_optional_text(context, MCP_TOKEN_SECRET_ARN),
+            signing_secrets_kms_key_arn=_optional_text(context, SIGNING_SECRETS_KMS_KEY_ARN),
+            mcp_token_kms_key_arn=_optional_text(context, MCP_TOKEN_KMS_KEY_ARN),
             notify_url=_optional_text(context, NOTIFY_URL),
             workflow=_text(context, WORKFLOW, defaults.workflow),
             api_rate_limit=_integer(
@@ -130,9 +168,20 @@ class StackConfig:
             reconcile_every_minutes=_integer(
                 context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
             ),
+            work_queue_age_alarm_minutes=_integer(
+                context,
+                WORK_QUEUE_AGE_ALARM_MINUTES,
+                defaults.work_queue_age_alarm_minutes,
+                low=5,
+                high=24 * 60,
+            ),
         )
         config.validate()
         return config
+
+    @property
+    def worker_retry_horizon_seconds(self) -> int:
+        return self.worker_retry_horizon_hours * 3600
 
     def validate(self) -> None:
         """Check what a single value's type cannot say.
@@ -157,12 +206,41 @@ class StackConfig:
         ):
             if arn is not None and not _SECRET_ARN.match(arn):
                 raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
+        _check_secret_key(
+            SIGNING_SECRETS_KMS_KEY_ARN,
+            self.signing_secrets_kms_key_arn,
+            secret=(SIGNING_SECRETS_ARN, self.signing_secrets_arn),
+        )
+        _check_secret_key(
+            MCP_TOKEN_KMS_KEY_ARN,
+            self.mcp_token_kms_key_arn,
+            secret=(MCP_TOKEN_SECRET_ARN, self.mcp_token_secret_arn),
+        )
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
         if not _WORKFLOW.match(self.workflow):
             raise ConfigError(f"{WORKFLOW}: module:attribute")
         if self.api_burst_limit < self.api_rate_limit:
             raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+
+
+def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:
+    """A customer managed key is given only for a secret the deployer brings, in its region."""
+    if key_arn is None:
+        return
+    secret_key, secret_arn = secret
+    if not _KMS_KEY_ARN.match(key_arn):
+        raise ConfigError(f"{key}: a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)")
+    if secret_arn is None:
+        # A secret the stack creates uses the AWS managed key: nothing to grant.
+        raise ConfigError(f"{key}: only with {secret_key} (a secret you bring)")
+    if _region(key_arn) != _region(secret_arn):
+        # Secrets Manager encrypts a secret with a key of the secret's own region.
+        raise ConfigError(f"{key}: a key in the region of {secret_key}")
+
+
+def _region(arn: str) -> str:
+    return arn.split(":")[3]
 
 
 def _text(context: Mapping[str, Any], key: str, default: str) -> str:
@@ -202,8 +280,11 @@ def _hosts(value: Any) -> tuple[str, ...]:
         items = value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise ConfigError(f"{MCP_ALLOWED_HOSTS}: a list of host names")
-    hosts = tuple(item.strip().lower() for item in items if item.strip())
-    for host in hosts:
-        if not _HOST.match(host):
-            raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {host!r} is not a host or *.suffix")
-    return hosts
+    # The worker's own parser: synth refuses exactly the entries that would make every
+    # worker cold start fail (``*.com``, a numeric last label, ...), and stores them
+    # normalised as the worker will read them.
+    try:
+        policy = HostPolicy(tuple(item.strip() for item in items if item.strip()))
+    except ValueError as exc:
+        raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {exc}") from None
+    return policy.allowed_hosts

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from functions.core import names
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core import env_keys, setting_defaults
+from functions.core.retry_policy import RETRY_BASE_SECONDS
 
 
 def receiver_environment(
@@ -18,18 +18,18 @@ def receiver_environment(
     table_name: str,
     signing_secrets_arn: str,
     inbox_retention_days: int,
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
 ) -> dict[str, str]:
     return {
-        names.ENV_TABLE_NAME: table_name,
-        names.ENV_SIGNING_SECRETS_ARN: signing_secrets_arn,
-        names.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
-        names.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
+        env_keys.ENV_TABLE_NAME: table_name,
+        env_keys.ENV_SIGNING_SECRETS_ARN: signing_secrets_arn,
+        env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
+        env_keys.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
     }
 
 
 def relay_environment(*, work_queue_url: str) -> dict[str, str]:
-    return {names.ENV_WORK_QUEUE_URL: work_queue_url}
+    return {env_keys.ENV_WORK_QUEUE_URL: work_queue_url}
 
 
 def worker_environment(
@@ -44,26 +44,28 @@ def worker_environment(
     max_attempts: int,
     lease_seconds: int,
     notify_url: str | None = None,
-    mcp_timeout_seconds: int = names.DEFAULT_MCP_TIMEOUT_SECONDS,
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    mcp_timeout_seconds: int = setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     retry_base_seconds: int = RETRY_BASE_SECONDS,
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
 ) -> dict[str, str]:
     environment = {
-        names.ENV_TABLE_NAME: table_name,
-        names.ENV_WORK_QUEUE_URL: work_queue_url,
-        names.ENV_DEAD_LETTER_QUEUE_URL: dead_letter_queue_url,
-        names.ENV_MCP_TOKEN_SECRET_ARN: mcp_token_secret_arn,
-        names.ENV_MCP_ALLOWED_HOSTS: ",".join(mcp_allowed_hosts),
-        names.ENV_MCP_TIMEOUT_SECONDS: str(mcp_timeout_seconds),
-        names.ENV_WORKFLOW: workflow,
-        names.ENV_ARCHIVE_BUCKET: archive_bucket,
-        names.ENV_MAX_ATTEMPTS: str(max_attempts),
-        names.ENV_LEASE_SECONDS: str(lease_seconds),
-        names.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
-        names.ENV_RETRY_BASE_SECONDS: str(retry_base_seconds),
+        env_keys.ENV_TABLE_NAME: table_name,
+        env_keys.ENV_WORK_QUEUE_URL: work_queue_url,
+        env_keys.ENV_DEAD_LETTER_QUEUE_URL: dead_letter_queue_url,
+        env_keys.ENV_MCP_TOKEN_SECRET_ARN: mcp_token_secret_arn,
+        env_keys.ENV_MCP_ALLOWED_HOSTS: ",".join(mcp_allowed_hosts),
+        env_keys.ENV_MCP_TIMEOUT_SECONDS: str(mcp_timeout_seconds),
+        env_keys.ENV_WORKFLOW: workflow,
+        env_keys.ENV_ARCHIVE_BUCKET: archive_bucket,
+        env_keys.ENV_MAX_ATTEMPTS: str(max_attempts),
+        env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
+        env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
+        env_keys.ENV_RETRY_BASE_SECONDS: str(retry_base_seconds),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(retry_horizon_seconds),
     }
     if notify_url is not None:
-        environment[names.ENV_NOTIFY_URL] = notify_url
+        environment[env_keys.ENV_NOTIFY_URL] = notify_url
     return environment
 
 
@@ -72,13 +74,13 @@ def reconciler_environment(
     table_name: str,
     work_queue_url: str,
     lease_seconds: int,
-    pending_age_seconds: int = names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-    effect_age_seconds: int = names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+    pending_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+    effect_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
 ) -> dict[str, str]:
     return {
-        names.ENV_TABLE_NAME: table_name,
-        names.ENV_WORK_QUEUE_URL: work_queue_url,
-        names.ENV_LEASE_SECONDS: str(lease_seconds),
-        names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(pending_age_seconds),
-        names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(effect_age_seconds),
+        env_keys.ENV_TABLE_NAME: table_name,
+        env_keys.ENV_WORK_QUEUE_URL: work_queue_url,
+        env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
+        env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS: str(pending_age_seconds),
+        env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(effect_age_seconds),
     }

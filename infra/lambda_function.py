@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import env_keys, metric_names
 from infra.bundle import FUNCTIONS
 from infra.config import StackConfig
 
@@ -107,7 +107,7 @@ def python_function(
         scope,
         f"{construct_id}Role",
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        description=f"{names.SERVICE} {function}: only what the stack grants",
+        description=f"{metric_names.SERVICE} {function}: only what the stack grants",
     )
     log_group.grant_write(role)
     handler = lambda_.Function(
@@ -127,9 +127,9 @@ def python_function(
         application_log_level_v2=_LEVELS[config.log_level],
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         environment={
-            names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-            names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-            names.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
+            env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+            env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+            env_keys.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
             **environment,
         },
     )

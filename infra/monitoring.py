@@ -1,6 +1,7 @@
 """Alarms on what matters, one SNS topic that pages, and a dashboard.
 
-Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it.
+Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it,
+and each alarm's description points to its runbook entry in docs/operations.md.
 Custom metrics are the ones Powertools Metrics emits: namespace ``METRICS_NAMESPACE``,
 dimension ``service = SERVICE``. Missing data means "nothing happened" for every
 count alarm, so it never breaches.
@@ -22,21 +23,27 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.models import Outcome
 
 FIVE_MINUTES = Duration.minutes(5)
 ONE_MINUTE = Duration.minutes(1)
 # The relay should keep up within seconds; five minutes behind means it is stuck.
 ITERATOR_AGE_THRESHOLD_MS = 5 * 60 * 1000
+RUNBOOK = "docs/operations.md"
+
+
+def runbook(alarm: str) -> str:
+    """Where the alarm's runbook entry is (a heading named after the alarm)."""
+    return f"Runbook: {RUNBOOK}, section {alarm}."
 
 
 def custom_metric(metric_name: str, *, period: Duration = FIVE_MINUTES) -> cloudwatch.Metric:
     """A count emitted by the functions through Powertools Metrics (EMF)."""
     return cloudwatch.Metric(
-        namespace=names.METRICS_NAMESPACE,
+        namespace=metric_names.METRICS_NAMESPACE,
         metric_name=metric_name,
-        dimensions_map={"service": names.SERVICE},
+        dimensions_map={"service": metric_names.SERVICE},
         statistic=cloudwatch.Stats.SUM,
         period=period,
     )
@@ -73,12 +80,13 @@ class Monitoring(Construct):
         watched: Monitored,
         alarm_email: str | None,
         stage: str,
+        work_queue_max_age: Duration,
     ) -> None:
         super().__init__(scope, construct_id)
         key = kms.Key(
             self,
             "TopicKey",
-            description=f"{names.SERVICE}: encrypts the alarm topic",
+            description=f"{metric_names.SERVICE}: encrypts the alarm topic",
             enable_key_rotation=True,
             # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
             removal_policy=RemovalPolicy.DESTROY,
@@ -90,7 +98,7 @@ class Monitoring(Construct):
         self.topic = sns.Topic(
             self,
             "AlarmTopic",
-            display_name=f"{names.SERVICE} alarms",
+            display_name=f"{metric_names.SERVICE} alarms",
             master_key=key,
             enforce_ssl=True,
         )
@@ -100,7 +108,7 @@ class Monitoring(Construct):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self._alarm(
             "Quarantined",
-            custom_metric(names.METRIC_QUARANTINED, period=ONE_MINUTE),
+            custom_metric(metric_names.METRIC_QUARANTINED, period=ONE_MINUTE),
             "A delivery id arrived again with different bytes: contract violation or a "
             "forgery with a leaked signing secret. Inspect the quarantine records.",
         )
@@ -148,13 +156,33 @@ class Monitoring(Construct):
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
         self._alarm(
+            "WorkFailed",
+            # The worker emits WorkFailed with the service dimension only (no reason
+            # dimension): one metric counts every permanent failure, whatever its code.
+            custom_metric(metric_names.METRIC_WORK_FAILED),
+            "A work item failed permanently (package_not_found, notify_rejected, "
+            "mcp_host_not_allowed, ..., or uncertain_effect) and will not be retried; "
+            "its inbox item is failed with last_error.",
+        )
+        self._alarm(
+            "WorkQueueAge",
+            watched.work_queue.metric_approximate_age_of_oldest_message(
+                period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            f"The work queue's oldest message is older than "
+            f"{int(work_queue_max_age.to_minutes())} minutes: the worker is not keeping up, "
+            "or not consuming at all.",
+            threshold=work_queue_max_age.to_seconds(),
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        )
+        self._alarm(
             "McpAuthFailures",
-            custom_metric(names.METRIC_MCP_AUTH_FAILURES),
+            custom_metric(metric_names.METRIC_MCP_AUTH_FAILURES),
             "The MCP server refused the worker's token: set the MCP token secret.",
         )
         self._alarm(
             "UncertainEffects",
-            custom_metric(names.METRIC_UNCERTAIN_EFFECTS),
+            custom_metric(metric_names.METRIC_UNCERTAIN_EFFECTS),
             "An external effect's outcome is uncertain and awaits reconciliation.",
         )
         self._alarm(
@@ -164,13 +192,15 @@ class Monitoring(Construct):
         )
 
         self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"{names.SERVICE}-{stage}"
+            self, "Dashboard", dashboard_name=f"{metric_names.SERVICE}-{stage}"
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Receiver outcomes",
                 left=[
-                    custom_metric(names.receiver_outcome_metric(outcome)).with_(label=outcome)
+                    custom_metric(metric_names.receiver_outcome_metric(outcome)).with_(
+                        label=outcome
+                    )
                     for outcome in Outcome
                 ],
                 width=12,
@@ -208,14 +238,14 @@ class Monitoring(Construct):
                 left=[
                     custom_metric(name).with_(label=name)
                     for name in (
-                        names.METRIC_WORK_COMPLETED,
-                        names.METRIC_WORK_ALREADY_DONE,
-                        names.METRIC_WORK_DEFERRED,
-                        names.METRIC_WORK_RETRIED,
-                        names.METRIC_WORK_FAILED,
-                        names.METRIC_WORK_DEAD_LETTERED,
-                        names.METRIC_MCP_AUTH_FAILURES,
-                        names.METRIC_UNCERTAIN_EFFECTS,
+                        metric_names.METRIC_WORK_COMPLETED,
+                        metric_names.METRIC_WORK_ALREADY_DONE,
+                        metric_names.METRIC_WORK_DEFERRED,
+                        metric_names.METRIC_WORK_RETRIED,
+                        metric_names.METRIC_WORK_FAILED,
+                        metric_names.METRIC_WORK_DEAD_LETTERED,
+                        metric_names.METRIC_MCP_AUTH_FAILURES,
+                        metric_names.METRIC_UNCERTAIN_EFFECTS,
                     )
                 ],
                 right=[
@@ -245,7 +275,8 @@ class Monitoring(Construct):
         alarm = cloudwatch.Alarm(
             self,
             f"{name}Alarm",
-            alarm_description=description,
+            # The notification says where to start: each alarm has its runbook entry.
+            alarm_description=f"{description} {runbook(name)}",
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,

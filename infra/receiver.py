@@ -16,13 +16,14 @@ from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StackConfig
 from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
-from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing
+from infra.nag import acknowledge, acknowledge_tracing
+from infra.secrets import ReadableSecret
+from infra.table_access import ItemAction, grant_item_actions
 
 ROUTE_PATH = "/relaylink"
 # RelayLink waits 10 s (docs/contract.md, Retries and timing); answer, or fail, well before that.
@@ -65,7 +66,7 @@ class Receiver(Construct):
         *,
         config: StackConfig,
         table: dynamodb.ITable,
-        signing_secrets: secretsmanager.ISecret,
+        signing_secrets: ReadableSecret,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: lambda_.Function = python_function(
@@ -82,11 +83,13 @@ class Receiver(Construct):
                 inbox_retention_days=config.inbox_retention_days,
             ),
         )
-        # The receiver writes (one transaction, a quarantine record) and reads its secret.
-        table.grant_write_data(self.function)
+        # Internet-facing, so the narrowest role of all: it only puts new items (the
+        # inbox and outbox Puts of one transaction, a quarantine record) and reads its
+        # secret. A duplicate is answered from the failed condition's ALL_OLD image,
+        # so it needs no GetItem either.
+        grant_item_actions(self.function, table, ItemAction.PUT_ITEM)
         signing_secrets.grant_read(self.function)
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_write_data")
 
         self.api = apigwv2.HttpApi(
             self,

@@ -13,7 +13,8 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
-from infra.nag import acknowledge_index_grant, acknowledge_tracing
+from infra.nag import acknowledge_tracing
+from infra.table_access import ItemAction, grant_item_actions, grant_state_index_query
 
 RECONCILER_TIMEOUT = Duration.seconds(120)
 
@@ -50,8 +51,10 @@ class Reconciler(Construct):
                 lease_seconds=lease_seconds,
             ),
         )
-        # It lists by the state index and updates items it re-enqueues or flags.
-        table.grant_read_write_data(self.function)
+        # It lists by the state index, reads an inbox item consistently, and updates the
+        # items it re-enqueues or flags.
+        grant_state_index_query(self.function, table)
+        grant_item_actions(self.function, table, ItemAction.GET_ITEM, ItemAction.UPDATE_ITEM)
         work_queue.grant_send_messages(self.function)
         self.schedule = events.Rule(
             self,
@@ -68,4 +71,3 @@ class Reconciler(Construct):
             ],
         )
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_read_write_data")

@@ -12,7 +12,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import event_source_limits, table_layout
 from infra.config import StackConfig
 from infra.environments import relay_environment
 from infra.lambda_function import python_function
@@ -20,9 +20,9 @@ from infra.nag import acknowledge, role_of
 from infra.queues import secure_queue
 
 RELAY_TIMEOUT = Duration.seconds(30)
-RELAY_BATCH_SIZE = names.RELAY_BATCH_SIZE
-RELAY_RETRY_ATTEMPTS = names.RELAY_RETRY_ATTEMPTS
-RELAY_MAX_RECORD_AGE = Duration.seconds(names.RELAY_MAX_RECORD_AGE_SECONDS)
+RELAY_BATCH_SIZE = event_source_limits.RELAY_BATCH_SIZE
+RELAY_RETRY_ATTEMPTS = event_source_limits.RELAY_RETRY_ATTEMPTS
+RELAY_MAX_RECORD_AGE = Duration.seconds(event_source_limits.RELAY_MAX_RECORD_AGE_SECONDS)
 
 
 def outbox_insert_filter() -> Mapping[str, Any]:
@@ -32,7 +32,9 @@ def outbox_insert_filter() -> Mapping[str, Any]:
             "eventName": lambda_.FilterRule.is_equal("INSERT"),
             "dynamodb": {
                 "NewImage": {
-                    names.KIND_ATTRIBUTE: {"S": lambda_.FilterRule.is_equal(names.KIND_OUTBOX)}
+                    table_layout.KIND_ATTRIBUTE: {
+                        "S": lambda_.FilterRule.is_equal(table_layout.KIND_OUTBOX)
+                    }
                 }
             },
         }

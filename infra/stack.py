@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
-from functions.core import names
+from functions.core import metric_names
 from infra.archive import Archive
 from infra.config import StackConfig
 from infra.monitoring import Monitored, Monitoring
@@ -36,11 +36,11 @@ class ReceiverStack(Stack):
         super().__init__(
             scope,
             construct_id,
-            description=f"{names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
+            description=f"{metric_names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
             **kwargs,
         )
         self.config = config
-        Tags.of(self).add("service", names.SERVICE)
+        Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
 
         self.table = InboxTable(self, "Inbox")
@@ -48,7 +48,10 @@ class ReceiverStack(Stack):
             self,
             "Work",
             visibility_timeout=VISIBILITY_TIMEOUT,
-            max_receive_count=max_receive_count_for(config.worker_max_attempts),
+            max_receive_count=max_receive_count_for(
+                config.worker_max_attempts,
+                retry_horizon_seconds=config.worker_retry_horizon_seconds,
+            ),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)
@@ -94,6 +97,7 @@ class ReceiverStack(Stack):
             ),
             alarm_email=config.alarm_email,
             stage=config.stage,
+            work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
         )
 
         CfnOutput(

@@ -7,23 +7,24 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import names
+from functions.core import event_source_limits, setting_defaults
 from infra.config import StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
-from infra.nag import acknowledge, acknowledge_index_grant, acknowledge_tracing, logical_id, role_of
+from infra.nag import acknowledge, acknowledge_tracing, logical_id, role_of
+from infra.secrets import ReadableSecret
+from infra.table_access import ItemAction, grant_item_actions
 
 WORKER_TIMEOUT = Duration.seconds(180)
-WORKER_BATCH_SIZE = names.WORKER_BATCH_SIZE
-VISIBILITY_TIMEOUT_FACTOR = names.VISIBILITY_TIMEOUT_FACTOR
+WORKER_BATCH_SIZE = event_source_limits.WORKER_BATCH_SIZE
+VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
 VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.to_seconds() * VISIBILITY_TIMEOUT_FACTOR)
 # A live worker's lease must outlast its invocation, and a message that comes back after
 # a crash must find the lease expired: timeout < lease < visibility timeout.
-LEASE_SECONDS = names.DEFAULT_LEASE_SECONDS
+LEASE_SECONDS = setting_defaults.DEFAULT_LEASE_SECONDS
 
 
 def check_timing(*, timeout_s: float, lease_s: float, visibility_s: float) -> None:
@@ -55,7 +56,7 @@ class Worker(Construct):
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
-        mcp_token: secretsmanager.ISecret,
+        mcp_token: ReadableSecret,
         archive: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -73,10 +74,11 @@ class Worker(Construct):
             workflow=config.workflow,
             archive_bucket=archive.bucket_name,
             max_attempts=config.worker_max_attempts,
+            retry_horizon_seconds=config.worker_retry_horizon_seconds,
             lease_seconds=LEASE_SECONDS,
             notify_url=config.notify_url,
         )
-        if config.notify_url is None and config.workflow == names.DEFAULT_WORKFLOW:
+        if config.notify_url is None and config.workflow == setting_defaults.DEFAULT_WORKFLOW:
             Annotations.of(self).add_warning_v2(
                 "relaylink:notify-url",
                 "context notify_url is not set: the default workflow refuses to start "
@@ -92,8 +94,15 @@ class Worker(Construct):
             memory_size=512,
             environment=environment,
         )
-        # Claim, complete, fail and the effect ledger are reads and writes of the table.
-        table.grant_read_write_data(self.function)
+        # Claim, complete, release and fail update the inbox item; the effect ledger
+        # reads, puts (the intent) and updates (done) its own records.
+        grant_item_actions(
+            self.function,
+            table,
+            ItemAction.GET_ITEM,
+            ItemAction.PUT_ITEM,
+            ItemAction.UPDATE_ITEM,
+        )
         # Re-sending a deferred work item, and moving an unreadable or exhausted message
         # to the dead-letter queue with its state recorded, are the worker's own sends.
         work_queue.grant_send_messages(self.function)
@@ -109,7 +118,6 @@ class Worker(Construct):
             )
         )
         acknowledge_tracing(self.function)
-        acknowledge_index_grant(self.function, table, "grant_read_write_data")
         acknowledge(
             role_of(self.function),
             "AwsSolutions-IAM5[Action::s3:Abort*]",

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from functions.core import names
+from functions.core import env_keys, event_source_limits, table_layout
 from local.child import (
     LambdaContext,
     Stop,
@@ -60,7 +60,7 @@ def is_outbox_insert(record: dict[str, Any]) -> bool:
     image = record.get("dynamodb", {}).get("NewImage", {})
     return bool(
         record.get("eventName") == "INSERT"
-        and image.get(names.KIND_ATTRIBUTE) == {"S": names.KIND_OUTBOX}
+        and image.get(table_layout.KIND_ATTRIBUTE) == {"S": table_layout.KIND_OUTBOX}
     )
 
 
@@ -90,7 +90,7 @@ class _Shard:
     iterator: str | None
     buffer: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0  # failed invocations of the record at the head of the buffer
-    batch_size: int = names.RELAY_BATCH_SIZE
+    batch_size: int = event_source_limits.RELAY_BATCH_SIZE
 
 
 class StreamMapping:
@@ -170,7 +170,7 @@ class StreamMapping:
         if failed_at is None:
             self._done(shard, len(window))
             shard.attempts = 0
-            shard.batch_size = names.RELAY_BATCH_SIZE
+            shard.batch_size = event_source_limits.RELAY_BATCH_SIZE
             return True
         # Everything before the first failed record is done; retry from it.
         failed = batch[failed_at]["dynamodb"]["SequenceNumber"]
@@ -182,11 +182,11 @@ class StreamMapping:
             shard.attempts = 0
         shard.attempts += 1
         shard.batch_size = max(1, shard.batch_size // 2)
-        if shard.attempts > names.RELAY_RETRY_ATTEMPTS:
+        if shard.attempts > event_source_limits.RELAY_RETRY_ATTEMPTS:
             self._send_to_failure_queue(shard, batch)
             self._done(shard, len(window))
             shard.attempts = 0
-            shard.batch_size = names.RELAY_BATCH_SIZE
+            shard.batch_size = event_source_limits.RELAY_BATCH_SIZE
         return True
 
     def _invoke(self, batch: list[dict[str, Any]]) -> int | None:
@@ -268,7 +268,7 @@ class QueueMapping:
     def poll(self) -> bool:
         messages = self._sqs.receive_message(
             QueueUrl=self._queue_url,
-            MaxNumberOfMessages=names.WORKER_BATCH_SIZE,
+            MaxNumberOfMessages=event_source_limits.WORKER_BATCH_SIZE,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
             WaitTimeSeconds=0,  # a long poll would hold the emulator's lock
@@ -367,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     queue = QueueMapping(
         sqs=sqs,
-        queue_url=os.environ[names.ENV_WORK_QUEUE_URL],
+        queue_url=os.environ[env_keys.ENV_WORK_QUEUE_URL],
         handler=worker.lambda_handler,
         region=region,
     )

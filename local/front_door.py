@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from functions.receiver.settings import Settings  # noqa: PLC0415
 
         clock = ReplayClock(args.clock_start, frozen=args.freeze_clock)
-        handler.set_deps(handler.build_deps(Settings.from_env(os.environ), clock=clock))
+        handler.container_deps.set(handler.build_deps(Settings.from_env(os.environ), clock=clock))
 
     serve(handler.lambda_handler, port=args.port, ready_file=args.ready_file)
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from functions.core import names
+from functions.core import env_keys, metric_names, setting_defaults
 from infra.environments import (
     receiver_environment,
     reconciler_environment,
@@ -27,9 +27,9 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
     environment.update(state.client_environment())
     environment.update(
         {
-            names.ENV_POWERTOOLS_SERVICE_NAME: names.SERVICE,
-            names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
-            names.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
+            env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+            env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+            env_keys.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
             "PYTHONUNBUFFERED": "1",
         }
     )
@@ -44,7 +44,7 @@ def front_door_environment(state: LocalState, options: StackOptions) -> dict[str
         **receiver_environment(
             table_name=resources.table_name,
             signing_secrets_arn=resources.signing_secrets_arn,
-            inbox_retention_days=names.DEFAULT_INBOX_RETENTION_DAYS,
+            inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
         ),
     }
@@ -66,7 +66,7 @@ def worker_side_environment(
             dead_letter_queue_url=resources.dead_letter_queue_url,
             mcp_token_secret_arn=resources.mcp_token_secret_arn,
             mcp_allowed_hosts=["127.0.0.1"],
-            workflow=names.DEFAULT_WORKFLOW,
+            workflow=setting_defaults.DEFAULT_WORKFLOW,
             archive_bucket=resources.archive_bucket,
             max_attempts=options.max_attempts,
             lease_seconds=options.lease_seconds,
@@ -91,5 +91,5 @@ def worker_side_environment(
                 raise ValueError(f"functions disagree on {key}")
             merged[key] = value
     # Local only: the demo MCP server is plain HTTP on loopback.
-    merged[names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+    merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
     return {**_base_environment(state, options), **merged}

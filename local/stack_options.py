@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from functions.core import names
+from functions.core import setting_defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,13 +22,13 @@ class StackOptions:
     aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
     relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
     worker_concurrency: int = 2
-    max_attempts: int = names.DEFAULT_MAX_ATTEMPTS
+    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
     mcp_timeout_seconds: int = 2
     lease_seconds: int = 6  # deployed: 900
     visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
     retry_base_seconds: int = 1  # deployed: 15
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
     log_level: str = "INFO"
     receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
     receiver_clock_frozen: bool = False  # ... at their exact boundaries

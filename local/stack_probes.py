@@ -6,7 +6,7 @@ import contextlib
 import time
 from collections import Counter
 
-from functions.core import names
+from functions.core import table_layout
 from local.state import LocalState
 
 _DEPTH_ATTRIBUTES = (
@@ -39,7 +39,7 @@ def inbox_states(state: LocalState) -> dict[str, str]:
     for page in paginator.paginate(
         TableName=state.resources.table_name,
         FilterExpression="sk = :inbox",
-        ExpressionAttributeValues={":inbox": {"S": names.SK_INBOX}},
+        ExpressionAttributeValues={":inbox": {"S": table_layout.SK_INBOX}},
         ProjectionExpression="pk, #s",
         ExpressionAttributeNames={"#s": "state"},
     ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,11 +70,24 @@ class LocalState:
             raise ValueError(f"{path} is not a local stack state file") from exc
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Atomically: a reader never sees half a file."""
+        """Atomically (a reader never sees half a file), readable by its owner only.
+
+        The file holds the signing secrets and the MCP token. ``mkstemp`` creates the
+        temporary file 0600 with ``O_EXCL``, so neither the umask nor a file or link
+        planted under a predictable name in a shared directory such as /tmp can widen
+        who reads it.
+        """
         target = Path(path)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_text(self.to_json(), encoding="utf-8")
-        temporary.replace(target)
+        descriptor, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                stream.write(self.to_json())
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client for the emulator."""

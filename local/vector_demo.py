@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from functions.core import names
+from functions.core import env_keys
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.settings import Settings
@@ -88,9 +88,9 @@ def run() -> list[Row]:
             create_table(dynamodb, table)
             arn = create_secret(secretsmanager, name=table, value=json.dumps(secrets))
             settings = Settings.from_env(
-                {names.ENV_TABLE_NAME: table, names.ENV_SIGNING_SECRETS_ARN: arn}
+                {env_keys.ENV_TABLE_NAME: table, env_keys.ENV_SIGNING_SECRETS_ARN: arn}
             )
-            handler.set_deps(
+            handler.container_deps.set(
                 handler.build_deps(
                     settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
                 )
@@ -119,7 +119,7 @@ def run() -> list[Row]:
             install(number, sequence["secrets"])
             for index, step in enumerate(sequence["steps"], start=1):
                 invoke(f"{sequence['name']} [step {index}]", step)
-        handler.set_deps(None)
+        handler.container_deps.reset()
     return rows
 
 

@@ -1,4 +1,8 @@
-"""Fixtures shared by every test layer: offline AWS credentials, moto, the log audit."""
+"""Fixtures shared by every test layer: offline AWS credentials, moto, the log audit.
+
+The harnesses' fixtures (a moto world, the receiver and processing rigs on it) are
+plugins, so a test names them without importing them.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +15,22 @@ import pytest
 from moto import mock_aws
 
 from local.aws_resources import create_table
+from local.testkit import offline_aws
+from local.testkit.moto_world import REGION, TABLE
 from tests import log_audit
 
-REGION = "us-east-1"
-TABLE_NAME = "relaylink-test"
+pytest_plugins = ["tests.receiver_harness", "tests.processing_harness", "tests.operator_harness"]
 
 
 @pytest.fixture(autouse=True)
 def _offline_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may reach a real AWS account: fake credentials, fixed region."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_REGION", REGION)
-    # botocore >= 1.44.4 sends some calls to account-specific endpoints moto does not catch.
-    monkeypatch.setenv("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "RelayLinkReceiver")
+    for name, value in offline_aws.OFFLINE_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    for name in offline_aws.REMOVED_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in offline_aws.DEFAULT_VARIABLES.items():
+        os.environ.setdefault(name, value)
 
 
 @pytest.fixture
@@ -46,8 +47,8 @@ def dynamodb(moto_aws: None) -> Any:
 @pytest.fixture
 def table(dynamodb: Any) -> str:
     """An empty table with the stack's schema; returns its name."""
-    create_table(dynamodb, TABLE_NAME)
-    return TABLE_NAME
+    create_table(dynamodb, TABLE)
+    return TABLE
 
 
 @pytest.fixture(autouse=True)

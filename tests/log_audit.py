@@ -16,7 +16,7 @@ that the failure report does not become the leak.
 What counts as sensitive (:class:`Sensitive`):
 
 * anything shaped like a signing secret (``whsec_`` + base64) or a bearer credential;
-* every known test secret's base64 key part and its decoded key text (``tests/builders``
+* every known test secret's base64 key part and its decoded key text (``local/testkit/builders``
   secrets, the shared vectors' secrets, the MCP test tokens), plus whatever a test
   registers with :func:`register_secret`;
 * request bodies: every shared vector body, whatever a test registers with
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests import builders
+from local.testkit import builders, vectors
 
 # Signing-secret shape; a redacted "whsec_" with nothing after it is not a secret.
 _SECRET_SHAPE = re.compile(r"whsec_[A-Za-z0-9+/=_-]{8,}")
@@ -49,9 +49,9 @@ _BEARER_SHAPE = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{4,}")
 _BODY_SHAPE = re.compile(r"\\?\"delivery_id\\?\"\s*:")
 # Shorter fragments match too much ordinary text to mean anything.
 MIN_NEEDLE_LENGTH = 8
-# The MCP test tokens the integration harnesses use (tests/integration/conftest.py,
-# tests/integration/processing_harness.py); conftest modules are not importable.
-KNOWN_MCP_TOKENS = ("test-mcp-token", "mcp-test-token-7f3a9c")
+# The integration tests' MCP server token (tests/integration/conftest.py; conftest
+# modules are not importable).
+KNOWN_MCP_TOKENS = ("test-mcp-token",)
 _RECORD_STANDARD = frozenset(vars(logging.makeLogRecord({})))
 
 
@@ -134,14 +134,14 @@ def _register_defaults() -> None:
     for api_event in (builders.http_api_event, builders.rest_api_event):
         register_path(str(inspect.signature(api_event).parameters["path"].default))
     try:
-        vectors = builders.load_vectors()
+        shared = vectors.load_vectors()
     except FileNotFoundError:  # the shared directory is optional for this audit
         return
-    for case in vectors.cases:
+    for case in shared.cases:
         for secret in case.secrets:
             register_secret(secret)
         register_body(case.request.body)
-    for sequence in vectors.sequences:
+    for sequence in shared.sequences:
         for secret in sequence.secrets:
             register_secret(secret)
         for step in sequence.steps:

@@ -29,10 +29,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
 )
 
-from functions.core import names
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core import wire
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
-from functions.core.default_workflow import build as build_workflow
 from functions.core.delivery import InvalidDelivery, parse_delivery
 from functions.core.host_policy import HostPolicy
 from functions.core.models import WorkItem
@@ -40,6 +39,7 @@ from functions.core.package import Package
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from functions.core.workflow import WorkflowContext
 from functions.receiver.http_request import MalformedEvent, parse_event
+from functions.workflows.wiring import build_default as build_workflow
 
 TIMEOUT_SECONDS = 10.0  # RelayLink waits 10 s for an answer; the function may not take longer
 
@@ -120,12 +120,12 @@ def _answer(status: int, outcome: str) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     config.register_lambda_context(context)  # in-progress records expire with the invocation
     try:
-        request = parse_event(event, max_body_bytes=names.MAX_BODY_BYTES)
+        request = parse_event(event, max_body_bytes=wire.MAX_BODY_BYTES)
         headers = request.headers
         signed = read_headers(
-            delivery_id=headers.get(names.HEADER_DELIVERY),
-            timestamp=headers.get(names.HEADER_TIMESTAMP),
-            signature=headers.get(names.HEADER_SIGNATURE),
+            delivery_id=headers.get(wire.HEADER_DELIVERY),
+            timestamp=headers.get(wire.HEADER_TIMESTAMP),
+            signature=headers.get(wire.HEADER_SIGNATURE),
             now=int(time.time()),
         )
         raw = parameters.get_secret(
@@ -135,7 +135,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         delivery = parse_delivery(
             request.body,
             header_delivery_id=signed.delivery_id,
-            header_event=headers.get(names.HEADER_EVENT),
+            header_event=headers.get(wire.HEADER_EVENT),
         )
     except SignatureRejected:
         return _answer(401, "rejected")

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from functions.core import names, signature
+from functions.core import signature, wire
 from functions.core.clock import Clock
 from functions.core.delivery import Delivery, InvalidDelivery, parse_delivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
@@ -130,14 +130,14 @@ class AcceptDelivery:
             headers: the request headers, names lower-cased.
             body: the exact body bytes.
         """
-        if len(body) > names.MAX_BODY_BYTES:
+        if len(body) > wire.MAX_BODY_BYTES:
             return too_large()
         now = self._clock.now()
         try:
             signed = signature.read_headers(
-                delivery_id=headers.get(names.HEADER_DELIVERY),
-                timestamp=headers.get(names.HEADER_TIMESTAMP),
-                signature=headers.get(names.HEADER_SIGNATURE),
+                delivery_id=headers.get(wire.HEADER_DELIVERY),
+                timestamp=headers.get(wire.HEADER_TIMESTAMP),
+                signature=headers.get(wire.HEADER_SIGNATURE),
                 now=now,
             )
             # Only now, with well-formed fresh headers, are the secrets looked up: a
@@ -151,7 +151,7 @@ class AcceptDelivery:
             delivery = parse_delivery(
                 body,
                 header_delivery_id=signed.delivery_id,
-                header_event=headers.get(names.HEADER_EVENT),
+                header_event=headers.get(wire.HEADER_EVENT),
             )
         except InvalidDelivery as exc:
             return Acceptance(Outcome.INVALID, exc.reason.value)

@@ -9,11 +9,20 @@ retry of the same delivery then knows, per effect:
   the outcome is uncertain. Ask the downstream system with the effect's own
   ``reconcile`` check when it has one; else repeat it only if it is declared
   ``repeatable``; else stop and leave it to the reconciler or an operator
-  (:class:`~functions.core.errors.UncertainEffect`).
+  (:class:`~functions.core.errors.UncertainEffect`), who resolves it as applied
+  or not applied;
+* not applied: ``fn`` raised :class:`~functions.core.errors.NotApplied` (it knows
+  the effect did not happen), or an operator said so: as if there were no record.
+
+Only a failure whose outcome is unknown (a timeout after sending, a connection lost
+mid-request, a crash) leaves the intent for the next attempt to find uncertain.
 
 Every call gets an idempotency key, ``<delivery_id>:<name>`` unless the workflow
 chooses another: a downstream system that honours it makes even the uncertain
 window harmless.
+
+The ledger also records *steps* (:meth:`EffectLedger.step`, :mod:`functions.core.steps`):
+work whose result later effects use, kept so that retries reuse it.
 """
 
 from __future__ import annotations
@@ -22,10 +31,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from functions.core.clock import Clock
-from functions.core.errors import TransientError, UncertainEffect
+from functions.core.errors import NotApplied, TransientError, UncertainEffect
+from functions.core.steps import StepRecorder, StepStorage
 
 _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -33,6 +43,7 @@ _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 class EffectStatus(StrEnum):
     INTENT = "intent"  # about to be applied, or applied without a done record yet
     DONE = "done"
+    NOT_APPLIED = "not_applied"  # certainly not applied: treated as no record
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +67,16 @@ class EffectStore(Protocol):
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
     ) -> bool:
-        """Write the intent unless a record exists; returns False when one did."""
+        """Write the intent unless a record other than NOT_APPLIED exists; returns
+        False when one did."""
         ...
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None: ...
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        """Mark an intent NOT_APPLIED (no longer listed as uncertain); False when the
+        record is not an intent (done, already cleared, or missing)."""
+        ...
 
 
 def idempotency_key(delivery_id: str, name: str) -> str:
@@ -71,12 +88,23 @@ class EffectLedger:
     """The ledger of one delivery, handed to the workflow."""
 
     def __init__(
-        self, delivery_id: str, *, store: EffectStore, clock: Clock, expires_at: int = 0
+        self,
+        delivery_id: str,
+        *,
+        store: EffectStore,
+        clock: Clock,
+        expires_at: int = 0,
+        steps: StepStorage | None = None,
     ) -> None:
         self.delivery_id = delivery_id
         self._expires_at = expires_at
         self._store = store
         self._clock = clock
+        self._steps = (
+            None
+            if steps is None
+            else StepRecorder(delivery_id, storage=steps, clock=clock, expires_at=expires_at)
+        )
 
     def run(
         self,
@@ -104,17 +132,17 @@ class EffectLedger:
         Raises:
             UncertainEffect: The outcome of an earlier attempt is unknown and the
                 effect can neither be checked nor repeated.
+            NotApplied: ``fn`` raised it; the intent is cleared first.
         """
-        if not _EFFECT_NAME.match(name):
-            raise ValueError(f"effect name {name!r} must match {_EFFECT_NAME.pattern}")
+        _check_name(name, "effect")
         key = key or idempotency_key(self.delivery_id, name)
-        record = self._store.get(self.delivery_id, name)
+        record = _current(self._store.get(self.delivery_id, name))
         if record is None and not self._store.record_intent(
             self.delivery_id, name, key=key, now=self._clock.now(), expires_at=self._expires_at
         ):
             # Someone wrote a record between our read and our write: only a worker
             # whose lease expired can, so take the retry path with what it wrote.
-            record = self._store.get(self.delivery_id, name)
+            record = _current(self._store.get(self.delivery_id, name))
             if record is None:
                 raise TransientError("effect_conflict")
         if record is not None:
@@ -126,6 +154,44 @@ class EffectLedger:
                     return False
             elif not repeatable:
                 raise UncertainEffect()
-        fn(key)
+        try:
+            fn(key)
+        except NotApplied:
+            # Certainly not applied: the next attempt applies it as new, not in doubt.
+            self._store.resolve_not_applied(self.delivery_id, name, now=self._clock.now())
+            raise
         self._store.record_done(self.delivery_id, name, now=self._clock.now())
         return True
+
+    def step(self, name: str, fn: Callable[[], object]) -> Any:
+        """The recorded result of step ``name``, calling ``fn`` only when there is none.
+
+        Later effects should use this result, never a fresh ``fn()``: a retry then
+        applies them with the same value the first attempt would have.
+
+        Args:
+            name: Stable name of the step within the workflow (``[a-z0-9_.-]``).
+            fn: Does the work; returns a JSON-serialisable value.
+
+        Returns:
+            The result as stored (JSON-decoded), the same on every attempt.
+
+        Raises:
+            RuntimeError: The ledger was built without step storage.
+        """
+        _check_name(name, "step")
+        if self._steps is None:
+            raise RuntimeError("this effect ledger was built without step storage")
+        return self._steps.run(name, fn)
+
+
+def _check_name(name: str, kind: str) -> None:
+    if not _EFFECT_NAME.match(name):
+        raise ValueError(f"{kind} name {name!r} must match {_EFFECT_NAME.pattern}")
+
+
+def _current(record: EffectRecord | None) -> EffectRecord | None:
+    """The record that counts: one marked not applied counts as none."""
+    if record is not None and record.status is EffectStatus.NOT_APPLIED:
+        return None
+    return record

@@ -38,6 +38,34 @@ class McpAuthError(TransientError):
     code = "mcp_auth_failed"
 
 
+class NotApplied(TransientError):
+    """An effect function knows its effect certainly did not happen.
+
+    Raise it only when nothing can have reached the downstream system (the connection
+    was refused, a 503 that promises no change); a timeout after sending is not that.
+    The effect ledger then clears the effect's intent, so the next attempt applies it
+    as new instead of finding it uncertain; the attempt is retried with back-off.
+    ``code`` says why, e.g. ``notify_unavailable``.
+    """
+
+    code = "not_applied"
+
+
+class BudgetExhausted(TransientError):
+    """Today's token budget is spent: wait for the next day (or a higher limit).
+
+    Attributes:
+        retry_at: epoch seconds of the next UTC midnight, when a new day's budget opens;
+            a worker delays the delivery until then instead of spending its attempts.
+    """
+
+    code = "budget_exhausted"
+
+    def __init__(self, retry_at: int, code: str | None = None) -> None:
+        super().__init__(code)
+        self.retry_at = retry_at
+
+
 class PermanentError(ProcessingError):
     """Give up now: mark the delivery failed, no retry."""
 

@@ -94,7 +94,11 @@ class HostPolicy:
 
 
 def _entry(raw: str) -> str:
-    """One allowlist entry, normalised: lower case, no trailing dot, IPs canonical."""
+    """One allowlist entry, normalised: lower case, no trailing dot, IPs canonical.
+
+    The error names the entry (configuration, not a secret): the worker's cold start
+    and the CDK synth, which parses the allowlist with this same code, both report it.
+    """
     entry = raw.strip().lower().removesuffix(".")
     if entry.startswith("[") and entry.endswith("]"):
         entry = entry[1:-1]
@@ -105,10 +109,12 @@ def _entry(raw: str) -> str:
         suffix = entry[2:]
         # "*.com" would trust a whole top-level domain: surely a mistake.
         if "." not in suffix or not _is_host_name(suffix):
-            raise ValueError("allowlist wildcard must be *.<domain with at least two labels>")
+            raise ValueError(
+                f"allowlist entry {raw!r}: a wildcard must be *.<domain of two labels or more>"
+            )
         return entry
     if not _is_host_name(entry):
-        raise ValueError("allowlist entry is not a host name, IP literal or *.suffix")
+        raise ValueError(f"allowlist entry {raw!r} is not a host name, IP literal or *.suffix")
     return entry
 
 

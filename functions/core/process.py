@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from functions.core import names
+from functions.core import metric_names, setting_defaults
 from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
@@ -29,15 +29,15 @@ from functions.core.errors import (
 )
 from functions.core.models import WorkItem
 from functions.core.observability import logger
+from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
     from functions.core.package import Package
     from functions.core.workflow import Workflow
 
-# SQS caps both a message's delay and a visibility change used as back-off here at
-# 15 minutes (DelaySeconds max 900); longer waits come from repeated deferrals.
+# SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
+# longer lease is deferred again.
 MAX_QUEUE_DELAY_SECONDS = 900
-RETRY_BASE_SECONDS = 15
 
 
 class PackageSource(Protocol):
@@ -104,15 +104,21 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class ProcessConfig:
+    """How the processor retries (see :mod:`functions.core.retry_policy`).
+
+    Attributes:
+        max_attempts: Attempts of unknown outcome (a workflow's unexpected error, an
+            attempt that died) after which a delivery is dead-lettered.
+        lease_seconds: How long a claim lasts.
+        retry_base_seconds: The first retry delay; it doubles. The local runtime
+            compresses time: its retries must not wait out real minutes.
+        retry_horizon_seconds: How long after its receipt a delivery is still retried.
+    """
+
     max_attempts: int
     lease_seconds: int
-    # The local runtime compresses time: its retries must not wait out real minutes.
     retry_base_seconds: int = RETRY_BASE_SECONDS
-
-
-def retry_delay(attempts: int, base_seconds: int = RETRY_BASE_SECONDS) -> int:
-    """Visibility delay before attempt ``attempts + 1``: doubles, capped at 15 min."""
-    return int(min(MAX_QUEUE_DELAY_SECONDS, base_seconds * 2 ** max(0, attempts - 1)))
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
 
 
 @dataclass
@@ -146,9 +152,10 @@ class Processor:
             return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
         claim = attempt.claim
         try:
-            if claim.attempts > self.config.max_attempts:
-                # An earlier attempt died without recording an outcome (e.g. a Lambda
-                # timeout) and used up the last attempt: do not run the workflow again.
+            if claim.unexplained_attempts > self.config.max_attempts:
+                # Earlier attempts ended without a known-transient outcome (a workflow
+                # bug, or a worker that died, e.g. a Lambda timeout) and used up the
+                # budget for those: do not run the workflow again.
                 self.claims.fail(claim, now=self.clock.now(), error_code="attempts_exhausted")
                 return self._decide(
                     work,
@@ -170,7 +177,7 @@ class Processor:
         except ClaimLost:
             raise
         except UncertainEffect as exc:
-            self.metrics.count(names.METRIC_UNCERTAIN_EFFECTS)
+            self.metrics.count(metric_names.METRIC_UNCERTAIN_EFFECTS)
             # Failed, not retried: a blind retry could repeat the effect. The intent
             # record stays listed in the state index for the reconciler and operators.
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
@@ -180,22 +187,42 @@ class Processor:
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
         except TransientError as exc:
             if isinstance(exc, McpAuthError):
-                self.metrics.count(names.METRIC_MCP_AUTH_FAILURES)
-            return self._retry_or_give_up(work, claim, exc.code)
+                self.metrics.count(metric_names.METRIC_MCP_AUTH_FAILURES)
+            return self._retry_or_give_up(work, claim, exc.code, known_transient=True)
         except ProcessingError as exc:
-            return self._retry_or_give_up(work, claim, exc.code)
+            return self._retry_or_give_up(work, claim, exc.code, known_transient=False)
         except Exception:  # noqa: BLE001 (a workflow's own bug: retried, then dead-lettered)
             logger.exception("workflow raised an unexpected error")
-            return self._retry_or_give_up(work, claim, "unexpected_error")
+            return self._retry_or_give_up(work, claim, "unexpected_error", known_transient=False)
         return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
 
-    def _retry_or_give_up(self, work: WorkItem, claim: Claim, code: str) -> Decision:
-        if claim.attempts >= self.config.max_attempts:
-            self.claims.fail(claim, now=self.clock.now(), error_code=code)
+    def _retry_or_give_up(
+        self, work: WorkItem, claim: Claim, code: str, *, known_transient: bool
+    ) -> Decision:
+        """Release the claim for a later attempt, or fail and dead-letter the delivery.
+
+        Every failure is retried only while the next attempt starts within the horizon;
+        one of unknown nature also only while such attempts stay within ``max_attempts``.
+        """
+        now = self.clock.now()
+        retry_at = next_attempt_at(
+            failed_at=now,
+            attempts=claim.attempts,
+            window_start=claim.retry_window_start,
+            horizon_seconds=self.config.retry_horizon_seconds,
+            base_seconds=self.config.retry_base_seconds,
+        )
+        budget_left = known_transient or claim.unexplained_attempts < self.config.max_attempts
+        if retry_at is None or not budget_left:
+            self.claims.fail(claim, now=now, error_code=code)
             return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
-        self.claims.release(claim, now=self.clock.now(), error_code=code)
-        delay = retry_delay(claim.attempts, self.config.retry_base_seconds)
-        return self._decide(work, Decision(Result.RETRYING, Disposition.RETRY, delay, code))
+        if known_transient:
+            self.claims.release_transient(claim, now=now, error_code=code)
+        else:
+            self.claims.release(claim, now=now, error_code=code)
+        return self._decide(
+            work, Decision(Result.RETRYING, Disposition.RETRY, retry_at - now, code)
+        )
 
     def _decide(self, work: WorkItem, decision: Decision) -> Decision:
         self.metrics.count(_RESULT_METRICS[decision.result])
@@ -211,15 +238,15 @@ class Processor:
 
 
 _RESULT_METRICS = {
-    Result.COMPLETED: names.METRIC_WORK_COMPLETED,
-    Result.ALREADY_DONE: names.METRIC_WORK_ALREADY_DONE,
-    Result.MISSING: names.METRIC_WORK_ALREADY_DONE,
-    Result.DEFERRED: names.METRIC_WORK_DEFERRED,
-    Result.RETRYING: names.METRIC_WORK_RETRIED,
-    Result.FAILED: names.METRIC_WORK_FAILED,
-    Result.UNCERTAIN: names.METRIC_WORK_FAILED,
-    Result.EXHAUSTED: names.METRIC_WORK_DEAD_LETTERED,
-    Result.CLAIM_LOST: names.METRIC_CLAIMS_LOST,
+    Result.COMPLETED: metric_names.METRIC_WORK_COMPLETED,
+    Result.ALREADY_DONE: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.MISSING: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.DEFERRED: metric_names.METRIC_WORK_DEFERRED,
+    Result.RETRYING: metric_names.METRIC_WORK_RETRIED,
+    Result.FAILED: metric_names.METRIC_WORK_FAILED,
+    Result.UNCERTAIN: metric_names.METRIC_WORK_FAILED,
+    Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
+    Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
 }
 
 

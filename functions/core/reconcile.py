@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.clock import Clock
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State, UnsentWork, WorkItem
@@ -152,10 +152,10 @@ def reconcile(
                     extra={"delivery_id": record.delivery_id, "effect": record.name},
                 )
     for metric, value in (
-        (names.METRIC_RECONCILER_LEASES_REQUEUED, leases.sent),
-        (names.METRIC_RECONCILER_PENDING_REQUEUED, pending.sent),
-        (names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued.sent),
-        (names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
+        (metric_names.METRIC_RECONCILER_LEASES_REQUEUED, leases.sent),
+        (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending.sent),
+        (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued.sent),
+        (metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
     ):
         metrics.count(metric, value)
     return ReconcileReport(

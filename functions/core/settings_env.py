@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -34,6 +35,27 @@ def integer(env: Mapping[str, str], name: str, *, default: int, low: int, high: 
     if not low <= value <= high:
         raise SettingsError(f"{name} must be between {low} and {high}")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedInteger:
+    """An integer variable with its default and its allowed range, declared once."""
+
+    name: str
+    default: int
+    low: int
+    high: int
+
+    def read(self, env: Mapping[str, str]) -> int:
+        return integer(env, self.name, default=self.default, low=self.low, high=self.high)
+
+
+def secret_arn(env: Mapping[str, str], name: str) -> str:
+    """A secret referenced by ARN (never a secret value in the environment)."""
+    arn = required(env, name)
+    if not arn.startswith("arn:"):
+        raise SettingsError(f"{name} must be a secret ARN")
+    return arn
 
 
 def boolean(env: Mapping[str, str], name: str) -> bool:

@@ -3,7 +3,7 @@
 The worker loads one workflow at cold start from the ``WORKFLOW`` setting, written
 ``"package.module:attribute"``. The attribute is either an object with a ``run``
 method (a :class:`Workflow`) or a factory that takes a :class:`WorkflowContext`
-and returns one. The default (:mod:`functions.core.default_workflow`) archives
+and returns one. The default (:mod:`functions.workflows.default`) archives
 the package and sends one notification; replace it with your own agent run.
 """
 

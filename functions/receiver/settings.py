@@ -6,16 +6,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
+from functions.core.settings_env import BoundedInteger, required, secret_arn
+from functions.core.shared_settings import SECRETS_MAX_AGE_SECONDS
 
 # RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
 # item that expired earlier would let a late retry be accepted a second time.
 MIN_RETENTION_DAYS: Final = 4
-MAX_SECRETS_AGE_SECONDS: Final = 3600
-
-
-class SettingsError(ValueError):
-    """The environment is incomplete or malformed; the message names the variable."""
+INBOX_RETENTION_DAYS: Final = BoundedInteger(
+    env_keys.ENV_INBOX_RETENTION_DAYS,
+    default=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
+    low=MIN_RETENTION_DAYS,
+    high=3650,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +27,8 @@ class Settings:
 
     table_name: str
     signing_secrets_arn: str
-    secrets_max_age_seconds: int = names.DEFAULT_SECRETS_MAX_AGE_SECONDS
-    inbox_retention_days: int = names.DEFAULT_INBOX_RETENTION_DAYS
+    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
 
     @property
     def retention_seconds(self) -> int:
@@ -38,45 +41,9 @@ class Settings:
         Raises:
             SettingsError: a required variable is missing or a value is out of range.
         """
-        table_name = _required(env, names.ENV_TABLE_NAME)
-        arn = _required(env, names.ENV_SIGNING_SECRETS_ARN)
-        if not arn.startswith("arn:"):
-            raise SettingsError(f"{names.ENV_SIGNING_SECRETS_ARN} must be a secret ARN")
         return cls(
-            table_name=table_name,
-            signing_secrets_arn=arn,
-            secrets_max_age_seconds=_integer(
-                env,
-                names.ENV_SECRETS_MAX_AGE_SECONDS,
-                default=names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
-                low=1,
-                high=MAX_SECRETS_AGE_SECONDS,
-            ),
-            inbox_retention_days=_integer(
-                env,
-                names.ENV_INBOX_RETENTION_DAYS,
-                default=names.DEFAULT_INBOX_RETENTION_DAYS,
-                low=MIN_RETENTION_DAYS,
-                high=3650,
-            ),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            signing_secrets_arn=secret_arn(env, env_keys.ENV_SIGNING_SECRETS_ARN),
+            secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
+            inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
         )
-
-
-def _required(env: Mapping[str, str], name: str) -> str:
-    value = env.get(name, "").strip()
-    if not value:
-        raise SettingsError(f"{name} is required and not set")
-    return value
-
-
-def _integer(env: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer") from None
-    if not low <= value <= high:
-        raise SettingsError(f"{name} must be between {low} and {high}")
-    return value

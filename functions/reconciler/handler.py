@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from botocore.config import Config
 
@@ -20,6 +19,7 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
+from functions.core.lazy_deps import LazyDeps
 from functions.core.observability import logger
 from functions.core.reconcile import (
     ReconcileConfig,
@@ -75,28 +75,14 @@ def build_deps(
     )
 
 
-_deps: Deps | None = None
-_deps_lock = threading.Lock()
-
-
-def get_deps() -> Deps:
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        if _deps is None:
-            _deps = build_deps(Settings.from_env(os.environ))
-        return _deps
-
-
-def set_deps(deps: Deps | None) -> None:
-    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        _deps = deps
+# The container's dependencies, built from the environment on first use; tests and
+# the local runtime replace them with ``container_deps.set``.
+container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ)))
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     """Lambda entry point (scheduled event; its content is not used)."""
-    deps = get_deps()
+    deps = container_deps.get()
     try:
         report = deps.run(time_left=remaining_budget(context.get_remaining_time_in_millis))
     finally:

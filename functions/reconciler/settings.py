@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
-from functions.core import names
-from functions.core.settings_env import SettingsError, integer, required
+from functions.core import env_keys, setting_defaults
+from functions.core.settings_env import BoundedInteger, SettingsError, required
+from functions.core.shared_settings import LEASE_SECONDS
 
 _DAY = 24 * 3600
+
+PENDING_AGE_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS,
+    default=setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+    low=60,
+    high=_DAY,
+)
+EFFECT_AGE_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS,
+    default=setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+    low=60,
+    high=7 * _DAY,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,34 +42,16 @@ class Settings:
             SettingsError: a variable is missing, out of range, or the effect age does
                 not exceed the worker's lease (a live worker may hold an intent that long).
         """
-        lease = integer(
-            env,
-            names.ENV_LEASE_SECONDS,
-            default=names.DEFAULT_LEASE_SECONDS,
-            low=2,
-            high=12 * 3600,
-        )
         settings = cls(
-            table_name=required(env, names.ENV_TABLE_NAME),
-            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
-            lease_seconds=lease,
-            pending_age_seconds=integer(
-                env,
-                names.ENV_RECONCILE_PENDING_AGE_SECONDS,
-                default=names.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-                low=60,
-                high=_DAY,
-            ),
-            effect_age_seconds=integer(
-                env,
-                names.ENV_RECONCILE_EFFECT_AGE_SECONDS,
-                default=names.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
-                low=60,
-                high=7 * _DAY,
-            ),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
+            lease_seconds=LEASE_SECONDS.read(env),
+            pending_age_seconds=PENDING_AGE_SECONDS.read(env),
+            effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(
-                f"{names.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed {names.ENV_LEASE_SECONDS}"
+                f"{env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed "
+                f"{env_keys.ENV_LEASE_SECONDS}"
             )
         return settings

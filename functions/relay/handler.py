@@ -12,9 +12,8 @@ itself is not deleted: the receiver wrote it with a 24-hour TTL
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -24,10 +23,11 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from botocore.config import Config
 
-from functions.core import names
+from functions.core import metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.lazy_deps import LazyDeps
 from functions.core.observability import logger
 from functions.core.reconcile import Enqueue
 from functions.relay.settings import Settings
@@ -52,31 +52,17 @@ def build_deps(settings: Settings, *, sqs: Any = None) -> Deps:
     )
 
 
-_deps: Deps | None = None
-_deps_lock = threading.Lock()
-
-
-def get_deps() -> Deps:
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        if _deps is None:
-            _deps = build_deps(Settings.from_env(os.environ))
-        return _deps
-
-
-def set_deps(deps: Deps | None) -> None:
-    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        _deps = deps
+# The container's dependencies, built from the environment on first use; tests and
+# the local runtime replace them with ``container_deps.set``.
+container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ)))
 
 
 def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
     """Send one outbox insert's work item; raise (a record failure) if SQS refuses."""
     raw = record.raw_event
     image = raw.get("dynamodb", {}).get("NewImage") or {}
-    if raw.get("eventName") != "INSERT" or image.get(names.KIND_ATTRIBUTE) != {
-        "S": names.KIND_OUTBOX
+    if raw.get("eventName") != "INSERT" or image.get(table_layout.KIND_ATTRIBUTE) != {
+        "S": table_layout.KIND_OUTBOX
     }:
         return  # not a work item (the filter should have dropped it)
     try:
@@ -88,14 +74,14 @@ def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
         deps.metrics.count(METRIC_SKIPPED)
         return
     deps.queue.send(work)
-    deps.metrics.count(names.METRIC_WORK_RELAYED)
+    deps.metrics.count(metric_names.METRIC_WORK_RELAYED)
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> Any:
     """Lambda entry point (DynamoDB stream, ``ReportBatchItemFailures``)."""
     if not event.get("Records"):
         return {"batchItemFailures": []}  # Powertools refuses an empty batch
-    deps = get_deps()
+    deps = container_deps.get()
     processor = BatchProcessor(
         event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
     )

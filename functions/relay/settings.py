@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from functions.core import names
+from functions.core import env_keys
 from functions.core.settings_env import required
 
 
@@ -20,4 +20,4 @@ class Settings:
         Raises:
             SettingsError: a required variable is missing.
         """
-        return cls(work_queue_url=required(env, names.ENV_WORK_QUEUE_URL))
+        return cls(work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL))

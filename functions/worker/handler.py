@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from botocore.config import Config
 
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
-from functions.core.adapters.mcp_client import McpPackageFetcher
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
 from functions.core.host_policy import HostPolicy
+from functions.core.lazy_deps import LazyDeps
 from functions.core.process import (
     PackageSource,
     ProcessConfig,
@@ -121,6 +121,7 @@ def build_deps(
                 max_attempts=settings.max_attempts,
                 lease_seconds=settings.lease_seconds,
                 retry_base_seconds=settings.retry_base_seconds,
+                retry_horizon_seconds=settings.retry_horizon_seconds,
             ),
         ),
         queue=SqsWorkQueue(
@@ -133,23 +134,9 @@ def build_deps(
     )
 
 
-_deps: Deps | None = None
-_deps_lock = threading.Lock()
-
-
-def get_deps() -> Deps:
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        if _deps is None:
-            _deps = build_deps(Settings.from_env(os.environ))
-        return _deps
-
-
-def set_deps(deps: Deps | None) -> None:
-    """Replace the container's dependencies (tests, local runtime); None rebuilds lazily."""
-    global _deps  # noqa: PLW0603 (the one per-container cache)
-    with _deps_lock:
-        _deps = deps
+# The container's dependencies, built from the environment on first use; tests and
+# the local runtime replace them with ``container_deps.set``.
+container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ)))
 
 
 def parse_messages(event: dict[str, Any]) -> list[QueueMessage]:
@@ -177,4 +164,4 @@ def handle(event: dict[str, Any], deps: Deps) -> dict[str, Any]:
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point (SQS, ``ReportBatchItemFailures``)."""
-    return handle(event, get_deps())
+    return handle(event, container_deps.get())

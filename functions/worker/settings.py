@@ -4,19 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
-from functions.core import names
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core import env_keys, retry_policy, setting_defaults
 from functions.core.settings_env import (
-    SettingsError,
+    BoundedInteger,
     boolean,
     host_list,
-    integer,
     optional,
     required,
+    secret_arn,
 )
+from functions.core.shared_settings import LEASE_SECONDS, SECRETS_MAX_AGE_SECONDS
 
-MAX_SECRETS_AGE_SECONDS = 3600
+MCP_TIMEOUT_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_MCP_TIMEOUT_SECONDS,
+    default=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+    low=1,
+    high=120,
+)
+MAX_ATTEMPTS: Final = BoundedInteger(
+    env_keys.ENV_MAX_ATTEMPTS, default=setting_defaults.DEFAULT_MAX_ATTEMPTS, low=1, high=100
+)
+RETRY_BASE_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RETRY_BASE_SECONDS,
+    default=retry_policy.RETRY_BASE_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_DELAY_SECONDS,
+)
+RETRY_HORIZON_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RETRY_HORIZON_SECONDS,
+    default=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_HORIZON_SECONDS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,56 +57,34 @@ class Settings:
     max_attempts: int
     lease_seconds: int
     secrets_max_age_seconds: int
-    retry_base_seconds: int = RETRY_BASE_SECONDS
+    retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read exactly the worker's variables.
 
-        ``WORKER_MAX_ATTEMPTS`` must equal the work queue's redrive ``maxReceiveCount``
-        (infra sets both from one value).
+        The work queue's redrive ``maxReceiveCount`` must exceed the receives that
+        ``WORKER_MAX_ATTEMPTS``, ``WORKER_RETRY_HORIZON_SECONDS`` and
+        ``WORKER_RETRY_BASE_SECONDS`` allow (infra derives it from the same values).
 
         Raises:
             SettingsError: a required variable is missing or a value is out of range.
         """
-        arn = required(env, names.ENV_MCP_TOKEN_SECRET_ARN)
-        if not arn.startswith("arn:"):
-            raise SettingsError(f"{names.ENV_MCP_TOKEN_SECRET_ARN} must be a secret ARN")
         return cls(
-            table_name=required(env, names.ENV_TABLE_NAME),
-            work_queue_url=required(env, names.ENV_WORK_QUEUE_URL),
-            dead_letter_queue_url=required(env, names.ENV_DEAD_LETTER_QUEUE_URL),
-            mcp_token_secret_arn=arn,
-            mcp_allowed_hosts=host_list(env, names.ENV_MCP_ALLOWED_HOSTS),
-            mcp_allow_insecure_loopback=boolean(env, names.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
-            mcp_timeout_seconds=integer(
-                env,
-                names.ENV_MCP_TIMEOUT_SECONDS,
-                default=names.DEFAULT_MCP_TIMEOUT_SECONDS,
-                low=1,
-                high=120,
-            ),
-            workflow=optional(env, names.ENV_WORKFLOW) or names.DEFAULT_WORKFLOW,
-            notify_url=optional(env, names.ENV_NOTIFY_URL),
-            archive_bucket=optional(env, names.ENV_ARCHIVE_BUCKET),
-            max_attempts=integer(
-                env, names.ENV_MAX_ATTEMPTS, default=names.DEFAULT_MAX_ATTEMPTS, low=1, high=100
-            ),
-            lease_seconds=integer(
-                env,
-                names.ENV_LEASE_SECONDS,
-                default=names.DEFAULT_LEASE_SECONDS,
-                low=2,
-                high=12 * 3600,
-            ),
-            secrets_max_age_seconds=integer(
-                env,
-                names.ENV_SECRETS_MAX_AGE_SECONDS,
-                default=names.DEFAULT_SECRETS_MAX_AGE_SECONDS,
-                low=1,
-                high=MAX_SECRETS_AGE_SECONDS,
-            ),
-            retry_base_seconds=integer(
-                env, names.ENV_RETRY_BASE_SECONDS, default=RETRY_BASE_SECONDS, low=1, high=900
-            ),
+            table_name=required(env, env_keys.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
+            dead_letter_queue_url=required(env, env_keys.ENV_DEAD_LETTER_QUEUE_URL),
+            mcp_token_secret_arn=secret_arn(env, env_keys.ENV_MCP_TOKEN_SECRET_ARN),
+            mcp_allowed_hosts=host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS),
+            mcp_allow_insecure_loopback=boolean(env, env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
+            mcp_timeout_seconds=MCP_TIMEOUT_SECONDS.read(env),
+            workflow=optional(env, env_keys.ENV_WORKFLOW) or setting_defaults.DEFAULT_WORKFLOW,
+            notify_url=optional(env, env_keys.ENV_NOTIFY_URL),
+            archive_bucket=optional(env, env_keys.ENV_ARCHIVE_BUCKET),
+            max_attempts=MAX_ATTEMPTS.read(env),
+            lease_seconds=LEASE_SECONDS.read(env),
+            secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
+            retry_base_seconds=RETRY_BASE_SECONDS.read(env),
+            retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
         )

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import names
+from functions.core import table_layout
 from local.chaos.config import RESTART_DEADLINE_SECONDS, ChaosConfig
 from local.chaos.load import LoadRecord
 from local.chaos.plan import LoadPlan
@@ -72,12 +72,12 @@ class _Checks:
         self.stack, self.plan, self.load = stack, plan, load
         self.violations: list[str] = []
         items = _scan(stack)
-        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == names.SK_INBOX}
+        self.inbox = {i["pk"]["S"]: i for i in items if i["sk"]["S"] == table_layout.SK_INBOX}
         self.stored_ids = {i["pk"]["S"] for i in items}
         self.quarantine = {
             (i["pk"]["S"], i["received_sha256"]["S"]): i
             for i in items
-            if i["sk"]["S"].startswith(names.SK_QUARANTINE_PREFIX)
+            if i["sk"]["S"].startswith(table_layout.SK_QUARANTINE_PREFIX)
         }
         self.effects = stack.effects()
         self.notified = stack.sink.sink.body

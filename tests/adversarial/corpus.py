@@ -20,13 +20,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from functions.core import names
-from tests import builders
+from functions.core import wire
+from local.testkit import builders, vectors
 
-NOW: Final = builders.load_vectors().now
+NOW: Final = vectors.load_vectors().now
 SECRET: Final = builders.SECRET
 ALLOWED_HOSTS: Final = ("*.relaylink.example",)
-LIMIT: Final = names.MAX_BODY_BYTES
+LIMIT: Final = wire.MAX_BODY_BYTES
 
 NOTHING: Final = "nothing"
 INBOX: Final = "inbox"

@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from functions.core import names
-from tests import builders
+from functions.core import wire
+from local.testkit import builders, vectors
 
-NOW = builders.load_vectors().now
+NOW = vectors.load_vectors().now
 EXAMPLES = 1000  # what each property states explicitly: @settings(max_examples=1000, ...)
 # Reproducible in CI: derandomized, no example database. Each property adds
 # max_examples=1000 and deadline=None (no per-example deadline on a shared 2-core box).
@@ -47,13 +47,13 @@ json_values = st.recursive(
     max_leaves=6,
 )
 HEADER_NAMES = [
-    names.HEADER_DELIVERY,
-    names.HEADER_EVENT,
-    names.HEADER_TIMESTAMP,
-    names.HEADER_SIGNATURE,
+    wire.HEADER_DELIVERY,
+    wire.HEADER_EVENT,
+    wire.HEADER_TIMESTAMP,
+    wire.HEADER_SIGNATURE,
     "X-RelayLink-Signature",
     "content-type",
-    names.HEADER_ATTEMPT,
+    wire.HEADER_ATTEMPT,
 ]
 
 
@@ -201,7 +201,7 @@ def tampered_events(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     )
     body = case.body
     how = draw(st.sampled_from(TAMPERINGS))
-    sig = names.HEADER_SIGNATURE
+    sig = wire.HEADER_SIGNATURE
     header = {name.lower(): name for name in headers}
     if how == "body byte":
         if not body:
@@ -214,10 +214,10 @@ def tampered_events(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
         body += draw(st.binary(min_size=1, max_size=8))
     elif how == "delivery id":
         other = draw(canonical_ids.filter(lambda d: d != case.delivery_id))
-        headers[header[names.HEADER_DELIVERY]] = other
+        headers[header[wire.HEADER_DELIVERY]] = other
     elif how == "timestamp":
         moved = draw(st.integers(NOW - 300, NOW + 300).filter(lambda t: t != timestamp))
-        headers[header[names.HEADER_TIMESTAMP]] = str(moved)
+        headers[header[wire.HEADER_TIMESTAMP]] = str(moved)
     elif how in ("signature byte", "signature truncated"):
         value = bytearray(base64.b64decode(headers[header[sig]].removeprefix("v1,")))
         if how == "signature byte":

@@ -8,15 +8,12 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items as items
 from functions.core.host_policy import HostPolicy
 from functions.core.models import State
 from tests.adversarial import corpus
 from tests.adversarial.corpus import CORPUS, HostileCase
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
 
 POLICY = HostPolicy(corpus.ALLOWED_HOSTS)
 OUTCOMES = {"accepted", "duplicate", "ignored", "rejected", "invalid", "quarantined", "too_large"}
@@ -127,7 +124,7 @@ def test_hostile_corpus_case(receiver_factory: Any, case: HostileCase) -> None:
 
 
 def _assert_stored(receiver: Any, case: HostileCase) -> None:
-    (stored,) = receiver.of_kind(names.KIND_INBOX)
+    (stored,) = receiver.of_kind(table_layout.KIND_INBOX)
     inbox = items.inbox_from_item(stored)
     assert inbox.body_sha256 == hashlib.sha256(case.body).hexdigest()
     # Never the body itself (the biggest string field of an item is far smaller).
@@ -138,7 +135,7 @@ def _assert_stored(receiver: Any, case: HostileCase) -> None:
         return
     assert inbox.state is State.PENDING
     assert (inbox.package_id, inbox.mcp_url) == (case.package_id, case.mcp_url)
-    (outbox,) = receiver.of_kind(names.KIND_OUTBOX)
+    (outbox,) = receiver.of_kind(table_layout.KIND_OUTBOX)
     work = items.work_item_from_outbox(outbox)
     assert (work.delivery_id, work.package_id, work.mcp_url) == (
         inbox.delivery_id,

@@ -12,9 +12,10 @@ from typing import Any
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 from functions.core.observability import RedactingFilter
-from tests import builders, conftest, log_audit
+from local.testkit import builders, vectors
+from tests import conftest, log_audit
 
-VECTORS = builders.load_vectors()
+VECTORS = vectors.load_vectors()
 VECTOR_SECRET = VECTORS.cases[0].secrets[0]
 VECTOR_BODY = VECTORS.cases[0].request.body.decode()
 PATH = "/relaylink/hook-token-abc123"
@@ -58,7 +59,7 @@ def test_log_audit_detects_an_unregistered_body_by_its_shape() -> None:
 
 
 def test_log_audit_detects_the_mcp_token_and_bearer_headers() -> None:
-    token = log_audit.KNOWN_MCP_TOKENS[1]
+    token = log_audit.KNOWN_MCP_TOKENS[0]
 
     assert log_audit.check_record(_record("token", value=token)) == ["mcp_token"]
     broken = log_audit.check_record(_record("sent", headers={"Authorization": f"Bearer {token}"}))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.core import accept, errors, names
+from functions.core import accept, errors, wire
 from functions.core.delivery import InvalidReason
 from functions.core.models import Outcome
 from functions.core.signature import RejectReason
@@ -39,7 +39,7 @@ VOCABULARY = " ".join(sorted(OUTCOMES | REASONS)) + ' {"outcome": "reason": null
 @pytest.fixture(autouse=True)
 def _uninstall() -> Iterator[None]:
     yield
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
 def _well_formed(answer: fake_receiver.Answer, inputs: list[str]) -> None:
@@ -86,7 +86,7 @@ def test_property_arbitrary_requests_get_a_fixed_4xx_and_touch_no_storage() -> N
         _well_formed(answer, inputs)
         assert answer.status in (400, 401, 413)
         assert receiver.inbox.calls == 0
-        assert receiver.inbox.items == {}
+        assert receiver.inbox.empty()
 
     check()
     assert len(runs) >= 1000
@@ -105,10 +105,10 @@ def test_property_a_request_changed_after_signing_is_401_and_touches_no_storage(
         seen.add(how)
         answer = receiver.invoke(event)
         headers = event["headers"]
-        _well_formed(answer, [headers[names.HEADER_DELIVERY], headers[names.HEADER_SIGNATURE]])
+        _well_formed(answer, [headers[wire.HEADER_DELIVERY], headers[wire.HEADER_SIGNATURE]])
         assert (answer.status, answer.data["reason"]) == (401, RejectReason.NO_MATCH)
         assert receiver.inbox.calls == 0
-        assert receiver.inbox.items == {}
+        assert receiver.inbox.empty()
 
     check()
     assert len(runs) >= 1000
@@ -123,17 +123,17 @@ def test_property_validly_signed_bodies_get_consistent_outcomes() -> None:
     @given(strategies.signed_bodies())
     def check(case: SignedBody) -> None:
         runs.append(1)
-        receiver.inbox.items.clear()
+        receiver.inbox.clear()
         answer = receiver.invoke(strategies.signed_event(case))
         _well_formed(answer, [])
         outcome, reason = answer.data["outcome"], answer.data["reason"]
         ok, data = _parsed(case.body)
-        stored = receiver.inbox.items.get(case.delivery_id)
+        stored = receiver.inbox.stored(case.delivery_id)
         assert outcome in ("accepted", "ignored", "invalid")
         if case.clean:
             assert outcome == ("accepted" if case.event == "package.received" else "ignored")
         if outcome == "invalid":
-            assert receiver.inbox.items == {}
+            assert receiver.inbox.empty()
             assert reason in {r.value for r in InvalidReason}
             assert (reason == InvalidReason.NOT_JSON) is (not ok)
             if ok and not isinstance(data, dict):
@@ -158,9 +158,9 @@ def test_property_validly_signed_bodies_get_consistent_outcomes() -> None:
 
 def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reached() -> None:
     healthy = fake_receiver.install(now=NOW)
-    healthy_deps = handler.get_deps()
+    healthy_deps = handler.container_deps.get()
     faulty = fake_receiver.install(now=NOW)
-    faulty_deps = handler.get_deps()
+    faulty_deps = handler.container_deps.get()
     faulty.inbox.fail = True
     runs: list[int] = []
 
@@ -168,12 +168,12 @@ def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reac
     @given(strategies.signed_bodies(), st.booleans())
     def check(case: SignedBody, secrets_fail: bool) -> None:
         runs.append(1)
-        healthy.inbox.items.clear()
+        healthy.inbox.clear()
         faulty.secrets.fail = secrets_fail
         event = strategies.signed_event(case)
-        handler.set_deps(healthy_deps)
+        handler.container_deps.set(healthy_deps)
         expected = healthy.invoke(event)
-        handler.set_deps(faulty_deps)
+        handler.container_deps.set(faulty_deps)
         answer = faulty.invoke(event)
         _well_formed(answer, [])
         if secrets_fail:
@@ -182,7 +182,7 @@ def test_property_injected_faults_are_503_only_where_storage_or_secrets_are_reac
             assert answer.data == expected.data  # storage never reached
         else:
             assert (answer.status, answer.data["reason"]) == (503, "storage_unavailable")
-        assert faulty.inbox.items == {}
+        assert faulty.inbox.empty()
 
     check()
     assert len(runs) >= 1000
@@ -204,8 +204,8 @@ def test_property_a_second_attempt_is_a_duplicate_exactly_when_the_bytes_are_equ
         else:
             second = data.draw(strategies.signed_bodies(delivery_id=delivery_id))
         receiver.invoke(strategies.signed_event(first))
-        stored = receiver.inbox.items.get(first.delivery_id)
-        quarantined = len(receiver.inbox.quarantine_records())
+        stored = receiver.inbox.stored(first.delivery_id)
+        quarantined = len(receiver.inbox.quarantined)
         # Sometimes the quarantine write fails: the conflict is then a 503, not a 409.
         receiver.inbox.fail_quarantine = quarantine_fails = data.draw(st.booleans())
         try:
@@ -215,18 +215,18 @@ def test_property_a_second_attempt_is_a_duplicate_exactly_when_the_bytes_are_equ
         _well_formed(answer2, [])
         if stored is None or second.delivery_id != first.delivery_id:
             return  # the second attempt stands alone (the other properties cover it)
-        assert receiver.inbox.items[first.delivery_id] == stored  # the first write stands
+        assert receiver.inbox.stored(first.delivery_id) == stored  # the first write stands
         if second.body == first.body:
             assert (answer2.status, answer2.data["outcome"]) == (200, "duplicate")
         elif answer2.data["outcome"] == "invalid":
-            assert len(receiver.inbox.quarantine_records()) == quarantined
+            assert len(receiver.inbox.quarantined) == quarantined
         elif quarantine_fails:
             assert (answer2.status, answer2.data["reason"]) == (503, "storage_unavailable")
-            assert len(receiver.inbox.quarantine_records()) == quarantined
+            assert len(receiver.inbox.quarantined) == quarantined
         else:
             assert (answer2.status, answer2.data["outcome"]) == (409, "quarantined")
-            assert len(receiver.inbox.quarantine_records()) == quarantined + 1
-            record = receiver.inbox.quarantine_records()[-1]
+            assert len(receiver.inbox.quarantined) == quarantined + 1
+            record = list(receiver.inbox.quarantined.values())[-1]
             assert record.stored_sha256 == stored[0].body_sha256
             assert record.received_sha256 == hashlib.sha256(second.body).hexdigest()
 

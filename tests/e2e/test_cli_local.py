@@ -7,22 +7,36 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from local.state import LocalState
+from tests.polling import poll
 
 CLI = [sys.executable, "-m", "ops.cli"]
 DEADLINE_SECONDS = 60.0
 
 
 def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> LocalState:
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while not path.exists():
-        assert process.poll() is None, "local exited before it was ready"
-        assert time.monotonic() < deadline, "no state file in time"
-        time.sleep(0.05)
+    """The state file ``local`` writes once it serves (or its early exit)."""
+    seen = poll(
+        lambda: path.exists() or process.poll() is not None,
+        bool,
+        deadline_seconds=DEADLINE_SECONDS,
+    )
+    assert process.poll() is None, "local exited before it was ready"
+    assert seen, "no state file in time"
     return LocalState.read(path)
+
+
+def _inbox_states(state_file: Path) -> list[str]:
+    """Every inbox item's state, as ``inbox list`` prints them."""
+    listed = subprocess.run(
+        [*CLI, "inbox", "list", "--local", str(state_file), "--json"],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    return [item["state"] for item in json.loads(listed.stdout)["items"]]
 
 
 def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
@@ -59,18 +73,12 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
         summary = json.loads(sent.stdout)
         assert summary["deliveries"] == 30
 
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while True:
-            listed = subprocess.run(
-                [*CLI, "inbox", "list", "--local", str(state_file), "--json"],
-                capture_output=True,
-                timeout=60,
-                check=True,
-            )
-            states = [item["state"] for item in json.loads(listed.stdout)["items"]]
-            if states.count("completed") == 30 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        states = poll(
+            lambda: _inbox_states(state_file),
+            lambda states: states.count("completed") == 30,
+            deadline_seconds=DEADLINE_SECONDS,
+            pause_seconds=0.2,
+        )
         assert states == ["completed"] * 30
     finally:
         local.send_signal(signal.SIGTERM)

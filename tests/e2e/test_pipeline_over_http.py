@@ -13,10 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from local.sender import Sender, SenderConfig, Summary
-from local.stack import LocalStack
+from local.sender import DeliveryResult, Sender, SenderConfig, Summary
+from local.stack import READY_DEADLINE_SECONDS, LocalStack, Role
 
 QUIET_DEADLINE_SECONDS = 90.0
+# Kill a role once this many deliveries are done: the rest are still in flight.
+KILLS: tuple[tuple[Role, int], ...] = (
+    ("front_door", 4),
+    ("worker", 12),
+    ("front_door", 20),
+    ("worker", 28),
+)
 
 
 def _config(stack: LocalStack, *, duplicate_rate: float = 0.0, seed: int = 1) -> SenderConfig:
@@ -30,6 +37,14 @@ def _config(stack: LocalStack, *, duplicate_rate: float = 0.0, seed: int = 1) ->
         duplicate_rate=duplicate_rate,
         seed=seed,
     )
+
+
+def _send(stack: LocalStack, count: int, *, duplicate_rate: float = 0.0) -> Summary:
+    async def send() -> Summary:
+        async with Sender(_config(stack, duplicate_rate=duplicate_rate)) as sender:
+            return await sender.send_new(count, mcp_url=stack.state.mcp_url)
+
+    return asyncio.run(send())
 
 
 def _assert_each_completed_once(stack: LocalStack, summary: Summary) -> None:
@@ -46,11 +61,7 @@ def _assert_each_completed_once(stack: LocalStack, summary: Summary) -> None:
 def test_fifty_deliveries_with_duplicates_complete_with_one_effect_each(
     stack: LocalStack,
 ) -> None:
-    async def send() -> Summary:
-        async with Sender(_config(stack, duplicate_rate=0.3)) as sender:
-            return await sender.send_new(50, mcp_url=stack.state.mcp_url)
-
-    summary = asyncio.run(send())
+    summary = _send(stack, 50, duplicate_rate=0.3)
 
     assert summary.deliveries == 50
     assert summary.extra_attempts == 15  # the duplicates really were sent
@@ -62,17 +73,33 @@ def test_fifty_deliveries_with_duplicates_complete_with_one_effect_each(
 def test_killing_the_front_door_and_the_worker_during_traffic_loses_nothing(
     stack: LocalStack,
 ) -> None:
+    stack.wait_ready(READY_DEADLINE_SECONDS)
     before = dict(stack.restarts)
 
     async def send_while_killing() -> Summary:
+        done: list[DeliveryResult] = []
+        reached = {after: asyncio.Event() for _, after in KILLS}
+
+        def progress(result: DeliveryResult) -> None:
+            done.append(result)
+            for after, event in reached.items():
+                if len(done) >= after:
+                    event.set()
+
         async with Sender(_config(stack, seed=2)) as sender:
-            traffic = asyncio.create_task(sender.send_new(40, mcp_url=stack.state.mcp_url))
-            for role in ("front_door", "worker", "front_door", "worker"):
-                await asyncio.sleep(0.15)  # let traffic be in flight at the kill
-                stack.kill(role)  # type: ignore[arg-type]
+            traffic = asyncio.create_task(
+                sender.send_new(40, mcp_url=stack.state.mcp_url, progress=progress)
+            )
+            for role, after in KILLS:
+                await asyncio.wait_for(reached[after].wait(), QUIET_DEADLINE_SECONDS)
+                # The role killed last time must serve again first, or this kill
+                # would hit the dead process and the supervisor restart it once.
+                await asyncio.to_thread(stack.wait_ready, READY_DEADLINE_SECONDS)
+                stack.kill(role)
             return await traffic
 
     summary = asyncio.run(send_while_killing())
+    stack.wait_ready(READY_DEADLINE_SECONDS)  # the last kill's restart is counted
 
     assert stack.restarts == {
         "front_door": before["front_door"] + 2,
@@ -93,10 +120,11 @@ def _cli(state_file: Path, *arguments: str) -> dict[str, object] | list[object]:
 
 
 def test_operator_json_matches_the_store(stack: LocalStack, tmp_path: Path) -> None:
+    _assert_each_completed_once(stack, _send(stack, 5))
     state_file = tmp_path / "state.json"
     stack.state.write(state_file)
     states = stack.inbox_states()
-    assert states, "earlier tests in this module leave deliveries behind"
+    assert states
 
     listed = _cli(state_file, "inbox", "list", "--state", "completed", "--limit", "1000")
     one = next(iter(states))

@@ -8,7 +8,6 @@ the API Gateway translation. The receiver's clock is moved to the vectors' ``now
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -18,8 +17,9 @@ import pytest
 
 from local.stack import LocalStack
 from local.stack_options import StackOptions
-from tests.builders import vectors_file
+from local.testkit.vectors import vectors_file
 from tests.e2e.stacks import audited
+from tests.polling import poll
 
 VECTORS = json.loads(vectors_file().read_text(encoding="utf-8"))
 ONE_SECRET = tuple(VECTORS["cases"][0]["secrets"])
@@ -83,18 +83,20 @@ def test_rotation_vectors_pass_once_the_stack_knows_both_secrets(
     )
     entries = _entries(secrets)
     assert entries
+    url = vector_stack.state.webhook_url
     with httpx.Client(timeout=10) as client:
         for entry in entries:
             steps = entry.get("steps") or [entry]
             first = steps[0]
             want = (first["expect"]["status"], first["expect"]["outcome"])
             # The receiver's secret cache (max age 1 s here) picks the new value up.
-            deadline = time.monotonic() + 15
-            got = _post(client, vector_stack.state.webhook_url, first["request"])
-            while got != want and got[0] == 401 and time.monotonic() < deadline:
-                time.sleep(0.2)
-                got = _post(client, vector_stack.state.webhook_url, first["request"])
+            got = poll(
+                lambda request=first["request"]: _post(client, url, request),
+                lambda got, want=want: got == want or got[0] != 401,
+                deadline_seconds=15,
+                pause_seconds=0.2,
+            )
             assert got == want, entry["name"]
             for step in steps[1:]:
-                got = _post(client, vector_stack.state.webhook_url, step["request"])
+                got = _post(client, url, step["request"])
                 assert got == (step["expect"]["status"], step["expect"]["outcome"]), entry["name"]

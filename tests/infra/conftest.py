@@ -66,15 +66,61 @@ def cdk_json_context() -> dict[str, Any]:
     return dict(json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"])
 
 
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
-    context = cdk_json_context() | {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL}
+def synthesize(tmp_path_factory: pytest.TempPathFactory, overrides: dict[str, Any]) -> Synthesized:
+    """The real app (cdk-nag included) from cdk.json's context with ``overrides``."""
+    context = cdk_json_context() | overrides
     outdir = tmp_path_factory.mktemp("cdk.out")
     # Fails here (with cdk-nag's report) when a finding is not acknowledged.
     app, stack = build_app(context=context, outdir=str(outdir))
     assembly = app.synth()
     template = assembly.get_stack_by_name(stack.stack_name).template
-    yield Synthesized(template=template, stack=stack, outdir=outdir, context=context)
+    return Synthesized(template=template, stack=stack, outdir=outdir, context=context)
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
+    yield synthesize(tmp_path_factory, {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL})
+
+
+Grant = tuple[str, str]  # (action, resource as canonical JSON)
+
+
+def resource_key(resource: Any) -> str:
+    return json.dumps(resource, sort_keys=True)
+
+
+def role_statements(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
+    """The statements of ``function``'s role: one inline policy, no managed policy."""
+    role_id = synthesized.function(function)["Properties"]["Role"]["Fn::GetAtt"][0]
+    role = synthesized.resources[role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role, f"{function} must not use AWS managed policies"
+    assert "Policies" not in role
+    policies = [
+        p["Properties"]
+        for p in synthesized.of_type("AWS::IAM::Policy").values()
+        if ref(role_id) in p["Properties"]["Roles"]
+    ]
+    assert len(policies) == 1
+    return list(policies[0]["PolicyDocument"]["Statement"])
+
+
+def role_grants(synthesized: Synthesized, function: str) -> set[Grant]:
+    """Every (action, resource) pair ``function``'s role allows."""
+    grants: set[Grant] = set()
+    for statement in role_statements(synthesized, function):
+        assert statement["Effect"] == "Allow"
+        actions = _listed(statement["Action"])
+        # Only a KMS grant through Secrets Manager carries a condition (kms:ViaService).
+        allowed = {"Effect", "Action", "Resource"}
+        if all(action.startswith("kms:") for action in actions):
+            allowed.add("Condition")
+        assert set(statement) <= allowed, statement
+        grants.update((a, resource_key(r)) for a in actions for r in _listed(statement["Resource"]))
+    return grants
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def ref(logical_id: str) -> dict[str, str]:

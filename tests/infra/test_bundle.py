@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from functions.core import names
+from functions.core import setting_defaults
 from infra import bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +38,7 @@ def test_receiver_asset_has_no_mcp_sdk_and_no_worker_code() -> None:
 def test_worker_asset_has_the_mcp_sdk_and_the_default_workflow() -> None:
     asset = _asset("worker")
     assert {"mcp", "pydantic", "pydantic_core", "aws_lambda_powertools"} <= _top_level(asset)
-    module, _ = names.DEFAULT_WORKFLOW.split(":")
+    module, _ = setting_defaults.DEFAULT_WORKFLOW.split(":")
     assert (asset / (module.replace(".", "/") + ".py")).is_file()
 
 
@@ -97,3 +99,13 @@ def test_pins_come_from_the_constraints_file(tmp_path: Path) -> None:
     ]
     with pytest.raises(bundle.BundleError, match="pydantic"):
         bundle.pinned(["pydantic"], constraints)
+
+
+def test_every_third_party_import_of_functions_is_a_declared_dependency() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    # A distribution's import name here is its name with "-" as "_" (e.g. mcp-types).
+    importable = {
+        re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].replace("-", "_") for line in declared
+    }
+    imported = bundle.third_party_imports((ROOT / "functions").rglob("*.py"))
+    assert imported - importable == set()

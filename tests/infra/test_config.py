@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys, setting_defaults
+from functions.core.host_policy import HostPolicy
+from functions.core.settings_env import SettingsError, host_list
+from functions.worker.settings import Settings as WorkerSettings
+from infra.application import build_app
 from infra.config import ConfigError, StackConfig
+from infra.environments import worker_environment
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
 
 
 def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
-    assert config.inbox_retention_days == names.DEFAULT_INBOX_RETENTION_DAYS
-    assert config.worker_max_attempts == names.DEFAULT_MAX_ATTEMPTS
-    assert config.workflow == names.DEFAULT_WORKFLOW
+    assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+    assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
+    assert config.worker_retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
     assert config.alarm_email is None and config.notify_url is None
 
 
@@ -47,6 +55,8 @@ def test_command_line_strings_are_parsed() -> None:
         ("stage", "Prod"),
         ("worker_max_concurrency", 1),  # the SQS event source needs at least 2
         ("worker_max_attempts", 0),
+        ("worker_retry_horizon_hours", 0),
+        ("worker_retry_horizon_hours", 73),  # beyond RelayLink's own 3 days
         ("inbox_retention_days", 3),  # shorter than RelayLink's 3-day retry horizon + 1
         ("log_level", "LOUD"),
         ("log_retention_days", 10),
@@ -56,8 +66,137 @@ def test_command_line_strings_are_parsed() -> None:
         ("workflow", "no_attribute"),
         ("api_burst_limit", 10),  # below the default rate limit of 50
         ("worker_max_concurrency", True),
+        ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=key):
         StackConfig.from_context(VALID | {key: value})
+
+
+def test_a_customer_managed_key_goes_with_the_secret_it_encrypts() -> None:
+    config = StackConfig.from_context(
+        VALID | {"signing_secrets_arn": ARN, "signing_secrets_kms_key_arn": KEY}
+    )
+    assert config.signing_secrets_kms_key_arn == KEY
+    assert config.mcp_token_kms_key_arn is None
+
+
+@pytest.mark.parametrize(
+    ("context", "key"),
+    [
+        # A secret the stack creates uses the AWS managed key: a key there is a mistake.
+        ({"signing_secrets_kms_key_arn": KEY}, "signing_secrets_kms_key_arn"),
+        ({"mcp_token_kms_key_arn": KEY}, "mcp_token_kms_key_arn"),
+        # An alias names no key that IAM can authorise.
+        (
+            {
+                "signing_secrets_arn": ARN,
+                "signing_secrets_kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:alias/x",
+            },
+            "signing_secrets_kms_key_arn",
+        ),
+        # Secrets Manager only uses a key of the secret's own region.
+        (
+            {
+                "signing_secrets_arn": ARN,
+                "signing_secrets_kms_key_arn": KEY.replace("eu-west-1", "us-east-1"),
+            },
+            "signing_secrets_kms_key_arn",
+        ),
+    ],
+)
+def test_misplaced_keys_fail_naming_the_key(context: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError, match=key):
+        StackConfig.from_context(VALID | context)
+
+
+# Entries around the edges of the allowlist grammar: the synth must agree with the
+# worker on every one of them.
+ALLOWLIST_ENTRIES = [
+    "*.relaylink.example",
+    "mcp.relaylink.example",
+    "MCP.Example.COM.",
+    "203.0.113.7",
+    "[::1]",
+    "*.com",
+    "*",
+    "*.*.example.com",
+    "mcp.example.123",
+    "127.1",
+    "0x7f.1",
+    "bad host",
+    "a..b",
+    "-a.example",
+]
+
+
+def _worker_accepts(entry: str) -> bool:
+    """What the worker does at cold start with MCP_ALLOWED_HOSTS."""
+    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: entry}
+    try:
+        HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
+    except ValueError:
+        return False
+    return True
+
+
+def _synth_accepts(context: dict[str, Any]) -> bool:
+    try:
+        StackConfig.from_context(VALID | context)
+    except ConfigError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("entry", ALLOWLIST_ENTRIES)
+def test_synth_and_worker_agree_on_every_allowlist_entry(entry: str) -> None:
+    assert _synth_accepts({"mcp_allowed_hosts": [entry]}) == _worker_accepts(entry)
+
+
+@pytest.mark.parametrize("entry", ["*.com", "mcp.example.123"])
+def test_synth_refuses_an_allowlist_entry_the_worker_refuses_naming_it(entry: str) -> None:
+    context = {"mcp_allowed_hosts": ["mcp.relaylink.example", entry]}
+    with pytest.raises(ConfigError, match=rf"^mcp_allowed_hosts: .*{re.escape(repr(entry))}"):
+        build_app(context=context)
+
+
+def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
+    config = StackConfig.from_context(
+        {"mcp_allowed_hosts": ["*.relaylink.example", "MCP.Partner.Example.", "[::1]"]}
+    )
+    assert config.mcp_allowed_hosts == ("*.relaylink.example", "mcp.partner.example", "::1")
+    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
+    worker = HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
+    assert worker.allowed_hosts == config.mcp_allowed_hosts
+
+
+def _worker_reads(**values: int) -> bool:
+    environment = worker_environment(
+        table_name="table",
+        work_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work",
+        dead_letter_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/dlq",
+        mcp_token_secret_arn=ARN,
+        mcp_allowed_hosts=["*.relaylink.example"],
+        workflow=setting_defaults.DEFAULT_WORKFLOW,
+        archive_bucket="archive",
+        lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
+        **{"max_attempts": setting_defaults.DEFAULT_MAX_ATTEMPTS, **values},
+    )
+    try:
+        WorkerSettings.from_env(environment)
+    except SettingsError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("value", [1, 5, 100, 101, 1000])
+def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
+    accepted = _synth_accepts({"worker_max_attempts": value})
+    assert accepted == _worker_reads(max_attempts=value)
+
+
+@pytest.mark.parametrize("hours", [1, 24, 72, 73, 1000])
+def test_synth_and_worker_agree_on_worker_retry_horizon_hours(hours: int) -> None:
+    accepted = _synth_accepts({"worker_retry_horizon_hours": str(hours)})
+    assert accepted == _worker_reads(retry_horizon_seconds=hours * 3600)

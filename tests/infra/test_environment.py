@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys
 from tests.infra.conftest import Synthesized
 
 # Powertools reads these itself, outside our settings.
 POWERTOOLS_KEYS = {
-    names.ENV_POWERTOOLS_SERVICE_NAME,
-    names.ENV_POWERTOOLS_METRICS_NAMESPACE,
-    names.ENV_POWERTOOLS_LOG_LEVEL,
+    env_keys.ENV_POWERTOOLS_SERVICE_NAME,
+    env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE,
+    env_keys.ENV_POWERTOOLS_LOG_LEVEL,
 }
 # Read by a settings object but deliberately never set by the stack: its default (false)
 # is the only production value; it exists for the local runtime and the tests.
-NEVER_SET_IN_AWS = {names.ENV_MCP_ALLOW_INSECURE_LOOPBACK}
+NEVER_SET_IN_AWS = {env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK}
 
 
 class RecordingEnv(Mapping[str, str]):

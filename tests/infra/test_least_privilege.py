@@ -2,28 +2,44 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from tests.infra.conftest import Synthesized, get_att, ref
+import pytest
+
+from functions.core import table_layout
+from tests.infra.conftest import (
+    NOTIFY_URL,
+    Grant,
+    Synthesized,
+    get_att,
+    ref,
+    resource_key,
+    role_grants,
+    role_statements,
+    synthesize,
+)
 
 XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
-TABLE_WRITE = {
-    "dynamodb:BatchWriteItem",
+# Exactly the DynamoDB calls each function's code makes (tests/infra/test_table_access.py
+# derives them from the adapters): a transaction of Puts is PutItem, a Query by index
+# is allowed on that index alone.
+RECEIVER_TABLE = {"dynamodb:PutItem"}
+WORKER_TABLE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+RECONCILER_TABLE = {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+RECONCILER_INDEX = {"dynamodb:Query"}
+# What no function may hold: deleting an inbox item (or overwriting items in bulk)
+# would let a retried delivery be accepted and run a second time.
+FORBIDDEN_TABLE_ACTIONS = {
     "dynamodb:DeleteItem",
-    "dynamodb:DescribeTable",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-}
-TABLE_READ_WRITE = TABLE_WRITE | {
+    "dynamodb:BatchWriteItem",
     "dynamodb:BatchGetItem",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:GetItem",
-    "dynamodb:GetRecords",
-    "dynamodb:GetShardIterator",
-    "dynamodb:Query",
     "dynamodb:Scan",
+    "dynamodb:DescribeTable",
+    "dynamodb:PartiQLDelete",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PartiQLSelect",
+    "dynamodb:PartiQLUpdate",
 }
 STREAM_READ = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
 SECRET_READ = {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
@@ -47,42 +63,9 @@ BUCKET_PUT = {
 ALLOWED_WILDCARD_ACTIONS = {"s3:Abort*"}
 ACTIONS_WITHOUT_RESOURCE_ARNS = XRAY | {"dynamodb:ListStreams"}
 
-Grant = tuple[str, str]  # (action, resource as canonical JSON)
-
-
-def _key(resource: Any) -> str:
-    return json.dumps(resource, sort_keys=True)
-
-
-def _granted(synthesized: Synthesized, function: str) -> set[Grant]:
-    role_id = synthesized.function(function)["Properties"]["Role"]["Fn::GetAtt"][0]
-    role = synthesized.resources[role_id]["Properties"]
-    assert "ManagedPolicyArns" not in role, f"{function} must not use AWS managed policies"
-    assert "Policies" not in role
-    grants: set[Grant] = set()
-    policies = [
-        p["Properties"]
-        for p in synthesized.of_type("AWS::IAM::Policy").values()
-        if ref(role_id) in p["Properties"]["Roles"]
-    ]
-    assert len(policies) == 1
-    for statement in policies[0]["PolicyDocument"]["Statement"]:
-        assert statement["Effect"] == "Allow"
-        assert set(statement) <= {"Effect", "Action", "Resource"}, statement
-        actions = (
-            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        )
-        resources = (
-            statement["Resource"]
-            if isinstance(statement["Resource"], list)
-            else [statement["Resource"]]
-        )
-        grants.update((a, _key(r)) for a in actions for r in resources)
-    return grants
-
 
 def _grants(actions: set[str], *resources: Any) -> set[Grant]:
-    return {(a, _key(r)) for a in actions for r in resources}
+    return {(a, resource_key(r)) for a in actions for r in resources}
 
 
 def _ids(synthesized: Synthesized) -> dict[str, str]:
@@ -92,8 +75,8 @@ def _ids(synthesized: Synthesized) -> dict[str, str]:
         "queue": synthesized.logical_id(stack.queues.queue),
         "dlq": synthesized.logical_id(stack.queues.dead_letter_queue),
         "failures": synthesized.logical_id(stack.relay.failure_queue),
-        "signing": synthesized.logical_id(stack.secrets.signing_secrets),
-        "token": synthesized.logical_id(stack.secrets.mcp_token),
+        "signing": synthesized.logical_id(stack.secrets.signing_secrets.secret),
+        "token": synthesized.logical_id(stack.secrets.mcp_token.secret),
         "bucket": synthesized.logical_id(stack.archive.bucket),
     }
 
@@ -103,18 +86,17 @@ def _own_logs(synthesized: Synthesized, function: str) -> set[Grant]:
     return _grants(LOGS, get_att(group, "Arn")) | _grants(XRAY, "*")
 
 
-def _table_and_indexes(table: str) -> tuple[Any, Any]:
-    arn = get_att(table, "Arn")
-    return arn, {"Fn::Join": ["", [arn, "/index/*"]]}
+def _state_index(table: str) -> Any:
+    return {"Fn::Join": ["", [get_att(table, "Arn"), f"/index/{table_layout.STATE_INDEX}"]]}
 
 
-def test_receiver_may_write_the_table_and_read_its_signing_secret_only(
+def test_receiver_may_put_items_and_read_its_signing_secret_only(
     synthesized: Synthesized,
 ) -> None:
     ids = _ids(synthesized)
-    assert _granted(synthesized, "receiver") == (
+    assert role_grants(synthesized, "receiver") == (
         _own_logs(synthesized, "receiver")
-        | _grants(TABLE_WRITE, *_table_and_indexes(ids["table"]))
+        | _grants(RECEIVER_TABLE, get_att(ids["table"], "Arn"))
         | _grants(SECRET_READ, ref(ids["signing"]))
     )
 
@@ -123,7 +105,7 @@ def test_relay_reads_the_stream_and_sends_to_the_work_queue_only(
     synthesized: Synthesized,
 ) -> None:
     ids = _ids(synthesized)
-    assert _granted(synthesized, "relay") == (
+    assert role_grants(synthesized, "relay") == (
         _own_logs(synthesized, "relay")
         | _grants(STREAM_READ, get_att(ids["table"], "StreamArn"))
         | _grants({"dynamodb:ListStreams"}, "*")
@@ -133,9 +115,9 @@ def test_relay_reads_the_stream_and_sends_to_the_work_queue_only(
 
 def test_worker_grants(synthesized: Synthesized) -> None:
     ids = _ids(synthesized)
-    assert _granted(synthesized, "worker") == (
+    assert role_grants(synthesized, "worker") == (
         _own_logs(synthesized, "worker")
-        | _grants(TABLE_READ_WRITE, *_table_and_indexes(ids["table"]))
+        | _grants(WORKER_TABLE, get_att(ids["table"], "Arn"))
         | _grants(QUEUE_CONSUME, get_att(ids["queue"], "Arn"))
         | _grants(QUEUE_SEND, get_att(ids["queue"], "Arn"), get_att(ids["dlq"], "Arn"))
         | _grants(SECRET_READ, ref(ids["token"]))
@@ -145,26 +127,90 @@ def test_worker_grants(synthesized: Synthesized) -> None:
 
 def test_reconciler_grants(synthesized: Synthesized) -> None:
     ids = _ids(synthesized)
-    assert _granted(synthesized, "reconciler") == (
+    assert role_grants(synthesized, "reconciler") == (
         _own_logs(synthesized, "reconciler")
-        | _grants(TABLE_READ_WRITE, *_table_and_indexes(ids["table"]))
+        | _grants(RECONCILER_TABLE, get_att(ids["table"], "Arn"))
+        | _grants(RECONCILER_INDEX, _state_index(ids["table"]))
         | _grants(QUEUE_SEND, get_att(ids["queue"], "Arn"))
     )
 
 
+def test_no_function_may_delete_scan_or_batch_write(synthesized: Synthesized) -> None:
+    for function in ("receiver", "relay", "worker", "reconciler"):
+        actions = {action for action, _ in role_grants(synthesized, function)}
+        assert actions & FORBIDDEN_TABLE_ACTIONS == set(), function
+        assert not any(a.startswith("dynamodb:PartiQL") for a in actions), function
+
+
 def test_no_wildcards_beyond_what_grants_generate(synthesized: Synthesized) -> None:
     for function in ("receiver", "relay", "worker", "reconciler"):
-        for action, resource in _granted(synthesized, function):
+        for action, resource in role_grants(synthesized, function):
             assert "*" not in action or action in ALLOWED_WILDCARD_ACTIONS, (function, action)
-            if resource == _key("*"):
+            if resource == resource_key("*"):
                 assert action in ACTIONS_WITHOUT_RESOURCE_ARNS, (function, action)
 
 
 def test_only_the_worker_can_read_the_mcp_token(synthesized: Synthesized) -> None:
-    token = _key(ref(_ids(synthesized)["token"]))
+    token = resource_key(ref(_ids(synthesized)["token"]))
     readers = {
         function
         for function in ("receiver", "relay", "worker", "reconciler")
-        if any(resource == token for _, resource in _granted(synthesized, function))
+        if any(resource == token for _, resource in role_grants(synthesized, function))
     }
     assert readers == {"worker"}
+
+
+# The deployer's own secrets, each encrypted with its own customer managed key (the
+# token's key in another account, as a shared key may be).
+OWN_SIGNING = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
+OWN_TOKEN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/token-XyZ789"
+SIGNING_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
+TOKEN_KEY = "arn:aws:kms:eu-west-1:210987654321:key/mrk-0123456789abcdef0123456789abcdef"
+VIA_SECRETS_MANAGER = {"StringEquals": {"kms:ViaService": "secretsmanager.eu-west-1.amazonaws.com"}}
+
+
+@pytest.fixture(scope="module")
+def own_secrets(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(
+        tmp_path_factory,
+        {
+            "notify_url": NOTIFY_URL,
+            "signing_secrets_arn": OWN_SIGNING,
+            "mcp_token_secret_arn": OWN_TOKEN,
+            "signing_secrets_kms_key_arn": SIGNING_KEY,
+            "mcp_token_kms_key_arn": TOKEN_KEY,
+        },
+    )
+
+
+def _kms_statements(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for statement in role_statements(synthesized, function)
+        if "kms:" in str(statement["Action"])
+    ]
+
+
+def test_readers_may_decrypt_their_secrets_key_only_through_secrets_manager(
+    own_secrets: Synthesized,
+) -> None:
+    for function, secret, key in (
+        ("receiver", OWN_SIGNING, SIGNING_KEY),
+        ("worker", OWN_TOKEN, TOKEN_KEY),
+    ):
+        assert _kms_statements(own_secrets, function) == [
+            {
+                "Effect": "Allow",
+                "Action": "kms:Decrypt",
+                "Resource": key,
+                "Condition": VIA_SECRETS_MANAGER,
+            }
+        ], function
+        assert _grants(SECRET_READ, secret) <= role_grants(own_secrets, function)
+    for function in ("relay", "reconciler"):
+        assert _kms_statements(own_secrets, function) == [], function
+
+
+def test_without_a_customer_managed_key_no_role_may_use_kms(synthesized: Synthesized) -> None:
+    for function in ("receiver", "relay", "worker", "reconciler"):
+        assert _kms_statements(synthesized, function) == [], function

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from typing import Any
 
-from functions.core import names
-from functions.core.models import Outcome
-from tests.infra.conftest import Synthesized, get_att, ref
+import pytest
 
-SERVICE_DIMENSION = [{"Name": "service", "Value": names.SERVICE}]
+from functions.core import metric_names
+from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.errors import (
+    HostNotAllowed,
+    McpAuthError,
+    PackageNotFound,
+    PermanentError,
+    ProcessingError,
+    UncertainEffect,
+)
+from functions.core.models import Outcome
+from functions.core.process import ProcessConfig, Processor
+from infra.monitoring import RUNBOOK
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeClaims, FakeEffects
+from tests.infra.conftest import ROOT, Synthesized, get_att, ref
+from tests.unit.test_claim import LEASE, pending
+
+SERVICE_DIMENSION = [{"Name": "service", "Value": metric_names.SERVICE}]
 
 
 def _alarms(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
@@ -40,12 +58,13 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(synthesized: Synthesized
 def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) -> None:
     alarms = _alarms(synthesized)
     for name, metric in (
-        ("Quarantined", names.METRIC_QUARANTINED),
-        ("McpAuthFailures", names.METRIC_MCP_AUTH_FAILURES),
-        ("UncertainEffects", names.METRIC_UNCERTAIN_EFFECTS),
+        ("Quarantined", metric_names.METRIC_QUARANTINED),
+        ("WorkFailed", metric_names.METRIC_WORK_FAILED),
+        ("McpAuthFailures", metric_names.METRIC_MCP_AUTH_FAILURES),
+        ("UncertainEffects", metric_names.METRIC_UNCERTAIN_EFFECTS),
     ):
         props = alarms[name]
-        assert props["Namespace"] == names.METRICS_NAMESPACE, name
+        assert props["Namespace"] == metric_names.METRICS_NAMESPACE, name
         assert props["MetricName"] == metric, name
         # Powertools Metrics emits exactly this dimension set (service) for our metrics.
         assert props["Dimensions"] == SERVICE_DIMENSION, name
@@ -69,6 +88,96 @@ def test_both_dead_letter_queues_alarm_on_one_message(synthesized: Synthesized) 
         ]
         assert props["Threshold"] == 1
         assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_work_queue_backlog_alarms_on_the_age_of_its_oldest_message(
+    synthesized: Synthesized,
+) -> None:
+    props = _alarms(synthesized)["WorkQueueAge"]
+    queue = synthesized.logical_id(synthesized.stack.queues.queue)
+    assert props["Namespace"] == "AWS/SQS"
+    assert props["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert props["Dimensions"] == [{"Name": "QueueName", "Value": get_att(queue, "QueueName")}]
+    assert props["Statistic"] == "Maximum"
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+    # Seconds, from the context key (cdk.json: 15 minutes).
+    minutes = synthesized.context["work_queue_age_alarm_minutes"]
+    assert props["Threshold"] == minutes * 60 == 15 * 60
+
+
+class _FailingPackages:
+    """A package source whose every fetch raises ``error``."""
+
+    def __init__(self, error: ProcessingError) -> None:
+        self.error = error
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+        raise self.error
+
+
+def _emitted(output: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(namespace, metric, dimensions) of every EMF record printed to ``output``."""
+    found = set()
+    for line in output.splitlines():
+        if '"_aws"' not in line:
+            continue
+        record = json.loads(line)
+        for directive in record["_aws"]["CloudWatchMetrics"]:
+            for dimension_set in directive["Dimensions"]:
+                dimensions = tuple(sorted((name, record[name]) for name in dimension_set))
+                for metric in directive["Metrics"]:
+                    found.add((directive["Namespace"], metric["Name"], dimensions))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("alarm", "error"),
+    [
+        ("WorkFailed", PackageNotFound()),
+        ("WorkFailed", PermanentError("notify_rejected")),
+        ("WorkFailed", HostNotAllowed()),  # e.g. an allowlist that misses the MCP host
+        ("McpAuthFailures", McpAuthError()),
+        ("UncertainEffects", UncertainEffect()),
+    ],
+)
+def test_worker_alarms_watch_a_metric_the_worker_really_emits(
+    synthesized: Synthesized, capsys: pytest.CaptureFixture[str], alarm: str, error: ProcessingError
+) -> None:
+    # The worker's own use case and metrics sink (Powertools EMF), on in-memory stores.
+    item = pending()
+    claims = FakeClaims()
+    claims.add(item)
+    metrics = EmfMetrics()
+    processor = Processor(
+        claims=claims,
+        effects=FakeEffects(),
+        workflow=None,  # never reached: the fetch fails first
+        clock=FakeClock(),
+        metrics=metrics,
+        config=ProcessConfig(max_attempts=3, lease_seconds=LEASE),
+    )
+    work = item.work_item()
+    assert work is not None
+    asyncio.run(processor.process(work, _FailingPackages(error)))
+    metrics.flush()
+    props = _alarms(synthesized)[alarm]
+    watched = (
+        props["Namespace"],
+        props["MetricName"],
+        tuple(sorted((d["Name"], d["Value"]) for d in props["Dimensions"])),
+    )
+    assert watched in _emitted(capsys.readouterr().out)
+
+
+def test_every_alarm_has_a_runbook_entry_its_notification_points_to(
+    synthesized: Synthesized,
+) -> None:
+    runbook = (ROOT / RUNBOOK).read_text(encoding="utf-8")
+    headings = set(re.findall(r"^### (\w+)$", runbook, flags=re.MULTILINE))
+    alarms = _alarms(synthesized)
+    assert set(alarms) <= headings, set(alarms) - headings
+    for name, props in alarms.items():
+        assert props["AlarmDescription"].endswith(f"Runbook: {RUNBOOK}, section {name}."), name
 
 
 def test_function_alarms_watch_the_right_functions(synthesized: Synthesized) -> None:
@@ -122,14 +231,14 @@ def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes
 ) -> None:
     text = _dashboard_text(synthesized)
     for outcome in (Outcome.ACCEPTED, Outcome.DUPLICATE, Outcome.QUARANTINED, Outcome.REJECTED):
-        assert f'"{names.receiver_outcome_metric(outcome)}"' in text, outcome
+        assert f'"{metric_names.receiver_outcome_metric(outcome)}"' in text, outcome
     assert '"Duration"' in text
     assert '"Latency"' in text
     assert '"ApproximateAgeOfOldestMessage"' in text
     for metric in (
-        names.METRIC_WORK_COMPLETED,
-        names.METRIC_WORK_FAILED,
-        names.METRIC_WORK_RETRIED,
+        metric_names.METRIC_WORK_COMPLETED,
+        metric_names.METRIC_WORK_FAILED,
+        metric_names.METRIC_WORK_RETRIED,
     ):
         assert f'"{metric}"' in text, metric
     assert synthesized.function_logical_id("receiver") in text

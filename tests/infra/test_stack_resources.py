@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from functions.core import names
+import pytest
+
+from functions.core import env_keys, metric_names, table_layout
+from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, retry_schedule
 from infra.lambda_function import ARCHITECTURE, RUNTIME
-from infra.schema import table_definition
-from tests.infra.conftest import ALARM_EMAIL, NOTIFY_URL, Synthesized, get_att, ref
+from infra.schema import SQS_MAX_RECEIVE_COUNT, max_receive_count_for, table_definition
+from tests.infra.conftest import (
+    ALARM_EMAIL,
+    NOTIFY_URL,
+    Synthesized,
+    get_att,
+    ref,
+    synthesize,
+)
 
 FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 
@@ -36,7 +46,7 @@ def test_table_matches_the_shared_definition(synthesized: Synthesized) -> None:
         for index in props["GlobalSecondaryIndexes"]
     ] == expected["GlobalSecondaryIndexes"]
     assert props["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
-    assert props["GlobalSecondaryIndexes"][0]["IndexName"] == names.STATE_INDEX
+    assert props["GlobalSecondaryIndexes"][0]["IndexName"] == table_layout.STATE_INDEX
 
 
 def test_table_is_on_demand_recoverable_protected_retained_and_encrypted(
@@ -50,7 +60,7 @@ def test_table_is_on_demand_recoverable_protected_retained_and_encrypted(
     assert table["DeletionPolicy"] == "Retain"
     assert table["UpdateReplacePolicy"] == "Retain"
     assert props["TimeToLiveSpecification"] == {
-        "AttributeName": names.TTL_ATTRIBUTE,
+        "AttributeName": table_layout.TTL_ATTRIBUTE,
         "Enabled": True,
     }
     assert props["SSESpecification"]["SSEEnabled"] is True
@@ -77,24 +87,55 @@ def test_work_queue_visibility_and_redrive_match_the_worker(synthesized: Synthes
     dlq_id = synthesized.logical_id(synthesized.stack.queues.dead_letter_queue)
     assert queue["VisibilityTimeout"] >= 6 * _worker_timeout(synthesized)
     attempts = synthesized.context["worker_max_attempts"]
+    horizon = synthesized.context["worker_retry_horizon_hours"] * 3600
     assert queue["RedrivePolicy"] == {
         "deadLetterTargetArn": get_att(dlq_id, "Arn"),
-        "maxReceiveCount": attempts,
+        "maxReceiveCount": max_receive_count_for(attempts, retry_horizon_seconds=horizon),
     }
-    assert synthesized.environment("worker")[names.ENV_MAX_ATTEMPTS] == str(attempts)
+    environment = synthesized.environment("worker")
+    assert environment[env_keys.ENV_MAX_ATTEMPTS] == str(attempts)
+    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(horizon)
     dlq = synthesized.resources[dlq_id]["Properties"]
     assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_redrive_is_a_backstop_above_the_workers_own_budget(synthesized: Synthesized) -> None:
+    queue = synthesized.resource(synthesized.stack.queues.queue)["Properties"]
+    attempts = synthesized.context["worker_max_attempts"]
+    horizon = synthesized.context["worker_retry_horizon_hours"] * 3600
+    assert horizon == 24 * 3600
+    # The worker receives a message once per attempt of its schedule (101 in 24 h) and
+    # once per attempt of unknown outcome before it dead-letters it itself.
+    own_budget = len(retry_schedule(horizon)) + attempts
+    assert queue["RedrivePolicy"]["maxReceiveCount"] > own_budget > attempts
+    # A message lives through the longest horizon, with its last back-off.
+    assert queue["MessageRetentionPeriod"] > MAX_RETRY_HORIZON_SECONDS + 900
+
+
+@pytest.fixture(scope="module")
+def longest_retries(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(
+        tmp_path_factory, {"worker_retry_horizon_hours": 72, "worker_max_attempts": 100}
+    )
+
+
+def test_longest_retry_settings_synthesize_within_sqs_limits(longest_retries: Synthesized) -> None:
+    queue = longest_retries.resource(longest_retries.stack.queues.queue)["Properties"]
+    count = queue["RedrivePolicy"]["maxReceiveCount"]
+    assert len(retry_schedule(MAX_RETRY_HORIZON_SECONDS)) + 100 < count <= SQS_MAX_RECEIVE_COUNT
+    environment = longest_retries.environment("worker")
+    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(MAX_RETRY_HORIZON_SECONDS)
 
 
 def test_worker_lease_sits_between_its_timeout_and_the_visibility_timeout(
     synthesized: Synthesized,
 ) -> None:
-    lease = int(synthesized.environment("worker")[names.ENV_LEASE_SECONDS])
+    lease = int(synthesized.environment("worker")[env_keys.ENV_LEASE_SECONDS])
     visibility = synthesized.resource(synthesized.stack.queues.queue)["Properties"][
         "VisibilityTimeout"
     ]
     assert _worker_timeout(synthesized) < lease < visibility
-    assert synthesized.environment("reconciler")[names.ENV_LEASE_SECONDS] == str(lease)
+    assert synthesized.environment("reconciler")[env_keys.ENV_LEASE_SECONDS] == str(lease)
 
 
 def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> None:
@@ -111,9 +152,9 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
         group = groups[logging["LogGroup"]["Ref"]]
         assert group["Properties"]["RetentionInDays"] == synthesized.context["log_retention_days"]
         env = props["Environment"]["Variables"]
-        assert env[names.ENV_POWERTOOLS_SERVICE_NAME] == names.SERVICE
-        assert env[names.ENV_POWERTOOLS_METRICS_NAMESPACE] == names.METRICS_NAMESPACE
-        assert env[names.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
+        assert env[env_keys.ENV_POWERTOOLS_SERVICE_NAME] == metric_names.SERVICE
+        assert env[env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE] == metric_names.METRICS_NAMESPACE
+        assert env[env_keys.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
 
 
 def test_receiver_answers_before_relaylink_gives_up(synthesized: Synthesized) -> None:
@@ -175,7 +216,7 @@ def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synth
     (pattern,) = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
     assert pattern == {
         "eventName": ["INSERT"],
-        "dynamodb": {"NewImage": {names.KIND_ATTRIBUTE: {"S": [names.KIND_OUTBOX]}}},
+        "dynamodb": {"NewImage": {table_layout.KIND_ATTRIBUTE: {"S": [table_layout.KIND_OUTBOX]}}},
     }
     assert mapping["BisectBatchOnFunctionError"] is True
     assert 0 < mapping["MaximumRetryAttempts"] <= 20
@@ -216,16 +257,16 @@ def test_reconciler_runs_on_a_schedule(synthesized: Synthesized) -> None:
 
 
 def test_created_secrets_hold_fail_closed_placeholders(synthesized: Synthesized) -> None:
-    signing = synthesized.resource(synthesized.stack.secrets.signing_secrets)
+    signing = synthesized.resource(synthesized.stack.secrets.signing_secrets.secret)
     assert json.loads(signing["Properties"]["SecretString"]) == []
-    token = synthesized.resource(synthesized.stack.secrets.mcp_token)
+    token = synthesized.resource(synthesized.stack.secrets.mcp_token.secret)
     assert "SecretString" not in token["Properties"]
     assert token["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
     for secret in (signing, token):
         assert secret["DeletionPolicy"] == "Retain"
     env = synthesized.environment("receiver")
-    assert env[names.ENV_SIGNING_SECRETS_ARN] == ref(
-        synthesized.logical_id(synthesized.stack.secrets.signing_secrets)
+    assert env[env_keys.ENV_SIGNING_SECRETS_ARN] == ref(
+        synthesized.logical_id(synthesized.stack.secrets.signing_secrets.secret)
     )
 
 
@@ -256,15 +297,15 @@ def test_archive_bucket_is_private_encrypted_tls_only_retained_and_expires(
         s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         for s in policy["Statement"]
     )
-    assert synthesized.environment("worker")[names.ENV_ARCHIVE_BUCKET] == ref(bucket_id)
+    assert synthesized.environment("worker")[env_keys.ENV_ARCHIVE_BUCKET] == ref(bucket_id)
 
 
 def test_optional_notification_url_and_alarm_email_are_wired(synthesized: Synthesized) -> None:
-    assert synthesized.environment("worker")[names.ENV_NOTIFY_URL] == NOTIFY_URL
+    assert synthesized.environment("worker")[env_keys.ENV_NOTIFY_URL] == NOTIFY_URL
     (subscription,) = synthesized.of_type("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Protocol"] == "email"
     assert subscription["Properties"]["Endpoint"] == ALARM_EMAIL
-    hosts = synthesized.environment("worker")[names.ENV_MCP_ALLOWED_HOSTS]
+    hosts = synthesized.environment("worker")[env_keys.ENV_MCP_ALLOWED_HOSTS]
     assert hosts.split(",") == synthesized.context["mcp_allowed_hosts"]
 
 

@@ -10,16 +10,8 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from functions.core.adapters.mcp_client import McpPackageFetcher
-from functions.core.errors import (
-    HostNotAllowed,
-    InvalidPackage,
-    McpAuthError,
-    McpTokenUnavailable,
-    PackageNotFound,
-    ProcessingError,
-    TransientError,
-)
+from functions.core import errors
+from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.host_policy import HostPolicy
 from functions.core.package import Package
 from local.mcp_server import RunningServer, demo_package
@@ -64,8 +56,8 @@ def _fetch_one(fetcher: McpPackageFetcher, url: str, package_id: str) -> Package
     return _run(go)
 
 
-def _error_of(fetcher: McpPackageFetcher, url: str, package_id: str) -> ProcessingError:
-    with pytest.raises(ProcessingError) as caught:
+def _error_of(fetcher: McpPackageFetcher, url: str, package_id: str) -> errors.ProcessingError:
+    with pytest.raises(errors.ProcessingError) as caught:
         _fetch_one(fetcher, url, package_id)
     return caught.value
 
@@ -102,8 +94,8 @@ def test_fetcher_falls_back_to_json_text_content(mcp_server: RunningServer) -> N
 def test_fetcher_wrong_token_is_an_auth_error(mcp_server: RunningServer) -> None:
     wrong = "wrong-token-value"
     error = _error_of(_fetcher(mcp_server, token=CountingToken(wrong)), mcp_server.url, "pkg_1")
-    assert isinstance(error, McpAuthError)
-    assert isinstance(error, TransientError)  # retried: an operator fixes the token
+    assert isinstance(error, errors.McpAuthError)
+    assert isinstance(error, errors.TransientError)  # retried: an operator fixes the token
     assert error.code == "mcp_auth_failed"
     assert wrong not in str(error.args)
     assert mcp_server.controls.unauthorized >= 1
@@ -115,10 +107,10 @@ def test_fetcher_server_5xx_is_transient_and_the_next_call_opens_a_fresh_session
 ) -> None:
     fetcher = _fetcher(mcp_server)
 
-    async def go() -> tuple[ProcessingError, Package]:
+    async def go() -> tuple[errors.ProcessingError, Package]:
         async with fetcher:
             mcp_server.set_failure_rate(1.0)
-            with pytest.raises(TransientError) as caught:
+            with pytest.raises(errors.TransientError) as caught:
                 await fetcher.get_package(mcp_server.url, "pkg_1")
             mcp_server.set_failure_rate(0.0)
             return caught.value, await fetcher.get_package(mcp_server.url, "pkg_2")
@@ -141,7 +133,7 @@ def test_fetcher_5xx_mid_batch_drops_the_session(mcp_server: RunningServer) -> N
                 try:
                     await fetcher.get_package(mcp_server.url, f"pkg_{index}")
                     outcomes.append("ok")
-                except TransientError as exc:
+                except errors.TransientError as exc:
                     outcomes.append(exc.code)
         return outcomes
 
@@ -155,14 +147,14 @@ def test_fetcher_times_out_on_a_slow_server(mcp_server: RunningServer) -> None:
     started = time.monotonic()
     error = _error_of(fetcher, mcp_server.url, "pkg_1")
     elapsed = time.monotonic() - started
-    assert isinstance(error, TransientError)
+    assert isinstance(error, errors.TransientError)
     assert error.code == "mcp_timeout"
     assert elapsed < 2.0  # bounded by our timeout, not by the server's latency
 
 
 def test_fetcher_unknown_package_is_not_found(mcp_server: RunningServer) -> None:
     error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_missing_42")
-    assert isinstance(error, PackageNotFound)
+    assert isinstance(error, errors.PackageNotFound)
     assert error.code == "package_not_found"
 
 
@@ -173,7 +165,7 @@ def test_fetcher_other_tool_error_is_transient_and_keeps_the_session(
 
     async def go() -> tuple[str, Package]:
         async with fetcher:
-            with pytest.raises(TransientError) as caught:
+            with pytest.raises(errors.TransientError) as caught:
                 await fetcher.get_package(mcp_server.url, "pkg_toolfail_1")
             return caught.value.code, await fetcher.get_package(mcp_server.url, "pkg_3")
 
@@ -185,19 +177,19 @@ def test_fetcher_other_tool_error_is_transient_and_keeps_the_session(
 
 def test_fetcher_malformed_result_is_invalid(mcp_server: RunningServer) -> None:
     error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_malformed_1")
-    assert isinstance(error, InvalidPackage)
+    assert isinstance(error, errors.InvalidPackage)
 
 
 def test_fetcher_oversized_result_is_invalid(mcp_server: RunningServer) -> None:
     error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_oversized_1")
-    assert isinstance(error, InvalidPackage)
+    assert isinstance(error, errors.InvalidPackage)
     assert error.code == "mcp_result_too_large"
 
 
 def test_fetcher_size_cap_counts_the_real_response(mcp_server: RunningServer) -> None:
     # An ordinary package is a few hundred bytes: a cap below that refuses it.
     error = _error_of(_fetcher(mcp_server, max_result_bytes=200), mcp_server.url, "pkg_1")
-    assert isinstance(error, InvalidPackage)
+    assert isinstance(error, errors.InvalidPackage)
     assert error.code == "mcp_result_too_large"
 
 
@@ -222,7 +214,7 @@ def test_fetcher_never_contacts_a_host_off_the_allowlist(
         read_timeout=1.0,
         max_result_bytes=1024,
     )
-    with pytest.raises(HostNotAllowed):
+    with pytest.raises(errors.HostNotAllowed):
         _fetch_one(fetcher, url_template.format(port=port), "pkg_1")
     assert not _was_contacted(silent_listener)
     assert token.calls == 0
@@ -232,7 +224,7 @@ def test_fetcher_never_contacts_a_host_off_the_allowlist(
 def test_fetcher_refuses_plain_http_to_loopback_unless_allowed(mcp_server: RunningServer) -> None:
     strict = HostPolicy(("127.0.0.1",), allow_insecure_loopback=False)
     error = _error_of(_fetcher(mcp_server, policy=strict), mcp_server.url, "pkg_1")
-    assert isinstance(error, HostNotAllowed)
+    assert isinstance(error, errors.HostNotAllowed)
     assert error.code == "mcp_insecure_not_allowed"
     assert mcp_server.requests == 0
 
@@ -248,7 +240,7 @@ def test_fetcher_connection_refused_is_transient(silent_listener: socket.socket)
         max_result_bytes=1024,
     )
     error = _error_of(fetcher, f"http://127.0.0.1:{port}/mcp", "pkg_1")
-    assert isinstance(error, TransientError)
+    assert isinstance(error, errors.TransientError)
     assert error.code == "mcp_unavailable"
 
 
@@ -256,7 +248,7 @@ def test_fetcher_malformed_token_sends_nothing(mcp_server: RunningServer) -> Non
     error = _error_of(
         _fetcher(mcp_server, token=CountingToken("two words\r\n")), mcp_server.url, "pkg_1"
     )
-    assert isinstance(error, McpTokenUnavailable)
+    assert isinstance(error, errors.McpTokenUnavailable)
     assert mcp_server.requests == 0
 
 
@@ -301,13 +293,13 @@ def test_fetcher_maps_errors_the_same_on_a_legacy_server(mcp_server: RunningServ
     mcp_server.set_legacy_only(True)
     assert _fetch_one(_fetcher(mcp_server), mcp_server.url, "pkg_l1").package_id == "pkg_l1"
     assert isinstance(
-        _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_missing"), PackageNotFound
+        _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_missing"), errors.PackageNotFound
     )
     wrong = _fetcher(mcp_server, token=CountingToken("nope"))
-    assert isinstance(_error_of(wrong, mcp_server.url, "pkg_1"), McpAuthError)
+    assert isinstance(_error_of(wrong, mcp_server.url, "pkg_1"), errors.McpAuthError)
     mcp_server.set_failure_rate(1.0)
     error = _error_of(_fetcher(mcp_server), mcp_server.url, "pkg_1")
-    assert isinstance(error, TransientError)
+    assert isinstance(error, errors.TransientError)
     assert error.code == "mcp_unavailable"
 
 

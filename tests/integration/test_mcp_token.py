@@ -9,7 +9,7 @@ import pytest
 
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
 from functions.core.errors import McpTokenUnavailable
-from tests.conftest import REGION
+from local.testkit.moto_world import REGION
 
 
 @pytest.fixture

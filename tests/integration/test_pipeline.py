@@ -19,29 +19,25 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
-from functions.receiver.settings import Settings as ReceiverSettings
 from functions.reconciler import handler as reconciler_handler
 from functions.reconciler.settings import Settings as ReconcilerSettings
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
-from local.aws_resources import create_secret
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from tests.builders import SECRET, LambdaContext, http_api_event, signed_request
-from tests.integration.processing_harness import (
-    LEASE_SECONDS,
-    TABLE,
-    Aws,
-    StreamReader,
-    WorkerRig,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    make_worker,
+from local.testkit.builders import (
+    SECRET,
+    LambdaContext,
+    http_api_event,
+    signed_request,
     stream_event,
-    stream_fixture,  # noqa: F401 (fixture "stream")
 )
+from local.testkit.moto_world import TABLE, MotoWorld, StreamReader
+from local.testkit.receiver_rig import make_receiver_rig
+from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
 
 # Figures for the closing note: effect applications counted per crash window.
 APPLICATIONS: dict[str, int] = {}
@@ -126,7 +122,7 @@ class _CrashAfterFetch:
 
 @dataclass
 class Pipeline:
-    aws: Aws
+    aws: MotoWorld
     stream: StreamReader
     mcp_server: RunningServer
     sink: NotifySinkServer
@@ -160,31 +156,25 @@ class Pipeline:
 
 
 @pytest.fixture
-def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Iterator[Pipeline]:
-    signing_arn = create_secret(
-        aws.secretsmanager, name="relaylink-signing", value=json.dumps([SECRET])
+def pipeline(aws: MotoWorld, stream: StreamReader, mcp_server: RunningServer) -> Iterator[Pipeline]:
+    make_receiver_rig(
+        aws.dynamodb,
+        aws.secretsmanager,
+        table=TABLE,
+        secret_arn=aws.create_secret(json.dumps([SECRET]), prefix="relaylink-signing"),
+        clock=aws.clock,
     )
-    receiver_handler.set_deps(
-        receiver_handler.build_deps(
-            ReceiverSettings.from_env(
-                {names.ENV_TABLE_NAME: TABLE, names.ENV_SIGNING_SECRETS_ARN: signing_arn}
-            ),
-            dynamodb=aws.dynamodb,
-            secretsmanager=aws.secretsmanager,
-            clock=aws.clock,
-        )
-    )
-    relay_handler.set_deps(
+    relay_handler.container_deps.set(
         relay_handler.build_deps(
-            RelaySettings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     reconciler = reconciler_handler.build_deps(
         ReconcilerSettings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_WORK_QUEUE_URL: aws.queue_url,
-                names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
             }
         ),
         dynamodb=aws.dynamodb,
@@ -195,8 +185,8 @@ def pipeline(aws: Aws, stream: StreamReader, mcp_server: RunningServer) -> Itera
         try:
             yield Pipeline(aws, stream, mcp_server, sink, reconciler)
         finally:
-            receiver_handler.set_deps(None)
-            relay_handler.set_deps(None)
+            receiver_handler.container_deps.reset()
+            relay_handler.container_deps.reset()
 
 
 def test_signed_request_is_processed_to_completion_with_one_effect(pipeline: Pipeline) -> None:

@@ -6,12 +6,10 @@ from typing import Any
 
 import pytest
 
-from tests import builders
-from tests.integration.receiver_harness import Receiver, receiver_factory, world
+from local.testkit import builders, vectors
+from tests.receiver_harness import Receiver
 
-__all__ = ["receiver_factory", "world"]  # fixtures
-
-VECTORS = builders.load_vectors()
+VECTORS = vectors.load_vectors()
 NOW = VECTORS.now
 SECRET = VECTORS.cases[0].secrets[0]
 # DynamoDB calls per outcome in a warm container (the signing secrets already cached).

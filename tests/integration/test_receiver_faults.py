@@ -9,13 +9,27 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from moto.core.models import botocore_stubber
 
-from tests import builders
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
+from local.testkit import botocore_hooks, builders
+from tests.receiver_harness import Receiver, Response
 
 NOW = 1_764_687_845
 SECRET = builders.SECRET
+
+
+def _send_new(receiver: Receiver) -> Response:
+    """A new, correctly signed delivery."""
+    return receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+
+
+def _cancel_transactions(receiver: Receiver, reason: str, *, times: int | None = None) -> None:
+    """The receiver's transactions are cancelled for ``reason`` on the inbox item's put."""
+    botocore_hooks.inject_dynamodb_error(
+        receiver.dynamodb,
+        "TransactWriteItems",
+        code="TransactionCanceledException",
+        extra={"CancellationReasons": [{"Code": reason}, {"Code": "None"}]},
+        times=times,
+    )
 
 
 @pytest.mark.parametrize(
@@ -34,7 +48,7 @@ def test_receiver_storage_fault_is_503_and_writes_nothing(
     receiver_factory: Any, code: str, status: int, attempts: int
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    failed = builders.inject_dynamodb_error(
+    failed = botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "TransactWriteItems", code=code, status=status
     )
     request = builders.signed_request(timestamp=NOW)
@@ -57,14 +71,9 @@ def test_receiver_throttled_transaction_is_503_and_writes_nothing(
     receiver_factory: Any, reason: str
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
-        receiver.dynamodb,
-        "TransactWriteItems",
-        code="TransactionCanceledException",
-        extra={"CancellationReasons": [{"Code": reason}, {"Code": "None"}]},
-    )
+    _cancel_transactions(receiver, reason)
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (503, "unavailable")
     assert receiver.items() == []
@@ -80,7 +89,7 @@ def test_receiver_connection_failure_is_503(receiver_factory: Any) -> None:
 
     receiver.dynamodb.meta.events.register_first("before-send.dynamodb.TransactWriteItems", refuse)
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (503, "unavailable")
     assert len(attempts) == 3
@@ -91,14 +100,9 @@ def test_receiver_lasting_transaction_conflict_is_503_after_bounded_reruns(
     receiver_factory: Any,
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
-        receiver.dynamodb,
-        "TransactWriteItems",
-        code="TransactionCanceledException",
-        extra={"CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}]},
-    )
+    _cancel_transactions(receiver, "TransactionConflict")
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (503, "unavailable")
     assert receiver.calls.operations("dynamodb") == ["TransactWriteItemsx3"]
@@ -109,15 +113,9 @@ def test_receiver_passing_transaction_conflict_is_rerun_and_accepted(
     receiver_factory: Any,
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
-        receiver.dynamodb,
-        "TransactWriteItems",
-        code="TransactionCanceledException",
-        extra={"CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}]},
-        times=1,
-    )
+    _cancel_transactions(receiver, "TransactionConflict", times=1)
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (202, "accepted")
     assert receiver.calls.operations("dynamodb") == ["TransactWriteItemsx2"]
@@ -128,11 +126,11 @@ def test_receiver_unexpected_storage_error_is_503_without_its_message(
     receiver_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "TransactWriteItems", code="AccessDeniedException"
     )
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome, response.reason) == (
         503,
@@ -157,7 +155,7 @@ def test_receiver_quarantine_write_fault_is_503_and_leaves_the_original(
     )
     assert receiver.invoke(builders.event_for(original)).outcome == "accepted"
     before = receiver.items()
-    builders.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "PutItem", code="ProvisionedThroughputExceededException", times=3
     )
 
@@ -179,7 +177,7 @@ def test_receiver_secrets_unavailable_is_503_and_touches_no_table(receiver_facto
 
     receiver.secretsmanager.meta.events.register_first("before-send.secrets-manager", refuse)
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome, response.reason) == (
         503,
@@ -195,7 +193,7 @@ def test_receiver_secrets_unavailable_is_503_and_touches_no_table(receiver_facto
 def test_receiver_malformed_secret_value_is_503(receiver_factory: Any, value: str) -> None:
     receiver = receiver_factory([SECRET], now=NOW, secret_value=value)
 
-    response = receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+    response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (503, "unavailable")
     assert receiver.calls.count("dynamodb") == 0
@@ -217,7 +215,7 @@ def _serialize_moto(clients: list[Any], *, arrivals: threading.Barrier) -> None:
             arrivals.wait(timeout=10)
         with lock:
             response = botocore_stubber(event_name=event_name, request=request, **kwargs)
-        builders.divert_from_emulator(request)  # answered: moto's own hook must skip it
+        botocore_hooks.divert_from_emulator(request)  # answered: moto's own hook must skip it
         return response
 
     for client in clients:

@@ -8,17 +8,14 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import env_keys, metric_names, wire
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
-from tests import builders
-from tests.integration.receiver_harness import receiver_factory, world
-
-__all__ = ["receiver_factory", "world"]  # fixtures
+from local.testkit import builders
 
 NOW = 1_764_687_845
-LIMIT = names.MAX_BODY_BYTES
+LIMIT = wire.MAX_BODY_BYTES
 
 
 def test_handler_response_is_json_outcome_and_reason_only(receiver_factory: Any) -> None:
@@ -93,9 +90,9 @@ def test_handler_never_fails_on_garbage_events(receiver_factory: Any, event: Any
 def test_handler_missing_settings_is_503_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    handler.set_deps(None)
-    monkeypatch.delenv(names.ENV_TABLE_NAME, raising=False)
-    monkeypatch.delenv(names.ENV_SIGNING_SECRETS_ARN, raising=False)
+    handler.container_deps.reset()
+    monkeypatch.delenv(env_keys.ENV_TABLE_NAME, raising=False)
+    monkeypatch.delenv(env_keys.ENV_SIGNING_SECRETS_ARN, raising=False)
     request = builders.signed_request(timestamp=NOW)
 
     raw = handler.lambda_handler(builders.event_for(request), None)
@@ -103,7 +100,7 @@ def test_handler_missing_settings_is_503_naming_the_variable(
     assert raw["statusCode"] == 503
     assert json.loads(raw["body"]) == {"outcome": "unavailable", "reason": "receiver_misconfigured"}
     (record,) = [r for r in caplog.records if r.getMessage() == "receiver settings are invalid"]
-    assert names.ENV_TABLE_NAME in record.error  # type: ignore[attr-defined]
+    assert env_keys.ENV_TABLE_NAME in record.error  # type: ignore[attr-defined]
 
 
 def test_handler_logs_no_body_header_value_path_or_secret(
@@ -156,17 +153,17 @@ def test_handler_emits_one_metric_per_outcome(
     records = [json.loads(formatter.format(r)) for r in caplog.records]
     emf = [r for r in records if "_aws" in r]
     assert len(emf) == len(records) == len(requests)
-    metric_names = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
-    assert metric_names == [
-        names.receiver_outcome_metric(o)
+    emitted = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert emitted == [
+        metric_names.receiver_outcome_metric(o)
         for o in ("accepted", "duplicate", "quarantined", "ignored", "rejected", "invalid")
     ]
-    assert names.METRIC_QUARANTINED in metric_names
+    assert metric_names.METRIC_QUARANTINED in emitted
     for r in emf:
         directive = r["_aws"]["CloudWatchMetrics"][0]
-        assert directive["Namespace"] == names.METRICS_NAMESPACE
+        assert directive["Namespace"] == metric_names.METRICS_NAMESPACE
         assert directive["Dimensions"] == [["service"]]
-        assert r["service"] == names.SERVICE
+        assert r["service"] == metric_names.SERVICE
         # EMF: every metric named in the directive has its value as a top-level member.
         assert all(r[m["Name"]] == [1.0] for m in directive["Metrics"])
         assert isinstance(r["_aws"]["Timestamp"], int)
@@ -187,7 +184,7 @@ def test_handler_metric_takes_powertools_path_when_the_line_is_filtered(
 
     emf = [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
     assert [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]] == [
-        names.receiver_outcome_metric("accepted")
+        metric_names.receiver_outcome_metric("accepted")
     ]
     assert "delivery handled" not in out
 

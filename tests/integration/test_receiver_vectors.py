@@ -8,24 +8,22 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import setting_defaults, table_layout, wire
 from functions.core.adapters import dynamodb_items as items
 from functions.core.models import State
-from tests import builders
-from tests.integration.receiver_harness import Receiver, receiver_factory, world
+from local.testkit import builders, vectors
+from tests.receiver_harness import Receiver
 
-__all__ = ["receiver_factory", "world"]  # fixtures
-
-VECTORS = builders.load_vectors()
-RETENTION_SECONDS = names.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600
+VECTORS = vectors.load_vectors()
+RETENTION_SECONDS = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600
 
 
-def _assert_inbox(receiver: Receiver, step: builders.VectorRequest) -> None:
+def _assert_inbox(receiver: Receiver, step: vectors.VectorRequest) -> None:
     headers = {k.lower(): v for k, v in step.headers.items()}
     body = json.loads(step.body)
-    (stored,) = receiver.of_kind(names.KIND_INBOX)
+    (stored,) = receiver.of_kind(table_layout.KIND_INBOX)
     inbox = items.inbox_from_item(stored)
-    assert inbox.delivery_id == headers[names.HEADER_DELIVERY] == body["delivery_id"]
+    assert inbox.delivery_id == headers[wire.HEADER_DELIVERY] == body["delivery_id"]
     assert inbox.event == body["event"]
     assert inbox.body_sha256 == hashlib.sha256(step.body).hexdigest()
     assert inbox.received_at == VECTORS.now
@@ -41,7 +39,7 @@ def _assert_inbox(receiver: Receiver, step: builders.VectorRequest) -> None:
 
 
 @pytest.mark.parametrize("case", VECTORS.cases, ids=lambda c: c.name)
-def test_receiver_vector_case(receiver_factory: Any, case: builders.VectorCase) -> None:
+def test_receiver_vector_case(receiver_factory: Any, case: vectors.VectorCase) -> None:
     receiver = receiver_factory(case.secrets, now=VECTORS.now)
     step = case.request
 
@@ -54,7 +52,7 @@ def test_receiver_vector_case(receiver_factory: Any, case: builders.VectorCase) 
     if step.expect_outcome in ("accepted", "ignored"):
         _assert_inbox(receiver, step)
         if expected_work:
-            (outbox,) = receiver.of_kind(names.KIND_OUTBOX)
+            (outbox,) = receiver.of_kind(table_layout.KIND_OUTBOX)
             work = items.work_item_from_outbox(outbox)
             body = json.loads(step.body)
             assert (work.delivery_id, work.package_id, work.mcp_url) == (
@@ -68,7 +66,7 @@ def test_receiver_vector_case(receiver_factory: Any, case: builders.VectorCase) 
 
 @pytest.mark.parametrize("case", VECTORS.cases, ids=lambda c: c.name)
 def test_receiver_vector_case_with_base64_body(
-    receiver_factory: Any, case: builders.VectorCase
+    receiver_factory: Any, case: vectors.VectorCase
 ) -> None:
     receiver = receiver_factory(case.secrets, now=VECTORS.now)
     step = case.request
@@ -81,9 +79,9 @@ def test_receiver_vector_case_with_base64_body(
 
 
 @pytest.mark.parametrize("sequence", VECTORS.sequences, ids=lambda s: s.name)
-def test_receiver_vector_sequence(receiver_factory: Any, sequence: builders.VectorSequence) -> None:
+def test_receiver_vector_sequence(receiver_factory: Any, sequence: vectors.VectorSequence) -> None:
     receiver = receiver_factory(sequence.secrets, now=VECTORS.now)
-    first_accepted: builders.VectorRequest | None = None
+    first_accepted: vectors.VectorRequest | None = None
 
     for number, step in enumerate(sequence.steps, start=1):
         response = receiver.invoke(builders.http_api_event(step.headers, step.body))
@@ -95,10 +93,12 @@ def test_receiver_vector_sequence(receiver_factory: Any, sequence: builders.Vect
             first_accepted = step
 
     assert receiver.work_items() == sequence.expect_work_items
-    inbox = [items.inbox_from_item(i) for i in receiver.of_kind(names.KIND_INBOX)]
+    inbox = [items.inbox_from_item(i) for i in receiver.of_kind(table_layout.KIND_INBOX)]
     assert len(inbox) == len({i.delivery_id for i in inbox}) == sequence.expect_work_items
     quarantined = [s for s in sequence.steps if s.expect_outcome == "quarantined"]
-    records = [items.quarantine_from_item(i) for i in receiver.of_kind(names.KIND_QUARANTINE)]
+    records = [
+        items.quarantine_from_item(i) for i in receiver.of_kind(table_layout.KIND_QUARANTINE)
+    ]
     assert len(records) == len({hashlib.sha256(s.body).digest() for s in quarantined})
     for record, step in zip(records, quarantined, strict=True):
         assert first_accepted is not None

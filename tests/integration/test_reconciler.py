@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core import names
+from functions.core import env_keys, metric_names
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
@@ -24,16 +24,11 @@ from functions.core.reconcile import SAFETY_MARGIN_SECONDS
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
-from tests import builders
-from tests.builders import LambdaContext
-from tests.integration.processing_harness import (
-    LEASE_SECONDS,
-    REGION,
-    TABLE,
-    Aws,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-)
+from local.testkit import botocore_hooks, builders
+from local.testkit.builders import LambdaContext
+from local.testkit.moto_world import REGION, TABLE, MotoWorld
+from local.testkit.worker_rig import LEASE_SECONDS
+from tests.processing_harness import emitted_metrics
 
 PENDING_AGE = 600
 EFFECT_AGE = 1200
@@ -48,37 +43,37 @@ def work(n: int) -> WorkItem:
     return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", MCP_URL)
 
 
-def settings(aws: Aws) -> Settings:
+def settings(aws: MotoWorld) -> Settings:
     return Settings.from_env(
         {
-            names.ENV_TABLE_NAME: TABLE,
-            names.ENV_WORK_QUEUE_URL: aws.queue_url,
-            names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-            names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
-            names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
+            env_keys.ENV_TABLE_NAME: TABLE,
+            env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+            env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+            env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
+            env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
         }
     )
 
 
 @pytest.fixture
-def reconciler(aws: Aws) -> Any:
-    handler.set_deps(
+def reconciler(aws: MotoWorld) -> Any:
+    handler.container_deps.set(
         handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
     )
     yield lambda: handler.lambda_handler({"source": "aws.events"}, LambdaContext())
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
-def claims(aws: Aws) -> DynamoDbClaims:
+def claims(aws: MotoWorld) -> DynamoDbClaims:
     return DynamoDbClaims(client=aws.dynamodb, table_name=TABLE)
 
 
-def sent(aws: Aws) -> list[str]:
+def sent(aws: MotoWorld) -> list[str]:
     return sorted(json.loads(m["Body"])["delivery_id"] for m in aws.receive())
 
 
 def test_stale_pending_is_requeued_once(
-    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, reconciler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))  # its work item "got lost": nothing in the queue
     aws.clock.advance(PENDING_AGE - 100)
@@ -91,10 +86,12 @@ def test_stale_pending_is_requeued_once(
     assert reconciler()["pending_requeued"] == 0  # touched: not again until it ages again
     assert aws.receive() == []
     metrics = emitted_metrics(capsys.readouterr().out)
-    assert metrics[names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
+    assert metrics[metric_names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
 
 
-def test_expired_lease_goes_back_to_pending_and_is_requeued(aws: Aws, reconciler: Any) -> None:
+def test_expired_lease_goes_back_to_pending_and_is_requeued(
+    aws: MotoWorld, reconciler: Any
+) -> None:
     aws.accept(work(1))
     aws.accept(work(2))
     store = claims(aws)
@@ -114,7 +111,7 @@ def test_expired_lease_goes_back_to_pending_and_is_requeued(aws: Aws, reconciler
     assert aws.inbox(work(2).delivery_id).state is State.PROCESSING
 
 
-def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
+def test_concurrent_runs_requeue_each_item_once(aws: MotoWorld) -> None:
     for n in range(6):
         aws.accept(work(n))
     store = claims(aws)
@@ -127,7 +124,9 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
     ]
     # Racing runs, but one moto request at a time: in-process moto is not thread-safe
     # (unserialized, two conditional updates of one item could both pass).
-    builders.serialize_moto([c for pair in clients for c in pair], services=("dynamodb", "sqs"))
+    botocore_hooks.serialize_moto(
+        [c for pair in clients for c in pair], services=("dynamodb", "sqs")
+    )
     runs = [
         handler.build_deps(settings(aws), dynamodb=dynamodb, sqs=sqs, clock=aws.clock)
         for dynamodb, sqs in clients
@@ -149,7 +148,7 @@ def test_concurrent_runs_requeue_each_item_once(aws: Aws) -> None:
 
 
 def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
-    aws: Aws, reconciler: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, reconciler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))
     store = claims(aws)
@@ -166,10 +165,15 @@ def test_uncertain_effect_of_an_ended_delivery_is_flagged_once(
     item = aws.dynamodb.get_item(TableName=TABLE, Key=effect_key(work(1).delivery_id, "notify"))
     assert int(item["Item"]["flagged_at"]["N"]) == aws.clock.value
     assert aws.receive() == []  # an ended delivery is never re-enqueued
-    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_RECONCILER_EFFECTS_FLAGGED] == 1
+    assert (
+        emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED]
+        == 1
+    )
 
 
-def test_uncertain_effect_of_a_pending_delivery_is_requeued(aws: Aws, reconciler: Any) -> None:
+def test_uncertain_effect_of_a_pending_delivery_is_requeued(
+    aws: MotoWorld, reconciler: Any
+) -> None:
     aws.accept(work(1))
     store = claims(aws)
     effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
@@ -184,14 +188,14 @@ def test_uncertain_effect_of_a_pending_delivery_is_requeued(aws: Aws, reconciler
     assert sent(aws) == [work(1).delivery_id]
 
 
-def test_settings_refuse_an_effect_age_within_the_lease(aws: Aws) -> None:
-    with pytest.raises(SettingsError, match=names.ENV_RECONCILE_EFFECT_AGE_SECONDS):
+def test_settings_refuse_an_effect_age_within_the_lease(aws: MotoWorld) -> None:
+    with pytest.raises(SettingsError, match=env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS):
         Settings.from_env(
             {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_WORK_QUEUE_URL: aws.queue_url,
-                names.ENV_LEASE_SECONDS: "900",
-                names.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
+                env_keys.ENV_TABLE_NAME: TABLE,
+                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_keys.ENV_LEASE_SECONDS: "900",
+                env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
             }
         )
 
@@ -228,7 +232,7 @@ class ShortContext(LambdaContext):
         return int((SAFETY_MARGIN_SECONDS + (1 if self.looks >= 0 else 0)) * 1000)
 
 
-def accept_backlog(aws: Aws, count: int) -> list[str]:
+def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
     """``count`` pending inbox items whose work items got lost (written in batches)."""
     ids: list[str] = []
     puts: list[dict[str, Any]] = []
@@ -270,7 +274,7 @@ class Workers:
 
 
 @pytest.fixture
-def workers(aws: Aws) -> Iterator[Workers]:
+def workers(aws: MotoWorld) -> Iterator[Workers]:
     """The reconciler wired to moto with a client whose every batch send the workers
     take at once."""
     taken = Workers(aws.sqs, aws.queue_url)
@@ -278,12 +282,12 @@ def workers(aws: Aws) -> Iterator[Workers]:
     sqs.meta.events.register("after-call.sqs.SendMessageBatch", taken.take)
     deps = handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=sqs, clock=aws.clock)
     config = dataclasses.replace(deps.config, page_size=PAGE_SIZE)
-    handler.set_deps(dataclasses.replace(deps, config=config))
+    handler.container_deps.set(dataclasses.replace(deps, config=config))
     yield taken
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
-def test_backlog_is_requeued_whole_in_one_run(aws: Aws, workers: Workers) -> None:
+def test_backlog_is_requeued_whole_in_one_run(aws: MotoWorld, workers: Workers) -> None:
     ids = accept_backlog(aws, BACKLOG)
     aws.clock.advance(PENDING_AGE + 1)
     started, cpu = time.perf_counter(), time.process_time()
@@ -298,7 +302,9 @@ def test_backlog_is_requeued_whole_in_one_run(aws: Aws, workers: Workers) -> Non
     )
 
 
-def test_small_budget_stops_early_and_the_next_run_continues(aws: Aws, workers: Workers) -> None:
+def test_small_budget_stops_early_and_the_next_run_continues(
+    aws: MotoWorld, workers: Workers
+) -> None:
     ids = accept_backlog(aws, 300)
     aws.clock.advance(PENDING_AGE + 1)
     first = handler.lambda_handler({"source": "aws.events"}, ShortContext(looks=120))

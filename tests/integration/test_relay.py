@@ -8,21 +8,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.core import names
+from functions.core import env_keys, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import WorkItem
 from functions.relay import handler
 from functions.relay.settings import Settings
-from tests.builders import LambdaContext
-from tests.integration.processing_harness import (
-    TABLE,
-    Aws,
-    StreamReader,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-    stream_event,
-    stream_fixture,  # noqa: F401 (fixture "stream")
-)
+from local.testkit.builders import LambdaContext, stream_event
+from local.testkit.moto_world import TABLE, MotoWorld, StreamReader
+from tests.processing_harness import emitted_metrics
 
 MCP_URL = "https://mcp.relaylink.example/mcp"
 
@@ -32,17 +25,17 @@ def work(n: int) -> WorkItem:
 
 
 @pytest.fixture
-def relay(aws: Aws) -> Any:
-    handler.set_deps(
+def relay(aws: MotoWorld) -> Any:
+    handler.container_deps.set(
         handler.build_deps(
-            Settings.from_env({names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            Settings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     yield handler
-    handler.set_deps(None)
+    handler.container_deps.reset()
 
 
-def fail_sends_of(aws: Aws, delivery_id: str) -> None:
+def fail_sends_of(aws: MotoWorld, delivery_id: str) -> None:
     """SQS refuses (a connection error) any message about ``delivery_id``."""
 
     def refuse(params: dict[str, Any], **_: Any) -> None:
@@ -53,7 +46,7 @@ def fail_sends_of(aws: Aws, delivery_id: str) -> None:
 
 
 def test_relay_sends_each_outbox_insert_as_its_work_item(
-    aws: Aws, stream: StreamReader, relay: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, stream: StreamReader, relay: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for n in range(3):
         aws.accept(work(n))
@@ -67,11 +60,11 @@ def test_relay_sends_each_outbox_insert_as_its_work_item(
     assert all(
         set(json.loads(b)) == {"delivery_id", "event", "package_id", "mcp_url"} for b in bodies
     )
-    assert emitted_metrics(capsys.readouterr().out)[names.METRIC_WORK_RELAYED] == 3
+    assert emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_WORK_RELAYED] == 3
 
 
 def test_relay_ignores_records_the_filter_should_have_dropped(
-    aws: Aws, stream: StreamReader, relay: Any
+    aws: MotoWorld, stream: StreamReader, relay: Any
 ) -> None:
     aws.accept(work(1))
     aws.dynamodb.update_item(
@@ -88,7 +81,9 @@ def test_relay_ignores_records_the_filter_should_have_dropped(
     assert aws.receive() == []
 
 
-def test_relay_reports_only_the_failed_record(aws: Aws, stream: StreamReader, relay: Any) -> None:
+def test_relay_reports_only_the_failed_record(
+    aws: MotoWorld, stream: StreamReader, relay: Any
+) -> None:
     for n in range(3):
         aws.accept(work(n))
     records = StreamReader.filtered(stream.new_records())
@@ -106,14 +101,14 @@ def test_relay_reports_only_the_failed_record(aws: Aws, stream: StreamReader, re
 
 
 def test_relay_skips_a_malformed_outbox_record_without_blocking(
-    aws: Aws, stream: StreamReader, relay: Any, capsys: pytest.CaptureFixture[str]
+    aws: MotoWorld, stream: StreamReader, relay: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))
     aws.dynamodb.put_item(
         TableName=TABLE,
         Item={
             **dynamodb_items.outbox_key("broken"),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_OUTBOX},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )
     records = StreamReader.filtered(stream.new_records())
@@ -123,7 +118,7 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
     assert emitted_metrics(capsys.readouterr().out)[handler.METRIC_SKIPPED] == 1
 
 
-def test_outbox_record_carries_its_ttl(aws: Aws, stream: StreamReader) -> None:
+def test_outbox_record_carries_its_ttl(aws: MotoWorld, stream: StreamReader) -> None:
     aws.accept(work(1))
     image = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
-    assert int(image[names.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600
+    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600

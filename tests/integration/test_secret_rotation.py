@@ -9,22 +9,16 @@ secrets' cache read: the cache's max age is ``SECRETS_MAX_AGE_SECONDS``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from functions.core import names
 from functions.receiver import handler
-from functions.receiver.settings import Settings
-from local.aws_resources import create_table
-from tests import builders
+from local.testkit import builders
+from tests.receiver_harness import Receiver
 
-REGION = "us-east-1"
-TABLE = "relaylink-rotation-test"
 NOW = 1_796_000_000
 MAX_AGE = 300  # the default SECRETS_MAX_AGE_SECONDS
 OLD = builders.SECRET
@@ -33,59 +27,30 @@ NEW = builders.OTHER_SECRET
 
 @dataclass
 class Rotation:
-    secrets: Any  # the operator's client (unwatched)
-    arn: str
-    clock: builders.FixedClock
-    calls: builders.AwsCalls
-    deps: handler.Deps
+    receiver: Receiver
 
     def put(self, secrets: list[str]) -> None:
-        """What the operator does: a new secret value, nothing redeployed."""
-        self.secrets.put_secret_value(SecretId=self.arn, SecretString=json.dumps(secrets))
+        """What the operator does (with a client of its own): a new value, no redeploy."""
+        self.receiver.world.secretsmanager.put_secret_value(
+            SecretId=self.receiver.secret_arn, SecretString=json.dumps(secrets)
+        )
 
     def send(self, secrets: list[str]) -> tuple[int, str | None]:
         """A fresh package.received, signed now with each of ``secrets``; (status, reason)."""
-        request = builders.signed_request(timestamp=self.clock.value, secrets=secrets)
-        raw = handler.lambda_handler(builders.event_for(request), builders.LambdaContext())
-        return raw["statusCode"], json.loads(raw["body"])["reason"]
+        request = builders.signed_request(timestamp=self.receiver.clock.value, secrets=secrets)
+        response = self.receiver.invoke(builders.event_for(request))
+        return response.status, response.reason
 
     def fetches(self) -> int:
-        return self.calls.count("secretsmanager")
+        return self.receiver.calls.count("secretsmanager")
 
 
 @pytest.fixture
-def rotation() -> Iterator[Any]:
+def rotation(receiver_factory: Any) -> Callable[[list[str]], Rotation]:
     def make(initial: list[str]) -> Rotation:
-        dynamodb = boto3.client("dynamodb", region_name=REGION, config=handler.DYNAMODB_CONFIG)
-        receiver_secrets = boto3.client(
-            "secretsmanager", region_name=REGION, config=handler.SECRETS_CONFIG
-        )
-        operator = boto3.client("secretsmanager", region_name=REGION)
-        create_table(dynamodb, TABLE)
-        arn = operator.create_secret(Name="relaylink-signing", SecretString=json.dumps(initial))[
-            "ARN"
-        ]
-        settings = Settings.from_env(
-            {
-                names.ENV_TABLE_NAME: TABLE,
-                names.ENV_SIGNING_SECRETS_ARN: arn,
-                names.ENV_SECRETS_MAX_AGE_SECONDS: str(MAX_AGE),
-            }
-        )
-        clock = builders.FixedClock(NOW)
-        deps = handler.build_deps(
-            settings, dynamodb=dynamodb, secretsmanager=receiver_secrets, clock=clock
-        )
-        calls = builders.AwsCalls()
-        calls.watch(receiver_secrets)
-        handler.set_deps(deps)
-        return Rotation(operator, arn, clock, calls, deps)
+        return Rotation(receiver_factory(initial, now=NOW, max_age=MAX_AGE))
 
-    with mock_aws():
-        try:
-            yield make
-        finally:
-            handler.set_deps(None)
+    return make
 
 
 def test_secret_rotation_old_secret_is_refused_once_the_cache_max_age_has_passed(
@@ -99,17 +64,17 @@ def test_secret_rotation_old_secret_is_refused_once_the_cache_max_age_has_passed
     assert r.fetches() == 1
 
     r.put([NEW])  # the old secret is removed; nothing is redeployed
-    r.clock.value = NOW + MAX_AGE - 1
+    r.receiver.clock.value = NOW + MAX_AGE - 1
     # Still inside the cache's max age: the list fetched at NOW is what the receiver knows.
     assert r.send([OLD]) == (202, None)
     assert r.fetches() == 1
 
-    r.clock.value = NOW + MAX_AGE
+    r.receiver.clock.value = NOW + MAX_AGE
     assert r.send([OLD]) == (401, "no_matching_signature")
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD, NEW]) == (202, None)  # a leftover old entry does no harm
     assert r.fetches() == 2  # one fetch when the max age ran out, then cached again
-    assert handler.get_deps() is r.deps  # the same container throughout
+    assert handler.container_deps.get() is r.receiver.deps  # the same container throughout
 
 
 def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_passed(
@@ -119,14 +84,14 @@ def test_secret_rotation_a_new_secret_is_accepted_once_the_cache_max_age_has_pas
     assert r.send([NEW]) == (401, "no_matching_signature")
 
     r.put([OLD, NEW])  # rotation step 1: add the new secret beside the old
-    r.clock.value = NOW + MAX_AGE - 1
+    r.receiver.clock.value = NOW + MAX_AGE - 1
     assert r.send([NEW]) == (401, "no_matching_signature")
 
-    r.clock.value = NOW + MAX_AGE
+    r.receiver.clock.value = NOW + MAX_AGE
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD]) == (202, None)
     assert r.fetches() == 2
-    assert handler.get_deps() is r.deps
+    assert handler.container_deps.get() is r.receiver.deps
 
 
 def test_secret_rotation_a_malformed_new_value_is_503_until_fixed_and_never_accepts(
@@ -136,12 +101,12 @@ def test_secret_rotation_a_malformed_new_value_is_503_until_fixed_and_never_acce
     assert r.send([OLD]) == (202, None)
 
     r.put(["not-a-whsec-secret"])  # an operator's mistake
-    r.clock.value = NOW + MAX_AGE
+    r.receiver.clock.value = NOW + MAX_AGE
     # Fail closed: RelayLink retries a 503, and nothing is accepted on a stale list.
     assert r.send([OLD]) == (503, "signing_secrets_malformed")
     assert r.send([NEW]) == (503, "signing_secrets_malformed")
 
     r.put([NEW])
-    r.clock.value = NOW + 2 * MAX_AGE
+    r.receiver.clock.value = NOW + 2 * MAX_AGE
     assert r.send([NEW]) == (202, None)
     assert r.send([OLD]) == (401, "no_matching_signature")

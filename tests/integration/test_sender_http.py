@@ -22,8 +22,8 @@ import pytest
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from local.sender import CONNECTION_ERROR, TIMEOUT, Delivery, SenderConfig, send_all, send_one
 from local.state import LocalState, Resources
+from local.testkit.builders import OTHER_SECRET, SECRET
 from ops.cli import main
-from tests.builders import OTHER_SECRET, SECRET
 
 MCP = "http://127.0.0.1:9/mcp"
 STALL = "stall"

@@ -9,16 +9,18 @@ import pytest
 
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.errors import SigningSecretsUnavailable
-from tests import builders
+from local.testkit import builders
+from local.testkit.aws_calls import AwsCalls
+from local.testkit.clock import FakeClock
 
 MAX_AGE = 60
 
 
-def _source(value: str, clock: builders.FixedClock) -> tuple[Any, str, builders.AwsCalls, Any]:
+def _source(value: str, clock: FakeClock) -> tuple[Any, str, AwsCalls, Any]:
     operator = boto3.client("secretsmanager", region_name="us-east-1")
     arn = operator.create_secret(Name="relaylink-signing-unit", SecretString=value)["ARN"]
     client = boto3.client("secretsmanager", region_name="us-east-1")
-    calls = builders.AwsCalls()
+    calls = AwsCalls()
     calls.watch(client)
     source = SecretsManagerSigningSecrets(
         secret_arn=arn, max_age_seconds=MAX_AGE, client=client, clock=clock
@@ -27,7 +29,7 @@ def _source(value: str, clock: builders.FixedClock) -> tuple[Any, str, builders.
 
 
 def test_value_is_fetched_once_per_max_age(moto_aws: None) -> None:
-    clock = builders.FixedClock(1_000)
+    clock = FakeClock(1_000)
     source, arn, calls, operator = _source(f'["{builders.SECRET}"]', clock)
 
     first = source.current()
@@ -42,7 +44,7 @@ def test_value_is_fetched_once_per_max_age(moto_aws: None) -> None:
 
 
 def test_value_that_is_not_json_is_fetched_again(moto_aws: None) -> None:
-    source, arn, calls, operator = _source("not json", builders.FixedClock(1_000))
+    source, arn, calls, operator = _source("not json", FakeClock(1_000))
 
     with pytest.raises(SigningSecretsUnavailable) as raised:
         source.current()
@@ -54,7 +56,7 @@ def test_value_that_is_not_json_is_fetched_again(moto_aws: None) -> None:
 
 @pytest.mark.parametrize("value", ["null", "[]", '{"a": 1}'])
 def test_json_that_is_not_a_secret_list_is_malformed_and_cached(moto_aws: None, value: str) -> None:
-    source, _arn, calls, _operator = _source(value, builders.FixedClock(1_000))
+    source, _arn, calls, _operator = _source(value, FakeClock(1_000))
 
     for _ in range(2):
         with pytest.raises(SigningSecretsUnavailable) as raised:

@@ -11,20 +11,14 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import metric_names
 from functions.core.models import State, WorkItem
+from functions.core.retry_policy import retry_delay, retry_schedule
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from tests.integration.processing_harness import (
-    BUCKET,
-    LEASE_SECONDS,
-    MAX_ATTEMPTS,
-    Aws,
-    WorkerRig,
-    aws_fixture,  # noqa: F401 (fixture "aws")
-    emitted_metrics,
-    make_worker,
-)
+from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, RETRY_HORIZON_SECONDS, MotoWorld
+from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
+from tests.processing_harness import emitted_metrics
 
 
 @pytest.fixture
@@ -34,7 +28,7 @@ def sink() -> Iterator[NotifySinkServer]:
 
 
 @pytest.fixture
-def worker(aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
+def worker(aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer) -> WorkerRig:
     return make_worker(aws, token=mcp_server.token, notify_url=sink.url)
 
 
@@ -47,12 +41,20 @@ def work(mcp_server: RunningServer, n: int = 0, package: str | None = None) -> W
     )
 
 
-def submit(aws: Aws, item: WorkItem) -> None:
+def submit(aws: MotoWorld, item: WorkItem) -> None:
     aws.accept(item)
     aws.enqueue(item)
 
 
-def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
+@pytest.fixture
+def item(aws: MotoWorld, mcp_server: RunningServer) -> WorkItem:
+    """One delivery, accepted and on the work queue."""
+    delivery = work(mcp_server)
+    submit(aws, delivery)
+    return delivery
+
+
+def assert_nothing_secret(aws: MotoWorld, output: str, token: str) -> None:
     stored = json.dumps(aws.items())
     assert token not in stored
     assert token not in output
@@ -60,14 +62,13 @@ def assert_nothing_secret(aws: Aws, output: str, token: str) -> None:
 
 
 def test_worker_completes_and_notifies_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     _, response = worker.run_visible()
     assert response == {"batchItemFailures": []}
     inbox = aws.inbox(item.delivery_id)
@@ -84,15 +85,17 @@ def test_worker_completes_and_notifies_once(
     assert sink.sink.body(f"{item.delivery_id}:notify")["package_id"] == item.package_id
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_WORK_COMPLETED] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_WORK_COMPLETED] == 1
     assert_nothing_secret(aws, output, mcp_server.token)
 
 
 def test_worker_acknowledges_a_completed_delivery_without_work(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.run_visible()
     requests = mcp_server.requests
     aws.enqueue(item)  # a duplicate message
@@ -102,11 +105,23 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
 
 
-def test_mcp_5xx_releases_and_retries_later(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
+    """Run the one visible message; on a retry, wait out its back-off on the clock."""
+    messages, response = worker.run_visible()
+    assert len(messages) == 1, attempt
+    if response["batchItemFailures"]:
+        aws.clock.advance(retry_delay(attempt))
+        aws.make_visible(messages)
+    return messages
+
+
+def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
     messages, response = worker.run_visible()
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
@@ -119,18 +134,31 @@ def test_mcp_5xx_releases_and_retries_later(
     # The back-off hid the message (the queue's own visibility timeout would too, but
     # moto's default is 30 s; the back-off of attempt 1 is 15 s: both hide it now).
     assert aws.queue_counts()["visible"] == 0
-    mcp_server.set_failure_rate(0.0)
+    aws.clock.advance(retry_delay(1))
     aws.make_visible(messages)
-    worker.run_visible()
-    assert aws.inbox(item.delivery_id).state is State.COMPLETED
+    # Known-transient failures do not use WORKER_MAX_ATTEMPTS: within the world's 120 s
+    # horizon the attempts at 15 s and 45 s fail too, the one at 105 s completes.
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        redeliver(aws, worker, attempt)
+    mcp_server.set_failure_rate(0.0)
+    redeliver(aws, worker, MAX_ATTEMPTS + 1)
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts, inbox.transient_failures) == (
+        State.COMPLETED,
+        MAX_ATTEMPTS + 1,
+        MAX_ATTEMPTS,
+    )
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    assert aws.dead_letters() == []
 
 
 def test_mcp_timeout_is_transient(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_latency_ms(3000)  # over MCP_TIMEOUT_SECONDS=2
     worker.run_visible()
     inbox = aws.inbox(item.delivery_id)
@@ -139,7 +167,7 @@ def test_mcp_timeout_is_transient(
 
 
 def test_wrong_token_is_retried_and_counted(
-    aws: Aws,
+    aws: MotoWorld,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
@@ -153,7 +181,7 @@ def test_wrong_token_is_retried_and_counted(
     inbox = aws.inbox(item.delivery_id)
     assert (inbox.state, inbox.last_error) == (State.PENDING, "mcp_auth_failed")
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_MCP_AUTH_FAILURES] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_MCP_AUTH_FAILURES] == 1
     assert_nothing_secret(aws, output, wrong)
     assert_nothing_secret(aws, output, mcp_server.token)
 
@@ -163,7 +191,7 @@ def test_wrong_token_is_retried_and_counted(
     [("pkg_missing_1", "package_not_found"), ("pkg_oversized_1", "mcp_result_too_large")],
 )
 def test_permanent_mcp_failures_fail_at_once(
-    aws: Aws,
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
@@ -180,7 +208,7 @@ def test_permanent_mcp_failures_fail_at_once(
     assert sink.sink.counts() == {}
 
 
-def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRig) -> None:
+def test_host_not_on_the_allowlist_is_never_contacted(aws: MotoWorld, worker: WorkerRig) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -203,10 +231,8 @@ def test_host_not_on_the_allowlist_is_never_contacted(aws: Aws, worker: WorkerRi
 
 
 def test_leased_delivery_is_deferred_without_burning_an_attempt(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer
+    aws: MotoWorld, worker: WorkerRig, item: WorkItem
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     worker.deps.processor.claims.claim(
         item.delivery_id, owner="other", now=aws.clock.value, lease_seconds=LEASE_SECONDS
     )
@@ -217,36 +243,38 @@ def test_leased_delivery_is_deferred_without_burning_an_attempt(
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
 
 
-def test_dead_letter_after_max_attempts(
-    aws: Aws,
+def test_dead_letter_at_the_retry_horizon(
+    aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
     sink: NotifySinkServer,
     capsys: pytest.CaptureFixture[str],
+    item: WorkItem,
 ) -> None:
-    item = work(mcp_server)
-    submit(aws, item)
     mcp_server.set_failure_rate(1.0)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        messages, response = worker.run_visible()
-        assert len(messages) == 1, attempt
-        aws.make_visible(messages) if response["batchItemFailures"] else None
+    schedule = retry_schedule(RETRY_HORIZON_SECONDS)
+    assert len(schedule) > MAX_ATTEMPTS
+    for attempt in range(1, len(schedule) + 1):
+        messages = redeliver(aws, worker, attempt)
+    # The message was received more often than WORKER_MAX_ATTEMPTS, yet the worker, not
+    # the queue's redrive, made the decision.
+    assert int(messages[0]["Attributes"]["ApproximateReceiveCount"]) == len(schedule)
     inbox = aws.inbox(item.delivery_id)
     assert (inbox.state, inbox.last_error, inbox.attempts) == (
         State.FAILED,
         "mcp_unavailable",
-        MAX_ATTEMPTS,
+        len(schedule),
     )
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert aws.dead_letters() == [item.to_json()]
     output = capsys.readouterr().out
-    assert emitted_metrics(output)[names.METRIC_WORK_DEAD_LETTERED] == 1
+    assert emitted_metrics(output)[metric_names.METRIC_WORK_DEAD_LETTERED] == 1
     assert_nothing_secret(aws, output, mcp_server.token)
     assert sink.sink.counts() == {}
 
 
 def test_two_workers_racing_on_one_delivery_apply_one_effect(
-    aws: Aws, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     workers = [make_worker(aws, token=mcp_server.token, notify_url=sink.url) for _ in range(2)]
     item = work(mcp_server)
@@ -277,7 +305,7 @@ def test_two_workers_racing_on_one_delivery_apply_one_effect(
 
 
 def test_one_batch_of_ten_shares_one_mcp_session(
-    aws: Aws, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
+    aws: MotoWorld, worker: WorkerRig, mcp_server: RunningServer, sink: NotifySinkServer
 ) -> None:
     def batch(items: list[WorkItem]) -> tuple[int, int]:
         for item in items:

@@ -3,68 +3,26 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
-from functions.core import names
+from functions.core import wire
 from functions.core.accept import STATUS, Acceptance, AcceptDelivery
-from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, Outcome, QuarantineRecord, State, WorkItem
-from functions.core.signature import SigningSecret
-from tests import builders
+from local.testkit import builders
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeInbox, FakeSecrets
 
 NOW = 1_764_687_845
 RETENTION = 30 * 24 * 3600
 
 
 @dataclass
-class FakeInbox:
-    """The InboxWriter port in memory: same conditional semantics, countable calls."""
-
-    inbox: dict[str, InboxItem] = field(default_factory=dict)
-    outbox: dict[str, WorkItem] = field(default_factory=dict)
-    quarantined: dict[tuple[str, str], QuarantineRecord] = field(default_factory=dict)
-    calls: int = 0
-    fail: bool = False
-
-    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
-        self.calls += 1
-        if self.fail:
-            raise StorageUnavailable()
-        if inbox.delivery_id in self.inbox:
-            return self.inbox[inbox.delivery_id]
-        self.inbox[inbox.delivery_id] = inbox
-        if work is not None:
-            self.outbox[work.delivery_id] = work
-        return None
-
-    def quarantine(self, record: QuarantineRecord) -> None:
-        self.calls += 1
-        if self.fail:
-            raise StorageUnavailable()
-        self.quarantined.setdefault((record.delivery_id, record.received_sha256), record)
-
-
-@dataclass
-class FakeSecrets:
-    secrets: list[str]
-    calls: int = 0
-    fail: bool = False
-
-    def current(self) -> Sequence[SigningSecret]:
-        self.calls += 1
-        if self.fail:
-            raise SigningSecretsUnavailable()
-        return [SigningSecret.parse(s) for s in self.secrets]
-
-
-@dataclass
 class Harness:
     inbox: FakeInbox
     secrets: FakeSecrets
-    clock: builders.FixedClock
+    clock: FakeClock
     accept: AcceptDelivery
 
     def __call__(self, request: builders.SignedRequest) -> Acceptance:
@@ -72,9 +30,14 @@ class Harness:
         return self.accept(headers, request.body)
 
 
+def assert_unavailable(result: Acceptance, reason: str) -> None:
+    """A 503: RelayLink retries it."""
+    assert (result.outcome, result.status, result.reason) == (Outcome.UNAVAILABLE, 503, reason)
+
+
 @pytest.fixture
 def harness() -> Harness:
-    inbox, secrets, clock = FakeInbox(), FakeSecrets([builders.SECRET]), builders.FixedClock(NOW)
+    inbox, secrets, clock = FakeInbox(), FakeSecrets([builders.SECRET]), FakeClock(NOW)
     accept = AcceptDelivery(inbox=inbox, secrets=secrets, clock=clock, retention_seconds=RETENTION)
     return Harness(inbox, secrets, clock, accept)
 
@@ -164,7 +127,7 @@ def test_accept_two_deliveries_of_one_package_are_both_accepted(harness: Harness
 
 
 def test_accept_oversized_body_is_refused_before_anything_else(harness: Harness) -> None:
-    request = builders.signed_request(timestamp=NOW, padding="x" * names.MAX_BODY_BYTES)
+    request = builders.signed_request(timestamp=NOW, padding="x" * wire.MAX_BODY_BYTES)
     result = harness(request)
     assert (result.outcome, result.status) == (Outcome.TOO_LARGE, 413)
     assert (harness.secrets.calls, harness.inbox.calls) == (0, 0)
@@ -172,11 +135,11 @@ def test_accept_oversized_body_is_refused_before_anything_else(harness: Harness)
 
 def test_accept_body_of_exactly_the_limit_is_looked_at(harness: Harness) -> None:
     base = builders.signed_request(timestamp=NOW)
-    pad = names.MAX_BODY_BYTES - len(base.body) - len(',"padding":""')
+    pad = wire.MAX_BODY_BYTES - len(base.body) - len(',"padding":""')
     request = builders.signed_request(
         timestamp=NOW, delivery_id=base.delivery_id, padding="x" * pad
     )
-    assert len(request.body) == names.MAX_BODY_BYTES
+    assert len(request.body) == wire.MAX_BODY_BYTES
     assert harness(request).outcome is Outcome.ACCEPTED
 
 
@@ -245,7 +208,7 @@ def test_accept_package_id_that_no_fetch_could_carry_is_refused_at_once(
 def test_accept_event_header_differing_from_body_is_invalid(harness: Harness) -> None:
     request = builders.signed_request(timestamp=NOW)
     headers = {k.lower(): v for k, v in request.headers.items()}
-    headers[names.HEADER_EVENT] = "ping"
+    headers[wire.HEADER_EVENT] = "ping"
     result = harness.accept(headers, request.body)
     assert (result.outcome, result.reason) == (Outcome.INVALID, "event_mismatch")
 
@@ -253,11 +216,7 @@ def test_accept_event_header_differing_from_body_is_invalid(harness: Harness) ->
 def test_accept_storage_unavailable_is_503(harness: Harness) -> None:
     harness.inbox.fail = True
     result = harness(builders.signed_request(timestamp=NOW))
-    assert (result.outcome, result.status, result.reason) == (
-        Outcome.UNAVAILABLE,
-        503,
-        "storage_unavailable",
-    )
+    assert_unavailable(result, "storage_unavailable")
 
 
 def test_accept_quarantine_write_failure_is_503(harness: Harness) -> None:
@@ -271,11 +230,7 @@ def test_accept_quarantine_write_failure_is_503(harness: Harness) -> None:
 def test_accept_secrets_unavailable_is_503_without_storage(harness: Harness) -> None:
     harness.secrets.fail = True
     result = harness(builders.signed_request(timestamp=NOW))
-    assert (result.outcome, result.status, result.reason) == (
-        Outcome.UNAVAILABLE,
-        503,
-        "signing_secrets_unavailable",
-    )
+    assert_unavailable(result, "signing_secrets_unavailable")
     assert harness.inbox.calls == 0
 
 

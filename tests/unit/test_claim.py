@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
 from functions.core.models import InboxItem, State
-from tests import builders
-from tests.processing_fakes import FakeClaims
+from local.testkit import builders
+from tests.fakes import FakeClaims
 
 NOW = 1_760_000_000
 LEASE = 300
@@ -71,7 +71,7 @@ def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> 
     assert (item.state, item.attempts, item.lease_until) == (State.PROCESSING, 1, NOW + LEASE)
     assert item.state_changed_at == NOW
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("processing", DELIVERY)
 
 
@@ -122,6 +122,31 @@ def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
     assert claim(subject, now=NOW + 6).claim.attempts == 2
 
 
+def test_release_transient_counts_the_attempt_apart(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    assert (first.transient_failures, first.unexplained_attempts) == (0, 1)
+    assert first.retry_window_start == NOW - 10  # the receipt
+    subject.store.release_transient(first, now=NOW + 5, error_code="mcp_auth_failed")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.transient_failures) == (
+        State.PENDING,
+        "mcp_auth_failed",
+        None,
+        1,
+    )
+    second = claim(subject, now=NOW + 6).claim
+    assert (second.attempts, second.transient_failures, second.unexplained_attempts) == (2, 1, 1)
+    with pytest.raises(ClaimLost):
+        subject.store.release_transient(first, now=NOW + 7, error_code="mcp_unavailable")
+    assert subject.read(DELIVERY).transient_failures == 1
+
+
+def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subject) -> None:
+    subject.seed(pending(attempts=0, reset_at=NOW - 1))
+    assert claim(subject).claim.retry_window_start == NOW - 1
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim
@@ -132,7 +157,7 @@ def test_fail_is_final(subject: Subject) -> None:
     with pytest.raises(ClaimLost):
         subject.store.complete(held, now=NOW + 6)
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[names.STATE_INDEX_PARTITION_KEY]["S"]
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
         assert shard == dynamodb_items.state_shard("failed", DELIVERY)
 
 

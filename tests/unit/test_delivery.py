@@ -19,7 +19,7 @@ from functions.core.delivery import (
     parse_delivery,
 )
 from functions.core.models import WorkItem
-from tests import builders
+from local.testkit import builders
 
 DELIVERY_ID = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
-from functions.core.errors import TransientError, UncertainEffect
-from tests.processing_fakes import Clock, FakeEffects
+from functions.core.errors import NotApplied, TransientError, UncertainEffect
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeEffects
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 
@@ -44,8 +45,8 @@ def store(request: pytest.FixtureRequest) -> Any:
     )
 
 
-def ledger(store: Any, clock: Clock | None = None) -> EffectLedger:
-    return EffectLedger(DELIVERY, store=store, clock=clock or Clock(), expires_at=0)
+def ledger(store: Any, clock: FakeClock | None = None) -> EffectLedger:
+    return EffectLedger(DELIVERY, store=store, clock=clock or FakeClock(), expires_at=0)
 
 
 def test_run_applies_once_and_skips_when_done(store: Any) -> None:
@@ -104,6 +105,45 @@ def test_uncertain_effect_without_check_stops(store: Any) -> None:
     assert len(downstream.applied) == 1
 
 
+def test_effect_that_was_certainly_not_applied_runs_as_new_next_time(store: Any) -> None:
+    downstream = Downstream(fail_with=NotApplied("notify_unavailable"))
+    with pytest.raises(NotApplied, match="notify_unavailable"):
+        ledger(store).run("notify", downstream.apply)
+    assert store.get(DELIVERY, "notify").status is EffectStatus.NOT_APPLIED
+    downstream.fail_with = None
+    # Neither reconcile nor repeatable: only a cleared intent lets it run again.
+    assert ledger(store).run("notify", downstream.apply) is True
+    assert len(downstream.applied) == 2
+    assert store.get(DELIVERY, "notify").status is EffectStatus.DONE
+
+
+def test_not_applied_after_an_uncertain_intent_clears_it_too(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("notify_timeout"))
+    with pytest.raises(TransientError):
+        ledger(store).run("notify", downstream.apply)
+    downstream.fail_with = NotApplied("notify_unavailable")
+    with pytest.raises(NotApplied):
+        ledger(store).run("notify", downstream.apply, reconcile=lambda key: False)
+    assert store.get(DELIVERY, "notify").status is EffectStatus.NOT_APPLIED
+
+
+def test_operator_resolves_an_uncertain_effect(store: Any) -> None:
+    downstream = Downstream(fail_with=TransientError("notify_timeout"))
+    for name in ("applied", "not-applied"):
+        with pytest.raises(TransientError):
+            ledger(store).run(name, downstream.apply)
+    downstream.fail_with = None
+    assert store.resolve_applied(DELIVERY, "applied", now=5) is True
+    assert store.resolve_not_applied(DELIVERY, "not-applied", now=5) is True
+    # Only an effect still in doubt is resolved.
+    assert store.resolve_not_applied(DELIVERY, "applied", now=6) is False
+    assert store.resolve_applied(DELIVERY, "not-applied", now=6) is False
+    assert store.resolve_applied(DELIVERY, "never-intended", now=6) is False
+    assert ledger(store).run("applied", downstream.apply) is False
+    assert ledger(store).run("not-applied", downstream.apply) is True
+    assert downstream.applied[2:] == [f"{DELIVERY}:not-applied"]
+
+
 def test_effect_names_are_checked(store: Any) -> None:
     with pytest.raises(ValueError, match="effect name"):
         ledger(store).run("Notify Me#", lambda key: None)
@@ -111,13 +151,13 @@ def test_effect_names_are_checked(store: Any) -> None:
 
 def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
-    clock = Clock()
+    clock = FakeClock()
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is True
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is False
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
-    assert item[names.KIND_ATTRIBUTE]["S"] == names.KIND_EFFECT
-    assert item[names.TTL_ATTRIBUTE]["N"] == "99"
-    assert item[names.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
+    assert item[table_layout.KIND_ATTRIBUTE]["S"] == table_layout.KIND_EFFECT
+    assert item[table_layout.TTL_ATTRIBUTE]["N"] == "99"
+    assert item[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
     assert list(store.uncertain(intended_before=clock.value, page_size=10)) == []
     listed = list(store.uncertain(intended_before=clock.value + 1, page_size=10))
     assert [(r.delivery_id, r.name) for r in listed] == [(DELIVERY, "notify")]
@@ -126,14 +166,14 @@ def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str)
     assert list(store.uncertain(intended_before=clock.value + 10, page_size=10)) == []
     store.record_done(DELIVERY, "notify", now=clock.value + 3)
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
-    assert names.STATE_INDEX_PARTITION_KEY not in item
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in item
     assert "flagged_at" not in item
     assert store.flag(listed[0], now=clock.value + 4) is False
 
 
 def test_uncertain_lists_every_intent_page_by_page(dynamodb: Any, table: str) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
-    clock = Clock()
+    clock = FakeClock()
     ids = [f"11111111-1111-4111-8111-{n:012d}" for n in range(25)]
     for delivery_id in ids:
         store.record_intent(delivery_id, "notify", key="k", now=clock.value, expires_at=0)

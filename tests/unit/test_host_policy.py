@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -154,6 +156,13 @@ def test_host_policy_normalises_entries() -> None:
 def test_host_policy_rejects_bad_entries(entry: str) -> None:
     with pytest.raises(ValueError):
         HostPolicy((entry,))
+
+
+@pytest.mark.parametrize("entry", ["*.com", "mcp.example.123", "bad host"])
+def test_host_policy_error_names_the_bad_entry(entry: str) -> None:
+    # An allowlist is configuration, not a secret: the operator needs to see which entry.
+    with pytest.raises(ValueError, match=re.escape(repr(entry))):
+        HostPolicy(("mcp.relaylink.example", entry))
 
 
 def test_host_policy_from_setting_splits_on_commas() -> None:

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox_transitions import IndexMove
 from functions.core.models import InboxItem, State
-from tests import builders
+from local.testkit import builders
 
 NOW = 1_760_000_000
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
@@ -79,15 +79,15 @@ def test_update_request_of_a_claim() -> None:
         ":zero": {"N": "0"},
     }
     update = request["UpdateExpression"]
-    assert f"{names.STATE_INDEX_PARTITION_KEY} = :shard" in update
-    assert f"{names.STATE_INDEX_SORT_KEY} = :now" in update
+    assert f"{table_layout.STATE_INDEX_PARTITION_KEY} = :shard" in update
+    assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
 
 
 def test_update_request_restarting_the_clock_leaves_state_and_shard() -> None:
     request = transitions.update_request(
         "t", transitions.TOUCH_PENDING, DELIVERY, now=NOW, seen=NOW - 1
     )
-    assert request["UpdateExpression"] == f"SET {names.STATE_INDEX_SORT_KEY} = :now"
+    assert request["UpdateExpression"] == f"SET {table_layout.STATE_INDEX_SORT_KEY} = :now"
 
 
 def test_update_request_refuses_a_missing_or_an_unused_value() -> None:
@@ -106,7 +106,7 @@ def inbox(**changes: Any) -> InboxItem:
 def test_accept_put_creates_only_pending_or_ignored_items() -> None:
     put = transitions.accept_put("t", inbox())
     assert put["ConditionExpression"] == "(attribute_not_exists(#pk))"
-    assert put["ExpressionAttributeNames"] == {"#pk": names.TABLE_PARTITION_KEY}
+    assert put["ExpressionAttributeNames"] == {"#pk": table_layout.TABLE_PARTITION_KEY}
     assert transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]["state"]["S"] == (
         "ignored"
     )
@@ -115,7 +115,9 @@ def test_accept_put_creates_only_pending_or_ignored_items() -> None:
 
 
 def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> None:
-    failed = inbox(state=State.FAILED, attempts=5, last_error="mcp_unavailable")
+    failed = inbox(
+        state=State.FAILED, attempts=105, transient_failures=100, last_error="mcp_unavailable"
+    )
     dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(failed))
 
     first = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
@@ -129,7 +131,9 @@ def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> Non
         "mcp_unavailable",
         NOW,
     )
-    assert first.item[names.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
+    # A fresh budget: both counters, and the retry horizon restarts now.
+    assert (item.transient_failures, item.reset_at, item.retry_window_start) == (0, NOW, NOW)
+    assert first.item[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
         "pending", DELIVERY
     )
     assert not second.moved  # refused, and the refusal reports the item as it is

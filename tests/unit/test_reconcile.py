@@ -19,8 +19,9 @@ from functions.core.reconcile import (
     reconcile,
     remaining_budget,
 )
-from tests import builders
-from tests.processing_fakes import Clock, FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from local.testkit import builders
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
 
 PENDING_AGE = 600
 EFFECT_AGE = 1200
@@ -48,7 +49,7 @@ def ample() -> float:
 
 @dataclasses.dataclass
 class World:
-    clock: Clock = dataclasses.field(default_factory=Clock)
+    clock: FakeClock = dataclasses.field(default_factory=FakeClock)
     claims: FakeClaims = dataclasses.field(default_factory=FakeClaims)
     effects: FakeEffects = dataclasses.field(default_factory=FakeEffects)
     queue: FakeQueue = dataclasses.field(default_factory=FakeQueue)

@@ -24,7 +24,7 @@ from local.sender import (
     forged_secret,
     signed_headers,
 )
-from tests.builders import OTHER_SECRET, SECRET
+from local.testkit.builders import OTHER_SECRET, SECRET
 
 URL = "http://receiver.test/relaylink"
 MCP = "http://127.0.0.1:9/mcp"

@@ -8,10 +8,10 @@ import pytest
 
 from functions.core import signature
 from functions.core.signature import RejectReason, SignatureRejected, SigningSecret
-from tests import builders
+from local.testkit import builders, vectors
 
 NOW = 1_764_687_845
-VECTORS = builders.load_vectors()
+VECTORS = vectors.load_vectors()
 # The vector cases whose outcome is decided by the signature alone.
 SIGNATURE_CASES = [c for c in VECTORS.cases if c.request.expect_outcome != "invalid"]
 
@@ -28,7 +28,7 @@ def _verify(headers: dict[str, str], body: bytes, secrets: list[str], *, now: in
 
 
 @pytest.mark.parametrize("case", SIGNATURE_CASES, ids=lambda c: c.name)
-def test_signature_matches_vector_verdict(case: builders.VectorCase) -> None:
+def test_signature_matches_vector_verdict(case: vectors.VectorCase) -> None:
     expect_rejected = case.request.expect_outcome == "rejected"
     if expect_rejected:
         with pytest.raises(SignatureRejected):

@@ -2,17 +2,17 @@ from __future__ import annotations
 
 import pytest
 
-from functions.core import names
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core import env_keys, setting_defaults
+from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, RETRY_BASE_SECONDS
 from functions.core.settings_env import SettingsError
 from functions.worker.settings import Settings
 
 BASE_ENV = {
-    names.ENV_TABLE_NAME: "t",
-    names.ENV_WORK_QUEUE_URL: "https://sqs/q",
-    names.ENV_DEAD_LETTER_QUEUE_URL: "https://sqs/dlq",
-    names.ENV_MCP_TOKEN_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:1:secret:t",
-    names.ENV_MCP_ALLOWED_HOSTS: "*.relaylink.example",
+    env_keys.ENV_TABLE_NAME: "t",
+    env_keys.ENV_WORK_QUEUE_URL: "https://sqs/q",
+    env_keys.ENV_DEAD_LETTER_QUEUE_URL: "https://sqs/dlq",
+    env_keys.ENV_MCP_TOKEN_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:1:secret:t",
+    env_keys.ENV_MCP_ALLOWED_HOSTS: "*.relaylink.example",
 }
 
 
@@ -21,7 +21,18 @@ def test_retry_base_defaults_to_the_production_back_off() -> None:
 
 
 def test_retry_base_is_read_and_bounded() -> None:
-    env = {**BASE_ENV, names.ENV_RETRY_BASE_SECONDS: "1"}
+    env = {**BASE_ENV, env_keys.ENV_RETRY_BASE_SECONDS: "1"}
     assert Settings.from_env(env).retry_base_seconds == 1
-    with pytest.raises(SettingsError, match=names.ENV_RETRY_BASE_SECONDS):
-        Settings.from_env({**BASE_ENV, names.ENV_RETRY_BASE_SECONDS: "0"})
+    with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_BASE_SECONDS):
+        Settings.from_env({**BASE_ENV, env_keys.ENV_RETRY_BASE_SECONDS: "0"})
+
+
+def test_retry_horizon_defaults_to_a_day_and_is_bounded_by_relaylinks_own() -> None:
+    settings = Settings.from_env(BASE_ENV)
+    assert settings.retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    assert settings.retry_horizon_seconds == 24 * 3600
+    env = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(MAX_RETRY_HORIZON_SECONDS)}
+    assert Settings.from_env(env).retry_horizon_seconds == 3 * 24 * 3600
+    too_long = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(3 * 24 * 3600 + 1)}
+    with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_HORIZON_SECONDS):
+        Settings.from_env(too_long)

@@ -1,8 +1,9 @@
 """The effect ledger's records in DynamoDB (``pk`` = delivery id, ``sk`` = ``effect#<name>``).
 
 While an effect is only *intended*, its record is listed in the ``by_state`` index
-under ``effect_intent#NN``; the done write removes it from the index, so the index
-holds exactly the effects whose outcome is uncertain or in flight.
+under ``effect_intent#NN``; the done write, and a resolution (by the ledger when the
+effect says it was not applied, or by an operator), remove it from the index, so the
+index holds exactly the effects whose outcome is uncertain or in flight.
 """
 
 from __future__ import annotations
@@ -10,16 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from functions.core import names
-from functions.core.adapters import dynamodb_items, dynamodb_state_index
+from functions.core import table_layout
+from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.effects import EffectRecord, EffectStatus
+from functions.core.errors import TransientError
 
 _NEW_INTENT: Condition = (
-    ("attribute_not_exists(pk)", "an existing record (intent or done) is never overwritten"),
+    (
+        "attribute_not_exists(pk) OR #status = :not_applied",
+        "an intent or done record is never overwritten; one certainly not applied is"
+        " as good as none",
+    ),
 )
 _RECORDED: Condition = (
     ("attribute_exists(pk)", "a done record completes an intent written before"),
@@ -28,10 +31,20 @@ _UNFLAGGED_INTENT: Condition = (
     ("#status = :intent", "a done effect needs no operator"),
     ("attribute_not_exists(flagged_at)", "flag (and count) each uncertain effect once"),
 )
+_IN_DOUBT: Condition = (
+    ("#status = :intent", "only an effect in doubt is resolved; a done one stays done"),
+)
+# Leaving the in-doubt list: out of the index, no longer an operator's case.
+_UNLISTED: str = "REMOVE #shard, #changed, flagged_at"
+_INDEX_NAMES: dict[str, str] = {
+    "#status": "status",
+    "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
+    "#changed": table_layout.STATE_INDEX_SORT_KEY,
+}
 
 
 def effect_key(delivery_id: str, name: str) -> dynamodb_items.Item:
-    return dynamodb_items.key(delivery_id, names.SK_EFFECT_PREFIX + name)
+    return dynamodb_items.key(delivery_id, table_layout.SK_EFFECT_PREFIX + name)
 
 
 def effect_from_item(item: dynamodb_items.Item) -> EffectRecord:
@@ -58,13 +71,7 @@ class DynamoDbEffects:
         self._table = table_name
 
     def get(self, delivery_id: str, name: str) -> EffectRecord | None:
-        try:
-            response = self._client.get_item(
-                TableName=self._table, Key=effect_key(delivery_id, name), ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise storage_error(exc) from exc
-        item = response.get("Item")
+        item = dynamodb_requests.get(self._client, self._table, effect_key(delivery_id, name))
         return None if item is None else effect_from_item(item)
 
     def record_intent(
@@ -72,61 +79,74 @@ class DynamoDbEffects:
     ) -> bool:
         item: dynamodb_items.Item = {
             **effect_key(delivery_id, name),
-            names.KIND_ATTRIBUTE: {"S": names.KIND_EFFECT},
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_EFFECT},
             "delivery_id": {"S": delivery_id},
             "name": {"S": name},
             "status": {"S": EffectStatus.INTENT.value},
             "idempotency_key": {"S": key},
             "intent_at": {"N": str(now)},
-            names.STATE_INDEX_PARTITION_KEY: {
-                "S": dynamodb_items.state_shard(names.STATE_LABEL_EFFECT_INTENT, delivery_id)
+            table_layout.STATE_INDEX_PARTITION_KEY: {
+                "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_EFFECT_INTENT, delivery_id)
             },
-            names.STATE_INDEX_SORT_KEY: {"N": str(now)},
+            table_layout.STATE_INDEX_SORT_KEY: {"N": str(now)},
         }
         if expires_at:
-            item[names.TTL_ATTRIBUTE] = {"N": str(expires_at)}
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=condition_expression(_NEW_INTENT),
-            )
-        except ClientError as exc:
-            if condition_failed(exc) is not None:
-                return False
-            raise storage_error(exc) from exc
-        except BotoCoreError as exc:
-            raise storage_error(exc) from exc
-        return True
+            item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
+        return dynamodb_requests.conditional(
+            self._client.put_item,
+            TableName=self._table,
+            Item=item,
+            ConditionExpression=condition_expression(_NEW_INTENT),
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":not_applied": {"S": EffectStatus.NOT_APPLIED.value}},
+        ).written
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=effect_key(delivery_id, name),
-                UpdateExpression=(
-                    "SET #status = :done, done_at = :now REMOVE #shard, #changed, flagged_at"
-                ),
-                ConditionExpression=condition_expression(_RECORDED),
-                ExpressionAttributeNames={
-                    "#status": "status",
-                    "#shard": names.STATE_INDEX_PARTITION_KEY,
-                    "#changed": names.STATE_INDEX_SORT_KEY,
-                },
-                ExpressionAttributeValues={
-                    ":done": {"S": EffectStatus.DONE.value},
-                    ":now": {"N": str(now)},
-                },
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise storage_error(exc) from exc
+        if not self._unlist(delivery_id, name, EffectStatus.DONE, "done_at", _RECORDED, now=now):
+            raise TransientError("effect_conflict")  # the intent vanished under us
+
+    def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        """An operator found the effect applied: done. False if it is not in doubt."""
+        return self._unlist(delivery_id, name, EffectStatus.DONE, "done_at", _IN_DOUBT, now=now)
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        """The effect certainly did not happen (the ledger, or an operator, knows): the
+        next attempt applies it as new. False if it is not in doubt."""
+        return self._unlist(
+            delivery_id, name, EffectStatus.NOT_APPLIED, "cleared_at", _IN_DOUBT, now=now
+        )
+
+    def _unlist(
+        self,
+        delivery_id: str,
+        name: str,
+        status: EffectStatus,
+        stamp: str,
+        condition: Condition,
+        *,
+        now: int,
+    ) -> bool:
+        """Move the record to ``status`` (time in ``stamp``) and out of the index."""
+        expression = condition_expression(condition)
+        values = {":status": {"S": status.value}, ":now": {"N": str(now)}}
+        if ":intent" in expression:
+            values[":intent"] = {"S": EffectStatus.INTENT.value}
+        return dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=effect_key(delivery_id, name),
+            UpdateExpression=f"SET #status = :status, {stamp} = :now {_UNLISTED}",
+            ConditionExpression=expression,
+            ExpressionAttributeNames=_INDEX_NAMES,
+            ExpressionAttributeValues=values,
+        ).written
 
     def uncertain(self, *, intended_before: int, page_size: int) -> Iterator[EffectRecord]:
         """Intents older than ``intended_before`` that no one has flagged yet (lazily)."""
         items = dynamodb_state_index.query_index(
             self._client,
             self._table,
-            label=names.STATE_LABEL_EFFECT_INTENT,
+            label=table_layout.STATE_LABEL_EFFECT_INTENT,
             changed_before=intended_before,
             unflagged=True,
             page_size=page_size,
@@ -135,22 +155,15 @@ class DynamoDbEffects:
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         """Mark an uncertain effect as handed to an operator; False if done or flagged."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=effect_key(record.delivery_id, record.name),
-                UpdateExpression="SET flagged_at = :now",
-                ConditionExpression=condition_expression(_UNFLAGGED_INTENT),
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":intent": {"S": EffectStatus.INTENT.value},
-                    ":now": {"N": str(now)},
-                },
-            )
-        except ClientError as exc:
-            if condition_failed(exc) is not None:
-                return False
-            raise storage_error(exc) from exc
-        except BotoCoreError as exc:
-            raise storage_error(exc) from exc
-        return True
+        return dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=effect_key(record.delivery_id, record.name),
+            UpdateExpression="SET flagged_at = :now",
+            ConditionExpression=condition_expression(_UNFLAGGED_INTENT),
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":intent": {"S": EffectStatus.INTENT.value},
+                ":now": {"N": str(now)},
+            },
+        ).written

@@ -14,7 +14,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items as items
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
@@ -35,7 +35,7 @@ _QUARANTINE_ABSENT: Final[Condition] = (
         " forgery must not overwrite its time",
     ),
 )
-_QUARANTINE_NAMES: Final = {"#pk": names.TABLE_PARTITION_KEY}
+_QUARANTINE_NAMES: Final = {"#pk": table_layout.TABLE_PARTITION_KEY}
 # Two attempts of one delivery may overlap (docs/contract.md, on concurrent attempts);
 # DynamoDB then cancels one transaction for the conflict. Re-running it a moment later
 # lets it see the winner's item and answer "duplicate" instead of a 503 and a sender

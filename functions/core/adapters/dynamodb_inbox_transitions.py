@@ -12,8 +12,10 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * ``accept`` writes only where no item holds the delivery id: one receipt per delivery.
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
-* Only the lease owner leaves ``processing`` (``complete``, ``release``, ``fail`` check
-  ``lease_owner``): a worker that lost its lease records nothing.
+* Only the lease owner leaves ``processing`` (``complete``, ``release``,
+  ``release_transient``, ``fail`` check ``lease_owner``): a worker that lost its lease
+  records nothing. The retry counters (``attempts``, ``transient_failures``) decide only
+  when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
@@ -30,12 +32,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from functions.core import names
-from functions.core.adapters import dynamodb_items
+from functions.core import table_layout
+from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.models import InboxItem, State
 
 
@@ -69,9 +68,9 @@ class Transition:
             sets = [
                 ("#state", f":{self.to_state.value}"),
                 *sets,
-                (names.STATE_INDEX_PARTITION_KEY, ":shard"),
+                (table_layout.STATE_INDEX_PARTITION_KEY, ":shard"),
             ]
-        sets.append((names.STATE_INDEX_SORT_KEY, ":now"))
+        sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
         update = "SET " + ", ".join(f"{attribute} = {value}" for attribute, value in sets)
         if self.removes:
             update += " REMOVE " + ", ".join(self.removes)
@@ -119,7 +118,20 @@ RELEASE: Final = Transition(  # worker: transient failure, try again later
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
-FAIL: Final = Transition(  # worker: permanent failure, or the attempts are spent
+RELEASE_TRANSIENT: Final = Transition(  # worker: known-transient failure, retried
+    name="release_transient",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # Counted apart from ``attempts``: only the attempts that did not end this way use
+    # the budget of WORKER_MAX_ATTEMPTS (the horizon bounds these).
+    sets=(
+        ("last_error", ":error"),
+        ("transient_failures", "if_not_exists(transient_failures, :zero) + :one"),
+    ),
+    removes=_LEASE,
+)
+FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is spent
     name="fail",
     from_states=(State.PROCESSING,),
     condition=_HOLDING,
@@ -158,13 +170,15 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
     ),
     to_state=State.PENDING,
     # last_error is kept: it says why the delivery failed until the next attempt ends.
-    sets=(("attempts", ":zero"),),
+    # reset_at restarts the retry horizon, which otherwise runs from received_at.
+    sets=(("attempts", ":zero"), ("transient_failures", ":zero"), ("reset_at", ":now")),
 )
 
 TRANSITIONS: Final = (
     CLAIM,
     COMPLETE,
     RELEASE,
+    RELEASE_TRANSIENT,
     FAIL,
     TOUCH_PENDING,
     RELEASE_EXPIRED,
@@ -186,7 +200,7 @@ _ABSENT: Final[Condition] = (
 _PLACEHOLDER: Final = re.compile(r":\w+")
 _NAME: Final = re.compile(r"#\w+")
 # Stand-ins for attribute names that DynamoDB reserves ("state") or that are shared.
-_NAMES: Final = {"#state": "state", "#pk": names.TABLE_PARTITION_KEY}
+_NAMES: Final = {"#state": "state", "#pk": table_layout.TABLE_PARTITION_KEY}
 _CONSTANTS: Final[dict[str, dynamodb_items.AttributeValue]] = {
     ":zero": {"N": "0"},
     ":one": {"N": "1"},
@@ -273,16 +287,8 @@ def apply(
         StorageUnavailable: throttled or failed; nothing written.
     """
     request = update_request(table, transition, delivery_id, now=now, **values)
-    try:
-        response = client.update_item(**request)
-    except ClientError as exc:
-        refused = condition_failed(exc)
-        if refused is not None:
-            return Applied(moved=False, item=refused.stored)
-        raise storage_error(exc) from exc
-    except BotoCoreError as exc:
-        raise storage_error(exc) from exc
-    return Applied(moved=True, item=response["Attributes"])
+    written = dynamodb_requests.conditional(client.update_item, **request)
+    return Applied(moved=written.written, item=written.item)
 
 
 def _attribute(value: int | str) -> dynamodb_items.AttributeValue:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 
 AttributeValue = dict[str, Any]
@@ -22,17 +22,17 @@ QUARANTINED_LABEL = "quarantined"
 
 def key(delivery_id: str, sort_key: str) -> Item:
     return {
-        names.TABLE_PARTITION_KEY: {"S": delivery_id},
-        names.TABLE_SORT_KEY: {"S": sort_key},
+        table_layout.TABLE_PARTITION_KEY: {"S": delivery_id},
+        table_layout.TABLE_SORT_KEY: {"S": sort_key},
     }
 
 
 def inbox_key(delivery_id: str) -> Item:
-    return key(delivery_id, names.SK_INBOX)
+    return key(delivery_id, table_layout.SK_INBOX)
 
 
 def outbox_key(delivery_id: str) -> Item:
-    return key(delivery_id, names.SK_OUTBOX)
+    return key(delivery_id, table_layout.SK_OUTBOX)
 
 
 def state_shard(label: str, delivery_id: str) -> str:
@@ -41,13 +41,13 @@ def state_shard(label: str, delivery_id: str) -> str:
     crc32 spreads ids evenly over the shards and is stable across processes,
     unlike ``hash()``.
     """
-    shard = zlib.crc32(delivery_id.encode()) % names.STATE_INDEX_SHARDS
+    shard = zlib.crc32(delivery_id.encode()) % table_layout.STATE_INDEX_SHARDS
     return f"{label}#{shard:02d}"
 
 
 def all_state_shards(label: str) -> list[str]:
     """Every index partition of ``label``, for queries that list it."""
-    return [f"{label}#{shard:02d}" for shard in range(names.STATE_INDEX_SHARDS)]
+    return [f"{label}#{shard:02d}" for shard in range(table_layout.STATE_INDEX_SHARDS)]
 
 
 def _s(value: str) -> AttributeValue:
@@ -61,16 +61,18 @@ def _n(value: int) -> AttributeValue:
 def inbox_to_item(inbox: InboxItem) -> Item:
     item: Item = {
         **inbox_key(inbox.delivery_id),
-        names.KIND_ATTRIBUTE: _s(names.KIND_INBOX),
+        table_layout.KIND_ATTRIBUTE: _s(table_layout.KIND_INBOX),
         "delivery_id": _s(inbox.delivery_id),
         "event": _s(inbox.event),
         "body_sha256": _s(inbox.body_sha256),
         "received_at": _n(inbox.received_at),
         "state": _s(inbox.state.value),
         "attempts": _n(inbox.attempts),
-        names.TTL_ATTRIBUTE: _n(inbox.expires_at),
-        names.STATE_INDEX_PARTITION_KEY: _s(state_shard(inbox.state.value, inbox.delivery_id)),
-        names.STATE_INDEX_SORT_KEY: _n(inbox.state_changed_at or inbox.received_at),
+        table_layout.TTL_ATTRIBUTE: _n(inbox.expires_at),
+        table_layout.STATE_INDEX_PARTITION_KEY: _s(
+            state_shard(inbox.state.value, inbox.delivery_id)
+        ),
+        table_layout.STATE_INDEX_SORT_KEY: _n(inbox.state_changed_at or inbox.received_at),
     }
     if inbox.package_id is not None:
         item["package_id"] = _s(inbox.package_id)
@@ -82,6 +84,10 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["lease_until"] = _n(inbox.lease_until)
     if inbox.completed_at is not None:
         item["completed_at"] = _n(inbox.completed_at)
+    if inbox.transient_failures:
+        item["transient_failures"] = _n(inbox.transient_failures)
+    if inbox.reset_at is not None:
+        item["reset_at"] = _n(inbox.reset_at)
     return item
 
 
@@ -105,25 +111,27 @@ def inbox_from_item(item: Item) -> InboxItem:
         state=State(item["state"]["S"]),
         attempts=int(item["attempts"]["N"]),
         last_error=_opt_s(item, "last_error"),
-        expires_at=int(item[names.TTL_ATTRIBUTE]["N"]),
+        expires_at=int(item[table_layout.TTL_ATTRIBUTE]["N"]),
         package_id=_opt_s(item, "package_id"),
         mcp_url=_opt_s(item, "mcp_url"),
-        state_changed_at=_opt_n(item, names.STATE_INDEX_SORT_KEY) or 0,
+        state_changed_at=_opt_n(item, table_layout.STATE_INDEX_SORT_KEY) or 0,
         lease_until=_opt_n(item, "lease_until"),
         completed_at=_opt_n(item, "completed_at"),
+        transient_failures=_opt_n(item, "transient_failures") or 0,
+        reset_at=_opt_n(item, "reset_at"),
     )
 
 
 def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
     return {
         **outbox_key(work.delivery_id),
-        names.KIND_ATTRIBUTE: _s(names.KIND_OUTBOX),
+        table_layout.KIND_ATTRIBUTE: _s(table_layout.KIND_OUTBOX),
         "delivery_id": _s(work.delivery_id),
         "event": _s(work.event),
         "package_id": _s(work.package_id),
         "mcp_url": _s(work.mcp_url),
         "created_at": _n(created_at),
-        names.TTL_ATTRIBUTE: _n(created_at + names.OUTBOX_TTL_SECONDS),
+        table_layout.TTL_ATTRIBUTE: _n(created_at + table_layout.OUTBOX_TTL_SECONDS),
     }
 
 
@@ -138,22 +146,24 @@ def work_item_from_outbox(item: Item) -> WorkItem:
 
 
 def quarantine_key(delivery_id: str, received_sha256: str) -> Item:
-    return key(delivery_id, names.SK_QUARANTINE_PREFIX + received_sha256)
+    return key(delivery_id, table_layout.SK_QUARANTINE_PREFIX + received_sha256)
 
 
 def quarantine_to_item(record: QuarantineRecord) -> Item:
     """A quarantine record: both digests and the time, never the body."""
     return {
         **quarantine_key(record.delivery_id, record.received_sha256),
-        names.KIND_ATTRIBUTE: _s(names.KIND_QUARANTINE),
+        table_layout.KIND_ATTRIBUTE: _s(table_layout.KIND_QUARANTINE),
         "delivery_id": _s(record.delivery_id),
         "event": _s(record.event),
         "stored_sha256": _s(record.stored_sha256),
         "received_sha256": _s(record.received_sha256),
         "quarantined_at": _n(record.quarantined_at),
-        names.TTL_ATTRIBUTE: _n(record.expires_at),
-        names.STATE_INDEX_PARTITION_KEY: _s(state_shard(QUARANTINED_LABEL, record.delivery_id)),
-        names.STATE_INDEX_SORT_KEY: _n(record.quarantined_at),
+        table_layout.TTL_ATTRIBUTE: _n(record.expires_at),
+        table_layout.STATE_INDEX_PARTITION_KEY: _s(
+            state_shard(QUARANTINED_LABEL, record.delivery_id)
+        ),
+        table_layout.STATE_INDEX_SORT_KEY: _n(record.quarantined_at),
     }
 
 
@@ -165,5 +175,5 @@ def quarantine_from_item(item: Item) -> QuarantineRecord:
         stored_sha256=str(item["stored_sha256"]["S"]),
         received_sha256=str(item["received_sha256"]["S"]),
         quarantined_at=int(item["quarantined_at"]["N"]),
-        expires_at=int(item[names.TTL_ATTRIBUTE]["N"]),
+        expires_at=int(item[table_layout.TTL_ATTRIBUTE]["N"]),
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import names
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_errors import storage_error
 
@@ -28,11 +28,11 @@ def query_shard(
     """
     arguments: dict[str, Any] = {
         "TableName": table,
-        "IndexName": names.STATE_INDEX,
+        "IndexName": table_layout.STATE_INDEX,
         "KeyConditionExpression": "#shard = :shard AND #changed < :before",
         "ExpressionAttributeNames": {
-            "#shard": names.STATE_INDEX_PARTITION_KEY,
-            "#changed": names.STATE_INDEX_SORT_KEY,
+            "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
+            "#changed": table_layout.STATE_INDEX_SORT_KEY,
         },
         "ExpressionAttributeValues": {
             ":shard": {"S": shard},

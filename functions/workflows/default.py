@@ -9,6 +9,9 @@ this as it is (``WORKFLOW`` unset). It shows the two kinds of effect a workflow 
   <delivery_id>:notify``. It is not repeatable, so it has a reconcile check
   (``GET <NOTIFY_URL>/<key>``) that a retry asks when an earlier attempt's outcome
   is unknown.
+
+The workflow takes its archive and notifier as ports; :mod:`functions.workflows.wiring`
+builds it on S3 and HTTP.
 """
 
 from __future__ import annotations
@@ -16,12 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
-
-import boto3
-
-from functions.core.adapters.archive_s3 import S3Archive
-from functions.core.adapters.notifier_http import HttpNotifier
-from functions.core.workflow import WorkflowContext
 
 if TYPE_CHECKING:
     from functions.core.effects import EffectLedger
@@ -85,21 +82,3 @@ class DefaultWorkflow:
             lambda idempotency_key: self._notifier.notify(payload, idempotency_key=idempotency_key),
             reconcile=self._notifier.was_applied,
         )
-
-
-def build(context: WorkflowContext) -> DefaultWorkflow:
-    """The factory the ``WORKFLOW`` setting names by default.
-
-    Raises:
-        ValueError: ``NOTIFY_URL`` or ``ARCHIVE_BUCKET`` is missing or not allowed.
-    """
-    if not context.notify_url or not context.archive_bucket:
-        raise ValueError("the default workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
-    return DefaultWorkflow(
-        archive=S3Archive(client=boto3.client("s3"), bucket=context.archive_bucket),
-        notifier=HttpNotifier(
-            url=context.notify_url,
-            timeout_seconds=context.timeout_seconds,
-            allow_insecure_loopback=context.allow_insecure_loopback,
-        ),
-    )

@@ -1,0 +1,157 @@
+"""The MCP SDK's HTTP transport, guarded: what may be sent where, and how much comes back.
+
+Every HTTP request of an MCP session goes through :class:`GuardedTransport`, which adds
+the bearer token only to the one origin that passed the :class:`HostPolicy`, bounds the
+response size, and turns transport failures into an answer the SDK handles, while
+recording what happened in an :class:`Exchange`. The SDK reports every HTTP error as the
+same JSON-RPC error, so the recorded status is what lets the fetcher tell 401 from 503.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx2
+
+from functions.core.host_policy import HostPolicy
+
+
+class _ResultTooLarge(httpx2.StreamError):
+    """Raised into the SDK when a response passes the byte cap (it handles StreamError)."""
+
+
+class _StreamBroken(httpx2.StreamError):
+    """A transport failure while reading a body, in a form the SDK handles."""
+
+
+@dataclass
+class Exchange:
+    """What the transport saw for the call in flight (reset before each call)."""
+
+    status: int | None = None  # the last POST's HTTP status
+    failure: str | None = None  # "timeout" or "connect", from the transport
+    oversized: bool = False
+    refused: bool = False  # a request to another origin was stopped
+
+    def reset(self) -> None:
+        self.status = None
+        self.failure = None
+        self.oversized = False
+        self.refused = False
+
+
+@dataclass
+class FetchCounts:
+    """Totals over a fetcher's life, for metrics, tests and benchmarks."""
+
+    http_requests: int = 0
+    sessions_opened: int = 0
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, exchange: Exchange) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._exchange = exchange
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        try:
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > self._limit:
+                    self._exchange.oversized = True
+                    raise _ResultTooLarge("response over the size cap")
+                yield chunk
+        except httpx2.TimeoutException:
+            self._exchange.failure = "timeout"
+            raise _StreamBroken("read timed out") from None
+        except httpx2.TransportError:
+            self._exchange.failure = "connect"
+            raise _StreamBroken("connection failed") from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class GuardedTransport(httpx2.AsyncBaseTransport):
+    """The SDK's HTTP client transport: token, origin lock, size cap, failure recording."""
+
+    def __init__(
+        self,
+        *,
+        inner: httpx2.AsyncBaseTransport,
+        url: str,
+        policy: HostPolicy,
+        token: str,
+        max_bytes: int,
+        exchange: Exchange,
+        counts: FetchCounts,
+    ) -> None:
+        self._inner = inner
+        self._origin = _origin(httpx2.URL(url))
+        self._policy = policy
+        self._authorization = f"Bearer {token}"
+        self._max_bytes = max_bytes
+        self._exchange = exchange
+        self._counts = counts
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        is_post = request.method == "POST"
+        # The SDK follows redirects only within the origin; this lock holds even if
+        # that changes, and against any URL parser disagreeing with HostPolicy's.
+        if _origin(request.url) != self._origin or not self._policy.allows(str(request.url)):
+            self._exchange.refused = True
+            return _stand_in(request, 421)
+        if request.method == "GET" and "last-event-id" not in request.headers:
+            # The SDK opens a GET stream for server-initiated messages after a legacy
+            # handshake. get_package needs none, and the spec lets a server refuse the
+            # stream with 405: answering that here saves a request and an open connection
+            # per session. (GETs that resume a response stream carry Last-Event-ID.)
+            return _stand_in(request, 405)
+        request.headers["Authorization"] = self._authorization
+        # The cap counts bytes on the wire: a compressed body could expand past it.
+        request.headers["Accept-Encoding"] = "identity"
+        self._counts.http_requests += 1
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx2.TimeoutException:
+            if is_post:
+                self._exchange.failure = "timeout"
+            return _stand_in(request, 504)
+        except httpx2.TransportError:
+            if is_post:
+                self._exchange.failure = "connect"
+            return _stand_in(request, 502)
+        if not is_post:
+            return response  # a resumption GET; the SDK caps its events
+        return await self._bounded(request, response)
+
+    async def _bounded(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """Record a POST's status and cap its body."""
+        self._exchange.status = response.status_code
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        length = response.headers.get("content-length", "")
+        if encoding not in ("", "identity") or (length.isdigit() and int(length) > self._max_bytes):
+            await response.aclose()
+            self._exchange.oversized = True
+            return _stand_in(request, 502)
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self._max_bytes, self._exchange),  # type: ignore[arg-type]
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+def _stand_in(request: httpx2.Request, status: int) -> httpx2.Response:
+    """A bodiless answer in place of a failure; the SDK turns it into an error for the call."""
+    return httpx2.Response(status_code=status, request=request)

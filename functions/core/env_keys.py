@@ -1,0 +1,33 @@
+"""Environment variable names: each function's settings read a subset, infra sets them.
+
+One definition, so that a variable cannot drift between the code that reads it and the
+infrastructure (or the local runtime) that sets it. Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ENV_TABLE_NAME: Final = "TABLE_NAME"
+ENV_SIGNING_SECRETS_ARN: Final = "SIGNING_SECRETS_ARN"
+ENV_SECRETS_MAX_AGE_SECONDS: Final = "SECRETS_MAX_AGE_SECONDS"
+ENV_INBOX_RETENTION_DAYS: Final = "INBOX_RETENTION_DAYS"
+ENV_WORK_QUEUE_URL: Final = "WORK_QUEUE_URL"
+ENV_MCP_TOKEN_SECRET_ARN: Final = "MCP_TOKEN_SECRET_ARN"  # noqa: S105 (a variable name)
+ENV_MCP_ALLOWED_HOSTS: Final = "MCP_ALLOWED_HOSTS"
+ENV_MCP_ALLOW_INSECURE_LOOPBACK: Final = "MCP_ALLOW_INSECURE_LOOPBACK"
+ENV_MCP_TIMEOUT_SECONDS: Final = "MCP_TIMEOUT_SECONDS"
+ENV_WORKFLOW: Final = "WORKFLOW"
+ENV_NOTIFY_URL: Final = "NOTIFY_URL"
+ENV_ARCHIVE_BUCKET: Final = "ARCHIVE_BUCKET"
+ENV_DEAD_LETTER_QUEUE_URL: Final = "DEAD_LETTER_QUEUE_URL"
+ENV_MAX_ATTEMPTS: Final = "WORKER_MAX_ATTEMPTS"
+ENV_LEASE_SECONDS: Final = "WORKER_LEASE_SECONDS"
+ENV_RETRY_BASE_SECONDS: Final = "WORKER_RETRY_BASE_SECONDS"  # first retry delay; doubles
+ENV_RETRY_HORIZON_SECONDS: Final = "WORKER_RETRY_HORIZON_SECONDS"  # since receipt
+ENV_RECONCILE_PENDING_AGE_SECONDS: Final = "RECONCILE_PENDING_AGE_SECONDS"
+ENV_RECONCILE_EFFECT_AGE_SECONDS: Final = "RECONCILE_EFFECT_AGE_SECONDS"
+# Powertools reads these itself; listed so infra and tests agree on them.
+ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_POWERTOOLS_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"

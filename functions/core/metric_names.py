@@ -1,0 +1,34 @@
+"""The service name, the metric namespace and every metric name (EMF).
+
+One definition shared by the code that counts, the CDK alarms and dashboard, and the
+tests. Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SERVICE: Final = "relaylink-receiver"
+METRICS_NAMESPACE: Final = "RelayLinkReceiver"
+
+METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
+METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
+METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
+# Processing (relay, worker, reconciler); one count per outcome.
+METRIC_WORK_RELAYED: Final = "WorkItemsRelayed"
+METRIC_WORK_COMPLETED: Final = "WorkCompleted"
+METRIC_WORK_ALREADY_DONE: Final = "WorkAlreadyDone"
+METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another live worker
+METRIC_WORK_RETRIED: Final = "WorkRetried"
+METRIC_WORK_FAILED: Final = "WorkFailed"
+METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
+METRIC_CLAIMS_LOST: Final = "ClaimsLost"
+METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
+METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
+METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
+METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
+
+
+def receiver_outcome_metric(outcome: str) -> str:
+    """Metric name for one receiver outcome, e.g. ``accepted`` -> ``DeliveriesAccepted``."""
+    return "Deliveries" + "".join(part.capitalize() for part in outcome.split("_"))

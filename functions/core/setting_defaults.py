@@ -1,0 +1,25 @@
+"""The default of each setting that has one, shared by the functions' settings and infra.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DEFAULT_INBOX_RETENTION_DAYS: Final = 30
+DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
+DEFAULT_WORKFLOW: Final = "functions.workflows.wiring:build_default"
+# Attempts of unknown outcome (a workflow bug, a worker that died) before dead-lettering.
+DEFAULT_MAX_ATTEMPTS: Final = 5
+# How long known-transient failures are retried after a delivery's receipt: a night and
+# the next working day for an operator paged by McpAuthFailures or WorkQueueAge to fix
+# a token or an MCP server, yet the dead-letter queue still says within a day that
+# something is broken for good. At most RelayLink's own 3 days.
+DEFAULT_RETRY_HORIZON_SECONDS: Final = 24 * 3600
+DEFAULT_LEASE_SECONDS: Final = 900  # longer than the worker's Lambda timeout
+DEFAULT_MCP_TIMEOUT_SECONDS: Final = 10
+# A pending item normally reaches a worker within seconds; longer than the largest
+# retry delay (15 min) so that items waiting out a back-off are not re-enqueued.
+DEFAULT_RECONCILE_PENDING_AGE_SECONDS: Final = 30 * 60
+DEFAULT_RECONCILE_EFFECT_AGE_SECONDS: Final = 60 * 60

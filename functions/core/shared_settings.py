@@ -1,0 +1,24 @@
+"""Variables that more than one function reads, declared once so each reads them alike."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from functions.core import env_keys, setting_defaults
+from functions.core.settings_env import BoundedInteger
+
+# The worker holds a claim this long; the reconciler must wait longer before it treats
+# an effect in doubt as abandoned, so both read the one value.
+LEASE_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_LEASE_SECONDS,
+    default=setting_defaults.DEFAULT_LEASE_SECONDS,
+    low=2,
+    high=12 * 3600,
+)
+# How long a cached secret (signing secrets, MCP token) is used before it is read again.
+SECRETS_MAX_AGE_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_SECRETS_MAX_AGE_SECONDS,
+    default=setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    low=1,
+    high=3600,
+)

@@ -1,0 +1,232 @@
+"""Durable steps: a step's result is recorded once per delivery and read back on retries.
+
+``ledger.step(name, fn)`` (:meth:`~functions.core.effects.EffectLedger.step`) calls
+``fn`` the first time and keeps what it returns; every later attempt of the delivery
+gets the kept result without calling ``fn``. A workflow puts its expensive or
+non-deterministic work (a model call) in steps and feeds their *recorded* results
+to its effects::
+
+    summary = ledger.step("model", lambda: call_model(package))
+    ledger.run("alert", lambda key: publish(summary, key))
+
+so a retry can never publish a second, different summary.
+
+A step's record moves like this:
+
+* none -> ``started`` (a run begins; ``runs`` counts the runs);
+* ``started`` -> ``recorded``: ``fn`` returned; its result is kept for good;
+* ``started`` -> ``failed``: ``fn`` raised; the next attempt runs it again;
+* ``started`` -> ``started``: the worker died inside ``fn`` (or lost its result), so
+  the next attempt runs it again. That is a *rerun*, counted as ``StepReruns``
+  because its work was done and paid for twice; at most one per attempt.
+
+The first recorded result wins: a worker that finishes after another one recorded
+a result (its lease ran out meanwhile) returns the recorded result, not its own.
+Results are stored as compact JSON, and the first run also returns the stored form
+(decoded again), so it sees exactly what every retry will see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from functions.core.clock import Clock
+from functions.core.errors import PermanentError, StorageUnavailable
+from functions.core.observability import logger
+
+if TYPE_CHECKING:
+    from functions.core.process import MetricsSink
+
+METRIC_STEP_RERUNS: Final = "StepReruns"
+# Results up to this many bytes of compact JSON live in the step record; DynamoDB
+# caps an item at 400 KB, so larger ones go to the object store by content digest.
+INLINE_RESULT_LIMIT: Final = 64 * 1024
+RESULT_OBJECT_PREFIX: Final = "step-results/sha256/"
+
+
+class StepStatus(StrEnum):
+    STARTED = "started"  # running, or its worker died inside it
+    FAILED = "failed"  # the function raised: run it again, no rerun counted
+    RECORDED = "recorded"  # the result is kept; never run again
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A step's result as kept: inline JSON, or the digest of an object holding it."""
+
+    size: int  # bytes of compact JSON
+    inline: str | None = None
+    digest: str | None = None  # sha256 hex of the JSON bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step of one delivery, as the store keeps it."""
+
+    delivery_id: str
+    name: str
+    status: StepStatus
+    runs: int  # runs started so far
+    started_at: int
+    recorded_at: int | None = None
+    result: StoredResult | None = None  # set when RECORDED
+
+
+class StepStore(Protocol):
+    """Port: the step records (the table in production)."""
+
+    def get(self, delivery_id: str, name: str) -> StepRecord | None: ...
+
+    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+        """Mark a new run started (adding one to ``runs``) unless a result is recorded.
+
+        Returns:
+            The record as it was before: None for the first run. A RECORDED record
+            means the start was refused and nothing was written.
+        """
+        ...
+
+    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+        """Mark run ``run`` failed if it is still the latest run and nothing is recorded."""
+        ...
+
+    def record_result(
+        self, delivery_id: str, name: str, *, result: StoredResult, now: int
+    ) -> StepRecord | None:
+        """Keep ``result`` unless a result is already recorded.
+
+        Returns:
+            None when ``result`` was kept; else the record holding the first result.
+        """
+        ...
+
+
+class ObjectStore(Protocol):
+    """Port: content-addressed objects for results too large for a record (S3)."""
+
+    def put(self, key: str, body: bytes) -> None: ...
+
+    def get(self, key: str) -> bytes | None:
+        """The object's bytes, or None when there is no such object."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepStorage:
+    """What steps need beyond the ledger: built once, shared by every delivery's ledger.
+
+    Attributes:
+        records: the step records.
+        metrics: counts reruns (``StepReruns``); the step's name goes to the log.
+        objects: holds results over ``inline_limit``; without it such a result is an error.
+    """
+
+    records: StepStore
+    metrics: MetricsSink
+    objects: ObjectStore | None = None
+    inline_limit: int = INLINE_RESULT_LIMIT
+
+
+def encode_result(value: object) -> bytes:
+    """Compact JSON; raises ``TypeError``/``ValueError`` on what JSON cannot hold."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def result_object_key(digest: str) -> str:
+    """Where a large result lives: its digest names it, so a repeated put is harmless."""
+    return RESULT_OBJECT_PREFIX + digest
+
+
+class StepRecorder:
+    """The steps of one delivery, behind :meth:`~functions.core.effects.EffectLedger.step`."""
+
+    def __init__(
+        self, delivery_id: str, *, storage: StepStorage, clock: Clock, expires_at: int = 0
+    ) -> None:
+        self.delivery_id = delivery_id
+        self._storage = storage
+        self._records = storage.records
+        self._clock = clock
+        self._expires_at = expires_at
+
+    def run(self, name: str, fn: Callable[[], object]) -> Any:
+        """The recorded result of step ``name``, running ``fn`` when there is none yet.
+
+        ``name`` is checked by the ledger.
+
+        Returns:
+            The result as JSON decodes it (lists for tuples, string keys).
+
+        Raises:
+            PermanentError: ``step_result_lost``: a large result's object is gone.
+            Whatever ``fn`` raises.
+        """
+        record = self._records.get(self.delivery_id, name)
+        if record is not None and record.status is StepStatus.RECORDED:
+            return self._load(record)
+        before = self._records.start(
+            self.delivery_id, name, now=self._clock.now(), expires_at=self._expires_at
+        )
+        if before is not None and before.status is StepStatus.RECORDED:
+            return self._load(before)  # another worker recorded it since our read
+        run = (before.runs if before is not None else 0) + 1
+        if before is not None and before.status is StepStatus.STARTED:
+            self._count_rerun(name, run)
+        try:
+            body = encode_result(fn())
+        except Exception:
+            # Any failure of fn (ours to record, not to judge): marking the run failed
+            # keeps the next attempt from counting as a rerun. If the mark cannot be
+            # written, it will count as one, which errs on the safe side.
+            with suppress(StorageUnavailable):
+                self._records.record_failed(self.delivery_id, name, run=run, now=self._clock.now())
+            raise
+        first = self._records.record_result(
+            self.delivery_id, name, result=self._keep(body), now=self._clock.now()
+        )
+        if first is not None:
+            return self._load(first)
+        return json.loads(body)
+
+    def _count_rerun(self, name: str, run: int) -> None:
+        # One metric to alarm on; the step's name is in the log line (the metrics port
+        # has no dimensions, and a metric per step name would multiply alarms).
+        self._storage.metrics.count(METRIC_STEP_RERUNS)
+        logger.warning(
+            "step rerun: an earlier attempt died inside it",
+            extra={"delivery_id": self.delivery_id, "step": name, "run": run},
+        )
+
+    def _keep(self, body: bytes) -> StoredResult:
+        if len(body) <= self._storage.inline_limit:
+            return StoredResult(size=len(body), inline=body.decode())
+        objects = self._objects(len(body))
+        digest = hashlib.sha256(body).hexdigest()
+        objects.put(result_object_key(digest), body)
+        return StoredResult(size=len(body), digest=digest)
+
+    def _load(self, record: StepRecord) -> Any:
+        result = record.result
+        if result is None:
+            raise ValueError(f"step {record.name!r} is recorded without a result")
+        if result.inline is not None:
+            return json.loads(result.inline)
+        digest = str(result.digest)
+        body = self._objects(result.size).get(result_object_key(digest))
+        if body is None or hashlib.sha256(body).hexdigest() != digest:
+            raise PermanentError("step_result_lost")
+        return json.loads(body)
+
+    def _objects(self, size: int) -> ObjectStore:
+        if self._storage.objects is None:
+            raise ValueError(
+                f"a step result of {size} bytes is over the inline limit"
+                f" ({self._storage.inline_limit}) and no object store is configured"
+            )
+        return self._storage.objects

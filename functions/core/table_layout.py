@@ -1,0 +1,37 @@
+"""The table's layout (single-table design; see docs/architecture.md).
+
+Key schema, record kinds, the state index and TTLs: one definition shared by the
+adapters that write the items, the CDK table, the local emulator and the tests.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+TABLE_PARTITION_KEY: Final = "pk"  # the delivery id
+TABLE_SORT_KEY: Final = "sk"  # which record of the delivery, see SK_*
+TTL_ATTRIBUTE: Final = "expires_at"  # epoch seconds; DynamoDB TTL
+KIND_ATTRIBUTE: Final = "kind"  # the stream filter reads this
+
+SK_INBOX: Final = "inbox"
+SK_OUTBOX: Final = "outbox"
+SK_QUARANTINE_PREFIX: Final = "quarantine#"  # + digest of the conflicting body
+SK_EFFECT_PREFIX: Final = "effect#"  # + effect name
+
+KIND_INBOX: Final = "inbox"
+KIND_OUTBOX: Final = "outbox"
+KIND_QUARANTINE: Final = "quarantine"
+KIND_EFFECT: Final = "effect"
+
+# A sparse global secondary index of "things an operator or the reconciler lists":
+# inbox items by state, quarantine records, effects whose outcome is uncertain.
+# The partition key is sharded so that no single GSI partition takes every write.
+STATE_INDEX: Final = "by_state"
+STATE_INDEX_PARTITION_KEY: Final = "state_shard"  # f"{state}#{shard:02d}"
+STATE_INDEX_SORT_KEY: Final = "state_changed_at"  # epoch seconds (number)
+STATE_INDEX_SHARDS: Final = 8
+STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect in doubt
+
+# Outbox records only need to live as long as the stream that carries them (24 h).
+OUTBOX_TTL_SECONDS: Final = 24 * 3600

@@ -1,0 +1,47 @@
+"""Table permissions as narrow as the code: named item actions, Query on one index.
+
+``Table.grant_*_data`` covers ``<table>/index/*`` too, and actions no function calls
+(DeleteItem, BatchWriteItem, Scan, DescribeTable). A deleted inbox item is a lost
+receipt: it would let a later retry of the same delivery be accepted and run again.
+So each role gets only the item actions its code calls, on the table itself, and
+Query only on the index it reads. There is no member for delete, batch, scan or
+PartiQL actions: no function needs one.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+
+from functions.core import table_layout
+
+
+class ItemAction(StrEnum):
+    """The item-level actions the functions call. A transaction needs the action of
+    each of its items (a ``Put`` item is authorised as PutItem)."""
+
+    GET_ITEM = "dynamodb:GetItem"
+    PUT_ITEM = "dynamodb:PutItem"
+    UPDATE_ITEM = "dynamodb:UpdateItem"
+
+
+def grant_item_actions(
+    grantee: iam.IGrantable, table: dynamodb.ITable, *actions: ItemAction
+) -> iam.Grant:
+    """Allow ``actions`` on the table's items; no index, no other action."""
+    return iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=[action.value for action in actions],
+        resource_arns=[table.table_arn],
+    )
+
+
+def grant_state_index_query(grantee: iam.IGrantable, table: dynamodb.ITable) -> iam.Grant:
+    """Allow Query on the state index alone (a Query by index is authorised on its ARN)."""
+    return iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["dynamodb:Query"],
+        resource_arns=[f"{table.table_arn}/index/{table_layout.STATE_INDEX}"],
+    )

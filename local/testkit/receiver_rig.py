@@ -1,0 +1,78 @@
+"""The real receiver handler, built as production builds it, on clients the caller chooses.
+
+The clients may reach moto, an AWS answered by canned responses, or anything else
+botocore can talk to; the caller keeps them, so that botocore hooks on them see
+every call the receiver makes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from functions.core import env_keys, setting_defaults
+from functions.receiver import handler
+from functions.receiver.settings import Settings
+from local.testkit.builders import LambdaContext
+from local.testkit.clock import FakeClock
+from local.testkit.moto_world import REGION
+
+
+def receiver_clients(session: Any = boto3) -> tuple[Any, Any]:
+    """A DynamoDB and a Secrets Manager client with the receiver's own configuration.
+
+    ``session``: a ``boto3.Session`` (or the ``boto3`` module: its default session).
+    """
+    return (
+        session.client("dynamodb", region_name=REGION, config=handler.DYNAMODB_CONFIG),
+        session.client("secretsmanager", region_name=REGION, config=handler.SECRETS_CONFIG),
+    )
+
+
+@dataclass
+class ReceiverRig:
+    """One receiver container: its deps (installed in the handler) and its clients."""
+
+    dynamodb: Any
+    secretsmanager: Any
+    clock: FakeClock
+    deps: handler.Deps
+
+    def install(self) -> None:
+        handler.container_deps.set(self.deps)
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The handler's raw response to ``event``."""
+        response: dict[str, Any] = handler.lambda_handler(event, LambdaContext())
+        return response
+
+    def outcome(self, event: dict[str, Any]) -> str:
+        return str(json.loads(self.invoke(event)["body"])["outcome"])
+
+
+def make_receiver_rig(
+    dynamodb: Any,
+    secretsmanager: Any,
+    *,
+    table: str,
+    secret_arn: str,
+    clock: FakeClock,
+    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+) -> ReceiverRig:
+    """Build the handler's deps exactly as production does and install them."""
+    settings = Settings.from_env(
+        {
+            env_keys.ENV_TABLE_NAME: table,
+            env_keys.ENV_SIGNING_SECRETS_ARN: secret_arn,
+            env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
+        }
+    )
+    deps = handler.build_deps(
+        settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
+    )
+    rig = ReceiverRig(dynamodb, secretsmanager, clock, deps)
+    rig.install()
+    return rig

@@ -1,0 +1,380 @@
+"""In-memory fakes of the ports: the receiver's inbox and secrets, the processing
+claims, effects, queue and metrics, and the agent workflow's step records, objects and
+token budget.
+
+Each fake keeps the same state the DynamoDB/SQS adapter would, and answers as it
+does (a conditional write that finds its item changes nothing), so tests assert on
+state; ``tests/unit/test_claim.py`` and ``test_effects.py`` run the same contract
+against the fakes and the real adapters (moto) to keep them honest. The clock is
+:class:`local.testkit.clock.FakeClock`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from functions.core.budget import BudgetDay
+from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.effects import EffectRecord, EffectStatus
+from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
+from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
+from functions.core.signature import SigningSecret
+from functions.core.steps import StepRecord, StepStatus, StoredResult
+
+# --- The receiver's ports -------------------------------------------------------------
+
+
+@dataclass
+class FakeInbox:
+    """:class:`functions.core.accept.InboxWriter` in memory, with countable calls.
+
+    As the DynamoDB adapter: the inbox item and its outbox record are written together
+    or not at all, and a quarantine record is kept once per conflicting digest.
+    ``fail`` fails every write, ``fail_quarantine`` only the quarantine write.
+    """
+
+    inbox: dict[str, InboxItem] = field(default_factory=dict)
+    outbox: dict[str, WorkItem] = field(default_factory=dict)
+    quarantined: dict[tuple[str, str], QuarantineRecord] = field(default_factory=dict)
+    calls: int = 0
+    fail: bool = False
+    fail_quarantine: bool = False
+
+    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
+        self.calls += 1
+        if self.fail:
+            raise StorageUnavailable()
+        if inbox.delivery_id in self.inbox:
+            return self.inbox[inbox.delivery_id]
+        self.inbox[inbox.delivery_id] = inbox
+        if work is not None:
+            self.outbox[work.delivery_id] = work
+        return None
+
+    def quarantine(self, record: QuarantineRecord) -> None:
+        self.calls += 1
+        if self.fail or self.fail_quarantine:
+            raise StorageUnavailable()
+        self.quarantined.setdefault((record.delivery_id, record.received_sha256), record)
+
+    def stored(self, delivery_id: str) -> tuple[InboxItem, WorkItem | None] | None:
+        """The inbox item and its work item, as one transaction wrote them."""
+        inbox = self.inbox.get(delivery_id)
+        return None if inbox is None else (inbox, self.outbox.get(delivery_id))
+
+    def empty(self) -> bool:
+        return not (self.inbox or self.outbox or self.quarantined)
+
+    def clear(self) -> None:
+        self.inbox.clear()
+        self.outbox.clear()
+        self.quarantined.clear()
+
+
+@dataclass
+class FakeSecrets:
+    """:class:`functions.core.accept.SigningSecretSource` in memory; ``secrets`` may change."""
+
+    secrets: Sequence[str]
+    calls: int = 0
+    fail: bool = False
+
+    def current(self) -> Sequence[SigningSecret]:
+        self.calls += 1
+        if self.fail:
+            raise SigningSecretsUnavailable()
+        return [SigningSecret.parse(s) for s in self.secrets]
+
+
+# --- The processing ports -------------------------------------------------------------
+
+
+@dataclass
+class FakeClaims:
+    """The inbox's processing state; ``owners`` holds the lease owner tokens."""
+
+    items: dict[str, InboxItem] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
+
+    def add(self, item: InboxItem) -> None:
+        self.items[item.delivery_id] = item
+
+    def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> ClaimAttempt:
+        item = self.items.get(delivery_id)
+        if item is None:
+            return ClaimAttempt(ClaimStatus.MISSING)
+        free = item.state is State.PENDING or (
+            item.state is State.PROCESSING and (item.lease_until or 0) <= now
+        )
+        if not free:
+            if item.state is State.COMPLETED:
+                return ClaimAttempt(ClaimStatus.COMPLETED)
+            if item.state is State.PROCESSING:
+                return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
+            return ClaimAttempt(ClaimStatus.CLOSED)
+        lease = now + lease_seconds
+        self.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.PROCESSING,
+            lease_until=lease,
+            attempts=item.attempts + 1,
+            state_changed_at=now,
+        )
+        self.owners[delivery_id] = owner
+        return ClaimAttempt(
+            ClaimStatus.CLAIMED,
+            claim=Claim(
+                delivery_id,
+                owner,
+                lease,
+                item.attempts + 1,
+                item.expires_at,
+                transient_failures=item.transient_failures,
+                retry_window_start=item.retry_window_start,
+            ),
+        )
+
+    def _finish(self, claim: Claim, now: int, state: State, **changes: Any) -> None:
+        item = self.items.get(claim.delivery_id)
+        if (
+            item is None
+            or item.state is not State.PROCESSING
+            or self.owners.get(claim.delivery_id) != claim.owner
+        ):
+            raise ClaimLost()
+        self.owners.pop(claim.delivery_id)
+        self.items[claim.delivery_id] = dataclasses.replace(
+            item, state=state, lease_until=None, state_changed_at=now, **changes
+        )
+
+    def complete(self, claim: Claim, *, now: int) -> None:
+        self._finish(claim, now, State.COMPLETED, completed_at=now)
+
+    def release(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(claim, now, State.PENDING, last_error=error_code)
+
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        item = self.items.get(claim.delivery_id)
+        failures = (item.transient_failures if item else 0) + 1
+        self._finish(claim, now, State.PENDING, last_error=error_code, transient_failures=failures)
+
+    def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(claim, now, State.FAILED, last_error=error_code)
+
+    # RecoveryStore
+    def get(self, delivery_id: str) -> InboxItem | None:
+        return self.items.get(delivery_id)
+
+    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
+        return self._where(
+            lambda i: i.state is State.PENDING and i.state_changed_at < changed_before
+        )
+
+    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+        return self._where(lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now)
+
+    def _where(self, keep: Callable[[InboxItem], bool]) -> list[InboxItem]:
+        return [i for i in self.items.values() if keep(i)]
+
+    def touch_pending(self, item: InboxItem, *, now: int) -> bool:
+        current = self.items.get(item.delivery_id)
+        if (
+            current is None
+            or current.state is not State.PENDING
+            or current.state_changed_at != item.state_changed_at
+        ):
+            return False
+        self.items[item.delivery_id] = dataclasses.replace(current, state_changed_at=now)
+        return True
+
+    def release_expired(self, item: InboxItem, *, now: int) -> bool:
+        current = self.items.get(item.delivery_id)
+        if (
+            current is None
+            or current.state is not State.PROCESSING
+            or current.lease_until != item.lease_until
+            or (current.lease_until or 0) > now
+        ):
+            return False
+        self.owners.pop(item.delivery_id, None)
+        self.items[item.delivery_id] = dataclasses.replace(
+            current,
+            state=State.PENDING,
+            lease_until=None,
+            state_changed_at=now,
+            last_error="lease_expired",
+        )
+        return True
+
+
+@dataclass
+class FakeEffects:
+    records: dict[tuple[str, str], EffectRecord] = field(default_factory=dict)
+
+    def get(self, delivery_id: str, name: str) -> EffectRecord | None:
+        return self.records.get((delivery_id, name))
+
+    def record_intent(
+        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+    ) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is not None and current.status is not EffectStatus.NOT_APPLIED:
+            return False
+        self.records[(delivery_id, name)] = EffectRecord(
+            delivery_id, name, EffectStatus.INTENT, key, now
+        )
+        return True
+
+    def record_done(self, delivery_id: str, name: str, *, now: int) -> None:
+        record = self.records[(delivery_id, name)]
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            record, status=EffectStatus.DONE, done_at=now, flagged_at=None
+        )
+
+    def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
+
+    def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is None or current.status is not EffectStatus.INTENT:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=status, flagged_at=None, **changes
+        )
+        return True
+
+    def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
+        return [
+            r
+            for r in self.records.values()
+            if r.status is EffectStatus.INTENT
+            and r.intent_at < intended_before
+            and r.flagged_at is None
+        ]
+
+    def flag(self, record: EffectRecord, *, now: int) -> bool:
+        current = self.records.get((record.delivery_id, record.name))
+        if current is None or current.status is not EffectStatus.INTENT or current.flagged_at:
+            return False
+        self.records[(record.delivery_id, record.name)] = dataclasses.replace(
+            current, flagged_at=now
+        )
+        return True
+
+
+@dataclass
+class FakeQueue:
+    """``refuse`` holds delivery ids whose batch entries the queue refuses."""
+
+    sent: list[tuple[WorkItem, int]] = field(default_factory=list)
+    visibility: list[tuple[str, int]] = field(default_factory=list)
+    dead: list[str] = field(default_factory=list)
+    refuse: set[str] = field(default_factory=set)
+    batches: list[int] = field(default_factory=list)  # the size of each batch sent
+
+    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
+        self.sent.append((work, delay_seconds))
+
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        self.batches.append(len(works))
+        self.sent += [(w, 0) for w in works if w.delivery_id not in self.refuse]
+        return [
+            UnsentWork(w, reason="InternalError") for w in works if w.delivery_id in self.refuse
+        ]
+
+    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
+        self.visibility.append((receipt_handle, seconds))
+
+    def dead_letter(self, body: str) -> None:
+        self.dead.append(body)
+
+
+@dataclass
+class FakeMetrics:
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def count(self, name: str, value: int = 1) -> None:
+        self.counts[name] += value
+
+
+@dataclass
+class FakeSteps:
+    records: dict[tuple[str, str], StepRecord] = field(default_factory=dict)
+
+    def get(self, delivery_id: str, name: str) -> StepRecord | None:
+        return self.records.get((delivery_id, name))
+
+    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+        before = self.records.get((delivery_id, name))
+        if before is not None and before.status is StepStatus.RECORDED:
+            return before
+        runs = 0 if before is None else before.runs
+        self.records[(delivery_id, name)] = StepRecord(
+            delivery_id, name, StepStatus.STARTED, runs + 1, now
+        )
+        return before
+
+    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+        current = self.records.get((delivery_id, name))
+        if current is None or current.status is not StepStatus.STARTED or current.runs != run:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(current, status=StepStatus.FAILED)
+        return True
+
+    def record_result(
+        self, delivery_id: str, name: str, *, result: StoredResult, now: int
+    ) -> StepRecord | None:
+        current = self.records[(delivery_id, name)]
+        if current.status is StepStatus.RECORDED:
+            return current
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=StepStatus.RECORDED, recorded_at=now, result=result
+        )
+        return None
+
+
+@dataclass
+class FakeObjects:
+    objects: dict[str, bytes] = field(default_factory=dict)
+
+    def put(self, key: str, body: bytes) -> None:
+        self.objects[key] = body
+
+    def get(self, key: str) -> bytes | None:
+        return self.objects.get(key)
+
+
+@dataclass
+class FakeBudget:
+    default_limit: int
+    configured: int | None = None
+    days: dict[str, BudgetDay] = field(default_factory=dict)
+
+    def reserve(self, day: str, tokens: int) -> bool:
+        current = self.get(day)
+        if current.reserved + tokens > current.limit:
+            return False
+        self.days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+        return True
+
+    def settle(self, day: str, *, reserved: int, used: int) -> None:
+        current = self.days.get(day)
+        if current is not None:
+            self.days[day] = dataclasses.replace(
+                current, reserved=current.reserved - reserved + used, used=current.used + used
+            )
+
+    def set_limit(self, day: str, tokens: int) -> None:
+        self.configured = tokens
+        self.days[day] = dataclasses.replace(self.get(day), limit=tokens)
+
+    def get(self, day: str) -> BudgetDay:
+        limit = self.default_limit if self.configured is None else self.configured
+        return self.days.get(day) or BudgetDay(day=day, limit=limit, reserved=0, used=0)

@@ -1,0 +1,223 @@
+"""Each role's table permissions equal the DynamoDB calls its code makes.
+
+Every method of the storage ports a function's use case takes runs against the real
+adapter on moto, while botocore records each request. A request maps to the IAM
+actions and resources that authorise it (each item of a transaction to its own action,
+a Query by index to that index); per function, the union must equal what the
+synthesized role holds. moto checks no IAM: without this, a new call in an adapter
+would first fail with AccessDenied in production.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from functions.core import accept, claim, effects, process, reconcile, table_layout
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.models import QuarantineRecord
+from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
+from tests.unit.test_claim import LEASE, NOW, pending
+
+EFFECT = "notify"
+TABLE = "table"
+STATE_INDEX = f"index/{table_layout.STATE_INDEX}"
+
+# The storage parameters of each function's use case, and the adapter its handler
+# wires into them.
+USE_CASE_PORTS: dict[str, tuple[tuple[Any, str, type], ...]] = {
+    "receiver": ((accept.AcceptDelivery.__init__, "inbox", accept.InboxWriter),),
+    "worker": (
+        (process.Processor, "claims", claim.ClaimStore),
+        (process.Processor, "effects", effects.EffectStore),
+    ),
+    "reconciler": (
+        (reconcile.reconcile, "store", reconcile.RecoveryStore),
+        (reconcile.reconcile, "effects", reconcile.UncertainEffects),
+    ),
+}
+# An item of a transaction is authorised as the single-item action it performs.
+_TRANSACTION_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+
+
+@dataclass(frozen=True)
+class Adapters:
+    inbox: DynamoDbInbox
+    claims: DynamoDbClaims
+    effects: DynamoDbEffects
+
+
+def _adapters(client: Any, table: str) -> Adapters:
+    return Adapters(
+        inbox=DynamoDbInbox(client, table),
+        claims=DynamoDbClaims(client=client, table_name=table),
+        effects=DynamoDbEffects(client=client, table_name=table),
+    )
+
+
+def _claimed(setup: Adapters, delivery_id: str) -> claim.Claim:
+    attempt = setup.claims.claim(delivery_id, owner="setup", now=NOW, lease_seconds=LEASE)
+    assert attempt.claim is not None
+    return attempt.claim
+
+
+def _intent(setup: Adapters, delivery_id: str) -> effects.EffectRecord:
+    setup.effects.record_intent(delivery_id, EFFECT, key="k", now=NOW, expires_at=NOW + 86400)
+    record = setup.effects.get(delivery_id, EFFECT)
+    assert record is not None
+    return record
+
+
+# One call per port method: (tested, setup, id of a pending inbox item). ``setup`` is an
+# unrecorded adapter that puts the item where the call expects it.
+Call = Callable[[Adapters, Adapters, str], object]
+CALLS: dict[tuple[type, str], Call] = {
+    (accept.InboxWriter, "record"): lambda t, s, d: t.inbox.record(
+        pending(f"{d}-new"), pending(f"{d}-new").work_item()
+    ),
+    (accept.InboxWriter, "quarantine"): lambda t, s, d: t.inbox.quarantine(
+        QuarantineRecord(d, "package.received", "0" * 64, "1" * 64, NOW, NOW + 86400)
+    ),
+    (claim.ClaimStore, "claim"): lambda t, s, d: t.claims.claim(
+        d, owner="tested", now=NOW, lease_seconds=LEASE
+    ),
+    (claim.ClaimStore, "complete"): lambda t, s, d: t.claims.complete(_claimed(s, d), now=NOW),
+    (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
+        _claimed(s, d), now=NOW, error_code="mcp_unavailable"
+    ),
+    (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
+        _claimed(s, d), now=NOW, error_code="mcp_unavailable"
+    ),
+    (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
+        _claimed(s, d), now=NOW, error_code="package_not_found"
+    ),
+    (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
+    (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
+        d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400
+    ),
+    (effects.EffectStore, "record_done"): lambda t, s, d: (
+        _intent(s, d),
+        t.effects.record_done(d, EFFECT, now=NOW),
+    ),
+    (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
+        _intent(s, d),
+        t.effects.resolve_not_applied(d, EFFECT, now=NOW),
+    ),
+    (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
+    # The lists are read lazily: list() makes their queries.
+    (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: list(
+        t.claims.stale_pending(changed_before=NOW, page_size=10)
+    ),
+    (reconcile.RecoveryStore, "expired_leases"): lambda t, s, d: list(
+        t.claims.expired_leases(now=NOW + LEASE, page_size=10)
+    ),
+    (reconcile.RecoveryStore, "touch_pending"): lambda t, s, d: t.claims.touch_pending(
+        pending(d), now=NOW
+    ),
+    (reconcile.RecoveryStore, "release_expired"): lambda t, s, d: t.claims.release_expired(
+        pending(d, lease_until=_claimed(s, d).lease_until), now=NOW + LEASE
+    ),
+    (reconcile.UncertainEffects, "uncertain"): lambda t, s, d: list(
+        t.effects.uncertain(intended_before=NOW + 1, page_size=10)
+    ),
+    (reconcile.UncertainEffects, "flag"): lambda t, s, d: t.effects.flag(_intent(s, d), now=NOW),
+}
+
+
+def _members(port: type) -> set[str]:
+    return {
+        name for name, value in vars(port).items() if callable(value) and not name.startswith("_")
+    }
+
+
+class Recorder:
+    """Collects (operation, parameters) of every request the client is about to build."""
+
+    def __init__(self, client: Any) -> None:
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        client.meta.events.register("before-parameter-build.dynamodb", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.requests.append((model.name, json.loads(json.dumps(params))))
+
+    @contextmanager
+    def fresh(self) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        self.requests = []
+        yield self.requests
+
+
+def iam_of(operation: str, params: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (action, resource) pairs that authorise one request."""
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        return {
+            (_TRANSACTION_ITEM_ACTIONS[kind], TABLE)
+            for item in params["TransactItems"]
+            for kind in item
+        }
+    index = params.get("IndexName")
+    return {(f"dynamodb:{operation}", f"index/{index}" if index else TABLE)}
+
+
+def _table_grants(synthesized: Synthesized, function: str) -> set[tuple[str, str]]:
+    arn = get_att(synthesized.logical_id(synthesized.stack.table.table), "Arn")
+    where = {
+        resource_key(arn): TABLE,
+        resource_key({"Fn::Join": ["", [arn, f"/{STATE_INDEX}"]]}): STATE_INDEX,
+    }
+    found: set[tuple[str, str]] = set()
+    for action, resource in role_grants(synthesized, function):
+        if action.startswith("dynamodb:") and resource in where:
+            found.add((action, where[resource]))
+    return found
+
+
+def test_every_storage_port_method_has_a_call() -> None:
+    ports = {port for entries in USE_CASE_PORTS.values() for _, _, port in entries}
+    assert set(CALLS) == {(port, name) for port in ports for name in _members(port)}
+
+
+@pytest.mark.parametrize("function", sorted(USE_CASE_PORTS))
+def test_use_cases_take_these_ports(function: str) -> None:
+    for owner, parameter, port in USE_CASE_PORTS[function]:
+        # The modules use postponed annotations: the annotation is the port's name.
+        assert owner.__annotations__[parameter] == port.__name__, (function, parameter)
+
+
+@pytest.mark.parametrize("function", sorted(USE_CASE_PORTS))
+def test_role_table_grants_equal_the_calls_of_its_ports(
+    synthesized: Synthesized, dynamodb: Any, table: str, function: str
+) -> None:
+    import boto3  # noqa: PLC0415 (a second client on the same moto backend, unrecorded)
+
+    setup_client = boto3.client("dynamodb", region_name=dynamodb.meta.region_name)
+    setup = _adapters(setup_client, table)
+    tested = _adapters(dynamodb, table)
+    recorder = Recorder(dynamodb)
+    ids = (f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}" for n in itertools.count())
+    needed: set[tuple[str, str]] = set()
+    for _, _, port in USE_CASE_PORTS[function]:
+        for name in sorted(_members(port)):
+            delivery_id = next(ids)
+            item = dynamodb_items.inbox_to_item(pending(delivery_id))
+            setup_client.put_item(TableName=table, Item=item)
+            with recorder.fresh() as requests:
+                CALLS[(port, name)](tested, setup, delivery_id)
+            assert requests, (port.__name__, name)
+            for operation, params in requests:
+                needed |= iam_of(operation, params)
+    assert _table_grants(synthesized, function) == needed

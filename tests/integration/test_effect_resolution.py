@@ -1,0 +1,72 @@
+"""Effects in doubt in DynamoDB (moto): listed while in doubt, unlisted once resolved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.core import table_layout
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
+from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.errors import NotApplied
+from local.testkit.clock import FakeClock
+
+DELIVERY = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+
+
+@pytest.fixture
+def effects(dynamodb: Any, table: str) -> DynamoDbEffects:
+    return DynamoDbEffects(client=dynamodb, table_name=table)
+
+
+def listed(effects: DynamoDbEffects, clock: FakeClock) -> list[str]:
+    return [r.name for r in effects.uncertain(intended_before=clock.value + 1, page_size=10)]
+
+
+@pytest.mark.parametrize("resolve", ["resolve_applied", "resolve_not_applied"])
+def test_resolution_leaves_the_index_and_the_operators_list(
+    effects: DynamoDbEffects, dynamodb: Any, table: str, resolve: str
+) -> None:
+    clock = FakeClock()
+    effects.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99)
+    assert listed(effects, clock) == ["notify"]
+    (record,) = effects.uncertain(intended_before=clock.value + 1, page_size=10)
+    assert effects.flag(record, now=clock.value) is True
+    assert getattr(effects, resolve)(DELIVERY, "notify", now=clock.value + 1) is True
+    item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in item
+    assert table_layout.STATE_INDEX_SORT_KEY not in item
+    assert "flagged_at" not in item
+    assert listed(effects, clock) == []
+    assert effects.flag(record, now=clock.value + 2) is False
+    assert getattr(effects, resolve)(DELIVERY, "notify", now=clock.value + 2) is False
+
+
+def test_not_applied_effect_is_written_as_a_new_intent_next_time(
+    effects: DynamoDbEffects,
+) -> None:
+    clock = FakeClock()
+    ledger = EffectLedger(DELIVERY, store=effects, clock=clock, expires_at=99)
+
+    def refused(key: str) -> None:
+        raise NotApplied("notify_unavailable")
+
+    with pytest.raises(NotApplied):
+        ledger.run("notify", refused)
+    record = effects.get(DELIVERY, "notify")
+    assert record is not None
+    assert record.status is EffectStatus.NOT_APPLIED
+    assert listed(effects, clock) == []
+    clock.advance(30)
+    assert effects.record_intent(DELIVERY, "notify", key="k2", now=clock.value, expires_at=99)
+    record = effects.get(DELIVERY, "notify")
+    assert record is not None
+    assert (record.status, record.key, record.intent_at) == (
+        EffectStatus.INTENT,
+        "k2",
+        clock.value,
+    )
+    assert listed(effects, clock) == ["notify"]
+    # An intent (unlike a cleared record) is never overwritten.
+    assert not effects.record_intent(DELIVERY, "notify", key="k3", now=clock.value, expires_at=99)

@@ -90,7 +90,7 @@ class EnqueueBatch(Protocol):
 class ReconcileConfig:
     pending_age_seconds: int
     effect_age_seconds: int
-    page_size: int = LIST_PAGE_SIZE
+    page_size: int = LIST_PAGE_SIZE  # tests page small to cross many page boundaries
 
 
 @dataclass(frozen=True, slots=True)

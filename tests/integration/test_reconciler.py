@@ -202,7 +202,7 @@ def test_settings_refuse_an_effect_age_within_the_lease(aws: MotoWorld) -> None:
 
 # --- A backlog: every item in one run, or over several runs with a small budget ----------
 
-# In-process moto spends some 10 ms of CPU on each item (a conditional update and a
+# In-process moto spends some 12 ms of CPU on each item (a conditional update and a
 # tenth of a batch send), so the gate runs 1,500 items in small pages (many pages per
 # shard, items leaving the listed range while it is paged). The drain figure in
 # docs/operations.md was measured with RELAYLINK_RECONCILER_BACKLOG=10000.

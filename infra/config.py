@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from functions.core import retry_policy, setting_defaults
+from functions.core import event_source_limits, retry_policy, setting_defaults
 from functions.core.host_policy import HostPolicy
 
 # Context keys (documented in docs/deploy.md).
@@ -23,6 +23,8 @@ ALARM_EMAIL = "alarm_email"
 INBOX_RETENTION_DAYS = "inbox_retention_days"
 WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
 WORKER_MAX_ATTEMPTS = "worker_max_attempts"
+WORKER_BATCH_CONCURRENCY = "worker_batch_concurrency"
+WORKER_WORKFLOW_SECONDS = "worker_workflow_seconds"
 WORKER_RETRY_HORIZON_HOURS = "worker_retry_horizon_hours"
 LOG_LEVEL = "log_level"
 LOG_RETENTION_DAYS = "log_retention_days"
@@ -69,6 +71,10 @@ class StackConfig:
             error, a worker that died) before a delivery is dead-lettered.
         worker_retry_horizon_hours: How long after its receipt a delivery whose
             attempts fail transiently (MCP down, token refused) is still retried.
+        worker_batch_concurrency: Messages of one batch a worker processes at once.
+        worker_workflow_seconds: The workflow's time allowance per message; a worker
+            starts a message only while its invocation has this, plus the MCP fetch's
+            bound, left.
         log_level: Powertools and Lambda application log level.
         log_retention_days: Retention of every log group of the stack.
         signing_secrets_arn: Existing signing secret to use, or None to create one.
@@ -91,6 +97,8 @@ class StackConfig:
     inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
     worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    worker_batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
+    worker_workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
     worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
     log_level: str = "INFO"
     log_retention_days: int = 30
@@ -139,6 +147,22 @@ class StackConfig:
                 defaults.worker_max_attempts,
                 low=1,
                 high=100,
+            ),
+            worker_batch_concurrency=_integer(
+                # The worker's settings accept 1 to its batch size.
+                context,
+                WORKER_BATCH_CONCURRENCY,
+                defaults.worker_batch_concurrency,
+                low=1,
+                high=event_source_limits.WORKER_BATCH_SIZE,
+            ),
+            worker_workflow_seconds=_integer(
+                # The upper bound that fits the worker's timeout is checked by infra/worker.py.
+                context,
+                WORKER_WORKFLOW_SECONDS,
+                defaults.worker_workflow_seconds,
+                low=1,
+                high=900,
             ),
             worker_retry_horizon_hours=_integer(
                 # Up to RelayLink's own 3 days, which the work queue's 4-day retention

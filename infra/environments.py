@@ -7,10 +7,23 @@ No CDK import here, so the local runtime can use it without the CDK installed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from functions.core import env_keys, setting_defaults
+from functions.core.log_levels import level_number
 from functions.core.retry_policy import RETRY_BASE_SECONDS
+
+
+def application_log_level(log_level: str) -> str:
+    """Lambda's application log level for the stack's ``log_level``: DEBUG, else INFO.
+
+    Lambda drops a JSON line below this level and takes a line without a ``level`` for
+    INFO; EMF metric lines have none, so above INFO every metric would be dropped and
+    its alarm go silent. WARNING and ERROR are the functions' own level instead
+    (``POWERTOOLS_LOG_LEVEL``, which ``functions.core.observability`` applies).
+    """
+    return "DEBUG" if level_number(log_level) == logging.DEBUG else "INFO"
 
 
 def receiver_environment(
@@ -47,6 +60,8 @@ def worker_environment(
     mcp_timeout_seconds: int = setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     retry_base_seconds: int = RETRY_BASE_SECONDS,
+    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY,
+    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS,
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
 ) -> dict[str, str]:
     environment = {
@@ -62,6 +77,8 @@ def worker_environment(
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
         env_keys.ENV_RETRY_BASE_SECONDS: str(retry_base_seconds),
+        env_keys.ENV_BATCH_CONCURRENCY: str(batch_concurrency),
+        env_keys.ENV_WORKFLOW_SECONDS: str(workflow_seconds),
         env_keys.ENV_RETRY_HORIZON_SECONDS: str(retry_horizon_seconds),
     }
     if notify_url is not None:

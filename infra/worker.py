@@ -11,6 +11,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import event_source_limits, setting_defaults
+from functions.worker.settings import DEADLINE_MARGIN_SECONDS, message_seconds
 from infra.config import StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
@@ -27,16 +28,30 @@ VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.to_seconds() * VISIBILITY_T
 LEASE_SECONDS = setting_defaults.DEFAULT_LEASE_SECONDS
 
 
-def check_timing(*, timeout_s: float, lease_s: float, visibility_s: float) -> None:
-    """Refuse to synthesize timings under which claims and redeliveries fight.
+def check_timing(
+    *, timeout_s: float, lease_s: float, visibility_s: float, message_s: float = 0.0
+) -> None:
+    """Refuse to synthesize timings under which claims and redeliveries fight, or under
+    which a worker could never start a message.
+
+    Args:
+        message_s: the time a worker needs left to start a message (the MCP fetch's
+            bound plus the workflow's allowance).
 
     Raises:
-        ValueError: when timeout < lease < visibility timeout does not hold.
+        ValueError: when timeout < lease < visibility timeout does not hold, or a
+            message's time and the deadline's margin do not fit the timeout.
     """
     if not timeout_s < lease_s < visibility_s:
         raise ValueError(
             f"need worker timeout ({timeout_s}s) < lease ({lease_s}s) "
             f"< visibility timeout ({visibility_s}s)"
+        )
+    if message_s + DEADLINE_MARGIN_SECONDS > timeout_s:
+        raise ValueError(
+            f"a message needs {message_s:g}s (MCP fetch bound + worker_workflow_seconds)"
+            f" plus a {DEADLINE_MARGIN_SECONDS:g}s margin: more than the worker's"
+            f" {timeout_s:g}s timeout"
         )
 
 
@@ -64,6 +79,10 @@ class Worker(Construct):
             timeout_s=WORKER_TIMEOUT.to_seconds(),
             lease_s=LEASE_SECONDS,
             visibility_s=VISIBILITY_TIMEOUT.to_seconds(),
+            message_s=message_seconds(
+                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+                workflow_seconds=config.worker_workflow_seconds,
+            ),
         )
         environment = worker_environment(
             table_name=table.table_name,
@@ -77,6 +96,8 @@ class Worker(Construct):
             retry_horizon_seconds=config.worker_retry_horizon_seconds,
             lease_seconds=LEASE_SECONDS,
             notify_url=config.notify_url,
+            batch_concurrency=config.worker_batch_concurrency,
+            workflow_seconds=config.worker_workflow_seconds,
         )
         if config.notify_url is None and config.workflow == setting_defaults.DEFAULT_WORKFLOW:
             Annotations.of(self).add_warning_v2(

@@ -24,6 +24,7 @@ handler runs (a function error), for the fault-injection runs.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.core import env_keys, event_source_limits, table_layout
+from local import lambda_logging
 from local.child import (
     LambdaContext,
     Stop,
@@ -234,7 +236,7 @@ class StreamMapping:
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
-    """The Lambda SQS event for received messages."""
+    """The Lambda SQS event for received messages (received with every attribute)."""
     return {
         "Records": [
             {
@@ -242,7 +244,10 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
                 "receiptHandle": m["ReceiptHandle"],
                 "body": m["Body"],
                 "attributes": m.get("Attributes", {}),
-                "messageAttributes": m.get("MessageAttributes", {}),
+                "messageAttributes": {
+                    name: lambda_message_attribute(value)
+                    for name, value in m.get("MessageAttributes", {}).items()
+                },
                 "md5OfBody": m.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",
                 "eventSourceARN": queue_arn,
@@ -251,6 +256,21 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
             for m in messages
         ]
     }
+
+
+def lambda_message_attribute(received: dict[str, Any]) -> dict[str, Any]:
+    """A message attribute as Lambda's SQS event spells it (``ReceiveMessage`` says
+    ``StringValue``, the event ``stringValue``; binary values arrive base64-encoded)."""
+    attribute: dict[str, Any] = {
+        "dataType": received["DataType"],
+        "stringListValues": [],
+        "binaryListValues": [],
+    }
+    if "StringValue" in received:
+        attribute["stringValue"] = received["StringValue"]
+    if "BinaryValue" in received:
+        attribute["binaryValue"] = base64.b64encode(received["BinaryValue"]).decode("ascii")
+    return attribute
 
 
 class QueueMapping:
@@ -343,9 +363,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # The mappings' own warnings are the emulator's, not a function's: on stderr, past
+    # the functions' log handling.
+    own = logging.StreamHandler(sys.stderr)
+    own.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    log.addHandler(own)
+    log.setLevel(logging.WARNING)
+    log.propagate = False
     install_stop_signals()
     exit_with_parent()
+    lambda_logging.install()  # as Lambda's runtime does, before it imports the handlers
 
     import boto3  # noqa: PLC0415 (after the signals: a stop during import is quiet)
 

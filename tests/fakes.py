@@ -165,6 +165,26 @@ class FakeClaims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(
+            claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
+        )
+
+    def reopen(self, delivery_id: str, *, now: int) -> bool:
+        item = self.items.get(delivery_id)
+        if item is None or item.state is not State.FAILED:
+            return False
+        self.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.PENDING,
+            attempts=0,
+            transient_failures=0,
+            reset_at=now,
+            state_changed_at=now,
+        )
+        return True
+
     # RecoveryStore
     def get(self, delivery_id: str) -> InboxItem | None:
         return self.items.get(delivery_id)
@@ -275,7 +295,7 @@ class FakeQueue:
 
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
-    dead: list[str] = field(default_factory=list)
+    dead: list[tuple[str, str]] = field(default_factory=list)  # (body, reason)
     refuse: set[str] = field(default_factory=set)
     batches: list[int] = field(default_factory=list)  # the size of each batch sent
 
@@ -292,8 +312,8 @@ class FakeQueue:
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))
 
-    def dead_letter(self, body: str) -> None:
-        self.dead.append(body)
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        self.dead.append((body, reason))
 
 
 @dataclass

@@ -18,15 +18,21 @@ METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
 METRIC_WORK_RELAYED: Final = "WorkItemsRelayed"
 METRIC_WORK_COMPLETED: Final = "WorkCompleted"
 METRIC_WORK_ALREADY_DONE: Final = "WorkAlreadyDone"
-METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another live worker
+METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another worker, or the budget is spent
 METRIC_WORK_RETRIED: Final = "WorkRetried"
 METRIC_WORK_FAILED: Final = "WorkFailed"
 METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
 METRIC_CLAIMS_LOST: Final = "ClaimsLost"
+# Returned unclaimed: no time left in the invocation, or its MCP server unreachable.
+METRIC_WORK_NOT_STARTED: Final = "WorkNotStarted"
 METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
 METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
 METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
 METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
+# Durable steps and the agent workflow.
+METRIC_STEP_RERUNS: Final = "StepReruns"  # a step run again after its worker died inside it
+METRIC_BUDGET_EXHAUSTED: Final = "BudgetExhausted"  # a delivery waits for the token budget
+METRIC_MODEL_CALLS: Final = "ModelCalls"  # Converse requests made (failed ones too)
 
 
 def receiver_outcome_metric(outcome: str) -> str:

@@ -1,7 +1,8 @@
 """The processing use case: claim, fetch, run the workflow, complete.
 
 One call of :meth:`Processor.process` handles one work item (one queue message)
-and returns a :class:`Decision` that tells the worker what to do with the message.
+and returns a :class:`Decision` that tells the worker what to do with the message
+(:mod:`functions.core.batch` runs a batch of them).
 The state of the delivery lives in the inbox item (see :mod:`functions.core.claim`),
 never in the queue: a message is only a reminder that a delivery may need work, so
 duplicated or re-enqueued messages are harmless.
@@ -10,8 +11,7 @@ duplicated or re-enqueued messages are harmless.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +21,7 @@ from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
 from functions.core.errors import (
+    BudgetExhausted,
     McpAuthError,
     PermanentError,
     ProcessingError,
@@ -33,6 +34,7 @@ from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
     from functions.core.package import Package
+    from functions.core.steps import StepStorage
     from functions.core.workflow import Workflow
 
 # SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
@@ -50,25 +52,6 @@ class MetricsSink(Protocol):
     """Port: counts events (CloudWatch EMF in production)."""
 
     def count(self, name: str, value: int = 1) -> None: ...
-
-
-class WorkQueue(Protocol):
-    """Port: the work queue and its dead-letter queue (SQS in production)."""
-
-    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
-
-    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
-
-    def dead_letter(self, body: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class QueueMessage:
-    """One received queue message, as the worker needs it."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
 
 
 class Disposition(StrEnum):
@@ -132,6 +115,8 @@ class Processor:
     metrics: MetricsSink
     config: ProcessConfig
     new_owner: Callable[[], str] = field(default=new_owner_token)
+    # Where the ledger keeps workflow steps (``ledger.step``); None: steps unavailable.
+    steps: StepStorage | None = None
 
     async def process(self, work: WorkItem, source: PackageSource) -> Decision:
         """Take one work item as far as it can go now."""
@@ -165,11 +150,17 @@ class Processor:
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
 
-    async def _run(self, work: WorkItem, source: PackageSource, claim: Claim) -> Decision:
+    async def _run(  # noqa: PLR0911 (one outcome per error class, in one ordered list)
+        self, work: WorkItem, source: PackageSource, claim: Claim
+    ) -> Decision:
         try:
             package = await source.get_package(work.mcp_url, work.package_id)
             ledger = EffectLedger(
-                work.delivery_id, store=self.effects, clock=self.clock, expires_at=claim.expires_at
+                work.delivery_id,
+                store=self.effects,
+                clock=self.clock,
+                expires_at=claim.expires_at,
+                steps=self.steps,
             )
             # In a thread: a workflow may block, or run its own event loop for an agent.
             await asyncio.to_thread(self.workflow.run, work, package, ledger)
@@ -185,6 +176,8 @@ class Processor:
         except PermanentError as exc:
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
+        except BudgetExhausted as exc:
+            return self._wait_for_budget(work, claim, exc)
         except TransientError as exc:
             if isinstance(exc, McpAuthError):
                 self.metrics.count(metric_names.METRIC_MCP_AUTH_FAILURES)
@@ -195,6 +188,19 @@ class Processor:
             logger.exception("workflow raised an unexpected error")
             return self._retry_or_give_up(work, claim, "unexpected_error", known_transient=False)
         return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
+
+    def _wait_for_budget(self, work: WorkItem, claim: Claim, exc: BudgetExhausted) -> Decision:
+        """Let the delivery wait for the token budget: never failed, never dead-lettered.
+
+        The attempt is given back (waiting is no failure), and a fresh copy of the
+        message comes back within 15 minutes, to wait again until ``retry_at`` (the next
+        UTC day) or until an operator raises the limit.
+        """
+        self.metrics.count(metric_names.METRIC_BUDGET_EXHAUSTED)
+        now = self.clock.now()
+        self.claims.defer(claim, now=now, error_code=exc.code)
+        delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, exc.retry_at - now))
+        return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay, exc.code))
 
     def _retry_or_give_up(
         self, work: WorkItem, claim: Claim, code: str, *, known_transient: bool
@@ -248,57 +254,3 @@ _RESULT_METRICS = {
     Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
     Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
 }
-
-
-async def process_batch(
-    processor: Processor,
-    queue: WorkQueue,
-    source: Callable[[], AbstractAsyncContextManager[PackageSource]],
-    messages: Sequence[QueueMessage],
-) -> list[str]:
-    """Process one batch in order, sharing one package source (one MCP session per server).
-
-    Returns:
-        The ids of the messages to report as batch item failures: SQS makes them
-        visible again after the delay set here (or the queue's visibility timeout).
-    """
-    failures: list[str] = []
-    async with source() as packages:
-        for message in messages:
-            try:
-                work = WorkItem.from_json(message.body)
-            except ValueError:
-                # Not ours to interpret and never will be: straight to the dead-letter queue.
-                logger.warning("malformed work item", extra={"message_id": message.message_id})
-                queue.dead_letter(message.body)
-                continue
-            try:
-                decision = await processor.process(work, packages)
-                _apply(queue, message, work, decision, failures)
-            except ProcessingError as exc:
-                # Storage trouble before any state change was recorded: the message
-                # comes back after the queue's visibility timeout, the lease after its own.
-                logger.warning(
-                    "work item not processed",
-                    extra={"delivery_id": work.delivery_id, "error_code": exc.code},
-                )
-                failures.append(message.message_id)
-    return failures
-
-
-def _apply(
-    queue: WorkQueue,
-    message: QueueMessage,
-    work: WorkItem,
-    decision: Decision,
-    failures: list[str],
-) -> None:
-    if decision.disposition is Disposition.RETRY:
-        queue.change_visibility(message.receipt_handle, seconds=decision.delay_seconds)
-        failures.append(message.message_id)
-    elif decision.disposition is Disposition.DEFER:
-        # A fresh copy starts with a receive count of 0: waiting for another worker's
-        # lease must not move this delivery towards the dead-letter queue.
-        queue.send(work, delay_seconds=decision.delay_seconds)
-    elif decision.disposition is Disposition.DEAD_LETTER:
-        queue.dead_letter(message.body)

@@ -166,6 +166,7 @@ class MotoWorld:
                 QueueUrl=queue_url or self.queue_url,
                 MaxNumberOfMessages=min(10, limit - len(found)),
                 AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not batch:
                 break

@@ -11,9 +11,11 @@ from functions.core import env_keys, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
 from functions.worker.settings import Settings as WorkerSettings
+from functions.worker.settings import message_seconds
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 from infra.environments import worker_environment
+from infra.worker import check_timing
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -67,6 +69,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("api_burst_limit", 10),  # below the default rate limit of 50
         ("worker_max_concurrency", True),
         ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
+        ("worker_batch_concurrency", 0),
+        ("worker_batch_concurrency", 11),  # more than a batch holds
+        ("worker_workflow_seconds", 0),
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
@@ -200,3 +205,35 @@ def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
 def test_synth_and_worker_agree_on_worker_retry_horizon_hours(hours: int) -> None:
     accepted = _synth_accepts({"worker_retry_horizon_hours": str(hours)})
     assert accepted == _worker_reads(retry_horizon_seconds=hours * 3600)
+
+
+def test_a_workflow_allowance_that_leaves_no_message_time_is_refused() -> None:
+    fitting = message_seconds(
+        mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+        workflow_seconds=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
+    )
+    timings = {"timeout_s": 180, "lease_s": 900, "visibility_s": 1080}
+    check_timing(**timings, message_s=fitting)
+    with pytest.raises(ValueError, match="worker_workflow_seconds"):
+        check_timing(**timings, message_s=180)
+
+
+def test_batch_settings_reach_the_worker_as_it_reads_them() -> None:
+    config = StackConfig.from_context(
+        VALID | {"worker_batch_concurrency": "4", "worker_workflow_seconds": 90}
+    )
+    environment = worker_environment(
+        table_name="t",
+        work_queue_url="https://sqs/q",
+        dead_letter_queue_url="https://sqs/dlq",
+        mcp_token_secret_arn=ARN,
+        mcp_allowed_hosts=config.mcp_allowed_hosts,
+        workflow=config.workflow,
+        archive_bucket="b",
+        max_attempts=config.worker_max_attempts,
+        lease_seconds=900,
+        batch_concurrency=config.worker_batch_concurrency,
+        workflow_seconds=config.worker_workflow_seconds,
+    )
+    settings = WorkerSettings.from_env(environment)
+    assert (settings.batch_concurrency, settings.workflow_seconds) == (4, 90)

@@ -147,6 +147,34 @@ def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subje
     assert claim(subject).claim.retry_window_start == NOW - 1
 
 
+def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    subject.store.defer(first, now=NOW + 5, error_code="budget_exhausted")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.attempts) == (
+        State.PENDING,
+        "budget_exhausted",
+        None,
+        0,
+    )
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("pending", DELIVERY)
+    # Any number of waits leaves the attempt count where it was.
+    for wait in range(1, 4):
+        subject.store.defer(
+            claim(subject, now=NOW + 10 * wait).claim,
+            now=NOW + 10 * wait + 1,
+            error_code="budget_exhausted",
+        )
+    assert subject.read(DELIVERY).attempts == 0
+    # Nor does the wait use the retry horizon: it starts again after the last wait.
+    assert claim(subject, now=NOW + 50).claim.retry_window_start == NOW + 31
+    with pytest.raises(ClaimLost):
+        subject.store.defer(first, now=NOW + 100, error_code="budget_exhausted")
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim
@@ -222,3 +250,15 @@ def test_recovery_lists_query_one_page_at_a_time(dynamodb: Any, table: str) -> N
     assert queries == []  # listing reads nothing until asked
     next(stale)
     assert queries == [3]
+
+
+def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject: Subject) -> None:
+    subject.seed(pending(state=State.FAILED, attempts=5, last_error="mcp_unavailable"))
+    assert subject.store.reopen(DELIVERY, now=NOW + 5)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.last_error) == (State.PENDING, 0, "mcp_unavailable")
+    assert item.state_changed_at == NOW + 5
+    assert not subject.store.reopen(DELIVERY, now=NOW + 6)  # pending: nothing to reopen
+    claim(subject, now=NOW + 7)
+    assert not subject.store.reopen(DELIVERY, now=NOW + 8)  # processing: untouched
+    assert subject.read(DELIVERY).state is State.PROCESSING

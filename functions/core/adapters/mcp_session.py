@@ -8,7 +8,6 @@ the caller. Its HTTP goes through the guarded transport
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Final
 
@@ -24,11 +23,6 @@ from functions.core.host_policy import HostPolicy
 
 _CLIENT_INFO: Final = Implementation(name="relaylink-receiver", version="1")
 
-# httpx2 logs every request's URL at INFO and the SDK logs session ids; neither belongs
-# in our logs (STYLE: no URLs or credential-like values). Warnings still get through.
-for _name in ("httpx2", "mcp.client.streamable_http"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
-
 
 class McpSession:
     """One MCP session to one server, held open in its own task."""
@@ -41,6 +35,7 @@ class McpSession:
         token: str,
         connect_timeout: float,
         read_timeout: float,
+        open_timeout: float,
         max_bytes: int,
         counts: FetchCounts,
     ) -> None:
@@ -61,8 +56,7 @@ class McpSession:
             connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
         )
         self._read_timeout = read_timeout
-        # Auto mode probes server/discover and falls back to initialize on older servers.
-        self._open_deadline = 2 * (connect_timeout + read_timeout)
+        self._open_timeout = open_timeout
         self._max_bytes = max_bytes
         self._close = anyio.Event()
         self._closed = anyio.Event()
@@ -73,7 +67,7 @@ class McpSession:
         # One scope around the whole life: its deadline bounds the opening and is lifted
         # once open (a scope exited while the SDK's task groups are still open would
         # corrupt anyio's scope stack).
-        opening = anyio.CancelScope(deadline=anyio.current_time() + self._open_deadline)
+        opening = anyio.CancelScope(deadline=anyio.current_time() + self._open_timeout)
         try:
             with opening:
                 async with (

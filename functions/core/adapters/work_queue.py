@@ -13,6 +13,11 @@ from functions.core.models import UnsentWork, WorkItem
 # The most entries SQS takes in one SendMessageBatch call.
 SEND_BATCH_LIMIT: Final = 10
 
+# The message attribute that marks a message the worker dead-lettered; its value is the
+# reason (an error code). SQS keeps message attributes when its redrive moves a dead
+# letter back, so the worker can tell an operator's redrive from a new work item.
+DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
+
 
 class SqsWorkQueue:
     """Sends work items and moves messages (the worker's and reconciler's queue port)."""
@@ -67,11 +72,19 @@ class SqsWorkQueue:
             VisibilityTimeout=seconds,
         )
 
-    def dead_letter(self, body: str) -> None:
-        """Copy a message body to the dead-letter queue (its original is then acked)."""
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        """Copy a message body to the dead-letter queue (its original is then acked),
+        marked with :data:`DEAD_LETTERED_ATTRIBUTE` = ``reason``."""
         if self._dead_letter_queue_url is None:
             raise RuntimeError("no dead-letter queue configured")
-        self._call("send_message", QueueUrl=self._dead_letter_queue_url, MessageBody=body)
+        self._call(
+            "send_message",
+            QueueUrl=self._dead_letter_queue_url,
+            MessageBody=body,
+            MessageAttributes={
+                DEAD_LETTERED_ATTRIBUTE: {"DataType": "String", "StringValue": reason}
+            },
+        )
 
     def _call(self, operation: str, **arguments: Any) -> Any:
         try:

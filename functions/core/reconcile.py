@@ -14,24 +14,25 @@ Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
 twice is harmless because a claim is idempotent.
 
-A run pages through every item of the three lists, in that order, while its time
-budget lasts; when the budget is spent it stops before the next item and the next run
-continues where it stopped (what this run handled is no longer listed: its write
-restarted the item's clock or moved it). Work items whose write won are sent
-:data:`SEND_BATCH_SIZE` at a time, always after the write: only the run that won sends.
-An item the queue then refuses stays ``pending`` with its clock restarted, so it is
-listed again, and re-enqueued, one pending age later.
+A run pages through every item of the three lists, in that order, until its deadline
+(the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`); then it stops before
+the next item and the next run continues where it stopped (what this run handled is no
+longer listed: its write restarted the item's clock or moved it). Work items whose
+write won are sent :data:`SEND_BATCH_SIZE` at a time, always after the write: only the
+run that won sends. An item the queue then refuses stays ``pending`` with its clock
+restarted, so it is listed again, and re-enqueued, one pending age later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
 from functions.core import metric_names
 from functions.core.clock import Clock
+from functions.core.deadline import Deadline
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State, UnsentWork, WorkItem
 from functions.core.observability import logger
@@ -44,12 +45,10 @@ LIST_PAGE_SIZE: Final = 1000
 # Won work items per send: SQS's SendMessageBatch maximum. Few are held unsent at any
 # moment, so a crash between write and send hides few items for a pending age.
 SEND_BATCH_SIZE: Final = 10
-# Kept back from the Lambda's remaining time: the item in hand, the last batch's send
-# and the metrics flush fit in it many times over at normal latencies.
+# Kept back from the Lambda's remaining time for the run's deadline: the item in hand,
+# the last batch's send and the metrics flush fit in it many times over at normal
+# latencies.
 SAFETY_MARGIN_SECONDS: Final = 5.0
-
-TimeLeft = Callable[[], float]
-"""Seconds left of a run's budget; the run starts no new item at zero or below."""
 
 _T = TypeVar("_T")
 
@@ -103,11 +102,6 @@ class ReconcileReport:
     budget_spent: bool = False  # stopped before the lists' end: the next run continues
 
 
-def remaining_budget(remaining_millis: Callable[[], int]) -> TimeLeft:
-    """A run's budget: the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`."""
-    return lambda: remaining_millis() / 1000 - SAFETY_MARGIN_SECONDS
-
-
 def reconcile(
     *,
     store: RecoveryStore,
@@ -116,11 +110,11 @@ def reconcile(
     clock: Clock,
     metrics: MetricsSink,
     config: ReconcileConfig,
-    time_left: TimeLeft,
+    deadline: Deadline,
 ) -> ReconcileReport:
-    """One reconciler run, until the lists are worked off or ``time_left`` is spent."""
+    """One reconciler run, until the lists are worked off or ``deadline`` has passed."""
     now = clock.now()  # one time for the run: what it touches is not listed again
-    budget = _Budget(time_left)
+    budget = _Budget(deadline)
     with _Batch(queue) as leases:
         for item in budget.within(store.expired_leases(now=now, page_size=config.page_size)):
             if store.release_expired(item, now=now):
@@ -170,15 +164,15 @@ def reconcile(
 
 @dataclass
 class _Budget:
-    time_left: TimeLeft
+    deadline: Deadline
     spent: bool = False
 
     def within(self, items: Iterable[_T]) -> Iterator[_T]:
-        """``items`` one by one while time is left; once spent, not even the next is read
+        """``items`` one by one until the deadline; after it not even the next is read
         (reading it may cost a page query)."""
         iterator = iter(items)
         while not self.spent:
-            if self.time_left() <= 0:
+            if self.deadline.remaining() <= 0:
                 self.spent = True
                 return
             try:

@@ -19,14 +19,14 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
+from functions.core.deadline import Deadline
 from functions.core.lazy_deps import LazyDeps
 from functions.core.observability import logger
 from functions.core.reconcile import (
+    SAFETY_MARGIN_SECONDS,
     ReconcileConfig,
     ReconcileReport,
-    TimeLeft,
     reconcile,
-    remaining_budget,
 )
 from functions.reconciler.settings import Settings
 
@@ -42,7 +42,7 @@ class Deps:
     metrics: EmfMetrics
     config: ReconcileConfig
 
-    def run(self, *, time_left: TimeLeft) -> ReconcileReport:
+    def run(self, *, deadline: Deadline) -> ReconcileReport:
         return reconcile(
             store=self.claims,
             effects=self.effects,
@@ -50,7 +50,7 @@ class Deps:
             clock=self.clock,
             metrics=self.metrics,
             config=self.config,
-            time_left=time_left,
+            deadline=deadline,
         )
 
 
@@ -84,7 +84,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     """Lambda entry point (scheduled event; its content is not used)."""
     deps = container_deps.get()
     try:
-        report = deps.run(time_left=remaining_budget(context.get_remaining_time_in_millis))
+        remaining = context.get_remaining_time_in_millis() / 1000
+        report = deps.run(deadline=Deadline.after(remaining - SAFETY_MARGIN_SECONDS))
     finally:
         deps.metrics.flush()
     logger.info("reconciler run", extra=dataclasses.asdict(report))

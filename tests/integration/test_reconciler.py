@@ -19,13 +19,14 @@ from functions.core import env_keys, metric_names
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
+from functions.core.deadline import Deadline
 from functions.core.models import State, WorkItem
-from functions.core.reconcile import SAFETY_MARGIN_SECONDS
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
 from local.testkit import botocore_hooks, builders
 from local.testkit.builders import LambdaContext
+from local.testkit.clock import deadline_after_looks
 from local.testkit.moto_world import REGION, TABLE, MotoWorld
 from local.testkit.worker_rig import LEASE_SECONDS
 from tests.processing_harness import emitted_metrics
@@ -33,10 +34,6 @@ from tests.processing_harness import emitted_metrics
 PENDING_AGE = 600
 EFFECT_AGE = 1200
 MCP_URL = "https://mcp.relaylink.example/mcp"
-
-
-def ample_budget() -> float:
-    return 60.0
 
 
 def work(n: int) -> WorkItem:
@@ -136,7 +133,7 @@ def test_concurrent_runs_requeue_each_item_once(aws: MotoWorld) -> None:
 
     def run(deps: handler.Deps) -> None:
         barrier.wait()
-        reports.append(deps.run(time_left=ample_budget))
+        reports.append(deps.run(deadline=Deadline.never()))
 
     threads = [threading.Thread(target=run, args=(deps,)) for deps in runs]
     for thread in threads:
@@ -211,25 +208,11 @@ PAGE_SIZE = 50
 
 
 @dataclass
-class CountdownContext(LambdaContext):
-    """A Lambda context whose remaining time runs down with the wall clock."""
-
-    remaining_seconds: float = 900.0  # Lambda's longest timeout
-    started: float = field(default_factory=time.monotonic)
+class LongContext(LambdaContext):
+    """A Lambda context at the start of Lambda's longest timeout (15 minutes)."""
 
     def get_remaining_time_in_millis(self) -> int:
-        return int((self.remaining_seconds - (time.monotonic() - self.started)) * 1000)
-
-
-@dataclass
-class ShortContext(LambdaContext):
-    """A Lambda context with time left for ``looks`` looks at the clock, then none."""
-
-    looks: int = 0
-
-    def get_remaining_time_in_millis(self) -> int:
-        self.looks -= 1
-        return int((SAFETY_MARGIN_SECONDS + (1 if self.looks >= 0 else 0)) * 1000)
+        return 900_000
 
 
 def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
@@ -291,7 +274,7 @@ def test_backlog_is_requeued_whole_in_one_run(aws: MotoWorld, workers: Workers) 
     ids = accept_backlog(aws, BACKLOG)
     aws.clock.advance(PENDING_AGE + 1)
     started, cpu = time.perf_counter(), time.process_time()
-    report = handler.lambda_handler({"source": "aws.events"}, CountdownContext())
+    report = handler.lambda_handler({"source": "aws.events"}, LongContext())
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert (report["pending_requeued"], report["budget_spent"]) == (BACKLOG, False)
     assert workers.seen == Counter(dict.fromkeys(ids, 1))
@@ -307,11 +290,11 @@ def test_small_budget_stops_early_and_the_next_run_continues(
 ) -> None:
     ids = accept_backlog(aws, 300)
     aws.clock.advance(PENDING_AGE + 1)
-    first = handler.lambda_handler({"source": "aws.events"}, ShortContext(looks=120))
-    assert first["budget_spent"] is True
-    assert 0 < first["pending_requeued"] < 300
-    assert workers.seen.total() == first["pending_requeued"]  # every won write was sent
-    second = handler.lambda_handler({"source": "aws.events"}, CountdownContext())
+    first = handler.container_deps.get().run(deadline=deadline_after_looks(120))
+    assert first.budget_spent is True
+    assert 0 < first.pending_requeued < 300
+    assert workers.seen.total() == first.pending_requeued  # every won write was sent
+    second = handler.lambda_handler({"source": "aws.events"}, LongContext())
     assert second["budget_spent"] is False
-    assert first["pending_requeued"] + second["pending_requeued"] == 300
+    assert first.pending_requeued + second["pending_requeued"] == 300
     assert workers.seen == Counter(dict.fromkeys(ids, 1))  # each exactly once

@@ -1,4 +1,4 @@
-"""The reconciler's run on fakes: every listed item, batched sends, a time budget."""
+"""The reconciler's run on fakes: every listed item, batched sends, a deadline."""
 
 from __future__ import annotations
 
@@ -8,19 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
-from functions.core.reconcile import (
-    SAFETY_MARGIN_SECONDS,
-    SEND_BATCH_SIZE,
-    ReconcileConfig,
-    ReconcileReport,
-    TimeLeft,
-    reconcile,
-    remaining_budget,
-)
+from functions.core.reconcile import SEND_BATCH_SIZE, ReconcileConfig, ReconcileReport, reconcile
 from local.testkit import builders
-from local.testkit.clock import FakeClock
+from local.testkit.clock import FakeClock, deadline_after_looks
 from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
 
 PENDING_AGE = 600
@@ -30,21 +23,6 @@ CONFIG = ReconcileConfig(pending_age_seconds=PENDING_AGE, effect_age_seconds=EFF
 
 def delivery(n: int) -> str:
     return f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}"
-
-
-class Countdown:
-    """A budget that lasts ``checks`` looks at the time, then is spent."""
-
-    def __init__(self, checks: int) -> None:
-        self.left = checks
-
-    def __call__(self) -> float:
-        self.left -= 1
-        return 1.0 if self.left >= 0 else 0.0
-
-
-def ample() -> float:
-    return 60.0
 
 
 @dataclasses.dataclass
@@ -69,7 +47,7 @@ class World:
     def age(self) -> None:
         self.clock.advance(PENDING_AGE + 1)
 
-    def run(self, time_left: TimeLeft = ample) -> ReconcileReport:
+    def run(self, deadline: Deadline | None = None) -> ReconcileReport:
         return reconcile(
             store=self.claims,
             effects=self.effects,
@@ -77,7 +55,7 @@ class World:
             clock=self.clock,
             metrics=self.metrics,
             config=CONFIG,
-            time_left=time_left,
+            deadline=deadline or Deadline.never(),
         )
 
     def sent_ids(self) -> Counter[str]:
@@ -94,13 +72,13 @@ def test_reconcile_requeues_every_stale_item_in_one_run() -> None:
     assert world.queue.batches == [SEND_BATCH_SIZE] * 1000 + [5]
 
 
-def test_reconcile_stops_when_the_budget_is_spent_and_the_next_run_continues() -> None:
+def test_reconcile_stops_at_its_deadline_and_the_next_run_continues() -> None:
     world = World()
     for n in range(3):
         world.expired_lease(n)
     world.pending(40, start=3)
     world.age()
-    first = world.run(Countdown(25))
+    first = world.run(deadline_after_looks(25))
     assert first.budget_spent is True
     assert first.leases_requeued == 3
     assert 0 < first.pending_requeued < 40
@@ -112,7 +90,7 @@ def test_reconcile_stops_when_the_budget_is_spent_and_the_next_run_continues() -
     assert world.sent_ids() == Counter({delivery(n): 1 for n in range(43)})
 
 
-def test_reconcile_with_no_budget_reads_nothing() -> None:
+def test_reconcile_past_its_deadline_reads_nothing() -> None:
     class Lazy(FakeClaims):
         """Lists lazily, as the adapter does (a read may be a page query)."""
 
@@ -127,7 +105,7 @@ def test_reconcile_with_no_budget_reads_nothing() -> None:
     world = World(claims=lazy)
     world.pending(5)
     world.age()
-    assert world.run(lambda: 0.0) == ReconcileReport(budget_spent=True)
+    assert world.run(Deadline.after(0)) == ReconcileReport(budget_spent=True)
     assert lazy.read == 0
 
 
@@ -173,8 +151,3 @@ def test_reconcile_requeues_pending_deliveries_of_uncertain_effects_in_batches()
     assert (report.pending_requeued, report.effects_requeued) == (0, 12)
     assert world.queue.batches == [SEND_BATCH_SIZE, 2]
     assert world.sent_ids() == Counter({delivery(n): 1 for n in range(12)})
-
-
-def test_remaining_budget_keeps_the_safety_margin() -> None:
-    budget = remaining_budget(lambda: 7_000)
-    assert budget() == pytest.approx(7.0 - SAFETY_MARGIN_SECONDS)

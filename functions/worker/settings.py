@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from functions.core import env_keys, event_source_limits, retry_policy, setting_defaults
@@ -15,6 +15,7 @@ from functions.core.settings_env import (
     optional,
     required,
     secret_arn,
+    string_map,
 )
 from functions.core.shared_settings import LEASE_SECONDS, SECRETS_MAX_AGE_SECONDS
 
@@ -80,6 +81,8 @@ class Settings:
     secrets_max_age_seconds: int
     retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    workflow_settings: Mapping[str, str] = field(default_factory=dict)
+    alert_topic_arn: str | None = None
     batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
     workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
 
@@ -117,6 +120,8 @@ class Settings:
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
             retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
+            workflow_settings=string_map(env, env_keys.ENV_WORKFLOW_SETTINGS),
+            alert_topic_arn=optional(env, env_keys.ENV_ALERT_TOPIC_ARN),
             batch_concurrency=BATCH_CONCURRENCY.read(env),
             workflow_seconds=WORKFLOW_SECONDS.read(env),
         )

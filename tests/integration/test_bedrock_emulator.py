@@ -38,20 +38,6 @@ MAX_ATTEMPTS = 3
 RetryMode = Literal["legacy", "standard", "adaptive"]
 
 
-@pytest.fixture(scope="module")
-def _emulator_module() -> Iterator[RunningEmulator]:
-    with start_in_thread() as running:
-        yield running
-
-
-@pytest.fixture
-def emulator(_emulator_module: RunningEmulator) -> Iterator[RunningEmulator]:
-    """The module's emulator with no faults and zeroed counters."""
-    _emulator_module.emulator.reset()
-    yield _emulator_module
-    _emulator_module.emulator.reset()
-
-
 class Clients:
     """Makes real bedrock-runtime clients and closes their connection pools afterwards."""
 

@@ -150,6 +150,34 @@ def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subje
     assert claim(subject).claim.retry_window_start == NOW - 1
 
 
+def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    subject.store.defer(first, now=NOW + 5, error_code="budget_exhausted")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.attempts) == (
+        State.PENDING,
+        "budget_exhausted",
+        None,
+        0,
+    )
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("pending", DELIVERY)
+    # Any number of waits leaves the attempt count where it was.
+    for wait in range(1, 4):
+        subject.store.defer(
+            claim(subject, now=NOW + 10 * wait).claim,
+            now=NOW + 10 * wait + 1,
+            error_code="budget_exhausted",
+        )
+    assert subject.read(DELIVERY).attempts == 0
+    # Nor does the wait use the retry horizon: it starts again after the last wait.
+    assert claim(subject, now=NOW + 50).claim.retry_window_start == NOW + 31
+    with pytest.raises(ClaimLost):
+        subject.store.defer(first, now=NOW + 100, error_code="budget_exhausted")
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim
@@ -181,7 +209,7 @@ def test_expired_leases_and_release_expired_once(subject: Subject) -> None:
     subject.store.claim(
         "11111111-1111-4111-8111-111111111111", owner="x", now=NOW + 100, lease_seconds=LEASE
     )
-    expired = subject.store.expired_leases(now=NOW + LEASE, limit=10)
+    expired = list(subject.store.expired_leases(now=NOW + LEASE, page_size=10))
     assert [i.delivery_id for i in expired] == [DELIVERY]
     assert subject.store.release_expired(expired[0], now=NOW + LEASE) is True
     # A second reconciler run holding the same listing loses the condition.
@@ -192,12 +220,39 @@ def test_expired_leases_and_release_expired_once(subject: Subject) -> None:
 
 def test_touch_pending_wins_once_per_listing(subject: Subject) -> None:
     subject.seed(pending())
-    stale = subject.store.stale_pending(changed_before=NOW, limit=10)
+    stale = list(subject.store.stale_pending(changed_before=NOW, page_size=10))
     assert [i.delivery_id for i in stale] == [DELIVERY]
-    assert subject.store.stale_pending(changed_before=NOW - 10, limit=10) == []
+    assert list(subject.store.stale_pending(changed_before=NOW - 10, page_size=10)) == []
     assert subject.store.touch_pending(stale[0], now=NOW) is True
     assert subject.store.touch_pending(stale[0], now=NOW) is False
     assert subject.read(DELIVERY).state_changed_at == NOW
+
+
+def test_recovery_lists_read_every_item_page_by_page(subject: Subject) -> None:
+    ids = [f"11111111-1111-4111-8111-{n:012d}" for n in range(40)]
+    for delivery_id in ids:
+        subject.seed(pending(delivery_id))
+    for delivery_id in ids[:12]:
+        subject.store.claim(delivery_id, owner="dead", now=NOW, lease_seconds=LEASE)
+    stale = subject.store.stale_pending(changed_before=NOW, page_size=3)
+    assert sorted(i.delivery_id for i in stale) == ids[12:]
+    expired = subject.store.expired_leases(now=NOW + LEASE, page_size=2)
+    assert sorted(i.delivery_id for i in expired) == ids[:12]
+
+
+def test_recovery_lists_query_one_page_at_a_time(dynamodb: DynamoDBClient, table: str) -> None:
+    store = DynamoDbClaims(client=dynamodb, table_name=table)
+    for n in range(40):
+        item = pending(f"11111111-1111-4111-8111-{n:012d}")
+        dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+    queries: list[int] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params["Limit"])
+    )
+    stale = iter(store.stale_pending(changed_before=NOW, page_size=3))
+    assert queries == []  # listing reads nothing until asked
+    next(stale)
+    assert queries == [3]
 
 
 def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject: Subject) -> None:

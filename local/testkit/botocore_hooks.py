@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from botocore.client import BaseClient
 
 UNSERVED_URL = "https://fault-injection.invalid/"
+
+
+def answer_first(
+    client: BaseClient, event: str, handler: Callable[..., AWSResponse | None]
+) -> None:
+    """Register ``handler`` first on a ``before-send`` event: its response is the one used."""
+    # botocore-stubs type every event handler as returning None; a before-send
+    # handler's return value is the response botocore uses.
+    client.meta.events.register_first(event, handler)  # type: ignore[arg-type]
 
 
 class _RawBody(BytesIO):
@@ -89,9 +98,7 @@ def inject_dynamodb_error(
         divert_from_emulator(request)
         return response
 
-    # botocore-stubs type every handler as returning None; a before-send handler's
-    # return value is the response botocore uses.
-    client.meta.events.register_first(f"before-send.dynamodb.{operation}", answer)  # type: ignore[arg-type]
+    answer_first(client, f"before-send.dynamodb.{operation}", answer)
     return intercepted
 
 
@@ -117,5 +124,4 @@ def serialize_moto(clients: list[BaseClient], *, services: tuple[str, ...] = ("d
 
     for client in clients:
         for service in services:
-            # As above: the stubs' handlers return None, before-send's return responses.
-            client.meta.events.register_first(f"before-send.{service}", one_at_a_time)  # type: ignore[arg-type]
+            answer_first(client, f"before-send.{service}", one_at_a_time)

@@ -33,7 +33,7 @@ from local.bedrock_emulator import (
     RunningEmulator,
 )
 from local.notify_sink import NotifySinkServer
-from local.testkit.botocore_hooks import aws_response, divert_from_emulator
+from local.testkit.botocore_hooks import answer_first, aws_response, divert_from_emulator
 from local.testkit.moto_world import REGION
 
 if TYPE_CHECKING:
@@ -195,8 +195,7 @@ def answer_every_publish(sns: SNSClient, status: int, code: str) -> list[int]:
         divert_from_emulator(request)
         return response
 
-    # botocore-stubs type every handler as returning None; before-send's return responses.
-    sns.meta.events.register_first("before-send.sns.Publish", answer)  # type: ignore[arg-type]
+    answer_first(sns, "before-send.sns.Publish", answer)
     return attempts
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -73,3 +74,17 @@ def host_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     if not hosts:
         raise SettingsError(f"{name} must list at least one host")
     return hosts
+
+
+def string_map(env: Mapping[str, str], name: str) -> dict[str, str]:
+    """A JSON object whose values are all strings; unset or empty is ``{}``."""
+    text = env.get(name, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise SettingsError(f"{name} must be a JSON object of strings") from None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise SettingsError(f"{name} must be a JSON object of strings")
+    return value

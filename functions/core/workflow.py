@@ -1,17 +1,20 @@
 """The workflow port: what processing a fetched package means for this receiver.
 
-The worker loads one workflow at cold start from the ``WORKFLOW`` setting, written
+The worker loads one workflow at cold start from the ``WORKFLOW`` setting: one of the
+shipped workflows by its alias (:data:`WORKFLOW_ALIASES`), or your own written
 ``"package.module:attribute"``. The attribute is either an object with a ``run``
 method (a :class:`Workflow`) or a factory that takes a :class:`WorkflowContext`
-and returns one. The default (:mod:`functions.workflows.default`) archives
-the package and sends one notification; replace it with your own agent run.
+and returns one. The shipped ones live in :mod:`functions.workflows`: ``archive``
+keeps the package in S3, ``notify`` also sends one HTTP notification, ``agent`` has a
+model summarise the package and sends the summary as an alert.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Protocol
 
 from functions.core.clock import Clock
 
@@ -19,6 +22,13 @@ if TYPE_CHECKING:
     from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
+
+# The shipped workflows by the short names ``WORKFLOW`` (and CDK context) accept.
+WORKFLOW_ALIASES: Final = {
+    "archive": "functions.workflows.wiring:build_archive",
+    "notify": "functions.workflows.wiring:build_default",
+    "agent": "functions.workflows.wiring:build_agent",
+}
 
 
 class Workflow(Protocol):
@@ -35,24 +45,38 @@ class Workflow(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class WorkflowContext:
-    """What the worker's settings offer a workflow factory."""
+    """What the worker's settings offer a workflow factory.
+
+    Attributes:
+        settings: the workflow's own knobs (``WORKFLOW_SETTINGS``, a JSON object of
+            strings); each workflow reads and checks the names it knows.
+        table_name: the stack's table (the agent workflow keeps its token budget there).
+        alert_topic_arn: the SNS topic the stack creates for alerts (``ALERT_TOPIC_ARN``).
+    """
 
     notify_url: str | None
     archive_bucket: str | None
     allow_insecure_loopback: bool
     timeout_seconds: float
     clock: Clock
+    settings: Mapping[str, str] = field(default_factory=dict)
+    table_name: str = ""
+    alert_topic_arn: str | None = None
 
 
 def load_workflow(spec: str, context: WorkflowContext) -> Workflow:
-    """Import ``module:attribute`` and return the workflow it names.
+    """Import ``module:attribute`` (or the one an alias stands for) and return its workflow.
 
     Raises:
         ValueError: The spec is malformed or names nothing usable (fail at cold start).
     """
+    spec = WORKFLOW_ALIASES.get(spec, spec)
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise ValueError(f"workflow setting must be 'module:attribute', got {spec!r}")
+        raise ValueError(
+            f"workflow setting must be one of {sorted(WORKFLOW_ALIASES)} or"
+            f" 'module:attribute', got {spec!r}"
+        )
     try:
         target: object = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from functions.core import env_keys, process, setting_defaults
@@ -14,6 +14,7 @@ from functions.core.settings_env import (
     optional,
     required,
     secret_arn,
+    string_map,
 )
 from functions.core.shared_settings import LEASE_SECONDS, SECRETS_MAX_AGE_SECONDS
 
@@ -49,6 +50,8 @@ class Settings:
     lease_seconds: int
     secrets_max_age_seconds: int
     retry_base_seconds: int = process.RETRY_BASE_SECONDS
+    workflow_settings: Mapping[str, str] = field(default_factory=dict)
+    alert_topic_arn: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -75,4 +78,6 @@ class Settings:
             lease_seconds=LEASE_SECONDS.read(env),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
+            workflow_settings=string_map(env, env_keys.ENV_WORKFLOW_SETTINGS),
+            alert_topic_arn=optional(env, env_keys.ENV_ALERT_TOPIC_ARN),
         )

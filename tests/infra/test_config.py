@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from functions.core import env_keys, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
+from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
@@ -64,6 +66,22 @@ def test_command_line_strings_are_parsed() -> None:
         ("api_burst_limit", 10),  # below the default rate limit of 50
         ("worker_max_concurrency", True),
         ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
+        ("workflow", "summarise"),  # neither an alias nor module:attribute
+        ("workflow_source", "/nowhere/my-agent"),
+        ("workflow_requirements", "--index-url=https://elsewhere.example/simple"),
+        ("workflow_requirements", {"pkg": "1"}),
+        ("workflow_setting_Model_Id", "x"),  # setting names are lower-case
+        ("workflow_setting_tags", ["a", "b"]),  # settings are strings
+        ("alert_url", "http://alerts.example.com"),
+        ("alert_email", "nobody"),
+        ("worker_secret_arns", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x"),
+        ("worker_managed_policy_arns", "arn:aws:iam::123456789012:role/not-a-policy"),
+        ("worker_bedrock_model_arns", "arn:aws:bedrock:*::foundation-model/*"),
+        ("worker_timeout_seconds", 29),
+        ("worker_timeout_seconds", 901),  # Lambda's longest
+        ("worker_memory_mb", 127),
+        ("worker_batch_size", 11),  # SQS without a batching window
+        ("worker_batch_concurrency", 0),
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
@@ -191,3 +209,107 @@ def _worker_reads_max_attempts(value: int) -> bool:
 def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
     accepted = _synth_accepts({"worker_max_attempts": value})
     assert accepted == _worker_reads_max_attempts(value)
+
+
+def test_the_default_workflow_is_an_alias_that_needs_nothing_outside_the_stack() -> None:
+    config = StackConfig.from_context(VALID)
+    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW == "archive"
+    assert config.workflow_code.target == WORKFLOW_ALIASES["archive"]
+    assert config.workflow_settings == {}
+
+
+@pytest.mark.parametrize("workflow", [*WORKFLOW_ALIASES, "my_agent.flow:build"])
+def test_a_workflow_is_an_alias_or_module_and_attribute(workflow: str) -> None:
+    assert StackConfig.from_context(VALID | {"workflow": workflow}).workflow == workflow
+
+
+def test_workflow_settings_come_from_prefixed_and_short_keys_as_strings() -> None:
+    config = StackConfig.from_context(
+        VALID
+        | {
+            "workflow_setting_model_id": "amazon.nova-lite-v1:0",
+            "agent_max_tokens": 256,
+            "agent_temperature": 0.5,
+            "workflow_setting_verbose": True,
+            "alert_url": "https://alerts.example.com/hook",
+            "workflow_setting_empty": "",  # like notify_url: "" in cdk.json, unset
+        }
+    )
+    assert config.workflow_settings == {
+        "model_id": "amazon.nova-lite-v1:0",
+        "max_tokens": "256",
+        "temperature": "0.5",
+        "verbose": "true",
+        "alert_url": "https://alerts.example.com/hook",
+    }
+
+
+def test_a_setting_given_twice_differently_fails_naming_both_keys() -> None:
+    with pytest.raises(
+        ConfigError, match="workflow_setting_model_id and agent_model_id set model_id"
+    ):
+        StackConfig.from_context(VALID | {"agent_model_id": "a", "workflow_setting_model_id": "b"})
+    same = VALID | {"agent_model_id": "a", "workflow_setting_model_id": "a"}
+    assert StackConfig.from_context(same).workflow_settings == {"model_id": "a"}
+
+
+def test_settings_that_would_not_fit_lambdas_environment_fail_the_synth() -> None:
+    with pytest.raises(ConfigError, match="4 KB"):
+        StackConfig.from_context(VALID | {"agent_system_prompt": "x" * 3000})
+
+
+def test_the_app_passes_every_prefixed_setting_from_the_context() -> None:
+    _, stack = build_app(
+        context=VALID | {"aws:cdk:bundling-stacks": [], "workflow_setting_tone": "dry"}
+    )
+    assert stack.config.workflow_settings == {"tone": "dry"}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("pkg", ("pkg",)),
+        ("pkg>=1,<2,other[extra]==3", ("pkg>=1,<2", "other[extra]==3")),
+        ("pkg>=1, !=1.5 , other", ("pkg>=1, !=1.5", "other")),
+        ('["pkg>=1,<2", "other"]', ("pkg>=1,<2", "other")),
+        (["pkg; python_version >= '3.12'", "pkg"], ("pkg; python_version >= '3.12'", "pkg")),
+    ],
+)
+def test_workflow_requirements_split_between_requirements_only(
+    value: Any, expected: tuple[str, ...]
+) -> None:
+    config = StackConfig.from_context(VALID | {"workflow_requirements": value})
+    assert config.workflow_requirements == expected
+
+
+def test_workflow_source_is_resolved_from_where_the_app_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my-agent").mkdir()
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    config = StackConfig.from_context(VALID | {"workflow_source": "../my-agent"})
+    assert config.workflow_source == str(tmp_path / "my-agent")
+
+
+def test_grant_lists_take_commas_or_json() -> None:
+    other = ARN.replace("signing-AbC123", "other-XyZ789")
+    config = StackConfig.from_context(
+        VALID
+        | {
+            "worker_secret_arns": f"{ARN}, {other}",
+            "worker_managed_policy_arns": '["arn:aws:iam::aws:policy/ReadOnlyAccess"]',
+        }
+    )
+    assert config.worker_secret_arns == (ARN, other)
+    assert config.worker_managed_policy_arns == ("arn:aws:iam::aws:policy/ReadOnlyAccess",)
+
+
+def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> None:
+    assert StackConfig.from_context(VALID | {"worker_batch_size": 4}).batch_concurrency == 4
+    config = StackConfig.from_context(
+        VALID | {"worker_batch_size": "4", "worker_batch_concurrency": "2"}
+    )
+    assert (config.worker_batch_size, config.batch_concurrency) == (4, 2)
+    with pytest.raises(ConfigError, match="worker_batch_concurrency"):
+        StackConfig.from_context(VALID | {"worker_batch_size": 4, "worker_batch_concurrency": 5})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from functions.core import event_source_limits, setting_defaults
+from functions.core import event_source_limits, retry_policy, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.workflow import WORKFLOW_ALIASES
 from infra.workflow_code import WorkflowCode
@@ -26,6 +26,9 @@ ALARM_EMAIL = "alarm_email"
 INBOX_RETENTION_DAYS = "inbox_retention_days"
 WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
 WORKER_MAX_ATTEMPTS = "worker_max_attempts"
+WORKER_BATCH_CONCURRENCY = "worker_batch_concurrency"
+WORKER_WORKFLOW_SECONDS = "worker_workflow_seconds"
+WORKER_RETRY_HORIZON_HOURS = "worker_retry_horizon_hours"
 LOG_LEVEL = "log_level"
 LOG_RETENTION_DAYS = "log_retention_days"
 SIGNING_SECRETS_ARN = "signing_secrets_arn"
@@ -57,7 +60,6 @@ WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
 WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
 WORKER_MEMORY_MB = "worker_memory_mb"
 WORKER_BATCH_SIZE = "worker_batch_size"
-WORKER_BATCH_CONCURRENCY = "worker_batch_concurrency"
 ALERT_EMAIL = "alert_email"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -96,7 +98,13 @@ class StackConfig:
         alarm_email: Address subscribed to the alarm topic, or None.
         inbox_retention_days: How long inbox items and archived packages are kept.
         worker_max_concurrency: Upper bound of concurrent worker invocations (SQS ESM).
-        worker_max_attempts: Processing attempts before a message is dead-lettered.
+        worker_max_attempts: Attempts of unknown outcome (a workflow's unexpected
+            error, a worker that died) before a delivery is dead-lettered.
+        worker_retry_horizon_hours: How long after its receipt a delivery whose
+            attempts fail transiently (MCP down, token refused) is still retried.
+        worker_workflow_seconds: The workflow's time allowance per message; a worker
+            starts a message only while its invocation has this, plus the MCP fetch's
+            bound, left.
         log_level: Powertools and Lambda application log level.
         log_retention_days: Retention of every log group of the stack.
         signing_secrets_arn: Existing signing secret to use, or None to create one.
@@ -122,8 +130,8 @@ class StackConfig:
             queue's visibility timeout follow from it.
         worker_memory_mb: The worker's memory (CPU scales with it).
         worker_batch_size: Messages per worker invocation.
-        worker_batch_concurrency: Messages of one batch processed at once (default:
-            the whole batch).
+        worker_batch_concurrency: Messages of one batch a worker processes at once, or
+            None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
     """
 
@@ -133,6 +141,8 @@ class StackConfig:
     inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
     worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    worker_workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
+    worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
     log_level: str = "INFO"
     log_retention_days: int = 30
     signing_secrets_arn: str | None = None
@@ -144,8 +154,9 @@ class StackConfig:
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reconcile_every_minutes: int = 5
-    # Well above a healthy item's longest stay (retries 15+30+60+120 s, plus their
-    # runs), well below the queue's 4-day retention.
+    # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
+    # their runs): an item older than this is riding out an outage, which a person
+    # should know about long before its retry horizon ends.
     work_queue_age_alarm_minutes: int = 15
     workflow_source: str | None = None
     workflow_requirements: tuple[str, ...] = ()
@@ -204,6 +215,23 @@ class StackConfig:
                 defaults.worker_max_attempts,
                 low=1,
                 high=100,
+            ),
+            worker_workflow_seconds=_integer(
+                # The upper bound that fits the worker's timeout is checked by infra/worker.py.
+                context,
+                WORKER_WORKFLOW_SECONDS,
+                defaults.worker_workflow_seconds,
+                low=1,
+                high=900,
+            ),
+            worker_retry_horizon_hours=_integer(
+                # Up to RelayLink's own 3 days, which the work queue's 4-day retention
+                # outlasts.
+                context,
+                WORKER_RETRY_HORIZON_HOURS,
+                defaults.worker_retry_horizon_hours,
+                low=1,
+                high=retry_policy.MAX_RETRY_HORIZON_SECONDS // 3600,
             ),
             log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
             log_retention_days=_integer(
@@ -279,6 +307,10 @@ class StackConfig:
         )
         config.validate()
         return config
+
+    @property
+    def worker_retry_horizon_seconds(self) -> int:
+        return self.worker_retry_horizon_hours * 3600
 
     def validate(self) -> None:
         """Check what a single value's type cannot say.

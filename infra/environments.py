@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from functions.core import env_keys, setting_defaults
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core.retry_policy import RETRY_BASE_SECONDS
 
 
 def receiver_environment(
@@ -50,6 +50,9 @@ def worker_environment(
     mcp_timeout_seconds: int = setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     retry_base_seconds: int = RETRY_BASE_SECONDS,
+    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY,
+    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS,
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
 ) -> dict[str, str]:
     environment = {
         env_keys.ENV_TABLE_NAME: table_name,
@@ -68,6 +71,9 @@ def worker_environment(
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
         env_keys.ENV_RETRY_BASE_SECONDS: str(retry_base_seconds),
+        env_keys.ENV_BATCH_CONCURRENCY: str(batch_concurrency),
+        env_keys.ENV_WORKFLOW_SECONDS: str(workflow_seconds),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(retry_horizon_seconds),
     }
     if notify_url is not None:
         environment[env_keys.ENV_NOTIFY_URL] = notify_url

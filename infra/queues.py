@@ -32,7 +32,9 @@ class WorkQueues(Construct):
 
     Attributes:
         queue: Where the relay sends work items and the worker consumes them.
-        dead_letter_queue: Where a work item lands after its last attempt.
+        dead_letter_queue: Where a work item lands after its last attempt. SQS's own
+            redrive (the console's "Start DLQ redrive") may move it back: the worker
+            marks its dead letters and re-opens the delivery when one returns.
     """
 
     def __init__(

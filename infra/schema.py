@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from functions.core import table_layout
+from functions.core.retry_policy import RETRY_BASE_SECONDS, retry_schedule
 
 
 class AttributeType(StrEnum):
@@ -111,10 +112,38 @@ def table_definition(table_name: str) -> dict[str, Any]:
     return TABLE.create_table_request(table_name)
 
 
-def max_receive_count_for(max_attempts: int) -> int:
-    """The work queue's redrive threshold: one receive per processing attempt, so the
-    receive after the last failed attempt moves the work item to the dead-letter queue."""
-    return max_attempts
+# SQS refuses a larger maxReceiveCount.
+SQS_MAX_RECEIVE_COUNT: Final = 1000
+
+
+def max_receive_count_for(
+    max_attempts: int,
+    *,
+    retry_horizon_seconds: int,
+    retry_base_seconds: int = RETRY_BASE_SECONDS,
+) -> int:
+    """The work queue's redrive threshold: a backstop above the worker's own budget.
+
+    The worker dead-letters a delivery itself (with its state recorded); the redrive
+    must not fire first. Before that decision one message is received at most:
+
+    * once per attempt that failed transiently and was retried: each waited its own
+      back-off delay (a distinct attempt number) inside the horizon, so there are no
+      more of them than retries in :func:`retry_schedule`;
+    * ``max_attempts`` times for attempts of unknown outcome;
+    * once for the deciding attempt;
+    * plus ``max_attempts`` receives that found storage unavailable before they could
+      claim (no attempt counted): a margin; a longer storage outage may still redrive
+      a message, and the reconciler re-enqueues its still pending delivery.
+
+    Raises:
+        ValueError: the result exceeds what SQS accepts.
+    """
+    retries = len(retry_schedule(retry_horizon_seconds, retry_base_seconds)) - 1
+    count = retries + max_attempts + 1 + max_attempts
+    if count > SQS_MAX_RECEIVE_COUNT:
+        raise ValueError(f"maxReceiveCount {count} exceeds SQS's {SQS_MAX_RECEIVE_COUNT}")
+    return count
 
 
 def work_queue_attributes(

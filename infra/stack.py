@@ -7,7 +7,8 @@ from typing import Any
 from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
+from functions.worker.settings import message_seconds
 from infra.alerts import Alerts
 from infra.archive import Archive
 from infra.config import StackConfig
@@ -46,13 +47,22 @@ class ReceiverStack(Stack):
         Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
 
-        self.timing = WorkerTiming.for_timeout(config.worker_timeout_seconds)
+        self.timing = WorkerTiming.for_timeout(
+            config.worker_timeout_seconds,
+            message_seconds=message_seconds(
+                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+                workflow_seconds=config.worker_workflow_seconds,
+            ),
+        )
         self.table = InboxTable(self, "Inbox")
         self.queues = WorkQueues(
             self,
             "Work",
             visibility_timeout=self.timing.visibility_timeout,
-            max_receive_count=max_receive_count_for(config.worker_max_attempts),
+            max_receive_count=max_receive_count_for(
+                config.worker_max_attempts,
+                retry_horizon_seconds=config.worker_retry_horizon_seconds,
+            ),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)

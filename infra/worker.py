@@ -23,6 +23,7 @@ from constructs import Construct
 
 from functions.core import event_source_limits, setting_defaults, steps
 from functions.core.workflow import WORKFLOW_ALIASES
+from functions.worker.settings import DEADLINE_MARGIN_SECONDS
 from infra.alerts import Alerts
 from infra.config import WORKER_MANAGED_POLICY_ARNS, StackConfig
 from infra.environments import worker_environment
@@ -58,8 +59,12 @@ class WorkerTiming:
     effect_age_seconds: int
 
     @classmethod
-    def for_timeout(cls, timeout_seconds: int) -> WorkerTiming:
+    def for_timeout(cls, timeout_seconds: int, *, message_seconds: float = 0.0) -> WorkerTiming:
         """The timing for a worker timeout, checked.
+
+        Args:
+            timeout_seconds: The worker's Lambda timeout.
+            message_seconds: The time a worker needs left to start a message.
 
         Raises:
             ValueError: the derived values break an invariant (see ``check_timing``).
@@ -78,6 +83,7 @@ class WorkerTiming:
             lease_s=timing.lease_seconds,
             visibility_s=timing.visibility_timeout_seconds,
             effect_age_s=timing.effect_age_seconds,
+            message_s=message_seconds,
         )
         return timing
 
@@ -87,13 +93,24 @@ class WorkerTiming:
 
 
 def check_timing(
-    *, timeout_s: float, lease_s: float, visibility_s: float, effect_age_s: float
+    *,
+    timeout_s: float,
+    lease_s: float,
+    visibility_s: float,
+    effect_age_s: float,
+    message_s: float = 0.0,
 ) -> None:
-    """Refuse to synthesize timings under which claims and redeliveries fight.
+    """Refuse to synthesize timings under which claims and redeliveries fight, or under
+    which a worker could never start a message.
+
+    Args:
+        message_s: the time a worker needs left to start a message (the MCP fetch's
+            bound plus the workflow's allowance).
 
     Raises:
         ValueError: when timeout < lease < visibility timeout <= SQS's maximum, or
-            lease < effect age, does not hold.
+            lease < effect age, does not hold, or a message's time and the deadline's
+            margin do not fit the timeout.
     """
     if not timeout_s < lease_s < visibility_s <= MAX_VISIBILITY_TIMEOUT_SECONDS:
         raise ValueError(
@@ -102,6 +119,12 @@ def check_timing(
         )
     if not lease_s < effect_age_s:
         raise ValueError(f"need lease ({lease_s}s) < the reconciler's effect age ({effect_age_s}s)")
+    if message_s + DEADLINE_MARGIN_SECONDS > timeout_s:
+        raise ValueError(
+            f"a message needs {message_s:g}s (MCP fetch bound + worker_workflow_seconds)"
+            f" plus a {DEADLINE_MARGIN_SECONDS:g}s margin: more than the worker's"
+            f" {timeout_s:g}s timeout"
+        )
 
 
 class Worker(Construct):
@@ -137,8 +160,11 @@ class Worker(Construct):
             workflow=config.workflow,
             archive_bucket=archive.bucket_name,
             max_attempts=config.worker_max_attempts,
+            retry_horizon_seconds=config.worker_retry_horizon_seconds,
             lease_seconds=timing.lease_seconds,
             notify_url=config.notify_url,
+            batch_concurrency=config.batch_concurrency,
+            workflow_seconds=config.worker_workflow_seconds,
             workflow_settings=config.workflow_settings,
             alert_topic_arn=alerts.topic.topic_arn,
         )

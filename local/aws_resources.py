@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from functions.core import setting_defaults
 from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
 from local.state import Resources
 
@@ -54,6 +55,7 @@ def create_stack_resources(
     signing_secrets: Sequence[str],
     mcp_token: str,
     max_attempts: int,
+    retry_base_seconds: int,
     visibility_timeout: int,
 ) -> Resources:
     """Table, work queues, relay failure queue, secrets, archive bucket, alarm and alert
@@ -70,7 +72,12 @@ def create_stack_resources(
     work_queue_url, dead_letter_queue_url = create_queues(
         sqs,
         queue_name=f"{prefix}-work",
-        max_receive_count=max_receive_count_for(max_attempts),
+        # The local worker retries within the deployed default horizon.
+        max_receive_count=max_receive_count_for(
+            max_attempts,
+            retry_horizon_seconds=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+            retry_base_seconds=retry_base_seconds,
+        ),
         visibility_timeout=visibility_timeout,
     )
     relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]

@@ -24,6 +24,7 @@ handler runs (a function error), for the fault-injection runs.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
@@ -234,7 +235,7 @@ class StreamMapping:
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
-    """The Lambda SQS event for received messages."""
+    """The Lambda SQS event for received messages (received with every attribute)."""
     return {
         "Records": [
             {
@@ -242,7 +243,10 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
                 "receiptHandle": m["ReceiptHandle"],
                 "body": m["Body"],
                 "attributes": m.get("Attributes", {}),
-                "messageAttributes": m.get("MessageAttributes", {}),
+                "messageAttributes": {
+                    name: lambda_message_attribute(value)
+                    for name, value in m.get("MessageAttributes", {}).items()
+                },
                 "md5OfBody": m.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",
                 "eventSourceARN": queue_arn,
@@ -251,6 +255,21 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
             for m in messages
         ]
     }
+
+
+def lambda_message_attribute(received: dict[str, Any]) -> dict[str, Any]:
+    """A message attribute as Lambda's SQS event spells it (``ReceiveMessage`` says
+    ``StringValue``, the event ``stringValue``; binary values arrive base64-encoded)."""
+    attribute: dict[str, Any] = {
+        "dataType": received["DataType"],
+        "stringListValues": [],
+        "binaryListValues": [],
+    }
+    if "StringValue" in received:
+        attribute["stringValue"] = received["StringValue"]
+    if "BinaryValue" in received:
+        attribute["binaryValue"] = base64.b64encode(received["BinaryValue"]).decode("ascii")
+    return attribute
 
 
 class QueueMapping:

@@ -76,6 +76,7 @@ def worker_side_environment(
             mcp_timeout_seconds=options.mcp_timeout_seconds,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
             retry_base_seconds=options.retry_base_seconds,
+            workflow_seconds=options.workflow_seconds,
         ),
         relay_environment(work_queue_url=resources.work_queue_url),
         reconciler_environment(

@@ -299,6 +299,7 @@ class LocalStack:
             signing_secrets=signing,
             mcp_token=token,
             max_attempts=self.options.max_attempts,
+            retry_base_seconds=self.options.retry_base_seconds,
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
 

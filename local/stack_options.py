@@ -25,6 +25,9 @@ class StackOptions:
     worker_concurrency: int = 2
     max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
     mcp_timeout_seconds: int = 2
+    # A message starts only while the invocation has the MCP fetch's bound (12 s at a 2 s
+    # timeout) plus this left, and the emulated invocation has 60 s.
+    workflow_seconds: int = 10  # deployed: 60
     lease_seconds: int = 6  # deployed: 900
     visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
     retry_base_seconds: int = 1  # deployed: 15

@@ -26,6 +26,8 @@ COMMAND_MODULES = (
     "ops.commands.quarantine",
     "ops.commands.redrive",
     "ops.commands.requeue",
+    "ops.commands.effects",
+    "ops.commands.budget",
 )
 
 

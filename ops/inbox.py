@@ -1,13 +1,24 @@
-"""What the inbox holds, as the operator sees it: state, attempts, digest, times; no body."""
+"""What the inbox holds, as the operator sees it: state, attempts, digest, times; no body.
+
+Beside its inbox item, a delivery has a record per step and per effect its workflow
+reached (``step#<name>``, ``effect#<name>``): :func:`show_progress` reads them with
+the functions' own codecs. A step's result is never shown, only its size: it may be
+derived from the package.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_effects import effect_from_item
+from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_item
+from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State
+from functions.core.steps import StepRecord
 from ops.target import Target, paginate
 
 
@@ -27,6 +38,57 @@ def inbox_view(item: InboxItem) -> dict[str, Any]:
         "lease_until": item.lease_until,
         "last_error": item.last_error,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a delivery's workflow got: its steps and effects, oldest first."""
+
+    steps: list[StepRecord]
+    effects: list[EffectRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": [step_view(s) for s in self.steps],
+            "effects": [effect_view(e) for e in self.effects],
+        }
+
+
+def step_view(record: StepRecord) -> dict[str, Any]:
+    """One step: its state and run count, and its result's size (never the result)."""
+    result = record.result
+    return {
+        "name": record.name,
+        "status": record.status.value,
+        "runs": record.runs,
+        "started_at": record.started_at,
+        "recorded_at": record.recorded_at,
+        "result_size": None if result is None else result.size,
+        "result_sha256": None if result is None else result.digest,  # kept as an object
+    }
+
+
+def effect_view(record: EffectRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "status": record.status.value,
+        "idempotency_key": record.key,
+        "intent_at": record.intent_at,
+        "done_at": record.done_at,
+        "flagged_at": record.flagged_at,
+    }
+
+
+def show_progress(target: Target, delivery_id: str) -> Progress:
+    """The delivery's step and effect records (consistent reads), each by start time."""
+    steps = [step_from_item(item) for item in target.delivery_records(delivery_id, SK_STEP_PREFIX)]
+    effects = [
+        effect_from_item(item)
+        for item in target.delivery_records(delivery_id, table_layout.SK_EFFECT_PREFIX)
+    ]
+    steps.sort(key=lambda s: (s.started_at, s.name))
+    effects.sort(key=lambda e: (e.intent_at, e.name))
+    return Progress(steps, effects)
 
 
 def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:

@@ -7,7 +7,7 @@ from typing import Any
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import QuarantineRecord
-from ops.target import Target, paginate
+from ops.target import Target
 
 
 def quarantine_view(record: QuarantineRecord) -> dict[str, Any]:
@@ -36,20 +36,8 @@ def list_quarantine(target: Target) -> list[QuarantineRecord]:
 
 def show_quarantine(target: Target, delivery_id: str) -> list[QuarantineRecord]:
     """The quarantine records of one delivery (one per conflicting body digest)."""
-    arguments: dict[str, Any] = {
-        "TableName": target.table_name,
-        "KeyConditionExpression": "#pk = :id AND begins_with(#sk, :prefix)",
-        "ExpressionAttributeNames": {
-            "#pk": table_layout.TABLE_PARTITION_KEY,
-            "#sk": table_layout.TABLE_SORT_KEY,
-        },
-        "ExpressionAttributeValues": {
-            ":id": {"S": delivery_id},
-            ":prefix": {"S": table_layout.SK_QUARANTINE_PREFIX},
-        },
-        "ConsistentRead": True,
-    }
     records = [
-        dynamodb_items.quarantine_from_item(i) for i in paginate(target.dynamodb.query, arguments)
+        dynamodb_items.quarantine_from_item(item)
+        for item in target.delivery_records(delivery_id, table_layout.SK_QUARANTINE_PREFIX)
     ]
     return sorted(records, key=_quarantine_order)

@@ -1,7 +1,8 @@
 """Where the operator commands act: a deployed stack's or a local stack's resources.
 
 A :class:`Target` holds boto3 clients and the stack's resource names; the operations
-(:mod:`ops.inbox`, :mod:`ops.quarantine`, :mod:`ops.requeue`) take one.
+(:mod:`ops.inbox`, :mod:`ops.quarantine`, :mod:`ops.requeue`, :mod:`ops.effects`,
+:mod:`ops.budget`) take one.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 
 if TYPE_CHECKING:
     from local.state import LocalState
@@ -89,6 +92,23 @@ class Target:
 
     def claims(self) -> DynamoDbClaims:
         return DynamoDbClaims(client=self.dynamodb, table_name=self.table_name)
+
+    def effects(self) -> DynamoDbEffects:
+        return DynamoDbEffects(client=self.dynamodb, table_name=self.table_name)
+
+    def delivery_records(self, delivery_id: str, prefix: str) -> Iterator[dynamodb_items.Item]:
+        """The delivery's records whose sort key starts with ``prefix`` (consistent reads)."""
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#pk = :id AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {
+                "#pk": table_layout.TABLE_PARTITION_KEY,
+                "#sk": table_layout.TABLE_SORT_KEY,
+            },
+            "ExpressionAttributeValues": {":id": {"S": delivery_id}, ":prefix": {"S": prefix}},
+            "ConsistentRead": True,
+        }
+        return paginate(self.dynamodb.query, arguments)
 
     def state_index(self, label: str) -> Iterator[dynamodb_items.Item]:
         """Every record the by_state index lists under ``label``, however recent."""

@@ -19,7 +19,7 @@ from local.testkit import offline_aws
 from local.testkit.moto_world import REGION, TABLE
 from tests import log_audit
 
-pytest_plugins = ["tests.receiver_harness", "tests.processing_harness"]
+pytest_plugins = ["tests.receiver_harness", "tests.processing_harness", "tests.operator_harness"]
 
 
 @pytest.fixture(autouse=True)

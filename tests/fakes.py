@@ -127,7 +127,15 @@ class FakeClaims:
         self.owners[delivery_id] = owner
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
-            claim=Claim(delivery_id, owner, lease, item.attempts + 1, item.expires_at),
+            claim=Claim(
+                delivery_id,
+                owner,
+                lease,
+                item.attempts + 1,
+                item.expires_at,
+                transient_failures=item.transient_failures,
+                retry_window_start=item.retry_window_start,
+            ),
         )
 
     def _finish(self, claim: Claim, now: int, state: State, **changes: Any) -> None:
@@ -149,8 +157,27 @@ class FakeClaims:
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.PENDING, last_error=error_code)
 
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        item = self.items.get(claim.delivery_id)
+        failures = (item.transient_failures if item else 0) + 1
+        self._finish(claim, now, State.PENDING, last_error=error_code, transient_failures=failures)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
+
+    def reopen(self, delivery_id: str, *, now: int) -> bool:
+        item = self.items.get(delivery_id)
+        if item is None or item.state is not State.FAILED:
+            return False
+        self.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.PENDING,
+            attempts=0,
+            transient_failures=0,
+            reset_at=now,
+            state_changed_at=now,
+        )
+        return True
 
     # RecoveryStore
     def get(self, delivery_id: str) -> InboxItem | None:
@@ -262,7 +289,7 @@ class FakeEffects:
 class FakeQueue:
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
-    dead: list[str] = field(default_factory=list)
+    dead: list[tuple[str, str]] = field(default_factory=list)  # (body, reason)
 
     def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
         self.sent.append((work, delay_seconds))
@@ -270,8 +297,8 @@ class FakeQueue:
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))
 
-    def dead_letter(self, body: str) -> None:
-        self.dead.append(body)
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        self.dead.append((body, reason))
 
 
 @dataclass

@@ -30,13 +30,30 @@ class ClaimStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """The right to process one delivery until ``lease_until``."""
+    """The right to process one delivery until ``lease_until``.
+
+    Attributes:
+        attempts: Claims of the delivery so far, this one included.
+        expires_at: The inbox item's TTL; the delivery's other records share it.
+        transient_failures: Earlier attempts that ended in a known-transient failure
+            (released by :meth:`ClaimStore.release_transient`).
+        retry_window_start: Where the retry horizon starts: the delivery's receipt, or
+            the operator's reset of a failed delivery.
+    """
 
     delivery_id: str
     owner: str
     lease_until: int
-    attempts: int  # including this one
-    expires_at: int = 0  # the inbox item's TTL; the delivery's other records share it
+    attempts: int
+    expires_at: int = 0
+    transient_failures: int = 0
+    retry_window_start: int = 0
+
+    @property
+    def unexplained_attempts(self) -> int:
+        """Attempts, this one included, that did not end in a known-transient failure:
+        a workflow's unexpected error, or a worker that died holding the claim."""
+        return self.attempts - self.transient_failures
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +86,19 @@ class ClaimStore(Protocol):
         """Back to pending with ``last_error``; raises :class:`ClaimLost`."""
         ...
 
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        """Back to pending with ``last_error``, counting the attempt as a known-transient
+        failure (so it does not use the budget of unexplained attempts); raises
+        :class:`ClaimLost`."""
+        ...
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
+        ...
+
+    def reopen(self, delivery_id: str, *, now: int) -> bool:
+        """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
+        by an operator); False when the delivery is not failed."""
         ...
 
 

@@ -23,6 +23,8 @@ METRIC_WORK_RETRIED: Final = "WorkRetried"
 METRIC_WORK_FAILED: Final = "WorkFailed"
 METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
 METRIC_CLAIMS_LOST: Final = "ClaimsLost"
+# Returned unclaimed: no time left in the invocation, or its MCP server unreachable.
+METRIC_WORK_NOT_STARTED: Final = "WorkNotStarted"
 METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
 METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
 METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"

@@ -88,6 +88,13 @@ class InboxItem:
     state_changed_at: int = 0
     lease_until: int | None = None
     completed_at: int | None = None
+    transient_failures: int = 0  # attempts that ended in a known-transient failure
+    reset_at: int | None = None  # an operator's last reset of the failed delivery
+
+    @property
+    def retry_window_start(self) -> int:
+        """Where the retry horizon starts: the receipt, or the operator's last reset."""
+        return self.received_at if self.reset_at is None else self.reset_at
 
     def work_item(self) -> WorkItem | None:
         """The work item this delivery needs, or None when it needs no processing."""

@@ -1,7 +1,8 @@
 """The processing use case: claim, fetch, run the workflow, complete.
 
 One call of :meth:`Processor.process` handles one work item (one queue message)
-and returns a :class:`Decision` that tells the worker what to do with the message.
+and returns a :class:`Decision` that tells the worker what to do with the message
+(:mod:`functions.core.batch` runs a batch of them).
 The state of the delivery lives in the inbox item (see :mod:`functions.core.claim`),
 never in the queue: a message is only a reminder that a delivery may need work, so
 duplicated or re-enqueued messages are harmless.
@@ -10,13 +11,12 @@ duplicated or re-enqueued messages are harmless.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
 from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
@@ -29,15 +29,15 @@ from functions.core.errors import (
 )
 from functions.core.models import WorkItem
 from functions.core.observability import logger
+from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
     from functions.core.package import Package
     from functions.core.workflow import Workflow
 
-# SQS caps both a message's delay and a visibility change used as back-off here at
-# 15 minutes (DelaySeconds max 900); longer waits come from repeated deferrals.
+# SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
+# longer lease is deferred again.
 MAX_QUEUE_DELAY_SECONDS = 900
-RETRY_BASE_SECONDS = 15
 
 
 class PackageSource(Protocol):
@@ -50,25 +50,6 @@ class MetricsSink(Protocol):
     """Port: counts events (CloudWatch EMF in production)."""
 
     def count(self, name: str, value: int = 1) -> None: ...
-
-
-class WorkQueue(Protocol):
-    """Port: the work queue and its dead-letter queue (SQS in production)."""
-
-    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
-
-    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
-
-    def dead_letter(self, body: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class QueueMessage:
-    """One received queue message, as the worker needs it."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
 
 
 class Disposition(StrEnum):
@@ -104,15 +85,21 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class ProcessConfig:
+    """How the processor retries (see :mod:`functions.core.retry_policy`).
+
+    Attributes:
+        max_attempts: Attempts of unknown outcome (a workflow's unexpected error, an
+            attempt that died) after which a delivery is dead-lettered.
+        lease_seconds: How long a claim lasts.
+        retry_base_seconds: The first retry delay; it doubles. The local runtime
+            compresses time: its retries must not wait out real minutes.
+        retry_horizon_seconds: How long after its receipt a delivery is still retried.
+    """
+
     max_attempts: int
     lease_seconds: int
-    # The local runtime compresses time: its retries must not wait out real minutes.
     retry_base_seconds: int = RETRY_BASE_SECONDS
-
-
-def retry_delay(attempts: int, base_seconds: int = RETRY_BASE_SECONDS) -> int:
-    """Visibility delay before attempt ``attempts + 1``: doubles, capped at 15 min."""
-    return int(min(MAX_QUEUE_DELAY_SECONDS, base_seconds * 2 ** max(0, attempts - 1)))
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
 
 
 @dataclass
@@ -146,9 +133,10 @@ class Processor:
             return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
         claim = attempt.claim
         try:
-            if claim.attempts > self.config.max_attempts:
-                # An earlier attempt died without recording an outcome (e.g. a Lambda
-                # timeout) and used up the last attempt: do not run the workflow again.
+            if claim.unexplained_attempts > self.config.max_attempts:
+                # Earlier attempts ended without a known-transient outcome (a workflow
+                # bug, or a worker that died, e.g. a Lambda timeout) and used up the
+                # budget for those: do not run the workflow again.
                 self.claims.fail(claim, now=self.clock.now(), error_code="attempts_exhausted")
                 return self._decide(
                     work,
@@ -181,21 +169,41 @@ class Processor:
         except TransientError as exc:
             if isinstance(exc, McpAuthError):
                 self.metrics.count(metric_names.METRIC_MCP_AUTH_FAILURES)
-            return self._retry_or_give_up(work, claim, exc.code)
+            return self._retry_or_give_up(work, claim, exc.code, known_transient=True)
         except ProcessingError as exc:
-            return self._retry_or_give_up(work, claim, exc.code)
+            return self._retry_or_give_up(work, claim, exc.code, known_transient=False)
         except Exception:  # noqa: BLE001 (a workflow's own bug: retried, then dead-lettered)
             logger.exception("workflow raised an unexpected error")
-            return self._retry_or_give_up(work, claim, "unexpected_error")
+            return self._retry_or_give_up(work, claim, "unexpected_error", known_transient=False)
         return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
 
-    def _retry_or_give_up(self, work: WorkItem, claim: Claim, code: str) -> Decision:
-        if claim.attempts >= self.config.max_attempts:
-            self.claims.fail(claim, now=self.clock.now(), error_code=code)
+    def _retry_or_give_up(
+        self, work: WorkItem, claim: Claim, code: str, *, known_transient: bool
+    ) -> Decision:
+        """Release the claim for a later attempt, or fail and dead-letter the delivery.
+
+        Every failure is retried only while the next attempt starts within the horizon;
+        one of unknown nature also only while such attempts stay within ``max_attempts``.
+        """
+        now = self.clock.now()
+        retry_at = next_attempt_at(
+            failed_at=now,
+            attempts=claim.attempts,
+            window_start=claim.retry_window_start,
+            horizon_seconds=self.config.retry_horizon_seconds,
+            base_seconds=self.config.retry_base_seconds,
+        )
+        budget_left = known_transient or claim.unexplained_attempts < self.config.max_attempts
+        if retry_at is None or not budget_left:
+            self.claims.fail(claim, now=now, error_code=code)
             return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
-        self.claims.release(claim, now=self.clock.now(), error_code=code)
-        delay = retry_delay(claim.attempts, self.config.retry_base_seconds)
-        return self._decide(work, Decision(Result.RETRYING, Disposition.RETRY, delay, code))
+        if known_transient:
+            self.claims.release_transient(claim, now=now, error_code=code)
+        else:
+            self.claims.release(claim, now=now, error_code=code)
+        return self._decide(
+            work, Decision(Result.RETRYING, Disposition.RETRY, retry_at - now, code)
+        )
 
     def _decide(self, work: WorkItem, decision: Decision) -> Decision:
         self.metrics.count(_RESULT_METRICS[decision.result])
@@ -221,57 +229,3 @@ _RESULT_METRICS = {
     Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
     Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
 }
-
-
-async def process_batch(
-    processor: Processor,
-    queue: WorkQueue,
-    source: Callable[[], AbstractAsyncContextManager[PackageSource]],
-    messages: Sequence[QueueMessage],
-) -> list[str]:
-    """Process one batch in order, sharing one package source (one MCP session per server).
-
-    Returns:
-        The ids of the messages to report as batch item failures: SQS makes them
-        visible again after the delay set here (or the queue's visibility timeout).
-    """
-    failures: list[str] = []
-    async with source() as packages:
-        for message in messages:
-            try:
-                work = WorkItem.from_json(message.body)
-            except ValueError:
-                # Not ours to interpret and never will be: straight to the dead-letter queue.
-                logger.warning("malformed work item", extra={"message_id": message.message_id})
-                queue.dead_letter(message.body)
-                continue
-            try:
-                decision = await processor.process(work, packages)
-                _apply(queue, message, work, decision, failures)
-            except ProcessingError as exc:
-                # Storage trouble before any state change was recorded: the message
-                # comes back after the queue's visibility timeout, the lease after its own.
-                logger.warning(
-                    "work item not processed",
-                    extra={"delivery_id": work.delivery_id, "error_code": exc.code},
-                )
-                failures.append(message.message_id)
-    return failures
-
-
-def _apply(
-    queue: WorkQueue,
-    message: QueueMessage,
-    work: WorkItem,
-    decision: Decision,
-    failures: list[str],
-) -> None:
-    if decision.disposition is Disposition.RETRY:
-        queue.change_visibility(message.receipt_handle, seconds=decision.delay_seconds)
-        failures.append(message.message_id)
-    elif decision.disposition is Disposition.DEFER:
-        # A fresh copy starts with a receive count of 0: waiting for another worker's
-        # lease must not move this delivery towards the dead-letter queue.
-        queue.send(work, delay_seconds=decision.delay_seconds)
-    elif decision.disposition is Disposition.DEAD_LETTER:
-        queue.dead_letter(message.body)

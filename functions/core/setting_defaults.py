@@ -12,9 +12,19 @@ DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 # An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside
 # the stack, so a bare deployment starts and completes deliveries.
 DEFAULT_WORKFLOW: Final = "archive"
-DEFAULT_MAX_ATTEMPTS: Final = 5  # the work queue's redrive maxReceiveCount must equal it
+# Attempts of unknown outcome (a workflow bug, a worker that died) before dead-lettering.
+DEFAULT_MAX_ATTEMPTS: Final = 5
+# How long known-transient failures are retried after a delivery's receipt: a night and
+# the next working day for an operator paged by McpAuthFailures or WorkQueueAge to fix
+# a token or an MCP server, yet the dead-letter queue still says within a day that
+# something is broken for good. At most RelayLink's own 3 days.
+DEFAULT_RETRY_HORIZON_SECONDS: Final = 24 * 3600
 DEFAULT_LEASE_SECONDS: Final = 900  # longer than the worker's Lambda timeout
 DEFAULT_MCP_TIMEOUT_SECONDS: Final = 10
+DEFAULT_BATCH_CONCURRENCY: Final = 10  # the whole batch (the worker's batch size) at once
+# Time a message's workflow is allowed; a message is started only while the invocation
+# has this (plus the MCP fetch's bound) left. An agent's model calls take 10-60 s.
+DEFAULT_WORKFLOW_SECONDS: Final = 60
 # The agent workflow's model (its ``model_id`` setting); infra grants InvokeModel on it.
 DEFAULT_AGENT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
 # A pending item normally reaches a worker within seconds; longer than the largest

@@ -2,49 +2,41 @@
 
 Per message: claim, fetch the package over MCP, run the workflow, complete
 (:mod:`functions.core.process`). The whole batch runs inside one ``asyncio.run``
-and one package source, so messages that share an MCP server share one session.
-Messages are processed one after another: a batch is at most ten messages, and
-sequential processing keeps one session per server without locking.
+and one package source, so messages that share an MCP server share one session;
+the messages run concurrently, up to ``WORKER_BATCH_CONCURRENCY``, and none is
+started that the invocation's remaining time cannot see through
+(:mod:`functions.core.batch`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
 from botocore.config import Config
 
+from functions.core.adapters import mcp_timing
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
-from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.adapters.work_queue import DEAD_LETTERED_ATTRIBUTE, SqsWorkQueue
+from functions.core.batch import BatchLimits, PackageSourceFactory, QueueMessage, process_batch
 from functions.core.clock import Clock, SystemClock
+from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.lazy_deps import LazyDeps
-from functions.core.process import (
-    PackageSource,
-    ProcessConfig,
-    Processor,
-    QueueMessage,
-    process_batch,
-)
+from functions.core.process import ProcessConfig, Processor
 from functions.core.workflow import Workflow, WorkflowContext, load_workflow
-from functions.worker.settings import Settings
+from functions.worker.settings import DEADLINE_MARGIN_SECONDS, Settings
 
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 # docs/contract.md (Packages over MCP) sets no size; a briefing plus attachment metadata
 # is text, and anything near this is not a briefing an agent should be handed.
 MAX_RESULT_BYTES = 1024 * 1024
-# Connecting is quick or it is not happening; reading may wait on the server's work.
-MAX_CONNECT_TIMEOUT_SECONDS = 5.0
-
-PackageSourceFactory = Callable[[], AbstractAsyncContextManager[PackageSource]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +45,7 @@ class Deps:
     queue: SqsWorkQueue
     packages: PackageSourceFactory
     metrics: EmfMetrics
+    limits: BatchLimits
 
 
 def mcp_packages(settings: Settings, *, secretsmanager: Any) -> PackageSourceFactory:
@@ -68,13 +61,14 @@ def mcp_packages(settings: Settings, *, secretsmanager: Any) -> PackageSourceFac
     )
     timeout = float(settings.mcp_timeout_seconds)
 
-    def fetcher() -> McpPackageFetcher:
+    def fetcher(deadline: Deadline) -> McpPackageFetcher:
         return McpPackageFetcher(
             token=tokens,
             policy=policy,
-            connect_timeout=min(timeout, MAX_CONNECT_TIMEOUT_SECONDS),
+            connect_timeout=mcp_timing.connect_timeout(timeout),
             read_timeout=timeout,
             max_result_bytes=MAX_RESULT_BYTES,
+            deadline=deadline,
         )
 
     return fetcher
@@ -121,6 +115,7 @@ def build_deps(
                 max_attempts=settings.max_attempts,
                 lease_seconds=settings.lease_seconds,
                 retry_base_seconds=settings.retry_base_seconds,
+                retry_horizon_seconds=settings.retry_horizon_seconds,
             ),
         ),
         queue=SqsWorkQueue(
@@ -130,6 +125,9 @@ def build_deps(
         ),
         packages=packages or mcp_packages(settings, secretsmanager=secretsmanager),
         metrics=metrics,
+        limits=BatchLimits(
+            concurrency=settings.batch_concurrency, message_seconds=settings.message_seconds
+        ),
     )
 
 
@@ -144,17 +142,41 @@ def parse_messages(event: dict[str, Any]) -> list[QueueMessage]:
             message_id=str(record["messageId"]),
             receipt_handle=str(record["receiptHandle"]),
             body=str(record["body"]),
+            dead_lettered=_dead_lettered(record),
         )
         for record in event.get("Records", [])
     ]
 
 
-def handle(event: dict[str, Any], deps: Deps) -> dict[str, Any]:
-    """Process one SQS batch with ``deps``; returns the partial batch response."""
+def _dead_lettered(record: dict[str, Any]) -> str | None:
+    """The worker's dead-letter mark, when an SQS redrive brought the message back."""
+    attribute = (record.get("messageAttributes") or {}).get(DEAD_LETTERED_ATTRIBUTE)
+    value = attribute.get("stringValue") if isinstance(attribute, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def handle(event: dict[str, Any], deps: Deps, *, remaining_ms: int | None = None) -> dict[str, Any]:
+    """Process one SQS batch with ``deps``; returns the partial batch response.
+
+    Args:
+        remaining_ms: the invocation's remaining time; None: no deadline.
+    """
+    deadline = (
+        Deadline.never()
+        if remaining_ms is None
+        else Deadline.after(remaining_ms / 1000 - DEADLINE_MARGIN_SECONDS)
+    )
     try:
         # One event loop per batch: the MCP sessions of the batch live and die in it.
         failures = asyncio.run(
-            process_batch(deps.processor, deps.queue, deps.packages, parse_messages(event))
+            process_batch(
+                deps.processor,
+                deps.queue,
+                deps.packages,
+                parse_messages(event),
+                limits=deps.limits,
+                deadline=deadline,
+            )
         )
     finally:
         deps.metrics.flush()
@@ -163,4 +185,6 @@ def handle(event: dict[str, Any], deps: Deps) -> dict[str, Any]:
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point (SQS, ``ReportBatchItemFailures``)."""
-    return handle(event, container_deps.get())
+    return handle(
+        event, container_deps.get(), remaining_ms=int(context.get_remaining_time_in_millis())
+    )

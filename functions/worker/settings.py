@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from functions.core import env_keys, process, setting_defaults
+from functions.core import env_keys, event_source_limits, retry_policy, setting_defaults
+from functions.core.adapters import mcp_timing
 from functions.core.settings_env import (
     BoundedInteger,
     boolean,
@@ -28,8 +29,37 @@ MAX_ATTEMPTS: Final = BoundedInteger(
     env_keys.ENV_MAX_ATTEMPTS, default=setting_defaults.DEFAULT_MAX_ATTEMPTS, low=1, high=100
 )
 RETRY_BASE_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RETRY_BASE_SECONDS, default=process.RETRY_BASE_SECONDS, low=1, high=900
+    env_keys.ENV_RETRY_BASE_SECONDS,
+    default=retry_policy.RETRY_BASE_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_DELAY_SECONDS,
 )
+RETRY_HORIZON_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_RETRY_HORIZON_SECONDS,
+    default=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+    low=1,
+    high=retry_policy.MAX_RETRY_HORIZON_SECONDS,
+)
+BATCH_CONCURRENCY: Final = BoundedInteger(
+    env_keys.ENV_BATCH_CONCURRENCY,
+    default=setting_defaults.DEFAULT_BATCH_CONCURRENCY,
+    low=1,
+    high=event_source_limits.WORKER_BATCH_SIZE,
+)
+WORKFLOW_SECONDS: Final = BoundedInteger(
+    env_keys.ENV_WORKFLOW_SECONDS,
+    default=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
+    low=1,
+    high=900,  # Lambda's longest timeout
+)
+# Kept back from the end of an invocation: recording the last outcomes and answering.
+DEADLINE_MARGIN_SECONDS: Final = 5.0
+
+
+def message_seconds(*, mcp_timeout_seconds: int, workflow_seconds: int) -> float:
+    """The time a message needs once started: the longest fetch, then its workflow."""
+    connect = mcp_timing.connect_timeout(mcp_timeout_seconds)
+    return mcp_timing.fetch_time_bound(connect, float(mcp_timeout_seconds)) + workflow_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +79,27 @@ class Settings:
     max_attempts: int
     lease_seconds: int
     secrets_max_age_seconds: int
-    retry_base_seconds: int = process.RETRY_BASE_SECONDS
+    retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
+    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
     alert_topic_arn: str | None = None
+
+    @property
+    def message_seconds(self) -> float:
+        """How much time must be left in the invocation to start a message."""
+        return message_seconds(
+            mcp_timeout_seconds=self.mcp_timeout_seconds, workflow_seconds=self.workflow_seconds
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read exactly the worker's variables.
 
-        ``WORKER_MAX_ATTEMPTS`` must equal the work queue's redrive ``maxReceiveCount``
-        (infra sets both from one value).
+        The work queue's redrive ``maxReceiveCount`` must exceed the receives that
+        ``WORKER_MAX_ATTEMPTS``, ``WORKER_RETRY_HORIZON_SECONDS`` and
+        ``WORKER_RETRY_BASE_SECONDS`` allow (infra derives it from the same values).
 
         Raises:
             SettingsError: a required variable is missing or a value is out of range.
@@ -80,4 +121,7 @@ class Settings:
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
             workflow_settings=string_map(env, env_keys.ENV_WORKFLOW_SETTINGS),
             alert_topic_arn=optional(env, env_keys.ENV_ALERT_TOPIC_ARN),
+            retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
+            batch_concurrency=BATCH_CONCURRENCY.read(env),
+            workflow_seconds=WORKFLOW_SECONDS.read(env),
         )

@@ -22,6 +22,7 @@ from moto import mock_aws
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
+from infra.schema import max_receive_count_for
 from local.aws_resources import create_queues, create_secret, create_table
 from local.event_sources import is_outbox_insert
 from local.testkit.clock import FakeClock
@@ -30,7 +31,9 @@ REGION = "us-east-1"
 TABLE = "relaylink-test"
 QUEUE = "relaylink-work"
 BUCKET = "relaylink-archive"
-MAX_ATTEMPTS = 3  # the work queue's maxReceiveCount
+MAX_ATTEMPTS = 3  # attempts of unknown outcome before the worker dead-letters
+# Short enough that a test can ride through the whole schedule: (0, 15, 45, 105) s.
+RETRY_HORIZON_SECONDS = 120
 
 ClientFactory = Callable[[str], Any]
 
@@ -163,6 +166,7 @@ class MotoWorld:
                 QueueUrl=queue_url or self.queue_url,
                 MaxNumberOfMessages=min(10, limit - len(found)),
                 AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not batch:
                 break
@@ -197,7 +201,13 @@ def build_world(client: ClientFactory, *, clock: FakeClock | None = None) -> Mot
     dynamodb = client("dynamodb")
     stream_arn = create_table(dynamodb, TABLE)
     sqs = client("sqs")
-    queue_url, dlq_url = create_queues(sqs, queue_name=QUEUE, max_receive_count=MAX_ATTEMPTS)
+    queue_url, dlq_url = create_queues(
+        sqs,
+        queue_name=QUEUE,
+        max_receive_count=max_receive_count_for(
+            MAX_ATTEMPTS, retry_horizon_seconds=RETRY_HORIZON_SECONDS
+        ),
+    )
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]

@@ -10,7 +10,14 @@ import boto3
 
 from functions.core import env_keys
 from local.event_sources import sqs_event
-from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, REGION, TABLE, MotoWorld
+from local.testkit.moto_world import (
+    BUCKET,
+    MAX_ATTEMPTS,
+    REGION,
+    RETRY_HORIZON_SECONDS,
+    TABLE,
+    MotoWorld,
+)
 
 LEASE_SECONDS = 300
 
@@ -60,6 +67,7 @@ def worker_env(
         env_keys.ENV_NOTIFY_URL: notify_url,
         env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
         env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_keys.ENV_RETRY_HORIZON_SECONDS: str(RETRY_HORIZON_SECONDS),
         env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
+
+if TYPE_CHECKING:
+    from functions.core.effects import EffectRecord
+    from functions.core.steps import StepRecord
 
 STATES = ("pending", "processing", "completed", "failed", "ignored")
 
@@ -18,11 +22,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "inbox",
         help="show one delivery's inbox item or list them",
-        description="Inspect the inbox: state, attempts, digest, times, last error. Never a body.",
+        description=(
+            "Inspect the inbox: state, attempts, digest, times, last error; and one"
+            " delivery's steps and effects. Never a body, never a step's result."
+        ),
     )
     actions = parser.add_subparsers(dest="inbox_action", metavar="ACTION", required=True)
 
-    show = actions.add_parser("show", help="one delivery's inbox item (exit 1 if unknown)")
+    show = actions.add_parser(
+        "show", help="one delivery's inbox item, steps and effects (exit 1 if unknown)"
+    )
     show.add_argument("delivery_id", metavar="DELIVERY_ID")
     show.add_argument("--json", action="store_true", help="one JSON object")
     add_target_arguments(show)
@@ -47,14 +56,39 @@ def run_show(args: argparse.Namespace) -> int:
         print(f"inbox show: no delivery {args.delivery_id}", file=sys.stderr)
         return 1
     view = inbox.inbox_view(item)
+    progress = operator_call(inbox.show_progress, target, args.delivery_id)
     if args.json:
-        print_json(view)
+        print_json({**view, **progress.to_dict()})
         return 0
-    width = max(len(k) for k in view)
-    for name, value in view.items():
-        shown = iso(value) if name.endswith(("_at", "_until")) else value
-        print(f"{name:<{width}}  {'-' if shown is None else shown}")
+    lines: list[tuple[str, object]] = [
+        (name, iso(value) if name.endswith(("_at", "_until")) else value)
+        for name, value in view.items()
+    ]
+    lines += [(f"step {s.name}", _step_line(s)) for s in progress.steps]
+    lines += [(f"effect {e.name}", _effect_line(e)) for e in progress.effects]
+    width = max(len(label) for label, _ in lines)
+    for label, shown in lines:
+        print(f"{label:<{width}}  {'-' if shown is None else shown}")
     return 0
+
+
+def _step_line(step: StepRecord) -> str:
+    parts = [step.status.value, f"runs {step.runs}", f"started {iso(step.started_at)}"]
+    if step.recorded_at is not None:
+        parts.append(f"recorded {iso(step.recorded_at)}")
+    if step.result is not None:
+        parts.append(f"result {step.result.size} bytes")
+    return ", ".join(parts)
+
+
+def _effect_line(effect: EffectRecord) -> str:
+    parts = [effect.status.value, f"intent {iso(effect.intent_at)}"]
+    if effect.done_at is not None:
+        parts.append(f"done {iso(effect.done_at)}")
+    if effect.flagged_at is not None:
+        parts.append(f"flagged {iso(effect.flagged_at)}")
+    parts.append(f"key {effect.key}")
+    return ", ".join(parts)
 
 
 def run_list(args: argparse.Namespace) -> int:

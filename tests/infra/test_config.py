@@ -13,9 +13,11 @@ from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
+from functions.worker.settings import message_seconds
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 from infra.environments import worker_environment
+from infra.worker import check_timing
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -26,6 +28,7 @@ def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
     assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
+    assert config.worker_retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
     assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
     assert config.alarm_email is None and config.notify_url is None
 
@@ -56,6 +59,8 @@ def test_command_line_strings_are_parsed() -> None:
         ("stage", "Prod"),
         ("worker_max_concurrency", 1),  # the SQS event source needs at least 2
         ("worker_max_attempts", 0),
+        ("worker_retry_horizon_hours", 0),
+        ("worker_retry_horizon_hours", 73),  # beyond RelayLink's own 3 days
         ("inbox_retention_days", 3),  # shorter than RelayLink's 3-day retry horizon + 1
         ("log_level", "LOUD"),
         ("log_retention_days", 10),
@@ -66,6 +71,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("api_burst_limit", 10),  # below the default rate limit of 50
         ("worker_max_concurrency", True),
         ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
+        ("worker_batch_concurrency", 0),
+        ("worker_batch_concurrency", 11),  # more than a batch holds
+        ("worker_workflow_seconds", 0),
         ("workflow", "summarise"),  # neither an alias nor module:attribute
         ("workflow_source", "/nowhere/my-agent"),
         ("workflow_requirements", "--index-url=https://elsewhere.example/simple"),
@@ -81,7 +89,6 @@ def test_command_line_strings_are_parsed() -> None:
         ("worker_timeout_seconds", 901),  # Lambda's longest
         ("worker_memory_mb", 127),
         ("worker_batch_size", 11),  # SQS without a batching window
-        ("worker_batch_concurrency", 0),
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
@@ -186,7 +193,7 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
     assert worker.allowed_hosts == config.mcp_allowed_hosts
 
 
-def _worker_reads_max_attempts(value: int) -> bool:
+def _worker_reads(**values: int) -> bool:
     environment = worker_environment(
         table_name="table",
         work_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work",
@@ -195,8 +202,8 @@ def _worker_reads_max_attempts(value: int) -> bool:
         mcp_allowed_hosts=["*.relaylink.example"],
         workflow=setting_defaults.DEFAULT_WORKFLOW,
         archive_bucket="archive",
-        max_attempts=value,
         lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
+        **{"max_attempts": setting_defaults.DEFAULT_MAX_ATTEMPTS, **values},
     )
     try:
         WorkerSettings.from_env(environment)
@@ -208,7 +215,45 @@ def _worker_reads_max_attempts(value: int) -> bool:
 @pytest.mark.parametrize("value", [1, 5, 100, 101, 1000])
 def test_synth_and_worker_agree_on_worker_max_attempts(value: int) -> None:
     accepted = _synth_accepts({"worker_max_attempts": value})
-    assert accepted == _worker_reads_max_attempts(value)
+    assert accepted == _worker_reads(max_attempts=value)
+
+
+@pytest.mark.parametrize("hours", [1, 24, 72, 73, 1000])
+def test_synth_and_worker_agree_on_worker_retry_horizon_hours(hours: int) -> None:
+    accepted = _synth_accepts({"worker_retry_horizon_hours": str(hours)})
+    assert accepted == _worker_reads(retry_horizon_seconds=hours * 3600)
+
+
+def test_a_workflow_allowance_that_leaves_no_message_time_is_refused() -> None:
+    fitting = message_seconds(
+        mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+        workflow_seconds=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
+    )
+    timings = {"timeout_s": 180, "lease_s": 900, "visibility_s": 1080, "effect_age_s": 3600}
+    check_timing(**timings, message_s=fitting)
+    with pytest.raises(ValueError, match="worker_workflow_seconds"):
+        check_timing(**timings, message_s=180)
+
+
+def test_batch_settings_reach_the_worker_as_it_reads_them() -> None:
+    config = StackConfig.from_context(
+        VALID | {"worker_batch_concurrency": "4", "worker_workflow_seconds": 90}
+    )
+    environment = worker_environment(
+        table_name="t",
+        work_queue_url="https://sqs/q",
+        dead_letter_queue_url="https://sqs/dlq",
+        mcp_token_secret_arn=ARN,
+        mcp_allowed_hosts=config.mcp_allowed_hosts,
+        workflow=config.workflow,
+        archive_bucket="b",
+        max_attempts=config.worker_max_attempts,
+        lease_seconds=900,
+        batch_concurrency=config.batch_concurrency,
+        workflow_seconds=config.worker_workflow_seconds,
+    )
+    settings = WorkerSettings.from_env(environment)
+    assert (settings.batch_concurrency, settings.workflow_seconds) == (4, 90)
 
 
 def test_the_default_workflow_is_an_alias_that_needs_nothing_outside_the_stack() -> None:

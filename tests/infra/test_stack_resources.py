@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from functions.core import env_keys, metric_names, table_layout
+from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, retry_schedule
 from infra.lambda_function import ARCHITECTURE, RUNTIME
-from infra.schema import table_definition
-from tests.infra.conftest import ALARM_EMAIL, NOTIFY_URL, Synthesized, get_att, ref
+from infra.schema import SQS_MAX_RECEIVE_COUNT, max_receive_count_for, table_definition
+from tests.infra.conftest import (
+    ALARM_EMAIL,
+    NOTIFY_URL,
+    Synthesized,
+    get_att,
+    ref,
+    synthesize,
+)
 
 FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 
@@ -77,13 +87,44 @@ def test_work_queue_visibility_and_redrive_match_the_worker(synthesized: Synthes
     dlq_id = synthesized.logical_id(synthesized.stack.queues.dead_letter_queue)
     assert queue["VisibilityTimeout"] >= 6 * _worker_timeout(synthesized)
     attempts = synthesized.context["worker_max_attempts"]
+    horizon = synthesized.context["worker_retry_horizon_hours"] * 3600
     assert queue["RedrivePolicy"] == {
         "deadLetterTargetArn": get_att(dlq_id, "Arn"),
-        "maxReceiveCount": attempts,
+        "maxReceiveCount": max_receive_count_for(attempts, retry_horizon_seconds=horizon),
     }
-    assert synthesized.environment("worker")[env_keys.ENV_MAX_ATTEMPTS] == str(attempts)
+    environment = synthesized.environment("worker")
+    assert environment[env_keys.ENV_MAX_ATTEMPTS] == str(attempts)
+    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(horizon)
     dlq = synthesized.resources[dlq_id]["Properties"]
     assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_redrive_is_a_backstop_above_the_workers_own_budget(synthesized: Synthesized) -> None:
+    queue = synthesized.resource(synthesized.stack.queues.queue)["Properties"]
+    attempts = synthesized.context["worker_max_attempts"]
+    horizon = synthesized.context["worker_retry_horizon_hours"] * 3600
+    assert horizon == 24 * 3600
+    # The worker receives a message once per attempt of its schedule (101 in 24 h) and
+    # once per attempt of unknown outcome before it dead-letters it itself.
+    own_budget = len(retry_schedule(horizon)) + attempts
+    assert queue["RedrivePolicy"]["maxReceiveCount"] > own_budget > attempts
+    # A message lives through the longest horizon, with its last back-off.
+    assert queue["MessageRetentionPeriod"] > MAX_RETRY_HORIZON_SECONDS + 900
+
+
+@pytest.fixture(scope="module")
+def longest_retries(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(
+        tmp_path_factory, {"worker_retry_horizon_hours": 72, "worker_max_attempts": 100}
+    )
+
+
+def test_longest_retry_settings_synthesize_within_sqs_limits(longest_retries: Synthesized) -> None:
+    queue = longest_retries.resource(longest_retries.stack.queues.queue)["Properties"]
+    count = queue["RedrivePolicy"]["maxReceiveCount"]
+    assert len(retry_schedule(MAX_RETRY_HORIZON_SECONDS)) + 100 < count <= SQS_MAX_RECEIVE_COUNT
+    environment = longest_retries.environment("worker")
+    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(MAX_RETRY_HORIZON_SECONDS)
 
 
 def test_worker_lease_sits_between_its_timeout_and_the_visibility_timeout(

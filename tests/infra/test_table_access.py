@@ -100,8 +100,15 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
+    (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
+        _claimed(s, d), now=NOW, error_code="mcp_unavailable"
+    ),
     (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
+    ),
+    (claim.ClaimStore, "reopen"): lambda t, s, d: (
+        s.claims.fail(_claimed(s, d), now=NOW, error_code="mcp_unavailable"),
+        t.claims.reopen(d, now=NOW),
     ),
     (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
     (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(

@@ -41,6 +41,7 @@ CUSTOM: dict[str, Any] = {
     "worker_memory_mb": 1024,
     "worker_batch_size": 4,
     "worker_batch_concurrency": 2,
+    "worker_workflow_seconds": 120,
     "alert_email": ALERT_EMAIL,
 }
 
@@ -170,6 +171,7 @@ def test_worker_sizing_and_the_timings_that_follow(customised: Synthesized) -> N
     assert reconciler.lease_seconds == lease < reconciler.effect_age_seconds
     worker_settings = WorkerSettings.from_env(resolved(customised.environment("worker")))
     assert worker_settings.lease_seconds == lease
+    assert (worker_settings.batch_concurrency, worker_settings.workflow_seconds) == (2, 120)
 
 
 @pytest.mark.parametrize("timeout", [30, 60, 180, 300, 600, 899, 900])

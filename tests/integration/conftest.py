@@ -1,7 +1,10 @@
-"""Integration fixtures: a real MCP server (the official SDK's) on 127.0.0.1."""
+"""Integration fixtures: a real MCP server (the official SDK's) on 127.0.0.1, and a
+server there that accepts connections and never answers."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -36,3 +39,45 @@ def mcp_server(_mcp_server_session: RunningServer) -> Iterator[RunningServer]:
     server.set_latency_ms(0)
     server.set_failure_rate(0.0, seed=0)
     server.set_legacy_only(False)
+
+
+class BlackHole:
+    """A loopback server that accepts every connection and never answers on any."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/mcp"
+
+    @property
+    def connections(self) -> int:
+        return len(self._held)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            self._held.append(connection)  # held open, never read, never answered
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for connection in self._held:
+            connection.close()
+        self._listener.close()
+
+
+@pytest.fixture
+def black_hole() -> Iterator[BlackHole]:
+    hole = BlackHole()
+    yield hole
+    hole.close()

@@ -12,9 +12,11 @@ import pytest
 
 from functions.core import errors
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
+from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.package import Package
 from local.mcp_server import RunningServer, demo_package
+from tests.integration.conftest import BlackHole
 
 LOOPBACK_POLICY = HostPolicy(("127.0.0.1",), allow_insecure_loopback=True)
 T = TypeVar("T")
@@ -30,6 +32,19 @@ class CountingToken:
     def __call__(self) -> str:
         self.calls += 1
         return self.value
+
+
+def _quiet_fetcher(**overrides: Any) -> McpPackageFetcher:
+    """A fetcher for servers that never get as far as checking a token."""
+    options: dict[str, Any] = {
+        "token": CountingToken("t"),
+        "policy": LOOPBACK_POLICY,
+        "connect_timeout": 1.0,
+        "read_timeout": 1.0,
+        "max_result_bytes": 1024,
+    }
+    options.update(overrides)
+    return McpPackageFetcher(**options)
 
 
 def _fetcher(server: RunningServer, **overrides: Any) -> McpPackageFetcher:
@@ -232,13 +247,7 @@ def test_fetcher_refuses_plain_http_to_loopback_unless_allowed(mcp_server: Runni
 def test_fetcher_connection_refused_is_transient(silent_listener: socket.socket) -> None:
     port = silent_listener.getsockname()[1]
     silent_listener.close()  # nothing listens on the port any more
-    fetcher = McpPackageFetcher(
-        token=CountingToken("t"),
-        policy=LOOPBACK_POLICY,
-        connect_timeout=1.0,
-        read_timeout=1.0,
-        max_result_bytes=1024,
-    )
+    fetcher = _quiet_fetcher()
     error = _error_of(fetcher, f"http://127.0.0.1:{port}/mcp", "pkg_1")
     assert isinstance(error, errors.TransientError)
     assert error.code == "mcp_unavailable"
@@ -303,21 +312,92 @@ def test_fetcher_maps_errors_the_same_on_a_legacy_server(mcp_server: RunningServ
     assert error.code == "mcp_unavailable"
 
 
-def test_fetcher_serialises_concurrent_calls_on_one_session(mcp_server: RunningServer) -> None:
-    fetcher = _fetcher(mcp_server)
-    results: dict[str, Package] = {}
+def _fetch_together(fetcher: McpPackageFetcher, url: str, ids: list[str]) -> dict[str, object]:
+    """Fetch ``ids`` concurrently in one block; each id's package or error."""
+    outcomes: dict[str, object] = {}
 
     async def fetch(package_id: str) -> None:
-        results[package_id] = await fetcher.get_package(mcp_server.url, package_id)
+        try:
+            outcomes[package_id] = await fetcher.get_package(url, package_id)
+        except errors.ProcessingError as exc:
+            outcomes[package_id] = exc
 
     async def go() -> None:
         async with fetcher, anyio.create_task_group() as tasks:
-            for index in range(4):
-                tasks.start_soon(fetch, f"pkg_c{index}")
+            for package_id in ids:
+                tasks.start_soon(fetch, package_id)
 
     _run(go)
-    assert sorted(results) == [f"pkg_c{index}" for index in range(4)]
-    assert all(package.package_id == key for key, package in results.items())
+    return outcomes
+
+
+def test_concurrent_first_calls_share_one_session(mcp_server: RunningServer) -> None:
+    fetcher = _fetcher(mcp_server)
+    ids = [f"pkg_c{index}" for index in range(4)]
+    outcomes = _fetch_together(fetcher, mcp_server.url, ids)
+    assert all(isinstance(outcomes[i], Package) for i in ids)
+    assert all(getattr(outcomes[i], "package_id", None) == i for i in ids)
+    assert fetcher.sessions_opened == 1
+
+
+def test_calls_on_one_session_run_at_the_same_time(mcp_server: RunningServer) -> None:
+    mcp_server.set_latency_ms(1000)
+    fetcher = _fetcher(mcp_server)
+    started = time.monotonic()
+    outcomes = _fetch_together(fetcher, mcp_server.url, [f"pkg_s{index}" for index in range(4)])
+    elapsed = time.monotonic() - started
+    assert all(isinstance(outcome, Package) for outcome in outcomes.values())
+    assert fetcher.sessions_opened == 1
+    assert elapsed < 3.0  # one after another: at least 4 s
+
+
+def test_each_concurrent_call_is_judged_by_its_own_exchange(mcp_server: RunningServer) -> None:
+    # The oversized answer is cut by the transport's cap: only its own call may fail.
+    fetcher = _fetcher(mcp_server, max_result_bytes=64 * 1024)
+    ids = ["pkg_oversized_1", *(f"pkg_fine_{index}" for index in range(5))]
+    outcomes = _fetch_together(fetcher, mcp_server.url, ids)
+    oversized = outcomes.pop("pkg_oversized_1")
+    assert isinstance(oversized, errors.InvalidPackage)
+    assert oversized.code == "mcp_result_too_large"
+    assert all(isinstance(outcome, Package) for outcome in outcomes.values()), outcomes
+
+
+def test_an_unreachable_server_is_not_contacted_again(black_hole: BlackHole) -> None:
+    fetcher = _quiet_fetcher(connect_timeout=0.5, read_timeout=0.5)
+
+    async def go() -> tuple[list[str], float, bool]:
+        codes: list[str] = []
+        async with fetcher:
+            for index in range(2):
+                started = time.monotonic()
+                with pytest.raises(errors.TransientError) as caught:
+                    await fetcher.get_package(black_hole.url, f"pkg_{index}")
+                codes.append(caught.value.code)
+            return codes, time.monotonic() - started, fetcher.unreachable(black_hole.url)
+
+    connections_before = black_hole.connections
+    codes, second_call_seconds, unreachable = _run(go)
+    assert codes == ["mcp_timeout", "mcp_timeout"]
+    assert unreachable
+    assert second_call_seconds < 0.2  # failed at once
+    assert fetcher.sessions_opened == 1
+    assert black_hole.connections - connections_before >= 1
+
+
+def test_the_deadline_bounds_opening_a_session(black_hole: BlackHole) -> None:
+    # Opening alone could take 20 s.
+    fetcher = _quiet_fetcher(connect_timeout=5.0, read_timeout=5.0, deadline=Deadline.after(0.5))
+    started = time.monotonic()
+    error = _error_of(fetcher, black_hole.url, "pkg_1")
+    assert time.monotonic() - started < 2.0
+    assert error.code == "mcp_timeout"
+
+
+def test_a_server_error_is_not_a_transport_failure(mcp_server: RunningServer) -> None:
+    fetcher = _fetcher(mcp_server)
+    mcp_server.set_failure_rate(1.0)
+    assert _error_of(fetcher, mcp_server.url, "pkg_1").code == "mcp_unavailable"
+    assert not fetcher.unreachable(mcp_server.url)  # it answered 503: it is there
 
 
 def test_fetcher_outside_its_block_refuses(mcp_server: RunningServer) -> None:

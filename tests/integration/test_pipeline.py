@@ -100,12 +100,13 @@ class CrashBefore(CrashAfter):
 class _CrashAfterFetch:
     """A package source whose first fetch returns the package to nobody."""
 
-    def __init__(self, factory: Any, state: dict[str, bool]) -> None:
+    def __init__(self, factory: Any, deadline: Any, state: dict[str, bool]) -> None:
         self._factory = factory
+        self._deadline = deadline
         self._state = state
 
     async def __aenter__(self) -> Any:
-        self._inner = self._factory()
+        self._inner = self._factory(self._deadline)
         self._source = await self._inner.__aenter__()
         return self
 
@@ -118,6 +119,9 @@ class _CrashAfterFetch:
             self._state["fired"] = True
             raise Crash("after fetch")
         return package
+
+    def unreachable(self, mcp_url: str) -> bool:
+        return bool(self._source.unreachable(mcp_url))
 
 
 @dataclass
@@ -224,8 +228,8 @@ WINDOWS: dict[str, Callable[[Any], Any]] = {
     "after_claim": lambda deps: _claims(deps, lambda c: CrashAfter(c, "claim")),
     "after_fetch": lambda deps: dataclasses.replace(
         deps,
-        packages=lambda factory=deps.packages, state={"fired": False}: _CrashAfterFetch(
-            factory, state
+        packages=lambda deadline, factory=deps.packages, state={"fired": False}: _CrashAfterFetch(
+            factory, deadline, state
         ),
     ),
     "after_effect_before_done": lambda deps: _effects(

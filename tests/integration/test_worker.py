@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from functions.core import metric_names
+from functions.core import env_keys, metric_names
+from functions.core.adapters.work_queue import DEAD_LETTERED_ATTRIBUTE
 from functions.core.models import State, WorkItem
+from functions.core.retry_policy import retry_delay, retry_schedule
+from local.event_sources import sqs_event
 from local.mcp_server import RunningServer
 from local.notify_sink import NotifySinkServer
-from local.testkit.moto_world import BUCKET, MAX_ATTEMPTS, MotoWorld
+from local.testkit.moto_world import (
+    BUCKET,
+    MAX_ATTEMPTS,
+    REGION,
+    RETRY_HORIZON_SECONDS,
+    MotoWorld,
+)
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
+from tests.integration.conftest import BlackHole
 from tests.processing_harness import emitted_metrics
 
 
@@ -104,7 +116,17 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
 
 
-def test_mcp_5xx_releases_and_retries_later(
+def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
+    """Run the one visible message; on a retry, wait out its back-off on the clock."""
+    messages, response = worker.run_visible()
+    assert len(messages) == 1, attempt
+    if response["batchItemFailures"]:
+        aws.clock.advance(retry_delay(attempt))
+        aws.make_visible(messages)
+    return messages
+
+
+def test_mcp_5xx_is_retried_past_max_attempts_until_the_server_is_back(
     aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
@@ -123,11 +145,22 @@ def test_mcp_5xx_releases_and_retries_later(
     # The back-off hid the message (the queue's own visibility timeout would too, but
     # moto's default is 30 s; the back-off of attempt 1 is 15 s: both hide it now).
     assert aws.queue_counts()["visible"] == 0
-    mcp_server.set_failure_rate(0.0)
+    aws.clock.advance(retry_delay(1))
     aws.make_visible(messages)
-    worker.run_visible()
-    assert aws.inbox(item.delivery_id).state is State.COMPLETED
+    # Known-transient failures do not use WORKER_MAX_ATTEMPTS: within the world's 120 s
+    # horizon the attempts at 15 s and 45 s fail too, the one at 105 s completes.
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        redeliver(aws, worker, attempt)
+    mcp_server.set_failure_rate(0.0)
+    redeliver(aws, worker, MAX_ATTEMPTS + 1)
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts, inbox.transient_failures) == (
+        State.COMPLETED,
+        MAX_ATTEMPTS + 1,
+        MAX_ATTEMPTS,
+    )
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    assert aws.dead_letters() == []
 
 
 def test_mcp_timeout_is_transient(
@@ -221,7 +254,7 @@ def test_leased_delivery_is_deferred_without_burning_an_attempt(
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
 
 
-def test_dead_letter_after_max_attempts(
+def test_dead_letter_at_the_retry_horizon(
     aws: MotoWorld,
     worker: WorkerRig,
     mcp_server: RunningServer,
@@ -230,15 +263,18 @@ def test_dead_letter_after_max_attempts(
     item: WorkItem,
 ) -> None:
     mcp_server.set_failure_rate(1.0)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        messages, response = worker.run_visible()
-        assert len(messages) == 1, attempt
-        aws.make_visible(messages) if response["batchItemFailures"] else None
+    schedule = retry_schedule(RETRY_HORIZON_SECONDS)
+    assert len(schedule) > MAX_ATTEMPTS
+    for attempt in range(1, len(schedule) + 1):
+        messages = redeliver(aws, worker, attempt)
+    # The message was received more often than WORKER_MAX_ATTEMPTS, yet the worker, not
+    # the queue's redrive, made the decision.
+    assert int(messages[0]["Attributes"]["ApproximateReceiveCount"]) == len(schedule)
     inbox = aws.inbox(item.delivery_id)
     assert (inbox.state, inbox.last_error, inbox.attempts) == (
         State.FAILED,
         "mcp_unavailable",
-        MAX_ATTEMPTS,
+        len(schedule),
     )
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert aws.dead_letters() == [item.to_json()]
@@ -299,3 +335,151 @@ def test_one_batch_of_ten_shares_one_mcp_session(
     assert requests - calls == single_requests - single_calls
     assert requests - calls <= 3
     assert sum(sink.sink.counts().values()) == 11
+
+
+@dataclass
+class RemainingTime:
+    """The part of Lambda's context the worker reads."""
+
+    remaining_ms: int
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def invoke(worker: WorkerRig, messages: list[dict[str, Any]], remaining_ms: int) -> dict[str, Any]:
+    """Through ``lambda_handler``, with ``remaining_ms`` left in the invocation."""
+    from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
+
+    handler.container_deps.set(worker.deps)
+    try:
+        response: dict[str, Any] = handler.lambda_handler(
+            sqs_event(messages, worker.world.queue_arn, REGION), RemainingTime(remaining_ms)
+        )
+    finally:
+        handler.container_deps.reset()
+    return response
+
+
+def test_a_server_that_never_answers_costs_one_wait_and_no_unstarted_attempt(
+    aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer, black_hole: BlackHole
+) -> None:
+    # MCP timeout 2 s (connect 2, read 2): a message needs at most 12 s of fetch plus
+    # the 1 s workflow allowance; 20 s left, less the 5 s margin, leaves 15 s.
+    worker = make_worker(
+        aws,
+        token=mcp_server.token,
+        notify_url=sink.url,
+        **{env_keys.ENV_WORKFLOW_SECONDS: "1"},
+    )
+    items = [
+        WorkItem(
+            f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", black_hole.url
+        )
+        for n in range(10)
+    ]
+    for item in items:
+        submit(aws, item)
+    messages = aws.receive()
+    assert len(messages) == 10
+    started = time.monotonic()
+    response = invoke(worker, messages, remaining_ms=20_000)
+    elapsed = time.monotonic() - started
+    print(f"black-hole batch of 10: {elapsed:.2f} s")
+    assert elapsed < 15  # before the deadline, let alone the invocation's end
+    assert {f["itemIdentifier"] for f in response["batchItemFailures"]} == {
+        m["MessageId"] for m in messages
+    }
+    inboxes = [aws.inbox(item.delivery_id) for item in items]
+    attempted = [i for i in inboxes if i.attempts]
+    assert [(i.state, i.attempts, i.last_error) for i in attempted] == [
+        (State.PENDING, 1, "mcp_timeout")
+    ]
+    assert all((i.state, i.attempts) == (State.PENDING, 0) for i in inboxes if not i.attempts)
+    assert sink.sink.counts() == {}
+
+
+def test_messages_of_a_batch_run_concurrently_over_one_session(
+    aws: MotoWorld, mcp_server: RunningServer, sink: NotifySinkServer
+) -> None:
+    size = 10
+    together = threading.Barrier(size, timeout=20)
+    fetchers: list[Any] = []
+
+    class MeetingWorkflow:
+        """The default workflow, after every message of the batch has reached it."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def run(self, work: WorkItem, package: Any, effects: Any) -> None:
+            together.wait()
+            self._inner.run(work, package, effects)
+
+    def meeting(deps: Any) -> Any:
+        packages = deps.packages
+
+        def counted(deadline: Any) -> Any:
+            fetchers.append(packages(deadline))
+            return fetchers[-1]
+
+        processor = dataclasses.replace(
+            deps.processor, workflow=MeetingWorkflow(deps.processor.workflow)
+        )
+        return dataclasses.replace(deps, processor=processor, packages=counted)
+
+    worker = make_worker(aws, token=mcp_server.token, notify_url=sink.url, wrap=meeting)
+    items = [work(mcp_server, n) for n in range(size)]
+    for item in items:
+        submit(aws, item)
+    messages = aws.receive()
+    assert invoke(worker, messages, remaining_ms=180_000) == {"batchItemFailures": []}
+    assert all(aws.inbox(item.delivery_id).state is State.COMPLETED for item in items)
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1 for item in items}
+    assert [fetcher.sessions_opened for fetcher in fetchers] == [1]
+    assert mcp_server.controls.tool_calls == size
+
+
+def redrive_dead_letters(aws: MotoWorld) -> int:
+    """What SQS's dead-letter-queue redrive (StartMessageMoveTask) does, which moto lacks:
+    each dead letter moves back to its source queue with its body and message attributes."""
+    moved = 0
+    for letter in aws.receive(queue_url=aws.dlq_url):
+        aws.sqs.send_message(
+            QueueUrl=aws.queue_url,
+            MessageBody=letter["Body"],
+            MessageAttributes=letter.get("MessageAttributes", {}),
+        )
+        aws.sqs.delete_message(QueueUrl=aws.dlq_url, ReceiptHandle=letter["ReceiptHandle"])
+        moved += 1
+    return moved
+
+
+def test_a_console_redrive_reopens_the_delivery_and_completes_it(
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
+) -> None:
+    mcp_server.set_failure_rate(1.0)
+    for attempt in range(1, len(retry_schedule(RETRY_HORIZON_SECONDS)) + 1):
+        redeliver(aws, worker, attempt)
+    assert aws.inbox(item.delivery_id).state is State.FAILED
+    letters = aws.receive(queue_url=aws.dlq_url)
+    assert [m["MessageAttributes"] for m in letters] == [
+        {DEAD_LETTERED_ATTRIBUTE: {"StringValue": "mcp_unavailable", "DataType": "String"}}
+    ]
+    for letter in letters:  # back to visible for the redrive
+        aws.sqs.change_message_visibility(
+            QueueUrl=aws.dlq_url, ReceiptHandle=letter["ReceiptHandle"], VisibilityTimeout=0
+        )
+
+    mcp_server.set_failure_rate(0.0)
+    assert redrive_dead_letters(aws) == 1
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}
+    inbox = aws.inbox(item.delivery_id)
+    assert (inbox.state, inbox.attempts) == (State.COMPLETED, 1)
+    assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}

@@ -122,6 +122,31 @@ def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
     assert claim(subject, now=NOW + 6).claim.attempts == 2
 
 
+def test_release_transient_counts_the_attempt_apart(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    assert (first.transient_failures, first.unexplained_attempts) == (0, 1)
+    assert first.retry_window_start == NOW - 10  # the receipt
+    subject.store.release_transient(first, now=NOW + 5, error_code="mcp_auth_failed")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.transient_failures) == (
+        State.PENDING,
+        "mcp_auth_failed",
+        None,
+        1,
+    )
+    second = claim(subject, now=NOW + 6).claim
+    assert (second.attempts, second.transient_failures, second.unexplained_attempts) == (2, 1, 1)
+    with pytest.raises(ClaimLost):
+        subject.store.release_transient(first, now=NOW + 7, error_code="mcp_unavailable")
+    assert subject.read(DELIVERY).transient_failures == 1
+
+
+def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subject) -> None:
+    subject.seed(pending(attempts=0, reset_at=NOW - 1))
+    assert claim(subject).claim.retry_window_start == NOW - 1
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim
@@ -170,3 +195,15 @@ def test_touch_pending_wins_once_per_listing(subject: Subject) -> None:
     assert subject.store.touch_pending(stale[0], now=NOW) is True
     assert subject.store.touch_pending(stale[0], now=NOW) is False
     assert subject.read(DELIVERY).state_changed_at == NOW
+
+
+def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject: Subject) -> None:
+    subject.seed(pending(state=State.FAILED, attempts=5, last_error="mcp_unavailable"))
+    assert subject.store.reopen(DELIVERY, now=NOW + 5)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.last_error) == (State.PENDING, 0, "mcp_unavailable")
+    assert item.state_changed_at == NOW + 5
+    assert not subject.store.reopen(DELIVERY, now=NOW + 6)  # pending: nothing to reopen
+    claim(subject, now=NOW + 7)
+    assert not subject.store.reopen(DELIVERY, now=NOW + 8)  # processing: untouched
+    assert subject.read(DELIVERY).state is State.PROCESSING

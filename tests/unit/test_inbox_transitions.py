@@ -115,7 +115,9 @@ def test_accept_put_creates_only_pending_or_ignored_items() -> None:
 
 
 def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> None:
-    failed = inbox(state=State.FAILED, attempts=5, last_error="mcp_unavailable")
+    failed = inbox(
+        state=State.FAILED, attempts=105, transient_failures=100, last_error="mcp_unavailable"
+    )
     dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(failed))
 
     first = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
@@ -129,6 +131,8 @@ def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> Non
         "mcp_unavailable",
         NOW,
     )
+    # A fresh budget: both counters, and the retry horizon restarts now.
+    assert (item.transient_failures, item.reset_at, item.retry_window_start) == (0, NOW, NOW)
     assert first.item[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
         "pending", DELIVERY
     )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
 from functions.core.claim import ClaimStatus
 from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import (
@@ -25,16 +26,17 @@ from functions.core.process import (
     Disposition,
     ProcessConfig,
     Processor,
-    QueueMessage,
     Result,
-    process_batch,
-    retry_delay,
 )
+from functions.core.retry_policy import retry_delay, retry_schedule
+from infra.schema import max_receive_count_for
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics
 
 MAX_ATTEMPTS = 3
 LEASE = 300
+HORIZON = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+DAY = 24 * 3600
 MCP_URL = "https://mcp.relaylink.example/mcp"
 
 
@@ -48,7 +50,6 @@ class Packages:
 
     errors: list[ProcessingError] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
-    sessions: int = 0
 
     async def get_package(self, mcp_url: str, package_id: str) -> Any:
         self.calls.append(package_id)
@@ -56,12 +57,20 @@ class Packages:
             raise self.errors.pop(0)
         return {"package_id": package_id, "title": "t"}
 
-    async def __aenter__(self) -> Packages:
-        self.sessions += 1
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        return None
+@dataclass
+class Outage:
+    """A package source whose server fails with ``error`` until ``until`` (fake clock)."""
+
+    clock: FakeClock
+    until: int
+    error: ProcessingError
+    source: Packages
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+        if self.clock.value < self.until:
+            raise self.error
+        return await self.source.get_package(mcp_url, package_id)
 
 
 @dataclass
@@ -109,8 +118,21 @@ class World:
         )
         self.claims.add(dataclasses.replace(inbox, **changes))
 
-    def process(self, item: WorkItem) -> Decision:
-        return asyncio.run(self.processor().process(item, self.packages))
+    def process(self, item: WorkItem, source: Any = None) -> Decision:
+        return asyncio.run(self.processor().process(item, source or self.packages))
+
+    def redeliver_until_settled(self, item: WorkItem, source: Any = None) -> list[Decision]:
+        """Process the one message as SQS would redeliver it: after each retry's delay
+        (attempts take no time), until the worker acknowledges or dead-letters it."""
+        decisions = [self.process(item, source)]
+        while decisions[-1].disposition is Disposition.RETRY:
+            self.clock.advance(decisions[-1].delay_seconds)
+            decisions.append(self.process(item, source))
+        return decisions
+
+    def outage(self, seconds: int, error: ProcessingError | None = None) -> Outage:
+        error = error or TransientError("mcp_unavailable")
+        return Outage(self.clock, self.clock.value + seconds, error, self.packages)
 
     def state(self, item: WorkItem) -> InboxItem:
         return self.claims.items[item.delivery_id]
@@ -169,7 +191,8 @@ def test_transient_failure_releases_with_growing_delay(world: World) -> None:
     assert second.delay_seconds == retry_delay(2) > first.delay_seconds
     assert world.state(work()).last_error == "mcp_timeout"
     assert world.process(work()).result is Result.COMPLETED
-    assert world.state(work()).attempts == 3
+    item = world.state(work())
+    assert (item.attempts, item.transient_failures) == (3, 2)
 
 
 def test_retry_delay_doubles_and_is_capped() -> None:
@@ -177,6 +200,27 @@ def test_retry_delay_doubles_and_is_capped() -> None:
     assert delays[:3] == [15, 30, 60]
     assert max(delays) == 900
     assert delays == sorted(delays)
+    assert retry_delay(10_000) == 900
+
+
+def test_retry_schedule_of_the_defaults_spans_the_day() -> None:
+    schedule = retry_schedule(HORIZON)
+    assert HORIZON == DAY
+    assert schedule[:8] == (0, 15, 45, 105, 225, 465, 945, 1845)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(schedule)]
+    assert gaps[:6] == [15, 30, 60, 120, 240, 480]
+    assert set(gaps[6:]) == {900}
+    assert (len(schedule), schedule[-1]) == (101, 85_545)  # the last at 23 h 45 min 45 s
+    assert schedule[-1] + 900 > HORIZON  # one more would start past the horizon
+
+
+def test_retry_schedule_never_starts_an_attempt_past_the_horizon() -> None:
+    assert retry_schedule(240) == (0, 15, 45, 105, 225)  # the old 4-minute budget
+    assert retry_schedule(3600) == (0, 15, 45, 105, 225, 465, 945, 1845, 2745)
+    assert retry_schedule(14) == (0,)
+    assert retry_schedule(3 * DAY, base_seconds=900)[-1] == 3 * DAY
+    assert len(retry_schedule(3 * DAY)) == 293
+    assert retry_schedule(60, base_seconds=1) == (0, 1, 3, 7, 15, 31)
 
 
 def test_mcp_auth_failure_is_retried_and_counted(world: World) -> None:
@@ -198,18 +242,88 @@ def test_permanent_failure_fails_at_once(world: World) -> None:
     assert world.workflow.applied == []
 
 
-def test_last_attempt_failing_dead_letters(world: World) -> None:
+def test_mcp_outage_longer_than_four_minutes_is_ridden_out(world: World) -> None:
     world.accept(work())
-    world.packages.errors = [TransientError("mcp_unavailable")] * MAX_ATTEMPTS
-    results = [world.process(work()).disposition for _ in range(MAX_ATTEMPTS)]
-    assert results == [Disposition.RETRY] * (MAX_ATTEMPTS - 1) + [Disposition.DEAD_LETTER]
+    decisions = world.redeliver_until_settled(work(), world.outage(2 * 3600))
+    assert decisions[-1] == Decision(Result.COMPLETED, Disposition.ACK)
+    assert {d.error_code for d in decisions[:-1]} == {"mcp_unavailable"}
+    item = world.state(work())
+    assert item.completed_at is not None and item.completed_at - item.received_at >= 2 * 3600
+    assert item.attempts == len(decisions) > MAX_ATTEMPTS
+    assert item.transient_failures == item.attempts - 1
+    assert world.workflow.applied == [f"{work().delivery_id}:notify"]
+    assert world.metrics.counts[metric_names.METRIC_WORK_DEAD_LETTERED] == 0
+
+
+def test_token_rotation_is_retried_and_every_refusal_counted(world: World) -> None:
+    world.accept(work())
+    decisions = world.redeliver_until_settled(work(), world.outage(30 * 60, McpAuthError()))
+    assert decisions[-1].result is Result.COMPLETED
+    refused = decisions[:-1]
+    assert len(refused) > MAX_ATTEMPTS
+    assert {d.error_code for d in refused} == {"mcp_auth_failed"}
+    assert world.metrics.counts[metric_names.METRIC_MCP_AUTH_FAILURES] == len(refused)
+
+
+def test_delivery_past_the_horizon_fails_with_its_last_transient_code(world: World) -> None:
+    world.accept(work())
+    received = world.clock.value
+    attempts_at: list[int] = []
+
+    def down() -> None:
+        attempts_at.append(world.clock.value - received)
+        raise TransientError("archive_unavailable")
+
+    world.workflow.before = down
+    decisions = world.redeliver_until_settled(work())
+    assert decisions[-1] == Decision(
+        Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "archive_unavailable"
+    )
+    assert tuple(attempts_at) == retry_schedule(HORIZON)
     item = world.state(work())
     assert (item.state, item.last_error, item.attempts) == (
         State.FAILED,
-        "mcp_unavailable",
-        MAX_ATTEMPTS,
+        "archive_unavailable",
+        len(retry_schedule(HORIZON)),
     )
     assert world.metrics.counts[metric_names.METRIC_WORK_DEAD_LETTERED] == 1
+
+
+def test_horizon_runs_from_the_operators_reset_when_there_is_one(world: World) -> None:
+    old, reset = work(1), work(2)
+    world.accept(old, received_at=world.clock.value - 2 * DAY)
+    world.accept(reset, received_at=world.clock.value - 2 * DAY, reset_at=world.clock.value)
+    world.packages.errors = [TransientError("mcp_unavailable")] * 2
+    assert world.process(old).disposition is Disposition.DEAD_LETTER
+    assert world.process(reset).disposition is Disposition.RETRY
+
+
+def test_unexpected_errors_exhaust_after_max_attempts(world: World) -> None:
+    world.accept(work())
+    world.workflow.before = lambda: _raise(KeyError("bug"))
+    decisions = world.redeliver_until_settled(work())
+    assert [d.disposition for d in decisions] == [Disposition.RETRY] * (MAX_ATTEMPTS - 1) + [
+        Disposition.DEAD_LETTER
+    ]
+    item = world.state(work())
+    assert (item.state, item.last_error, item.attempts) == (
+        State.FAILED,
+        "unexpected_error",
+        MAX_ATTEMPTS,
+    )
+
+
+def test_transient_failures_do_not_use_the_budget_of_unexpected_errors(world: World) -> None:
+    world.accept(work())
+    transient = 4
+    world.packages.errors = [TransientError("mcp_unavailable")] * transient
+    world.workflow.before = lambda: _raise(KeyError("bug"))
+    decisions = world.redeliver_until_settled(work())
+    assert decisions[-1] == Decision(
+        Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "unexpected_error"
+    )
+    item = world.state(work())
+    assert (item.attempts, item.transient_failures) == (transient + MAX_ATTEMPTS, transient)
 
 
 def test_attempts_used_up_by_crashes_are_not_run_again(world: World) -> None:
@@ -218,6 +332,49 @@ def test_attempts_used_up_by_crashes_are_not_run_again(world: World) -> None:
     assert decision == Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "attempts_exhausted")
     assert world.packages.calls == []
     assert world.state(work()).state is State.FAILED
+
+
+def test_crashes_are_counted_apart_from_transient_failures(world: World) -> None:
+    # Ten attempts failed transiently, MAX_ATTEMPTS - 1 died: one unexplained attempt left.
+    world.accept(work(1), attempts=MAX_ATTEMPTS - 1 + 10, transient_failures=10)
+    assert world.process(work(1)).result is Result.COMPLETED
+    world.accept(work(2), attempts=MAX_ATTEMPTS + 10, transient_failures=10)
+    assert world.process(work(2)).result is Result.EXHAUSTED
+
+
+@pytest.mark.parametrize(
+    ("horizon", "base", "unexpected_first"),
+    [(60, 1, MAX_ATTEMPTS - 1), (HORIZON, 15, 0), (3 * DAY, 1, MAX_ATTEMPTS - 1)],
+)
+def test_worker_decides_before_the_queue_would_redrive(
+    horizon: int, base: int, unexpected_first: int
+) -> None:
+    world = World()
+    config = ProcessConfig(
+        max_attempts=MAX_ATTEMPTS,
+        lease_seconds=LEASE,
+        retry_base_seconds=base,
+        retry_horizon_seconds=horizon,
+    )
+    processor = dataclasses.replace(world.processor(), config=config)
+    world.accept(work())
+    bugs = [KeyError("bug")] * unexpected_first
+
+    def failing() -> None:
+        raise bugs.pop() if bugs else TransientError("mcp_unavailable")
+
+    world.workflow.before = failing
+    receives = 0
+    decision = None
+    while decision is None or decision.disposition is Disposition.RETRY:
+        world.clock.advance(decision.delay_seconds if decision else 0)
+        decision = asyncio.run(processor.process(work(), world.packages))
+        receives += 1
+    assert decision.disposition is Disposition.DEAD_LETTER
+    bound = max_receive_count_for(
+        MAX_ATTEMPTS, retry_horizon_seconds=horizon, retry_base_seconds=base
+    )
+    assert receives <= bound - MAX_ATTEMPTS  # the rest is the margin for storage outages
 
 
 def test_uncertain_effect_fails_the_delivery_and_is_counted(world: World) -> None:
@@ -253,27 +410,6 @@ def test_unexpected_workflow_error_is_retried(world: World) -> None:
     decision = world.process(work())
     assert decision.disposition is Disposition.RETRY
     assert world.state(work()).last_error == "unexpected_error"
-
-
-def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
-    items = [work(n) for n in range(4)]
-    for item in items[:3]:
-        world.accept(item)
-    world.claims.claim(items[2].delivery_id, owner="x", now=world.clock.value, lease_seconds=LEASE)
-    world.packages.errors = [TransientError("mcp_unavailable")]  # the first message's fetch
-    messages = [QueueMessage(f"m{n}", f"r{n}", item.to_json()) for n, item in enumerate(items)]
-    messages.append(QueueMessage("bad", "rbad", "{not json"))
-    queue = FakeQueue()
-    failures = asyncio.run(
-        process_batch(world.processor(), queue, lambda: world.packages, messages)
-    )
-    assert failures == ["m0"]
-    assert queue.visibility == [("r0", retry_delay(1))]
-    assert queue.sent == [(items[2], LEASE)]
-    assert queue.dead == ["{not json"]
-    assert world.packages.sessions == 1
-    assert world.state(items[1]).state is State.COMPLETED
-    assert world.metrics.counts[metric_names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
 
 
 def _raise(exc: BaseException) -> None:

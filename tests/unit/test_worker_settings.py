@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from functions.core import env_keys
-from functions.core.process import RETRY_BASE_SECONDS
+from functions.core import env_keys, setting_defaults
+from functions.core.event_source_limits import WORKER_BATCH_SIZE
+from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, RETRY_BASE_SECONDS
 from functions.core.settings_env import SettingsError
 from functions.worker.settings import Settings
 
@@ -25,3 +26,36 @@ def test_retry_base_is_read_and_bounded() -> None:
     assert Settings.from_env(env).retry_base_seconds == 1
     with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_BASE_SECONDS):
         Settings.from_env({**BASE_ENV, env_keys.ENV_RETRY_BASE_SECONDS: "0"})
+
+
+def test_retry_horizon_defaults_to_a_day_and_is_bounded_by_relaylinks_own() -> None:
+    settings = Settings.from_env(BASE_ENV)
+    assert settings.retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    assert settings.retry_horizon_seconds == 24 * 3600
+    env = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(MAX_RETRY_HORIZON_SECONDS)}
+    assert Settings.from_env(env).retry_horizon_seconds == 3 * 24 * 3600
+    too_long = {**BASE_ENV, env_keys.ENV_RETRY_HORIZON_SECONDS: str(3 * 24 * 3600 + 1)}
+    with pytest.raises(SettingsError, match=env_keys.ENV_RETRY_HORIZON_SECONDS):
+        Settings.from_env(too_long)
+
+
+def test_batch_concurrency_defaults_to_the_whole_batch_and_is_bounded_by_it() -> None:
+    assert Settings.from_env(BASE_ENV).batch_concurrency == WORKER_BATCH_SIZE
+    assert (
+        Settings.from_env({**BASE_ENV, env_keys.ENV_BATCH_CONCURRENCY: "3"}).batch_concurrency == 3
+    )
+    for bad in ("0", str(WORKER_BATCH_SIZE + 1)):
+        with pytest.raises(SettingsError, match=env_keys.ENV_BATCH_CONCURRENCY):
+            Settings.from_env({**BASE_ENV, env_keys.ENV_BATCH_CONCURRENCY: bad})
+
+
+def test_a_message_needs_the_longest_fetch_plus_the_workflow_allowance() -> None:
+    settings = Settings.from_env(
+        {
+            **BASE_ENV,
+            env_keys.ENV_MCP_TIMEOUT_SECONDS: "10",
+            env_keys.ENV_WORKFLOW_SECONDS: "60",
+        }
+    )
+    # connect 5 s, read 10 s: opening (two round trips) 30 s, the call 15 s.
+    assert settings.message_seconds == 30 + 15 + 60

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -13,12 +15,16 @@ class EmfMetrics:
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._metrics = metrics or default_metrics
+        # The worker counts from the threads of a batch's concurrent messages.
+        self._lock = threading.Lock()
 
     def count(self, name: str, value: int = 1) -> None:
-        self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        with self._lock:
+            self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
     def flush(self) -> None:
-        # Only when something was counted: an empty flush warns (and tests treat
-        # warnings as errors).
-        if self._metrics.metric_set:
-            self._metrics.flush_metrics()
+        with self._lock:
+            # Only when something was counted: an empty flush warns (and tests treat
+            # warnings as errors).
+            if self._metrics.metric_set:
+                self._metrics.flush_metrics()

@@ -12,7 +12,6 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_errors import storage_error
@@ -41,15 +40,17 @@ class DynamoDbClaims:
         new = applied.item
         if not applied.moved or new is None:  # (a change always returns its new image)
             return _why_not_claimed(applied.item)
-        expires = new.get(table_layout.TTL_ATTRIBUTE)
+        inbox = dynamodb_items.inbox_from_item(new)
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
             claim=Claim(
                 delivery_id,
                 owner=owner,
                 lease_until=lease_until,
-                attempts=int(new["attempts"]["N"]),
-                expires_at=int(expires["N"]) if expires else 0,
+                attempts=inbox.attempts,
+                expires_at=inbox.expires_at,
+                transient_failures=inbox.transient_failures,
+                retry_window_start=inbox.retry_window_start,
             ),
         )
 
@@ -59,8 +60,14 @@ class DynamoDbClaims:
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.RELEASE, claim, now=now, error=error_code)
 
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(transitions.RELEASE_TRANSIENT, claim, now=now, error=error_code)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.FAIL, claim, now=now, error=error_code)
+
+    def reopen(self, delivery_id: str, *, now: int) -> bool:
+        return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
 
     def _finish(
         self, transition: transitions.Transition, claim: Claim, *, now: int, **values: str

@@ -12,8 +12,10 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * ``accept`` writes only where no item holds the delivery id: one receipt per delivery.
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
-* Only the lease owner leaves ``processing`` (``complete``, ``release``, ``fail`` check
-  ``lease_owner``): a worker that lost its lease records nothing.
+* Only the lease owner leaves ``processing`` (``complete``, ``release``,
+  ``release_transient``, ``fail`` check ``lease_owner``): a worker that lost its lease
+  records nothing. The retry counters (``attempts``, ``transient_failures``) decide only
+  when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
@@ -116,7 +118,20 @@ RELEASE: Final = Transition(  # worker: transient failure, try again later
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
-FAIL: Final = Transition(  # worker: permanent failure, or the attempts are spent
+RELEASE_TRANSIENT: Final = Transition(  # worker: known-transient failure, retried
+    name="release_transient",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # Counted apart from ``attempts``: only the attempts that did not end this way use
+    # the budget of WORKER_MAX_ATTEMPTS (the horizon bounds these).
+    sets=(
+        ("last_error", ":error"),
+        ("transient_failures", "if_not_exists(transient_failures, :zero) + :one"),
+    ),
+    removes=_LEASE,
+)
+FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is spent
     name="fail",
     from_states=(State.PROCESSING,),
     condition=_HOLDING,
@@ -155,13 +170,15 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
     ),
     to_state=State.PENDING,
     # last_error is kept: it says why the delivery failed until the next attempt ends.
-    sets=(("attempts", ":zero"),),
+    # reset_at restarts the retry horizon, which otherwise runs from received_at.
+    sets=(("attempts", ":zero"), ("transient_failures", ":zero"), ("reset_at", ":now")),
 )
 
 TRANSITIONS: Final = (
     CLAIM,
     COMPLETE,
     RELEASE,
+    RELEASE_TRANSIENT,
     FAIL,
     TOUCH_PENDING,
     RELEASE_EXPIRED,

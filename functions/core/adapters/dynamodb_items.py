@@ -84,6 +84,10 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["lease_until"] = _n(inbox.lease_until)
     if inbox.completed_at is not None:
         item["completed_at"] = _n(inbox.completed_at)
+    if inbox.transient_failures:
+        item["transient_failures"] = _n(inbox.transient_failures)
+    if inbox.reset_at is not None:
+        item["reset_at"] = _n(inbox.reset_at)
     return item
 
 
@@ -113,6 +117,8 @@ def inbox_from_item(item: Item) -> InboxItem:
         state_changed_at=_opt_n(item, table_layout.STATE_INDEX_SORT_KEY) or 0,
         lease_until=_opt_n(item, "lease_until"),
         completed_at=_opt_n(item, "completed_at"),
+        transient_failures=_opt_n(item, "transient_failures") or 0,
+        reset_at=_opt_n(item, "reset_at"),
     )
 
 

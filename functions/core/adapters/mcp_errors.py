@@ -67,3 +67,17 @@ def translate(exc: BaseException | None, exchange: Exchange) -> ProcessingError:
     if isinstance(exc, MCPError):
         return TransientError(CODE_PROTOCOL)
     return TransientError(CODE_UNAVAILABLE)
+
+
+def is_transport_failure(error: ProcessingError, exchange: Exchange) -> bool:
+    """Whether ``error`` (from :func:`translate`) means the server could not be reached or
+    did not answer in time: refused, reset, TLS failure or timeout.
+
+    Another request to that server would most likely wait or fail the same way, so the
+    worker does not contact it again in the same batch. An HTTP status (5xx, 429, 401)
+    is an answer: the server is there.
+    """
+    answered = exchange.status is not None and exchange.status >= 500
+    return error.code == CODE_TIMEOUT or (
+        error.code == CODE_UNAVAILABLE and exchange.failure == "connect" and not answered
+    )

@@ -41,6 +41,7 @@ class McpSession:
         token: str,
         connect_timeout: float,
         read_timeout: float,
+        open_timeout: float,
         max_bytes: int,
         counts: FetchCounts,
     ) -> None:
@@ -61,8 +62,7 @@ class McpSession:
             connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
         )
         self._read_timeout = read_timeout
-        # Auto mode probes server/discover and falls back to initialize on older servers.
-        self._open_deadline = 2 * (connect_timeout + read_timeout)
+        self._open_timeout = open_timeout
         self._max_bytes = max_bytes
         self._close = anyio.Event()
         self._closed = anyio.Event()
@@ -73,7 +73,7 @@ class McpSession:
         # One scope around the whole life: its deadline bounds the opening and is lifted
         # once open (a scope exited while the SDK's task groups are still open would
         # corrupt anyio's scope stack).
-        opening = anyio.CancelScope(deadline=anyio.current_time() + self._open_deadline)
+        opening = anyio.CancelScope(deadline=anyio.current_time() + self._open_timeout)
         try:
             with opening:
                 async with (

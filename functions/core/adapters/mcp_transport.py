@@ -9,7 +9,9 @@ same JSON-RPC error, so the recorded status is what lets the fetcher tell 401 fr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import httpx2
@@ -27,18 +29,29 @@ class _StreamBroken(httpx2.StreamError):
 
 @dataclass
 class Exchange:
-    """What the transport saw for the call in flight (reset before each call)."""
+    """What the transport saw for one call, or for opening one session."""
 
     status: int | None = None  # the last POST's HTTP status
     failure: str | None = None  # "timeout" or "connect", from the transport
     oversized: bool = False
     refused: bool = False  # a request to another origin was stopped
 
-    def reset(self) -> None:
-        self.status = None
-        self.failure = None
-        self.oversized = False
-        self.refused = False
+
+# The exchange of the call in flight in this task. The SDK sends each request from its
+# caller's context (it carries context variables across its internal streams), so calls
+# that share a session concurrently each record into their own exchange; requests made
+# outside a call (opening the session) record into the session's.
+_CALL_EXCHANGE: ContextVar[Exchange | None] = ContextVar("mcp_call_exchange", default=None)
+
+
+@contextmanager
+def recording_into(exchange: Exchange) -> Iterator[Exchange]:
+    """Record the requests this task sends, while the block runs, into ``exchange``."""
+    token = _CALL_EXCHANGE.set(exchange)
+    try:
+        yield exchange
+    finally:
+        _CALL_EXCHANGE.reset(token)
 
 
 @dataclass
@@ -99,10 +112,11 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         is_post = request.method == "POST"
+        exchange = _CALL_EXCHANGE.get() or self._exchange
         # The SDK follows redirects only within the origin; this lock holds even if
         # that changes, and against any URL parser disagreeing with HostPolicy's.
         if _origin(request.url) != self._origin or not self._policy.allows(str(request.url)):
-            self._exchange.refused = True
+            exchange.refused = True
             return _stand_in(request, 421)
         if request.method == "GET" and "last-event-id" not in request.headers:
             # The SDK opens a GET stream for server-initiated messages after a legacy
@@ -118,29 +132,31 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             response = await self._inner.handle_async_request(request)
         except httpx2.TimeoutException:
             if is_post:
-                self._exchange.failure = "timeout"
+                exchange.failure = "timeout"
             return _stand_in(request, 504)
         except httpx2.TransportError:
             if is_post:
-                self._exchange.failure = "connect"
+                exchange.failure = "connect"
             return _stand_in(request, 502)
         if not is_post:
             return response  # a resumption GET; the SDK caps its events
-        return await self._bounded(request, response)
+        return await self._bounded(request, response, exchange)
 
-    async def _bounded(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+    async def _bounded(
+        self, request: httpx2.Request, response: httpx2.Response, exchange: Exchange
+    ) -> httpx2.Response:
         """Record a POST's status and cap its body."""
-        self._exchange.status = response.status_code
+        exchange.status = response.status_code
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         length = response.headers.get("content-length", "")
         if encoding not in ("", "identity") or (length.isdigit() and int(length) > self._max_bytes):
             await response.aclose()
-            self._exchange.oversized = True
+            exchange.oversized = True
             return _stand_in(request, 502)
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_CappedStream(response.stream, self._max_bytes, self._exchange),  # type: ignore[arg-type]
+            stream=_CappedStream(response.stream, self._max_bytes, exchange),  # type: ignore[arg-type]
             extensions=response.extensions,
         )
 

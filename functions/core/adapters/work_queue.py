@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import StorageUnavailable
 from functions.core.models import WorkItem
+
+# The message attribute that marks a message the worker dead-lettered; its value is the
+# reason (an error code). SQS keeps message attributes when its redrive moves a dead
+# letter back, so the worker can tell an operator's redrive from a new work item.
+DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
 
 
 class SqsWorkQueue:
@@ -38,11 +43,19 @@ class SqsWorkQueue:
             VisibilityTimeout=seconds,
         )
 
-    def dead_letter(self, body: str) -> None:
-        """Copy a message body to the dead-letter queue (its original is then acked)."""
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        """Copy a message body to the dead-letter queue (its original is then acked),
+        marked with :data:`DEAD_LETTERED_ATTRIBUTE` = ``reason``."""
         if self._dead_letter_queue_url is None:
             raise RuntimeError("no dead-letter queue configured")
-        self._call("send_message", QueueUrl=self._dead_letter_queue_url, MessageBody=body)
+        self._call(
+            "send_message",
+            QueueUrl=self._dead_letter_queue_url,
+            MessageBody=body,
+            MessageAttributes={
+                DEAD_LETTERED_ATTRIBUTE: {"DataType": "String", "StringValue": reason}
+            },
+        )
 
     def _call(self, operation: str, **arguments: Any) -> None:
         try:

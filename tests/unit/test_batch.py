@@ -1,0 +1,347 @@
+"""A batch of messages against fakes: concurrency, the deadline, unreachable servers,
+the per-message error boundary and redriven dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.core import metric_names
+from functions.core.batch import (
+    MALFORMED_WORK_ITEM,
+    BatchLimits,
+    QueueMessage,
+    process_batch,
+)
+from functions.core.deadline import Deadline
+from functions.core.errors import StorageUnavailable, TransientError
+from functions.core.models import State, WorkItem
+from functions.core.retry_policy import retry_delay
+from tests.fakes import FakeClaims, FakeQueue
+from tests.unit.test_process import LEASE, MAX_ATTEMPTS, MCP_URL
+from tests.unit.test_process import Packages as ProcessPackages
+from tests.unit.test_process import World as ProcessWorld
+
+OTHER_MCP_URL = "https://backup.relaylink.example/mcp"
+# How long a test waits for threads that should meet; far above what they need.
+MEET_SECONDS = 10.0
+
+
+def work(n: int = 0, mcp_url: str = MCP_URL) -> WorkItem:
+    return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", mcp_url)
+
+
+def message(item: WorkItem | str, n: int = 0, dead_lettered: str | None = None) -> QueueMessage:
+    body = item if isinstance(item, str) else item.to_json()
+    return QueueMessage(f"m{n}", f"r{n}", body, dead_lettered)
+
+
+@dataclass
+class Packages(ProcessPackages):
+    """A batch's package source: a server in ``black_holes`` fails at transport level and
+    is unreachable from then on."""
+
+    black_holes: set[str] = field(default_factory=set)
+    sessions: int = 0
+    deadlines: list[Deadline] = field(default_factory=list)
+    _unreachable: set[str] = field(default_factory=set)
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+        if mcp_url in self.black_holes:
+            self.calls.append(package_id)
+            self._unreachable.add(mcp_url)
+            raise TransientError("mcp_timeout")
+        return await super().get_package(mcp_url, package_id)
+
+    def unreachable(self, mcp_url: str) -> bool:
+        return mcp_url in self._unreachable
+
+    def factory(self) -> Callable[[Deadline], Any]:
+        @asynccontextmanager
+        async def opened(deadline: Deadline) -> Any:
+            self.sessions += 1
+            self.deadlines.append(deadline)
+            yield self
+
+        return opened
+
+
+@dataclass
+class World(ProcessWorld):
+    packages: Packages = field(default_factory=Packages)
+    queue: FakeQueue = field(default_factory=FakeQueue)
+
+    def run(
+        self,
+        messages: list[QueueMessage],
+        *,
+        concurrency: int = 10,
+        message_seconds: float = 0.0,
+        deadline: Deadline | None = None,
+    ) -> list[str]:
+        return asyncio.run(
+            process_batch(
+                self.processor(),
+                self.queue,
+                self.packages.factory(),
+                messages,
+                limits=BatchLimits(concurrency, message_seconds),
+                deadline=deadline or Deadline.never(),
+            )
+        )
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
+    items = [work(n) for n in range(4)]
+    for item in items[:3]:
+        world.accept(item)
+    world.claims.claim(items[2].delivery_id, owner="x", now=world.clock.value, lease_seconds=LEASE)
+    world.packages.errors = [TransientError("mcp_unavailable")]  # the first fetch
+    messages = [message(item, n) for n, item in enumerate(items)]
+    messages.append(QueueMessage("bad", "rbad", "{not json"))
+    failures = world.run(messages, concurrency=1)
+    assert failures == ["m0"]
+    assert world.queue.visibility == [("r0", retry_delay(1))]
+    assert world.queue.sent == [(items[2], LEASE)]
+    assert world.queue.dead == [("{not json", MALFORMED_WORK_ITEM)]
+    assert world.packages.sessions == 1
+    assert world.state(items[1]).state is State.COMPLETED
+    assert world.metrics.counts[metric_names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
+
+
+def test_exhausted_attempts_are_dead_lettered_with_their_reason(world: World) -> None:
+    world.accept(work(), attempts=MAX_ATTEMPTS)  # earlier attempts died without an outcome
+    assert world.run([message(work())]) == []
+    assert world.queue.dead == [(work().to_json(), "attempts_exhausted")]
+
+
+class FailingDeadLetters(FakeQueue):
+    def dead_letter(self, body: str, *, reason: str) -> None:
+        raise StorageUnavailable("queue_unavailable")
+
+
+def test_a_failed_dead_letter_send_fails_only_its_own_message(world: World) -> None:
+    world.queue = FailingDeadLetters()
+    items = [work(n) for n in range(3)]
+    for item in items:
+        world.accept(item)
+    messages = [message(item, n) for n, item in enumerate(items)]
+    messages.insert(1, QueueMessage("bad", "rbad", "{not json"))
+    assert world.run(messages) == ["bad"]
+    assert all(world.state(item).state is State.COMPLETED for item in items)
+
+
+class BrokenClaims(FakeClaims):
+    """Raises what DynamoDB's adapter passes on untranslated (a permissions error)."""
+
+    broken: str = ""
+
+    def claim(self, delivery_id: str, **kwargs: Any) -> Any:
+        if delivery_id == self.broken:
+            raise ClientError({"Error": {"Code": "AccessDeniedException"}}, "UpdateItem")
+        return super().claim(delivery_id, **kwargs)
+
+
+def test_an_untranslated_error_in_one_message_fails_only_that_message(world: World) -> None:
+    world.claims = BrokenClaims()
+    items = [work(n) for n in range(3)]
+    for item in items:
+        world.accept(item)
+    world.claims.broken = items[1].delivery_id
+    assert world.run([message(item, n) for n, item in enumerate(items)]) == ["m1"]
+    assert world.state(items[0]).state is State.COMPLETED
+    assert world.state(items[2]).state is State.COMPLETED
+
+
+def test_messages_of_a_batch_run_at_the_same_time(world: World) -> None:
+    items = [work(n) for n in range(4)]
+    for item in items:
+        world.accept(item)
+    # Each workflow waits until all four run: one after another, the first would wait
+    # out the barrier's timeout and fail.
+    together = threading.Barrier(len(items), timeout=MEET_SECONDS)
+
+    def meet() -> None:
+        together.wait()
+
+    world.workflow.before = meet
+    assert world.run([message(item, n) for n, item in enumerate(items)]) == []
+    assert all(world.state(item).state is State.COMPLETED for item in items)
+
+
+class MeetingClaims(FakeClaims):
+    """A claim that blocks (as a DynamoDB call does) until ``expected`` claims are in."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.together = threading.Barrier(expected, timeout=MEET_SECONDS)
+
+    def claim(self, delivery_id: str, **kwargs: Any) -> Any:
+        self.together.wait()
+        return super().claim(delivery_id, **kwargs)
+
+
+def test_a_blocking_store_call_does_not_hold_up_the_other_messages(world: World) -> None:
+    world.claims = MeetingClaims(3)
+    items = [work(n, mcp_url=f"https://mcp{n}.relaylink.example/mcp") for n in range(3)]
+    for item in items:
+        world.accept(item)
+    assert world.run([message(item, n) for n, item in enumerate(items)]) == []
+    assert all(world.state(item).state is State.COMPLETED for item in items)
+
+
+def test_no_more_messages_run_at_once_than_the_concurrency(world: World) -> None:
+    items = [work(n) for n in range(6)]
+    for item in items:
+        world.accept(item)
+    running, most = [0], [0]
+    lock = threading.Lock()
+    two_in = threading.Barrier(2, timeout=MEET_SECONDS)
+
+    def count() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        two_in.wait()  # pairs meet: a third running at once would be seen above
+        with lock:
+            running[0] -= 1
+
+    world.workflow.before = count
+    assert world.run([message(item, n) for n, item in enumerate(items)], concurrency=2) == []
+    assert most[0] == 2
+
+
+def test_nothing_starts_without_the_time_a_message_needs(world: World) -> None:
+    items = [work(n) for n in range(3)]
+    for item in items:
+        world.accept(item)
+    failures = world.run(
+        [message(item, n) for n, item in enumerate(items)],
+        message_seconds=30,
+        deadline=Deadline.after(29),
+    )
+    assert failures == ["m0", "m1", "m2"]
+    assert all(world.state(item).attempts == 0 for item in items)  # never claimed
+    assert world.packages.calls == []
+    assert sorted(world.queue.visibility) == [("r0", 0), ("r1", 0), ("r2", 0)]  # back at once
+    assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 3
+
+
+@dataclass
+class Stopwatch:
+    """A monotonic clock the test moves forward."""
+
+    value: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self) -> float:
+        return self.value
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.value += seconds
+
+
+def test_messages_stop_starting_when_the_time_runs_out(world: World) -> None:
+    items = [work(n) for n in range(4)]
+    for item in items:
+        world.accept(item)
+    watch = Stopwatch()
+    world.workflow.before = lambda: watch.advance(40)  # each message takes 40 s
+    failures = world.run(
+        [message(item, n) for n, item in enumerate(items)],
+        concurrency=1,
+        message_seconds=50,
+        deadline=Deadline.after(100, now=watch),
+    )
+    # Started at 0 and 40 (100 and 60 s left); at 80 only 20 s are left.
+    assert failures == ["m2", "m3"]
+    assert [world.state(item).state for item in items] == [
+        State.COMPLETED,
+        State.COMPLETED,
+        State.PENDING,
+        State.PENDING,
+    ]
+    assert [world.state(item).attempts for item in items] == [1, 1, 0, 0]
+
+
+def test_the_package_source_gets_the_batch_deadline(world: World) -> None:
+    deadline = Deadline.after(120)
+    world.accept(work())
+    world.run([message(work())], deadline=deadline)
+    assert world.packages.deadlines == [deadline]
+
+
+def test_an_unreachable_server_gets_no_more_messages_in_the_batch(world: World) -> None:
+    world.packages.black_holes = {MCP_URL}
+    items = [work(n) for n in range(5)]
+    other = work(9, mcp_url=OTHER_MCP_URL)
+    for item in [*items, other]:
+        world.accept(item)
+    messages = [message(item, n) for n, item in enumerate(items)]
+    messages.append(message(other, 9))
+    failures = world.run(messages)  # all at once, if they could
+    assert failures == ["m0", "m1", "m2", "m3", "m4"]
+    # One message found the server unreachable; the others waited for it and were
+    # returned without a claim: no attempt counted, no back-off set.
+    assert world.packages.calls.count("pkg_0") == 1
+    assert [world.state(item).attempts for item in items] == [1, 0, 0, 0, 0]
+    assert (world.state(items[0]).state, world.state(items[0]).last_error) == (
+        State.PENDING,
+        "mcp_timeout",
+    )
+    assert world.queue.visibility == [("r0", retry_delay(1))]
+    assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 4
+    assert world.state(other).state is State.COMPLETED  # another server: unaffected
+
+
+def test_a_probe_that_needs_no_fetch_hands_the_server_to_the_next_message(world: World) -> None:
+    items = [work(n) for n in range(3)]
+    world.accept(items[0], state=State.COMPLETED)  # a duplicate: claim, nothing to fetch
+    for item in items[1:]:
+        world.accept(item)
+    assert world.run([message(item, n) for n, item in enumerate(items)]) == []
+    assert world.packages.calls == ["pkg_1", "pkg_2"]
+
+
+def test_a_redriven_dead_letter_reopens_its_failed_delivery(world: World) -> None:
+    item = work()
+    world.accept(item, state=State.FAILED, attempts=MAX_ATTEMPTS, last_error="mcp_unavailable")
+    assert world.run([message(item, dead_lettered="mcp_unavailable")]) == []
+    state = world.state(item)
+    assert (state.state, state.attempts) == (State.COMPLETED, 1)
+    assert world.workflow.applied == [f"{item.delivery_id}:notify"]
+
+
+def test_a_plain_message_for_a_failed_delivery_changes_nothing(world: World) -> None:
+    item = work()
+    world.accept(item, state=State.FAILED, attempts=MAX_ATTEMPTS, last_error="mcp_unavailable")
+    assert world.run([message(item)]) == []
+    assert world.state(item).state is State.FAILED
+    assert world.packages.calls == []
+
+
+def test_a_redriven_dead_letter_of_a_completed_delivery_is_acknowledged(world: World) -> None:
+    item = work()
+    world.accept(item, state=State.COMPLETED)
+    assert world.run([message(item, dead_lettered="mcp_unavailable")]) == []
+    assert world.state(item).state is State.COMPLETED
+    assert world.packages.calls == []
+
+
+@pytest.mark.parametrize(("concurrency", "seconds"), [(0, 1.0), (1, -1.0)])
+def test_limits_refuse_nonsense(concurrency: int, seconds: float) -> None:
+    with pytest.raises(ValueError):
+        BatchLimits(concurrency, seconds)

@@ -30,3 +30,16 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
             allow_insecure_loopback=context.allow_insecure_loopback,
         ),
     )
+
+
+# Stand-ins until the agent branch lands: the workflow aliases name these factories,
+# and the synth checks that the named factory exists. The agent branch's wiring.py
+# replaces this whole block with the real archive and agent workflows.
+def build_archive(context: WorkflowContext) -> DefaultWorkflow:
+    """``WORKFLOW=archive`` (stand-in)."""
+    raise ValueError("the archive workflow comes with the agent branch")
+
+
+def build_agent(context: WorkflowContext) -> DefaultWorkflow:
+    """``WORKFLOW=agent`` (stand-in)."""
+    raise ValueError("the agent workflow comes with the agent branch")

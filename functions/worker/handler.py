@@ -102,6 +102,9 @@ def build_deps(
                 allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
                 timeout_seconds=float(settings.mcp_timeout_seconds),
                 clock=clock,
+                settings=settings.workflow_settings,
+                table_name=settings.table_name,
+                alert_topic_arn=settings.alert_topic_arn,
             ),
         )
     return Deps(

@@ -16,7 +16,9 @@ from typing import Any
 
 from functions.core import event_source_limits, retry_policy, setting_defaults
 from functions.core.host_policy import HostPolicy
+from functions.core.settings_env import SettingsError
 from functions.core.workflow import WORKFLOW_ALIASES
+from functions.workflows.agent import AgentSettings
 from infra.workflow_code import WorkflowCode
 
 # Context keys (documented in docs/deploy.md).
@@ -178,6 +180,14 @@ class StackConfig:
             source=Path(self.workflow_source) if self.workflow_source else None,
             requirements=self.workflow_requirements,
         )
+
+    @property
+    def agent_settings(self) -> AgentSettings | None:
+        """The agent workflow's settings as it will read them, or None for another
+        workflow."""
+        if self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+            return None
+        return AgentSettings.from_mapping(self.workflow_settings)
 
     @property
     def batch_concurrency(self) -> int:
@@ -369,6 +379,11 @@ class StackConfig:
             )
         if self.batch_concurrency > self.worker_batch_size:
             raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
+        try:
+            # The agent's own parser: the synth refuses what its cold start would.
+            _ = self.agent_settings
+        except SettingsError as exc:
+            raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
 
 
 def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:

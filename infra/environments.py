@@ -8,10 +8,23 @@ No CDK import here, so the local runtime can use it without the CDK installed.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 
 from functions.core import env_keys, setting_defaults
+from functions.core.log_levels import level_number
 from functions.core.retry_policy import RETRY_BASE_SECONDS
+
+
+def application_log_level(log_level: str) -> str:
+    """Lambda's application log level for the stack's ``log_level``: DEBUG, else INFO.
+
+    Lambda drops a JSON line below this level and takes a line without a ``level`` for
+    INFO; EMF metric lines have none, so above INFO every metric would be dropped and
+    its alarm go silent. WARNING and ERROR are the functions' own level instead
+    (``POWERTOOLS_LOG_LEVEL``, which ``functions.core.observability`` applies).
+    """
+    return "DEBUG" if level_number(log_level) == logging.DEBUG else "INFO"
 
 
 def receiver_environment(

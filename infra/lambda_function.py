@@ -18,17 +18,16 @@ from constructs import Construct
 from functions.core import env_keys, metric_names
 from infra.bundle import FUNCTIONS, AssetRecipe
 from infra.config import StackConfig
+from infra.environments import application_log_level
 from infra.lambda_code import function_code
 from infra.workflow_code import WorkflowCode
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 
-_LEVELS = {
+_APPLICATION_LOG_LEVELS = {
     "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
     "INFO": lambda_.ApplicationLogLevel.INFO,
-    "WARNING": lambda_.ApplicationLogLevel.WARN,
-    "ERROR": lambda_.ApplicationLogLevel.ERROR,
 }
 
 
@@ -80,7 +79,10 @@ def python_function(
         scope: Parent construct.
         construct_id: Construct id.
         function: Directory name under ``functions/``.
-        config: Stack settings (log level and retention).
+        config: Stack settings (log level and retention). The log level is the
+            functions' own (``POWERTOOLS_LOG_LEVEL``); Lambda's application log level
+            stays at INFO or below so that its filter never drops a metric
+            (``infra.environments.application_log_level``).
         description: Shown in the console.
         environment: The function's own settings; the Powertools keys are added here.
         timeout: Hard time limit of one invocation.
@@ -115,7 +117,7 @@ def python_function(
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
-        application_log_level_v2=_LEVELS[config.log_level],
+        application_log_level_v2=_APPLICATION_LOG_LEVELS[application_log_level(config.log_level)],
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         environment={
             env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,

@@ -257,11 +257,9 @@ class Worker(Construct):
                 )
             )
         models = list(config.worker_bedrock_model_arns)
-        if config.workflow_code.target == WORKFLOW_ALIASES["agent"]:
-            model_id = config.workflow_settings.get(
-                "model_id", setting_defaults.DEFAULT_AGENT_MODEL_ID
-            )
-            models.insert(0, foundation_model_arn(self, model_id))
+        agent = config.agent_settings
+        if agent is not None and agent.bedrock_endpoint_url is None:
+            models.insert(0, foundation_model_arn(self, agent.model_id))
         if models:
             self.grant_workflow(
                 iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=models)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.core import env_keys, event_source_limits, table_layout
+from local import lambda_logging
 from local.child import (
     LambdaContext,
     Stop,
@@ -362,9 +363,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # The mappings' own warnings are the emulator's, not a function's: on stderr, past
+    # the functions' log handling.
+    own = logging.StreamHandler(sys.stderr)
+    own.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    log.addHandler(own)
+    log.setLevel(logging.WARNING)
+    log.propagate = False
     install_stop_signals()
     exit_with_parent()
+    lambda_logging.install()  # as Lambda's runtime does, before it imports the handlers
 
     import boto3  # noqa: PLC0415 (after the signals: a stop during import is quiet)
 

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from local import api_gateway
+from local import api_gateway, lambda_logging
 from local.child import (
     LambdaContext,
     Stop,
@@ -150,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     install_stop_signals()
     exit_with_parent()
+    lambda_logging.install()  # as Lambda's runtime does, before it imports the handler
     from functions.receiver import handler  # noqa: PLC0415 (pay the cold start before serving)
 
     if args.clock_start is not None:

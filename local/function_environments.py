@@ -1,7 +1,8 @@
 """The environment of each child process: its functions' own, plus the emulator's.
 
 The functions' part comes from :mod:`infra.environments`, as the CDK stack's does; the
-rest points boto3 at the emulator and sets what Lambda and Powertools would.
+rest points boto3 at the emulator and sets what Lambda and Powertools would (Lambda's
+log format and application log level, which :mod:`local.lambda_logging` applies).
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import os
 
 from functions.core import env_keys, metric_names, setting_defaults
 from infra.environments import (
+    application_log_level,
     receiver_environment,
     reconciler_environment,
     relay_environment,
     worker_environment,
 )
+from local.lambda_logging import LAMBDA_JSON_FORMAT
 from local.stack_options import StackOptions
 from local.state import LocalState
 
@@ -29,11 +32,22 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
         {
             env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
             env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
-            env_keys.ENV_POWERTOOLS_LOG_LEVEL: options.log_level,
+            **lambda_log_environment(options.log_level),
             "PYTHONUNBUFFERED": "1",
         }
     )
     return environment
+
+
+def lambda_log_environment(log_level: str) -> dict[str, str]:
+    """The log settings a function deployed with ``log_level`` runs under: Powertools'
+    level (the stack sets it) and the format and application log level Lambda sets
+    from the function's logging configuration (``infra/lambda_function.py``)."""
+    return {
+        env_keys.ENV_POWERTOOLS_LOG_LEVEL: log_level,
+        env_keys.ENV_LAMBDA_LOG_FORMAT: LAMBDA_JSON_FORMAT,
+        env_keys.ENV_LAMBDA_LOG_LEVEL: application_log_level(log_level),
+    }
 
 
 def front_door_environment(state: LocalState, options: StackOptions) -> dict[str, str]:

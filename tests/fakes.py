@@ -165,6 +165,12 @@ class FakeClaims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(
+            claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
+        )
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         item = self.items.get(delivery_id)
         if item is None or item.state is not State.FAILED:

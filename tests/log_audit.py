@@ -5,8 +5,9 @@ header values and secrets. ``tests/conftest.py``
 installs :class:`LogCapture` around every test and fails the test when
 :func:`findings` reports anything, for two streams:
 
-* every ``logging`` record that reaches a handler (root, plus every logger that does
-  not propagate), message, arguments, extras and formatted exception included;
+* every ``logging`` record that reaches a handler (the root logger's, Powertools', any
+  non-propagating logger's), message, arguments, extras and formatted exception
+  included, as it was logged (before any redaction);
 * everything captured from stdout and stderr (Powertools writes its JSON lines and
   the EMF metrics there), read from the test report's captured sections.
 
@@ -23,13 +24,20 @@ What counts as sensitive (:class:`Sensitive`):
   :func:`register_body`, and anything shaped like a serialised RelayLink body (a string
   value that itself contains a ``"delivery_id":`` key);
 * the receiver URL's path and its token segment (the builders' default path, plus
-  :func:`register_path`).
+  :func:`register_path`);
+* request signatures (:func:`register_signature`).
+
+Redaction (``functions/core/redaction.py``) is the second line of defence, so the audit
+judges the first: the capture is the first handler of every logger it is on and keeps
+a copy of each record, so that the redacting filter on later handlers cannot hide a
+leak from it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import inspect
 import json
 import logging
@@ -118,6 +126,12 @@ def register_body(body: bytes | str) -> None:
     SENSITIVE.add("body", body)
     # Powertools and json.dumps escape quotes and non-ASCII: look for that form too.
     SENSITIVE.add("body", json.dumps(body)[1:-1])
+
+
+def register_signature(header: str) -> None:
+    """An ``X-RelayLink-Signature`` value: each ``v1,<base64>`` signature's base64 part."""
+    for signature in header.split():
+        SENSITIVE.add("signature", signature.partition(",")[2] or signature)
 
 
 def register_path(path: str) -> None:
@@ -258,25 +272,32 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 class LogCapture(logging.Handler):
-    """Keeps every record that reaches the root logger or a non-propagating logger."""
+    """Keeps every record that reaches a logger with handlers of its own (the root
+    logger, Powertools' logger, any that does not propagate), as it was logged."""
 
     def __init__(self) -> None:
         super().__init__(level=logging.NOTSET)
         self.records: list[logging.LogRecord] = []
+        self._seen: dict[int, logging.LogRecord] = {}  # by identity: one copy per record
         self._attached: list[logging.Logger] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+        if self._seen.get(id(record)) is record:
+            return  # met again on its way up to the root logger
+        self._seen[id(record)] = record
+        # A copy: a later handler's filter may rewrite the record itself.
+        self.records.append(copy.copy(record))
 
     def install(self) -> None:
         loggers = [logging.getLogger()]
         loggers += [
             logger
             for logger in list(logging.Logger.manager.loggerDict.values())
-            if isinstance(logger, logging.Logger) and not logger.propagate
+            if isinstance(logger, logging.Logger) and (logger.handlers or not logger.propagate)
         ]
         for logger in loggers:
-            logger.addHandler(self)
+            # First: the handlers before it would otherwise have rewritten the record.
+            logger.handlers.insert(0, self)
             self._attached.append(logger)
 
     def uninstall(self) -> None:

@@ -96,6 +96,13 @@ class ClaimStore(Protocol):
         """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
         ...
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        """Back to pending with ``last_error``: the delivery waits for something outside
+        it (the token budget), it did not fail. Neither retry budget is spent: the
+        attempt is given back and the retry horizon restarts at ``now``. Raises
+        :class:`ClaimLost`."""
+        ...
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
         by an operator); False when the delivery is not failed."""

@@ -12,13 +12,16 @@ SERVICE: Final = "relaylink-receiver"
 METRICS_NAMESPACE: Final = "RelayLinkReceiver"
 
 METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
+# A signed body nested deeper than the parser goes: valid JSON we cannot read, counted
+# apart from other invalid bodies so that a sender change shows on its own.
+METRIC_BODY_TOO_DEEP: Final = "DeliveriesTooDeep"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
 METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
 # Processing (relay, worker, reconciler); one count per outcome.
 METRIC_WORK_RELAYED: Final = "WorkItemsRelayed"
 METRIC_WORK_COMPLETED: Final = "WorkCompleted"
 METRIC_WORK_ALREADY_DONE: Final = "WorkAlreadyDone"
-METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another live worker
+METRIC_WORK_DEFERRED: Final = "WorkDeferred"  # leased by another worker, or the budget is spent
 METRIC_WORK_RETRIED: Final = "WorkRetried"
 METRIC_WORK_FAILED: Final = "WorkFailed"
 METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
@@ -29,6 +32,10 @@ METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
 METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
 METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
 METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
+# Durable steps and the agent workflow.
+METRIC_STEP_RERUNS: Final = "StepReruns"  # a step run again after its worker died inside it
+METRIC_BUDGET_EXHAUSTED: Final = "BudgetExhausted"  # a delivery waits for the token budget
+METRIC_MODEL_CALLS: Final = "ModelCalls"  # Converse requests made (failed ones too)
 
 
 def receiver_outcome_metric(outcome: str) -> str:

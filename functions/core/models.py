@@ -89,11 +89,12 @@ class InboxItem:
     lease_until: int | None = None
     completed_at: int | None = None
     transient_failures: int = 0  # attempts that ended in a known-transient failure
-    reset_at: int | None = None  # an operator's last reset of the failed delivery
+    # An operator's last reset of the failed delivery, or its last wait for the budget.
+    reset_at: int | None = None
 
     @property
     def retry_window_start(self) -> int:
-        """Where the retry horizon starts: the receipt, or the operator's last reset."""
+        """Where the retry horizon starts: the receipt, or the last reset or wait."""
         return self.received_at if self.reset_at is None else self.reset_at
 
     def work_item(self) -> WorkItem | None:

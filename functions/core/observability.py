@@ -1,50 +1,98 @@
-"""Logger and metrics shared by every function, with redaction built in.
+"""Logger and metrics shared by every function, and the log levels they run under.
 
 Handlers never log events, bodies, header values or paths (docs/contract.md,
-Request: the receiver URL may hold a token). The filter below is the second line of
-defence: it masks anything shaped like a signing secret or a bearer token that
-slips into a log line anyway.
+Request: the receiver URL may hold a token). Three things keep the libraries from
+doing it for them, set up here at import, that is at cold start, after Lambda's
+runtime has configured the root logger (docs/security.md, "Log levels"):
+
+* the libraries that can print a request or a response are held at WARNING
+  (``PAYLOAD_LOGGERS``) whatever the function's log level: Lambda sets the *root*
+  logger to the application log level, and botocore at DEBUG prints every response
+  body, GetSecretValue's included;
+* the function's level (``log_level``: the stricter of Lambda's application log level
+  and ``POWERTOOLS_LOG_LEVEL``) is our logger's, and the root logger's at least;
+* a redacting filter (:mod:`functions.core.redaction`) sits on our logger's handler
+  and on every handler of the root logger: the second line of defence.
+
+Metrics never depend on the log level: Lambda's filter passes an EMF line (it has no
+``level``, so Lambda takes it for INFO) because the application log level is never
+above INFO (``infra.environments.application_log_level``).
 """
 
 from __future__ import annotations
 
 import logging
-import re
+import os
 import time
 from collections.abc import Iterable, Mapping
+from typing import Final
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from functions.core import metric_names
+from functions.core import metric_names, redaction
+from functions.core.log_levels import function_log_level
 
-_SECRETISH = re.compile(r"whsec_[A-Za-z0-9+/=_-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+")
-REDACTED = "[redacted]"
-
-
-def redact(text: str) -> str:
-    """Mask signing secrets and bearer tokens in ``text``."""
-    return _SECRETISH.sub(REDACTED, text)
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites a record's message and string extras before any handler formats it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
-        if record.args:
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
-        for attr, value in list(vars(record).items()):
-            if isinstance(value, str) and attr not in ("msg", "name", "levelname", "pathname"):
-                setattr(record, attr, redact(value))
-        return True
+# Loggers of the libraries that can print what they send or receive: botocore (every
+# request and response body), the HTTP clients (URLs, headers), the MCP SDK (every
+# message), and Powertools' own (record-processing exceptions).
+PAYLOAD_LOGGERS: Final = (
+    "botocore",
+    "boto3",
+    "s3transfer",
+    "urllib3",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "mcp",
+    "anyio",
+    "aws_lambda_powertools",
+)
+# The execution role's credentials, which Lambda puts in the environment.
+CREDENTIAL_VARIABLES: Final = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
+def hold_payload_loggers() -> None:
+    """Keep every ``PAYLOAD_LOGGERS`` logger at WARNING (explicit levels: the root
+    logger's level, which Lambda sets, no longer reaches them)."""
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+hold_payload_loggers()  # before Powertools logs its own set-up below
 logger = Logger(service=metric_names.SERVICE)
-logger.addFilter(RedactingFilter())
 metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)
+
+
+def apply_log_level(environ: Mapping[str, str]) -> None:
+    """Our logger at the function's level, and the root logger no more verbose.
+
+    Powertools lets Lambda's application log level win over ``POWERTOOLS_LOG_LEVEL``;
+    the stack keeps Lambda's at INFO for WARNING and ERROR (metrics), so the stricter
+    level is set on the logger itself.
+    """
+    level = function_log_level(environ)
+    if level is None:
+        return
+    logging.getLogger(logger.name).setLevel(level)
+    root = logging.getLogger()
+    if root.getEffectiveLevel() < level:
+        root.setLevel(level)
+
+
+def install_redaction(environ: Mapping[str, str]) -> None:
+    """The redacting filter on our handler and on every root handler (Lambda's own),
+    and the role's credentials remembered as secrets."""
+    for variable in CREDENTIAL_VARIABLES:
+        if environ.get(variable):
+            redaction.remember_secret(environ[variable])
+    redaction.install_on([*logger.handlers, *logging.getLogger().handlers])
+
+
+apply_log_level(os.environ)
+install_redaction(os.environ)
 
 
 def log_with_counts(

@@ -21,6 +21,7 @@ from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
 from functions.core.errors import (
+    BudgetExhausted,
     McpAuthError,
     PermanentError,
     ProcessingError,
@@ -33,6 +34,7 @@ from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
     from functions.core.package import Package
+    from functions.core.steps import StepStorage
     from functions.core.workflow import Workflow
 
 # SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
@@ -113,6 +115,8 @@ class Processor:
     metrics: MetricsSink
     config: ProcessConfig
     new_owner: Callable[[], str] = field(default=new_owner_token)
+    # Where the ledger keeps workflow steps (``ledger.step``); None: steps unavailable.
+    steps: StepStorage | None = None
 
     async def process(self, work: WorkItem, source: PackageSource) -> Decision:
         """Take one work item as far as it can go now."""
@@ -146,11 +150,17 @@ class Processor:
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
 
-    async def _run(self, work: WorkItem, source: PackageSource, claim: Claim) -> Decision:
+    async def _run(  # noqa: PLR0911 (one outcome per error class, in one ordered list)
+        self, work: WorkItem, source: PackageSource, claim: Claim
+    ) -> Decision:
         try:
             package = await source.get_package(work.mcp_url, work.package_id)
             ledger = EffectLedger(
-                work.delivery_id, store=self.effects, clock=self.clock, expires_at=claim.expires_at
+                work.delivery_id,
+                store=self.effects,
+                clock=self.clock,
+                expires_at=claim.expires_at,
+                steps=self.steps,
             )
             # In a thread: a workflow may block, or run its own event loop for an agent.
             await asyncio.to_thread(self.workflow.run, work, package, ledger)
@@ -166,6 +176,8 @@ class Processor:
         except PermanentError as exc:
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
+        except BudgetExhausted as exc:
+            return self._wait_for_budget(work, claim, exc)
         except TransientError as exc:
             if isinstance(exc, McpAuthError):
                 self.metrics.count(metric_names.METRIC_MCP_AUTH_FAILURES)
@@ -176,6 +188,19 @@ class Processor:
             logger.exception("workflow raised an unexpected error")
             return self._retry_or_give_up(work, claim, "unexpected_error", known_transient=False)
         return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
+
+    def _wait_for_budget(self, work: WorkItem, claim: Claim, exc: BudgetExhausted) -> Decision:
+        """Let the delivery wait for the token budget: never failed, never dead-lettered.
+
+        The attempt is given back (waiting is no failure), and a fresh copy of the
+        message comes back within 15 minutes, to wait again until ``retry_at`` (the next
+        UTC day) or until an operator raises the limit.
+        """
+        self.metrics.count(metric_names.METRIC_BUDGET_EXHAUSTED)
+        now = self.clock.now()
+        self.claims.defer(claim, now=now, error_code=exc.code)
+        delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, exc.retry_at - now))
+        return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay, exc.code))
 
     def _retry_or_give_up(
         self, work: WorkItem, claim: Claim, code: str, *, known_transient: bool

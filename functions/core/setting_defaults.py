@@ -21,12 +21,12 @@ DEFAULT_MAX_ATTEMPTS: Final = 5
 DEFAULT_RETRY_HORIZON_SECONDS: Final = 24 * 3600
 DEFAULT_LEASE_SECONDS: Final = 900  # longer than the worker's Lambda timeout
 DEFAULT_MCP_TIMEOUT_SECONDS: Final = 10
+# The agent workflow's model (its ``model_id`` setting); infra grants InvokeModel on it.
+DEFAULT_AGENT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
 DEFAULT_BATCH_CONCURRENCY: Final = 10  # the whole batch (the worker's batch size) at once
 # Time a message's workflow is allowed; a message is started only while the invocation
 # has this (plus the MCP fetch's bound) left. An agent's model calls take 10-60 s.
 DEFAULT_WORKFLOW_SECONDS: Final = 60
-# The agent workflow's model (its ``model_id`` setting); infra grants InvokeModel on it.
-DEFAULT_AGENT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
 # A pending item normally reaches a worker within seconds; longer than the largest
 # retry delay (15 min) so that items waiting out a back-off are not re-enqueued.
 DEFAULT_RECONCILE_PENDING_AGE_SECONDS: Final = 30 * 60

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
+_Number = TypeVar("_Number", int, float)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
 
@@ -26,14 +28,31 @@ def optional(env: Mapping[str, str], name: str) -> str | None:
 
 
 def integer(env: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
+    return _bounded(env, name, parse=int, kind="an integer", default=default, low=low, high=high)
+
+
+def number(env: Mapping[str, str], name: str, *, default: float, low: float, high: float) -> float:
+    return _bounded(env, name, parse=float, kind="a number", default=default, low=low, high=high)
+
+
+def _bounded(
+    env: Mapping[str, str],
+    name: str,
+    *,
+    parse: Callable[[str], _Number],
+    kind: str,
+    default: _Number,
+    low: _Number,
+    high: _Number,
+) -> _Number:
     text = env.get(name, "").strip()
     if not text:
         return default
     try:
-        value = int(text)
+        value = parse(text)
     except ValueError:
-        raise SettingsError(f"{name} must be an integer") from None
-    if not low <= value <= high:
+        raise SettingsError(f"{name} must be {kind}") from None
+    if not low <= value <= high:  # (NaN is within no range)
         raise SettingsError(f"{name} must be between {low} and {high}")
     return value
 

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from functions.core.clock import Clock
 from functions.core.errors import PermanentError, StorageUnavailable
+from functions.core.metric_names import METRIC_STEP_RERUNS
 from functions.core.observability import logger
 
 if TYPE_CHECKING:
     from functions.core.process import MetricsSink
 
-METRIC_STEP_RERUNS: Final = "StepReruns"
 # Results up to this many bytes of compact JSON live in the step record; DynamoDB
 # caps an item at 400 KB, so larger ones go to the object store by content digest.
 INLINE_RESULT_LIMIT: Final = 64 * 1024

@@ -21,6 +21,7 @@ from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavail
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.clock import Clock, SystemClock
+from functions.core.delivery import InvalidReason
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import log_with_counts, logger
@@ -152,8 +153,15 @@ def _record(result: Acceptance, ids: dict[str, str | None]) -> None:
             "status": result.status,
             "delivery_id": result.delivery_id,
         },
-        [metric_names.receiver_outcome_metric(result.outcome.value)],
+        _counted(result),
     )
+
+
+def _counted(result: Acceptance) -> list[str]:
+    counted = [metric_names.receiver_outcome_metric(result.outcome.value)]
+    if result.reason == InvalidReason.TOO_DEEP.value:
+        counted.append(metric_names.METRIC_BODY_TOO_DEEP)
+    return counted
 
 
 def _response(result: Acceptance) -> dict[str, Any]:

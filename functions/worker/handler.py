@@ -21,8 +21,10 @@ from functions.core.adapters import mcp_timing
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
+from functions.core.adapters.object_store_s3 import S3ObjectStore
 from functions.core.adapters.work_queue import DEAD_LETTERED_ATTRIBUTE, SqsWorkQueue
 from functions.core.batch import BatchLimits, PackageSourceFactory, QueueMessage, process_batch
 from functions.core.clock import Clock, SystemClock
@@ -30,6 +32,7 @@ from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.lazy_deps import LazyDeps
 from functions.core.process import ProcessConfig, Processor
+from functions.core.steps import StepStorage
 from functions.core.workflow import Workflow, WorkflowContext, load_workflow
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS, Settings
 
@@ -80,19 +83,31 @@ def build_deps(
     dynamodb: Any = None,
     sqs: Any = None,
     secretsmanager: Any = None,
+    s3: Any = None,
     clock: Clock | None = None,
     workflow: Workflow | None = None,
     packages: PackageSourceFactory | None = None,
 ) -> Deps:
     """Wire the use case to its adapters; tests pass their own clients, clock, workflow."""
-    if dynamodb is None or sqs is None or secretsmanager is None:
+    wants_s3 = s3 is None and settings.archive_bucket is not None
+    if dynamodb is None or sqs is None or secretsmanager is None or wants_s3:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)
 
         dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
         secretsmanager = secretsmanager or boto3.client("secretsmanager", config=AWS_CONFIG)
+        s3 = s3 or (boto3.client("s3", config=AWS_CONFIG) if wants_s3 else None)
     clock = clock or SystemClock()
     metrics = EmfMetrics()
+    # Workflow steps beside the effect records; results too large for an item go to
+    # the archive bucket.
+    steps = StepStorage(
+        records=DynamoDbSteps(client=dynamodb, table_name=settings.table_name),
+        metrics=metrics,
+        objects=(
+            None if s3 is None else S3ObjectStore(client=s3, bucket=str(settings.archive_bucket))
+        ),
+    )
     if workflow is None:
         workflow = load_workflow(
             settings.workflow,
@@ -120,6 +135,7 @@ def build_deps(
                 retry_base_seconds=settings.retry_base_seconds,
                 retry_horizon_seconds=settings.retry_horizon_seconds,
             ),
+            steps=steps,
         ),
         queue=SqsWorkQueue(
             client=sqs,

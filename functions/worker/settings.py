@@ -81,10 +81,10 @@ class Settings:
     secrets_max_age_seconds: int
     retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
-    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
-    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
     alert_topic_arn: str | None = None
+    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
+    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
 
     @property
     def message_seconds(self) -> float:
@@ -119,9 +119,9 @@ class Settings:
             lease_seconds=LEASE_SECONDS.read(env),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
+            retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
             workflow_settings=string_map(env, env_keys.ENV_WORKFLOW_SETTINGS),
             alert_topic_arn=optional(env, env_keys.ENV_ALERT_TOPIC_ARN),
-            retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
             batch_concurrency=BATCH_CONCURRENCY.read(env),
             workflow_seconds=WORKFLOW_SECONDS.read(env),
         )

@@ -1,10 +1,11 @@
-"""The shipped workflow: archive the package, then notify once.
+"""The notify workflow: archive the package, then notify once.
 
-A receiver that only needs "keep every package and tell a system about it" can keep
-this as it is (``WORKFLOW`` unset). It shows the two kinds of effect a workflow has:
+A receiver that only needs "keep every package and tell a system about it" can use
+this as it is (``WORKFLOW=notify``). It shows the two kinds of effect a workflow has:
 
 * ``archive``: a put of ``packages/<delivery_id>.json`` to S3. Repeating it writes
-  the same bytes to the same key, so it is declared repeatable.
+  the same bytes to the same key, so it is declared repeatable
+  (:mod:`functions.workflows.archive`).
 * ``notify``: one HTTP POST to ``NOTIFY_URL`` with ``Idempotency-Key:
   <delivery_id>:notify``. It is not repeatable, so it has a reconcile check
   (``GET <NOTIFY_URL>/<key>``) that a retry asks when an earlier attempt's outcome
@@ -16,43 +17,23 @@ builds it on S3 and HTTP.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
+
+from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
     from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
 
-ARCHIVE_EFFECT = "archive"
-NOTIFY_EFFECT = "notify"
-
-
-class Archive(Protocol):
-    def put(self, key: str, body: bytes, *, content_type: str = "application/json") -> None: ...
+NOTIFY_EFFECT: Final = "notify"
 
 
 class Notifier(Protocol):
     def notify(self, payload: Mapping[str, object], *, idempotency_key: str) -> None: ...
 
     def was_applied(self, idempotency_key: str) -> bool: ...
-
-
-def archive_key(delivery_id: str) -> str:
-    """One object per delivery, never per package (one package, several deliveries)."""
-    return f"packages/{delivery_id}.json"
-
-
-def package_document(work: WorkItem, package: Package) -> bytes:
-    """The archived JSON: the delivery's identity and the whole package."""
-    document = {
-        "delivery_id": work.delivery_id,
-        "event": work.event,
-        "mcp_url": work.mcp_url,
-        "package": package.to_mapping(),
-    }
-    return json.dumps(document, sort_keys=True).encode()
 
 
 class DefaultWorkflow:
@@ -63,13 +44,7 @@ class DefaultWorkflow:
         self._notifier = notifier
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
-        key = archive_key(work.delivery_id)
-        document = package_document(work, package)
-        effects.run(
-            ARCHIVE_EFFECT,
-            lambda _key: self._archive.put(key, document),
-            repeatable=True,
-        )
+        key = archive_package(self._archive, work, package, effects)
         payload = {
             "delivery_id": work.delivery_id,
             "event": work.event,

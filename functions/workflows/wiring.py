@@ -1,29 +1,63 @@
 """The shipped workflows wired to their production adapters (the only part that knows AWS).
 
-``WORKFLOW`` names a factory here (``module:attribute``); the worker calls it once per
-container with the :class:`~functions.core.workflow.WorkflowContext` its settings give.
+``WORKFLOW`` names a factory here (by alias, see
+:data:`functions.core.workflow.WORKFLOW_ALIASES`, or as ``module:attribute``); the
+worker calls it once per container with the
+:class:`~functions.core.workflow.WorkflowContext` its settings give.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 import boto3
+from botocore.config import Config
 
 from functions.core.adapters.archive_s3 import S3Archive
-from functions.core.adapters.notifier_http import HttpNotifier
+from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.adapters.dynamodb_budget import DynamoDbBudget
+from functions.core.adapters.notifier_http import HttpNotifier, check_target
+from functions.core.budget import TokenBudget
 from functions.core.workflow import WorkflowContext
+from functions.workflows.adapters.alert_http import HttpAlerts
+from functions.workflows.adapters.alert_sns import SnsAlerts
+from functions.workflows.adapters.bedrock_converse import BedrockConverse
+from functions.workflows.agent import AgentSettings, AgentWorkflow
+from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
+
+# Two tries at most, each within 50 s (connect and read): a summary of a few hundred
+# tokens takes seconds, one hung call ends within the default workflow allowance
+# (WORKER_WORKFLOW_SECONDS, 60 s), and a retry after a fast failure (throttled, 5xx)
+# still fits. Our own back-off retries what is left.
+BEDROCK_CONFIG: Final = Config(
+    connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 2}
+)
+# One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
+# botocore must never resend one after a 5xx or a timeout (the ledger decides).
+SNS_CONFIG: Final = Config(connect_timeout=2, read_timeout=10, retries={"total_max_attempts": 1})
+DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
+
+
+def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
+    """``WORKFLOW=archive``: keep every package in S3, nothing else.
+
+    Raises:
+        ValueError: ``ARCHIVE_BUCKET`` is missing.
+    """
+    return ArchiveWorkflow(archive=_archive(context, "archive"))
 
 
 def build_default(context: WorkflowContext) -> DefaultWorkflow:
-    """The factory the ``WORKFLOW`` setting names by default: archive to S3, notify over HTTP.
+    """``WORKFLOW=notify``: archive to S3, notify over HTTP.
 
     Raises:
         ValueError: ``NOTIFY_URL`` or ``ARCHIVE_BUCKET`` is missing or not allowed.
     """
-    if not context.notify_url or not context.archive_bucket:
-        raise ValueError("the default workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
+    if not context.notify_url:
+        raise ValueError("the notify workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
     return DefaultWorkflow(
-        archive=S3Archive(client=boto3.client("s3"), bucket=context.archive_bucket),
+        archive=_archive(context, "notify"),
         notifier=HttpNotifier(
             url=context.notify_url,
             timeout_seconds=context.timeout_seconds,
@@ -32,14 +66,62 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
     )
 
 
-# Stand-ins until the agent branch lands: the workflow aliases name these factories,
-# and the synth checks that the named factory exists. The agent branch's wiring.py
-# replaces this whole block with the real archive and agent workflows.
-def build_archive(context: WorkflowContext) -> DefaultWorkflow:
-    """``WORKFLOW=archive`` (stand-in)."""
-    raise ValueError("the archive workflow comes with the agent branch")
+def build_agent(context: WorkflowContext) -> AgentWorkflow:
+    """``WORKFLOW=agent``: archive, summarise with Bedrock, alert over SNS and/or HTTP.
+
+    Raises:
+        ValueError: a workflow setting is malformed or not known; ``ARCHIVE_BUCKET``
+            is missing; there is neither ``ALERT_TOPIC_ARN`` nor ``alert_url``; a URL
+            is not HTTPS (or loopback HTTP, when allowed).
+    """
+    settings = AgentSettings.from_mapping(context.settings)
+    if settings.bedrock_endpoint_url is not None:
+        _check_url("bedrock_endpoint_url", settings.bedrock_endpoint_url, context)
+    budget = None
+    if settings.daily_token_budget > 0:
+        if not context.table_name:
+            raise ValueError("the agent workflow's token budget needs TABLE_NAME")
+        store = DynamoDbBudget(
+            client=boto3.client("dynamodb", config=DYNAMODB_CONFIG),
+            table_name=context.table_name,
+            default_limit=settings.daily_token_budget,
+        )
+        budget = TokenBudget(store)
+    topic = None
+    if context.alert_topic_arn:
+        sns = boto3.client("sns", config=SNS_CONFIG)
+        topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
+    webhook = None
+    if settings.alert_url is not None:
+        webhook = HttpAlerts(
+            url=settings.alert_url,
+            timeout_seconds=context.timeout_seconds,
+            allow_insecure_loopback=context.allow_insecure_loopback,
+        )
+    bedrock = boto3.client(
+        "bedrock-runtime", endpoint_url=settings.bedrock_endpoint_url, config=BEDROCK_CONFIG
+    )
+    return AgentWorkflow(
+        settings=settings,
+        archive=_archive(context, "agent"),
+        model=BedrockConverse(client=bedrock, model_id=settings.model_id),
+        topic=topic,
+        webhook=webhook,
+        budget=budget,
+        clock=context.clock,
+        # The worker's own metric set: it is flushed after every batch.
+        metrics=EmfMetrics(),
+    )
 
 
-def build_agent(context: WorkflowContext) -> DefaultWorkflow:
-    """``WORKFLOW=agent`` (stand-in)."""
-    raise ValueError("the agent workflow comes with the agent branch")
+def _archive(context: WorkflowContext, workflow: str) -> S3Archive:
+    if not context.archive_bucket:
+        raise ValueError(f"the {workflow} workflow needs ARCHIVE_BUCKET")
+    return S3Archive(client=boto3.client("s3"), bucket=context.archive_bucket)
+
+
+def _check_url(name: str, url: str, context: WorkflowContext) -> None:
+    try:
+        check_target(url, allow_insecure_loopback=context.allow_insecure_loopback)
+    except ValueError:
+        raise ValueError(f"{name} must be https (http only to loopback, when allowed)") from None

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-from functions.core.observability import RedactingFilter
+from functions.core.redaction import RedactingFilter
 from local.testkit import builders, vectors
 from tests import conftest, log_audit
 

@@ -358,3 +358,14 @@ def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> Non
     assert (config.worker_batch_size, config.batch_concurrency) == (4, 2)
     with pytest.raises(ConfigError, match="worker_batch_concurrency"):
         StackConfig.from_context(VALID | {"worker_batch_size": 4, "worker_batch_concurrency": 5})
+
+
+def test_the_agents_own_parser_checks_its_settings_at_synth() -> None:
+    agent = VALID | {"workflow": "agent"}
+    assert StackConfig.from_context(agent | {"agent_max_tokens": 64}).agent_settings is not None
+    with pytest.raises(ConfigError, match="temprature"):
+        StackConfig.from_context(agent | {"workflow_setting_temprature": "0.1"})
+    with pytest.raises(ConfigError, match="max_tokens"):
+        StackConfig.from_context(agent | {"agent_max_tokens": "lots"})
+    # Another workflow reads settings of its own: the synth leaves them to it.
+    assert StackConfig.from_context(VALID | {"workflow_setting_temprature": "0.1"})

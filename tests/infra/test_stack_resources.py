@@ -148,13 +148,28 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
         assert props["TracingConfig"] == {"Mode": "Active"}
         logging = props["LoggingConfig"]
         assert logging["LogFormat"] == "JSON"
-        assert logging["ApplicationLogLevel"] == synthesized.context["log_level"]
+        assert logging["ApplicationLogLevel"] == "INFO" == synthesized.context["log_level"]
+        assert logging["SystemLogLevel"] == "WARN"
         group = groups[logging["LogGroup"]["Ref"]]
         assert group["Properties"]["RetentionInDays"] == synthesized.context["log_retention_days"]
         env = props["Environment"]["Variables"]
         assert env[env_keys.ENV_POWERTOOLS_SERVICE_NAME] == metric_names.SERVICE
         assert env[env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE] == metric_names.METRICS_NAMESPACE
         assert env[env_keys.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
+
+
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, {"notify_url": NOTIFY_URL, "log_level": "ERROR"})
+
+
+def test_a_quieter_log_level_is_the_functions_own_and_never_lambdas(quiet: Synthesized) -> None:
+    # Lambda's filter takes an EMF line (it has no level) for INFO: above INFO it would
+    # drop every metric. The functions apply ERROR themselves.
+    for name in FUNCTIONS:
+        props = quiet.function(name)["Properties"]
+        assert props["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+        assert props["Environment"]["Variables"][env_keys.ENV_POWERTOOLS_LOG_LEVEL] == "ERROR"
 
 
 def test_receiver_answers_before_relaylink_gives_up(synthesized: Synthesized) -> None:

@@ -103,6 +103,9 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
+    (claim.ClaimStore, "defer"): lambda t, s, d: t.claims.defer(
+        _claimed(s, d), now=NOW, error_code="budget_exhausted"
+    ),
     (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from functions.core import env_keys, event_source_limits, setting_defaults
+from functions.core.clock import SystemClock
+from functions.core.workflow import WorkflowContext, load_workflow
 from functions.reconciler.settings import Settings as ReconcilerSettings
 from functions.worker.settings import Settings as WorkerSettings
 from infra.worker import WorkerTiming, check_timing
@@ -70,6 +72,33 @@ def test_every_function_reads_its_settings_from_a_bare_deployment(
 ) -> None:
     settings = importlib.import_module(f"functions.{function}.settings").Settings
     settings.from_env(resolved(bare.environment(function)))
+
+
+def _worker_loads_its_workflow(environment: dict[str, Any]) -> object:
+    """What the worker does at cold start with its synthesized environment."""
+    settings = WorkerSettings.from_env(resolved(environment))
+    context = WorkflowContext(
+        notify_url=settings.notify_url,
+        archive_bucket=settings.archive_bucket,
+        allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
+        timeout_seconds=float(settings.mcp_timeout_seconds),
+        clock=SystemClock(),
+        settings=settings.workflow_settings,
+        table_name=settings.table_name,
+        alert_topic_arn=settings.alert_topic_arn,
+    )
+    return load_workflow(settings.workflow, context)
+
+
+@pytest.mark.parametrize("synthesis", ["bare", "customised"])
+def test_the_worker_starts_the_workflow_the_stack_configures(
+    synthesis: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synthesized: Synthesized = request.getfixturevalue(synthesis)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # Lambda sets it; no call is made
+    workflow = _worker_loads_its_workflow(synthesized.environment("worker"))
+    expected = {"bare": "ArchiveWorkflow", "customised": "AgentWorkflow"}[synthesis]
+    assert type(workflow).__name__ == expected
 
 
 def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesized) -> None:

@@ -1,5 +1,5 @@
-"""Integration fixtures: a real MCP server (the official SDK's) on 127.0.0.1, and a
-server there that accepts connections and never answers."""
+"""Integration fixtures: a real MCP server (the official SDK's) and the Bedrock emulator
+on 127.0.0.1, and a server there that accepts connections and never answers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from local.bedrock_emulator import RunningEmulator
+from local.bedrock_emulator import start_in_thread as start_bedrock_emulator
 from local.mcp_server import RunningServer, start_in_thread
 
 MCP_TEST_TOKEN = "test-mcp-token"
@@ -39,6 +41,20 @@ def mcp_server(_mcp_server_session: RunningServer) -> Iterator[RunningServer]:
     server.set_latency_ms(0)
     server.set_failure_rate(0.0, seed=0)
     server.set_legacy_only(False)
+
+
+@pytest.fixture(scope="module")
+def _emulator_module() -> Iterator[RunningEmulator]:
+    with start_bedrock_emulator() as running:
+        yield running
+
+
+@pytest.fixture
+def emulator(_emulator_module: RunningEmulator) -> Iterator[RunningEmulator]:
+    """The module's Bedrock emulator with no faults and zeroed counters."""
+    _emulator_module.emulator.reset()
+    yield _emulator_module
+    _emulator_module.emulator.reset()
 
 
 class BlackHole:

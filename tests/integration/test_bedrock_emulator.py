@@ -33,20 +33,6 @@ from local.bedrock_emulator import (
 MAX_ATTEMPTS = 3
 
 
-@pytest.fixture(scope="module")
-def _emulator_module() -> Iterator[RunningEmulator]:
-    with start_in_thread() as running:
-        yield running
-
-
-@pytest.fixture
-def emulator(_emulator_module: RunningEmulator) -> Iterator[RunningEmulator]:
-    """The module's emulator with no faults and zeroed counters."""
-    _emulator_module.emulator.reset()
-    yield _emulator_module
-    _emulator_module.emulator.reset()
-
-
 class Clients:
     """Makes real bedrock-runtime clients and closes their connection pools afterwards."""
 

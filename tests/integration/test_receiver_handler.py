@@ -234,3 +234,24 @@ def test_parse_event_joins_repeated_and_case_variant_headers_with_commas() -> No
 def test_parse_event_refuses_unreadable_events(event: Any) -> None:
     with pytest.raises(MalformedEvent):
         parse_event(event, max_body_bytes=LIMIT)
+
+
+def test_body_nested_beyond_the_parser_is_a_400_with_its_own_metric(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    request = builders.signed_request(timestamp=NOW, body=b"[" * 100_000 + b"]" * 100_000)
+    caplog.clear()
+    response = receiver.invoke(builders.event_for(request))
+
+    assert (response.status, response.outcome, response.reason) == (
+        400,
+        "invalid",
+        "body_too_deep",
+    )
+    formatter = logger.registered_formatter
+    (line,) = [json.loads(formatter.format(r)) for r in caplog.records]
+    emitted = [m["Name"] for m in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert sorted(emitted) == sorted(
+        [metric_names.receiver_outcome_metric("invalid"), metric_names.METRIC_BODY_TOO_DEEP]
+    )

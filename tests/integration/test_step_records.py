@@ -12,8 +12,8 @@ from functions.core.adapters.dynamodb_steps import KIND_STEP, DynamoDbSteps, ste
 from functions.core.adapters.object_store_s3 import S3ObjectStore
 from functions.core.effects import EffectLedger
 from functions.core.errors import TransientError
+from functions.core.metric_names import METRIC_STEP_RERUNS
 from functions.core.steps import (
-    METRIC_STEP_RERUNS,
     RESULT_OBJECT_PREFIX,
     StepStatus,
     StepStorage,

@@ -21,7 +21,7 @@ from functions.core.batch import (
     process_batch,
 )
 from functions.core.deadline import Deadline
-from functions.core.errors import StorageUnavailable, TransientError
+from functions.core.errors import BudgetExhausted, StorageUnavailable, TransientError
 from functions.core.models import State, WorkItem
 from functions.core.retry_policy import retry_delay
 from tests.fakes import FakeClaims, FakeQueue
@@ -345,3 +345,17 @@ def test_a_redriven_dead_letter_of_a_completed_delivery_is_acknowledged(world: W
 def test_limits_refuse_nonsense(concurrency: int, seconds: float) -> None:
     with pytest.raises(ValueError):
         BatchLimits(concurrency, seconds)
+
+
+def test_a_budget_wait_sends_a_fresh_delayed_copy(world: World) -> None:
+    world.accept(work())
+    retry_at = world.clock.value + 120
+
+    def budget_spent() -> None:
+        raise BudgetExhausted(retry_at=retry_at)
+
+    world.workflow.before = budget_spent
+    assert world.run([message(work())]) == []  # acknowledged: the copy carries on
+    assert world.queue.sent == [(work(), 120)]  # with a receive count of 0
+    assert world.queue.visibility == []
+    assert world.queue.dead == []

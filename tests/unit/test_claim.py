@@ -147,6 +147,34 @@ def test_claim_after_a_reset_starts_the_retry_window_at_the_reset(subject: Subje
     assert claim(subject).claim.retry_window_start == NOW - 1
 
 
+def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject).claim
+    subject.store.defer(first, now=NOW + 5, error_code="budget_exhausted")
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until, item.attempts) == (
+        State.PENDING,
+        "budget_exhausted",
+        None,
+        0,
+    )
+    if subject.raw is not None:
+        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
+        assert shard == dynamodb_items.state_shard("pending", DELIVERY)
+    # Any number of waits leaves the attempt count where it was.
+    for wait in range(1, 4):
+        subject.store.defer(
+            claim(subject, now=NOW + 10 * wait).claim,
+            now=NOW + 10 * wait + 1,
+            error_code="budget_exhausted",
+        )
+    assert subject.read(DELIVERY).attempts == 0
+    # Nor does the wait use the retry horizon: it starts again after the last wait.
+    assert claim(subject, now=NOW + 50).claim.retry_window_start == NOW + 31
+    with pytest.raises(ClaimLost):
+        subject.store.defer(first, now=NOW + 100, error_code="budget_exhausted")
+
+
 def test_fail_is_final(subject: Subject) -> None:
     subject.seed(pending())
     held = claim(subject).claim

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from functions.core import metric_names, setting_defaults
+from functions.core.budget import next_day_starts
 from functions.core.claim import ClaimStatus
 from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import (
+    BudgetExhausted,
     McpAuthError,
     PackageNotFound,
     ProcessingError,
@@ -22,6 +24,7 @@ from functions.core.errors import (
 )
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.process import (
+    MAX_QUEUE_DELAY_SECONDS,
     Decision,
     Disposition,
     ProcessConfig,
@@ -29,9 +32,10 @@ from functions.core.process import (
     Result,
 )
 from functions.core.retry_policy import retry_delay, retry_schedule
+from functions.core.steps import StepStatus, StepStorage
 from infra.schema import max_receive_count_for
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeSteps
 
 MAX_ATTEMPTS = 3
 LEASE = 300
@@ -419,3 +423,83 @@ def _raise(exc: BaseException) -> None:
 def test_retry_delay_starts_from_the_configured_base() -> None:
     assert [retry_delay(n, base_seconds=1) for n in range(1, 5)] == [1, 2, 4, 8]
     assert retry_delay(30, base_seconds=1) == 900
+
+
+def test_spent_token_budget_defers_without_using_an_attempt(world: World) -> None:
+    world.accept(work())
+    midnight = next_day_starts(world.clock.value)
+
+    def budget_spent() -> None:
+        raise BudgetExhausted(retry_at=midnight)
+
+    world.workflow.before = budget_spent
+    # More waits than there are attempts: waiting never moves towards the dead letters.
+    for _ in range(MAX_ATTEMPTS + 2):
+        decision = world.process(work())
+        assert decision == Decision(
+            Result.DEFERRED, Disposition.DEFER, MAX_QUEUE_DELAY_SECONDS, "budget_exhausted"
+        )
+        world.clock.advance(MAX_QUEUE_DELAY_SECONDS)
+    item = world.state(work())
+    assert (item.state, item.attempts, item.last_error, item.lease_until) == (
+        State.PENDING,
+        0,
+        "budget_exhausted",
+        None,
+    )
+    assert world.metrics.counts[metric_names.METRIC_BUDGET_EXHAUSTED] == MAX_ATTEMPTS + 2
+    assert world.metrics.counts[metric_names.METRIC_WORK_DEAD_LETTERED] == 0
+    assert world.workflow.applied == []
+    # Close to midnight the copy waits only for what is left of the day.
+    world.clock.value = midnight - 60
+    assert world.process(work()).delay_seconds == 60
+    # The new day's budget opens (or an operator raised the limit): it runs.
+    world.workflow.before = None
+    world.clock.value = midnight
+    assert world.process(work()).result is Result.COMPLETED
+    assert world.state(work()).attempts == 1
+
+
+@dataclass
+class SteppingWorkflow:
+    """Records a step, then fails its first attempts; counts the step's real runs."""
+
+    failures: int = 1
+    runs: list[int] = field(default_factory=list)
+    seen: list[Any] = field(default_factory=list)
+
+    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+        self.seen.append(effects.step("model", lambda: self.runs.append(1) or len(self.runs)))
+        if self.failures:
+            self.failures -= 1
+            raise TransientError("model_unavailable")
+
+
+def test_processor_gives_the_ledger_step_storage(world: World) -> None:
+    world.accept(work())
+    stepping = SteppingWorkflow()
+    steps = FakeSteps()
+    processor = dataclasses.replace(
+        world.processor(),
+        workflow=stepping,
+        steps=StepStorage(records=steps, metrics=world.metrics),
+    )
+    assert asyncio.run(processor.process(work(), world.packages)).result is Result.RETRYING
+    assert asyncio.run(processor.process(work(), world.packages)).result is Result.COMPLETED
+    assert stepping.runs == [1]  # the second attempt reused the recorded result
+    assert stepping.seen == [1, 1]
+    assert steps.get(work().delivery_id, "model").status is StepStatus.RECORDED
+
+
+def test_budget_wait_does_not_use_the_retry_horizon(world: World) -> None:
+    world.accept(work())
+    horizon = world.processor().config.retry_horizon_seconds
+    world.workflow.before = lambda: _raise(BudgetExhausted(retry_at=world.clock.value + 10**6))
+    assert world.process(work()).result is Result.DEFERRED
+    world.clock.advance(horizon + 3600)  # the budget stayed spent past the horizon
+    assert world.process(work()).result is Result.DEFERRED
+    # The budget opens, and the first attempt meets an MCP outage: it is retried.
+    world.workflow.before = None
+    world.packages.errors = [TransientError("mcp_unavailable")]
+    assert world.process(work()).result is Result.RETRYING
+    assert world.state(work()).retry_window_start == world.clock.value

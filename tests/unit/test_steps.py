@@ -8,8 +8,8 @@ import pytest
 
 from functions.core.effects import EffectLedger
 from functions.core.errors import PermanentError, TransientError
+from functions.core.metric_names import METRIC_STEP_RERUNS
 from functions.core.steps import (
-    METRIC_STEP_RERUNS,
     StepStatus,
     StepStorage,
     StoredResult,

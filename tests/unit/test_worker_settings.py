@@ -59,3 +59,19 @@ def test_a_message_needs_the_longest_fetch_plus_the_workflow_allowance() -> None
     )
     # connect 5 s, read 10 s: opening (two round trips) 30 s, the call 15 s.
     assert settings.message_seconds == 30 + 15 + 60
+
+
+def test_workflow_settings_are_a_json_object_of_strings() -> None:
+    assert Settings.from_env(BASE_ENV).workflow_settings == {}
+    env = {**BASE_ENV, env_keys.ENV_WORKFLOW_SETTINGS: '{"model_id": "m", "max_tokens": "64"}'}
+    assert Settings.from_env(env).workflow_settings == {"model_id": "m", "max_tokens": "64"}
+    for bad in ('{"max_tokens": 64}', "[]", "{not json"):
+        with pytest.raises(SettingsError, match=env_keys.ENV_WORKFLOW_SETTINGS):
+            Settings.from_env({**BASE_ENV, env_keys.ENV_WORKFLOW_SETTINGS: bad})
+
+
+def test_alert_topic_is_optional() -> None:
+    assert Settings.from_env(BASE_ENV).alert_topic_arn is None
+    topic = "arn:aws:sns:us-east-1:123456789012:alerts"
+    env = {**BASE_ENV, env_keys.ENV_ALERT_TOPIC_ARN: topic}
+    assert Settings.from_env(env).alert_topic_arn == topic

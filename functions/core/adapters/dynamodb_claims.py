@@ -66,6 +66,9 @@ class DynamoDbClaims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.FAIL, claim, now=now, error=error_code)
 
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(transitions.DEFER, claim, now=now, error=error_code)
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
 

@@ -13,9 +13,9 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
 * Only the lease owner leaves ``processing`` (``complete``, ``release``,
-  ``release_transient``, ``fail`` check ``lease_owner``): a worker that lost its lease
-  records nothing. The retry counters (``attempts``, ``transient_failures``) decide only
-  when to give up, never who may write.
+  ``release_transient``, ``defer``, ``fail`` check ``lease_owner``): a worker that lost
+  its lease records nothing. The retry counters (``attempts``, ``transient_failures``)
+  decide only when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
@@ -131,6 +131,17 @@ RELEASE_TRANSIENT: Final = Transition(  # worker: known-transient failure, retri
     ),
     removes=_LEASE,
 )
+DEFER: Final = Transition(  # worker: the workflow waits for the token budget
+    name="defer",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # Waiting is no failure and spends neither retry budget: the attempt the claim
+    # counted is given back, and the retry horizon starts again once the wait is over
+    # (reset_at), so a delivery may wait any number of times, for up to a day each.
+    sets=(("last_error", ":error"), ("attempts", "attempts - :one"), ("reset_at", ":now")),
+    removes=_LEASE,
+)
 FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is spent
     name="fail",
     from_states=(State.PROCESSING,),
@@ -179,6 +190,7 @@ TRANSITIONS: Final = (
     COMPLETE,
     RELEASE,
     RELEASE_TRANSIENT,
+    DEFER,
     FAIL,
     TOUCH_PENDING,
     RELEASE_EXPIRED,

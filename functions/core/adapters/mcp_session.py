@@ -8,7 +8,6 @@ the caller. Its HTTP goes through the guarded transport
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Final
 
@@ -23,11 +22,6 @@ from functions.core.adapters.mcp_transport import Exchange, FetchCounts, Guarded
 from functions.core.host_policy import HostPolicy
 
 _CLIENT_INFO: Final = Implementation(name="relaylink-receiver", version="1")
-
-# httpx2 logs every request's URL at INFO and the SDK logs session ids; neither belongs
-# in our logs (STYLE: no URLs or credential-like values). Warnings still get through.
-for _name in ("httpx2", "mcp.client.streamable_http"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 class McpSession:

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import (
     TransformParameterError,
 )
 
+from functions.core import redaction
 from functions.core.errors import McpTokenUnavailable
 
 # A bearer token is a visible-ASCII word (RFC 6750 b64token); longer is surely wrong.
@@ -47,6 +48,8 @@ class SecretsManagerMcpToken:
             raise McpTokenUnavailable() from exc
         # A trailing newline is the usual artefact of `aws secretsmanager ... file://token`.
         token = raw.strip() if isinstance(raw, str) else ""
+        # Masked in any log line from now on: a token has no shape to recognise it by.
+        redaction.remember_secret(token)
         if not is_valid_token(token):
             raise McpTokenUnavailable("mcp_token_malformed")
         return token

@@ -24,6 +24,11 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a redirect is an answer (an HTTPError), never a new target
 
 
+def direct_opener() -> urllib.request.OpenerDirector:
+    """An opener that uses no proxy and follows no redirect: requests go where we say."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -59,7 +64,7 @@ class HttpNotifier:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url.rstrip("/")
         self._timeout = timeout_seconds
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        self._opener = direct_opener()
 
     def notify(self, payload: Mapping[str, object], *, idempotency_key: str) -> None:
         """Send the notification once (the receiver side deduplicates on the key)."""

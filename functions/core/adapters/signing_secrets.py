@@ -20,9 +20,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
+from functions.core import redaction
 from functions.core.clock import Clock, SystemClock
 from functions.core.errors import SigningSecretsUnavailable
-from functions.core.signature import SigningSecret
+from functions.core.signature import SECRET_PREFIX, SigningSecret
 
 # A rotation needs two; a handful more is a mistake, and each costs one HMAC per request.
 MAX_SECRETS: Final = 5
@@ -88,13 +89,25 @@ class SecretsManagerSigningSecrets:
             text = answer["SecretString"] if "SecretString" in answer else answer["SecretBinary"]
         except Exception as exc:  # any failure to fetch means: unavailable, retry later
             raise SigningSecretsUnavailable() from exc
+        _remember(text)
         try:
             value: object = json.loads(text)
         except (TypeError, ValueError) as exc:
             raise SigningSecretsUnavailable() from exc
+        if isinstance(value, list):
+            for item in value:
+                _remember(item)
         with self._lock:
             self._fetched = (value, self._clock.now())
         return value
+
+
+def _remember(value: object) -> None:
+    """A fetched value is a secret, whatever its shape: masked in any log line, and so
+    is a secret's key part without its prefix."""
+    if isinstance(value, str):
+        redaction.remember_secret(value)
+        redaction.remember_secret(value.removeprefix(SECRET_PREFIX))
 
 
 def _parse(raw: object) -> tuple[SigningSecret, ...]:

@@ -1,0 +1,98 @@
+"""The agent workflow's model on Bedrock Runtime ``Converse`` (the ``Model`` port).
+
+One request per call: the fenced system prompt and user message, ``inferenceConfig``
+(``maxTokens``, ``temperature``), the delivery id as ``requestMetadata`` (it shows in
+Bedrock's invocation logs), and no ``toolConfig``: the model is offered no tools.
+The client brings botocore's own retries (standard mode, bounded); what is left after
+them is translated here:
+
+* throttled (``ThrottlingException``, ``ModelNotReadyException``), or the service never
+  reached: :class:`~functions.core.errors.NotApplied` (``model_throttled``,
+  ``model_unavailable``): the model did not run;
+* a request that can never succeed (``ValidationException``: a bad model id, a prompt
+  too long; ``AccessDeniedException``; ``ResourceNotFoundException``):
+  :class:`~functions.core.errors.PermanentError` ``model_rejected``;
+* anything else (5xx, a model timeout, a read timeout):
+  :class:`~functions.core.errors.TransientError` ``model_unavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+)
+
+from functions.core.errors import NotApplied, PermanentError, TransientError
+from functions.workflows.agent import ModelAnswer
+from functions.workflows.agent_prompt import AgentPrompt
+
+DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
+_THROTTLED: Final = frozenset({"ThrottlingException", "ModelNotReadyException"})
+_REJECTED: Final = frozenset(
+    {"ValidationException", "AccessDeniedException", "ResourceNotFoundException"}
+)
+
+
+class BedrockConverse:
+    """Calls ``Converse`` on one model with one ``bedrock-runtime`` client."""
+
+    def __init__(self, *, client: Any, model_id: str) -> None:
+        self._client = client
+        self._model_id = model_id
+        # An SDK older than the request-metadata field (a Lambda runtime's bundled
+        # boto3 can be) would refuse the whole request over it: send it only if known.
+        members = client.meta.service_model.operation_model("Converse").input_shape.members
+        self._metadata_known = "requestMetadata" in members
+
+    def converse(
+        self, prompt: AgentPrompt, *, max_tokens: int, temperature: float, delivery_id: str
+    ) -> ModelAnswer:
+        request: dict[str, Any] = {
+            "modelId": self._model_id,
+            "system": prompt.converse_system(),
+            "messages": prompt.converse_messages(),
+            "inferenceConfig": {"maxTokens": max_tokens, "temperature": temperature},
+        }
+        if self._metadata_known:
+            request["requestMetadata"] = {DELIVERY_ID_METADATA_KEY: delivery_id}
+        try:
+            response = self._client.converse(**request)
+        except ClientError as exc:
+            raise _translated(exc) from exc
+        except (EndpointConnectionError, ConnectTimeoutError) as exc:
+            raise NotApplied("model_unavailable") from exc  # never connected
+        except BotoCoreError as exc:
+            raise TransientError("model_unavailable") from exc
+        return _answer(response)
+
+
+def _translated(exc: ClientError) -> Exception:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code in _THROTTLED:
+        return NotApplied("model_throttled")
+    if code in _REJECTED:
+        return PermanentError("model_rejected")
+    return TransientError("model_unavailable")
+
+
+def _answer(response: Mapping[str, Any]) -> ModelAnswer:
+    """The text blocks joined; any other block (there should be none) is left out."""
+    try:
+        content = response["output"]["message"]["content"]
+        text = "".join(block["text"] for block in content if "text" in block)
+        usage = response["usage"]
+        return ModelAnswer(
+            text=text,
+            stop_reason=str(response["stopReason"]),
+            input_tokens=int(usage["inputTokens"]),
+            output_tokens=int(usage["outputTokens"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        # The model ran (and was paid for), but its answer has no usable shape.
+        raise TransientError("model_answer_invalid") from exc

@@ -1,0 +1,211 @@
+"""Every function emits every metric it has, through its handler, on in-process moto.
+
+Run inside an emulated Lambda container (:mod:`tests.integration.lambda_container`).
+The worker's package source and workflow are scripted (a package id names the error
+to raise; one delivery's claim is taken over by a successor), so that one batch
+reaches every result the worker counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.core import env_keys, metric_names, table_layout, wire
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.effects import EffectLedger
+from functions.core.errors import McpAuthError, PackageNotFound, ProcessingError, TransientError
+from functions.core.models import Outcome, WorkItem
+from functions.reconciler import handler as reconciler
+from functions.reconciler.settings import Settings as ReconcilerSettings
+from functions.relay import handler as relay
+from functions.relay.settings import Settings as RelaySettings
+from functions.worker import handler as worker
+from functions.worker.settings import Settings as WorkerSettings
+from local.child import LambdaContext
+from local.event_sources import sqs_event
+from local.testkit import builders
+from local.testkit.moto_world import (
+    MAX_ATTEMPTS,
+    REGION,
+    TABLE,
+    MotoWorld,
+    StreamReader,
+    moto_world,
+)
+from local.testkit.receiver_rig import make_receiver_rig
+from local.testkit.worker_rig import LEASE_SECONDS, worker_env
+
+UNREACHABLE_MCP_URL = "https://unreachable.relaylink.example/mcp"
+# The worker's timeout (infra/worker.py): every message of the batch has time to start.
+WORKER_REMAINING_MS = 180_000
+PACKAGE_ERRORS: dict[str, type[ProcessingError]] = {
+    "pkg_transient": TransientError,
+    "pkg_auth": McpAuthError,
+    "pkg_missing": PackageNotFound,
+}
+# Every metric a handler emits (functions.core.steps' StepReruns is counted only by a
+# step store, which no handler wires yet).
+EVERY_METRIC = frozenset(
+    {value for name, value in vars(metric_names).items() if name.startswith("METRIC_")}
+    | {metric_names.receiver_outcome_metric(outcome.value) for outcome in Outcome}
+    | {relay.METRIC_SKIPPED}
+)
+
+
+def run() -> None:
+    with moto_world() as world:
+        receiver_outcomes(world)
+    with moto_world() as world:
+        relay_records(world)
+        worker_results(world)
+        reconciler_run(world)
+
+
+def receiver_outcomes(world: MotoWorld) -> None:
+    """Every outcome the receiver answers."""
+    now = world.clock.now()
+
+    def receiver(secret_value: str) -> Any:
+        return make_receiver_rig(
+            world.dynamodb,
+            world.secretsmanager,
+            table=TABLE,
+            secret_arn=world.create_secret(secret_value),
+            clock=world.clock,
+        )
+
+    rig = receiver(f'["{builders.SECRET}"]')
+    first = builders.signed_request(timestamp=now)
+    for request in (
+        first,
+        builders.signed_request(timestamp=now, delivery_id=first.delivery_id),  # duplicate
+        builders.signed_request(timestamp=now, delivery_id=first.delivery_id, mcp_url="https://o"),
+        builders.signed_request(timestamp=now, event="ping"),  # ignored
+        builders.signed_request(timestamp=now, secrets=builders.OTHER_SECRET),  # rejected
+        builders.signed_request(timestamp=now, package_id=None),  # invalid
+    ):
+        rig.invoke(builders.event_for(request))
+    rig.invoke(builders.http_api_event({}, b"x" * (wire.MAX_BODY_BYTES + 1)))  # too large
+    broken = receiver("not a list")
+    broken.invoke(builders.event_for(builders.signed_request(timestamp=now)))  # unavailable
+
+
+def relay_records(world: MotoWorld) -> None:
+    """One outbox record relayed, one malformed record skipped."""
+    world.accept(work(100))
+    world.dynamodb.put_item(
+        TableName=TABLE,
+        Item={
+            **dynamodb_items.outbox_key("broken"),
+            table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
+        },
+    )
+    records = StreamReader(world.streams, world.stream_arn).new_records()
+    relay.container_deps.set(
+        relay.build_deps(
+            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: world.queue_url}), sqs=world.sqs
+        )
+    )
+    event = builders.stream_event(StreamReader.filtered(records))
+    relay.lambda_handler(event, builders.LambdaContext())
+    world.receive()  # the relayed message, out of the worker's way
+
+
+def worker_results(world: MotoWorld) -> None:
+    """One batch that reaches every result the worker counts (one message is not even
+    started: its MCP server is unreachable)."""
+    now = world.clock.now()
+    completed, missing, deferred, stolen = work(0), work(1), work(2), work(3)
+    exhausted, uncertain = work(4), work(5)
+    failing = [work(6, "pkg_transient"), work(7, "pkg_auth"), work(8, "pkg_missing")]
+    unreachable = WorkItem(work(9).delivery_id, "package.received", "pkg_9", UNREACHABLE_MCP_URL)
+    for item in (completed, deferred, stolen, uncertain, unreachable, *failing):
+        world.accept(item)
+    world.accept(exhausted, attempts={"N": str(MAX_ATTEMPTS)})
+    token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
+    settings = WorkerSettings.from_env(
+        worker_env(world, token_arn=token_arn, notify_url="https://notify.invalid/")
+    )
+    deps = worker.build_deps(
+        settings,
+        dynamodb=world.dynamodb,
+        sqs=world.sqs,
+        secretsmanager=world.secretsmanager,
+        clock=world.clock,
+        workflow=ScriptedWorkflow(world, stolen=stolen.delivery_id),
+        packages=lambda deadline: ScriptedPackages(),
+    )
+    deps.processor.claims.claim(
+        deferred.delivery_id, owner="other", now=now, lease_seconds=LEASE_SECONDS
+    )
+    deps.processor.effects.record_intent(
+        uncertain.delivery_id, "notify", key="k", now=now, expires_at=0
+    )
+    batch = (completed, missing, deferred, stolen, exhausted, uncertain, unreachable, *failing)
+    for item in batch:
+        world.enqueue(item)
+    worker.container_deps.set(deps)
+    event = sqs_event(world.receive(limit=len(batch)), world.queue_arn, REGION)
+    worker.lambda_handler(event, LambdaContext("worker", remaining_ms=WORKER_REMAINING_MS))
+
+
+def reconciler_run(world: MotoWorld) -> None:
+    """One run: it counts all four of its metrics, zeros included."""
+    settings = ReconcilerSettings.from_env(
+        {
+            env_keys.ENV_TABLE_NAME: TABLE,
+            env_keys.ENV_WORK_QUEUE_URL: world.queue_url,
+            env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+        }
+    )
+    reconciler.container_deps.set(
+        reconciler.build_deps(settings, dynamodb=world.dynamodb, sqs=world.sqs, clock=world.clock)
+    )
+    reconciler.lambda_handler({}, builders.LambdaContext())
+
+
+def work(n: int, package: str | None = None) -> WorkItem:
+    return WorkItem(
+        f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}",
+        "package.received",
+        package or f"pkg_{n:04d}",
+        builders.MCP_URL,
+    )
+
+
+class ScriptedPackages:
+    """A package source: the package ids in ``PACKAGE_ERRORS`` raise their error, and
+    ``UNREACHABLE_MCP_URL``'s server failed at transport level."""
+
+    async def __aenter__(self) -> ScriptedPackages:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def unreachable(self, mcp_url: str) -> bool:
+        return mcp_url == UNREACHABLE_MCP_URL
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+        if package_id in PACKAGE_ERRORS:
+            raise PACKAGE_ERRORS[package_id]()
+        return {"package_id": package_id}
+
+
+class ScriptedWorkflow:
+    """Applies one effect; for ``stolen``, a successor takes the claim over first."""
+
+    def __init__(self, world: MotoWorld, *, stolen: str) -> None:
+        self._world = world
+        self._stolen = stolen
+
+    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+        if work.delivery_id == self._stolen:
+            DynamoDbClaims(client=self._world.dynamodb, table_name=TABLE).claim(
+                work.delivery_id,
+                owner="successor",
+                now=self._world.clock.now() + LEASE_SECONDS,  # the lease ran out
+                lease_seconds=LEASE_SECONDS,
+            )
+        effects.run("notify", lambda key: None)

@@ -1,0 +1,264 @@
+"""The agent workflow's adapters: Converse on the Bedrock emulator, SNS on moto, HTTP on loopback.
+
+Each failure is checked for the one thing that matters to the ledger: whether it says
+"certainly not applied" (``NotApplied``), "unknown" (a plain ``TransientError``) or
+"never" (``PermanentError``), and how many requests it took to find out.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from functions.core.errors import NotApplied, PermanentError, TransientError
+from functions.core.package import Package
+from functions.workflows.adapters.alert_http import HttpAlerts
+from functions.workflows.adapters.alert_sns import SnsAlerts
+from functions.workflows.adapters.bedrock_converse import (
+    DELIVERY_ID_METADATA_KEY,
+    BedrockConverse,
+)
+from functions.workflows.agent import Alert, ModelSummary
+from functions.workflows.agent_prompt import build_prompt
+from functions.workflows.wiring import BEDROCK_CONFIG, SNS_CONFIG
+from local.bedrock_emulator import (
+    DEFAULT_MODEL_ID,
+    ConverseError,
+    RunningEmulator,
+)
+from local.notify_sink import NotifySinkServer
+from local.testkit.botocore_hooks import aws_response, divert_from_emulator
+from tests.conftest import REGION
+from tests.integration.conftest import BlackHole
+
+DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
+KEY = f"{DELIVERY}:alert"
+PACKAGE = Package(
+    package_id="pkg_01JE7Q9V5K3M8N2P4R6T",
+    title="Quarterly supplier review",
+    briefing="Compare the three offers and recommend one.",
+    attachments=(),
+    created_at=datetime(2026, 12, 2, 15, 4, tzinfo=UTC),
+)
+ALERT = Alert(
+    delivery_id=DELIVERY,
+    event="package.received",
+    package_id=PACKAGE.package_id,
+    title=PACKAGE.title,
+    summary=ModelSummary("The second offer is cheapest.", "end_turn", 90, 8, refused=False),
+    archive_key=f"packages/{DELIVERY}.json",
+)
+# Short timeouts for the endpoints that never answer.
+QUICK = {"connect_timeout": 1, "read_timeout": 0.5}
+
+
+def refused_endpoint() -> str:
+    """A loopback port nobody listens on any more."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+# --- Converse --------------------------------------------------------------------------
+
+
+def model(
+    endpoint: str, *, model_id: str = DEFAULT_MODEL_ID, config: Config = BEDROCK_CONFIG
+) -> BedrockConverse:
+    client = boto3.client("bedrock-runtime", endpoint_url=endpoint, config=config)
+    return BedrockConverse(client=client, model_id=model_id)
+
+
+def converse(adapter: BedrockConverse) -> Any:
+    return adapter.converse(
+        build_prompt(PACKAGE), max_tokens=64, temperature=0.2, delivery_id=DELIVERY
+    )
+
+
+def test_converse_sends_the_fenced_prompt_without_tools(emulator: RunningEmulator) -> None:
+    answer = converse(model(emulator.url))
+    assert answer.text.startswith("Summary of Quarterly supplier review:")
+    assert answer.stop_reason == "end_turn"
+    assert answer.input_tokens > 0 and answer.output_tokens > 0
+    request = emulator.emulator.last_request(DELIVERY)
+    assert request is not None
+    assert request["requestMetadata"] == {DELIVERY_ID_METADATA_KEY: DELIVERY}
+    assert request["inferenceConfig"] == {"maxTokens": 64, "temperature": 0.2}
+    assert "toolConfig" not in request
+    assert "untrusted third-party data" in request["system"][0]["text"]
+    assert emulator.calls() == {DELIVERY: 1}
+
+
+def test_converse_refusal_is_an_answer(emulator: RunningEmulator) -> None:
+    emulator.emulator.refuse_next(1)
+    answer = converse(model(emulator.url))
+    assert (answer.text, answer.stop_reason, answer.output_tokens) == ("", "content_filtered", 0)
+
+
+def test_throttling_is_retried_by_botocore_then_not_applied(emulator: RunningEmulator) -> None:
+    emulator.emulator.fail_next(1, ConverseError.THROTTLING)
+    assert converse(model(emulator.url)).stop_reason == "end_turn"
+    assert emulator.calls() == {DELIVERY: 2}
+    emulator.emulator.reset()
+    emulator.emulator.fail_next(5, ConverseError.THROTTLING)
+    with pytest.raises(NotApplied, match="model_throttled"):
+        converse(model(emulator.url))
+    assert emulator.calls() == {DELIVERY: 2}  # bounded: two tries in all
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ConverseError.VALIDATION, ConverseError.ACCESS_DENIED, ConverseError.RESOURCE_NOT_FOUND],
+)
+def test_rejected_request_is_permanent_after_one_call(
+    emulator: RunningEmulator, error: ConverseError
+) -> None:
+    emulator.emulator.fail_next(1, error)
+    with pytest.raises(PermanentError, match="model_rejected"):
+        converse(model(emulator.url))
+    assert emulator.calls() == {DELIVERY: 1}
+
+
+def test_unknown_model_id_is_rejected(emulator: RunningEmulator) -> None:
+    with pytest.raises(PermanentError, match="model_rejected"):
+        converse(model(emulator.url, model_id="amazon.no-such-model-v9:0"))
+    assert emulator.calls() == {DELIVERY: 1}
+
+
+def test_server_error_may_have_run_the_model(emulator: RunningEmulator) -> None:
+    emulator.emulator.fail_next(5, ConverseError.INTERNAL_SERVER)
+    with pytest.raises(TransientError, match="model_unavailable") as raised:
+        converse(model(emulator.url))
+    assert not isinstance(raised.value, NotApplied)
+    assert emulator.calls() == {DELIVERY: 2}
+
+
+def test_unreachable_endpoint_is_not_applied() -> None:
+    config = Config(**QUICK, retries={"total_max_attempts": 1})
+    with pytest.raises(NotApplied, match="model_unavailable"):
+        converse(model(refused_endpoint(), config=config))
+
+
+# --- SNS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sns(moto_aws: None) -> Any:
+    return boto3.client("sns", region_name=REGION, config=SNS_CONFIG)
+
+
+@pytest.fixture
+def topic(sns: Any) -> tuple[str, Any, str]:
+    """A topic with an SQS queue subscribed (raw delivery): (topic ARN, sqs, queue URL)."""
+    arn = sns.create_topic(Name="relaylink-alerts")["TopicArn"]
+    sqs = boto3.client("sqs", region_name=REGION)
+    queue_url = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    sns.subscribe(
+        TopicArn=arn,
+        Protocol="sqs",
+        Endpoint=queue_arn["Attributes"]["QueueArn"],
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    return arn, sqs, queue_url
+
+
+def answer_every_publish(sns: Any, status: int, code: str) -> list[int]:
+    """Make each HTTP attempt of Publish fail with ``code``; returns the attempt count."""
+    attempts: list[int] = []
+    body = (
+        '<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error>'
+        f"<Type>Sender</Type><Code>{code}</Code><Message>injected</Message></Error>"
+        "<RequestId>injected</RequestId></ErrorResponse>"
+    ).encode()
+
+    def answer(request: Any, **_: Any) -> Any:
+        attempts.append(1)
+        response = aws_response(
+            request, status, body, content_type="text/xml", request_id="injected"
+        )
+        divert_from_emulator(request)
+        return response
+
+    sns.meta.events.register_first("before-send.sns.Publish", answer)
+    return attempts
+
+
+def test_sns_publish_carries_the_alert_and_its_key(sns: Any, topic: tuple[str, Any, str]) -> None:
+    arn, sqs, queue_url = topic
+    SnsAlerts(client=sns, topic_arn=arn).send(ALERT, idempotency_key=KEY)
+    (message,) = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    )["Messages"]
+    assert "The second offer is cheapest." in message["Body"]
+    assert message["MessageAttributes"]["idempotency_key"]["StringValue"] == KEY
+
+
+def test_sns_refusal_is_not_applied(sns: Any) -> None:
+    missing = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
+    with pytest.raises(NotApplied, match="alert_rejected"):
+        SnsAlerts(client=sns, topic_arn=missing).send(ALERT, idempotency_key=KEY)
+    attempts = answer_every_publish(sns, 400, "Throttling")
+    with pytest.raises(NotApplied, match="alert_rejected"):
+        SnsAlerts(client=sns, topic_arn=missing).send(ALERT, idempotency_key=KEY)
+    assert attempts == [1]
+
+
+def test_sns_server_error_is_unknown_and_never_resent(
+    sns: Any, topic: tuple[str, Any, str]
+) -> None:
+    attempts = answer_every_publish(sns, 500, "InternalError")
+    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
+        SnsAlerts(client=sns, topic_arn=topic[0]).send(ALERT, idempotency_key=KEY)
+    assert not isinstance(raised.value, NotApplied)
+    assert attempts == [1]  # botocore did not publish again on its own
+
+
+def test_sns_unreachable_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
+    config = Config(**QUICK, retries={"total_max_attempts": 1})
+    arn = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
+    refused = boto3.client("sns", endpoint_url=refused_endpoint(), config=config)
+    with pytest.raises(NotApplied, match="alert_unavailable"):
+        SnsAlerts(client=refused, topic_arn=arn).send(ALERT, idempotency_key=KEY)
+    silent = boto3.client("sns", endpoint_url=black_hole.url, config=config)
+    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
+        SnsAlerts(client=silent, topic_arn=arn).send(ALERT, idempotency_key=KEY)
+    assert not isinstance(raised.value, NotApplied)
+
+
+# --- HTTP --------------------------------------------------------------------------------
+
+
+def test_http_alert_posts_the_payload_with_the_key() -> None:
+    with NotifySinkServer() as sink:
+        HttpAlerts(url=sink.url, timeout_seconds=2, allow_insecure_loopback=True).send(
+            ALERT, idempotency_key=KEY
+        )
+        assert sink.sink.counts() == {KEY: 1}
+        assert sink.sink.body(KEY) == json.loads(json.dumps(ALERT.payload()))
+
+
+@pytest.mark.parametrize("status", [400, 404, 500, 503])
+def test_http_alert_answered_with_an_error_is_not_applied(status: int) -> None:
+    with NotifySinkServer() as sink:
+        sink.sink.fail_next(1, status)
+        alerts = HttpAlerts(url=sink.url, timeout_seconds=2, allow_insecure_loopback=True)
+        with pytest.raises(NotApplied, match="alert_rejected"):
+            alerts.send(ALERT, idempotency_key=KEY)
+        assert sink.sink.counts() == {}
+
+
+def test_http_alert_refused_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
+    refused = HttpAlerts(url=refused_endpoint(), timeout_seconds=1, allow_insecure_loopback=True)
+    with pytest.raises(NotApplied, match="alert_unavailable"):
+        refused.send(ALERT, idempotency_key=KEY)
+    silent = HttpAlerts(url=black_hole.url, timeout_seconds=0.5, allow_insecure_loopback=True)
+    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
+        silent.send(ALERT, idempotency_key=KEY)
+    assert not isinstance(raised.value, NotApplied)

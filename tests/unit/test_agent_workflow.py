@@ -1,0 +1,392 @@
+"""The agent workflow on fakes: the budget, the recorded model step, the alert effects."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from functions.core import metric_names
+from functions.core.budget import TokenBudget, budget_day, next_day_starts
+from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.errors import (
+    BudgetExhausted,
+    NotApplied,
+    PermanentError,
+    StorageUnavailable,
+    TransientError,
+    UncertainEffect,
+)
+from functions.core.models import WorkItem
+from functions.core.package import Attachment, Package
+from functions.core.settings_env import SettingsError
+from functions.core.steps import StepStatus, StepStorage
+from functions.workflows.agent import (
+    ALERT_EFFECT,
+    ALERT_HTTP_EFFECT,
+    MODEL_STEP,
+    AgentSettings,
+    AgentWorkflow,
+    Alert,
+    ModelAnswer,
+    ModelSummary,
+    token_estimate,
+)
+from functions.workflows.agent_prompt import AgentPrompt
+from functions.workflows.archive import ARCHIVE_EFFECT, archive_key
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeBudget, FakeEffects, FakeMetrics, FakeSteps
+
+DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
+WORK = WorkItem(DELIVERY, "package.received", "pkg_01JE7Q9V5K3M8N2P4R6T", "https://mcp.example/mcp")
+PACKAGE = Package(
+    package_id="pkg_01JE7Q9V5K3M8N2P4R6T",
+    title="Quarterly supplier review",
+    briefing="Compare the three offers and recommend one.",
+    attachments=(Attachment("offers.pdf", "application/pdf", 48213),),
+    created_at=datetime(2026, 12, 2, 15, 4, tzinfo=UTC),
+)
+ANSWER = ModelAnswer("Three offers; the second is cheapest.", "end_turn", 900, 40)
+MAX_TOKENS = 256
+
+
+@dataclass
+class FakeModel:
+    """Answers with ``answers`` in turn; an exception in the list is raised instead."""
+
+    answers: list[ModelAnswer | Exception] = field(default_factory=lambda: [ANSWER])
+    prompts: list[AgentPrompt] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def converse(
+        self, prompt: AgentPrompt, *, max_tokens: int, temperature: float, delivery_id: str
+    ) -> ModelAnswer:
+        self.prompts.append(prompt)
+        self.calls.append(
+            {"max_tokens": max_tokens, "temperature": temperature, "delivery_id": delivery_id}
+        )
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+@dataclass
+class FakeChannel:
+    """Keeps what it sent; ``errors`` are raised, in order, before sending."""
+
+    sent: list[tuple[Alert, str]] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)
+    # Raised after the alert went out: the outcome is unknown to the caller.
+    lost_answer: Exception | None = None
+
+    def send(self, alert: Alert, *, idempotency_key: str) -> None:
+        if self.errors:
+            raise self.errors.pop(0)
+        self.sent.append((alert, idempotency_key))
+        if self.lost_answer is not None:
+            error, self.lost_answer = self.lost_answer, None
+            raise error
+
+
+@dataclass
+class FakeArchive:
+    objects: dict[str, bytes] = field(default_factory=dict)
+
+    def put(self, key: str, body: bytes, *, content_type: str = "application/json") -> None:
+        self.objects[key] = body
+
+
+@dataclass
+class World:
+    """One delivery's agent workflow on fakes; every attempt gets a ledger on the same stores."""
+
+    limit: int = 100_000
+    settings: AgentSettings = field(default_factory=lambda: AgentSettings(max_tokens=MAX_TOKENS))
+    model: FakeModel = field(default_factory=FakeModel)
+    topic: FakeChannel | None = field(default_factory=FakeChannel)
+    webhook: FakeChannel | None = None
+    clock: FakeClock = field(default_factory=FakeClock)
+    metrics: FakeMetrics = field(default_factory=FakeMetrics)
+    effects: FakeEffects = field(default_factory=FakeEffects)
+    steps: FakeSteps = field(default_factory=FakeSteps)
+    archive: FakeArchive = field(default_factory=FakeArchive)
+    budget_store: FakeBudget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget_store = FakeBudget(default_limit=self.limit)
+
+    def workflow(self, *, budget: bool = True) -> AgentWorkflow:
+        return AgentWorkflow(
+            settings=self.settings,
+            archive=self.archive,
+            model=self.model,
+            topic=self.topic,
+            webhook=self.webhook,
+            budget=TokenBudget(self.budget_store) if budget else None,
+            clock=self.clock,
+            metrics=self.metrics,
+        )
+
+    def attempt(self) -> None:
+        ledger = EffectLedger(
+            DELIVERY,
+            store=self.effects,
+            clock=self.clock,
+            steps=StepStorage(records=self.steps, metrics=self.metrics),
+        )
+        self.workflow().run(WORK, PACKAGE, ledger)
+
+    def day(self) -> Any:
+        return self.budget_store.get(budget_day(self.clock.now()))
+
+    def step_status(self) -> StepStatus:
+        return self.steps.records[(DELIVERY, MODEL_STEP)].status
+
+    def effect_status(self, name: str) -> EffectStatus | None:
+        record = self.effects.get(DELIVERY, name)
+        return None if record is None else record.status
+
+    def estimate(self) -> int:
+        return token_estimate(self.workflow().prompt(PACKAGE)) + MAX_TOKENS
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def _sent(channel: FakeChannel | None) -> list[Alert]:
+    assert channel is not None
+    return [alert for alert, _key in channel.sent]
+
+
+def test_run_archives_summarises_once_and_alerts_once(world: World) -> None:
+    world.attempt()
+    assert set(world.archive.objects) == {archive_key(DELIVERY)}
+    assert world.model.calls == [
+        {"max_tokens": MAX_TOKENS, "temperature": 0.2, "delivery_id": DELIVERY}
+    ]
+    (alert,) = _sent(world.topic)
+    assert alert.summary == ModelSummary(ANSWER.text, "end_turn", 900, 40, refused=False)
+    assert alert.body == ANSWER.text
+    assert world.topic is not None and world.topic.sent[0][1] == f"{DELIVERY}:alert"
+    for name in (ARCHIVE_EFFECT, ALERT_EFFECT):
+        assert world.effect_status(name) is EffectStatus.DONE
+    assert world.step_status() is StepStatus.RECORDED
+    assert world.metrics.counts[metric_names.METRIC_MODEL_CALLS] == 1
+
+
+def test_model_step_reserves_the_estimate_then_settles_what_was_used(world: World) -> None:
+    reserved_during_call: list[int] = []
+    model = world.model
+
+    class Watching:
+        def converse(self, prompt: AgentPrompt, **kwargs: Any) -> ModelAnswer:
+            reserved_during_call.append(world.day().reserved)
+            return model.converse(prompt, **kwargs)
+
+    world.model = Watching()
+    world.attempt()
+    assert reserved_during_call == [world.estimate()]
+    assert world.estimate() > MAX_TOKENS
+    day = world.day()
+    assert (day.reserved, day.used) == (940, 940)
+
+
+def test_a_retry_reuses_the_recorded_answer_without_a_call_or_a_reservation(world: World) -> None:
+    assert world.topic is not None
+    world.topic.errors = [NotApplied("alert_rejected")]
+    with pytest.raises(NotApplied):
+        world.attempt()
+    assert world.step_status() is StepStatus.RECORDED
+    world.model.answers = [ModelAnswer("A different answer.", "end_turn", 1, 1)]
+    world.attempt()
+    assert len(world.model.calls) == 1
+    (alert,) = _sent(world.topic)
+    assert alert.body == ANSWER.text
+    assert (world.day().reserved, world.day().used) == (940, 940)
+
+
+def test_spent_budget_raises_before_the_call(world: World) -> None:
+    world.budget_store.default_limit = world.estimate() - 1
+    with pytest.raises(BudgetExhausted) as raised:
+        world.attempt()
+    assert raised.value.retry_at == next_day_starts(world.clock.now())
+    assert world.model.calls == []
+    assert world.metrics.counts[metric_names.METRIC_MODEL_CALLS] == 0
+    assert world.step_status() is StepStatus.FAILED  # run again once the budget opens
+    assert world.effect_status(ALERT_EFFECT) is None
+    # An operator raises the limit: the next attempt goes through.
+    world.budget_store.set_limit(budget_day(world.clock.now()), 10 * world.estimate())
+    world.attempt()
+    assert len(_sent(world.topic)) == 1
+
+
+def test_no_budget_means_no_reservation(world: World) -> None:
+    ledger = EffectLedger(
+        DELIVERY,
+        store=world.effects,
+        clock=world.clock,
+        steps=StepStorage(records=world.steps, metrics=world.metrics),
+    )
+    world.workflow(budget=False).run(WORK, PACKAGE, ledger)
+    assert world.budget_store.days == {}
+    assert len(_sent(world.topic)) == 1
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "text"),
+    [("content_filtered", ""), ("guardrail_intervened", "Sorry."), ("end_turn", " \u200b\n")],
+)
+def test_refused_or_empty_answer_is_recorded_and_the_alert_says_so(
+    world: World, stop_reason: str, text: str
+) -> None:
+    world.model.answers = [ModelAnswer(text, stop_reason, 900, 0)]
+    world.attempt()
+    record = json.loads(str(world.steps.records[(DELIVERY, MODEL_STEP)].result.inline))
+    assert record["refused"] is True
+    assert record["stop_reason"] == stop_reason
+    (alert,) = _sent(world.topic)
+    assert "declined" in alert.body
+    assert alert.payload()["model_declined"] is True
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.DONE
+
+
+def test_rejected_request_is_permanent_and_costs_nothing(world: World) -> None:
+    world.model.answers = [PermanentError("model_rejected")]
+    with pytest.raises(PermanentError, match="model_rejected"):
+        world.attempt()
+    assert (world.day().reserved, world.day().used) == (0, 0)
+    assert world.step_status() is StepStatus.FAILED
+    assert world.effect_status(ALERT_EFFECT) is None
+
+
+def test_throttled_call_is_retried_and_costs_nothing(world: World) -> None:
+    world.model.answers = [NotApplied("model_throttled"), ANSWER]
+    with pytest.raises(TransientError, match="model_throttled"):
+        world.attempt()
+    assert world.day().reserved == 0
+    world.attempt()
+    assert len(world.model.calls) == 2
+    assert len(_sent(world.topic)) == 1
+    assert world.metrics.counts[metric_names.METRIC_STEP_RERUNS] == 0  # failed, not died
+
+
+def test_call_that_may_have_run_keeps_its_reservation(world: World) -> None:
+    world.model.answers = [TransientError("model_unavailable"), ANSWER]
+    with pytest.raises(TransientError, match="model_unavailable"):
+        world.attempt()
+    assert world.day().reserved == world.estimate()
+    world.attempt()
+    assert (world.day().reserved, world.day().used) == (world.estimate() + 940, 940)
+
+
+def test_failed_settlement_does_not_fail_the_paid_step(world: World) -> None:
+    def unavailable(day: str, *, reserved: int, used: int) -> None:
+        raise StorageUnavailable()
+
+    world.budget_store.settle = unavailable
+    world.attempt()
+    assert world.step_status() is StepStatus.RECORDED
+    assert world.day().reserved == world.estimate()  # counted at its estimate
+    assert len(world.model.calls) == 1
+
+
+def test_alert_certainly_not_sent_is_sent_by_the_next_attempt(world: World) -> None:
+    assert world.topic is not None
+    world.topic.errors = [NotApplied("alert_unavailable")]
+    with pytest.raises(NotApplied):
+        world.attempt()
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.NOT_APPLIED
+    world.attempt()
+    assert len(_sent(world.topic)) == 1
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.DONE
+
+
+def test_alert_of_unknown_outcome_is_never_repeated(world: World) -> None:
+    assert world.topic is not None
+    world.topic.lost_answer = TransientError("alert_unconfirmed")
+    with pytest.raises(TransientError, match="alert_unconfirmed"):
+        world.attempt()
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.INTENT
+    with pytest.raises(UncertainEffect):
+        world.attempt()
+    assert len(_sent(world.topic)) == 1
+    assert len(world.model.calls) == 1
+
+
+def test_each_channel_is_its_own_effect(world: World) -> None:
+    world.webhook = FakeChannel(errors=[NotApplied("alert_rejected")])
+    with pytest.raises(NotApplied):
+        world.attempt()
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.DONE
+    world.attempt()
+    assert len(_sent(world.topic)) == 1  # not published again for the webhook's sake
+    assert len(_sent(world.webhook)) == 1
+    assert world.webhook.sent[0][1] == f"{DELIVERY}:alert"  # one key for the alert
+    assert world.effect_status(ALERT_HTTP_EFFECT) is EffectStatus.DONE
+
+
+def test_workflow_needs_a_channel(world: World) -> None:
+    world.topic = None
+    with pytest.raises(ValueError, match="alert"):
+        world.workflow()
+
+
+def test_operator_instructions_follow_the_fencing_rules(world: World) -> None:
+    world.settings = AgentSettings(system_prompt="Answer in German.")
+    world.attempt()
+    (prompt,) = world.model.prompts
+    assert prompt.system.endswith("Answer in German.")
+    assert prompt.system.index("untrusted") < prompt.system.index("Answer in German.")
+
+
+def test_alert_subject_is_short_ascii() -> None:
+    summary = ModelSummary("ok", "end_turn", 1, 1, refused=False)
+    alert = Alert(DELIVERY, "package.received", "pkg_1", "Überblick\n" + "x" * 200, summary, "k")
+    subject = alert.subject()
+    assert len(subject) == 100
+    assert subject.isascii() and "\n" not in subject
+    assert subject.startswith("Package pkg_1: ?berblick x")
+
+
+def test_recorded_result_of_another_shape_is_permanent() -> None:
+    wrong_type = {**ModelSummary("t", "s", 1, 1, refused=False).to_record(), "refused": 1}
+    for record in ({"text": "t"}, wrong_type, ["t"]):
+        with pytest.raises(PermanentError, match="step_result_invalid"):
+            ModelSummary.from_record(record)
+
+
+def test_settings_defaults_and_checks() -> None:
+    assert AgentSettings.from_mapping({}) == AgentSettings()
+    settings = AgentSettings.from_mapping(
+        {
+            "model_id": "amazon.nova-lite-v1:0",
+            "max_tokens": "64",
+            "temperature": "0",
+            "daily_token_budget": "0",
+            "alert_url": "https://alerts.example/hook",
+        }
+    )
+    assert (settings.model_id, settings.max_tokens, settings.temperature) == (
+        "amazon.nova-lite-v1:0",
+        64,
+        0.0,
+    )
+    assert settings.daily_token_budget == 0
+    bad: list[dict[str, str]] = [
+        {"modle_id": "x"},
+        {"max_tokens": "0"},
+        {"max_tokens": "lots"},
+        {"temperature": "1.5"},
+        {"temperature": "nan"},
+        {"daily_token_budget": "-1"},
+        {"model_id": "two words"},
+    ]
+    for settings_map in bad:
+        with pytest.raises(SettingsError):
+            AgentSettings.from_mapping(settings_map)

@@ -1,5 +1,6 @@
 """Your own workflow against the local stack, as docs/workflows.md says to test it: a
-folder outside the project, its settings, the alert topic's name, one effect each."""
+folder outside the project, its settings, the alert topic's name, a step and one effect
+each."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class Tagger:
         self.url, self.tag = url, tag
 
     def run(self, work, package, effects):
-        body = json.dumps({"tag": self.tag, "package": package.package_id}).encode()
+        tag = effects.step("tag", lambda: f"{self.tag}:{len(package.briefing)}")
+        body = json.dumps({"tag": tag, "package": package.package_id}).encode()
         request = lambda key: urllib.request.Request(
             self.url, data=body, headers={"Idempotency-Key": key}
         )

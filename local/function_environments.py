@@ -80,11 +80,13 @@ def worker_side_environment(
             dead_letter_queue_url=resources.dead_letter_queue_url,
             mcp_token_secret_arn=resources.mcp_token_secret_arn,
             mcp_allowed_hosts=["127.0.0.1"],
-            workflow=setting_defaults.DEFAULT_WORKFLOW,
+            workflow=options.workflow,
             archive_bucket=resources.archive_bucket,
             max_attempts=options.max_attempts,
             lease_seconds=options.lease_seconds,
             notify_url=notify_url,
+            workflow_settings=options.workflow_settings,
+            alert_topic_arn=resources.alert_topic_arn or None,
             mcp_timeout_seconds=options.mcp_timeout_seconds,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
             retry_base_seconds=options.retry_base_seconds,
@@ -107,4 +109,9 @@ def worker_side_environment(
             merged[key] = value
     # Local only: the demo MCP server is plain HTTP on loopback.
     merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
-    return {**_base_environment(state, options), **merged}
+    environment = {**_base_environment(state, options), **merged}
+    if options.workflow_source:
+        # What the deployed worker's asset holds at its root: the workflow folder.
+        paths = [options.workflow_source, environment.get("PYTHONPATH", "")]
+        environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
+    return environment

@@ -33,6 +33,7 @@ class Resources:
     archive_bucket: str
     stream_arn: str = ""
     alarm_topic_arn: str = ""
+    alert_topic_arn: str = ""
 
 
 @dataclass(frozen=True, slots=True)

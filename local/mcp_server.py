@@ -16,9 +16,11 @@ Package ids select the behaviour, so one server serves every test case:
 ``legacy_only`` makes it refuse the stateless 2026-07-28 protocol, as a server that
 predates it would, so clients must fall back to the ``initialize`` handshake.
 
-Settable at run time: latency added to every ``get_package`` call, a rate of
-POST requests answered HTTP 503, and a rate of ``get_package`` calls made slow by
-a set delay (longer than a client's timeout: the chaos run's "slow responses").
+Settable at run time: packages published late (a ``pkg_missing...`` id found from
+then on, as when RelayLink publishes a package after its event), latency added to
+every ``get_package`` call, a rate of POST requests answered HTTP 503, and a rate
+of ``get_package`` calls made slow by a set delay (longer than a client's timeout:
+the chaos run's "slow responses").
 Both rates use seeded RNGs of their own, so a run is reproducible. The server
 counts every HTTP request it receives (by method, and ``tools/call`` bodies apart)
 and every package id asked for, so tests and benchmarks can measure what a client
@@ -85,6 +87,7 @@ class ServerControls:
         self._slow_ms = slow_ms
         self._slow_injected = 0
         self._packages: Counter[str] = Counter()
+        self._published: set[str] = set()
         self._requests = 0
         self._tool_calls = 0
         self._failures_injected = 0
@@ -131,6 +134,15 @@ class ServerControls:
             self._slow_ms = delay_ms
             if seed is not None:
                 self._slow_rng.seed(seed)
+
+    def publish(self, package_id: str) -> None:
+        """Make ``package_id`` found from now on, whatever its prefix says."""
+        with self._lock:
+            self._published.add(package_id)
+
+    def _is_published(self, package_id: str) -> bool:
+        with self._lock:
+            return package_id in self._published
 
     # --- counters -------------------------------------------------------------
     @property
@@ -279,15 +291,16 @@ def build_app(controls: ServerControls) -> ASGIApp:
         latency = controls.latency_ms + controls._slow_delay_ms()
         if latency:
             await anyio.sleep(latency / 1000)
-        return _result_for(package_id)
+        return _result_for(package_id, published=controls._is_published(package_id))
 
     return _Gate(
         server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True), controls
     )
 
 
-def _result_for(package_id: str) -> CallToolResult:
-    if package_id.startswith("pkg_missing") or not package_id.startswith("pkg_"):
+def _result_for(package_id: str, *, published: bool = False) -> CallToolResult:
+    missing = package_id.startswith("pkg_missing") and not published
+    if missing or not package_id.startswith("pkg_"):
         raise ToolError(f"package {package_id} not found")
     if package_id.startswith("pkg_toolfail"):
         raise ToolError("package store unavailable")

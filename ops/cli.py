@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "ops.commands.requeue",
     "ops.commands.effects",
     "ops.commands.budget",
+    "ops.commands.console",
 )
 
 

@@ -1,0 +1,301 @@
+"""The console's requests: who may ask (the token), what may change (POST + header), the pages.
+
+:meth:`Console.handle` takes a parsed :class:`Request` and returns a :class:`Response`;
+the HTTP server is only its adapter, so every guard and page is testable without one.
+
+* Every request carries the console's token: ``?token=`` on a page, the
+  ``X-Console-Token`` header on a POST (only the header counts there: a form on
+  another page can send the query string, never a header). Missing: 401; wrong: 403.
+* The Host header must name this console on loopback (no DNS rebinding).
+* State changes are POSTs under ``/actions/``; ``read_only`` refuses them all (403).
+* Bad input is a 400 with a short error code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote, unquote
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core.errors import StorageUnavailable
+from functions.core.models import State
+from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from ops import budget, effects, quarantine, requeue
+from ops.console import assets, dead_letters, reads, views
+from ops.target import OperatorError, Target, describe_aws_error
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch.client import CloudWatchClient
+
+_RELATIVE: Final = re.compile(r"^(\d+)([smhd])$")
+_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # names lower-case
+    form: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: str
+    content_type: str = "text/html; charset=utf-8"
+
+    @classmethod
+    def json(cls, status: int, document: dict[str, Any]) -> Response:
+        return cls(status, json.dumps(document), "application/json")
+
+
+class BadInput(Exception):
+    """A parameter the console cannot use: answered 400 with ``code``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_moment(text: str, *, now: int) -> int:
+    """``2h`` / ``30m`` / ``1d`` ago, or an ISO 8601 time (UTC if no zone), as epoch seconds."""
+    relative = _RELATIVE.match(text.strip())
+    if relative:
+        return now - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput("bad_time", f"not a time: {text!r} (say 2h, 30m, 1d or ISO 8601)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp())
+
+
+@dataclass
+class Console:
+    """The console's pages and actions over one target."""
+
+    target: Target
+    token: str
+    target_label: str
+    read_only: bool = False
+    port: int = 0  # the Host header must name it (0: any port, for tests without a server)
+    cloudwatch: CloudWatchClient | None = None
+    stack_name: str | None = None
+    clock: Callable[[], int] = field(default=lambda: int(datetime.now(UTC).timestamp()))
+
+    # --- guards -------------------------------------------------------------------
+    def handle(self, request: Request) -> Response:
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
+        try:
+            return self._post(request) if request.method == "POST" else self._get(request)
+        except BadInput as exc:
+            return Response.json(400, {"error": exc.code, "message": str(exc)})
+        except OperatorError as exc:
+            return Response.json(502, {"error": "target_unavailable", "message": str(exc)})
+        except StorageUnavailable:
+            return Response.json(
+                503, {"error": "aws_unavailable", "message": "AWS is throttling or unavailable"}
+            )
+        except (ClientError, BotoCoreError) as exc:
+            return Response.json(502, {"error": "aws_error", "message": describe_aws_error(exc)})
+
+    def _refusal(self, request: Request) -> Response | None:
+        host = request.headers.get("host", "")
+        name, _, port = host.rpartition(":")
+        if name not in _LOOPBACK_HOSTS or (self.port and port != str(self.port)):
+            return Response.json(403, {"error": "bad_host", "message": "ask 127.0.0.1 directly"})
+        if request.method == "POST":
+            given = request.headers.get(assets.TOKEN_HEADER.lower())
+            if given is None:
+                return Response.json(
+                    403,
+                    {
+                        "error": "token_header_required",
+                        "message": f"a change needs the {assets.TOKEN_HEADER} header",
+                    },
+                )
+        else:
+            given = request.query.get("token")
+            if given is None:
+                return Response.json(401, {"error": "token_required"})
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return Response.json(403, {"error": "bad_token"})
+        return None
+
+    def _chrome(self, request: Request) -> views.Chrome:
+        return views.Chrome(
+            links=views.Links(self.token),
+            target=self.target_label,
+            read_only=self.read_only,
+            now=self.clock(),
+            note=request.query.get("note"),
+        )
+
+    # --- pages --------------------------------------------------------------------
+    def _get(self, request: Request) -> Response:
+        if request.path == "/console.js":
+            return Response(200, assets.SCRIPT, "text/javascript; charset=utf-8")
+        if request.path == "/console.css":
+            return Response(200, assets.STYLE, "text/css; charset=utf-8")
+        chrome = self._chrome(request)
+        pages: dict[str, Callable[[views.Chrome, Request], Response]] = {
+            "/": self._home,
+            "/deliveries": self._deliveries,
+            "/quarantine": self._quarantine,
+            "/dead-letters": self._dead_letters,
+            "/effects": self._effects,
+            "/bulk": self._bulk,
+            "/budget": self._budget,
+        }
+        if request.path.startswith("/delivery/"):
+            return self._delivery(chrome, unquote(request.path.removeprefix("/delivery/")))
+        shown = pages.get(request.path)
+        if shown is None:
+            return Response(404, views.not_found_page(chrome, f"No page {request.path}."))
+        return shown(chrome, request)
+
+    def _home(self, chrome: views.Chrome, _request: Request) -> Response:
+        alarms = reads.alarms_in_alarm(self.cloudwatch, self.stack_name)
+        home = reads.read_home(self.target, alarms, now=chrome.now)
+        return Response(200, views.home_page(chrome, home))
+
+    def _deliveries(self, chrome: views.Chrome, request: Request) -> Response:
+        chosen = self._filter(request.query, now=chrome.now)
+        found = reads.list_deliveries(self.target, chosen)
+        return Response(200, views.deliveries_page(chrome, chosen, found, request.query))
+
+    def _delivery(self, chrome: views.Chrome, delivery_id: str) -> Response:
+        delivery = reads.read_delivery(self.target, delivery_id)
+        if delivery is None:
+            return Response(404, views.not_found_page(chrome, f"No delivery {delivery_id}."))
+        return Response(200, views.delivery_page(chrome, delivery))
+
+    def _quarantine(self, chrome: views.Chrome, _request: Request) -> Response:
+        records = quarantine.list_quarantine(self.target)
+        return Response(200, views.quarantine_page(chrome, records))
+
+    def _dead_letters(self, chrome: views.Chrome, _request: Request) -> Response:
+        return Response(200, views.dead_letters_page(chrome, dead_letters.peek(self.target)))
+
+    def _effects(self, chrome: views.Chrome, _request: Request) -> Response:
+        found = effects.list_effects(
+            self.target, now=chrome.now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+        )
+        return Response(200, views.effects_page(chrome, found))
+
+    def _bulk(self, chrome: views.Chrome, request: Request) -> Response:
+        return Response(200, views.bulk_page(chrome, request.query, request.query.get("count")))
+
+    def _budget(self, chrome: views.Chrome, _request: Request) -> Response:
+        status = budget.show_budget(self.target, now=chrome.now)
+        return Response(200, views.budget_page(chrome, status))
+
+    def _filter(self, query: dict[str, str], *, now: int) -> reads.DeliveryFilter:
+        state = _state(query.get("state") or None)
+        since = query.get("since") or None
+        until = query.get("until") or None
+        try:
+            number = int(query.get("page") or "1")
+        except ValueError:
+            raise BadInput("bad_page", "page is a whole number from 1") from None
+        if number < 1:
+            raise BadInput("bad_page", "page is a whole number from 1")
+        return reads.DeliveryFilter(
+            state=state,
+            reason=query.get("reason") or None,
+            window=reads.Window(
+                since=None if since is None else parse_moment(since, now=now),
+                until=None if until is None else parse_moment(until, now=now),
+            ),
+            page=number,
+        )
+
+    # --- actions ------------------------------------------------------------------
+    def _post(self, request: Request) -> Response:
+        if self.read_only:
+            return Response.json(
+                403, {"error": "read_only", "message": "this console was started --read-only"}
+            )
+        actions: dict[str, Callable[[dict[str, str], int], tuple[str, str]]] = {
+            "/actions/requeue": self._requeue,
+            "/actions/redrive": self._redrive_one,
+            "/actions/redrive-all": self._redrive_all,
+            "/actions/resolve": self._resolve,
+            "/actions/bulk-requeue": self._bulk_requeue,
+        }
+        action = actions.get(request.path)
+        if action is None:
+            return Response.json(404, {"error": "no_such_action"})
+        message, location = action(request.form, self.clock())
+        return Response.json(200, {"message": message, "location": location})
+
+    def _requeue(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        delivery_id = _required(form, "delivery_id")
+        result = requeue.requeue(self.target, delivery_id, now=now)
+        said = f"{delivery_id}: {result.outcome.value}"
+        if result.reason:
+            said += f" ({result.reason})"
+        return said, _delivery_path(delivery_id)
+
+    def _redrive_one(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        delivery_id = _required(form, "delivery_id")
+        result = dead_letters.redrive_one(self.target, delivery_id, now=now)
+        if result is None:
+            return f"{delivery_id}: no dead letter found", _delivery_path(delivery_id)
+        said = f"{delivery_id}: {result.outcome.value}"
+        return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
+
+    def _redrive_all(self, _form: dict[str, str], now: int) -> tuple[str, str]:
+        report = requeue.redrive(self.target, now=now)
+        counts = ", ".join(
+            f"{o.value} {report.count(o)}" for o in requeue.RedriveOutcome if report.count(o)
+        )
+        return f"redrive: {counts or 'no dead letters'}", "/dead-letters"
+
+    def _resolve(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        delivery_id = _required(form, "delivery_id")
+        name = _required(form, "effect")
+        applied = form.get("applied")
+        if applied not in ("yes", "no"):
+            raise BadInput("bad_applied", "applied is yes or no")
+        result = effects.resolve_effect(
+            self.target, delivery_id, name, applied=applied == "yes", now=now
+        )
+        said = f"{delivery_id} {name}: {result.outcome.value}"
+        return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
+
+    def _bulk_requeue(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        raise BadInput("not_available", "bulk requeue is not available yet")
+
+
+def _state(value: str | None) -> State | None:
+    if value is None:
+        return None
+    try:
+        return State(value)
+    except ValueError:
+        raise BadInput("bad_state", f"no state {value!r}") from None
+
+
+def _required(form: dict[str, str], name: str) -> str:
+    value = form.get(name, "").strip()
+    if not value:
+        raise BadInput(f"missing_{name}", f"{name} is required")
+    return value
+
+
+def _delivery_path(delivery_id: str) -> str:
+    return f"/delivery/{quote(delivery_id, safe='')}"

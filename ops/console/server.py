@@ -1,0 +1,86 @@
+"""Serve a :class:`~ops.console.routes.Console` on 127.0.0.1 with the standard library.
+
+The adapter only parses (path, query, headers, a small urlencoded form) and writes
+the answer with headers that keep the token where it is: no referrer, no framing,
+scripts and styles from the console itself only, nothing cached.
+"""
+
+from __future__ import annotations
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final
+from urllib.parse import parse_qsl, urlsplit
+
+from ops.console.routes import Console, Request, Response
+
+LOOPBACK: Final = "127.0.0.1"
+_MAX_FORM_BYTES: Final = 16 * 1024
+_SECURITY_HEADERS: Final = (
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-store"),
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self';"
+        " img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+)
+
+
+def _handler_for(console: Console) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "relaylink-console"
+        sys_version = ""
+
+        def do_GET(self) -> None:
+            self._answer(console.handle(self._request("GET", {})))
+
+        def do_HEAD(self) -> None:
+            self._answer(console.handle(self._request("HEAD", {})), body=False)
+
+        def do_POST(self) -> None:
+            try:
+                length = int(self.headers.get("Content-Length") or "0")
+            except ValueError:
+                length = -1
+            if not 0 <= length <= _MAX_FORM_BYTES:
+                self._answer(Response.json(413, {"error": "form_too_large"}))
+                return
+            text = self.rfile.read(length).decode("utf-8", errors="replace")
+            self._answer(console.handle(self._request("POST", dict(parse_qsl(text)))))
+
+        def _request(self, method: str, form: dict[str, str]) -> Request:
+            url = urlsplit(self.path)
+            return Request(
+                method=method,
+                path=url.path,
+                query=dict(parse_qsl(url.query)),
+                headers={k.lower(): v for k, v in self.headers.items()},
+                form=form,
+            )
+
+        def _answer(self, response: Response, *, body: bool = True) -> None:
+            payload = response.body.encode("utf-8")
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in _SECURITY_HEADERS:
+                self.send_header(name, value)
+            self.end_headers()
+            if body:
+                self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:
+            # The request line holds the token: the console logs no request.
+            return
+
+    return Handler
+
+
+def bind(console: Console, port: int = 0) -> ThreadingHTTPServer:
+    """A server bound to 127.0.0.1:``port`` (0: a free port); the console learns its port."""
+    server = ThreadingHTTPServer((LOOPBACK, port), _handler_for(console))
+    server.daemon_threads = True
+    console.port = server.server_address[1]
+    return server

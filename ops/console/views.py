@@ -1,0 +1,445 @@
+"""The console's pages as HTML: pure functions from typed values to text.
+
+Every value is escaped; nothing here reads a store. Links carry the console's own
+token (:class:`Links`); forms marked ``data-action`` are posted by ``console.js``
+with the token in a header. What is never rendered: a body (the table has none),
+a secret, the MCP token, the receiver URL, a step's result (only its size), the
+package server's URL, and a lease owner beyond its first characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from typing import Final
+from urllib.parse import quote, urlencode
+
+from functions.core.models import InboxItem, QuarantineRecord, State
+from ops.budget import BudgetStatus
+from ops.console.dead_letters import DeadLetters
+from ops.console.reads import Delivery, DeliveryFilter, DeliveryPage, Home
+from ops.effects import EffectInDoubt
+
+HOME_REFRESH_SECONDS: Final = 5
+STATE_ORDER: Final = (State.PENDING, State.PROCESSING, State.COMPLETED, State.FAILED, State.IGNORED)
+NAVIGATION: Final = (
+    ("/", "Home"),
+    ("/deliveries", "Deliveries"),
+    ("/quarantine", "Quarantine"),
+    ("/dead-letters", "Dead letters"),
+    ("/effects", "Effects in doubt"),
+    ("/bulk", "Bulk requeue"),
+    ("/budget", "Budget"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """URLs of the console's pages, each with the console's token."""
+
+    token: str
+
+    def to(self, path: str, **params: str | int | None) -> str:
+        query = {k: str(v) for k, v in params.items() if v is not None and v != ""}
+        query["token"] = self.token
+        return f"{path}?{urlencode(query)}"
+
+    def delivery(self, delivery_id: str) -> str:
+        return self.to(f"/delivery/{quote(delivery_id, safe='')}")
+
+
+@dataclass(frozen=True, slots=True)
+class Chrome:
+    """What every page shares: links, where it acts, whether changes are allowed, a note."""
+
+    links: Links
+    target: str  # "local stack" or "stack NAME"
+    read_only: bool
+    now: int
+    note: str | None = None
+
+
+def iso(epoch: int | None) -> str:
+    if epoch is None:
+        return "—"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def age(epoch: int | None, now: int) -> str:
+    """How long ago, in the largest whole unit: ``42s``, ``5m``, ``3h``, ``2d``."""
+    if epoch is None:
+        return "—"
+    seconds = max(0, now - epoch)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def outcome_code(item: InboxItem) -> str:
+    """``ok`` once completed, else the last attempt's error code (if any)."""
+    if item.state is State.COMPLETED:
+        return "ok"
+    return item.last_error or "—"
+
+
+def _state(state: State | str) -> str:
+    value = state.value if isinstance(state, State) else state
+    return f'<span class="state state-{escape(value)}">{escape(value)}</span>'
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str) -> str:
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    if not body:
+        return f'<p class="empty">{escape(empty)}</p>'
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _action(
+    chrome: Chrome, path: str, label: str, fields: dict[str, str], *, kind: str = ""
+) -> str:
+    """A button that POSTs ``fields`` (console.js adds the token header); none if read-only."""
+    if chrome.read_only:
+        return ""
+    hidden = "".join(
+        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
+    )
+    return (
+        f'<form class="inline" method="post" action="{escape(path)}" data-action>'
+        f'{hidden}<button type="submit" class="{escape(kind)}">{escape(label)}</button></form>'
+    )
+
+
+def _delivery_link(chrome: Chrome, delivery_id: str) -> str:
+    return f'<a href="{escape(chrome.links.delivery(delivery_id))}">{escape(delivery_id)}</a>'
+
+
+def _field(
+    form: dict[str, str], name: str, label: str, *, default: str = "", placeholder: str = ""
+) -> str:
+    value = escape(form.get(name, default))
+    hint = f' placeholder="{escape(placeholder)}"' if placeholder else ""
+    return f'<label>{escape(label)} <input name="{escape(name)}" value="{value}"{hint}></label>'
+
+
+def page(chrome: Chrome, title: str, content: str, *, refresh: int | None = None) -> str:
+    links = chrome.links
+    nav = "".join(
+        f'<a href="{escape(links.to(path))}">{escape(name)}</a>' for path, name in NAVIGATION
+    )
+    meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+    mode = '<span class="badge">read-only</span>' if chrome.read_only else ""
+    note = f'<p class="note" role="status">{escape(chrome.note)}</p>' if chrome.note else ""
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"{meta}<title>{escape(title)} · relaylink-receiver console</title>"
+        f'<link rel="stylesheet" href="{escape(links.to("/console.css"))}">'
+        f'<script src="{escape(links.to("/console.js"))}" defer></script>'
+        '<meta name="referrer" content="no-referrer"></head><body>'
+        f"<header><strong>relaylink-receiver</strong> console · {escape(chrome.target)} {mode}"
+        f"<nav>{nav}</nav></header><main><h1>{escape(title)}</h1>{note}{content}</main>"
+        f"<footer>{escape(iso(chrome.now))}</footer></body></html>"
+    )
+
+
+def _delivery_rows(items: Iterable[InboxItem], chrome: Chrome) -> Iterator[list[str]]:
+    for item in items:
+        yield [
+            _delivery_link(chrome, item.delivery_id),
+            _state(item.state),
+            escape(outcome_code(item)),
+            str(item.attempts),
+            escape(age(item.state_changed_at, chrome.now)),
+            escape(age(item.received_at, chrome.now)),
+        ]
+
+
+_DELIVERY_HEADERS: Final = ("delivery", "state", "outcome", "attempts", "changed", "received")
+
+
+def home_page(chrome: Chrome, home: Home) -> str:
+    counts = "".join(
+        f'<div class="count">{_state(state)}<b>{home.counts.get(state, 0)}</b></div>'
+        for state in STATE_ORDER
+    )
+    alarms = home.alarms
+    if alarms.source is None:
+        alarm_text = "<p>The local stack has no CloudWatch alarms.</p>"
+    elif alarms.error is not None:
+        alarm_text = f'<p class="error">{escape(alarms.error)}</p>'
+    elif not alarms.firing:
+        alarm_text = f"<p>No alarm of {escape(alarms.source)} is in ALARM.</p>"
+    else:
+        alarm_text = _table(
+            ("alarm", "since", "reason"),
+            (
+                [escape(a.name), escape(age(a.since, home.now)), escape(a.reason)]
+                for a in alarms.firing
+            ),
+            empty="",
+        )
+    content = (
+        f'<section class="counts">{counts}</section>'
+        f'<p class="throughput">Last hour: <b>{home.completed_last_hour}</b> completed,'
+        f" <b>{home.failed_last_hour}</b> failed.</p>"
+        f"<h2>Alarms in ALARM</h2>{alarm_text}"
+        "<h2>Recent deliveries</h2>"
+        + _table(
+            _DELIVERY_HEADERS,
+            _delivery_rows(home.recent, chrome),
+            empty="No deliveries yet.",
+        )
+    )
+    return page(chrome, "Home", content, refresh=HOME_REFRESH_SECONDS)
+
+
+def deliveries_page(
+    chrome: Chrome, chosen: DeliveryFilter, found: DeliveryPage, form: dict[str, str]
+) -> str:
+    options = "".join(
+        f'<option value="{s.value}"{" selected" if chosen.state is s else ""}>{s.value}</option>'
+        for s in STATE_ORDER
+    )
+    filter_form = (
+        '<form class="filter" method="get" action="/deliveries">'
+        f'<input type="hidden" name="token" value="{escape(chrome.links.token)}">'
+        f'<label>state <select name="state"><option value="">any</option>{options}</select></label>'
+        + _field(form, "reason", "outcome code")
+        + _field(form, "since", "since", placeholder="2h or ISO")
+        + _field(form, "until", "until", placeholder="ISO")
+        + '<button type="submit">Filter</button></form>'
+    )
+    pager = []
+    kept = {k: v for k, v in form.items() if k in ("state", "reason", "since", "until")}
+    if chosen.page > 1:
+        pager.append(
+            f'<a href="{escape(chrome.links.to("/deliveries", **kept, page=chosen.page - 1))}">'
+            "← newer</a>"
+        )
+    pager.append(f"page {chosen.page}")
+    if found.has_next:
+        pager.append(
+            f'<a href="{escape(chrome.links.to("/deliveries", **kept, page=chosen.page + 1))}">'
+            "older →</a>"
+        )
+    content = (
+        filter_form
+        + _table(
+            _DELIVERY_HEADERS, _delivery_rows(found.items, chrome), empty="No delivery matches."
+        )
+        + f'<p class="pager">{" · ".join(pager)}</p>'
+    )
+    return page(chrome, "Deliveries", content)
+
+
+def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
+    item = delivery.item
+    events: list[list[str]] = [
+        [
+            escape(iso(item.received_at)),
+            "received",
+            f"event {escape(item.event)}, body sha256 <code>{escape(item.body_sha256)}</code>"
+            + (f", package <code>{escape(item.package_id)}</code>" if item.package_id else ""),
+        ],
+    ]
+    for record in delivery.quarantine:
+        events.append(
+            [
+                escape(iso(record.quarantined_at)),
+                "quarantined",
+                f"same id, other body: sha256 <code>{escape(record.received_sha256)}</code>",
+            ]
+        )
+    attempt = f"{item.attempts} attempt(s)"
+    if delivery.lease_owner:
+        attempt += (
+            f", lease owner <code>{escape(delivery.lease_owner)}…</code>"
+            f" until {escape(iso(item.lease_until))}"
+        )
+    attempt += f", last outcome code <b>{escape(item.last_error or '—')}</b>"
+    if item.state is not State.PENDING or item.attempts:
+        events.append([escape(iso(item.state_changed_at)), "attempts", attempt])
+    for step in delivery.progress.steps:
+        size = "" if step.result is None else f", result {step.result.size} bytes"
+        events.append(
+            [
+                escape(iso(step.started_at)),
+                "step",
+                f"{escape(step.name)}: {_state(step.status.value)}, runs {step.runs}{size}",
+            ]
+        )
+    for effect in delivery.progress.effects:
+        actions = ""
+        if effect.status.value == "intent":
+            fields = {"delivery_id": item.delivery_id, "effect": effect.name}
+            actions = _action(
+                chrome, "/actions/resolve", "applied", {**fields, "applied": "yes"}
+            ) + _action(chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"})
+        events.append(
+            [
+                escape(iso(effect.intent_at)),
+                "effect",
+                f"{escape(effect.name)}: {_state(effect.status.value)}"
+                + (f", done {escape(iso(effect.done_at))}" if effect.done_at else "")
+                + (f", flagged {escape(iso(effect.flagged_at))}" if effect.flagged_at else "")
+                + actions,
+            ]
+        )
+    if item.completed_at is not None:
+        events.append([escape(iso(item.completed_at)), "completed", _state(State.COMPLETED)])
+    elif item.state is State.FAILED:
+        events.append(
+            [
+                escape(iso(item.state_changed_at)),
+                "failed",
+                f"{_state(State.FAILED)} {escape(item.last_error or '')}",
+            ]
+        )
+    actions = ""
+    if item.state in (State.FAILED, State.PENDING):
+        actions = _action(
+            chrome, "/actions/requeue", "Requeue", {"delivery_id": item.delivery_id}, kind="primary"
+        )
+        actions += _action(
+            chrome, "/actions/redrive", "Redrive its dead letter", {"delivery_id": item.delivery_id}
+        )
+    content = (
+        f'<p class="summary"><code>{escape(item.delivery_id)}</code> {_state(item.state)}'
+        f" · outcome <b>{escape(outcome_code(item))}</b>"
+        f" · changed {escape(age(item.state_changed_at, chrome.now))} ago</p>"
+        f'<div class="actions">{actions}</div>'
+        "<h2>Timeline</h2>" + _table(("time", "what", "detail"), events, empty="")
+    )
+    return page(chrome, f"Delivery {item.delivery_id}", content)
+
+
+def not_found_page(chrome: Chrome, what: str) -> str:
+    return page(chrome, "Not found", f'<p class="error">{escape(what)}</p>')
+
+
+def quarantine_page(chrome: Chrome, records: Sequence[QuarantineRecord]) -> str:
+    rows = (
+        [
+            _delivery_link(chrome, r.delivery_id),
+            f"<code>{escape(r.stored_sha256)}</code>",
+            f"<code>{escape(r.received_sha256)}</code>",
+            escape(iso(r.quarantined_at)),
+        ]
+        for r in records
+    )
+    content = (
+        "<p>A delivery id seen again with other bytes: the stored body's digest and the"
+        " conflicting one (no body is kept).</p>"
+        + _table(
+            ("delivery", "stored sha256", "received sha256", "quarantined"),
+            rows,
+            empty="Nothing is quarantined.",
+        )
+    )
+    return page(chrome, "Quarantine", content)
+
+
+def dead_letters_page(chrome: Chrome, letters: DeadLetters) -> str:
+    rows = (
+        [
+            _delivery_link(chrome, i),
+            _action(chrome, "/actions/redrive", "Redrive", {"delivery_id": i}),
+        ]
+        for i in letters.delivery_ids
+    )
+    content = (
+        f"<p>About <b>{letters.depth}</b> dead letter(s) on the work dead-letter queue.</p>"
+        + _action(chrome, "/actions/redrive-all", "Redrive all", {}, kind="primary")
+        + _table(("delivery (a sample)", ""), rows, empty="No dead letters.")
+    )
+    return page(chrome, "Dead letters", content)
+
+
+def effects_page(chrome: Chrome, effects: Sequence[EffectInDoubt]) -> str:
+    rows = []
+    for effect in effects:
+        record = effect.record
+        fields = {"delivery_id": record.delivery_id, "effect": record.name}
+        rows.append(
+            [
+                _delivery_link(chrome, record.delivery_id),
+                escape(record.name),
+                escape(effect.doubt.value),
+                escape(iso(record.intent_at)),
+                _action(chrome, "/actions/resolve", "applied", {**fields, "applied": "yes"})
+                + _action(chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"}),
+            ]
+        )
+    content = (
+        "<p>An intent without done: check the downstream system, then record what you found.</p>"
+        + _table(
+            ("delivery", "effect", "doubt", "intent", "resolve"),
+            rows,
+            empty="No effect is in doubt.",
+        )
+    )
+    return page(chrome, "Effects in doubt", content)
+
+
+def bulk_page(chrome: Chrome, form: dict[str, str], dry_run_count: str | None = None) -> str:
+    if chrome.read_only:
+        return page(chrome, "Bulk requeue", "<p>Read-only console: bulk requeue is disabled.</p>")
+    fields = "".join(
+        _field(form, name, label, default=default)
+        for name, label, default in (
+            ("state", "state", "failed"),
+            ("reason", "outcome code", ""),
+            ("since", "since (2h or ISO)", "1h"),
+            ("until", "until (ISO)", ""),
+        )
+    )
+    content = (
+        "<p>Requeue every delivery that matches. First a dry run counts them; then confirm.</p>"
+        f'<form method="post" action="/actions/bulk-requeue" data-action class="filter">{fields}'
+        '<input type="hidden" name="dry_run" value="yes">'
+        '<button type="submit">Dry run: count</button></form>'
+    )
+    if dry_run_count is not None:
+        hidden = "".join(
+            f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
+            for k, v in form.items()
+            if k in ("state", "reason", "since", "until")
+        )
+        content += (
+            f'<p class="dry-run">{escape(dry_run_count)}</p>'
+            f'<form method="post" action="/actions/bulk-requeue" data-action>{hidden}'
+            '<input type="hidden" name="dry_run" value="no">'
+            '<button type="submit" class="primary">Confirm: requeue them</button></form>'
+        )
+    return page(chrome, "Bulk requeue", content)
+
+
+def budget_page(chrome: Chrome, budget: BudgetStatus) -> str:
+    if budget.limit is None and budget.reserved == 0 and budget.used == 0:
+        text = (
+            f"<p>No token budget recorded for {escape(budget.day)}: the agent workflow is not"
+            " configured, or has not run today (its own daily setting then applies).</p>"
+        )
+    else:
+        limit = (
+            "not set (the workflow's setting applies)"
+            if budget.limit is None
+            else str(budget.limit)
+        )
+        text = _table(
+            ("day", "used", "reserved", "limit", "remaining"),
+            [
+                [
+                    escape(budget.day),
+                    str(budget.used),
+                    str(budget.reserved),
+                    escape(limit),
+                    "—" if budget.remaining is None else str(budget.remaining),
+                ]
+            ],
+            empty="",
+        )
+    return page(chrome, "Budget", text)

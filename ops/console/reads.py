@@ -81,10 +81,10 @@ def _index_query(
         arguments["ExclusiveStartKey"] = last
 
 
-def count_state(target: Target, state: State, window: Window = Window()) -> int:
-    """Inbox items now in ``state`` whose last change lies in ``window``."""
+def count_label(target: Target, label: str, window: Window = Window()) -> int:
+    """Records the index lists under ``label`` (a state: inbox items) changed in ``window``."""
     total = 0
-    for shard in dynamodb_items.all_state_shards(state.value):
+    for shard in dynamodb_items.all_state_shards(label):
         for page in _index_query(target, shard, window, count=True):
             total += int(page.get("Count", 0))
     return total
@@ -153,6 +153,8 @@ def alarms_in_alarm(cloudwatch: CloudWatchClient | None, stack_name: str | None)
         )
         for page in pages:
             for alarm in page.get("MetricAlarms", []):
+                if alarm.get("StateValue") != "ALARM":  # not every endpoint filters by state
+                    continue
                 updated = alarm.get("StateUpdatedTimestamp")
                 firing.append(
                     Alarm(
@@ -169,6 +171,7 @@ def alarms_in_alarm(cloudwatch: CloudWatchClient | None, stack_name: str | None)
 @dataclass(frozen=True, slots=True)
 class Home:
     counts: dict[State, int]
+    quarantined: int
     completed_last_hour: int
     failed_last_hour: int
     recent: list[InboxItem]
@@ -179,9 +182,10 @@ class Home:
 def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> Home:
     last_hour = Window(since=now - HOUR)
     return Home(
-        counts={state: count_state(target, state) for state in State},
-        completed_last_hour=count_state(target, State.COMPLETED, last_hour),
-        failed_last_hour=count_state(target, State.FAILED, last_hour),
+        counts={state: count_label(target, state.value) for state in State},
+        quarantined=count_label(target, dynamodb_items.QUARANTINED_LABEL),
+        completed_last_hour=count_label(target, State.COMPLETED.value, last_hour),
+        failed_last_hour=count_label(target, State.FAILED.value, last_hour),
         recent=newest(target, tuple(State), Window(), wanted=recent),
         alarms=alarms,
         now=now,

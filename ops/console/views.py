@@ -165,6 +165,10 @@ def home_page(chrome: Chrome, home: Home) -> str:
         f'<div class="count">{_state(state)}<b>{home.counts.get(state, 0)}</b></div>'
         for state in STATE_ORDER
     )
+    counts += (
+        f'<div class="count"><a href="{escape(chrome.links.to("/quarantine"))}">quarantined</a>'
+        f"<b>{home.quarantined}</b></div>"
+    )
     alarms = home.alarms
     if alarms.source is None:
         alarm_text = "<p>The local stack has no CloudWatch alarms.</p>"
@@ -235,69 +239,78 @@ def deliveries_page(
     return page(chrome, "Deliveries", content)
 
 
-def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
+def _attempts_line(delivery: Delivery) -> str:
+    """How many attempts, the running one's lease, and the last error code kept."""
     item = delivery.item
-    events: list[list[str]] = [
-        [
-            escape(iso(item.received_at)),
-            "received",
-            f"event {escape(item.event)}, body sha256 <code>{escape(item.body_sha256)}</code>"
-            + (f", package <code>{escape(item.package_id)}</code>" if item.package_id else ""),
-        ],
-    ]
-    for record in delivery.quarantine:
-        events.append(
-            [
-                escape(iso(record.quarantined_at)),
-                "quarantined",
-                f"same id, other body: sha256 <code>{escape(record.received_sha256)}</code>",
-            ]
-        )
-    attempt = f"{item.attempts} attempt(s)"
-    if delivery.lease_owner:
-        attempt += (
-            f", lease owner <code>{escape(delivery.lease_owner)}…</code>"
+    since = "since the last requeue" if item.reset_at is not None else "since receipt"
+    line = f"{item.attempts} attempt(s) {since}"
+    if item.state is State.PROCESSING and delivery.lease_owner:
+        line += (
+            f"; running: lease owner <code>{escape(delivery.lease_owner)}…</code>"
             f" until {escape(iso(item.lease_until))}"
         )
-    attempt += f", last outcome code <b>{escape(item.last_error or '—')}</b>"
-    if item.state is not State.PENDING or item.attempts:
-        events.append([escape(iso(item.state_changed_at)), "attempts", attempt])
+    if item.last_error:
+        which = "an earlier attempt's" if item.state is State.COMPLETED else "last"
+        line += f"; {which} outcome code <b>{escape(item.last_error)}</b>"
+    return line
+
+
+def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, str]]:
+    """(time, order at equal times, what, detail HTML), from receipt to completion."""
+    item = delivery.item
+    package = f", package <code>{escape(item.package_id)}</code>" if item.package_id else ""
+    events = [
+        (
+            item.received_at,
+            0,
+            "received",
+            f"event {escape(item.event)}, body sha256 <code>{escape(item.body_sha256)}</code>"
+            + package,
+        )
+    ]
+    events += [
+        (
+            r.quarantined_at,
+            1,
+            "quarantined",
+            f"same id, other body: sha256 <code>{escape(r.received_sha256)}</code>",
+        )
+        for r in delivery.quarantine
+    ]
+    if item.reset_at is not None:
+        events.append((item.reset_at, 1, "requeued", "reset to pending by an operator"))
+    if item.attempts or item.state is not State.PENDING:
+        events.append((item.state_changed_at, 2, "attempts", _attempts_line(delivery)))
     for step in delivery.progress.steps:
         size = "" if step.result is None else f", result {step.result.size} bytes"
-        events.append(
-            [
-                escape(iso(step.started_at)),
-                "step",
-                f"{escape(step.name)}: {_state(step.status.value)}, runs {step.runs}{size}",
-            ]
-        )
+        detail = f"{escape(step.name)}: {_state(step.status.value)}, runs {step.runs}{size}"
+        events.append((step.started_at, 3, "step", detail))
     for effect in delivery.progress.effects:
-        actions = ""
+        detail = f"{escape(effect.name)}: {_state(effect.status.value)}"
+        if effect.done_at is not None:
+            detail += f", done {escape(iso(effect.done_at))}"
+        if effect.flagged_at is not None:
+            detail += f", flagged {escape(iso(effect.flagged_at))}"
         if effect.status.value == "intent":
             fields = {"delivery_id": item.delivery_id, "effect": effect.name}
-            actions = _action(
-                chrome, "/actions/resolve", "applied", {**fields, "applied": "yes"}
-            ) + _action(chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"})
-        events.append(
-            [
-                escape(iso(effect.intent_at)),
-                "effect",
-                f"{escape(effect.name)}: {_state(effect.status.value)}"
-                + (f", done {escape(iso(effect.done_at))}" if effect.done_at else "")
-                + (f", flagged {escape(iso(effect.flagged_at))}" if effect.flagged_at else "")
-                + actions,
-            ]
-        )
+            detail += _action(chrome, "/actions/resolve", "applied", {**fields, "applied": "yes"})
+            detail += _action(
+                chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"}
+            )
+        events.append((effect.intent_at, 4, "effect", detail))
     if item.completed_at is not None:
-        events.append([escape(iso(item.completed_at)), "completed", _state(State.COMPLETED)])
+        events.append((item.completed_at, 5, "completed", _state(State.COMPLETED)))
     elif item.state is State.FAILED:
-        events.append(
-            [
-                escape(iso(item.state_changed_at)),
-                "failed",
-                f"{_state(State.FAILED)} {escape(item.last_error or '')}",
-            ]
-        )
+        failed = f"{_state(State.FAILED)} {escape(item.last_error or '')}"
+        events.append((item.state_changed_at, 5, "failed", failed))
+    return sorted(events, key=lambda e: (e[0], e[1]))
+
+
+def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
+    item = delivery.item
+    events = [
+        [escape(iso(t)), what, detail] for t, _order, what, detail in _timeline(chrome, delivery)
+    ]
     actions = ""
     if item.state in (State.FAILED, State.PENDING):
         actions = _action(

@@ -1,0 +1,390 @@
+"""The console's HTTP API against moto: who may ask, what may change, what is shown.
+
+Pages and actions go through :meth:`Console.handle` (the server is only its adapter);
+the server itself is tested over real HTTP on loopback at the end, and the ``console``
+command as a subprocess, with planted secrets that no page may contain.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_steps import DynamoDbSteps
+from functions.core.effects import idempotency_key
+from functions.core.models import QuarantineRecord, State, WorkItem
+from functions.core.steps import StoredResult
+from local.state import LocalState
+from ops.console import reads
+from ops.console.assets import SCRIPT, TOKEN_HEADER
+from ops.console.routes import Console, Request, Response
+from ops.console.server import bind
+from tests import log_audit
+from tests.e2e.console_process import console as console_process
+from tests.operator_harness import MCP, NOW, Stack
+
+TOKEN = "console-test-token-" + uuid.uuid4().hex
+HOST = {"host": "127.0.0.1:8080"}
+PAGES = ("/", "/deliveries", "/quarantine", "/dead-letters", "/effects", "/bulk", "/budget")
+ACTIONS = (
+    "/actions/requeue",
+    "/actions/redrive",
+    "/actions/redrive-all",
+    "/actions/resolve",
+    "/actions/bulk-requeue",
+)
+
+
+def make_console(stack: Stack, **overrides: Any) -> Console:
+    fields: dict[str, Any] = {
+        "target": stack.target,
+        "token": TOKEN,
+        "target_label": "local stack",
+        "clock": lambda: NOW + 60,
+        **overrides,
+    }
+    return Console(**fields)
+
+
+def get(console: Console, path: str, *, token: str | None = TOKEN, **query: str) -> Response:
+    if token is not None:
+        query["token"] = token
+    return console.handle(Request("GET", path, query, dict(HOST)))
+
+
+def post(
+    console: Console, path: str, form: dict[str, str], *, header: str | None = TOKEN
+) -> Response:
+    headers = dict(HOST)
+    if header is not None:
+        headers[TOKEN_HEADER.lower()] = header
+    # The query token alone never authorises a change.
+    return console.handle(Request("POST", path, {"token": TOKEN}, headers, form))
+
+
+def error(response: Response) -> str:
+    return str(json.loads(response.body)["error"])
+
+
+def failed(stack: Stack, *, received_at: int = NOW, reason: str = "mcp_unavailable") -> str:
+    delivery_id = stack.accept(received_at=received_at)
+    claim = stack.claims.claim(delivery_id, owner="w0", now=received_at, lease_seconds=0).claim
+    stack.claims.fail(claim, now=received_at + 1, error_code=reason)
+    return delivery_id
+
+
+def record_step(stack: Stack, delivery_id: str, name: str, result: str) -> None:
+    """A step with its result stored inline, as the worker's step store writes it."""
+    steps = DynamoDbSteps(client=stack.target.dynamodb, table_name=stack.target.table_name)
+    steps.start(delivery_id, name, now=NOW, expires_at=NOW + 86400)
+    stored = StoredResult(size=len(result), inline=result)
+    steps.record_result(delivery_id, name, result=stored, now=NOW + 1)
+
+
+# --- the guards --------------------------------------------------------------------
+
+
+def test_every_page_needs_the_token(stack: Stack) -> None:
+    console = make_console(stack)
+    for path in (*PAGES, "/delivery/x", "/console.js", "/console.css"):
+        assert get(console, path, token=None).status == 401, path
+        assert error(get(console, path, token="wrong")) == "bad_token", path
+        assert get(console, path, token=TOKEN[:-1]).status == 403
+    for path in PAGES:
+        shown = get(console, path)
+        assert shown.status == 200, (path, shown.body)
+        assert shown.content_type.startswith("text/html")
+
+
+def test_only_a_loopback_host_header_is_served(stack: Stack) -> None:
+    console = make_console(stack, port=8080)
+    for host in ("evil.example:8080", "127.0.0.1:9999", "", "10.0.0.1:8080"):
+        refused = console.handle(Request("GET", "/", {"token": TOKEN}, {"host": host}))
+        assert (refused.status, error(refused)) == (403, "bad_host")
+    assert (
+        console.handle(Request("GET", "/", {"token": TOKEN}, {"host": "localhost:8080"})).status
+        == 200
+    )
+
+
+def test_a_post_without_the_header_changes_nothing(stack: Stack) -> None:
+    delivery_id = failed(stack)
+    console = make_console(stack)
+    for path in ACTIONS:
+        refused = post(console, path, {"delivery_id": delivery_id}, header=None)
+        assert (refused.status, error(refused)) == (403, "token_header_required")
+        assert (
+            error(post(console, path, {"delivery_id": delivery_id}, header="wrong")) == "bad_token"
+        )
+    assert stack.claims.get(delivery_id).state is State.FAILED
+    assert stack.drain(stack.target.work_queue_url) == []
+
+    done = post(console, "/actions/requeue", {"delivery_id": delivery_id})
+    assert done.status == 200
+    answer = json.loads(done.body)
+    assert answer["message"] == f"{delivery_id}: requeued"
+    assert answer["location"] == f"/delivery/{delivery_id}"
+    assert stack.claims.get(delivery_id).state is State.PENDING
+    sent = [WorkItem.from_json(b).delivery_id for b in stack.drain(stack.target.work_queue_url)]
+    assert sent == [delivery_id]
+
+
+def test_read_only_refuses_every_change_and_offers_none(stack: Stack) -> None:
+    delivery_id = failed(stack)
+    stack.dead_letter(WorkItem(delivery_id, "package.received", "pkg_TEST", MCP).to_json())
+    console = make_console(stack, read_only=True)
+    forms = {
+        "/actions/resolve": {"delivery_id": delivery_id, "effect": "notify", "applied": "yes"},
+        "/actions/bulk-requeue": {"state": "failed", "since": "1d", "dry_run": "no"},
+    }
+    for path in ACTIONS:
+        refused = post(console, path, forms.get(path, {"delivery_id": delivery_id}))
+        assert (refused.status, error(refused)) == (403, "read_only"), path
+    assert stack.claims.get(delivery_id).state is State.FAILED
+    assert len(stack.drain(stack.target.dead_letter_queue_url)) == 1  # still there
+    for path in (*PAGES, f"/delivery/{delivery_id}"):
+        shown = get(console, path)
+        assert shown.status == 200
+        assert "data-action" not in shown.body, path
+        assert "read-only" in shown.body
+
+
+def test_bad_input_is_a_400_with_a_code(stack: Stack) -> None:
+    console = make_console(stack)
+    assert error(get(console, "/deliveries", since="yesterday")) == "bad_time"
+    assert error(get(console, "/deliveries", page="0")) == "bad_page"
+    assert error(get(console, "/deliveries", page="two")) == "bad_page"
+    assert error(get(console, "/deliveries", state="lost")) == "bad_state"
+    assert error(post(console, "/actions/requeue", {})) == "missing_delivery_id"
+    resolve = {"delivery_id": "d", "effect": "notify", "applied": "maybe"}
+    assert error(post(console, "/actions/resolve", resolve)) == "bad_applied"
+    assert post(console, "/actions/nothing", {}).status == 404
+    assert get(console, "/delivery/no-such-id").status == 404
+    assert get(console, "/nowhere").status == 404
+
+
+def test_the_script_posts_with_the_token_header() -> None:
+    assert f'"{TOKEN_HEADER}": token' in SCRIPT
+    assert 'method: "POST"' in SCRIPT
+
+
+# --- what the pages show ------------------------------------------------------------
+
+
+def test_home_counts_states_and_lists_recent_deliveries_first(stack: Stack) -> None:
+    completed = stack.accept(received_at=NOW - 30)
+    stack.finish(completed, State.COMPLETED)
+    broken = failed(stack, received_at=NOW - 20, reason="package_not_found")
+    waiting = stack.accept(received_at=NOW - 10)
+    home = reads.read_home(stack.target, reads.Alarms(source=None), now=NOW + 60)
+    assert home.counts[State.PENDING] == 1
+    assert home.counts[State.FAILED] == 1
+    assert home.counts[State.COMPLETED] == 1
+    assert (home.completed_last_hour, home.failed_last_hour) == (1, 1)
+    # Newest change first: completed at NOW + 1, received at NOW - 10, failed at NOW - 19.
+    assert [i.delivery_id for i in home.recent] == [completed, waiting, broken]
+
+    page = get(make_console(stack), "/").body
+    assert '<meta http-equiv="refresh"' in page
+    assert "The local stack has no CloudWatch alarms." in page
+    row = page[page.index(broken) :].split("</tr>")[0]
+    assert "failed" in row and "package_not_found" in row
+    assert page.index(completed) < page.index(waiting) < page.index(broken)
+
+
+def test_deliveries_filter_by_state_reason_and_window_over_pages(stack: Stack) -> None:
+    mcp_failures = [failed(stack, received_at=NOW - 3600 + n) for n in range(7)]
+    not_found = failed(stack, received_at=NOW - 100, reason="package_not_found")
+    old = failed(stack, received_at=NOW - 86400)
+    stack.accept(received_at=NOW - 50)
+
+    def ids(chosen: reads.DeliveryFilter) -> tuple[list[str], bool]:
+        found = reads.list_deliveries(stack.target, chosen)
+        return [i.delivery_id for i in found.items], found.has_next
+
+    window = reads.Window(since=NOW - 2 * 3600)
+    first = reads.DeliveryFilter(
+        state=State.FAILED, reason="mcp_unavailable", window=window, page_size=3
+    )
+    newest_first = list(reversed(mcp_failures))
+    assert ids(first) == (newest_first[:3], True)
+    assert ids(replace(first, page=2)) == (newest_first[3:6], True)
+    assert ids(replace(first, page=3)) == (newest_first[6:], False)
+    assert old not in ids(replace(first, window=reads.Window(), page_size=50))[0][:7]
+    assert ids(replace(first, window=reads.Window(), page_size=50))[0][-1] == old
+    assert ids(replace(first, reason="package_not_found"))[0] == [not_found]
+    assert ids(reads.DeliveryFilter(state=State.PENDING))[0] != []
+    assert len(ids(reads.DeliveryFilter(page_size=100))[0]) == 10
+
+    console = make_console(stack)
+    page = get(console, "/deliveries", state="failed", reason="package_not_found", since="2h").body
+    assert not_found in page and mcp_failures[0] not in page
+    until = get(console, "/deliveries", state="failed", until="2027-01-14T09:00:00Z").body
+    assert old in until and not_found not in until
+
+
+def test_a_delivery_page_shows_its_journey_but_no_result_or_package_url(stack: Stack) -> None:
+    delivery_id = failed(stack, reason="uncertain_effect")
+    secret_result = json.dumps({"summary": "confidential briefing " + uuid.uuid4().hex})
+    record_step(stack, delivery_id, "model", secret_result)
+    effects = stack.target.effects()
+    key = idempotency_key(delivery_id, "notify")
+    assert effects.record_intent(delivery_id, "notify", key=key, now=NOW, expires_at=NOW + 86400)
+    item = stack.claims.get(delivery_id)
+    DynamoDbInbox(stack.target.dynamodb, stack.target.table_name).quarantine(
+        QuarantineRecord(delivery_id, item.event, item.body_sha256, "f" * 64, NOW + 2, NOW + 86400)
+    )
+
+    page = get(make_console(stack), f"/delivery/{delivery_id}").body
+    assert item.body_sha256 in page and "f" * 64 in page
+    assert "model" in page and f"result {len(secret_result)} bytes" in page
+    assert "confidential briefing" not in page
+    assert MCP not in page  # the package server's URL is not shown
+    assert "uncertain_effect" in page and "Requeue" in page
+    assert 'value="notify"' in page  # resolve applied / not applied
+
+    resolved = post(
+        make_console(stack),
+        "/actions/resolve",
+        {"delivery_id": delivery_id, "effect": "notify", "applied": "no"},
+    )
+    assert json.loads(resolved.body)["message"] == f"{delivery_id} notify: not_applied"
+    assert get(make_console(stack), "/effects").body.count(delivery_id) == 0
+
+
+def test_dead_letters_redrive_one_then_all(stack: Stack) -> None:
+    first, second = failed(stack), failed(stack)
+    for delivery_id in (first, second):
+        stack.dead_letter(WorkItem(delivery_id, "package.received", "pkg_TEST", MCP).to_json())
+    console = make_console(stack)
+    page = get(console, "/dead-letters").body
+    assert first in page and second in page and "<b>2</b>" in page
+
+    one = json.loads(post(console, "/actions/redrive", {"delivery_id": first}).body)
+    assert one["message"] == f"{first}: requeued"
+    assert stack.claims.get(first).state is State.PENDING
+    assert stack.claims.get(second).state is State.FAILED
+
+    everything = json.loads(post(console, "/actions/redrive-all", {}).body)
+    assert everything["message"] == "redrive: moved 1"
+    assert stack.claims.get(second).state is State.PENDING
+    assert stack.drain(stack.target.dead_letter_queue_url) == []
+    again = json.loads(post(console, "/actions/redrive", {"delivery_id": first}).body)
+    assert again["message"] == f"{first}: no dead letter found"
+
+
+def test_home_lists_the_stacks_alarms_in_alarm(stack: Stack, moto_endpoint: str) -> None:
+    cloudwatch = boto3.client(
+        "cloudwatch",
+        endpoint_url=moto_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    name = f"relaylink-{uuid.uuid4().hex[:6]}"
+    for alarm in (f"{name}-WorkFailedAlarm", f"{name}-QuarantinedAlarm", f"other-{name}-X"):
+        cloudwatch.put_metric_alarm(
+            AlarmName=alarm,
+            MetricName="WorkFailed",
+            Namespace="relaylink",
+            Statistic="Sum",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="GreaterThanOrEqualToThreshold",
+        )
+    for alarm in (f"{name}-WorkFailedAlarm", f"other-{name}-X"):
+        cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="ALARM", StateReason="1 failed")
+    console = make_console(stack, cloudwatch=cloudwatch, stack_name=name)
+    page = get(console, "/").body
+    assert f"{name}-WorkFailedAlarm" in page and "1 failed" in page
+    assert f"{name}-QuarantinedAlarm" not in page  # OK or INSUFFICIENT_DATA
+    assert f"other-{name}-X" not in page  # another stack's
+
+
+# --- over real HTTP ------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(stack: Stack) -> Iterator[str]:
+    console = make_console(stack)
+    server = bind(console)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{console.port}"
+    server.shutdown()
+    server.server_close()
+
+
+def fetch(
+    url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, dict(answer.headers), answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers), refused.read().decode()
+
+
+def test_the_server_guards_and_headers_over_http(stack: Stack, served: str) -> None:
+    delivery_id = failed(stack)
+    status, _, body = fetch(f"{served}/")
+    assert (status, json.loads(body)["error"]) == (401, "token_required")
+    status, headers, body = fetch(f"{served}/?token={TOKEN}")
+    assert status == 200 and delivery_id in body
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert headers["Cache-Control"] == "no-store"
+
+    form = f"delivery_id={delivery_id}".encode()
+    status, _, body = fetch(f"{served}/actions/requeue?token={TOKEN}", data=form)
+    assert (status, json.loads(body)["error"]) == (403, "token_header_required")
+    status, _, body = fetch(
+        f"{served}/actions/requeue", data=b"x" * 20000, headers={TOKEN_HEADER: TOKEN}
+    )
+    assert (status, json.loads(body)["error"]) == (413, "form_too_large")
+    status, _, body = fetch(f"{served}/actions/requeue", data=form, headers={TOKEN_HEADER: TOKEN})
+    assert status == 200 and json.loads(body)["message"] == f"{delivery_id}: requeued"
+
+
+def test_no_page_holds_a_secret_the_mcp_token_or_a_body(stack: Stack, tmp_path: Path) -> None:
+    """The command itself, on a state file holding planted secrets and a body-shaped result."""
+    secret = "whsec_" + "Y29uc29sZS1wbGFudGVkLXNpZ25pbmcta2V5LTEyMzQ="
+    token = "mcp_console_planted_" + uuid.uuid4().hex
+    log_audit.register_secret(secret)
+    log_audit.register_token(token)
+    state = LocalState.read(stack.state_file)
+    planted = replace(state, signing_secrets=[secret], mcp_token=token)
+    planted_file = tmp_path / "planted.json"
+    planted.write(planted_file)
+
+    delivery_id = failed(stack)
+    body = json.dumps({"delivery_id": delivery_id, "marker": "planted body " + uuid.uuid4().hex})
+    log_audit.register_body(body)
+    record_step(stack, delivery_id, "echo", body)
+
+    with console_process(planted_file, tmp_path / "console.out") as url:
+        base, _, query = url.partition("/?")
+        texts = [fetch(f"{base}{path}?{query}")[2] for path in (*PAGES, f"/delivery/{delivery_id}")]
+    assert all("relaylink-receiver" in text for text in texts)
+    assert delivery_id in texts[-1]
+    # The audit sees each planted value (it would report a leak)...
+    assert log_audit.check_text(f"<td>{token}</td>") == ["mcp_token"]
+    assert "secret_shape" in log_audit.check_text(f"<td>{secret}</td>")
+    assert "body" in log_audit.check_text(f"<td>{body}</td>")
+    # ... and no page holds one.
+    findings = {i: log_audit.check_text(text) for i, text in enumerate(texts)}
+    assert {i: rules for i, rules in findings.items() if rules} == {}
+    assert state.webhook_url not in "".join(texts)

@@ -47,10 +47,14 @@ def print_bulk(result: BulkResult, *, verb: str, done: str, as_json: bool) -> No
     ]
     reason = result.filters.get("reason")
     described = ", ".join([*([f"reason {reason}"] if reason else []), *window])
-    print(f"matched    {result.matched}" + (f"  ({described})" if described else ""))
-    print(f"{'would ' + verb if result.dry_run else done:<10} {result.changed}")
-    print(f"unchanged  {result.unchanged}")
-    for why, count in sorted(result.not_changed.items()):
-        print(f"  {why:<18} {count}")
+    rows = [
+        ("matched", result.matched),
+        (f"would {verb}" if result.dry_run else done, result.changed),
+        ("unchanged", result.unchanged),
+        *((f"  {why}", count) for why, count in sorted(result.not_changed.items())),
+    ]
+    for number, (label, count) in enumerate(rows):
+        note = f"  ({described})" if number == 0 and described else ""
+        print(f"{label:<20} {count}{note}")
     if result.needs_yes:
         print(f"more than {result.limit} match: the run without --dry-run needs --yes")

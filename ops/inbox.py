@@ -103,14 +103,29 @@ def list_inbox(
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
     else:
-        found = [
-            dynamodb_items.inbox_from_item(item)
-            for item in target.state_index(state.value)
-            # The index also lists other records (quarantine, effect intents) by label.
-            if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX
-        ]
+        found = list(inbox_in_state(target, state))
     found.sort(key=lambda i: (i.received_at, i.delivery_id))
     return found if limit is None else found[:limit]
+
+
+def inbox_in_state(
+    target: Target,
+    state: State,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    page_size: int | None = None,
+) -> Iterator[InboxItem]:
+    """Inbox items in ``state`` whose state changed at or after ``since`` and before
+    ``until`` (epoch seconds), from the by_state index a page at a time (never a scan);
+    in no particular order. The index is eventually consistent: read an item again
+    before acting on it."""
+    for item in target.state_index(
+        state.value, changed_since=since, changed_before=until, page_size=page_size
+    ):
+        # The index also lists other records (quarantine, effect intents) by label.
+        if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
+            yield dynamodb_items.inbox_from_item(item)
 
 
 def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:

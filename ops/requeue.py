@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
@@ -42,6 +43,20 @@ _SQS_BATCH: Final = 10
 
 def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
     """``failed`` -> ``pending`` with attempts 0; False if the item is not failed (any more)."""
+    return reopen(target, delivery_id, now=now).moved
+
+
+@dataclass(frozen=True, slots=True)
+class Reopened:
+    """What :func:`reopen` did: ``moved`` (failed -> pending), else the state the item
+    was in when the reset was refused (None: no such item any more)."""
+
+    moved: bool
+    refused_in: State | None = None
+
+
+def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
+    """:func:`reset_failed`, saying what stood in the way when it is refused (no extra read)."""
     try:
         applied = transitions.apply(
             target.dynamodb, target.table_name, transitions.RESET_FAILED, delivery_id, now=now
@@ -50,7 +65,10 @@ def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
         # StorageUnavailable stands for the SDK error it was raised from: describe that.
         cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
         raise OperatorError(f"DynamoDB: {describe_aws_error(cause)}") from None
-    return applied.moved
+    if applied.moved:
+        return Reopened(moved=True)
+    seen = None if applied.item is None else dynamodb_items.inbox_from_item(applied.item)
+    return Reopened(moved=False, refused_in=None if seen is None else seen.state)
 
 
 def _send_work(target: Target, work: WorkItem) -> None:
@@ -148,7 +166,9 @@ class RedriveReport:
         }
 
 
-def redrive(target: Target, *, now: int, max_messages: int | None = None) -> RedriveReport:
+def redrive(
+    target: Target, *, now: int, max_messages: int | None = None, dry_run: bool = False
+) -> RedriveReport:
     """Move dead-lettered work back to the work queue.
 
     Each dead letter is handled in an order that survives an interruption at any
@@ -159,9 +179,10 @@ def redrive(target: Target, *, now: int, max_messages: int | None = None) -> Red
     Args:
         now: epoch seconds, the reset's ``state_changed_at``.
         max_messages: stop after this many dead letters (None: until the queue is empty).
+        dry_run: only say what each dead letter would come to; every letter stays.
     """
     report = RedriveReport()
-    kept: list[str] = []  # receipt handles of malformed letters, made visible again at the end
+    kept: list[str] = []  # receipt handles of letters that stay, made visible again at the end
     try:
         while max_messages is None or len(report.outcomes) < max_messages:
             want = _SQS_BATCH if max_messages is None else max_messages - len(report.outcomes)
@@ -169,9 +190,11 @@ def redrive(target: Target, *, now: int, max_messages: int | None = None) -> Red
             if not messages:
                 break
             for message in messages:
-                delivery_id, outcome = _redrive_one(target, message["Body"], now=now)
+                delivery_id, outcome = _redrive_one(
+                    target, message["Body"], now=now, dry_run=dry_run
+                )
                 report.outcomes.append((delivery_id, outcome))
-                if outcome is RedriveOutcome.MALFORMED:
+                if dry_run or outcome is RedriveOutcome.MALFORMED:
                     kept.append(message["ReceiptHandle"])
                 else:
                     _sqs(
@@ -208,7 +231,10 @@ def _sqs(call: Callable[..., _Response], **arguments: Any) -> _Response:
         raise OperatorError(f"SQS: {describe_aws_error(exc)}") from None
 
 
-def _redrive_one(target: Target, body: str, *, now: int) -> tuple[str | None, RedriveOutcome]:
+def _redrive_one(
+    target: Target, body: str, *, now: int, dry_run: bool
+) -> tuple[str | None, RedriveOutcome]:
+    """Redrive one dead letter (a dry run: say what that would come to, change nothing)."""
     try:
         work = WorkItem.from_json(body)
     except ValueError:
@@ -216,13 +242,34 @@ def _redrive_one(target: Target, body: str, *, now: int) -> tuple[str | None, Re
     item = show_inbox(target, work.delivery_id)
     if item is None:
         return work.delivery_id, RedriveOutcome.MISSING
+    if dry_run:
+        return work.delivery_id, _redrive_outcome(item.state)
     if item.state is State.FAILED and not reset_failed(target, work.delivery_id, now=now):
         item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
         if item is None:
             return work.delivery_id, RedriveOutcome.MISSING
-    if item.state in (State.FAILED, State.PENDING):
+    outcome = _redrive_outcome(item.state)
+    if outcome is RedriveOutcome.MOVED:
         _send_work(target, work)
-        return work.delivery_id, RedriveOutcome.MOVED
-    if item.state is State.PROCESSING:
-        return work.delivery_id, RedriveOutcome.IN_PROGRESS
-    return work.delivery_id, RedriveOutcome.ALREADY_DONE
+    return work.delivery_id, outcome
+
+
+def _redrive_outcome(state: State) -> RedriveOutcome:
+    if state in (State.FAILED, State.PENDING):
+        return RedriveOutcome.MOVED
+    if state is State.PROCESSING:
+        return RedriveOutcome.IN_PROGRESS
+    return RedriveOutcome.ALREADY_DONE
+
+
+def dead_letter_count(target: Target) -> int:
+    """How many letters the dead-letter queue holds, as SQS estimates it (visible or not)."""
+    response = _sqs(
+        target.sqs.get_queue_attributes,
+        QueueUrl=target.dead_letter_queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )
+    attributes = response.get("Attributes", {})
+    visible = attributes.get("ApproximateNumberOfMessages", "0")
+    hidden = attributes.get("ApproximateNumberOfMessagesNotVisible", "0")
+    return int(visible) + int(hidden)

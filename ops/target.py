@@ -114,10 +114,23 @@ class Target:
         }
         return paginate(self.dynamodb.query, arguments)
 
-    def state_index(self, label: str) -> Iterator[dynamodb_items.Item]:
-        """Every record the by_state index lists under ``label``, however recent."""
+    def state_index(
+        self,
+        label: str,
+        *,
+        changed_since: int | None = None,
+        changed_before: int | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[dynamodb_items.Item]:
+        """The records the by_state index lists under ``label`` (by default every one,
+        however recent), read a page at a time."""
         return dynamodb_state_index.query_index(
-            self.dynamodb, self.table_name, label=label, changed_before=_END_OF_TIME
+            self.dynamodb,
+            self.table_name,
+            label=label,
+            changed_since=changed_since,
+            changed_before=_END_OF_TIME if changed_before is None else changed_before,
+            page_size=page_size,
         )
 
 

@@ -21,27 +21,37 @@ def query_shard(
     *,
     shard: str,
     changed_before: int,
+    changed_since: int | None = None,
     expired_at: int | None = None,
     unflagged: bool = False,
     page_size: int | None = None,
 ) -> Iterator[dynamodb_items.Item]:
-    """Items of one index shard that changed before ``changed_before``.
+    """Items of one index shard that changed before ``changed_before`` (and, given
+    ``changed_since``, at or after it).
 
     Read lazily, one query page (``page_size`` items, or 1 MB) at a time.
     """
+    if changed_since is not None and changed_since >= changed_before:
+        return  # an empty window (DynamoDB refuses a BETWEEN whose ends are reversed)
+    window = "#changed < :before"
+    if changed_since is not None:
+        window = "#changed BETWEEN :since AND :last"
     arguments: dict[str, Any] = {
         "TableName": table,
         "IndexName": table_layout.STATE_INDEX,
-        "KeyConditionExpression": "#shard = :shard AND #changed < :before",
+        "KeyConditionExpression": f"#shard = :shard AND {window}",
         "ExpressionAttributeNames": {
             "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
             "#changed": table_layout.STATE_INDEX_SORT_KEY,
         },
-        "ExpressionAttributeValues": {
-            ":shard": {"S": shard},
-            ":before": {"N": str(changed_before)},
-        },
+        "ExpressionAttributeValues": {":shard": {"S": shard}},
     }
+    values = arguments["ExpressionAttributeValues"]
+    if changed_since is None:
+        values[":before"] = {"N": str(changed_before)}
+    else:  # BETWEEN includes both ends
+        values[":since"] = {"N": str(changed_since)}
+        values[":last"] = {"N": str(changed_before - 1)}
     if expired_at is not None:
         arguments["FilterExpression"] = "lease_until <= :now"
         arguments["ExpressionAttributeValues"][":now"] = {"N": str(expired_at)}
@@ -67,16 +77,19 @@ def query_index(
     *,
     label: str,
     changed_before: int,
+    changed_since: int | None = None,
     unflagged: bool = False,
     page_size: int | None = None,
 ) -> Iterator[dynamodb_items.Item]:
-    """Every item listed under ``label`` in the state index, older than ``changed_before``."""
+    """Every item listed under ``label`` in the state index that changed before
+    ``changed_before`` (and at or after ``changed_since``)."""
     for shard in dynamodb_items.all_state_shards(label):
         yield from query_shard(
             client,
             table,
             shard=shard,
             changed_before=changed_before,
+            changed_since=changed_since,
             unflagged=unflagged,
             page_size=page_size,
         )

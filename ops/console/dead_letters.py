@@ -14,7 +14,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.models import WorkItem
-from ops.requeue import RequeueOutcome, RequeueResult, requeue
+from ops.requeue import RequeueOutcome, RequeueResult, dead_letter_count, requeue
 from ops.target import OperatorError, Target, describe_aws_error
 
 _BATCH: Final = 10
@@ -26,7 +26,7 @@ _SETTLED: Final = (RequeueOutcome.REQUEUED, RequeueOutcome.RESENT, RequeueOutcom
 
 @dataclass(frozen=True, slots=True)
 class DeadLetters:
-    depth: int  # approximate, as SQS counts
+    depth: int  # approximate, as SQS counts (visible or not)
     delivery_ids: list[str]  # a sample of the letters' deliveries (malformed ones skipped)
 
 
@@ -38,11 +38,6 @@ def _sqs(call: Any, **arguments: Any) -> Any:
 
 
 def peek(target: Target) -> DeadLetters:
-    attributes = _sqs(
-        target.sqs.get_queue_attributes,
-        QueueUrl=target.dead_letter_queue_url,
-        AttributeNames=["ApproximateNumberOfMessages"],
-    )["Attributes"]
     response = _sqs(
         target.sqs.receive_message,
         QueueUrl=target.dead_letter_queue_url,
@@ -55,7 +50,7 @@ def peek(target: Target) -> DeadLetters:
             ids.append(WorkItem.from_json(message["Body"]).delivery_id)
         except ValueError:
             continue
-    return DeadLetters(int(attributes.get("ApproximateNumberOfMessages", "0")), sorted(set(ids)))
+    return DeadLetters(dead_letter_count(target), sorted(set(ids)))
 
 
 def redrive_one(target: Target, delivery_id: str, *, now: int) -> RequeueResult | None:

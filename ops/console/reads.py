@@ -50,6 +50,8 @@ def _index_query(
     """Pages of one index shard within ``window``, newest first."""
     since = 0 if window.since is None else window.since
     until = _END_OF_TIME if window.until is None else window.until
+    if since >= until:
+        return  # an empty window (DynamoDB refuses a BETWEEN whose ends are reversed)
     arguments: dict[str, Any] = {
         "TableName": target.table_name,
         "IndexName": table_layout.STATE_INDEX,

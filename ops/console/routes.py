@@ -15,27 +15,25 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
-from ops import budget, effects, quarantine, requeue
+from ops import budget, bulk, effects, quarantine, requeue
 from ops.console import assets, dead_letters, reads, views
 from ops.target import OperatorError, Target, describe_aws_error
+from ops.time_window import parse_moment
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.client import CloudWatchClient
 
-_RELATIVE: Final = re.compile(r"^(\d+)([smhd])$")
-_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost")
 
 
@@ -67,18 +65,11 @@ class BadInput(Exception):
         self.code = code
 
 
-def parse_moment(text: str, *, now: int) -> int:
-    """``2h`` / ``30m`` / ``1d`` ago, or an ISO 8601 time (UTC if no zone), as epoch seconds."""
-    relative = _RELATIVE.match(text.strip())
-    if relative:
-        return now - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+def _moment(text: str, *, now: int) -> int:
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise BadInput("bad_time", f"not a time: {text!r} (say 2h, 30m, 1d or ISO 8601)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp())
+        return parse_moment(text, now=now)
+    except ValueError as exc:
+        raise BadInput("bad_time", str(exc)) from None
 
 
 @dataclass
@@ -101,16 +92,8 @@ class Console:
             return refused
         try:
             return self._post(request) if request.method == "POST" else self._get(request)
-        except BadInput as exc:
-            return Response.json(400, {"error": exc.code, "message": str(exc)})
-        except OperatorError as exc:
-            return Response.json(502, {"error": "target_unavailable", "message": str(exc)})
-        except StorageUnavailable:
-            return Response.json(
-                503, {"error": "aws_unavailable", "message": "AWS is throttling or unavailable"}
-            )
-        except (ClientError, BotoCoreError) as exc:
-            return Response.json(502, {"error": "aws_error", "message": describe_aws_error(exc)})
+        except (BadInput, OperatorError, StorageUnavailable, ClientError, BotoCoreError) as exc:
+            return _failure(exc)
 
     def _refusal(self, request: Request) -> Response | None:
         host = request.headers.get("host", "")
@@ -197,7 +180,7 @@ class Console:
         return Response(200, views.effects_page(chrome, found))
 
     def _bulk(self, chrome: views.Chrome, request: Request) -> Response:
-        return Response(200, views.bulk_page(chrome, request.query, request.query.get("count")))
+        return Response(200, views.bulk_page(chrome, request.query))
 
     def _budget(self, chrome: views.Chrome, _request: Request) -> Response:
         status = budget.show_budget(self.target, now=chrome.now)
@@ -217,8 +200,8 @@ class Console:
             state=state,
             reason=query.get("reason") or None,
             window=reads.Window(
-                since=None if since is None else parse_moment(since, now=now),
-                until=None if until is None else parse_moment(until, now=now),
+                since=None if since is None else _moment(since, now=now),
+                until=None if until is None else _moment(until, now=now),
             ),
             page=number,
         )
@@ -258,12 +241,11 @@ class Console:
         said = f"{delivery_id}: {result.outcome.value}"
         return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
 
-    def _redrive_all(self, _form: dict[str, str], now: int) -> tuple[str, str]:
-        report = requeue.redrive(self.target, now=now)
-        counts = ", ".join(
-            f"{o.value} {report.count(o)}" for o in requeue.RedriveOutcome if report.count(o)
-        )
-        return f"redrive: {counts or 'no dead letters'}", "/dead-letters"
+    def _redrive_all(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        # The depth the operator saw bounds what this click may touch.
+        shown = _count(form, "shown")
+        result = bulk.redrive_all(self.target, now=now, limit=max(shown, 1), dry_run=False)
+        return f"redrive all: {_summary(result)}", "/dead-letters"
 
     def _resolve(self, form: dict[str, str], now: int) -> tuple[str, str]:
         delivery_id = _required(form, "delivery_id")
@@ -278,7 +260,64 @@ class Console:
         return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
 
     def _bulk_requeue(self, form: dict[str, str], now: int) -> tuple[str, str]:
-        raise BadInput("not_available", "bulk requeue is not available yet")
+        """A dry run counts; the confirmation may touch no more than the count it showed."""
+        if (form.get("state") or State.FAILED.value) != State.FAILED.value:
+            raise BadInput("bad_state", "only failed deliveries are requeued in bulk")
+        since, until = form.get("since") or None, form.get("until") or None
+        kept = {k: form[k] for k in ("state", "reason", "since", "until") if form.get(k)}
+        arguments: dict[str, Any] = {
+            "reason": form.get("reason") or None,
+            "since": None if since is None else _moment(since, now=now),
+            "until": None if until is None else _moment(until, now=now),
+        }
+        if form.get("dry_run", "yes") != "no":
+            result = bulk.requeue_matching(
+                self.target, now=now, dry_run=True, yes=True, **arguments
+            )
+            said = f"dry run: {result.matched} match, {result.changed} would be requeued"
+            location = f"/bulk?{urlencode({**kept, 'count': said, 'matched': result.matched})}"
+            return said, location
+        shown = _count(form, "matched")
+        result = bulk.requeue_matching(
+            self.target, now=now, dry_run=False, limit=max(shown, 1), **arguments
+        )
+        location = f"/deliveries?{urlencode({'state': State.PENDING.value})}"
+        return f"requeue: {_summary(result)}", location
+
+
+def _failure(exc: Exception) -> Response:
+    """A short answer with an error code for what went wrong, never a traceback."""
+    if isinstance(exc, BadInput):
+        return Response.json(400, {"error": exc.code, "message": str(exc)})
+    if isinstance(exc, bulk.BulkLimitExceeded):
+        message = (
+            f"{exc.matched} match now, more than the {exc.limit} shown: nothing was changed;"
+            " look again"
+        )
+        return Response.json(409, {"error": "more_than_shown", "message": message})
+    if isinstance(exc, OperatorError):
+        return Response.json(502, {"error": "target_unavailable", "message": str(exc)})
+    if isinstance(exc, StorageUnavailable):
+        message = "AWS is throttling or unavailable"
+        return Response.json(503, {"error": "aws_unavailable", "message": message})
+    return Response.json(502, {"error": "aws_error", "message": describe_aws_error(exc)})
+
+
+def _count(form: dict[str, str], name: str) -> int:
+    try:
+        value = int(form.get(name, ""))
+    except ValueError:
+        raise BadInput(f"bad_{name}", f"{name} is a count") from None
+    if value < 0:
+        raise BadInput(f"bad_{name}", f"{name} is a count")
+    return value
+
+
+def _summary(result: bulk.BulkResult) -> str:
+    """``3 matched, 2 changed (already_requeued 1)``."""
+    said = f"{result.matched} matched, {result.changed} changed"
+    reasons = ", ".join(f"{why} {n}" for why, n in sorted(result.not_changed.items()) if n)
+    return said + (f" ({reasons})" if reasons else "")
 
 
 def _state(value: str | None) -> State | None:

@@ -365,7 +365,13 @@ def dead_letters_page(chrome: Chrome, letters: DeadLetters) -> str:
     )
     content = (
         f"<p>About <b>{letters.depth}</b> dead letter(s) on the work dead-letter queue.</p>"
-        + _action(chrome, "/actions/redrive-all", "Redrive all", {}, kind="primary")
+        + _action(
+            chrome,
+            "/actions/redrive-all",
+            f"Redrive all ({letters.depth})",
+            {"shown": str(letters.depth)},
+            kind="primary",
+        )
         + _table(("delivery (a sample)", ""), rows, empty="No dead letters.")
     )
     return page(chrome, "Dead letters", content)
@@ -397,35 +403,36 @@ def effects_page(chrome: Chrome, effects: Sequence[EffectInDoubt]) -> str:
     return page(chrome, "Effects in doubt", content)
 
 
-def bulk_page(chrome: Chrome, form: dict[str, str], dry_run_count: str | None = None) -> str:
+def bulk_page(chrome: Chrome, form: dict[str, str]) -> str:
+    """The filter, its dry run's count (``count``, ``matched``), then the confirmation."""
     if chrome.read_only:
         return page(chrome, "Bulk requeue", "<p>Read-only console: bulk requeue is disabled.</p>")
-    fields = "".join(
-        _field(form, name, label, default=default)
-        for name, label, default in (
-            ("state", "state", "failed"),
-            ("reason", "outcome code", ""),
-            ("since", "since (2h or ISO)", "1h"),
-            ("until", "until (ISO)", ""),
-        )
+    fields = (
+        _field(form, "reason", "outcome code")
+        + _field(form, "since", "since", default="1h", placeholder="2h or ISO")
+        + _field(form, "until", "until", placeholder="ISO")
     )
     content = (
-        "<p>Requeue every delivery that matches. First a dry run counts them; then confirm.</p>"
+        "<p>Requeue every <b>failed</b> delivery that matches (its state changed in the"
+        " window). A dry run counts them first; the confirmation touches no more than"
+        " that count.</p>"
         f'<form method="post" action="/actions/bulk-requeue" data-action class="filter">{fields}'
         '<input type="hidden" name="dry_run" value="yes">'
         '<button type="submit">Dry run: count</button></form>'
     )
-    if dry_run_count is not None:
+    said, matched = form.get("count"), form.get("matched", "0")
+    if said is not None:
+        content += f'<p class="dry-run">{escape(said)}</p>'
+    if said is not None and matched.isdigit() and int(matched) > 0:
+        kept = {k: v for k, v in form.items() if k in ("reason", "since", "until")}
         hidden = "".join(
             f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
-            for k, v in form.items()
-            if k in ("state", "reason", "since", "until")
+            for k, v in {**kept, "dry_run": "no", "matched": matched}.items()
         )
         content += (
-            f'<p class="dry-run">{escape(dry_run_count)}</p>'
             f'<form method="post" action="/actions/bulk-requeue" data-action>{hidden}'
-            '<input type="hidden" name="dry_run" value="no">'
-            '<button type="submit" class="primary">Confirm: requeue them</button></form>'
+            f'<button type="submit" class="primary">Confirm: requeue {escape(matched)}</button>'
+            "</form>"
         )
     return page(chrome, "Bulk requeue", content)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import boto3
 import pytest
@@ -146,7 +147,8 @@ def test_read_only_refuses_every_change_and_offers_none(stack: Stack) -> None:
     console = make_console(stack, read_only=True)
     forms = {
         "/actions/resolve": {"delivery_id": delivery_id, "effect": "notify", "applied": "yes"},
-        "/actions/bulk-requeue": {"state": "failed", "since": "1d", "dry_run": "no"},
+        "/actions/bulk-requeue": {"since": "1d", "dry_run": "no", "matched": "1"},
+        "/actions/redrive-all": {"shown": "1"},
     }
     for path in ACTIONS:
         refused = post(console, path, forms.get(path, {"delivery_id": delivery_id}))
@@ -276,8 +278,9 @@ def test_dead_letters_redrive_one_then_all(stack: Stack) -> None:
     assert stack.claims.get(first).state is State.PENDING
     assert stack.claims.get(second).state is State.FAILED
 
-    everything = json.loads(post(console, "/actions/redrive-all", {}).body)
-    assert everything["message"] == "redrive: moved 1"
+    assert error(post(console, "/actions/redrive-all", {})) == "bad_shown"
+    everything = json.loads(post(console, "/actions/redrive-all", {"shown": "1"}).body)
+    assert everything["message"] == "redrive all: 1 matched, 1 changed"
     assert stack.claims.get(second).state is State.PENDING
     assert stack.drain(stack.target.dead_letter_queue_url) == []
     again = json.loads(post(console, "/actions/redrive", {"delivery_id": first}).body)
@@ -311,6 +314,37 @@ def test_home_lists_the_stacks_alarms_in_alarm(stack: Stack, moto_endpoint: str)
     assert f"{name}-WorkFailedAlarm" in page and "1 failed" in page
     assert f"{name}-QuarantinedAlarm" not in page  # OK or INSUFFICIENT_DATA
     assert f"other-{name}-X" not in page  # another stack's
+
+
+def test_bulk_requeue_counts_first_then_touches_no_more_than_it_showed(stack: Stack) -> None:
+    console = make_console(stack)
+    now = NOW + 60
+    wanted = [failed(stack, received_at=now - 600 + n) for n in range(3)]
+    other_reason = failed(stack, received_at=now - 500, reason="package_not_found")
+    too_old = failed(stack, received_at=now - 3 * 3600)
+    form = {"reason": "mcp_unavailable", "since": "1h"}
+
+    dry = json.loads(post(console, "/actions/bulk-requeue", {**form, "dry_run": "yes"}).body)
+    assert dry["message"] == "dry run: 3 match, 3 would be requeued"
+    assert {stack.claims.get(i).state for i in [*wanted, other_reason, too_old]} == {State.FAILED}
+    shown = get(
+        console, dry["location"].split("?")[0], **dict(parse_qsl(dry["location"].split("?")[1]))
+    )
+    assert "Confirm: requeue 3" in shown.body and 'name="matched" value="3"' in shown.body
+
+    late = failed(stack, received_at=now - 100)  # matches too, but was not counted
+    refused = post(console, "/actions/bulk-requeue", {**form, "dry_run": "no", "matched": "3"})
+    assert (refused.status, error(refused)) == (409, "more_than_shown")
+    assert {stack.claims.get(i).state for i in [*wanted, late]} == {State.FAILED}
+
+    confirmed = post(console, "/actions/bulk-requeue", {**form, "dry_run": "no", "matched": "4"})
+    assert json.loads(confirmed.body)["message"] == "requeue: 4 matched, 4 changed"
+    assert {stack.claims.get(i).state for i in [*wanted, late]} == {State.PENDING}
+    assert {stack.claims.get(i).state for i in (other_reason, too_old)} == {State.FAILED}
+    again = post(console, "/actions/bulk-requeue", {**form, "dry_run": "no", "matched": "4"})
+    assert json.loads(again.body)["message"] == "requeue: 0 matched, 0 changed"
+    pending = post(console, "/actions/bulk-requeue", {**form, "state": "pending"})
+    assert error(pending) == "bad_state"
 
 
 # --- over real HTTP ------------------------------------------------------------------

@@ -254,7 +254,7 @@ def test_cli_dry_run_then_run_then_rerun(stack: Stack, capsys: pytest.CaptureFix
     assert status == 0
     lines = [line.split() for line in out.splitlines()]
     assert lines[0][:3] == ["matched", "3", "(since"]
-    assert lines[0][3] in {iso(now - 3600 + s) + ")" for s in range(60)}  # the CLI's now
+    assert lines[0][3] in {f"{iso(now - 3600 + s)})" for s in range(60)}  # the CLI's now
     assert lines[1:] == [["requeued", "3"], ["unchanged", "0"]]
     assert _states(stack, [*recent, old]) == {**dict.fromkeys(recent, "pending"), old: "failed"}
 

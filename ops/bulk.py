@@ -54,13 +54,13 @@ class NotChanged(StrEnum):
 class BulkLimitExceeded(OperatorError):
     """More items match than one call may touch without ``yes``; nothing was changed."""
 
-    def __init__(self, operation: str, matched: int, limit: int) -> None:
+    def __init__(self, operation: str, matched: int, limit: int, *, narrow: str = "") -> None:
         self.matched = matched
         self.limit = limit
         super().__init__(
             f"{matched} item(s) match, more than the {limit} one {operation} may touch;"
-            f" nothing was changed. Run again with --yes to {operation} all of them,"
-            " or narrow the match (--reason, --since, --until)"
+            f" nothing was changed. Run again with --yes to {operation} all of them"
+            + (f", or narrow the match ({narrow})" if narrow else "")
         )
 
 
@@ -170,7 +170,7 @@ def requeue_matching(
     matched.sort(key=lambda i: (i.state_changed_at, i.delivery_id))
     needs_yes = len(matched) > limit and not yes
     if needs_yes and not dry_run:
-        raise BulkLimitExceeded("requeue", len(matched), limit)
+        raise BulkLimitExceeded("requeue", len(matched), limit, narrow="--reason, --since, --until")
     tally = _Tally()
     with ThreadPoolExecutor(concurrency, thread_name_prefix="bulk-requeue") as pool:
         if dry_run:

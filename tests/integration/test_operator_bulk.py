@@ -290,6 +290,7 @@ def test_cli_over_the_limit_exits_2_naming_yes(
         (["requeue", "--state", "failed", "--since", "yesterday"], "--since: 'yesterday' is not"),
         (["requeue", "--state", "failed", "--limit", "0"], "--limit must be at least 1"),
         (["redrive", "--all", "--max", "3"], "--max goes without --all"),
+        (["redrive", "some-id", "--all"], "DELIVERY_ID goes without --all"),
     ],
 )
 def test_cli_refuses_mixed_or_bad_options(
@@ -358,3 +359,27 @@ def test_redrive_all_over_the_limit_needs_yes(
     status, out, _ = run_cli(capsys, stack.cli("redrive", "--all", "--limit", "2", "--yes"))
     assert status == 0 and ["redriven", "3"] in [line.split() for line in out.splitlines()]
     assert stack.drain(stack.target.dead_letter_queue_url) == []
+
+
+def test_redrive_one_delivery_leaves_the_other_letters(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wanted, other = _fail(stack), _fail(stack)
+    for body in (_work(other), _work(wanted), "not a work item", _work(wanted)):
+        stack.dead_letter(body)
+    stack.drain(stack.target.work_queue_url)
+
+    status, out, _ = run_cli(capsys, stack.cli("redrive", wanted, "--json"))
+    assert status == 0
+    document = json.loads(out)
+    assert document["messages"] == [
+        {"delivery_id": wanted, "outcome": "moved"},
+        {"delivery_id": wanted, "outcome": "moved"},  # a second letter: resent, harmless
+    ]
+    assert _states(stack, [wanted, other]) == {wanted: "pending", other: "failed"}
+    assert stack.drain(stack.target.work_queue_url) == [_work(wanted)] * 2
+    assert sorted(stack.drain(stack.target.dead_letter_queue_url)) == sorted(
+        [_work(other), "not a work item"]
+    )
+    status, _, err = run_cli(capsys, stack.cli("redrive", wanted))
+    assert status == 1 and f"no dead letter for {wanted}" in err

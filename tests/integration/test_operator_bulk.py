@@ -184,6 +184,9 @@ def test_a_filter_by_reason_and_window_touches_exactly_the_right_items(
     # An open end: everything that failed since NOW + 150, whatever the reason.
     rest = bulk.requeue_matching(stack.target, now=NOW + 400, since=NOW + 150, dry_run=True)
     assert sorted(rest.changed_ids) == sorted([other_reason, at_until, later])
+    # Ends the wrong way round: an empty window, not a DynamoDB validation error.
+    empty = bulk.requeue_matching(stack.target, now=NOW + 400, since=until, until=since)
+    assert (empty.matched, empty.changed) == (0, 0)
     _no_scan(calls)
 
 

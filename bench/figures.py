@@ -10,8 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from bench import calls, cold_start, local_figures, overhead, pipeline_calls, worker_mcp
+from bench import (
+    bulk_requeue,
+    calls,
+    cold_start,
+    local_figures,
+    overhead,
+    pipeline_calls,
+    worker_mcp,
+)
 from bench.report import Figure, Row, Target
+from ops import bulk
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,8 @@ class Sizes:
     worker_cold_runs: int = 3
     mcp_batches: int = 3
     pipeline_deliveries: int = 40
+    bulk_items: int = 1000
+    bulk_runs: int = 2
     local: local_figures.LocalSizes = field(default_factory=local_figures.LocalSizes)
 
 
@@ -44,6 +55,8 @@ QUICK: Final = Sizes(
     worker_cold_runs=1,
     mcp_batches=1,
     pipeline_deliveries=10,
+    bulk_items=100,
+    bulk_runs=1,
     local=local_figures.LocalSizes(
         latency_deliveries=20,
         kill_deliveries=12,
@@ -466,6 +479,52 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
     return [five, six]
 
 
+def bulk_requeue_rate(sizes: Sizes) -> Figure:
+    result = bulk_requeue.measure(items=sizes.bulk_items, runs=sizes.bulk_runs)
+    rows = [
+        Row(
+            "bulk requeue items per second over moto",
+            "items/s",
+            summary=result.requeue_per_second,
+        ),
+        Row(
+            "bulk requeue dry run items per second over moto",
+            "items/s",
+            summary=result.dry_run_per_second,
+        ),
+        Row(
+            "bulk requeue run again: deliveries changed",
+            "deliveries",
+            value=result.rerun_changed,
+            target=Target("==", 0),
+        ),
+    ]
+    rows += [
+        Row(f"bulk requeue: {op} per item", "calls", value=n)
+        for op, n in result.calls_per_item.items()
+    ]
+    return Figure(
+        10,
+        "Operator bulk requeue over moto",
+        f"`ops.bulk.requeue_matching` (what `requeue --state failed --yes` runs) over "
+        f"{sizes.bulk_items} failed deliveries, against moto's server in a process of its "
+        "own on loopback, with the operator's clients as `--local` makes them; "
+        f"{sizes.bulk_runs} run(s), each on a fresh table. A rate is the items divided "
+        "by the call's elapsed time: the listing through the `by_state` index, a "
+        f"conditional `UpdateItem` per item ({bulk.CONCURRENCY} in flight) and a "
+        "`SendMessageBatch` per 10; the dry run reads each item instead. Then the same "
+        "requeue again, which must change nothing.",
+        rows,
+        notes=[
+            "Report-only: moto answers one request at a time on a busy shared machine, so "
+            "the rate is the emulator's and the machine's more than ours; against "
+            "DynamoDB each request is a network round trip, in flight "
+            f"{bulk.CONCURRENCY} at a time.",
+        ],
+        details=result.to_json(),
+    )
+
+
 ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     1: aws_calls_per_outcome,
     2: receiver_overhead,
@@ -473,4 +532,5 @@ ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     4: worker_mcp_cost,
     5: usual_way_and_end_to_end,
     7: cost_inputs,
+    10: bulk_requeue_rate,
 }

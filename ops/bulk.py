@@ -17,6 +17,7 @@ console. Each call
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -34,6 +35,9 @@ DEFAULT_LIMIT: Final = 100
 LISTED_IDS: Final = 100
 # Resets between two sends of work items: one SQS batch.
 _SEND_CHUNK: Final = SEND_BATCH_LIMIT
+# Per-item requests in flight at once: each is a round trip of its own (boto3 clients
+# are thread-safe; botocore keeps 10 connections per client).
+CONCURRENCY: Final = 8
 
 
 class NotChanged(StrEnum):
@@ -50,13 +54,13 @@ class NotChanged(StrEnum):
 class BulkLimitExceeded(OperatorError):
     """More items match than one call may touch without ``yes``; nothing was changed."""
 
-    def __init__(self, operation: str, matched: int, limit: int) -> None:
+    def __init__(self, operation: str, matched: int, limit: int, *, narrow: str = "") -> None:
         self.matched = matched
         self.limit = limit
         super().__init__(
             f"{matched} item(s) match, more than the {limit} one {operation} may touch;"
-            f" nothing was changed. Run again with --yes to {operation} all of them,"
-            " or narrow the match (--reason, --since, --until)"
+            f" nothing was changed. Run again with --yes to {operation} all of them"
+            + (f", or narrow the match ({narrow})" if narrow else "")
         )
 
 
@@ -141,6 +145,7 @@ def requeue_matching(
     yes: bool = False,
     dry_run: bool = True,
     page_size: int | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> BulkResult:
     """Requeue every delivery in ``state`` whose ``last_error`` is ``reason`` (any, if
     None) and whose state changed in ``[since, until)`` (epoch seconds; open ends).
@@ -165,14 +170,15 @@ def requeue_matching(
     matched.sort(key=lambda i: (i.state_changed_at, i.delivery_id))
     needs_yes = len(matched) > limit and not yes
     if needs_yes and not dry_run:
-        raise BulkLimitExceeded("requeue", len(matched), limit)
+        raise BulkLimitExceeded("requeue", len(matched), limit, narrow="--reason, --since, --until")
     tally = _Tally()
-    if dry_run:
-        for item in matched:
-            _preview(target, item, tally)
-    else:
-        for start in range(0, len(matched), _SEND_CHUNK):
-            _requeue_chunk(target, matched[start : start + _SEND_CHUNK], tally, now=now)
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="bulk-requeue") as pool:
+        if dry_run:
+            _preview(target, matched, tally, pool)
+        else:
+            for start in range(0, len(matched), _SEND_CHUNK):
+                chunk = matched[start : start + _SEND_CHUNK]
+                _requeue_chunk(target, chunk, tally, pool, now=now)
     filters = {"state": state.value, "reason": reason, "since": since, "until": until}
     return _result(
         "requeue",
@@ -194,27 +200,36 @@ def _listing(
         raise OperatorError(f"DynamoDB: cannot list {state} deliveries ({exc})") from None
 
 
-def _preview(target: Target, listed: InboxItem, tally: _Tally) -> None:
-    """Count what :func:`_requeue_chunk` would do with ``listed``, from a fresh read."""
-    if listed.work_item() is None:
-        tally.keep(listed.delivery_id, NotChanged.NO_WORK_ITEM)
-        return
-    item = show_inbox(target, listed.delivery_id)
-    if item is not None and item.state is State.FAILED:
-        tally.change(listed.delivery_id)
-    else:
-        tally.keep(listed.delivery_id, _why_not(None if item is None else item.state))
+def _preview(target: Target, matched: list[InboxItem], tally: _Tally, pool: Executor) -> None:
+    """Count what :func:`_requeue_chunk` would do with ``matched``, from fresh reads."""
+    runnable: list[InboxItem] = []
+    for item in matched:
+        if item.work_item() is None:
+            tally.keep(item.delivery_id, NotChanged.NO_WORK_ITEM)
+        else:
+            runnable.append(item)
+    now_seen = pool.map(lambda item: show_inbox(target, item.delivery_id), runnable)
+    for listed, current in zip(runnable, now_seen, strict=True):
+        if current is not None and current.state is State.FAILED:
+            tally.change(listed.delivery_id)
+        else:
+            tally.keep(listed.delivery_id, _why_not(None if current is None else current.state))
 
 
-def _requeue_chunk(target: Target, chunk: list[InboxItem], tally: _Tally, *, now: int) -> None:
+def _requeue_chunk(
+    target: Target, chunk: list[InboxItem], tally: _Tally, pool: Executor, *, now: int
+) -> None:
     """Reset each delivery of ``chunk`` (conditionally), then send their work in one batch."""
-    reopened: list[WorkItem] = []
+    runnable: list[tuple[InboxItem, WorkItem]] = []
     for item in chunk:
         work = item.work_item()
         if work is None:
             tally.keep(item.delivery_id, NotChanged.NO_WORK_ITEM)
-            continue
-        outcome = requeue.reopen(target, item.delivery_id, now=now)
+        else:
+            runnable.append((item, work))
+    outcomes = pool.map(lambda pair: requeue.reopen(target, pair[0].delivery_id, now=now), runnable)
+    reopened: list[WorkItem] = []
+    for (item, work), outcome in zip(runnable, outcomes, strict=True):
         if outcome.moved:
             reopened.append(work)
         else:

@@ -167,7 +167,12 @@ class RedriveReport:
 
 
 def redrive(
-    target: Target, *, now: int, max_messages: int | None = None, dry_run: bool = False
+    target: Target,
+    *,
+    now: int,
+    max_messages: int | None = None,
+    dry_run: bool = False,
+    delivery_id: str | None = None,
 ) -> RedriveReport:
     """Move dead-lettered work back to the work queue.
 
@@ -180,20 +185,27 @@ def redrive(
         now: epoch seconds, the reset's ``state_changed_at``.
         max_messages: stop after this many dead letters (None: until the queue is empty).
         dry_run: only say what each dead letter would come to; every letter stays.
+        delivery_id: only this delivery's dead letters (the others are looked through
+            and stay, unreported).
     """
     report = RedriveReport()
     kept: list[str] = []  # receipt handles of letters that stay, made visible again at the end
+    seen: set[str] = set()  # a letter seen again (its hiding ran out): the pass is over
     try:
         while max_messages is None or len(report.outcomes) < max_messages:
             want = _SQS_BATCH if max_messages is None else max_messages - len(report.outcomes)
             messages = _receive(target, min(_SQS_BATCH, want))
-            if not messages:
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            kept += [m["ReceiptHandle"] for m in messages if m["MessageId"] in seen]
+            if not fresh:
                 break
-            for message in messages:
-                delivery_id, outcome = _redrive_one(
-                    target, message["Body"], now=now, dry_run=dry_run
-                )
-                report.outcomes.append((delivery_id, outcome))
+            for message in fresh:
+                seen.add(message["MessageId"])
+                if delivery_id is not None and _letter_of(message["Body"]) != delivery_id:
+                    kept.append(message["ReceiptHandle"])
+                    continue
+                letter_id, outcome = _redrive_one(target, message["Body"], now=now, dry_run=dry_run)
+                report.outcomes.append((letter_id, outcome))
                 if dry_run or outcome is RedriveOutcome.MALFORMED:
                     kept.append(message["ReceiptHandle"])
                 else:
@@ -229,6 +241,14 @@ def _sqs(call: Callable[..., _Response], **arguments: Any) -> _Response:
         return call(**arguments)
     except (ClientError, BotoCoreError) as exc:
         raise OperatorError(f"SQS: {describe_aws_error(exc)}") from None
+
+
+def _letter_of(body: str) -> str | None:
+    """The delivery id a dead letter is for (None: not a work item)."""
+    try:
+        return WorkItem.from_json(body).delivery_id
+    except ValueError:
+        return None
 
 
 def _redrive_one(

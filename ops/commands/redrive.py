@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -25,8 +26,15 @@ def register(subparsers: Any) -> None:
             " processed meanwhile are dropped from the DLQ; malformed messages stay. Safe to"
             " run again after an interruption. --all does the same with a bound: when the"
             " queue holds more than --limit letters, nothing is done without --yes;"
-            " --dry-run says what each letter would come to and leaves them all."
+            " --dry-run says what each letter would come to and leaves them all. With a"
+            " DELIVERY_ID: only that delivery's dead letters (exit 1 if it has none)."
         ),
+    )
+    parser.add_argument(
+        "delivery_id",
+        metavar="DELIVERY_ID",
+        nargs="?",
+        help="only this delivery's dead letters (the queue is looked through)",
     )
     parser.add_argument("--max", type=int, metavar="N", help="handle at most N dead letters")
     parser.add_argument(
@@ -46,12 +54,24 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max is not None and args.max < 1:
         raise CommandError("--max must be at least 1")
-    if args.all or args.dry_run or args.yes:
+    bulk = args.all or args.dry_run or args.yes
+    if args.delivery_id is not None and (bulk or args.max is not None):
+        raise CommandError("DELIVERY_ID goes without --all/--dry-run/--yes/--max")
+    if bulk:
         if args.max is not None:
             raise CommandError("--max goes without --all/--dry-run/--yes (use --limit there)")
         return run_all(args)
     target = open_target(args)
-    report = operator_call(requeue.redrive, target, now=int(time.time()), max_messages=args.max)
+    report = operator_call(
+        requeue.redrive,
+        target,
+        now=int(time.time()),
+        max_messages=args.max,
+        delivery_id=args.delivery_id,
+    )
+    if args.delivery_id is not None and not report.outcomes:
+        print(f"redrive: no dead letter for {args.delivery_id}", file=sys.stderr)
+        return 1
     if args.json:
         print_json(report.to_dict())
         return 0

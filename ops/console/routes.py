@@ -235,11 +235,12 @@ class Console:
 
     def _redrive_one(self, form: dict[str, str], now: int) -> tuple[str, str]:
         delivery_id = _required(form, "delivery_id")
-        result = dead_letters.redrive_one(self.target, delivery_id, now=now)
-        if result is None:
-            return f"{delivery_id}: no dead letter found", _delivery_path(delivery_id)
-        said = f"{delivery_id}: {result.outcome.value}"
-        return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
+        report = requeue.redrive(self.target, now=now, delivery_id=delivery_id)
+        counts = ", ".join(
+            f"{o.value} {report.count(o)}" for o in requeue.RedriveOutcome if report.count(o)
+        )
+        said = f"{delivery_id}: redrive {counts}" if counts else f"{delivery_id}: no dead letter"
+        return said, _delivery_path(delivery_id)
 
     def _redrive_all(self, form: dict[str, str], now: int) -> tuple[str, str]:
         # The depth the operator saw bounds what this click may touch.

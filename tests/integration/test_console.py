@@ -274,7 +274,7 @@ def test_dead_letters_redrive_one_then_all(stack: Stack) -> None:
     assert first in page and second in page and "<b>2</b>" in page
 
     one = json.loads(post(console, "/actions/redrive", {"delivery_id": first}).body)
-    assert one["message"] == f"{first}: requeued"
+    assert one["message"] == f"{first}: redrive moved 1"
     assert stack.claims.get(first).state is State.PENDING
     assert stack.claims.get(second).state is State.FAILED
 
@@ -284,7 +284,7 @@ def test_dead_letters_redrive_one_then_all(stack: Stack) -> None:
     assert stack.claims.get(second).state is State.PENDING
     assert stack.drain(stack.target.dead_letter_queue_url) == []
     again = json.loads(post(console, "/actions/redrive", {"delivery_id": first}).body)
-    assert again["message"] == f"{first}: no dead letter found"
+    assert again["message"] == f"{first}: no dead letter"
 
 
 def test_home_lists_the_stacks_alarms_in_alarm(stack: Stack, moto_endpoint: str) -> None:

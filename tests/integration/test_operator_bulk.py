@@ -184,6 +184,9 @@ def test_a_filter_by_reason_and_window_touches_exactly_the_right_items(
     # An open end: everything that failed since NOW + 150, whatever the reason.
     rest = bulk.requeue_matching(stack.target, now=NOW + 400, since=NOW + 150, dry_run=True)
     assert sorted(rest.changed_ids) == sorted([other_reason, at_until, later])
+    # Ends the wrong way round: an empty window, not a DynamoDB validation error.
+    empty = bulk.requeue_matching(stack.target, now=NOW + 400, since=until, until=since)
+    assert (empty.matched, empty.changed) == (0, 0)
     _no_scan(calls)
 
 
@@ -254,7 +257,7 @@ def test_cli_dry_run_then_run_then_rerun(stack: Stack, capsys: pytest.CaptureFix
     assert status == 0
     lines = [line.split() for line in out.splitlines()]
     assert lines[0][:3] == ["matched", "3", "(since"]
-    assert lines[0][3] in {iso(now - 3600 + s) + ")" for s in range(60)}  # the CLI's now
+    assert lines[0][3] in {f"{iso(now - 3600 + s)})" for s in range(60)}  # the CLI's now
     assert lines[1:] == [["requeued", "3"], ["unchanged", "0"]]
     assert _states(stack, [*recent, old]) == {**dict.fromkeys(recent, "pending"), old: "failed"}
 
@@ -290,6 +293,7 @@ def test_cli_over_the_limit_exits_2_naming_yes(
         (["requeue", "--state", "failed", "--since", "yesterday"], "--since: 'yesterday' is not"),
         (["requeue", "--state", "failed", "--limit", "0"], "--limit must be at least 1"),
         (["redrive", "--all", "--max", "3"], "--max goes without --all"),
+        (["redrive", "some-id", "--all"], "DELIVERY_ID goes without --all"),
     ],
 )
 def test_cli_refuses_mixed_or_bad_options(
@@ -358,3 +362,27 @@ def test_redrive_all_over_the_limit_needs_yes(
     status, out, _ = run_cli(capsys, stack.cli("redrive", "--all", "--limit", "2", "--yes"))
     assert status == 0 and ["redriven", "3"] in [line.split() for line in out.splitlines()]
     assert stack.drain(stack.target.dead_letter_queue_url) == []
+
+
+def test_redrive_one_delivery_leaves_the_other_letters(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wanted, other = _fail(stack), _fail(stack)
+    for body in (_work(other), _work(wanted), "not a work item", _work(wanted)):
+        stack.dead_letter(body)
+    stack.drain(stack.target.work_queue_url)
+
+    status, out, _ = run_cli(capsys, stack.cli("redrive", wanted, "--json"))
+    assert status == 0
+    document = json.loads(out)
+    assert document["messages"] == [
+        {"delivery_id": wanted, "outcome": "moved"},
+        {"delivery_id": wanted, "outcome": "moved"},  # a second letter: resent, harmless
+    ]
+    assert _states(stack, [wanted, other]) == {wanted: "pending", other: "failed"}
+    assert stack.drain(stack.target.work_queue_url) == [_work(wanted)] * 2
+    assert sorted(stack.drain(stack.target.dead_letter_queue_url)) == sorted(
+        [_work(other), "not a work item"]
+    )
+    status, _, err = run_cli(capsys, stack.cli("redrive", wanted))
+    assert status == 1 and f"no dead letter for {wanted}" in err

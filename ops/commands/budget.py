@@ -67,11 +67,11 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops import budget
 
     if args.tokens < 0:
-        raise CommandError("TOKENS must not be negative")
+        raise CommandError("TOKENS must not be negative", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     status = operator_call(budget.set_budget, target, args.tokens, now=int(time.time()))
     _print(status, as_json=args.json)

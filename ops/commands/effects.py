@@ -76,11 +76,11 @@ def register(subparsers: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops import effects
 
     if args.older_than < 0:
-        raise CommandError("--older-than must not be negative")
+        raise CommandError("--older-than must not be negative", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     found = operator_call(
         effects.list_effects,

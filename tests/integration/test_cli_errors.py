@@ -270,6 +270,8 @@ def test_a_closed_pipe_ends_quietly(stack: Stack) -> None:
         (["local", "--port", "70000"], "--port must be between 0 and 65535"),
         (["local", "--workflow-setting", "novalue"], "--workflow-setting takes NAME=VALUE"),
         (["inbox", "list", "--limit", "0"], "--limit must be at least 1"),
+        (["chaos", "--aws-fault-rate", "3"], "--aws-fault-rate must be between 0 and 1"),
+        (["chaos", "--deliveries", "3"], "--deliveries must be at least 10"),
     ],
 )
 def test_a_bad_option_value_is_named_by_its_flag(argv: list[str], message: str) -> None:

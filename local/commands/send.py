@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -122,12 +123,15 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from local.commands import CommandError
-    from local.sender import Sender, SenderConfig, contract_schedule
+    from local.sender import HORIZON_SECONDS, Sender, SenderConfig, contract_schedule
 
     _check_options(args)
     url, secrets, mcp_url, state = _targets(args)
     give_up_after = _give_up_after(args)
-    horizon = None if give_up_after is None else give_up_after * args.time_scale
+    # In contract seconds (the schedule's unit); a bound only ever shortens the schedule.
+    horizon = HORIZON_SECONDS
+    if give_up_after is not None:
+        horizon = min(HORIZON_SECONDS, give_up_after * args.time_scale)
     try:
         config = SenderConfig(
             url=url,
@@ -137,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             duplicate_rate=args.duplicate_rate,
             seed=args.seed,
-            schedule=contract_schedule() if horizon is None else contract_schedule(horizon),
+            schedule=contract_schedule(horizon),
         )
     except ValueError as exc:
         raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
@@ -192,8 +196,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError("--concurrency must be at least 1", code=bad)
     if not 0.0 <= args.duplicate_rate <= 1.0:
         raise CommandError("--duplicate-rate must be between 0 and 1", code=bad)
-    if not args.time_scale > 0:
-        raise CommandError("--time-scale must be positive", code=bad)
+    if not 0 < args.time_scale < math.inf:
+        raise CommandError("--time-scale must be a positive number", code=bad)
     if not args.timeout > 0:
         raise CommandError("--timeout must be positive", code=bad)
     if not args.wait_deadline > 0:

@@ -257,7 +257,7 @@ def test_a_closed_pipe_ends_quietly(stack: Stack) -> None:
         (["send", "--duplicate-rate", "2"], "--duplicate-rate must be between 0 and 1"),
         (["send", "--count", "0"], "--count must be at least 1"),
         (["send", "--concurrency", "0"], "--concurrency must be at least 1"),
-        (["send", "--time-scale", "0"], "--time-scale must be positive"),
+        (["send", "--time-scale", "inf"], "--time-scale must be a positive number"),
         (["send", "--timeout", "-1"], "--timeout must be positive"),
         (["send", "--wait-deadline", "0"], "--wait-deadline must be positive"),
         (

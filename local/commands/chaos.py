@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from local.commands.json_output import json_text
 
 
 def register(subparsers: Any) -> None:
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     report = run_chaos(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(report.table())
     if report_path is not None:
-        report_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        report_path.write_text(json_text(report.to_dict()) + "\n", encoding="utf-8")
     return 0 if report.passed else 1
 
 

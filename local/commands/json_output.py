@@ -1,4 +1,5 @@
-"""The one way every ``--json`` option prints: indented, keys sorted (stable for diffs)."""
+"""The one way the CLI writes JSON (``--json``, ``chaos --report``): indented, keys sorted,
+so that output is stable for scripts and diffs."""
 
 from __future__ import annotations
 
@@ -6,5 +7,9 @@ import json
 from typing import Any
 
 
+def json_text(document: Any) -> str:
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
 def print_json(document: Any) -> None:
-    print(json.dumps(document, indent=2, sort_keys=True))
+    print(json_text(document))

@@ -40,7 +40,9 @@ def register(subparsers: Any) -> None:
             " daily_token_budget setting. 0 stops every model call."
         ),
     )
-    change.add_argument("tokens", type=int, metavar="TOKENS")
+    change.add_argument(
+        "tokens", type=int, metavar="TOKENS", help="the daily limit (model tokens; 0 stops calls)"
+    )
     change.add_argument("--json", action="store_true", help="one JSON object (today, after)")
     add_target_arguments(change)
     change.set_defaults(handler=run_set)

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     show = actions.add_parser(
         "show", help="one delivery's inbox item, steps and effects (exit 1 if unknown)"
     )
-    show.add_argument("delivery_id", metavar="DELIVERY_ID")
+    show.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
     show.add_argument("--json", action="store_true", help="one JSON object")
     add_target_arguments(show)
     show.set_defaults(handler=run_show)

@@ -353,14 +353,18 @@ class Sender:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_attempt: Callable[[AttemptResult], None] | None = None,
     ) -> None:
         """Args:
         config: the behaviour.
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
         clock: wall-clock seconds for the attempt timestamps.
         sleep: how back-off waits (tests may record delays instead of waiting).
+        on_attempt: called with every attempt's result as it ends (``send`` says
+            at the first failure that nothing answers).
         """
         self.config = config
+        self._on_attempt = on_attempt
         self._clock = clock
         self._sleep = sleep
         self._rng = random.Random(config.seed)  # noqa: S311 (seeded simulation, not crypto)
@@ -433,7 +437,7 @@ class Sender:
             answer = TIMEOUT
         except httpx.TransportError:
             answer = CONNECTION_ERROR
-        return AttemptResult(
+        result = AttemptResult(
             number=number,
             answer=answer,
             status=status,
@@ -442,6 +446,9 @@ class Sender:
             extra=extra,
             headers=headers,
         )
+        if self._on_attempt is not None:
+            self._on_attempt(result)
+        return result
 
     # --- whole deliveries ---------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
 from local.state import LocalState
@@ -18,6 +19,7 @@ _DEPTH_ATTRIBUTES: Final[tuple[QueueAttributeNameType, ...]] = (
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
 )
+_BATCH_GET_KEYS: Final = 100  # DynamoDB's BatchGetItem limit
 
 
 def queue_depths(state: LocalState) -> dict[str, int]:
@@ -50,6 +52,39 @@ def inbox_states(state: LocalState) -> dict[str, str]:
         for item in page["Items"]:
             if "state" in item:
                 states[item["pk"]["S"]] = item["state"]["S"]
+    return states
+
+
+def delivery_states(state: LocalState, delivery_ids: list[str]) -> dict[str, str]:
+    """The inbox state of each of these deliveries that has an inbox item (consistent reads,
+    100 keys a request: cheaper on the emulator than a scan of the whole table)."""
+    dynamodb = state.aws_client("dynamodb")
+    table = state.resources.table_name
+    states: dict[str, str] = {}
+    for start in range(0, len(delivery_ids), _BATCH_GET_KEYS):
+        keys: list[Mapping[str, Any]] = [
+            {
+                table_layout.TABLE_PARTITION_KEY: {"S": delivery_id},
+                table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_INBOX},
+            }
+            for delivery_id in delivery_ids[start : start + _BATCH_GET_KEYS]
+        ]
+        while keys:
+            answer = dynamodb.batch_get_item(
+                RequestItems={
+                    table: {
+                        "Keys": keys,
+                        "ConsistentRead": True,
+                        "ProjectionExpression": "pk, #s",
+                        "ExpressionAttributeNames": {"#s": "state"},
+                    }
+                }
+            )
+            for item in answer["Responses"].get(table, []):
+                if "state" in item:
+                    states[item["pk"]["S"]] = item["state"]["S"]
+            unprocessed = answer.get("UnprocessedKeys", {})
+            keys = list(unprocessed[table]["Keys"]) if table in unprocessed else []
     return states
 
 

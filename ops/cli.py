@@ -5,16 +5,24 @@ and the simulator) or :mod:`ops.commands` (the operator commands); each exposes
 ``register(subparsers)``: it adds its parser and sets ``handler`` (a function taking
 the parsed namespace and returning the exit status). Modules import their heavy
 dependencies inside the handler, so ``--help`` stays quick.
+
+:func:`main` is the one place that turns what a user can cause into one line on
+stderr (``relaylink-receiver inbox: error: stack_unreachable: ...``, exit 2): a
+command raises, and :mod:`ops.cli_failures` names the failure.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from local.commands import CommandError
+from local.commands import PROG, ErrorCode, format_line
+from ops.cli_failures import DISTRIBUTION, known_failure
 
 # Order is the order ``--help`` lists them in.
 COMMAND_MODULES = (
@@ -30,12 +38,35 @@ COMMAND_MODULES = (
     "ops.commands.budget",
     "ops.commands.console",
 )
+USAGE_ERROR = 2
+# What a shell reports for a process a closed pipe stopped (128 + SIGPIPE).
+CLOSED_PIPE = 141
+INTERRUPTED = 130
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse, whose errors are one line in the CLI's shape (subparsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip() or None
+        line = format_line(command, ErrorCode.USAGE, f"{message} (see --help)")
+        self.exit(USAGE_ERROR, line + "\n")
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="relaylink-receiver",
+    parser = CommandLineParser(
+        prog=PROG,
         description="Run the RelayLink receiver locally, drive it, and operate a deployed stack.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version()}", help="print the version"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
@@ -48,12 +79,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except CommandError as exc:
-        print(f"relaylink-receiver {args.command}: {exc}", file=sys.stderr)
-        return 2
+        sys.stdout.flush()  # a closed pipe surfaces here, not at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return CLOSED_PIPE
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
+    except Exception as exc:  # every failure passes by the one mapping; bugs re-raise
+        failure = known_failure(exc)
+        if failure is None:
+            raise
+        print(format_line(args.command, failure.code, str(failure)), file=sys.stderr)
+        return USAGE_ERROR
     return status
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush must not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+)
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
@@ -61,6 +67,8 @@ class Target:
         except ClientError as exc:
             message = exc.response.get("Error", {}).get("Message", "unknown error")
             raise OperatorError(f"cannot describe stack {stack_name}: {message}") from None
+        except (NoRegionError, NoCredentialsError, PartialCredentialsError):
+            raise  # the caller's set-up: the CLI's entry point names what to set
         except BotoCoreError as exc:
             raise OperatorError(f"cannot describe stack {stack_name}: {exc}") from None
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks["Stacks"][0].get("Outputs", [])}

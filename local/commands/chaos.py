@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from local.commands.json_output import json_text
 
 
 def register(subparsers: Any) -> None:
@@ -82,8 +83,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from local.chaos import ChaosConfig, run_chaos  # noqa: PLC0415 (heavy: the whole stack)
-    from local.commands import CommandError  # noqa: PLC0415
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
+    _check_options(args)
     try:
         config = ChaosConfig(
             deliveries=args.deliveries,
@@ -97,18 +99,39 @@ def run(args: argparse.Namespace) -> int:
             deadline_seconds=args.deadline,
             concurrency=args.concurrency,
         )
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
+    except ValueError as exc:  # a combination the checks above do not name
+        raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
     report_path = Path(args.report) if args.report else None
     if report_path is not None and not report_path.parent.is_dir():
-        raise CommandError(f"--report: no directory {report_path.parent}")
+        raise CommandError(
+            f"--report: no directory {report_path.parent}", code=ErrorCode.BAD_OPTION
+        )
     # SIGTERM stops the run as Ctrl-C does: the stack's child processes stop with it.
     signal.signal(signal.SIGTERM, _interrupt)
     report = run_chaos(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(report.table())
     if report_path is not None:
-        report_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        report_path.write_text(json_text(report.to_dict()) + "\n", encoding="utf-8")
     return 0 if report.passed else 1
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Each bound of :class:`~local.chaos.ChaosConfig`, named by its flag."""
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
+
+    checks = [
+        (args.deliveries >= 10, "--deliveries must be at least 10"),
+        (args.kills >= 0, "--kills must not be negative"),
+        (args.concurrency >= 1, "--concurrency must be at least 1"),
+        (args.time_scale > 0, "--time-scale must be positive"),
+        (args.deadline > 0, "--deadline must be positive"),
+    ]
+    for flag in ("mcp_failure_rate", "mcp_slow_rate", "aws_fault_rate", "relay_failure_rate"):
+        option = "--" + flag.replace("_", "-")
+        checks.append((0.0 <= getattr(args, flag) <= 1.0, f"{option} must be between 0 and 1"))
+    for holds, message in checks:
+        if not holds:
+            raise CommandError(message, code=ErrorCode.BAD_OPTION)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

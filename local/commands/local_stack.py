@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 import threading
 from types import FrameType
@@ -21,7 +22,9 @@ def register(subparsers: Any) -> None:
             "target that counts effects. Stops cleanly on Ctrl-C or SIGTERM."
         ),
     )
-    parser.add_argument("--port", type=int, default=8080, help="front door port (default 8080)")
+    parser.add_argument(
+        "--port", type=int, default=8080, help="front door port (default 8080; 0 picks a free one)"
+    )
     parser.add_argument(
         "--signing-secret",
         action="append",
@@ -30,9 +33,26 @@ def register(subparsers: Any) -> None:
         help="an active signing secret (whsec_...); repeat for rotation; default: generated",
     )
     parser.add_argument("--mcp-token", help="the MCP server's bearer token (default: generated)")
-    parser.add_argument("--mcp-latency-ms", type=int, default=0)
-    parser.add_argument("--mcp-failure-rate", type=float, default=0.0, metavar="P")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mcp-latency-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="delay every answer of the demo MCP server by MS milliseconds (default 0)",
+    )
+    parser.add_argument(
+        "--mcp-failure-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="fraction of MCP requests answered 503, between 0 and 1 (default 0)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="makes the MCP server's failures and the emulator repeatable (default 0)",
+    )
     parser.add_argument("--state-file", metavar="PATH", help="write URLs, secrets and pids here")
     parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
     parser.add_argument(
@@ -57,34 +77,83 @@ def register(subparsers: Any) -> None:
 
 
 def _workflow_settings(pairs: list[str]) -> dict[str, str]:
-    from local.commands import CommandError  # noqa: PLC0415
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     settings: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise CommandError("--workflow-setting takes NAME=VALUE")
+            raise CommandError("--workflow-setting takes NAME=VALUE", code=ErrorCode.BAD_OPTION)
         settings[name.strip().lower()] = value
     return settings
 
 
 def run(args: argparse.Namespace) -> int:
-    from functions.core.signature import SigningSecret  # noqa: PLC0415
-    from local.commands import CommandError  # noqa: PLC0415
-    from local.stack import LocalStack  # noqa: PLC0415
-    from local.stack_options import StackOptions  # noqa: PLC0415
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
+    _check_options(args)
+    settings = _workflow_settings(args.workflow_setting)
+    # Checked before the stack starts: its front door is a child process, whose bind
+    # error would surface only as an exit, with logs in a folder deleted on the way out.
+    if args.port and not _port_free(args.port):
+        raise CommandError(
+            f"port {args.port} is in use (another `relaylink-receiver local`?);"
+            " pick another with --port N, or --port 0 for a free one",
+            code=ErrorCode.PORT_IN_USE,
+        )
+    return _serve(args, settings)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    from functions.core.signature import SigningSecret  # noqa: PLC0415
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
+
+    bad = ErrorCode.BAD_OPTION
     for secret in args.signing_secret:
         try:
             SigningSecret.parse(secret)
         except ValueError:
-            raise CommandError("--signing-secret must be whsec_ followed by base64") from None
+            raise CommandError(
+                "--signing-secret must be whsec_ followed by base64", code=bad
+            ) from None
     if not 0.0 <= args.mcp_failure_rate <= 1.0:
-        raise CommandError("--mcp-failure-rate must be between 0 and 1")
+        raise CommandError("--mcp-failure-rate must be between 0 and 1", code=bad)
+    if args.mcp_latency_ms < 0:
+        raise CommandError("--mcp-latency-ms must not be negative", code=bad)
     if not 0 <= args.port <= 65535:
-        raise CommandError("--port must be between 0 and 65535")
+        raise CommandError("--port must be between 0 and 65535", code=bad)
     if args.workflow_source and not os.path.isdir(args.workflow_source):
-        raise CommandError(f"--workflow-source: no folder {args.workflow_source}")
+        raise CommandError(f"--workflow-source: no folder {args.workflow_source}", code=bad)
+    if args.state_file:
+        folder = os.path.dirname(os.path.abspath(args.state_file))
+        if os.path.isdir(args.state_file):
+            raise CommandError(
+                f"--state-file {args.state_file} is a directory; give a file path in it",
+                code=ErrorCode.STATE_FILE,
+            )
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise CommandError(f"--state-file: cannot write in {folder}", code=ErrorCode.STATE_FILE)
+    if args.run_dir and os.path.exists(args.run_dir) and not os.path.isdir(args.run_dir):
+        raise CommandError(f"--run-dir {args.run_dir} is not a folder", code=bad)
+
+
+def _port_free(port: int) -> bool:
+    """Whether the front door could listen on 127.0.0.1:``port`` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As http.server does: a port whose old connections linger in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
+    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
+    from local.stack import LocalStack  # noqa: PLC0415
+    from local.stack_options import StackOptions  # noqa: PLC0415
+
     options = StackOptions(
         port=args.port,
         signing_secrets=tuple(args.signing_secret),
@@ -95,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         state_file=args.state_file,
         run_dir=args.run_dir,
         workflow=args.workflow,
-        workflow_settings=_workflow_settings(args.workflow_setting),
+        workflow_settings=workflow_settings,
         workflow_source=os.path.abspath(args.workflow_source) if args.workflow_source else None,
     )
     stop = threading.Event()
@@ -105,11 +174,23 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    logs = (
+        f"its logs are in {args.run_dir}"
+        if args.run_dir
+        else "rerun with --run-dir DIR to keep its logs"
+    )
     try:
         stack = LocalStack(options)
         stack.__enter__()
     except OSError as exc:
-        raise CommandError(f"cannot start: {exc.strerror or exc}") from None
+        raise CommandError(
+            f"cannot start: {exc.strerror or exc}", code=ErrorCode.START_FAILED
+        ) from None
+    except (RuntimeError, TimeoutError):
+        # Their message names the run folder, deleted by now unless --run-dir kept it.
+        raise CommandError(
+            f"the local stack did not start; {logs}", code=ErrorCode.START_FAILED
+        ) from None
     try:
         state = stack.state
         print(f"webhook URL   {state.webhook_url}")

@@ -6,16 +6,28 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import sys
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from local.commands import ErrorCode, format_line
+from local.commands.json_output import print_json
+from local.commands.state_file import address
+
 if TYPE_CHECKING:
-    from local.sender import DeliveryResult, Summary
+    from local.sender import AttemptResult, DeliveryResult, Summary
+    from local.state import LocalState
 
 SECRET_ENV = "RELAYLINK_SIGNING_SECRET"  # noqa: S105 (a variable name)
+# A person at a terminal wants an answer, not three days of retries.
+TERMINAL_GIVE_UP_SECONDS = 30.0
+CONTRACT_SCHEDULE = "contract"
+DEFAULT_WAIT_DEADLINE_SECONDS = 120.0
+FINAL_STATES = frozenset({"completed", "failed", "ignored"})
+_WAIT_PAUSE_SECONDS = 0.5
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +39,9 @@ def register(subparsers: Any) -> None:
             "does: body serialized once, a fresh timestamp and signature per attempt, "
             "retries on non-2xx, connection errors or no answer within --timeout, on the "
             "contract's back-off (30 s, 2 min, 10 min, 1 h, 6 h, then 12 h, up to 3 days) "
-            "divided by --time-scale. Exit 0 only if every delivery was acknowledged."
+            "divided by --time-scale; from a terminal it gives up after 30 s instead "
+            "(--give-up-after). Exit 0 only if every delivery was acknowledged (and, with "
+            "--wait, reached a final state in time)."
         ),
     )
     parser.add_argument("--url", help="receiver URL (default: the --local stack's webhook_url)")
@@ -81,6 +95,27 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the summary as JSON (with every delivery)"
     )
+    parser.add_argument(
+        "--give-up-after",
+        metavar="SECONDS",
+        help="retry a delivery only while the retry starts within SECONDS of its first "
+        f"attempt (default {TERMINAL_GIVE_UP_SECONDS:g} when stdout is a terminal, else "
+        "'contract': the contract's whole 3-day schedule)",
+    )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="then wait until the acknowledged deliveries reach a final state in the "
+        "--local stack's inbox (completed, failed, ignored) and print how many are in each",
+    )
+    parser.add_argument(
+        "--wait-deadline",
+        type=float,
+        default=DEFAULT_WAIT_DEADLINE_SECONDS,
+        metavar="SECONDS",
+        help=f"how long --wait waits at most (default {DEFAULT_WAIT_DEADLINE_SECONDS:g};"
+        " exit 1 if some are not final by then)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -88,11 +123,15 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from local.commands import CommandError
-    from local.sender import Sender, SenderConfig
+    from local.sender import HORIZON_SECONDS, Sender, SenderConfig, contract_schedule
 
-    url, secrets, mcp_url = _targets(args)
-    if args.count < 1:
-        raise CommandError("--count must be at least 1")
+    _check_options(args)
+    url, secrets, mcp_url, state = _targets(args)
+    give_up_after = _give_up_after(args)
+    # In contract seconds (the schedule's unit); a bound only ever shortens the schedule.
+    horizon = HORIZON_SECONDS
+    if give_up_after is not None:
+        horizon = min(HORIZON_SECONDS, give_up_after * args.time_scale)
     try:
         config = SenderConfig(
             url=url,
@@ -102,14 +141,16 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             duplicate_rate=args.duplicate_rate,
             seed=args.seed,
+            schedule=contract_schedule(horizon),
         )
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
     show_progress = args.progress or sys.stderr.isatty()
     bar = ProgressBar(args.count, sys.stderr) if show_progress else None
+    first_failure = FirstFailure(url, timeout=args.timeout, give_up_after=give_up_after)
 
     async def send() -> Summary:
-        async with Sender(config) as sender:
+        async with Sender(config, on_attempt=first_failure.report) as sender:
             return await sender.send_new(
                 args.count,
                 mcp_url=mcp_url,
@@ -121,40 +162,167 @@ def run(args: argparse.Namespace) -> int:
     summary = asyncio.run(send())
     if bar is not None:
         bar.finish()
+    states = _wait_final(summary, state, args.wait_deadline) if state and args.wait else None
+    document = summary.to_dict()
+    if states is not None:
+        document["states"] = dict(states)
     if args.json:
-        print(json.dumps(summary.to_dict(), indent=2))
+        print_json(document)
     else:
         print(render_summary(summary))
-    return 0 if summary.all_acknowledged else 1
+        if states is not None:
+            print(f"states        {_counts(states)}")
+    finished = states is None or _all_final(states, summary)
+    if not finished:
+        print(
+            format_line(
+                "send",
+                ErrorCode.WAIT_DEADLINE,
+                f"some deliveries were not in a final state after {args.wait_deadline:g} s"
+                " (--wait-deadline)",
+            ),
+            file=sys.stderr,
+        )
+    return 0 if summary.all_acknowledged and finished else 1
 
 
-def _targets(args: argparse.Namespace) -> tuple[str, list[str], str]:
+def _check_options(args: argparse.Namespace) -> None:
     from local.commands import CommandError
+
+    bad = ErrorCode.BAD_OPTION
+    if args.count < 1:
+        raise CommandError("--count must be at least 1", code=bad)
+    if args.concurrency < 1:
+        raise CommandError("--concurrency must be at least 1", code=bad)
+    if not 0.0 <= args.duplicate_rate <= 1.0:
+        raise CommandError("--duplicate-rate must be between 0 and 1", code=bad)
+    if not 0 < args.time_scale < math.inf:
+        raise CommandError("--time-scale must be a positive number", code=bad)
+    if not args.timeout > 0:
+        raise CommandError("--timeout must be positive", code=bad)
+    if not args.wait_deadline > 0:
+        raise CommandError("--wait-deadline must be positive", code=bad)
+    if args.wait and not args.local:
+        raise CommandError("--wait needs --local STATE_FILE: it watches that stack's inbox")
+
+
+def _give_up_after(args: argparse.Namespace) -> float | None:
+    """Seconds after a delivery's first attempt when its retries stop; None: the contract's."""
+    from local.commands import CommandError
+
+    if args.give_up_after is None:
+        return TERMINAL_GIVE_UP_SECONDS if sys.stdout.isatty() else None
+    if args.give_up_after == CONTRACT_SCHEDULE:
+        return None
+    try:
+        seconds = float(args.give_up_after)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise CommandError(
+            f"--give-up-after must be a number of seconds (0 or more) or '{CONTRACT_SCHEDULE}'",
+            code=ErrorCode.BAD_OPTION,
+        )
+    return seconds
+
+
+class FirstFailure:
+    """Says once, at the run's first failed attempt, what went wrong and how long it retries.
+
+    Names the receiver by host and port only: the URL's path may hold a secret token.
+    """
+
+    def __init__(self, url: str, *, timeout: float, give_up_after: float | None) -> None:
+        self._where = address(url)
+        self._timeout = timeout
+        self._give_up_after = give_up_after
+        self._said = False
+
+    def report(self, attempt: AttemptResult) -> None:
+        from local.sender import CONNECTION_ERROR, TIMEOUT
+
+        if self._said or attempt.acknowledged:
+            return
+        self._said = True
+        if attempt.answer == CONNECTION_ERROR:
+            code, what = ErrorCode.RECEIVER_UNREACHABLE, f"nothing answers at {self._where}"
+        elif attempt.answer == TIMEOUT:
+            code = ErrorCode.RECEIVER_UNREACHABLE
+            what = f"no answer from {self._where} within {self._timeout:g} s (--timeout)"
+        else:
+            code, what = ErrorCode.ATTEMPT_REFUSED, f"{self._where} answered {attempt.answer}"
+        print(
+            format_line("send", code, f"{what}; {self._plan()}", level="warning"), file=sys.stderr
+        )
+
+    def _plan(self) -> str:
+        if self._give_up_after is None:
+            return "retrying on the contract's schedule for up to 3 days (Ctrl-C stops)"
+        return f"retrying for up to {self._give_up_after:g} s (--give-up-after)"
+
+
+def _wait_final(summary: Summary, state: LocalState, deadline_seconds: float) -> Counter[str]:
+    """Inbox states of the acknowledged deliveries, once all are final or at the deadline."""
+    from local.stack_probes import delivery_states
+
+    waiting = [r.delivery_id for r in summary.results if r.acknowledged]
+    print(
+        f"waiting for {len(waiting)} deliveries to reach a final state"
+        f" (at most {deadline_seconds:g} s) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    deadline = time.monotonic() + deadline_seconds
+    final: dict[str, str] = {}
+    while True:
+        pending = [d for d in waiting if d not in final]
+        states = delivery_states(state, pending) if pending else {}
+        final.update({d: s for d, s in states.items() if s in FINAL_STATES})
+        if len(final) == len(waiting) or time.monotonic() >= deadline:
+            break
+        time.sleep(min(_WAIT_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
+    counts = Counter(final.values())
+    for delivery_id in waiting:
+        if delivery_id not in final:
+            counts[states.get(delivery_id, "no_inbox_item")] += 1
+    return counts
+
+
+def _all_final(states: Counter[str], summary: Summary) -> bool:
+    return sum(states[s] for s in FINAL_STATES) == summary.acknowledged
+
+
+def _counts(states: Counter[str]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(states.items())) or "none"
+
+
+def _targets(args: argparse.Namespace) -> tuple[str, list[str], str, LocalState | None]:
+    from local.commands import CommandError
+    from local.commands.state_file import read_running_stack
 
     url: str | None = args.url
     secrets: list[str] = list(args.secret)
     mcp_url: str | None = args.mcp_url
+    state: LocalState | None = None
     if not secrets and os.environ.get(SECRET_ENV):
         secrets = os.environ[SECRET_ENV].split()
     if args.local:
-        from local.state import LocalState
-
-        try:
-            state = LocalState.read(args.local)
-        except (OSError, ValueError, KeyError) as exc:
-            raise CommandError(f"cannot read the state file {args.local}: {exc}") from None
+        # Without --url the deliveries go to the stack's front door: it must answer.
+        state = read_running_stack(
+            args.local, answering_url="aws_endpoint_url" if url else "webhook_url"
+        )
         url = url or state.webhook_url
         secrets = secrets or list(state.signing_secrets)
         mcp_url = mcp_url or state.mcp_url
     if not url:
         raise CommandError("--url is required (or --local STATE_FILE)")
     if not url.startswith(("http://", "https://")):
-        raise CommandError("--url must be an http:// or https:// URL")
+        raise CommandError("--url must be an http:// or https:// URL", code=ErrorCode.BAD_OPTION)
     if not secrets:
         raise CommandError(f"--secret is required (or ${SECRET_ENV}, or --local STATE_FILE)")
     if not mcp_url:
         raise CommandError("--mcp-url is required (or --local STATE_FILE)")
-    return url, secrets, mcp_url
+    return url, secrets, mcp_url, state
 
 
 class ProgressBar:

@@ -40,7 +40,9 @@ def register(subparsers: Any) -> None:
             " daily_token_budget setting. 0 stops every model call."
         ),
     )
-    change.add_argument("tokens", type=int, metavar="TOKENS")
+    change.add_argument(
+        "tokens", type=int, metavar="TOKENS", help="the daily limit (model tokens; 0 stops calls)"
+    )
     change.add_argument("--json", action="store_true", help="one JSON object (today, after)")
     add_target_arguments(change)
     change.set_defaults(handler=run_set)
@@ -67,11 +69,11 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops import budget
 
     if args.tokens < 0:
-        raise CommandError("TOKENS must not be negative")
+        raise CommandError("TOKENS must not be negative", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     status = operator_call(budget.set_budget, target, args.tokens, now=int(time.time()))
     _print(status, as_json=args.json)

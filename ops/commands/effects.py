@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
             " cleared, no record) or a worker holds the delivery; nothing changes then."
         ),
     )
-    resolve.add_argument("delivery_id", metavar="DELIVERY_ID")
+    resolve.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
     resolve.add_argument("effect", metavar="EFFECT", help="the effect's name, e.g. notify")
     finding = resolve.add_mutually_exclusive_group(required=True)
     finding.add_argument(
@@ -76,11 +76,11 @@ def register(subparsers: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops import effects
 
     if args.older_than < 0:
-        raise CommandError("--older-than must not be negative")
+        raise CommandError("--older-than must not be negative", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     found = operator_call(
         effects.list_effects,

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     show = actions.add_parser(
         "show", help="one delivery's inbox item, steps and effects (exit 1 if unknown)"
     )
-    show.add_argument("delivery_id", metavar="DELIVERY_ID")
+    show.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
     show.add_argument("--json", action="store_true", help="one JSON object")
     add_target_arguments(show)
     show.set_defaults(handler=run_show)
@@ -93,11 +93,11 @@ def _effect_line(effect: EffectRecord) -> str:
 
 def run_list(args: argparse.Namespace) -> int:
     from functions.core.models import State
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops import inbox
 
     if args.limit is not None and args.limit < 1:
-        raise CommandError("--limit must be at least 1")
+        raise CommandError("--limit must be at least 1", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     state = State(args.state) if args.state else None
     items = operator_call(inbox.list_inbox, target, state=state, limit=args.limit)

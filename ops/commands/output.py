@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from typing import Any
 
+from local.commands.json_output import print_json
 
-def print_json(document: Any) -> None:
-    print(json.dumps(document, indent=2, sort_keys=True))
+__all__ = ["iso", "print_json"]
 
 
 def iso(epoch: int | None) -> str | None:

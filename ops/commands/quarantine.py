@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
     add_target_arguments(listing)
     listing.set_defaults(handler=run_list)
     show = actions.add_parser("show", help="one delivery's quarantine records (exit 1 if none)")
-    show.add_argument("delivery_id", metavar="DELIVERY_ID")
+    show.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
     show.add_argument("--json", action="store_true", help='one JSON object {"records": [...]}')
     add_target_arguments(show)
     show.set_defaults(handler=run_show)

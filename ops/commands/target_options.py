@@ -37,41 +37,42 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_target(args: argparse.Namespace) -> Target:
     """The :class:`~ops.target.Target` the options name; user errors raise CommandError."""
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
+    from local.commands.state_file import read_running_stack
     from ops.target import OperatorError, Target
 
     if args.local:
-        from local.state import LocalState
-
-        try:
-            return Target.from_local(LocalState.read(args.local))
-        except FileNotFoundError:
-            raise CommandError(f"no state file {args.local}: is the local stack running?") from None
-        except (OSError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        return Target.from_local(read_running_stack(args.local))
     stack = args.stack or os.environ.get(STACK_ENV)
     if not stack:
         raise CommandError(f"say where: --stack NAME (or ${STACK_ENV}) or --local STATE_FILE")
     try:
         return Target.from_stack(stack, region=args.region)
     except OperatorError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), code=ErrorCode.AWS_ERROR) from None
 
 
 def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call an operator function; its OperatorError becomes a one-line CommandError."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    """Call an operator function; its OperatorError becomes a one-line CommandError.
+
+    What the SDK raises about the caller's set-up (no region, no credentials, an
+    endpoint that does not answer) is left to the CLI's entry point, which names
+    what to set (:mod:`ops.cli_failures`).
+    """
+    from botocore.exceptions import ClientError
 
     from functions.core.errors import StorageUnavailable
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops.target import OperatorError, describe_aws_error
 
     try:
         return fn(*args, **kwargs)
     except OperatorError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), code=ErrorCode.AWS_ERROR) from None
     except StorageUnavailable:
-        raise CommandError("AWS is throttling or unavailable; try again") from None
-    except (ClientError, BotoCoreError) as exc:
-        # The adapters let through what is not weather: a missing table, no credentials.
-        raise CommandError(describe_aws_error(exc)) from None
+        raise CommandError(
+            "AWS is throttling or unavailable; try again", code=ErrorCode.AWS_UNAVAILABLE
+        ) from None
+    except ClientError as exc:
+        # The adapters let through what is not weather: a missing table, a permission.
+        raise CommandError(describe_aws_error(exc), code=ErrorCode.AWS_ERROR) from None

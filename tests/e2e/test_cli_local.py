@@ -1,10 +1,12 @@
 """The CLI's acceptance path as a user types it: ``local`` in the background, ``send``,
-``inbox list``, then SIGTERM — a clean stop, no traceback, the state file gone."""
+``send --wait``, ``inbox list``, then SIGTERM — a clean stop, no traceback, the state
+file gone."""
 
 from __future__ import annotations
 
 import json
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +51,8 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
     try:
         state = _wait_for(state_file, local)
         assert set(state.pids) >= {"front_door", "worker"}
+        # It holds the signing secret and the MCP token: its owner's only.
+        assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
         sent = subprocess.run(
             [
                 *CLI,
@@ -80,6 +84,18 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
             pause_seconds=0.2,
         )
         assert states == ["completed"] * 30
+
+        # --wait: back only once the sent deliveries are final, with their states.
+        waited = subprocess.run(
+            [*CLI, "send", "--local", str(state_file), "--count", "10", "--wait", "--json"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert waited.returncode == 0, waited.stderr.decode()
+        summary = json.loads(waited.stdout)
+        assert summary["states"] == {"completed": 10}
+        assert _inbox_states(state_file).count("completed") == 40
     finally:
         local.send_signal(signal.SIGTERM)
         stdout, stderr = local.communicate(timeout=30)

@@ -275,7 +275,7 @@ def test_commands_need_a_target(
     status, _, err = run_cli(capsys, ["inbox", "list"])
     assert status == 2 and "--stack NAME" in err
     status, _, err = run_cli(capsys, ["redrive", "--local", str(tmp_path / "nope.json")])
-    assert status == 2 and "is the local stack running?" in err
+    assert status == 2 and "is `relaylink-receiver local` running?" in err
     (tmp_path / "bad.json").write_text("{}")
     status, _, err = run_cli(capsys, ["quarantine", "list", "--local", str(tmp_path / "bad.json")])
     assert status == 2 and "not a local stack state file" in err

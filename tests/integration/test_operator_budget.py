@@ -79,6 +79,8 @@ def test_budget_set_cli(stack: Stack, capsys: pytest.CaptureFixture[str]) -> Non
 
     code, out, err = run_cli(capsys, stack.cli("budget", "set", "-5"))
     assert (code, out) == (2, "")
-    assert err.strip() == "relaylink-receiver budget: TOKENS must not be negative"
+    assert err.strip() == (
+        "relaylink-receiver budget: error: bad_option: TOKENS must not be negative"
+    )
     code, out, _ = run_cli(capsys, stack.cli("budget", "show", "--json"))
     assert json.loads(out)["limit"] == 5000

@@ -106,7 +106,9 @@ def test_effects_list_finds_intents_not_done_or_cleared_effects(
     assert f"{stale}:notify" in out and done not in out and cleared not in out
     status, out, err = run_cli(capsys, stack.cli("effects", "list", "--older-than", "-1"))
     assert (status, out) == (2, "")
-    assert one_line(err) == "relaylink-receiver effects: --older-than must not be negative"
+    assert one_line(err) == (
+        "relaylink-receiver effects: error: bad_option: --older-than must not be negative"
+    )
 
 
 def test_effects_list_doubt_follows_the_reconciler_age(stack: Stack) -> None:

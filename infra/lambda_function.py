@@ -22,7 +22,7 @@ from infra.environments import application_log_level
 from infra.lambda_code import function_code
 from infra.workflow_code import WorkflowCode
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
 
 _APPLICATION_LOG_LEVELS = {

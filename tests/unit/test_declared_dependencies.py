@@ -31,6 +31,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "functions": (),
     "infra": ("infra",),
     "app.py": ("infra",),
+    # make runs it on the system's python3 before any venv exists: standard library only.
+    "bootstrap.py": (),
     "local": ("local",),
     "ops": (),
     "bench": ("dev",),

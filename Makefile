@@ -48,10 +48,15 @@ pytest: $(DEV_STAMP)
 	$(VENV)/bin/pytest
 
 # The functions' unit and integration tests on the Lambda runtime's Python, without the
-# CDK (the tests of infra/, of the declared dependencies and of the operator CLI need
-# the development install); tests/runtime asserts the interpreter is that runtime's.
+# CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development
+# run: the declared-dependencies check (it reads the whole install) and the tests of
+# code that never ships to Lambda (operator CLI, sender, emulators).
 LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
-	--ignore=tests/unit/test_declared_dependencies.py
+	--ignore=tests/unit/test_declared_dependencies.py \
+	--ignore=tests/unit/test_local_state.py --ignore=tests/unit/test_sender.py \
+	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \
+	--ignore=tests/integration/test_operator_effects.py --ignore=tests/integration/test_sender_http.py \
+	--ignore=tests/integration/test_bedrock_emulator.py
 test-lambda: $(LAMBDA_STAMP)
 	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q $(LAMBDA_TESTS)
 

@@ -43,8 +43,9 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-# The infra tests synthesize, and every synth bundles the assets itself.
-pytest: $(DEV_STAMP)
+# The infra tests synthesize (every synth bundles the assets itself), some with the
+# pinned CDK CLI.
+pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest
 
 # The functions' unit and integration tests on the Lambda runtime's Python, without the

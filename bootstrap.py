@@ -186,8 +186,11 @@ def _run(
             continue
         print(f"    {line}", flush=True)
         last_output = time.monotonic()
-    if process.wait() != 0:
-        raise BootstrapError(f"{Path(command[0]).name} failed (exit {process.returncode})")
+    returncode = process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+    if returncode != 0:
+        raise BootstrapError(f"{Path(command[0]).name} failed (exit {returncode})")
 
 
 def _pump(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:

@@ -1,70 +1,106 @@
-# The commands a person types. Every target bootstraps .venv itself on a fresh machine.
+# The commands a person types. Every target bootstraps what it needs itself on a fresh
+# machine (bootstrap.py: uv, pip as the fallback, a line per step): `make demo` only the
+# demo's dependencies, `make test` the whole development install.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+DEMO_STAMP := $(VENV)/.stamp-demo
+DEV_STAMP := $(VENV)/.stamp-dev
+# The functions' tests run a second time on the Lambda runtime's Python (infra/bundle.py).
+LAMBDA_PYTHON_VERSION := $(shell sed -n 's/^LAMBDA_PYTHON_VERSION = "\(.*\)"$$/\1/p' infra/bundle.py)
+LAMBDA_PYTHON ?= python$(LAMBDA_PYTHON_VERSION)
+LAMBDA_VENV := .venv-lambda
+LAMBDA_STAMP := $(LAMBDA_VENV)/.stamp-test
+BOOTSTRAP_INPUTS := pyproject.toml constraints.txt bootstrap.py
 
-.PHONY: test check unit coverage lint typecheck pytest demo chaos bench clean build synth cfn-lint
+.DEFAULT_GOAL := setup
+.PHONY: setup test test-lambda check unit coverage lint typecheck pytest demo chaos bench clean build synth cfn-lint
 # jsii silences its end-of-life warning only for the node majors listed here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
-$(STAMP): pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
-	touch $(STAMP)
+$(DEMO_STAMP): $(BOOTSTRAP_INPUTS)
+	@$(PYTHON) bootstrap.py --venv $(VENV) --extra local --stamp $@
+
+$(DEV_STAMP): $(BOOTSTRAP_INPUTS)
+	@$(PYTHON) bootstrap.py --venv $(VENV) --extra dev --stamp $@
+
+$(LAMBDA_STAMP): $(BOOTSTRAP_INPUTS) infra/bundle.py
+	@$(PYTHON) bootstrap.py --venv $(LAMBDA_VENV) --python $(LAMBDA_PYTHON) --extra test --stamp $@
+
+# `make` alone: the development install and the pinned CDK CLI (then `npx cdk ...` works).
+setup: $(DEV_STAMP) node_modules/.package-lock.json
 
 # Everything: lint, types, and the whole suite (the e2e tests start local stacks).
-test: check pytest
+test: check test-lambda pytest
 
 # Lint and types only (seconds).
 check: lint typecheck
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-# The infra tests synthesize, and every synth bundles the assets itself.
-pytest: $(STAMP)
+# The infra tests synthesize (every synth bundles the assets itself), some with the
+# pinned CDK CLI.
+pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest
 
+# The functions' unit and integration tests on the Lambda runtime's Python, without the
+# CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development
+# run: the declared-dependencies check (it reads the whole install) and the tests of
+# code that never ships to Lambda (operator CLI, sender, emulators).
+LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
+	--ignore=tests/unit/test_declared_dependencies.py \
+	--ignore=tests/unit/test_local_state.py --ignore=tests/unit/test_sender.py \
+	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \
+	--ignore=tests/integration/test_operator_effects.py --ignore=tests/integration/test_sender_http.py \
+	--ignore=tests/integration/test_bedrock_emulator.py
+test-lambda: $(LAMBDA_STAMP)
+	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q $(LAMBDA_TESTS)
+
 # The inner loop: the suite without the e2e tests.
-unit: $(STAMP) build
+unit: $(DEV_STAMP) build
 	$(VENV)/bin/pytest -m "not e2e"
 
 # The same under coverage (config in pyproject.toml); prints the report and the total.
-coverage: $(STAMP) build
+coverage: $(DEV_STAMP) build
 	$(VENV)/bin/pytest -m "not e2e" --cov --cov-report=term
 
 # Every shared vector through the handler (a table), then the whole pipeline's scenario.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
+	@echo "==> every signed test vector through the receiver handler"
 	$(PY) -m local.vector_demo
+	@echo "==> the whole pipeline on a local stack"
 	$(VENV)/bin/relaylink-receiver demo
 
 # Fault injection against the local stack (docs/reliability.md): a few minutes.
 CHAOS_ARGS ?= --deliveries 500 --kills 5 --seed 1
-chaos: $(STAMP)
+chaos: $(DEMO_STAMP)
 	$(VENV)/bin/relaylink-receiver chaos $(CHAOS_ARGS)
 
 # Performance and cost, measured side by side in one run (budget: under 5 minutes
 # on 2 cores): writes docs/benchmarks.md, docs/benchmarks.json and docs/cost.md.
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) -m bench
 
-# The Lambda assets every synth bundles (arm64 / Python 3.14 wheels, cached in
+# The Lambda assets every synth bundles (arm64 / Python $(LAMBDA_PYTHON_VERSION) wheels, cached in
 # build/deps/; no Docker), written to build/assets/ to inspect; deploy needs no build.
-build: $(STAMP)
+build: $(DEV_STAMP)
 	$(PY) -m infra.bundle
 
 node_modules/.package-lock.json: package.json package-lock.json
+	@echo "==> installing the pinned CDK CLI (npm ci)"
 	npm ci --no-audit --no-fund --loglevel=error
 
 # Writes the templates and the assets (bundled from what is on disk) to cdk.out/
 # with the pinned CDK CLI; offline once build/deps/ holds the pip step's wheels.
-synth: $(STAMP) node_modules/.package-lock.json
+# Node 22 or 24 (docs/deploy.md); an older one still synthesizes here, with a warning.
+NODE_MAJOR = $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+synth: $(DEV_STAMP) node_modules/.package-lock.json
+	@test $(NODE_MAJOR) -ge 22 || echo "warning: Node $(NODE_MAJOR) is end-of-life for the CDK; deploy with Node 22 or 24 (docs/deploy.md)" >&2
 	npx --no-install cdk synth --quiet --no-notices
 
 # W3005: CDK itself adds DependsOn on each function's role next to the GetAtt; redundant, harmless.
@@ -72,4 +108,4 @@ cfn-lint: synth
 	$(VENV)/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
 
 clean:
-	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(LAMBDA_VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache .coverage

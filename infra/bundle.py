@@ -43,7 +43,7 @@ ASSETS = BUILD / "assets"
 DEPS_CACHE = BUILD / "deps"
 CONSTRAINTS = ROOT / "constraints.txt"
 
-LAMBDA_PYTHON_VERSION = "3.14"
+LAMBDA_PYTHON_VERSION = "3.13"
 # Amazon Linux 2023 (glibc 2.34) runs manylinux_2_28 and manylinux2014 wheels.
 LAMBDA_PLATFORMS = ("manylinux_2_28_aarch64", "manylinux2014_aarch64")
 # Provided by the Lambda runtime; see the module docstring.

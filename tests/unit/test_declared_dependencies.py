@@ -24,13 +24,15 @@ from infra.bundle import third_party_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-OURS = frozenset({"functions", "infra", "local", "ops", "bench", "tests"})
+OURS = frozenset({"functions", "infra", "local", "ops", "bench", "tests", "bootstrap"})
 
 # Where the code lives -> the extras, beyond the base dependencies, it runs with.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "functions": (),
     "infra": ("infra",),
     "app.py": ("infra",),
+    # make runs it on the system's python3 before any venv exists: standard library only.
+    "bootstrap.py": (),
     "local": ("local",),
     "ops": (),
     "bench": ("dev",),

@@ -19,6 +19,12 @@ from tests.infra.conftest import ROOT
 
 EXAMPLE_APP = ROOT / "examples" / "existing_app" / "app.py"
 INSTALLED = f"{PACKAGE}."
+LOAD_ARCHIVE = """
+from relaylink_receiver.functions.core.clock import SystemClock
+from relaylink_receiver.functions.core.workflow import WorkflowContext, load_workflow
+context = WorkflowContext(None, "bucket", False, 5.0, SystemClock())
+print(type(load_workflow("archive", context)).__module__)
+"""
 PURELIB = "import sysconfig; print(sysconfig.get_path('purelib'))"
 
 
@@ -114,6 +120,10 @@ def test_the_installed_wheel_runs_the_cli_and_synthesizes_the_example_app(
     for command in ("local", "send", "demo", "chaos", "inbox", "budget"):
         one = _run([cli, command, "--help"], cwd=workdir, env=env)
         assert one.returncode == 0 and "usage:" in one.stdout, (command, one.stderr[-2000:])
+
+    # The worker's workflow aliases name the asset's layout; installed, they still load.
+    loaded = _run([str(python), "-c", LOAD_ARCHIVE], cwd=workdir, env=env)
+    assert loaded.stdout.split() == [f"{PACKAGE}.functions.workflows.archive"], loaded.stderr
 
     # The example app, as a team writes it against the installed package.
     app = EXAMPLE_APP.read_text(encoding="utf-8")

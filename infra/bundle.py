@@ -35,13 +35,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra import distribution
 from infra.workflow_code import WorkflowCode
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
+# The repository, or (installed from the wheel) a copy of ``functions`` in its form.
+ROOT = distribution.source_root()
+BUILD = distribution.build_dir()
 ASSETS = BUILD / "assets"
 DEPS_CACHE = BUILD / "deps"
-CONSTRAINTS = ROOT / "constraints.txt"
+CONSTRAINTS = distribution.constraints_file()
 
 LAMBDA_PYTHON_VERSION = "3.13"
 # Amazon Linux 2023 (glibc 2.34) runs manylinux_2_28 and manylinux2014 wheels.
@@ -433,9 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         path = build(FUNCTIONS[name])
         elapsed = time.monotonic() - started
-        print(
-            f"{name:<11} {size_of(path) / 1e6:7.1f} MB  {elapsed:5.1f} s  {path.relative_to(ROOT)}"
-        )
+        print(f"{name:<11} {size_of(path) / 1e6:7.1f} MB  {elapsed:5.1f} s  {path}")
     return 0
 
 

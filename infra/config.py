@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
 WORKER_MEMORY_MB = "worker_memory_mb"
 WORKER_BATCH_SIZE = "worker_batch_size"
 ALERT_EMAIL = "alert_email"
+TRACING = "tracing"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -135,6 +136,7 @@ class StackConfig:
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
+        tracing: Active X-Ray tracing of every function.
     """
 
     stage: str = "prod"
@@ -171,6 +173,7 @@ class StackConfig:
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
+    tracing: bool = True
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -314,9 +317,33 @@ class StackConfig:
                 else None
             ),
             alert_email=_optional_text(context, ALERT_EMAIL),
+            tracing=_boolean(context, TRACING, defaults.tracing),
         )
         config.validate()
         return config
+
+    def checked(self) -> StackConfig:
+        """These settings as the context parser reads them: a directly built value (a
+        construct's props) gets the same bounds, normalisation and messages as
+        ``cdk.json`` or ``-c key=value``.
+
+        Raises:
+            ConfigError: naming the offending setting (its context key).
+        """
+        return StackConfig.from_context(self.as_context())
+
+    def as_context(self) -> dict[str, Any]:
+        """The CDK context that :meth:`from_context` reads back into these settings."""
+        context: dict[str, Any] = {}
+        for setting in fields(self):
+            value = getattr(self, setting.name)
+            if setting.name == "workflow_settings":
+                context.update({WORKFLOW_SETTING_PREFIX + k: v for k, v in value.items()})
+            elif isinstance(value, tuple):
+                context[setting.name] = list(value)
+            elif value is not None:
+                context[setting.name] = value
+        return context
 
     @property
     def worker_retry_horizon_seconds(self) -> int:
@@ -410,6 +437,16 @@ def _text(context: Mapping[str, Any], key: str, default: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key}: a non-empty string")
     return value.strip()
+
+
+def _boolean(context: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = context.get(key, default)
+    # ``-c key=false`` arrives as a string; cdk.json gives a boolean.
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: true or false")
+    return value
 
 
 def _optional_text(context: Mapping[str, Any], key: str) -> str | None:

@@ -115,7 +115,7 @@ def python_function(
         role=role,
         timeout=timeout,
         memory_size=memory_size,
-        tracing=lambda_.Tracing.ACTIVE,
+        tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
         application_log_level_v2=_APPLICATION_LOG_LEVELS[application_log_level(config.log_level)],

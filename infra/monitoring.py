@@ -67,7 +67,8 @@ class Monitoring(Construct):
     """SNS alarm topic (KMS-encrypted, TLS-only), the alarms and the dashboard.
 
     Attributes:
-        topic: Every alarm's action (and OK action).
+        topic: Every alarm's action (and OK action): the deployer's own, whose policy
+            and key must let CloudWatch publish, or one created here with its own key.
         alarms: By short name.
         dashboard: The operator's overview.
     """
@@ -81,27 +82,10 @@ class Monitoring(Construct):
         alarm_email: str | None,
         stage: str,
         work_queue_max_age: Duration,
+        topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        key = kms.Key(
-            self,
-            "TopicKey",
-            description=f"{metric_names.SERVICE}: encrypts the alarm topic",
-            enable_key_rotation=True,
-            # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        # CloudWatch publishes alarm notifications to the encrypted topic.
-        key.grant(
-            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-        )
-        self.topic = sns.Topic(
-            self,
-            "AlarmTopic",
-            display_name=f"{metric_names.SERVICE} alarms",
-            master_key=key,
-            enforce_ssl=True,
-        )
+        self.topic = topic if topic is not None else self._own_topic()
         if alarm_email is not None:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
 
@@ -259,6 +243,28 @@ class Monitoring(Construct):
             cloudwatch.AlarmStatusWidget(
                 title="Alarms", alarms=list(self.alarms.values()), width=24
             )
+        )
+
+    def _own_topic(self) -> sns.Topic:
+        """An SNS topic encrypted with its own key, which CloudWatch may use."""
+        key = kms.Key(
+            self,
+            "TopicKey",
+            description=f"{metric_names.SERVICE}: encrypts the alarm topic",
+            enable_key_rotation=True,
+            # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # CloudWatch publishes alarm notifications to the encrypted topic.
+        key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        return sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"{metric_names.SERVICE} alarms",
+            master_key=key,
+            enforce_ssl=True,
         )
 
     def _alarm(

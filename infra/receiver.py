@@ -89,7 +89,8 @@ class Receiver(Construct):
         # so it needs no GetItem either.
         grant_item_actions(self.function, table, ItemAction.PUT_ITEM)
         signing_secrets.grant_read(self.function)
-        acknowledge_tracing(self.function)
+        if config.tracing:
+            acknowledge_tracing(self.function)
 
         self.api = apigwv2.HttpApi(
             self,

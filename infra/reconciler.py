@@ -72,4 +72,5 @@ class Reconciler(Construct):
                 )
             ],
         )
-        acknowledge_tracing(self.function)
+        if config.tracing:
+            acknowledge_tracing(self.function)

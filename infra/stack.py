@@ -1,37 +1,26 @@
-"""The whole receiver: one stack composing one construct per capability."""
+"""This project's own stack: one :class:`RelayLinkReceiver`, and the outputs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack, Tags
+from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
-from functions.core import metric_names, setting_defaults
-from functions.worker.settings import message_seconds
-from infra.alerts import Alerts
-from infra.archive import Archive
+from functions.core import metric_names
 from infra.config import StackConfig
-from infra.monitoring import Monitored, Monitoring
-from infra.queues import WorkQueues
-from infra.receiver import Receiver
-from infra.reconciler import Reconciler
-from infra.relay import Relay
-from infra.schema import max_receive_count_for
-from infra.secrets import Secrets
-from infra.table import InboxTable
-from infra.worker import Worker, WorkerTiming
+from infra.relaylink_receiver import TRANSPARENT_ID, RelayLinkReceiver
 
 
 class ReceiverStack(Stack):
-    """API, receiver, table, relay, queues, worker, reconciler, secrets, archive, alarms,
-    alerts.
+    """The receiver construct and the outputs the operator tools read (ops/target.py).
 
     Attributes:
         config: The settings it was built from.
-        timing: The worker's timeout and what follows from it.
-        table, queues, secrets, archive, alerts, receiver, relay, worker, reconciler,
-            monitoring: The capability constructs.
+        receiver_construct: Everything the stack deploys.
+        timing, table, queues, secrets, archive, alerts, receiver, relay, worker,
+            reconciler, monitoring: The construct's parts, by the names tests and
+            tools use.
     """
 
     def __init__(
@@ -43,92 +32,35 @@ class ReceiverStack(Stack):
             description=f"{metric_names.SERVICE} ({config.stage}): exactly-once RelayLink receiver",
             **kwargs,
         )
-        self.config = config
         Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
+        built = RelayLinkReceiver(self, TRANSPARENT_ID, config=config)
+        self.receiver_construct = built
+        self.config = built.config
+        self.timing = built.timing
+        self.table = built.table
+        self.queues = built.queues
+        self.secrets = built.secrets
+        self.archive = built.archive
+        self.alerts = built.alerts
+        self.receiver = built.receiver
+        self.relay = built.relay
+        self.worker = built.worker
+        self.reconciler = built.reconciler
+        self.monitoring = built.monitoring
 
-        self.timing = WorkerTiming.for_timeout(
-            config.worker_timeout_seconds,
-            message_seconds=message_seconds(
-                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
-                workflow_seconds=config.worker_workflow_seconds,
-            ),
-        )
-        self.table = InboxTable(self, "Inbox")
-        self.queues = WorkQueues(
-            self,
-            "Work",
-            visibility_timeout=self.timing.visibility_timeout,
-            max_receive_count=max_receive_count_for(
-                config.worker_max_attempts,
-                retry_horizon_seconds=config.worker_retry_horizon_seconds,
-            ),
-        )
-        self.secrets = Secrets(self, "Secrets", config=config)
-        self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)
-        self.alerts = Alerts(self, "Alerts", email=config.alert_email)
-        table = self.table.table
-        self.receiver = Receiver(
-            self,
-            "Receiver",
-            config=config,
-            table=table,
-            signing_secrets=self.secrets.signing_secrets,
-        )
-        self.relay = Relay(self, "Relay", config=config, table=table, work_queue=self.queues.queue)
-        self.worker = Worker(
-            self,
-            "Worker",
-            config=config,
-            timing=self.timing,
-            table=table,
-            work_queue=self.queues.queue,
-            dead_letter_queue=self.queues.dead_letter_queue,
-            mcp_token=self.secrets.mcp_token,
-            archive=self.archive.bucket,
-            alerts=self.alerts,
-        )
-        self.reconciler = Reconciler(
-            self,
-            "Reconciler",
-            config=config,
-            table=table,
-            work_queue=self.queues.queue,
-            lease_seconds=self.timing.lease_seconds,
-            effect_age_seconds=self.timing.effect_age_seconds,
-        )
-        self.monitoring = Monitoring(
-            self,
-            "Monitoring",
-            watched=Monitored(
-                receiver=self.receiver.function,
-                api=self.receiver.api,
-                relay=self.relay.function,
-                worker=self.worker.function,
-                reconciler=self.reconciler.function,
-                work_queue=self.queues.queue,
-                work_dead_letter_queue=self.queues.dead_letter_queue,
-                relay_failure_queue=self.relay.failure_queue,
-            ),
-            alarm_email=config.alarm_email,
-            stage=config.stage,
-            work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
-        )
-
-        CfnOutput(
-            self, "ReceiverUrl", value=self.receiver.url, description="Register with RelayLink"
-        )
-        CfnOutput(self, "SigningSecretsArn", value=self.secrets.signing_secrets.secret_arn)
-        CfnOutput(self, "McpTokenSecretArn", value=self.secrets.mcp_token.secret_arn)
-        CfnOutput(self, "TableName", value=table.table_name)
-        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        CfnOutput(self, "ReceiverUrl", value=built.url, description="Register with RelayLink")
+        CfnOutput(self, "SigningSecretsArn", value=built.secrets.signing_secrets.secret_arn)
+        CfnOutput(self, "McpTokenSecretArn", value=built.secrets.mcp_token.secret_arn)
+        CfnOutput(self, "TableName", value=built.table.table.table_name)
+        CfnOutput(self, "AlarmTopicArn", value=built.monitoring.topic.topic_arn)
         CfnOutput(
             self,
             "AlertTopicArn",
-            value=self.alerts.topic.topic_arn,
+            value=built.alerts.topic.topic_arn,
             description="Where the workflow's alerts go (ALERT_TOPIC_ARN)",
         )
-        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
-        CfnOutput(self, "WorkQueueUrl", value=self.queues.queue.queue_url)
-        CfnOutput(self, "WorkDeadLetterQueueUrl", value=self.queues.dead_letter_queue.queue_url)
-        CfnOutput(self, "RelayFailureQueueUrl", value=self.relay.failure_queue.queue_url)
+        CfnOutput(self, "DashboardName", value=built.monitoring.dashboard.dashboard_name)
+        CfnOutput(self, "WorkQueueUrl", value=built.queues.queue.queue_url)
+        CfnOutput(self, "WorkDeadLetterQueueUrl", value=built.queues.dead_letter_queue.queue_url)
+        CfnOutput(self, "RelayFailureQueueUrl", value=built.relay.failure_queue.queue_url)

@@ -218,7 +218,8 @@ class Worker(Construct):
                 max_concurrency=config.worker_max_concurrency,
             )
         )
-        acknowledge_tracing(self.function)
+        if config.tracing:
+            acknowledge_tracing(self.function)
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Action::s3:Abort*]",

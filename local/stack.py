@@ -44,6 +44,10 @@ from local.notify_sink import NotifySinkServer
 from local.stack_options import StackOptions
 from local.state import LocalState, Resources, emulator_clients
 
+# "" in the repository, "relaylink_receiver." when installed from the wheel: the
+# children run the same copy of ``local`` as this process.
+_PREFIX = (__package__ or "local").removesuffix("local")
+
 Role = Literal["front_door", "worker"]
 ROLES: tuple[Role, ...] = ("front_door", "worker")
 REGION = "us-east-1"
@@ -176,7 +180,7 @@ class LocalStack:
                 "front_door",
                 [
                     "-m",
-                    "local.front_door",
+                    f"{_PREFIX}local.front_door",
                     "--port",
                     str(port),
                     *self._clock_arguments(),
@@ -315,7 +319,7 @@ class LocalStack:
         options = self.options
         return [
             "-m",
-            "local.event_sources",
+            f"{_PREFIX}local.event_sources",
             "--stream-arn",
             self._state.resources.stream_arn,
             "--relay-failure-queue-url",

@@ -24,6 +24,8 @@ from typing import NoReturn
 from local.commands import PROG, ErrorCode, format_line
 from ops.cli_failures import DISTRIBUTION, known_failure
 
+# "" in the repository, "relaylink_receiver." when installed from the wheel.
+_PREFIX = (__package__ or "ops").removesuffix("ops")
 # Order is the order ``--help`` lists them in.
 COMMAND_MODULES = (
     "local.commands.local_stack",
@@ -70,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+        importlib.import_module(_PREFIX + module_name).register(subparsers)
     return parser
 
 

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from functions.core.models import WorkItem
     from functions.core.package import Package
 
+# Where ``functions`` is imported from: itself in Lambda and the repository, inside the
+# ``relaylink_receiver`` package when installed from the wheel (infra/distribution.py).
+_FUNCTIONS_PACKAGE = (__package__ or "functions.core").removesuffix(".core")
+
 # The shipped workflows by the short names ``WORKFLOW`` (and CDK context) accept.
 WORKFLOW_ALIASES: Final = {
     "archive": "functions.workflows.wiring:build_archive",
@@ -78,7 +82,8 @@ def load_workflow(spec: str, context: WorkflowContext) -> Workflow:
             f" 'module:attribute', got {spec!r}"
         )
     try:
-        target: object = getattr(importlib.import_module(module_name), attribute)
+        module = importlib.import_module(_importable(module_name))
+        target: object = getattr(module, attribute)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"workflow {spec!r} cannot be imported") from exc
     if not hasattr(target, "run") and callable(target):
@@ -87,3 +92,10 @@ def load_workflow(spec: str, context: WorkflowContext) -> Workflow:
         raise ValueError(f"workflow {spec!r} has no run method")
     workflow: Workflow = target  # type: ignore[assignment]
     return workflow
+
+
+def _importable(module_name: str) -> str:
+    """``functions.x`` (the asset's layout) where this interpreter finds it."""
+    if module_name.partition(".")[0] != "functions":
+        return module_name
+    return _FUNCTIONS_PACKAGE + module_name.removeprefix("functions")

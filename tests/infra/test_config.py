@@ -89,6 +89,8 @@ def test_command_line_strings_are_parsed() -> None:
         ("worker_timeout_seconds", 901),  # Lambda's longest
         ("worker_memory_mb", 127),
         ("worker_batch_size", 11),  # SQS without a batching window
+        ("tracing", "sometimes"),
+        ("tracing", 1),
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:

@@ -23,7 +23,10 @@ import pytest
 from infra.bundle import third_party_imports
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT: dict[str, Any] = PYPROJECT["project"]
+# The build backend runs in the build's environment, from ``[build-system] requires``.
+BUILD_BACKEND = ROOT / "infra" / "distribution.py"
 OURS = frozenset({"functions", "infra", "local", "ops", "bench", "tests", "bootstrap"})
 
 # Where the code lives -> the extras, beyond the base dependencies, it runs with.
@@ -74,7 +77,8 @@ def declared(extras: Iterable[str]) -> set[str]:
 
 def _files(where: str) -> list[Path]:
     path = ROOT / where
-    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+    files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [file for file in files if file != BUILD_BACKEND]
 
 
 def _undeclared(modules: Iterable[str], allowed: set[str]) -> dict[str, list[str]]:
@@ -91,6 +95,12 @@ def _undeclared(modules: Iterable[str], allowed: set[str]) -> dict[str, list[str
 def test_every_run_time_import_is_declared_for_its_install(where: str) -> None:
     imported = third_party_imports(_files(where))
     assert _undeclared(imported, declared(EXTRAS[where])) == {}
+
+
+def test_the_build_backend_imports_only_what_the_build_requires() -> None:
+    build_requires = {_requirement(line)[0] for line in PYPROJECT["build-system"]["requires"]}
+    assert _undeclared(third_party_imports([BUILD_BACKEND]), build_requires) == {}
+    assert _undeclared(third_party_imports([BUILD_BACKEND]), set()) != {}  # it imports one
 
 
 @pytest.mark.parametrize("where", sorted(EXTRAS))

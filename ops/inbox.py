@@ -19,7 +19,7 @@ from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_ite
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State
 from functions.core.steps import StepRecord
-from ops.target import Target, paginate
+from ops.target import OperatorError, Target, paginate
 
 
 def inbox_view(item: InboxItem) -> dict[str, Any]:
@@ -99,15 +99,33 @@ def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:
 def list_inbox(
     target: Target, *, state: State | None = None, limit: int | None = None
 ) -> list[InboxItem]:
-    """Inbox items, oldest received first (then by id); ``state`` uses the by_state index."""
+    """Inbox items, oldest received first (then by id).
+
+    With ``state``: a Query of the state index (pending and processing items share its
+    ``open`` label, failed ones have their own), never a Scan. Completed and ignored
+    items leave (or never enter) the index, so they cannot be listed by state:
+    :class:`~ops.target.OperatorError` says so. Without ``state``: every inbox item,
+    by a paged Scan of the table (the one listing that reads everything).
+    """
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
     else:
+        label = dynamodb_items.state_label(state)
+        if label is None:
+            raise OperatorError(
+                f"{state.value} items are not indexed (a delivery leaves the state index"
+                " when it no longer needs anyone); look one up with `inbox show ID`, or"
+                " list every item with `inbox list` (a full table scan)"
+            )
         found = [
-            dynamodb_items.inbox_from_item(item)
-            for item in target.state_index(state.value)
-            # The index also lists other records (quarantine, effect intents) by label.
-            if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX
+            inbox
+            for inbox in (
+                dynamodb_items.inbox_from_item(item)
+                for item in target.state_index(label)
+                # The labels list only inbox items, but read defensively.
+                if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX
+            )
+            if inbox.state is state
         ]
     found.sort(key=lambda i: (i.received_at, i.delivery_id))
     return found if limit is None else found[:limit]

@@ -115,7 +115,8 @@ class Target:
         return paginate(self.dynamodb.query, arguments)
 
     def state_index(self, label: str) -> Iterator[dynamodb_items.Item]:
-        """Every record the by_state index lists under ``label``, however recent."""
+        """Every record the state index lists under ``label``, however recent (each read
+        consistently by its key: the index holds keys only)."""
         return dynamodb_state_index.query_index(
             self.dynamodb, self.table_name, label=label, changed_before=_END_OF_TIME
         )

@@ -509,8 +509,9 @@ def write_units_per_delivery(sizes: Sizes) -> Figure:
         "index). One row per kind of write: which function, which record, which change.",
         rows,
         notes=[
-            "Before this data model: 19 WRU per delivery in figure 7's pipeline (notify "
-            "workflow), 15 with the default workflow; 9 of the 19 were index writes (the "
+            "Before this data model (metered the same way on the commit before it): 19 WRU "
+            "per delivery in figure 7's pipeline (notify workflow), 15 with the default "
+            "workflow (8 table + 7 index); 9 of the 19 were index writes (the "
             "`by_state` index projected ALL, every state change moved the item between "
             "index partitions, every effect intent was listed).",
         ],

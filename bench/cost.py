@@ -245,11 +245,12 @@ class Model:
             f"{d * COLD_START_RATE.value:,.0f} cold starts x {self.cold_ms.value:.0f} ms",
         )
 
-        # DynamoDB: writes (transactional ones at 2 WRU per item), index writes, reads.
+        # DynamoDB: writes (transactional ones at 2 WRU per item), index writes, reads; the
+        # write units are metered per write from the items written (bench/write_units.py).
         wru = sum(c.get("table_wru", 0) + c.get("index_wru", 0) for c in self.capacity.values())
         rru = sum(c.get("rru", 0) for c in self.capacity.values())
         add(
-            "DynamoDB writes (table + by_state index)",
+            "DynamoDB writes (table + state index)",
             "DynamoDB",
             d * wru / 1e6 * PRICES["ddb_wru"].usd,
             f"{wru:g} WRU per delivery",
@@ -264,14 +265,16 @@ class Model:
         item_bytes = sum(
             k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in self.items.values()
         )
-        index_bytes = self.items.get("inbox", {}).get("mean_bytes", 0) + 100
+        # The state index is sparse and keys-only: a completed delivery has left it, so
+        # at rest it holds only failed, quarantined and in-flight records (none here).
+        index_bytes = 0
         stored_gb = d * retention_months * (item_bytes + index_bytes) / GB
         add(
             "DynamoDB storage (retention period)",
             "DynamoDB",
             stored_gb * PRICES["ddb_storage"].usd,
             f"{stored_gb:,.1f} GB at rest ({item_bytes + index_bytes:,.0f} B per delivery "
-            "incl. index and 100 B/item overhead)",
+            "incl. 100 B/item overhead; a completed delivery has no index entry)",
         )
         add(
             "DynamoDB point-in-time recovery",
@@ -534,10 +537,11 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
         "",
         f"- **DynamoDB writes** are the largest cost at scale: {r_total + w_total:g} WRU per "
         f"delivery, of which the receiver's one transaction is {r_total:g} (2 items at 2 WRU, "
-        f"+{receiver.get('index_wru', 0):g} for the `by_state` index) and the worker's claim, "
+        f"+{receiver.get('index_wru', 0):g} for the state index entry) and the worker's claim, "
         f"effect ledger and completion {w_total:g}; {index:g} of the {r_total + w_total:g} are "
-        "index writes (projection ALL, and every state change moves the item between "
-        "index partitions).",
+        "index writes (the sparse, keys-only index lists a delivery from its receipt to its "
+        "completion; a claim writes no entry; each intent of a non-repeatable effect is "
+        "listed until done). Figure 8 meters each write.",
         f"- **X-Ray** costs {_usd(usd(low, 'X-Ray') * per_m)} per 1 M at 1 M / month, when "
         "every invocation of each function is sampled (Lambda samples 1 request/s and 5 % "
         f"above it), and {_usd(usd(high, 'X-Ray') / (high / 1e6))} per 1 M at 1 B. A "
@@ -597,11 +601,12 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         f"month), ~{4_000 / wru:,.0f}/s on a cold new table | table max throughput quota; "
         "warm throughput (pre-warming) before a launch |",
         "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
-        "delivery ids (spread evenly); the `by_state` index's partition key is "
-        f"`state#shard` with {table_layout.STATE_INDEX_SHARDS} shards, so each state's "
-        f"index writes share {table_layout.STATE_INDEX_SHARDS} partitions: "
+        "delivery ids (spread evenly); the state index's partition key is "
+        f"`label#shard` with {table_layout.STATE_INDEX_SHARDS} shards, and every delivery "
+        f"writes the `open` label's {table_layout.STATE_INDEX_SHARDS} partitions twice "
+        "(its receipt puts the entry, its completion removes it): "
         f"~{table_layout.STATE_INDEX_SHARDS * 1000 / 2:,.0f} "
-        "deliveries/s (two index writes per delivery per state) | "
+        "deliveries/s | "
         "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
         "it) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "

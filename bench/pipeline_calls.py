@@ -18,7 +18,6 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import boto3
@@ -26,6 +25,7 @@ import boto3
 from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
+from bench.write_units import WriteMeter, WriteUnits, item_size
 from functions.core import env_keys, table_layout
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
@@ -75,38 +75,20 @@ class PhaseCounter:
             self.transact_items[self.phase] += len(params.get("TransactItems", []))
             for entry in params.get("TransactItems", []):
                 for action, request in entry.items():
-                    self._capacity(action, request, transactional=True)
+                    self._capacity(action, request)
 
     def on_dynamodb(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
         if operation in ("PutItem", "UpdateItem", "DeleteItem", "GetItem", "Query"):
             with self._lock:
-                self._capacity(operation.removesuffix("Item"), params, transactional=False)
+                self._capacity(operation.removesuffix("Item"), params)
 
-    def _capacity(self, action: str, request: dict[str, Any], *, transactional: bool) -> None:
-        """Capacity units of one request, by DynamoDB's rules for items under 1 KB.
-
-        Writes: 1 WRU (2 in a transaction). The by_state index (projection ALL) costs
-        1 WRU per write that puts or changes an indexed item, and 2 when the write
-        changes the item's index key (a delete and a put in the index). Reads: 0.5 RRU
-        eventually consistent, 1 strongly consistent.
-        """
+    def _capacity(self, action: str, request: dict[str, Any]) -> None:
+        """Read units of one request: 0.5 RRU eventually consistent, 1 strongly consistent
+        (items under 4 KB). Write units come from :class:`bench.write_units.WriteMeter`,
+        which sees the items each write changed."""
         units = self.units.setdefault(self.phase, defaultdict(float))
-        text = json.dumps(request)
-        touches_index = table_layout.STATE_INDEX_PARTITION_KEY in text
-        if action in ("Put", "Update", "Delete"):
-            units["table_wru"] += 2 if transactional else 1
-            sort_key = (request.get("Item") or request.get("Key") or {}).get(
-                table_layout.TABLE_SORT_KEY
-            )
-            indexed_item = sort_key == {"S": table_layout.SK_INBOX}
-            if action == "Put" and touches_index:
-                units["index_wru"] += 1
-            elif action == "Update" and indexed_item:
-                units["index_wru"] += 2 if touches_index else 1
-            elif action == "Update" and touches_index:
-                units["index_wru"] += 1
-        elif action in ("Get", "Query"):
+        if action in ("Get", "Query"):
             units["rru"] += 1.0 if request.get("ConsistentRead") else 0.5
 
     @contextlib.contextmanager
@@ -114,31 +96,6 @@ class PhaseCounter:
         """Every log line and EMF record goes to the counter instead of the terminal."""
         with redirect_output(cast(TextIO, _CountingSink(self))):
             yield
-
-
-def item_size(item: dict[str, Any]) -> int:
-    """An item's size as DynamoDB bills it (names + values; numbers approximated)."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: dict[str, Any]) -> int:
-    (kind, inner), *_ = value.items()
-    if kind == "S":
-        return len(str(inner).encode())
-    if kind == "N":
-        digits = len(str(Decimal(str(inner))).replace("-", "").replace(".", "").lstrip("0"))
-        return 1 + (digits + 1) // 2
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in inner.items())
-    if kind == "L":
-        return 3 + sum(_value_size(v) + 1 for v in inner)
-    if kind in ("SS", "NS", "BS"):
-        return sum(len(str(v).encode()) for v in inner)
-    raise ValueError(f"unknown attribute type {kind}")
 
 
 @dataclass(frozen=True)
@@ -153,6 +110,7 @@ class PipelineCalls:
     mcp_requests: float  # per delivery
     notify_applications: dict[str, int]
     capacity: dict[str, dict[str, float]]  # function -> table_wru/index_wru/rru per delivery
+    write_units: WriteUnits  # every write, metered from the items it changed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,11 +123,13 @@ class PipelineCalls:
             "archive_bytes_per_delivery": self.archive_bytes,
             "mcp_requests_per_delivery": self.mcp_requests,
             "dynamodb_capacity_units_per_delivery": self.capacity,
+            "dynamodb_writes_per_delivery": self.write_units.breakdown(),
         }
 
 
-def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
-    """``deliveries`` accepted deliveries, relayed in one stream batch, worked in batches."""
+def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") -> PipelineCalls:
+    """``deliveries`` accepted deliveries, relayed in one stream batch, worked in batches
+    by ``workflow``."""
     offline_environment()
     counter = PhaseCounter()
     invocations: Counter[str] = Counter()
@@ -190,6 +150,11 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                 "provide-client-params.dynamodb.TransactWriteItems", counter.on_transact
             )
             events.register("provide-client-params.dynamodb", counter.on_dynamodb)
+            # Its reader comes from a session of its own: its reads are neither counted
+            # nor metered.
+            reader = boto3.session.Session(region_name=REGION).client("dynamodb")
+            meter = WriteMeter(reader, TABLE, lambda: counter.phase)
+            meter.register(events)
             dynamodb, secretsmanager = receiver_clients()
             receiver = make_receiver_rig(
                 dynamodb,
@@ -206,7 +171,12 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
                     sqs=boto3.client("sqs"),
                 )
             )
-            worker = make_worker(aws, token=MCP_TOKEN, notify_url=sink.url)
+            worker = make_worker(
+                aws,
+                token=MCP_TOKEN,
+                notify_url=sink.url,
+                environment={env_keys.ENV_WORKFLOW: workflow},
+            )
             stream = StreamReader(aws.streams, aws.stream_arn)
             mcp_before = mcp.requests
 
@@ -252,7 +222,15 @@ def measure(*, deliveries: int = 20, batch: int = 10) -> PipelineCalls:
         receiver_handler.container_deps.reset()
         relay_handler.container_deps.reset()
         boto3.DEFAULT_SESSION = None
-    return _summarize(counter, invocations, items, archive, mcp_requests, applications, deliveries)
+    return _summarize(
+        counter,
+        invocations,
+        items,
+        archive,
+        mcp_requests,
+        applications,
+        WriteUnits(deliveries, [w for w in meter.writes if w.phase != "setup"]),
+    )
 
 
 def _summarize(
@@ -262,8 +240,9 @@ def _summarize(
     archive: int,
     mcp_requests: int,
     applications: dict[str, int],
-    deliveries: int,
+    write_units: WriteUnits,
 ) -> PipelineCalls:
+    deliveries = write_units.deliveries
     calls: dict[str, dict[str, float]] = {}
     for (phase, service, operation), n in sorted(counter.calls.items()):
         if phase == "setup":
@@ -290,9 +269,17 @@ def _summarize(
         archive_bytes=archive / deliveries,
         mcp_requests=mcp_requests / deliveries,
         notify_applications={"keys": len(applications), "total": sum(applications.values())},
-        capacity={
-            phase: {unit: n / deliveries for unit, n in sorted(units.items())}
-            for phase, units in counter.units.items()
-            if phase != "setup"
-        },
+        capacity=_capacity(counter, write_units),
+        write_units=write_units,
     )
+
+
+def _capacity(counter: PhaseCounter, write_units: WriteUnits) -> dict[str, dict[str, float]]:
+    """Per function: the metered write units and the counted read units, per delivery."""
+    found = {phase: dict(units) for phase, units in write_units.by_phase().items()}
+    for phase, units in counter.units.items():
+        for unit, n in units.items():
+            found.setdefault(phase, {})[unit] = n / write_units.deliveries
+    return {
+        phase: dict(sorted(units.items())) for phase, units in found.items() if phase != "setup"
+    }

@@ -53,10 +53,17 @@ class Reconciler(Construct):
                 effect_age_seconds=effect_age_seconds,
             ),
         )
-        # It lists by the state index, reads an inbox item consistently, and updates the
-        # items it re-enqueues or flags.
+        # It lists by the state index (keys only: it reads the listed items by key with
+        # BatchGetItem), reads an inbox item consistently, and updates the items it
+        # re-enqueues or flags.
         grant_state_index_query(self.function, table)
-        grant_item_actions(self.function, table, ItemAction.GET_ITEM, ItemAction.UPDATE_ITEM)
+        grant_item_actions(
+            self.function,
+            table,
+            ItemAction.GET_ITEM,
+            ItemAction.UPDATE_ITEM,
+            ItemAction.BATCH_GET_ITEM,
+        )
         work_queue.grant_send_messages(self.function)
         self.schedule = events.Rule(
             self,

@@ -102,6 +102,7 @@ TABLE: Final = TableSchema(
                 partition=Key(table_layout.STATE_INDEX_PARTITION_KEY, AttributeType.STRING),
                 sort=Key(table_layout.STATE_INDEX_SORT_KEY, AttributeType.NUMBER),
             ),
+            projection=table_layout.STATE_INDEX_PROJECTION,
         ),
     ),
     # The relay needs the new image of an outbox record, nothing of the old one.

@@ -4,8 +4,9 @@
 (DeleteItem, BatchWriteItem, Scan, DescribeTable). A deleted inbox item is a lost
 receipt: it would let a later retry of the same delivery be accepted and run again.
 So each role gets only the item actions its code calls, on the table itself, and
-Query only on the index it reads. There is no member for delete, batch, scan or
-PartiQL actions: no function needs one.
+Query only on the index it reads. The state index holds keys only, so a role that lists
+it reads the items by key with BatchGetItem (a read). There is no member for delete,
+batch write, scan or PartiQL actions: no function needs one.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class ItemAction(StrEnum):
     GET_ITEM = "dynamodb:GetItem"
     PUT_ITEM = "dynamodb:PutItem"
     UPDATE_ITEM = "dynamodb:UpdateItem"
+    BATCH_GET_ITEM = "dynamodb:BatchGetItem"  # the items a keys-only index listing names
 
 
 def grant_item_actions(

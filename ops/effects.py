@@ -2,7 +2,7 @@
 
 An effect is *in doubt* while its record is an intent without done: the ledger wrote
 the intent before calling the downstream system, and the attempt ended without
-saying whether the call took effect (a timeout, a crash). The ``by_state`` index
+saying whether the call took effect (a timeout, a crash). The state index
 lists exactly those records (``effect_intent#NN``), so listing them is a Query per
 shard, never a Scan. Some are only in flight: a worker is applying them right now.
 

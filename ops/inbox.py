@@ -19,7 +19,7 @@ from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_ite
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State
 from functions.core.steps import StepRecord
-from ops.target import Target, paginate
+from ops.target import OperatorError, Target, paginate
 
 
 def inbox_view(item: InboxItem) -> dict[str, Any]:
@@ -99,7 +99,14 @@ def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:
 def list_inbox(
     target: Target, *, state: State | None = None, limit: int | None = None
 ) -> list[InboxItem]:
-    """Inbox items, oldest received first (then by id); ``state`` uses the by_state index."""
+    """Inbox items, oldest received first (then by id).
+
+    With ``state``: a Query of the state index (pending and processing items share its
+    ``open`` label, failed ones have their own), never a Scan. Completed and ignored
+    items leave (or never enter) the index, so they cannot be listed by state:
+    :class:`~ops.target.OperatorError` says so. Without ``state``: every inbox item,
+    by a paged Scan of the table (the one listing that reads everything).
+    """
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
     else:
@@ -116,16 +123,26 @@ def inbox_in_state(
     until: int | None = None,
     page_size: int | None = None,
 ) -> Iterator[InboxItem]:
-    """Inbox items in ``state`` whose state changed at or after ``since`` and before
-    ``until`` (epoch seconds), from the by_state index a page at a time (never a scan);
-    in no particular order. The index is eventually consistent: read an item again
-    before acting on it."""
+    """Inbox items in ``state`` listed (entered their index label) at or after ``since``
+    and before ``until`` (epoch seconds), from the state index a page at a time (never a
+    scan); in no particular order. The index is eventually consistent: read an item
+    again before acting on it."""
+    label = dynamodb_items.state_label(state)
+    if label is None:
+        raise OperatorError(
+            f"{state.value} items are not indexed (a delivery leaves the state index"
+            " when it no longer needs anyone); look one up with `inbox show ID`, or"
+            " list every item with `inbox list` (a full table scan)"
+        )
     for item in target.state_index(
-        state.value, changed_since=since, changed_before=until, page_size=page_size
+        label, changed_since=since, changed_before=until, page_size=page_size
     ):
-        # The index also lists other records (quarantine, effect intents) by label.
+        # The labels list only inbox items, but read defensively; one label may hold
+        # more than one state (pending and processing are both open).
         if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
-            yield dynamodb_items.inbox_from_item(item)
+            inbox = dynamodb_items.inbox_from_item(item)
+            if inbox.state is state:
+                yield inbox
 
 
 def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:

@@ -26,7 +26,7 @@ def _quarantine_order(record: QuarantineRecord) -> tuple[int, str, str]:
 
 
 def list_quarantine(target: Target) -> list[QuarantineRecord]:
-    """Every quarantine record (from the by_state index), oldest first."""
+    """Every quarantine record (from the state index), oldest first."""
     records = [
         dynamodb_items.quarantine_from_item(item)
         for item in target.state_index(dynamodb_items.QUARANTINED_LABEL)

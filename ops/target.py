@@ -130,8 +130,9 @@ class Target:
         changed_before: int | None = None,
         page_size: int | None = None,
     ) -> Iterator[dynamodb_items.Item]:
-        """The records the by_state index lists under ``label`` (by default every one,
-        however recent), read a page at a time."""
+        """The records the state index lists under ``label`` (by default every one,
+        however recent), read a page at a time, each consistently by its key (the
+        index holds keys only)."""
         return dynamodb_state_index.query_index(
             self.dynamodb,
             self.table_name,

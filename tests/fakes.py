@@ -255,6 +255,13 @@ class FakeEffects:
             record, status=EffectStatus.DONE, done_at=now, flagged_at=None
         )
 
+    def record_applied(
+        self, delivery_id: str, name: str, *, key: str, started_at: int, now: int, expires_at: int
+    ) -> None:
+        self.records[(delivery_id, name)] = EffectRecord(
+            delivery_id, name, EffectStatus.DONE, key, started_at, done_at=now
+        )
+
     def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
         return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
 

@@ -1,8 +1,10 @@
 """The effect ledger: an external effect is applied at most once per delivery.
 
 ``ledger.run(name, fn)`` writes an *intent* record before calling ``fn`` and a
-*done* record after it, both in the table under the delivery's partition. A
-retry of the same delivery then knows, per effect:
+*done* record after it, both in the table under the delivery's partition (an effect
+declared ``repeatable`` gets only the done record: for it, "no record" and "intent
+without done" lead to the same retry, a repeat). A retry of the same delivery then
+knows, per effect:
 
 * done: skip it;
 * intent without done: the previous attempt died somewhere around the call, so
@@ -73,6 +75,12 @@ class EffectStore(Protocol):
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None: ...
 
+    def record_applied(
+        self, delivery_id: str, name: str, *, key: str, started_at: int, now: int, expires_at: int
+    ) -> None:
+        """Write a done record, with no intent before it (a repeatable effect)."""
+        ...
+
     def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
         """Mark an intent NOT_APPLIED (no longer listed as uncertain); False when the
         record is not an intent (done, already cleared, or missing)."""
@@ -137,6 +145,8 @@ class EffectLedger:
         _check_name(name, "effect")
         key = key or idempotency_key(self.delivery_id, name)
         record = _current(self._store.get(self.delivery_id, name))
+        if repeatable and (record is None or record.status is EffectStatus.INTENT):
+            return self._repeat(name, fn, key)
         if record is None and not self._store.record_intent(
             self.delivery_id, name, key=key, now=self._clock.now(), expires_at=self._expires_at
         ):
@@ -161,6 +171,23 @@ class EffectLedger:
             self._store.resolve_not_applied(self.delivery_id, name, now=self._clock.now())
             raise
         self._store.record_done(self.delivery_id, name, now=self._clock.now())
+        return True
+
+    def _repeat(self, name: str, fn: Callable[[str], object], key: str) -> bool:
+        """A repeatable effect: no intent first. An attempt that dies around the call
+        leaves no record, and the next one applies the effect again, which is exactly
+        what an intent would have led to; so the intent (a write, and an index entry
+        while it is in doubt) buys nothing. Only the done record is written."""
+        started_at = self._clock.now()
+        fn(key)  # NotApplied: no record to clear, the next attempt applies it as new
+        self._store.record_applied(
+            self.delivery_id,
+            name,
+            key=key,
+            started_at=started_at,
+            now=self._clock.now(),
+            expires_at=self._expires_at,
+        )
         return True
 
     def step(self, name: str, fn: Callable[[], object]) -> Any:

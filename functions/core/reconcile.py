@@ -1,6 +1,6 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at three lists of the ``by_state`` index:
+It looks at three lists of the state index:
 
 * ``processing`` items whose lease ran out: their worker died (a lease outlives the
   worker's timeout). Back to ``pending``, then re-enqueued.

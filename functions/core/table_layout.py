@@ -24,13 +24,21 @@ KIND_OUTBOX: Final = "outbox"
 KIND_QUARANTINE: Final = "quarantine"
 KIND_EFFECT: Final = "effect"
 
-# A sparse global secondary index of "things an operator or the reconciler lists":
-# inbox items by state, quarantine records, effects whose outcome is uncertain.
+# A sparse, keys-only global secondary index of "things an operator or the reconciler
+# lists": inbox items still open (pending or processing), failed inbox items, quarantine
+# records and intents of effects that cannot be repeated blindly. A completed or ignored
+# item is not listed: the happy path writes one index entry at the receipt and removes
+# it at completion, and no write in between touches an index key (docs/cost.md).
+# Keys only: a listing reads the items themselves (consistently) by key, and no update
+# of a non-key attribute (claim, touch, release) rewrites an index entry.
 # The partition key is sharded so that no single GSI partition takes every write.
-STATE_INDEX: Final = "by_state"
-STATE_INDEX_PARTITION_KEY: Final = "state_shard"  # f"{state}#{shard:02d}"
-STATE_INDEX_SORT_KEY: Final = "state_changed_at"  # epoch seconds (number)
+STATE_INDEX: Final = "needs_attention"
+STATE_INDEX_PARTITION_KEY: Final = "state_shard"  # f"{label}#{shard:02d}"
+STATE_INDEX_SORT_KEY: Final = "listed_at"  # epoch seconds (number): when it entered the label
 STATE_INDEX_SHARDS: Final = 8
+STATE_INDEX_PROJECTION: Final = "KEYS_ONLY"
+STATE_LABEL_OPEN: Final = "open"  # inbox items pending or processing
+STATE_LABEL_FAILED: Final = "failed"  # inbox items failed
 STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect in doubt
 
 # Outbox records only need to live as long as the stream that carries them (24 h).

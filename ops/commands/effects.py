@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="effects_action", metavar="ACTION", required=True)
 
     listing = actions.add_parser(
-        "list", help="intents without done, oldest first (the by_state index, never a scan)"
+        "list", help="intents without done, oldest first (the state index, never a scan)"
     )
     listing.add_argument(
         "--uncertain",

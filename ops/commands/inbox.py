@@ -38,9 +38,15 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=run_show)
 
     listing = actions.add_parser(
-        "list", help="inbox items, oldest received first (by state: the by_state index)"
+        "list",
+        help="inbox items, oldest received first (by state: the state index; all: a scan)",
     )
-    listing.add_argument("--state", choices=STATES, help="only items in this state")
+    listing.add_argument(
+        "--state",
+        choices=STATES,
+        help="only items in this state (pending, processing, failed: the state index;"
+        " completed and ignored are not indexed and are refused)",
+    )
     listing.add_argument("--limit", type=int, metavar="N", help="at most N items")
     listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')
     add_target_arguments(listing)

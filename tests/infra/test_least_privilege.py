@@ -26,14 +26,15 @@ LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 # is allowed on that index alone.
 RECEIVER_TABLE = {"dynamodb:PutItem"}
 WORKER_TABLE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
-RECONCILER_TABLE = {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+# BatchGetItem: the state index holds keys only, and a listing reads its items by key.
+# It is a read; it can neither delete nor overwrite an item.
+RECONCILER_TABLE = {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}
 RECONCILER_INDEX = {"dynamodb:Query"}
 # What no function may hold: deleting an inbox item (or overwriting items in bulk)
 # would let a retried delivery be accepted and run a second time.
 FORBIDDEN_TABLE_ACTIONS = {
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
-    "dynamodb:BatchGetItem",
     "dynamodb:Scan",
     "dynamodb:DescribeTable",
     "dynamodb:PartiQLDelete",

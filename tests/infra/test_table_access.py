@@ -129,6 +129,9 @@ CALLS: dict[tuple[type, str], Call] = {
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400
     ),
     (effects.EffectStore, "record_done"): _record_done,
+    (effects.EffectStore, "record_applied"): lambda t, s, d: t.effects.record_applied(
+        d, EFFECT, key="k", started_at=NOW, now=NOW, expires_at=NOW + 86400
+    ),
     (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
         _intent(s, d),
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),

@@ -78,16 +78,27 @@ def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
     stack.finish(failed, State.FAILED)
     _quarantine(stack, early_done, "ab" * 32)  # listed in the index too, but not an inbox item
 
-    completed = list_inbox(stack.target, state=State.COMPLETED)
-    assert [i.delivery_id for i in completed] == [early_done, late_done]
+    processing = stack.accept(received_at=NOW + 15)
+    stack.claims.claim(processing, owner="w", now=NOW + 16, lease_seconds=60)
+
+    # Completed and ignored items are not indexed: refused with the reason, no Scan.
+    for unlisted in (State.COMPLETED, State.IGNORED):
+        with pytest.raises(OperatorError, match=f"{unlisted.value} items are not indexed"):
+            list_inbox(stack.target, state=unlisted)
+    status, out, err = run_cli(capsys, stack.cli("inbox", "list", "--state", "completed"))
+    assert status == 2 and out == ""
+    assert "completed items are not indexed" in err and "inbox show" in err
+    # pending and processing share the index's open label; each lists its own state.
     assert [i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)] == [
         pending[1],
         pending[0],
     ]
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.PROCESSING)] == [processing]
     everything = list_inbox(stack.target)
     assert [i.delivery_id for i in everything] == [
         ping,
         early_done,
+        processing,
         pending[1],
         failed,
         pending[0],
@@ -227,7 +238,9 @@ def test_requeue_gives_a_failed_delivery_a_new_work_item(
     assert stack.drain(stack.target.work_queue_url) == [_work(delivery_id)]
     stored = stack.stored(delivery_id)
     assert (stored["state"]["S"], stored["attempts"]["N"]) == ("pending", "0")
-    assert stored[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("pending#")
+    assert stored[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith(
+        f"{table_layout.STATE_LABEL_OPEN}#"
+    )
     # Run again (e.g. the send seemed to fail): a second work item, still pending.
     result = requeue(stack.target, delivery_id, now=NOW)
     assert result.outcome is RequeueOutcome.RESENT

@@ -74,8 +74,12 @@ def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> 
     assert (item.state, item.attempts, item.lease_until) == (State.PROCESSING, 1, NOW + LEASE)
     assert item.state_changed_at == NOW
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
-        assert shard == dynamodb_items.state_shard("processing", DELIVERY)
+        # Still listed as open, with the same index key: the claim wrote no index entry.
+        raw = subject.raw(DELIVERY)
+        assert raw[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
+            table_layout.STATE_LABEL_OPEN, DELIVERY
+        )
+        assert raw[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(pending().received_at)}
 
 
 def test_claim_leased_by_a_live_worker_does_not_burn_an_attempt(subject: Subject) -> None:
@@ -110,6 +114,11 @@ def test_claim_of_completed_delivery_says_completed(subject: Subject) -> None:
     subject.store.complete(claim(subject).claim, now=NOW + 1)
     assert claim(subject, now=NOW + 2).status is ClaimStatus.COMPLETED
     assert subject.read(DELIVERY).attempts == 1
+    if subject.raw is not None:
+        # A completed delivery needs no one: it has left the state index.
+        raw = subject.raw(DELIVERY)
+        assert table_layout.STATE_INDEX_PARTITION_KEY not in raw
+        assert table_layout.STATE_INDEX_SORT_KEY not in raw
 
 
 def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:
@@ -163,7 +172,7 @@ def test_defer_returns_to_pending_and_gives_the_attempt_back(subject: Subject) -
     )
     if subject.raw is not None:
         shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
-        assert shard == dynamodb_items.state_shard("pending", DELIVERY)
+        assert shard == dynamodb_items.state_shard(table_layout.STATE_LABEL_OPEN, DELIVERY)
     # Any number of waits leaves the attempt count where it was.
     for wait in range(1, 4):
         subject.store.defer(
@@ -188,8 +197,11 @@ def test_fail_is_final(subject: Subject) -> None:
     with pytest.raises(ClaimLost):
         subject.store.complete(held, now=NOW + 6)
     if subject.raw is not None:
-        shard = subject.raw(DELIVERY)[table_layout.STATE_INDEX_PARTITION_KEY]["S"]
-        assert shard == dynamodb_items.state_shard("failed", DELIVERY)
+        raw = subject.raw(DELIVERY)
+        assert raw[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
+            table_layout.STATE_LABEL_FAILED, DELIVERY
+        )
+        assert raw[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(NOW + 5)}
 
 
 def test_claim_of_unknown_delivery_is_missing(subject: Subject) -> None:

@@ -101,6 +101,41 @@ def test_uncertain_repeatable_effect_is_repeated(store: Any) -> None:
     assert len(downstream.applied) == 2
 
 
+def test_repeatable_effect_writes_no_intent_only_its_done_record(store: Any) -> None:
+    downstream = Downstream(fail_with=Crash())
+    with pytest.raises(Crash):
+        ledger(store).run("archive", downstream.apply, repeatable=True)
+    # Died around the call: no record, so the next attempt applies it (as an intent would).
+    assert store.get(DELIVERY, "archive") is None
+    downstream.fail_with = None
+    clock = FakeClock()
+    assert ledger(store, clock).run("archive", downstream.apply, repeatable=True) is True
+    record = store.get(DELIVERY, "archive")
+    assert (record.status, record.key, record.done_at) == (
+        EffectStatus.DONE,
+        idempotency_key(DELIVERY, "archive"),
+        clock.value,
+    )
+    assert ledger(store).run("archive", downstream.apply, repeatable=True) is False
+    assert len(downstream.applied) == 2
+
+
+def test_repeatable_effect_repeats_an_intent_an_older_attempt_left(store: Any) -> None:
+    store.record_intent(DELIVERY, "archive", key="k", now=1, expires_at=0)
+    downstream = Downstream()
+    assert ledger(store).run("archive", downstream.apply, repeatable=True) is True
+    assert store.get(DELIVERY, "archive").status is EffectStatus.DONE
+
+
+def test_repeatable_done_record_is_never_listed(dynamodb: DynamoDBClient, table: str) -> None:
+    store = DynamoDbEffects(client=dynamodb, table_name=table)
+    ledger(store).run("archive", Downstream().apply, repeatable=True)
+    item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "archive"))["Item"]
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in item
+    assert table_layout.STATE_INDEX_SORT_KEY not in item
+    assert item["status"] == {"S": EffectStatus.DONE.value}
+
+
 def test_uncertain_effect_without_check_stops(store: Any) -> None:
     downstream = Downstream(fail_with=TransientError("notify_unavailable"))
     with pytest.raises(TransientError):

@@ -33,11 +33,33 @@ def test_row_from_states_are_the_states_its_condition_admits(row: transitions.Tr
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.name)
-def test_row_that_changes_state_moves_the_item_in_the_index(row: transitions.Transition) -> None:
-    if row.from_states != (row.to_state,):
-        assert row.index is IndexMove.RESHARD
-    if row.index is IndexMove.RESTART_CLOCK:
-        assert row.from_states == (row.to_state,)
+def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
+    row: transitions.Transition,
+) -> None:
+    to_label = dynamodb_items.state_label(row.to_state)
+    from_labels = {dynamodb_items.state_label(state) for state in row.from_states}
+    update = row.update_expression()
+    if to_label is None:
+        assert row.index is IndexMove.UNLIST
+        assert f"REMOVE {table_layout.STATE_INDEX_PARTITION_KEY}" not in update  # lease first
+        assert table_layout.STATE_INDEX_PARTITION_KEY in update.split(" REMOVE ")[1]
+    elif from_labels == {to_label}:
+        # An open item stays open: no index key in the update, so no index write.
+        assert row.index is IndexMove.KEEP
+        assert table_layout.STATE_INDEX_PARTITION_KEY not in update
+        assert table_layout.STATE_INDEX_SORT_KEY not in update
+    else:
+        assert row.index is IndexMove.LIST
+        assert f"{table_layout.STATE_INDEX_PARTITION_KEY} = :shard" in update
+        assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
+
+
+def test_the_happy_path_writes_the_index_twice_at_most() -> None:
+    # accept lists the item (open); claim keeps it; complete removes it.
+    assert dynamodb_items.state_label(State.PENDING) == table_layout.STATE_LABEL_OPEN
+    assert transitions.CLAIM.index is IndexMove.KEEP
+    assert transitions.COMPLETE.index is IndexMove.UNLIST
+    assert dynamodb_items.state_label(State.IGNORED) is None
 
 
 def test_rows_state_their_condition_reasons() -> None:
@@ -78,19 +100,19 @@ def test_update_request_of_a_claim() -> None:
         ":owner": {"S": "w"},
         ":pending": {"S": "pending"},
         ":processing": {"S": "processing"},
-        ":shard": {"S": dynamodb_items.state_shard("processing", DELIVERY)},
         ":zero": {"N": "0"},
     }
     update = request["UpdateExpression"]
-    assert f"{table_layout.STATE_INDEX_PARTITION_KEY} = :shard" in update
-    assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
+    assert update.startswith("SET #state = :processing, ")
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in update
+    assert table_layout.STATE_INDEX_SORT_KEY not in update
 
 
 def test_update_request_restarting_the_clock_leaves_state_and_shard() -> None:
     request = transitions.update_request(
         "t", transitions.TOUCH_PENDING, DELIVERY, now=NOW, seen=NOW - 1
     )
-    assert request["UpdateExpression"] == f"SET {table_layout.STATE_INDEX_SORT_KEY} = :now"
+    assert request["UpdateExpression"] == f"SET {dynamodb_items.STATE_CHANGED_AT} = :now"
 
 
 def test_update_request_refuses_a_missing_or_an_unused_value() -> None:
@@ -137,8 +159,9 @@ def test_reset_failed_moves_a_failed_item_once(dynamodb: DynamoDBClient, table: 
     # A fresh budget: both counters, and the retry horizon restarts now.
     assert (item.transient_failures, item.reset_at, item.retry_window_start) == (0, NOW, NOW)
     assert first.item[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
-        "pending", DELIVERY
+        table_layout.STATE_LABEL_OPEN, DELIVERY
     )
+    assert first.item[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(NOW)}
     assert not second.moved  # refused, and the refusal reports the item as it is
     assert second.item == first.item
 

@@ -2,7 +2,7 @@
 
 Every state change is a row of :mod:`functions.core.adapters.dynamodb_inbox_transitions`;
 this module maps the rows' results to the claim port's vocabulary and lists the
-``by_state`` index for the reconciler.
+open items of the state index for the reconciler.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_errors import storage_error
@@ -98,14 +99,20 @@ class DynamoDbClaims:
         return None if item is None else dynamodb_items.inbox_from_item(item)
 
     def stale_pending(self, *, changed_before: int, page_size: int) -> Iterator[InboxItem]:
-        """Pending items whose state has not changed since before ``changed_before``."""
-        return self._listed(State.PENDING, changed_before=changed_before, page_size=page_size)
+        """Pending items whose state has not changed since before ``changed_before``.
+
+        Listed among the open items by ``listed_at``, which is never later than the
+        state change (an item enters the open label when it becomes pending).
+        """
+        for item in self._open(changed_before=changed_before, page_size=page_size):
+            if item.state is State.PENDING and item.state_changed_at < changed_before:
+                yield item
 
     def expired_leases(self, *, now: int, page_size: int) -> Iterator[InboxItem]:
         """Processing items whose lease ran out (their worker died or gave up)."""
-        return self._listed(
-            State.PROCESSING, changed_before=now + 1, page_size=page_size, expired_at=now
-        )
+        for item in self._open(changed_before=now + 1, page_size=page_size, expired_at=now):
+            if item.state is State.PROCESSING:
+                yield item
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         """Restart the pending item's clock; False if it changed since it was listed."""
@@ -132,11 +139,11 @@ class DynamoDbClaims:
             self._client, self._table, transition, delivery_id, now=now, **values
         )
 
-    def _listed(
-        self, state: State, *, changed_before: int, page_size: int, expired_at: int | None = None
+    def _open(
+        self, *, changed_before: int, page_size: int, expired_at: int | None = None
     ) -> Iterator[InboxItem]:
-        """Every item listed under ``state``, read lazily page by page."""
-        for shard in dynamodb_items.all_state_shards(state.value):
+        """Every open (pending or processing) item, read lazily page by page."""
+        for shard in dynamodb_items.all_state_shards(table_layout.STATE_LABEL_OPEN):
             for item in dynamodb_state_index.query_shard(
                 self._client,
                 self._table,

@@ -4,8 +4,8 @@ The receiver creates the item (``accept``: a put, in one transaction with the ou
 record); every later change is one row of the table below, which :func:`apply` turns
 into one conditional ``UpdateItem``. Nothing else writes the inbox item. A row says
 which states it starts from, the condition that lets it happen (named parts, each with
-its reason), the state it ends in, the attributes it sets and removes, and how the item
-moves in the ``by_state`` index.
+its reason), the state it ends in and the attributes it sets and removes; how the item
+moves in the state index follows from the states (:attr:`Transition.index`).
 
 Why one delivery is processed by one worker at a time and its outcome recorded once:
 
@@ -43,13 +43,16 @@ if TYPE_CHECKING:
 
 
 class IndexMove(Enum):
-    """How a transition moves the item in the ``by_state`` index."""
+    """How a transition moves the item in the state index (keys only, sparse)."""
 
-    # Listed under the new state: ``state_shard`` = its shard of the to-state, and
-    # ``state_changed_at`` = now. Every change of ``state`` needs this.
-    RESHARD = "reshard"
-    # Same state, same shard; ``state_changed_at`` = now (the item's age restarts).
-    RESTART_CLOCK = "restart_clock"
+    # The item stays listed under the same label: no index key changes, so the index
+    # is not written at all (claim, touch and release keep an open item open).
+    KEEP = "keep"
+    # Listed under the to-state's label from now: ``state_shard`` = its shard of that
+    # label, ``listed_at`` = now (one index delete and one put).
+    LIST = "list"
+    # Leaves the index: the to-state needs no one (completed). One index delete.
+    UNLIST = "unlist"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,20 +67,31 @@ class Transition:
     to_state: State
     sets: tuple[tuple[str, str], ...] = ()  # (attribute, value expression)
     removes: tuple[str, ...] = ()
-    index: IndexMove = IndexMove.RESHARD
+
+    @property
+    def index(self) -> IndexMove:
+        """Derived from the states' labels, so no row can forget to move the item."""
+        to_label = dynamodb_items.state_label(self.to_state)
+        if to_label is None:
+            return IndexMove.UNLIST
+        if {dynamodb_items.state_label(state) for state in self.from_states} == {to_label}:
+            return IndexMove.KEEP
+        return IndexMove.LIST
 
     def update_expression(self) -> str:
         sets = list(self.sets)
-        if self.index is IndexMove.RESHARD:
-            sets = [
-                ("#state", f":{self.to_state.value}"),
-                *sets,
-                (table_layout.STATE_INDEX_PARTITION_KEY, ":shard"),
-            ]
-        sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
+        if self.from_states != (self.to_state,):
+            sets.insert(0, ("#state", f":{self.to_state.value}"))
+        sets.append((dynamodb_items.STATE_CHANGED_AT, ":now"))
+        removes = list(self.removes)
+        if self.index is IndexMove.LIST:
+            sets.append((table_layout.STATE_INDEX_PARTITION_KEY, ":shard"))
+            sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
+        elif self.index is IndexMove.UNLIST:
+            removes += [table_layout.STATE_INDEX_PARTITION_KEY, table_layout.STATE_INDEX_SORT_KEY]
         update = "SET " + ", ".join(f"{attribute} = {value}" for attribute, value in sets)
-        if self.removes:
-            update += " REMOVE " + ", ".join(self.removes)
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
         return update
 
 
@@ -162,7 +176,6 @@ TOUCH_PENDING: Final = Transition(  # reconciler: re-enqueues a pending item it 
         ("state_changed_at = :seen", "another reconciler run re-enqueued it already"),
     ),
     to_state=State.PENDING,
-    index=IndexMove.RESTART_CLOCK,
 )
 RELEASE_EXPIRED: Final = Transition(  # reconciler: the lease holder died
     name="release_expired",
@@ -265,9 +278,9 @@ def update_request(
     """
     given = {f":{name}": _attribute(value) for name, value in values.items()}
     given[":now"] = _attribute(now)
-    if transition.index is IndexMove.RESHARD:
-        shard = dynamodb_items.state_shard(transition.to_state.value, delivery_id)
-        given[":shard"] = _attribute(shard)
+    label = dynamodb_items.state_label(transition.to_state)
+    if transition.index is IndexMove.LIST and label is not None:
+        given[":shard"] = _attribute(dynamodb_items.state_shard(label, delivery_id))
     update = transition.update_expression()
     condition = condition_expression(transition.condition)
     used = set(_PLACEHOLDER.findall(f"{update} {condition}"))

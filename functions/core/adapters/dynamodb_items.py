@@ -8,7 +8,7 @@ than boto3's resource layer: it is what the wire carries and costs no conversion
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from functions.core import table_layout
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
@@ -23,8 +23,26 @@ else:
 
 Item = dict[str, AttributeValue]
 
-# The by_state index label of quarantine records (docs/architecture.md: quarantined#NN).
+# When the inbox item last changed state (or the reconciler restarted its clock): what
+# the reconciler's age rules read. Not an index key, so changing it rewrites no entry.
+STATE_CHANGED_AT: Final = "state_changed_at"
+
+# The state index label of quarantine records (docs/architecture.md: quarantined#NN).
 QUARANTINED_LABEL = "quarantined"
+
+# Where each inbox state is listed in the state index: open work together (a claim then
+# changes no index key), failed apart; completed and ignored items need no one and are
+# not listed at all.
+_STATE_LABELS: Final[dict[State, str]] = {
+    State.PENDING: table_layout.STATE_LABEL_OPEN,
+    State.PROCESSING: table_layout.STATE_LABEL_OPEN,
+    State.FAILED: table_layout.STATE_LABEL_FAILED,
+}
+
+
+def state_label(state: State) -> str | None:
+    """The index label listing inbox items in ``state``; None: not listed."""
+    return _STATE_LABELS.get(state)
 
 
 def key(delivery_id: str, sort_key: str) -> Item:
@@ -76,11 +94,12 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         "state": _s(inbox.state.value),
         "attempts": _n(inbox.attempts),
         table_layout.TTL_ATTRIBUTE: _n(inbox.expires_at),
-        table_layout.STATE_INDEX_PARTITION_KEY: _s(
-            state_shard(inbox.state.value, inbox.delivery_id)
-        ),
-        table_layout.STATE_INDEX_SORT_KEY: _n(inbox.state_changed_at or inbox.received_at),
+        STATE_CHANGED_AT: _n(inbox.state_changed_at or inbox.received_at),
     }
+    label = state_label(inbox.state)
+    if label is not None:
+        item[table_layout.STATE_INDEX_PARTITION_KEY] = _s(state_shard(label, inbox.delivery_id))
+        item[table_layout.STATE_INDEX_SORT_KEY] = _n(inbox.state_changed_at or inbox.received_at)
     if inbox.package_id is not None:
         item["package_id"] = _s(inbox.package_id)
     if inbox.mcp_url is not None:
@@ -121,7 +140,7 @@ def inbox_from_item(item: Item) -> InboxItem:
         expires_at=int(item[table_layout.TTL_ATTRIBUTE]["N"]),
         package_id=_opt_s(item, "package_id"),
         mcp_url=_opt_s(item, "mcp_url"),
-        state_changed_at=_opt_n(item, table_layout.STATE_INDEX_SORT_KEY) or 0,
+        state_changed_at=_opt_n(item, STATE_CHANGED_AT) or 0,
         lease_until=_opt_n(item, "lease_until"),
         completed_at=_opt_n(item, "completed_at"),
         transient_failures=_opt_n(item, "transient_failures") or 0,

@@ -1,7 +1,7 @@
 """Step records in DynamoDB (``pk`` = delivery id, ``sk`` = ``step#<name>``).
 
 They sit beside the delivery's ``effect#<name>`` records and share their retention
-(``expires_at``). A step record is never listed in the ``by_state`` index (it has no
+(``expires_at``). A step record is never listed in the state index (it has no
 ``state_shard``): a running step needs no one's attention, and staying out spares the
 index a write on every run.
 """

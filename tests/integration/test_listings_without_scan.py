@@ -1,0 +1,95 @@
+"""Every list the reconciler and the operator commands read is a Query, never a Scan.
+
+The state index holds keys only and only what needs someone (open and failed inbox
+items, quarantine records, effect intents); each listing below must still find exactly
+its items. A botocore hook on the target's client records every DynamoDB operation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from functions.core.adapters import dynamodb_items
+from functions.core.effects import idempotency_key
+from functions.core.models import QuarantineRecord, State
+from ops.budget import set_budget, show_budget
+from ops.effects import list_effects
+from ops.inbox import list_inbox
+from ops.quarantine import list_quarantine
+from ops.requeue import redrive, requeue
+from ops.target import OperatorError
+from tests.operator_harness import NOW, Stack
+
+if TYPE_CHECKING:
+    from botocore.model import OperationModel
+
+HOUR = 3600
+
+
+class Operations:
+    """The names of the DynamoDB operations one client sends."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.names: list[str] = []
+        stack.target.dynamodb.meta.events.register("before-call.dynamodb", self._seen)
+
+    def _seen(self, model: OperationModel, **_: Any) -> None:
+        self.names.append(model.name)
+
+
+def ids(items: Any) -> list[str]:
+    return [item.delivery_id for item in items]
+
+
+def test_reconciler_and_operator_listings_query_the_index_never_scan(stack: Stack) -> None:
+    pending = stack.accept(received_at=NOW - 2 * HOUR)
+    processing = stack.accept(received_at=NOW - HOUR)
+    stack.claims.claim(processing, owner="w", now=NOW - HOUR, lease_seconds=60)  # expired
+    failed = stack.accept(received_at=NOW - 3 * HOUR)
+    stack.finish(failed, State.FAILED)
+    done = stack.accept(received_at=NOW - 4 * HOUR)
+    stack.finish(done, State.COMPLETED)
+    effects = stack.target.effects()
+    key = idempotency_key(failed, "notify")
+    assert effects.record_intent(failed, "notify", key=key, now=NOW - HOUR, expires_at=0)
+    stack.target.dynamodb.put_item(
+        TableName=stack.target.table_name,
+        Item=dynamodb_items.quarantine_to_item(
+            QuarantineRecord(done, "package.received", "aa" * 32, "bb" * 32, NOW, NOW + HOUR)
+        ),
+    )
+    seen = Operations(stack)
+
+    # The operator's lists.
+    assert ids(list_inbox(stack.target, state=State.PENDING)) == [pending]
+    assert ids(list_inbox(stack.target, state=State.PROCESSING)) == [processing]
+    assert ids(list_inbox(stack.target, state=State.FAILED)) == [failed]
+    assert ids(list_quarantine(stack.target)) == [done]
+    in_doubt = list_effects(stack.target, now=NOW, effect_age_seconds=60)
+    assert [(e.record.delivery_id, e.record.name) for e in in_doubt] == [(failed, "notify")]
+    # The reconciler's lists.
+    claims = stack.claims
+    assert ids(claims.stale_pending(changed_before=NOW - HOUR, page_size=2)) == [pending]
+    assert ids(claims.expired_leases(now=NOW, page_size=2)) == [processing]
+    uncertain = list(effects.uncertain(intended_before=NOW, page_size=2))
+    assert [(r.delivery_id, r.name) for r in uncertain] == [(failed, "notify")]
+    # The operator's writes that read first.
+    assert requeue(stack.target, failed, now=NOW).outcome.value == "requeued"
+    assert redrive(stack.target, now=NOW).moved == 0
+    set_budget(stack.target, 1000, now=NOW)
+    assert show_budget(stack.target, now=NOW).limit == 1000
+
+    assert "Scan" not in seen.names
+    assert {"Query", "BatchGetItem"} <= set(seen.names)
+    # The completed delivery left the index: no list above read it.
+    assert done not in ids(list_inbox(stack.target, state=State.PENDING))
+
+
+@pytest.mark.parametrize("state", [State.COMPLETED, State.IGNORED])
+def test_unindexed_states_are_refused_without_a_read(stack: Stack, state: State) -> None:
+    seen = Operations(stack)
+    with pytest.raises(OperatorError, match="not indexed"):
+        list_inbox(stack.target, state=state)
+    assert seen.names == []

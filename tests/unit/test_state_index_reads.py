@@ -1,0 +1,63 @@
+"""Reading the items a keys-only listing names: every key once, in order, throttling bounded."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+from functions.core.adapters import dynamodb_items, dynamodb_state_index
+from functions.core.errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+TABLE = "t"
+
+
+def identity(item: dynamodb_items.Item) -> tuple[str, str]:
+    return (str(item["pk"]["S"]), str(item["sk"]["S"]))
+
+
+class ThrottlingTable:
+    """A stand-in for the client's ``batch_get_item``: its first ``calls`` requests leave
+    their last ``throttle`` keys unprocessed, as DynamoDB does when it throttles."""
+
+    def __init__(self, items: list[dynamodb_items.Item], *, throttle: int, calls: int) -> None:
+        self._items = {identity(i): i for i in items}
+        self._throttle = throttle
+        self._calls = calls
+        self.requests: list[int] = []
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        keys = RequestItems[TABLE]["Keys"]
+        assert RequestItems[TABLE]["ConsistentRead"] is True
+        self.requests.append(len(keys))
+        cut = len(keys) - self._throttle if len(self.requests) <= self._calls else len(keys)
+        served, left = keys[: max(cut, 0)], keys[max(cut, 0) :]
+        found = [self._items[key] for key in map(identity, served) if key in self._items]
+        answer: dict[str, Any] = {"Responses": {TABLE: found}}
+        if left:
+            answer["UnprocessedKeys"] = {TABLE: {"Keys": left}}
+        return answer
+
+
+def items(n: int) -> list[dynamodb_items.Item]:
+    return [{**dynamodb_items.inbox_key(f"d{i:03d}"), "n": {"N": str(i)}} for i in range(n)]
+
+
+def test_unprocessed_keys_are_asked_for_again_and_order_is_kept() -> None:
+    stored = items(150)
+    table = ThrottlingTable(stored, throttle=30, calls=1)
+    keys = [dynamodb_items.inbox_key(f"d{i:03d}") for i in reversed(range(151))]  # one missing
+    read = dynamodb_state_index.read_items(cast("DynamoDBClient", table), TABLE, keys)
+    assert read == list(reversed(stored))
+    assert table.requests[:3] == [100, 30, 51]  # a full batch, its unprocessed rest, the next
+
+
+def test_keys_still_unprocessed_after_the_rounds_are_storage_weather() -> None:
+    table = ThrottlingTable(items(3), throttle=3, calls=99)
+    keys = [dynamodb_items.inbox_key(f"d{i:03d}") for i in range(3)]
+    with pytest.raises(StorageUnavailable):
+        dynamodb_state_index.read_items(cast("DynamoDBClient", table), TABLE, keys)
+    assert len(table.requests) == 4

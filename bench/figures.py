@@ -20,8 +20,8 @@ from bench import (
     worker_mcp,
 )
 from bench.report import Figure, Row, Target
-from ops import bulk
 from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from ops import bulk
 
 # The data model's floor (docs/cost.md): the receipt's transaction (2 items at 2 WRU),
 # one index entry put and one removed, the claim, the completion and the default
@@ -530,6 +530,9 @@ def bulk_requeue_rate(sizes: Sizes) -> Figure:
             f"{bulk.CONCURRENCY} at a time.",
         ],
         details=result.to_json(),
+    )
+
+
 def write_units_per_delivery(sizes: Sizes) -> Figure:
     n = sizes.write_unit_deliveries
     result = pipeline_calls.measure(deliveries=n, workflow=DEFAULT_WORKFLOW).write_units

@@ -46,6 +46,7 @@ _CONTEXT_KEYS = (
     keys.WORKER_BATCH_CONCURRENCY,
     keys.WORKER_WORKFLOW_SECONDS,
     keys.ALERT_EMAIL,
+    keys.TRACING,
 )
 
 

@@ -61,6 +61,7 @@ WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a se
 WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
 WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
 WORKER_MEMORY_MB = "worker_memory_mb"
+TRACING = "tracing"
 WORKER_BATCH_SIZE = "worker_batch_size"
 ALERT_EMAIL = "alert_email"
 
@@ -131,6 +132,10 @@ class StackConfig:
         worker_timeout_seconds: The worker's Lambda timeout; the lease and the work
             queue's visibility timeout follow from it.
         worker_memory_mb: The worker's memory (CPU scales with it).
+        tracing: X-Ray active tracing on every function (``-c tracing=true``, which
+            also enables Powertools' Tracer); off by default: Lambda's default sampling
+            would be the largest line of the bill at low volume (docs/cost.md prices
+            both).
         worker_batch_size: Messages per worker invocation.
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
@@ -167,10 +172,14 @@ class StackConfig:
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
     worker_timeout_seconds: int = 180
-    worker_memory_mb: int = 512
+    # Right-sized from the worker's measured peak resident memory with the default
+    # workflow (docs/benchmarks.md, figure 8: about 170 MB): a batch waits on its
+    # messages concurrently, and the waiting is billed per MB (docs/cost.md).
+    worker_memory_mb: int = 256
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
+    tracing: bool = False
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -314,6 +323,7 @@ class StackConfig:
                 else None
             ),
             alert_email=_optional_text(context, ALERT_EMAIL),
+            tracing=_flag(context, TRACING, default=defaults.tracing),
         )
         config.validate()
         return config
@@ -429,6 +439,18 @@ def _integer(context: Mapping[str, Any], key: str, default: int, *, low: int, hi
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise ConfigError(f"{key}: an integer from {low} to {high}")
     return value
+
+
+def _flag(context: Mapping[str, Any], key: str, *, default: bool) -> bool:
+    # ``-c tracing=true`` arrives as a string; cdk.json gives a boolean.
+    value = context.get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key}: true or false")
 
 
 def _folder(context: Mapping[str, Any], key: str) -> str | None:

@@ -34,6 +34,10 @@ from local.stack_options import StackOptions
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"
 MCP_LATENCY_MS: Final = 300
+# Figure 5: the receiver's p99 on the local stack, the in-request baseline's over ours.
+TARGET_P99_RATIO: Final = 10.0
+# Figure 6: twice the 69 deliveries per second the run before these targets accepted.
+TARGET_COMPLETED_PER_SECOND: Final = 2 * 69.0
 READY_SECONDS: Final = 60.0
 
 

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,9 +289,9 @@ def worker_world(*, workflow: str, mcp_latency_ms: int = 0) -> Iterator[WorkerWo
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
+    host, port = moto.get_host_and_port()
+    url = f"http://{host}:{port}"
     try:
-        host, port = moto.get_host_and_port()
-        url = f"http://{host}:{port}"
         clients = AwsClients(
             region=REGION, endpoint_url=url, access_key_id="bench", secret_access_key="bench"
         )
@@ -315,6 +316,12 @@ def worker_world(*, workflow: str, mcp_latency_ms: int = 0) -> Iterator[WorkerWo
             function_env[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
             yield WorkerWorld(world, mcp, fresh_env(url, function_env))
     finally:
+        # moto's state lives in this process, beyond its server: the next world (another
+        # figure) must find no table.
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(
+                urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10
+            ).close()
         moto.stop()
 
 

@@ -250,8 +250,9 @@ class LocalStack:
         return pid
 
     @contextlib.contextmanager
-    def paused(self, role: Role) -> Iterator[None]:
-        """One child stopped (SIGSTOP) for the block, then continued (SIGCONT).
+    def paused(self, role: Role) -> Iterator[int]:
+        """One child stopped (SIGSTOP) for the block, then continued (SIGCONT); yields its
+        pid.
 
         Its work waits, nothing is lost: the stream and the queues keep what it has not
         taken yet. The bench pauses the worker side while it times the receiver alone,
@@ -260,7 +261,7 @@ class LocalStack:
         pid = self._children[role].pid
         os.kill(pid, signal.SIGSTOP)
         try:
-            yield
+            yield pid
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)

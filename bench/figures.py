@@ -20,6 +20,7 @@ from bench import (
     worker_mcp,
 )
 from bench.report import Figure, Row, Target
+from infra.config import StackConfig
 
 
 @dataclass(frozen=True)
@@ -384,6 +385,11 @@ def worker_time_at_mcp_latency(sizes: Sizes) -> Figure:
                 "worker CPU time per message, batch of 10", "ms", summary=result.cpu_ms_per_message
             ),
             Row("worker peak resident memory", "MB", value=result.max_rss_mb),
+            Row(
+                "worker memory setting / peak resident memory",
+                "ratio",
+                value=round(StackConfig().worker_memory_mb / result.max_rss_mb, 2),
+            ),
         ],
         notes=[
             "The peak resident memory sizes the worker's Lambda memory "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -587,7 +587,25 @@ def targets_figure(figures: list[Figure]) -> Figure:
             f"pipeline and {WORKER_GB_S_BEFORE:.4f} GB-s per delivery for the worker "
             f"(messages one after another at 512 MB; commit {BEFORE_COMMIT}).",
             f"DynamoDB: {model.dynamodb.source}.",
+            _pipeline_bound(model),
         ],
+    )
+
+
+def _pipeline_bound(model: Model) -> str:
+    """What the pipeline's cost is made of at the target volume, and DynamoDB's part."""
+    per_m = TARGET_VOLUME / 1e6
+    bill = [
+        x for x in model.lines(TARGET_VOLUME) if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
+    ]
+    ranked = sorted(bill, key=lambda x: -x.usd_per_month)[:3]
+    top = ", ".join(f"{x.component} {_usd(x.usd_per_month / per_m)}" for x in ranked)
+    at_nine = copy.copy(model)
+    at_nine.dynamodb = replace(model.dynamodb, wru={"all": 9.0})
+    return (
+        f"At 100 M / month the largest lines per 1 M are {top}. With 9 WRU per delivery "
+        f"(the data model's target) instead of {model.dynamodb.wru_total:g}, the pipeline "
+        f"would cost {_usd(at_nine.pipeline_usd(TARGET_VOLUME) / per_m)} per 1 M."
     )
 
 

@@ -81,7 +81,7 @@ CHAOS_ARGS ?= --deliveries 500 --kills 5 --seed 1
 chaos: $(DEMO_STAMP)
 	$(VENV)/bin/relaylink-receiver chaos $(CHAOS_ARGS)
 
-# Performance and cost, measured side by side in one run (budget: under 5 minutes
+# Performance and cost, measured side by side in one run (budget: under 10 minutes
 # on 2 cores): writes docs/benchmarks.md, docs/benchmarks.json and docs/cost.md.
 bench: $(DEV_STAMP)
 	$(PY) -m bench

@@ -13,15 +13,18 @@ one ratio.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bench.canned import CannedEndpoint
 from bench.receiver_rig import SECRET_ARN, SECRETS_JSON
@@ -32,6 +35,10 @@ from infra.environments import receiver_environment
 from local.aws_clients import AwsClients
 from local.testkit import builders
 from local.testkit.moto_world import REGION
+
+if TYPE_CHECKING:
+    from local.mcp_server import RunningServer
+    from local.testkit.moto_world import MotoWorld
 
 TARGET: Final = 1.3
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -238,18 +245,37 @@ class WorkerColdStart:
         }
 
 
-def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
-    """A fresh worker importing its handler and processing its first batch.
+@dataclass(frozen=True)
+class WorkerWorld:
+    """What a worker process needs: moto's server, the MCP server, the notify sink."""
 
-    AWS is moto's server on loopback (its speed is in the batch time), the MCP
-    server the SDK's demo server, the notification goes to the notify sink.
-    """
+    world: MotoWorld
+    mcp: RunningServer
+    env: dict[str, str]  # the worker process's environment, Lambda-like
+
+    def event(self, batch: int) -> dict[str, Any]:
+        """An SQS event of ``batch`` new deliveries (taken off the queue: the event holds
+        them)."""
+        from bench.worker_mcp import _submit  # noqa: PLC0415
+        from local.event_sources import sqs_event  # noqa: PLC0415
+
+        messages = _submit(self.world, self.mcp, batch)
+        for m in messages:
+            self.world.sqs.delete_message(
+                QueueUrl=self.world.queue_url, ReceiptHandle=m["ReceiptHandle"]
+            )
+        return sqs_event(messages, self.world.queue_arn, REGION)
+
+
+@contextlib.contextmanager
+def worker_world(*, workflow: str, mcp_latency_ms: int = 0) -> Iterator[WorkerWorld]:
+    """moto's server on loopback, the SDK's demo MCP server and the notify sink, in this
+    process; and the environment of a worker process that uses them."""
     # Imported here: the worker's world pulls in moto's server and the MCP SDK.
     from moto.server import ThreadedMotoServer  # noqa: PLC0415
 
-    from bench.worker_mcp import MCP_TOKEN, _submit  # noqa: PLC0415
+    from bench.worker_mcp import MCP_TOKEN  # noqa: PLC0415
     from infra.environments import worker_environment  # noqa: PLC0415
-    from local.event_sources import sqs_event  # noqa: PLC0415
     from local.mcp_server import start_in_thread  # noqa: PLC0415
     from local.notify_sink import NotifySinkServer  # noqa: PLC0415
     from local.testkit.clock import FakeClock  # noqa: PLC0415
@@ -260,48 +286,61 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
         build_world,
     )
 
-    results: list[dict[str, Any]] = []
-    walls: list[float] = []
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
+    host, port = moto.get_host_and_port()
+    url = f"http://{host}:{port}"
     try:
-        host, port = moto.get_host_and_port()
-        url = f"http://{host}:{port}"
         clients = AwsClients(
             region=REGION, endpoint_url=url, access_key_id="bench", secret_access_key="bench"
         )
         world = build_world(clients, clock=FakeClock(int(time.time())))
-        token_arn = world.create_secret(MCP_TOKEN, prefix="relaylink-mcp-cold")
-        with NotifySinkServer() as sink, start_in_thread(token=MCP_TOKEN) as mcp:
+        token_arn = world.create_secret(MCP_TOKEN, prefix="relaylink-mcp-worker")
+        with (
+            NotifySinkServer() as sink,
+            start_in_thread(token=MCP_TOKEN, latency_ms=mcp_latency_ms) as mcp,
+        ):
             function_env = worker_environment(
                 table_name=TABLE,
                 work_queue_url=world.queue_url,
                 dead_letter_queue_url=world.dlq_url,
                 mcp_token_secret_arn=token_arn,
                 mcp_allowed_hosts=["127.0.0.1"],
-                workflow="notify",  # the workflow whose notifications the sink counts
+                workflow=workflow,
                 archive_bucket=BUCKET,
                 max_attempts=MAX_ATTEMPTS,
                 lease_seconds=300,
                 notify_url=sink.url,
             )
             function_env[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
-            env = fresh_env(url, function_env)
-            for _ in range(runs):
-                messages = _submit(world, mcp, batch)
-                event = sqs_event(messages, world.queue_arn, REGION)
-                result, wall = run_script(WORKER_SCRIPT, env, json.dumps(event))
-                if result["failures"]:
-                    raise RuntimeError(f"cold worker failed {result['failures']} messages")
-                for m in messages:
-                    world.sqs.delete_message(
-                        QueueUrl=world.queue_url, ReceiptHandle=m["ReceiptHandle"]
-                    )
-                results.append(result)
-                walls.append(wall)
+            yield WorkerWorld(world, mcp, fresh_env(url, function_env))
     finally:
+        # moto's state lives in this process, beyond its server: the next world (another
+        # figure) must find no table.
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(
+                urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10
+            ).close()
         moto.stop()
+
+
+def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
+    """A fresh worker importing its handler and processing its first batch.
+
+    AWS is moto's server on loopback (its speed is in the batch time), the MCP
+    server the SDK's demo server, the notification goes to the notify sink.
+    """
+    results: list[dict[str, Any]] = []
+    walls: list[float] = []
+    # The workflow whose notifications the sink counts.
+    with worker_world(workflow="notify") as stack:
+        for _ in range(runs):
+            result, wall = run_script(WORKER_SCRIPT, stack.env, json.dumps(stack.event(batch)))
+            if result["failures"]:
+                raise RuntimeError(f"cold worker failed {result['failures']} messages")
+            results.append(result)
+            walls.append(wall)
     return WorkerColdStart(
         worker_ms=_by_key(results, ("import_ms", "first_batch_ms", "total_ms")),
         wall_ms=summarize(walls),

@@ -8,13 +8,14 @@ reserved capacity.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from bench.report import Figure
+from bench.report import Figure, Row, Target
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
 from functions.core.models import Outcome
 
@@ -23,6 +24,10 @@ REGION: Final = "us-east-1"
 PRICE_DATE: Final = "2025-06"
 VOLUMES: Final = (1_000_000, 100_000_000, 1_000_000_000)
 SECONDS_PER_MONTH: Final = 30 * 24 * 3600
+WORKER_BATCH: Final = event_source_limits.WORKER_BATCH_SIZE  # a full batch
+# Groups of the bill that are not the pipeline's: what the workflow does, and pays for.
+WORKFLOW_EFFECTS: Final = "Workflow effects"
+MODEL_TOKENS: Final = "Model tokens"
 GB: Final = 1024**3
 
 
@@ -84,6 +89,41 @@ NOTIFY_MS: Final = Quantity(50.0, "assumed: the notification endpoint answers in
 S3_PUT_MS: Final = Quantity(20.0, "assumed: one small S3 PUT")
 EGRESS_BYTES: Final = Quantity(2500.0, "assumed: MCP request + notification sent, per delivery")
 REFERENCE_CPU_MB: Final = 1769  # Lambda gives one full vCPU at 1,769 MB
+# The agent workflow's model tokens, shown apart from the pipeline (the default
+# workflow calls no model): a stated assumption, not a measurement.
+MODEL_TOKENS_PER_DELIVERY: Final = Quantity(
+    1500.0, "assumed: the agent workflow's prompt + answer for one package"
+)
+MODEL_USD_PER_1000_TOKENS: Final = Quantity(
+    0.002, "assumed: a small Bedrock model, input and output tokens blended"
+)
+# The target this document is measured against (docs/benchmarks.md, figure 9).
+TARGET_PIPELINE_USD_PER_MILLION_AT_100M: Final = 8.0
+TARGET_VOLUME: Final = 100_000_000
+# Worker GB-seconds per delivery at a 300 ms MCP answer before the batch ran its
+# messages concurrently (263,184 GB-s per million, commit df85aab): the target is a
+# quarter of it.
+WORKER_GB_S_BEFORE: Final = 263_184 / 1e6
+TARGET_WORKER_GB_S: Final = WORKER_GB_S_BEFORE / 4
+# $ per 1 M deliveries at 1 M / month per component in the run before the targets of
+# figure 9 (docs/cost.md of commit df85aab), for the "before -> after" lines.
+BEFORE_COMMIT: Final = "df85aab"
+BEFORE_USD_PER_MILLION: Final = {
+    "X-Ray": 15.04,
+    "DynamoDB writes": 11.88,
+    "S3 archive PUTs": 5.00,
+    "Lambda worker": 3.71,
+    "SQS": 1.46,
+    "API Gateway HTTP API": 1.00,
+    "DynamoDB storage": 0.456,
+    "CloudWatch Logs": 0.405,
+    "DynamoDB point-in-time recovery": 0.365,
+    "Lambda receiver": 0.287,
+    "Lambda relay": 0.283,
+    "DynamoDB reads": 0.250,
+    "Data transfer out": 0.210,
+}
+BEFORE_PIPELINE_AT_100M: Final = 19.70  # $ per 1 M at 100 M / month without the S3 archive
 COLD_START_RATE: Final = Quantity(
     1 / 10_000, "assumed: one cold start per 10,000 receiver requests (steady traffic)"
 )
@@ -93,14 +133,62 @@ SQS_EMPTY_RECEIVES_PER_MONTH: Final = Quantity(
 )
 
 
-def _memory_mb() -> dict[str, int]:
-    """The functions' memory sizes, read from infra (the defaults where none is set)."""
+def _memory_mb(worker_memory_mb: int) -> dict[str, int]:
+    """The functions' memory sizes, read from infra (the defaults where none is set);
+    the worker's is a setting (``worker_memory_mb``, infra/config.py)."""
     sizes: dict[str, int] = {}
-    for function in ("receiver", "relay", "worker", "reconciler"):
+    for function in ("receiver", "relay", "reconciler"):
         text = (REPO_ROOT / "infra" / f"{function}.py").read_text(encoding="utf-8")
         found = re.search(r"memory_size=(\d+)", text)
         sizes[function] = int(found.group(1)) if found else 256
+    sizes["worker"] = worker_memory_mb
     return sizes
+
+
+@dataclass(frozen=True)
+class DynamoDbInputs:
+    """Every DynamoDB quantity the model bills, in one place.
+
+    Attributes:
+        wru: write request units per delivery, by function (table + index writes).
+        index_wru: of those, the index writes (all functions).
+        rru: read request units per delivery (all functions).
+        bytes_at_rest: stored per delivery, items + index entries, 100 B overhead each.
+        source: where the figures come from.
+    """
+
+    wru: dict[str, float]
+    index_wru: float
+    rru: float
+    bytes_at_rest: float
+    source: str
+
+    @property
+    def wru_total(self) -> float:
+        return sum(self.wru.values())
+
+
+def dynamodb_inputs(pipeline: dict[str, Any]) -> DynamoDbInputs:
+    """Figure 7's counts (``bench.pipeline_calls``: DynamoDB's capacity rules applied to
+    every call the functions made, item sizes of what stayed in the table)."""
+    capacity: dict[str, dict[str, float]] = pipeline["dynamodb_capacity_units_per_delivery"]
+    items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
+    item_bytes = sum(k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in items.values())
+    # The state index is sparse and keys-only: a completed delivery has left it, so at
+    # rest it holds only failed, quarantined and in-flight records (none here).
+    index_bytes = 0
+    return DynamoDbInputs(
+        wru={f: c.get("table_wru", 0) + c.get("index_wru", 0) for f, c in capacity.items()},
+        index_wru=sum(c.get("index_wru", 0) for c in capacity.values()),
+        rru=sum(c.get("rru", 0) for c in capacity.values()),
+        bytes_at_rest=item_bytes + index_bytes,
+        source="measured: figure 7 (model of DynamoDB's rules)",
+    )
+
+
+# Figures measured elsewhere (e.g. a data model's own count of write units) replace
+# figure 7's here; None: figure 7's.
+DYNAMODB_OVERRIDE: Final[DynamoDbInputs | None] = None
 
 
 def _alarm_count() -> int:
@@ -140,14 +228,16 @@ class Model:
     """The stack's monthly bill as a function of deliveries per month."""
 
     def __init__(self, figures: dict[int, Figure], config: dict[str, Any]) -> None:
-        self.memory = _memory_mb()
+        self.memory = _memory_mb(config["worker_memory_mb"])
         self.config = config
+        self.tracing: bool = config["tracing"]
         pipeline = figures[7].details
         # The shapes bench.pipeline_calls.PipelineCalls.to_json writes.
         self.calls: dict[str, dict[str, float]] = pipeline["calls_per_delivery"]
         self.capacity: dict[str, dict[str, float]] = pipeline[
             "dynamodb_capacity_units_per_delivery"
         ]
+        self.dynamodb = DYNAMODB_OVERRIDE or dynamodb_inputs(pipeline)
         self.log_bytes: dict[str, float] = pipeline["log_bytes_per_delivery"]
         self.items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
         self.archive_bytes: float = pipeline["archive_bytes_per_delivery"]
@@ -156,12 +246,13 @@ class Model:
             canned["handler_us"]["median"] / 1000,
             "measured: figure 2, handler time with DynamoDB answering at once",
         )
-        worker = figures[4].details
+        worker = figures[8].details
         self.worker_cpu_ms = Quantity(
-            worker["worker_ms_per_message_batched"]["median"],
-            "measured: figure 4, worker time per message in a batch of 10 (moto in-process "
-            "included, so an overestimate)",
+            worker["cpu_ms_per_message"]["median"],
+            "measured: figure 8, the worker process's CPU time per message in a batch of "
+            f"{worker['batch_size']} (this machine's CPU)",
         )
+        self.worker_rss_mb = float(worker["max_rss_mb"])
         cold = figures[3].details["receiver"]["receiver_ms"]
         self.cold_ms = Quantity(cold["total_ms"]["median"], "measured: figure 3, receiver total")
         self.alarms = _alarm_count()
@@ -175,16 +266,30 @@ class Model:
         cpu = self.receiver_cpu_ms.value * self._cpu_scale("receiver")
         return math.ceil(cpu + DYNAMODB_WRITE_MS.value)  # billed in whole milliseconds
 
-    def worker_ms_per_message(self) -> float:
+    def worker_wait_ms(self, batch: float) -> float:
+        """A batch's waiting: one message's calls one after another, the messages side by
+        side. In a batch of more than one, the first message to a server fetches alone
+        (it probes the server for the others), so two MCP answers are waited for."""
         calls = self.calls["worker"]
         dynamodb_calls = sum(n for op, n in calls.items() if op.startswith("dynamodb."))
-        waits = (
-            MCP_CALL_MS.value
+        return (
+            MCP_CALL_MS.value * (2 if batch > 1 else 1)
             + NOTIFY_MS.value
             + S3_PUT_MS.value * calls.get("s3.PutObject", 0)
             + DYNAMODB_CALL_MS.value * dynamodb_calls
         )
-        return self.worker_cpu_ms.value * self._cpu_scale("worker") + waits
+
+    def worker_batch_ms(self, batch: float) -> float:
+        """Billed time of one invocation: the waiting, plus every message's CPU time
+        (threads share the function's CPU share), none of it assumed to overlap."""
+        cpu = batch * self.worker_cpu_ms.value * self._cpu_scale("worker")
+        return self.worker_wait_ms(batch) + cpu
+
+    def worker_ms_per_message(self, batch: float = WORKER_BATCH) -> float:
+        return self.worker_batch_ms(batch) / batch
+
+    def worker_gb_s_per_delivery(self, batch: float = WORKER_BATCH) -> float:
+        return self.worker_ms_per_message(batch) / 1000 * self.memory["worker"] / 1024
 
     def relay_ms_per_record(self) -> float:
         return DYNAMODB_CALL_MS.value * self.calls["relay"].get("sqs.SendMessage", 1)
@@ -220,7 +325,7 @@ class Model:
         seconds = {
             "receiver": d * self.receiver_ms() / 1000,
             "relay": invocations["relay"] * (20 + relay_batch * self.relay_ms_per_record()) / 1000,
-            "worker": d * self.worker_ms_per_message() / 1000,
+            "worker": invocations["worker"] * self.worker_batch_ms(worker_batch) / 1000,
             "reconciler": invocations["reconciler"] * 0.2,
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
@@ -245,10 +350,9 @@ class Model:
             f"{d * COLD_START_RATE.value:,.0f} cold starts x {self.cold_ms.value:.0f} ms",
         )
 
-        # DynamoDB: writes (transactional ones at 2 WRU per item), index writes, reads; the
-        # write units are metered per write from the items written (bench/write_units.py).
-        wru = sum(c.get("table_wru", 0) + c.get("index_wru", 0) for c in self.capacity.values())
-        rru = sum(c.get("rru", 0) for c in self.capacity.values())
+        # DynamoDB: writes (transactional ones at 2 WRU per item), index writes, reads.
+        wru = self.dynamodb.wru_total
+        rru = self.dynamodb.rru
         add(
             "DynamoDB writes (table + state index)",
             "DynamoDB",
@@ -262,18 +366,12 @@ class Model:
             f"{rru:g} RRU per delivery",
         )
         retention_months = self.config["inbox_retention_days"] / 30
-        item_bytes = sum(
-            k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in self.items.values()
-        )
-        # The state index is sparse and keys-only: a completed delivery has left it, so
-        # at rest it holds only failed, quarantined and in-flight records (none here).
-        index_bytes = 0
-        stored_gb = d * retention_months * (item_bytes + index_bytes) / GB
+        stored_gb = d * retention_months * self.dynamodb.bytes_at_rest / GB
         add(
             "DynamoDB storage (retention period)",
             "DynamoDB",
             stored_gb * PRICES["ddb_storage"].usd,
-            f"{stored_gb:,.1f} GB at rest ({item_bytes + index_bytes:,.0f} B per delivery "
+            f"{stored_gb:,.1f} GB at rest ({self.dynamodb.bytes_at_rest:,.0f} B per delivery "
             "incl. 100 B/item overhead; a completed delivery has no index entry)",
         )
         add(
@@ -296,9 +394,19 @@ class Model:
 
         # S3 archive (the default workflow keeps the package for the retention period).
         puts = d * self.calls["worker"].get("s3.PutObject", 0)
-        add("S3 archive PUTs", "S3", puts / 1000 * PRICES["s3_put"].usd, f"{puts:,.0f} PUTs")
+        add(
+            "S3 archive PUTs",
+            WORKFLOW_EFFECTS,
+            puts / 1000 * PRICES["s3_put"].usd,
+            f"{puts:,.0f} PUTs",
+        )
         s3_gb = d * retention_months * self.archive_bytes / GB
-        add("S3 archive storage", "S3", s3_gb * PRICES["s3_storage"].usd, f"{s3_gb:,.1f} GB")
+        add(
+            "S3 archive storage",
+            WORKFLOW_EFFECTS,
+            s3_gb * PRICES["s3_storage"].usd,
+            f"{s3_gb:,.1f} GB",
+        )
 
         # CloudWatch: logs (measured bytes), metrics, alarms, dashboard; X-Ray.
         log_gb = d * sum(self.log_bytes.values()) / GB
@@ -318,20 +426,20 @@ class Model:
             + PRICES["dashboard"].usd,
             f"{self.metrics} metrics, {self.alarms} alarms, 1 dashboard",
         )
-        traces = sum(
-            min(n, SECONDS_PER_MONTH) + 0.05 * max(0.0, n - SECONDS_PER_MONTH)
-            for n in invocations.values()
-        )
+        traces = self.traces(invocations)
         add(
-            "X-Ray (active tracing, default sampling)",
+            "X-Ray",
             "CloudWatch",
-            traces / 1e6 * PRICES["xray"].usd,
-            f"{traces:,.0f} traces (1/s + 5 % per function)",
+            traces / 1e6 * PRICES["xray"].usd if self.tracing else 0.0,
+            f"active tracing, default sampling: {traces:,.0f} traces (1/s + 5 % per function)"
+            if self.tracing
+            else "tracing off (the default; `-c tracing=true` turns it on)",
         )
 
         # Secrets Manager, KMS, data transfer.
         containers = max(1.0, rps * self.receiver_ms() / 1000) + max(
-            1.0, rps * self.worker_ms_per_message() / 1000
+            1.0,
+            invocations["worker"] / SECONDS_PER_MONTH * self.worker_batch_ms(worker_batch) / 1000,
         )
         secret_calls = (
             containers * SECONDS_PER_MONTH / setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
@@ -351,7 +459,30 @@ class Model:
             egress_gb * PRICES["egress"].usd,
             f"{egress_gb:,.1f} GB",
         )
+        tokens = d * MODEL_TOKENS_PER_DELIVERY.value
+        add(
+            f"agent workflow, {MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens per delivery",
+            MODEL_TOKENS,
+            tokens / 1000 * MODEL_USD_PER_1000_TOKENS.value,
+            f"{tokens:,.0f} tokens at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 (assumed)",
+        )
         return out
+
+    @staticmethod
+    def traces(invocations: dict[str, float]) -> float:
+        """Traces Lambda's default sampling records: 1 per second + 5 % above, per function."""
+        return sum(
+            min(n, SECONDS_PER_MONTH) + 0.05 * max(0.0, n - SECONDS_PER_MONTH)
+            for n in invocations.values()
+        )
+
+    def pipeline_usd(self, deliveries: int) -> float:
+        """The month's bill without the workflow's own effects and model tokens."""
+        return sum(
+            x.usd_per_month
+            for x in self.lines(deliveries)
+            if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
+        )
 
     @staticmethod
     def rest_api(deliveries: int) -> float:
@@ -367,7 +498,7 @@ class Model:
 
     def _stream_shards(self, deliveries: int) -> int:
         """Stream shards follow table partitions: ~1 per 1,000 WRU/s of writes."""
-        wru = sum(c.get("table_wru", 0) for c in self.capacity.values())
+        wru = self.dynamodb.wru_total
         return max(1, math.ceil(deliveries / SECONDS_PER_MONTH * wru / 1000))
 
 
@@ -383,20 +514,107 @@ def _usd(value: float) -> str:
     return f"${value:.3f}"
 
 
-def render(figures: list[Figure], run: dict[str, Any]) -> str:
-    by_number = {f.number: f for f in figures}
+def stack_config() -> dict[str, Any]:
+    """The stack's defaults the model reads (infra/config.py)."""
     from infra.config import StackConfig  # noqa: PLC0415 (CDK-free settings)
 
     defaults = StackConfig()
-    config = {
+    return {
         "reconcile_every_minutes": defaults.reconcile_every_minutes,
         "inbox_retention_days": defaults.inbox_retention_days,
         "log_retention_days": defaults.log_retention_days,
         "worker_max_concurrency": defaults.worker_max_concurrency,
+        "worker_memory_mb": defaults.worker_memory_mb,
         "api_rate_limit": defaults.api_rate_limit,
         "api_burst_limit": defaults.api_burst_limit,
+        "tracing": defaults.tracing,
     }
+
+
+TARGETS_FIGURE: Final = 9
+
+
+def targets_figure(figures: list[Figure]) -> Figure:
+    """Figure 9: the cost targets, from the model fed by this run's figures."""
+    model = Model({f.number: f for f in figures}, stack_config())
+    pipeline = model.pipeline_usd(TARGET_VOLUME) / (TARGET_VOLUME / 1e6)
+    gb_s = model.worker_gb_s_per_delivery()
+    traced = model_with_tracing(model)
+    return Figure(
+        TARGETS_FIGURE,
+        "Cost targets (docs/cost.md)",
+        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8) and the "
+        "stated assumptions (in-region AWS latencies, a 300 ms MCP answer), at the "
+        "stack's defaults. The pipeline: every AWS line of the bill except what the "
+        "workflow itself does (the default workflow's S3 archive) and model tokens. The "
+        f"worker: a full batch of {WORKER_BATCH} messages run concurrently, billed as its "
+        "waiting plus every message's CPU time at the worker's memory.",
+        [
+            Row(
+                "pipeline cost per 1 M deliveries at 100 M / month",
+                "$",
+                value=round(pipeline, 3),
+                target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
+            ),
+            Row(
+                "the same with tracing on (Lambda's default sampling)",
+                "$",
+                value=round(traced.pipeline_usd(TARGET_VOLUME) / (TARGET_VOLUME / 1e6), 3),
+            ),
+            Row(
+                "worker GB-seconds per delivery at a 300 ms MCP answer",
+                "GB-s",
+                value=round(gb_s, 5),
+                target=Target("<=", round(TARGET_WORKER_GB_S, 5)),
+            ),
+            Row(
+                "worker GB-seconds per 1 M deliveries at a 300 ms MCP answer",
+                "GB-s",
+                value=round(gb_s * 1e6),
+            ),
+            Row(
+                "worker billed time per message, batch of 10",
+                "ms",
+                value=round(model.worker_ms_per_message(), 1),
+            ),
+            Row(
+                "DynamoDB write request units per delivery, as billed here",
+                "WRU",
+                value=model.dynamodb.wru_total,
+            ),
+        ],
+        notes=[
+            f"Before: {BEFORE_PIPELINE_AT_100M:.2f} $ per 1 M at 100 M / month for the "
+            f"pipeline and {WORKER_GB_S_BEFORE:.4f} GB-s per delivery for the worker "
+            f"(messages one after another at 512 MB; commit {BEFORE_COMMIT}).",
+            f"DynamoDB: {model.dynamodb.source}.",
+            _pipeline_bound(model),
+        ],
+    )
+
+
+def _pipeline_bound(model: Model) -> str:
+    """What the pipeline's cost is made of at the target volume, and DynamoDB's part."""
+    per_m = TARGET_VOLUME / 1e6
+    bill = [
+        x for x in model.lines(TARGET_VOLUME) if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
+    ]
+    ranked = sorted(bill, key=lambda x: -x.usd_per_month)[:3]
+    top = ", ".join(f"{x.component} {_usd(x.usd_per_month / per_m)}" for x in ranked)
+    at_nine = copy.copy(model)
+    at_nine.dynamodb = replace(model.dynamodb, wru={"all": 9.0})
+    return (
+        f"At 100 M / month the largest lines per 1 M are {top}. With 9 WRU per delivery "
+        f"(the data model's target) instead of {model.dynamodb.wru_total:g}, the pipeline "
+        f"would cost {_usd(at_nine.pipeline_usd(TARGET_VOLUME) / per_m)} per 1 M."
+    )
+
+
+def render(figures: list[Figure], run: dict[str, Any]) -> str:
+    by_number = {f.number: f for f in figures}
+    config = stack_config()
     model = Model(by_number, config)
+    traced = model_with_tracing(model)
     bills = {v: model.lines(v) for v in VOLUMES}
     lines = [
         "# Cost per delivery",
@@ -410,8 +628,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "time, as AWS announced for 1 August 2025); no free tier, savings plans or "
         "reserved capacity. Check https://aws.amazon.com/pricing/ before relying on them. "
         "Lambda on arm64 (the build target). Measured quantities come from this run; "
-        "assumed ones (network times inside AWS, the partner's MCP server) are marked "
-        "`assumed` under Inputs.",
+        "assumed ones (network times inside AWS, the partner's MCP server, model tokens) "
+        "are marked `assumed` under Inputs.",
         "",
         "## Dollars per million deliveries",
         "",
@@ -419,7 +637,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "workflow (archive to S3, one notification). Variable cost at 1 M deliveries a "
         "month, per million; the fixed monthly items (alarms, metrics, dashboard, "
         "secrets, key) are listed at the end of the same table (the SQS line includes "
-        "the event-source mapping's idle polling).",
+        "the event-source mapping's idle polling). The workflow's own effects and model "
+        "tokens are lines of their own, outside the pipeline's total.",
         "",
         "| component | $ per 1 M deliveries | basis (at 1 M / month) |",
         "|---|---|---|",
@@ -430,21 +649,27 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "Secrets Manager (2 secrets + fetches)",
         "KMS key of the alarm topic",
     }
-    variable = [x for x in one_million if x.component not in fixed_names]
+    apart = (WORKFLOW_EFFECTS, MODEL_TOKENS)
+    variable = [x for x in one_million if x.component not in fixed_names and x.group not in apart]
     for x in sorted(variable, key=lambda x: -x.usd_per_month):
         lines.append(f"| {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
     variable_total = sum(x.usd_per_month for x in variable)
-    lines.append(f"| **variable total** | **{_usd(variable_total)}** | |")
+    lines.append(f"| **pipeline, variable total** | **{_usd(variable_total)}** | |")
     rest = model.rest_api(VOLUMES[0])
     lines.append(
         f"| (REST API instead of HTTP API) | {_usd(rest)} "
         f"| +{_usd(rest - one_million[0].usd_per_month)} per 1 M |"
     )
+    xray_on = next(x for x in traced.lines(VOLUMES[0]) if x.component == "X-Ray")
+    lines.append(f"| (X-Ray with tracing on) | {_usd(xray_on.usd_per_month)} | {xray_on.basis} |")
     for x in one_million:
         if x.component in fixed_names:
             lines.append(
                 f"| {x.component} (fixed, per month) | {_usd(x.usd_per_month)} | {x.basis} |"
             )
+    for x in one_million:
+        if x.group in apart:
+            lines.append(f"| {x.group}: {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
     lines += [
         "",
         "## At 1 M, 100 M and 1 B deliveries a month",
@@ -452,23 +677,53 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "| group | 1 M / month | 100 M / month | 1 B / month |",
         "|---|---|---|---|",
     ]
-    groups = ["API Gateway", "Lambda", "DynamoDB", "SQS", "S3", "CloudWatch", "Other"]
-    totals = {v: sum(x.usd_per_month for x in bills[v]) for v in VOLUMES}
+    groups = ["API Gateway", "Lambda", "DynamoDB", "SQS", "CloudWatch", "Other"]
+
+    def total(volume: int, groups: list[str] | tuple[str, ...]) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.group in groups)
+
     for group in groups:
-        cells = [_usd(sum(x.usd_per_month for x in bills[v] if x.group == group)) for v in VOLUMES]
+        cells = [_usd(total(v, [group])) for v in VOLUMES]
         lines.append(f"| {group} | " + " | ".join(cells) + " |")
-    lines.append("| **total** | " + " | ".join(f"**{_usd(totals[v])}**" for v in VOLUMES) + " |")
+    pipeline = {v: total(v, groups) for v in VOLUMES}
     lines.append(
-        "| per 1 M deliveries | " + " | ".join(_usd(totals[v] / (v / 1e6)) for v in VOLUMES) + " |"
+        "| **pipeline total** | " + " | ".join(f"**{_usd(pipeline[v])}**" for v in VOLUMES) + " |"
     )
-    lines += ["", "What dominates:", ""]
+    lines.append(
+        "| **pipeline per 1 M deliveries** | "
+        + " | ".join(f"**{_usd(pipeline[v] / (v / 1e6))}**" for v in VOLUMES)
+        + " |"
+    )
+    for group in apart:
+        cells = [_usd(total(v, [group]) / (v / 1e6)) for v in VOLUMES]
+        lines.append(f"| {group}, per 1 M deliveries | " + " | ".join(cells) + " |")
+    everything = {v: total(v, [*groups, WORKFLOW_EFFECTS]) for v in VOLUMES}
+    lines.append(
+        "| with the default workflow's effects, per 1 M | "
+        + " | ".join(_usd(everything[v] / (v / 1e6)) for v in VOLUMES)
+        + " |"
+    )
+    at_target = pipeline[TARGET_VOLUME] / (TARGET_VOLUME / 1e6)
+    met = "met" if at_target <= TARGET_PIPELINE_USD_PER_MILLION_AT_100M else "**missed**"
+    lines += [
+        "",
+        f"Pipeline cost per 1 M deliveries at 100 M / month: **{_usd(at_target)}** against "
+        f"a target of ${TARGET_PIPELINE_USD_PER_MILLION_AT_100M:g} ({met}; before: "
+        f"${BEFORE_PIPELINE_AT_100M:.2f}, commit {BEFORE_COMMIT}).",
+        "",
+        "What dominates (the pipeline's lines):",
+        "",
+    ]
     for v in VOLUMES:
-        ranked = sorted(bills[v], key=lambda x: -x.usd_per_month)
+        ranked = sorted(
+            (x for x in bills[v] if x.group not in apart), key=lambda x: -x.usd_per_month
+        )
         top = ", ".join(
-            f"{x.component} {100 * x.usd_per_month / totals[v]:.0f} %" for x in ranked[:3]
+            f"{x.component} {100 * x.usd_per_month / pipeline[v]:.0f} %" for x in ranked[:3]
         )
         lines.append(f"- **{_volume(v)} / month:** {top}.")
     lines += _reading(model, bills)
+    lines += _before_after(bills[VOLUMES[0]])
     lines += [
         "",
         "## Inputs",
@@ -479,12 +734,21 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.receiver_cpu_ms.value:.2f} ms ({model.receiver_cpu_ms.source}) x "
         f"{model._cpu_scale('receiver'):.1f} (CPU share at {model.memory['receiver']} MB) + "
         f"{DYNAMODB_WRITE_MS.value:.0f} ms ({DYNAMODB_WRITE_MS.source}) |",
-        f"| worker billed duration per message | {model.worker_ms_per_message():.0f} ms | CPU "
-        f"{model.worker_cpu_ms.value:.1f} ms ({model.worker_cpu_ms.source}) x "
-        f"{model._cpu_scale('worker'):.1f}, plus waits: MCP {MCP_CALL_MS.value:.0f} ms "
-        f"({MCP_CALL_MS.source}), notification {NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), "
-        f"S3 {S3_PUT_MS.value:.0f} ms, {DYNAMODB_CALL_MS.value:.0f} ms per DynamoDB call |",
-        f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py |",
+        f"| worker billed duration per batch of {WORKER_BATCH} | "
+        f"{model.worker_batch_ms(WORKER_BATCH):.0f} ms "
+        f"({model.worker_ms_per_message():.0f} ms per message) | waits "
+        f"{model.worker_wait_ms(WORKER_BATCH):.0f} ms (messages side by side; two MCP "
+        f"answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), the first message "
+        f"probing the server; notification {NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), "
+        f"S3 {S3_PUT_MS.value:.0f} ms, {DYNAMODB_CALL_MS.value:.0f} ms per DynamoDB call) + "
+        f"{WORKER_BATCH} x CPU {model.worker_cpu_ms.value:.1f} ms "
+        f"({model.worker_cpu_ms.source}) x {model._cpu_scale('worker'):.1f} (CPU share at "
+        f"{model.memory['worker']} MB); a batch of one: "
+        f"{model.worker_batch_ms(1):.0f} ms |",
+        f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
+        f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
+        f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
+        "(`-c tracing=true`) |",
     ]
     for function, ops in model.calls.items():
         calls = ", ".join(f"{op} {n:g}" for op, n in ops.items())
@@ -493,13 +757,11 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     items_text = ", ".join(
         f"{k} {v['count_per_delivery']:g} x {v['mean_bytes']:.0f} B" for k, v in model.items.items()
     )
-    for function, units in model.capacity.items():
-        text = ", ".join(f"{u} {n:g}" for u, n in units.items())
-        lines.append(
-            f"| {function} DynamoDB capacity per delivery | {text} "
-            "| measured: figure 7 (model of DynamoDB's rules) |"
-        )
+    wru_text = ", ".join(f"{f} {n:g}" for f, n in model.dynamodb.wru.items())
     lines += [
+        f"| DynamoDB per delivery | WRU {model.dynamodb.wru_total:g} ({wru_text}; "
+        f"{model.dynamodb.index_wru:g} of them index writes), RRU {model.dynamodb.rru:g}, "
+        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
         f"| log bytes per delivery | {log_text} | measured: figure 7 |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
         f"| retention | inbox {config['inbox_retention_days']} days, logs "
@@ -509,6 +771,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"| data transfer out | {EGRESS_BYTES.value:,.0f} B per delivery | {EGRESS_BYTES.source} |",
         f"| idle SQS polling | {SQS_EMPTY_RECEIVES_PER_MONTH.value:,.0f} receives / month "
         f"| {SQS_EMPTY_RECEIVES_PER_MONTH.source} |",
+        f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per delivery "
+        f"at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 | "
+        f"{MODEL_TOKENS_PER_DELIVERY.source}; {MODEL_USD_PER_1000_TOKENS.source} |",
         "",
         "## Prices used",
         "",
@@ -520,46 +785,72 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _before_after(bill: list[Line]) -> list[str]:
+    """One line per component: $ per 1 M at 1 M / month, before and in this run."""
+    out = [
+        "",
+        f"## Before → after (per 1 M deliveries at 1 M / month; before: commit {BEFORE_COMMIT})",
+        "",
+    ]
+    for prefix, before in BEFORE_USD_PER_MILLION.items():
+        after = sum(x.usd_per_month for x in bill if x.component.startswith(prefix))
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after)}")
+    return out
+
+
 def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
     """What the numbers say, in sentences computed from them."""
 
     def usd(volume: int, component: str) -> float:
         return sum(x.usd_per_month for x in bills[volume] if x.component.startswith(component))
 
-    receiver = model.capacity.get("receiver", {})
-    worker = model.capacity.get("worker", {})
-    r_total = receiver.get("table_wru", 0) + receiver.get("index_wru", 0)
-    w_total = worker.get("table_wru", 0) + worker.get("index_wru", 0)
-    index = receiver.get("index_wru", 0) + worker.get("index_wru", 0)
-    low, high = VOLUMES[0], VOLUMES[-1]
+    dynamodb = model.dynamodb
+    low, mid, high = VOLUMES
     per_m = 1e6 / low
+    xray_on = sum(
+        x.usd_per_month for x in model_with_tracing(model).lines(low) if x.component == "X-Ray"
+    )
     return [
         "",
-        f"- **DynamoDB writes** are the largest cost at scale: {r_total + w_total:g} WRU per "
-        f"delivery, of which the receiver's one transaction is {r_total:g} (2 items at 2 WRU, "
-        f"+{receiver.get('index_wru', 0):g} for the state index entry) and the worker's claim, "
-        f"effect ledger and completion {w_total:g}; {index:g} of the {r_total + w_total:g} are "
-        "index writes (the sparse, keys-only index lists a delivery from its receipt to its "
-        "completion; a claim writes no entry; each intent of a non-repeatable effect is "
-        "listed until done). Figure 8 meters each write.",
-        f"- **X-Ray** costs {_usd(usd(low, 'X-Ray') * per_m)} per 1 M at 1 M / month, when "
-        "every invocation of each function is sampled (Lambda samples 1 request/s and 5 % "
-        f"above it), and {_usd(usd(high, 'X-Ray') / (high / 1e6))} per 1 M at 1 B. A "
-        "sampling rule, or `Tracing.PASS_THROUGH`, moves it.",
+        f"- **DynamoDB writes**: {dynamodb.wru_total:g} WRU per delivery "
+        f"({', '.join(f'{f} {n:g}' for f, n in dynamodb.wru.items())}), "
+        f"{dynamodb.index_wru:g} of them index writes; "
+        f"{_usd(usd(mid, 'DynamoDB writes') / (mid / 1e6))} per 1 M at 100 M / month.",
+        f"- **X-Ray** is off by default ($0). With tracing on (`-c tracing=true`) and "
+        "Lambda's default sampling (1 request/s and 5 % above it, per function) it would "
+        f"add {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at that "
+        "volume.",
+        f"- **The worker's Lambda time** ({_usd(usd(mid, 'Lambda worker') / (mid / 1e6))} "
+        f"per 1 M at 100 M / month) runs a batch's messages side by side: a full batch "
+        f"bills {model.worker_ms_per_message():.0f} ms per message at "
+        f"{model.memory['worker']} MB, against 526 ms at 512 MB when they ran one after "
+        "another. At 1 M / month batches hold about one message, so each bills the whole "
+        f"wait ({model.worker_batch_ms(1):.0f} ms).",
         f"- **S3 archive PUTs** ({_usd(usd(low, 'S3 archive PUTs') * per_m)} per 1 M) are "
-        "the default workflow's archive effect; a workflow without it saves them.",
-        f"- **The worker's Lambda time** ({_usd(usd(high, 'Lambda worker') / (high / 1e6))} "
-        "per 1 M) is mostly waiting: the assumed 300 ms MCP answer and 50 ms notification "
-        "are billed at 512 MB.",
+        "the default workflow's archive effect, outside the pipeline's total; a workflow "
+        "without it saves them.",
         f"- **API Gateway** is {_usd(usd(low, 'API Gateway') * per_m)} per 1 M with the HTTP "
         f"API; the REST API would be {_usd(model.rest_api(low) * per_m)}.",
+        f"- At 1 B / month the pipeline costs {_usd(_pipeline(bills[high]) / (high / 1e6))} "
+        "per 1 M.",
     ]
+
+
+def _pipeline(bill: list[Line]) -> float:
+    return sum(x.usd_per_month for x in bill if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS))
+
+
+def model_with_tracing(model: Model) -> Model:
+    """The same model with tracing on (for the alternative X-Ray line)."""
+    traced = copy.copy(model)
+    traced.tracing = True
+    return traced
 
 
 def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     worker_s = model.worker_ms_per_message() / 1000
     worker_rps = config["worker_max_concurrency"] / worker_s
-    wru = sum(c.get("table_wru", 0) + c.get("index_wru", 0) for c in model.capacity.values())
+    wru = model.dynamodb.wru_total
 
     batch_ms = 20 + event_source_limits.RELAY_BATCH_SIZE * model.relay_ms_per_record()
     relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms
@@ -570,6 +861,8 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     def rate(deliveries_per_month: float) -> float:
         return deliveries_per_month / SECONDS_PER_MONTH
 
+    below = ": **below 100 M / month**" if per_month(worker_rps) < 100 else ""
+
     return [
         "",
         "## Scaling limits, and the setting that moves each",
@@ -577,8 +870,9 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         "| limit | where it binds | what moves it |",
         "|---|---|---|",
         f"| Worker concurrency: {config['worker_max_concurrency']} concurrent batches, "
-        f"messages one after another at ~{worker_s:.2f} s each | ~{worker_rps:.0f} deliveries/s "
-        f"(~{per_month(worker_rps):,.0f} M / month): **below 100 M / month**; the queue "
+        f"a batch's {WORKER_BATCH} messages side by side, ~{worker_s:.2f} s per message "
+        f"| ~{worker_rps:.0f} deliveries/s "
+        f"(~{per_month(worker_rps):,.0f} M / month){below}; the queue "
         "absorbs bursts, but sustained traffic above it only grows the backlog | "
         "`worker_max_concurrency` (cdk context, infra/config.py; SQS event sources allow up "
         f"to 1,000); 100 M / month needs ~{math.ceil(rate(100e6) * worker_s):d}+, 1 B / month "

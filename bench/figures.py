@@ -17,10 +17,13 @@ from bench import (
     local_figures,
     overhead,
     pipeline_calls,
+    worker_duration,
     worker_mcp,
 )
 from bench.report import Figure, Row, Target
+from bench.stats import Summary
 from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from infra.config import StackConfig
 from ops import bulk
 
 # The data model's floor (docs/cost.md): the receipt's transaction (2 items at 2 WRU),
@@ -31,7 +34,7 @@ WRITE_UNITS_TARGET: Final = Target("<=", 9)
 
 @dataclass(frozen=True)
 class Sizes:
-    """How much each figure measures (``make bench`` stays under 5 minutes on 2 cores)."""
+    """How much each figure measures (``make bench`` stays under 10 minutes on 2 cores)."""
 
     outcome_repeats: int = 20
     secrets_requests: int = 1000
@@ -47,6 +50,7 @@ class Sizes:
     bulk_items: int = 1000
     bulk_runs: int = 2
     write_unit_deliveries: int = 5
+    worker_batches: int = 4
     local: local_figures.LocalSizes = field(default_factory=local_figures.LocalSizes)
 
 
@@ -65,6 +69,7 @@ QUICK: Final = Sizes(
     bulk_items=100,
     bulk_runs=1,
     write_unit_deliveries=3,
+    worker_batches=1,
     local=local_figures.LocalSizes(
         latency_deliveries=20,
         kill_deliveries=12,
@@ -141,6 +146,7 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "handler / TransactWriteItems on a client configured as the receiver's",
             "ratio",
             summary=canned.ratios[overhead.SAME_CONFIG],
+            target=Target("<=", overhead.TARGET),
         ),
         Row(
             "handler / plain boto3 TransactWriteItems, moto (small table)",
@@ -191,12 +197,30 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "the same configuration. The changes: the request's "
             "metric rides in its log line (one JSON line instead of a log line plus an EMF "
             "record) and the parameter validation above.",
+            "What bounds the ratio on the receiver's client config: "
+            f"{_own_code_bound(canned, own)}",
         ],
         details={
             "canned": canned.to_json(),
             "moto": moto.to_json(),
             "own_code_us": {k: v.to_json(1) for k, v in own.items()},
         },
+    )
+
+
+def _own_code_bound(canned: overhead.OverheadResult, own: dict[str, Summary]) -> str:
+    bare = canned.bare_us[overhead.SAME_CONFIG].median
+    handler = canned.handler_us.median
+    return (
+        f"{handler:,.0f} µs for the handler against {bare:,.0f} µs for the bare call, so "
+        f"{handler - bare:,.0f} µs over it where the target allows "
+        f"{bare * (overhead.TARGET - 1):,.0f}. Our code alone (storage taken out) is "
+        f"{own['handler'].median:,.0f} µs, {own['record'].median:,.0f} µs of it the request's "
+        "log line and metric (Powertools' formatter and the redacting filter). The rest "
+        "is not placed by this figure: the same code costs more around a real call than "
+        "with storage taken out (caches shared with botocore's much larger working set "
+        "are the likely cause), while the call itself, timed inside the handler, costs "
+        "what the bare call does."
     )
 
 
@@ -351,7 +375,7 @@ def cost_inputs(sizes: Sizes) -> Figure:
         "the event-source mapping would, after its filter), relay, SQS, worker (batches of "
         "10, default workflow). Every AWS call is counted per function through botocore "
         "events on boto3's default session; DynamoDB write units are metered from the item "
-        "images around every write (figure 8 gives the rules), read units follow DynamoDB's "
+        "images around every write (figure 11 gives the rules), read units follow DynamoDB's "
         "rules for items under 4 KB (0.5 RRU per eventually consistent read, 1 per "
         "consistent one); item sizes are DynamoDB's (names + values) of the items left in "
         "the table; log bytes are what each function wrote to stdout (JSON lines, EMF "
@@ -363,6 +387,64 @@ def cost_inputs(sizes: Sizes) -> Figure:
             "long polls, the reconciler's schedule, Secrets Manager refreshes per warm "
             "container.",
             f"Every delivery's notification was applied once: {result.notify_applications}.",
+        ],
+        details=result.to_json(),
+    )
+
+
+def _p99_bound(ours_p99_ms: float, baseline_p99_ms: float) -> str:
+    ratio = baseline_p99_ms / ours_p99_ms
+    if ratio >= local_figures.TARGET_P99_RATIO:
+        return f"The p99 ratio meets its target ({ratio:.1f})."
+    return (
+        f"The p99 ratio misses its target ({ratio:.1f}, ≥ {local_figures.TARGET_P99_RATIO:g} "
+        f"wanted): ours would need a p99 of {baseline_p99_ms / local_figures.TARGET_P99_RATIO:.0f}"
+        f" ms, not {ours_p99_ms:.0f}. The receiver itself takes about ten milliseconds against "
+        "moto in process (figure 2, moto rows); the rest is the local stack's: the "
+        "simulator that times it, the emulator (moto's server), the MCP server and the "
+        "notify sink share the bench's Python process and its interpreter lock; the front "
+        "door reaches the emulator over loopback HTTP; and every process shares the "
+        "machine's CPUs (load average in the run table)."
+    )
+
+
+def worker_time_at_mcp_latency(sizes: Sizes) -> Figure:
+    result = worker_duration.measure(batches=sizes.worker_batches)
+    return Figure(
+        8,
+        f"Worker time per message at a {result.mcp_latency_ms} ms MCP answer",
+        "A fresh worker process (the real handler, its settings from the environment, the "
+        "default workflow) gets a warm-up batch, then "
+        f"{sizes.worker_batches} timed batches of {result.batch} messages, each message "
+        f"for the demo MCP server answering `get_package` after {result.mcp_latency_ms} ms; "
+        f"the batch runs {result.concurrency} messages at a time (one MCP session per "
+        "server). AWS is moto's server on loopback; the MCP server and the notify sink "
+        "serve from the bench's process, so the worker process's CPU time "
+        "(`time.process_time`) is the worker's own, without the emulator's or the MCP "
+        "server's. Elapsed time is this machine's, with moto's server far slower than "
+        "DynamoDB; docs/cost.md bills the CPU time measured here plus the assumed "
+        "in-region waits (figure 9).",
+        [
+            Row(
+                "worker elapsed time per message, batch of 10 (local emulator)",
+                "ms",
+                summary=result.wall_ms_per_message,
+            ),
+            Row(
+                "worker CPU time per message, batch of 10", "ms", summary=result.cpu_ms_per_message
+            ),
+            Row("worker peak resident memory", "MB", value=result.max_rss_mb),
+            Row(
+                "worker memory setting / peak resident memory",
+                "ratio",
+                value=round(StackConfig().worker_memory_mb / result.max_rss_mb, 2),
+            ),
+        ],
+        notes=[
+            "The peak resident memory sizes the worker's Lambda memory "
+            "(`worker_memory_mb`, infra/config.py): the waiting part of its bill grows "
+            "with memory, the CPU part does not (Lambda's CPU share grows with memory "
+            "up to one vCPU at 1,769 MB).",
         ],
         details=result.to_json(),
     )
@@ -404,7 +486,11 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
         "fetches the package and runs the default workflow inside the request. Same "
         f"load for both: {local.latency_deliveries} new deliveries, "
         f"{local.latency_concurrency} in flight, from the RelayLink simulator; latency "
-        "is the simulator's per-attempt time to the answer. Kills: the receiver process "
+        "is the simulator's per-attempt time to the answer. While ours are sent, the "
+        "local stack's worker side is paused (SIGSTOP, then SIGCONT: its work waits in the "
+        "stream and the queue), as in AWS, where it never shares a CPU or the emulator "
+        "with the receiver; the baseline's load runs after ours is processed, alone too. "
+        "Kills: the receiver process "
         "is SIGKILLed while the simulator keeps deliveries in flight (4 at a time; retries "
         f"on the contract's schedule compressed {local.kill_time_scale_ours:g} times for "
         f"ours, {local.kill_time_scale:g} for the baseline, whose in-progress records must "
@@ -421,6 +507,12 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
             Row("baseline: receiver p99", "ms", value=r.baseline_p99_ms),
             Row("p50 ratio baseline / ours", "ratio", value=base_p50 / ours_p50),
             Row("p99 ratio baseline / ours", "ratio", value=r.baseline_p99_ms / r.ours_p99_ms),
+            Row(
+                "receiver p99 ratio baseline / ours on the local stack",
+                "ratio",
+                value=r.baseline_p99_ms / r.ours_p99_ms,
+                target=Target(">=", local_figures.TARGET_P99_RATIO),
+            ),
             Row(
                 "ours: load sent until every effect applied (worker included)",
                 "s",
@@ -444,6 +536,7 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
             "by the sender's (5 requests in flight, each doing the whole work): throughput "
             "is a setting for ours (`worker_max_concurrency`) that does not touch the "
             "answer time RelayLink sees.",
+            _p99_bound(r.ours_p99_ms, r.baseline_p99_ms),
             "A baseline request killed after its effect leaves an in-progress idempotency "
             "record; Powertools lets the retry through once that record expires (the "
             "invocation's remaining time, 10 s here), and the effect runs again. "
@@ -468,6 +561,12 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
         "are empty.",
         [
             Row("accepted per second", "deliveries/s", value=e2e["accepted_per_second"]),
+            Row(
+                "end-to-end deliveries completed per second",
+                "deliveries/s",
+                value=e2e["deliveries"] / max(1.0, e2e["seconds_until_all_completed"]),
+                target=Target(">=", local_figures.TARGET_COMPLETED_PER_SECOND),
+            ),
             Row("receiver latency (every answered attempt)", "ms", summary=r.e2e_latency_ms),
             Row("receiver p99", "ms", value=r.details["e2e_p99_ms"]),
             Row("time until all acknowledged", "s", value=e2e["seconds_until_all_acknowledged"]),
@@ -481,7 +580,17 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
                 target=Target("==", 0),
             ),
         ],
-        notes=[f"Answers: {e2e['answers']}."],
+        notes=[
+            f"Answers: {e2e['answers']}.",
+            "The target for deliveries completed per second is twice the 69 per second "
+            "of the run before it, which was the rate of deliveries *accepted*; deliveries "
+            "completed per second were 9.5 in that run (1,000 in 105 s).",
+            "What bounds deliveries completed per second here: the worker side, "
+            f"{e2e['worker_concurrency']} concurrent batches in one process against moto's "
+            "server, which serves every AWS call of the stack from the bench's process, on "
+            f"the same CPUs as the receiver and the simulator; the receiver accepted "
+            f"{e2e['accepted_per_second']:.0f} deliveries per second meanwhile.",
+        ],
         details={"e2e": e2e, "latency_ms": r.details["e2e_latency_ms"]},
     )
     return [five, six]
@@ -555,7 +664,7 @@ def write_units_per_delivery(sizes: Sizes) -> Figure:
             )
         )
     return Figure(
-        8,
+        11,
         f"DynamoDB write request units per delivery, accepted -> completed ({DEFAULT_WORKFLOW})",
         f"{n} deliveries through the production handlers in process on moto, as in figure 7, "
         f"with the default workflow (`{DEFAULT_WORKFLOW}`). moto's ConsumedCapacity is a "
@@ -585,6 +694,7 @@ ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     4: worker_mcp_cost,
     5: usual_way_and_end_to_end,
     7: cost_inputs,
+    8: worker_time_at_mcp_latency,
     10: bulk_requeue_rate,
-    8: write_units_per_delivery,
+    11: write_units_per_delivery,
 }

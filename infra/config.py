@@ -132,11 +132,14 @@ class StackConfig:
         worker_timeout_seconds: The worker's Lambda timeout; the lease and the work
             queue's visibility timeout follow from it.
         worker_memory_mb: The worker's memory (CPU scales with it).
+        tracing: X-Ray active tracing on every function (``-c tracing=true``, which
+            also enables Powertools' Tracer); off by default: Lambda's default sampling
+            would be the largest line of the bill at low volume (docs/cost.md prices
+            both).
         worker_batch_size: Messages per worker invocation.
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
-        tracing: Active X-Ray tracing of every function.
     """
 
     stage: str = "prod"
@@ -169,11 +172,15 @@ class StackConfig:
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
     worker_timeout_seconds: int = 180
-    worker_memory_mb: int = 512
+    # Right-sized from the worker's measured peak resident memory with the default
+    # workflow (docs/benchmarks.md, figure 8: 160 to 210 MB), with a third to spare: a
+    # batch waits on its messages concurrently, and the waiting is billed per MB
+    # (docs/cost.md).
+    worker_memory_mb: int = 320
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
-    tracing: bool = True
+    tracing: bool = False
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -440,7 +447,9 @@ def _text(context: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def _boolean(context: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = context.get(key, default)
+    value = context.get(key)
+    if value is None or value == "":
+        return default
     # ``-c key=false`` arrives as a string; cdk.json gives a boolean.
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"

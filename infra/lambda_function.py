@@ -20,7 +20,7 @@ from infra.bundle import FUNCTIONS, AssetRecipe
 from infra.config import StackConfig
 from infra.environments import application_log_level
 from infra.lambda_code import function_code
-from infra.nag import acknowledge
+from infra.nag import acknowledge, acknowledge_tracing
 from infra.workflow_code import WorkflowCode
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -115,6 +115,8 @@ def python_function(
         role=role,
         timeout=timeout,
         memory_size=memory_size,
+        # Off unless asked for (``-c tracing=true``): at 1 M deliveries a month, Lambda's
+        # default sampling would be the largest line of the bill (docs/cost.md).
         tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
@@ -124,6 +126,7 @@ def python_function(
             env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
             env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
             env_keys.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
+            env_keys.ENV_POWERTOOLS_TRACE_DISABLED: "false" if config.tracing else "true",
             **environment,
         },
     )
@@ -133,4 +136,6 @@ def python_function(
         f"{RUNTIME.name} is the newest Python that make test runs the functions' tests on "
         "(.venv-lambda); the runtime moves when the build image gains a newer one",
     )
+    if config.tracing:
+        acknowledge_tracing(handler)
     return handler

@@ -21,7 +21,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.environments import receiver_environment
 from infra.lambda_function import python_function, retention
-from infra.nag import acknowledge, acknowledge_tracing
+from infra.nag import acknowledge
 from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
@@ -89,8 +89,6 @@ class Receiver(Construct):
         # so it needs no GetItem either.
         grant_item_actions(self.function, table, ItemAction.PUT_ITEM)
         signing_secrets.grant_read(self.function)
-        if config.tracing:
-            acknowledge_tracing(self.function)
 
         self.api = apigwv2.HttpApi(
             self,

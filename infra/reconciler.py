@@ -13,7 +13,6 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
-from infra.nag import acknowledge_tracing
 from infra.table_access import ItemAction, grant_item_actions, grant_state_index_query
 
 RECONCILER_TIMEOUT = Duration.seconds(120)
@@ -79,5 +78,3 @@ class Reconciler(Construct):
                 )
             ],
         )
-        if config.tracing:
-            acknowledge_tracing(self.function)

@@ -28,7 +28,7 @@ from infra.alerts import Alerts
 from infra.config import WORKER_MANAGED_POLICY_ARNS, StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
-from infra.nag import acknowledge, acknowledge_tracing, logical_id, role_of
+from infra.nag import acknowledge, logical_id, role_of
 from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
@@ -218,8 +218,6 @@ class Worker(Construct):
                 max_concurrency=config.worker_max_concurrency,
             )
         )
-        if config.tracing:
-            acknowledge_tracing(self.function)
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Action::s3:Abort*]",

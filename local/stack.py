@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -251,6 +252,23 @@ class LocalStack:
         if child.process is not None:
             child.process.wait()  # so that wait_ready() cannot see the dead child as ready
         return pid
+
+    @contextlib.contextmanager
+    def paused(self, role: Role) -> Iterator[int]:
+        """One child stopped (SIGSTOP) for the block, then continued (SIGCONT); yields its
+        pid.
+
+        Its work waits, nothing is lost: the stream and the queues keep what it has not
+        taken yet. The bench pauses the worker side while it times the receiver alone,
+        since in AWS the two never share a CPU or an emulator.
+        """
+        pid = self._children[role].pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield pid
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def wait_ready(self, timeout: float) -> None:
         """Until both children serve (after a start or a restart).

@@ -35,6 +35,8 @@ ENV_RECONCILE_EFFECT_AGE_SECONDS: Final = "RECONCILE_EFFECT_AGE_SECONDS"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_POWERTOOLS_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
+# "false" only where the stack turns tracing on (infra.config: ``tracing``).
+ENV_POWERTOOLS_TRACE_DISABLED: Final = "POWERTOOLS_TRACE_DISABLED"
 # Lambda sets these itself from the function's logging configuration (the local runtime
 # emulates them): the log format, and the application log level its filter applies.
 ENV_LAMBDA_LOG_FORMAT: Final = "AWS_LAMBDA_LOG_FORMAT"

@@ -137,3 +137,21 @@ def test_operator_json_matches_the_store(stack: LocalStack, tmp_path: Path) -> N
     assert isinstance(shown, dict)
     assert shown["delivery_id"] == one
     assert shown["state"] == states[one]
+
+
+def _process_state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (``T``: stopped by a signal)."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def test_a_paused_worker_side_holds_its_work_until_it_continues(stack: LocalStack) -> None:
+    with stack.paused("worker") as pid:
+        assert _process_state(pid) == "T"
+        summary = _send(stack, 5)
+        assert summary.answers["202"] == 5  # the receiver answers alone
+        states = stack.inbox_states()
+        # Nothing took the work while the worker side was stopped.
+        assert {states.get(r.delivery_id) for r in summary.results} == {"pending"}
+    assert _process_state(pid) != "T"
+    _assert_each_completed_once(stack, summary)

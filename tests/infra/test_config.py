@@ -42,8 +42,11 @@ def test_command_line_strings_are_parsed() -> None:
             "alarm_email": "ops@example.com",
             "signing_secrets_arn": ARN,
             "notify_url": "",
+            "tracing": "True",
         }
     )
+    assert config.tracing is True
+    assert StackConfig.from_context({"mcp_allowed_hosts": "mcp.relaylink.example"}).tracing is False
     assert config.mcp_allowed_hosts == ("mcp.relaylink.example", "*.backup.example")
     assert config.worker_max_concurrency == 12
     assert config.log_level == "DEBUG"
@@ -90,6 +93,7 @@ def test_command_line_strings_are_parsed() -> None:
         ("worker_memory_mb", 127),
         ("worker_batch_size", 11),  # SQS without a batching window
         ("tracing", "sometimes"),
+        ("tracing", "yes"),  # true or false only
         ("tracing", 1),
     ],
 )

@@ -15,6 +15,7 @@ POWERTOOLS_KEYS = {
     env_keys.ENV_POWERTOOLS_SERVICE_NAME,
     env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE,
     env_keys.ENV_POWERTOOLS_LOG_LEVEL,
+    env_keys.ENV_POWERTOOLS_TRACE_DISABLED,
 }
 # Read by a settings object but deliberately never set by the stack: its default (false)
 # is the only production value; it exists for the local runtime and the tests.

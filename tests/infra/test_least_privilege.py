@@ -88,7 +88,9 @@ def _ids(synthesized: Synthesized) -> dict[str, str]:
 
 def _own_logs(synthesized: Synthesized, function: str) -> set[Grant]:
     group = synthesized.function(function)["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
-    return _grants(LOGS, get_att(group, "Arn")) | _grants(XRAY, "*")
+    # X-Ray's write actions come only with tracing on (off by default, -c tracing=true).
+    xray = _grants(XRAY, "*") if synthesized.context.get("tracing") == "true" else set()
+    return _grants(LOGS, get_att(group, "Arn")) | xray
 
 
 def _state_index(table: str) -> Any:

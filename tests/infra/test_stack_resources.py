@@ -147,7 +147,11 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
         assert props["Runtime"] == RUNTIME.name == f"python{LAMBDA_PYTHON_VERSION}" == "python3.13"
         assert props["Architectures"] == [ARCHITECTURE.name] == ["arm64"]
         assert props["Handler"] == f"functions.{name}.handler.lambda_handler"
-        assert props["TracingConfig"] == {"Mode": "Active"}
+        # Tracing is off unless asked for (docs/cost.md): no TracingConfig, Lambda's
+        # PassThrough, and Powertools' Tracer disabled.
+        assert "TracingConfig" not in props
+        env = props["Environment"]["Variables"]
+        assert env[env_keys.ENV_POWERTOOLS_TRACE_DISABLED] == "true"
         logging = props["LoggingConfig"]
         assert logging["LogFormat"] == "JSON"
         assert logging["ApplicationLogLevel"] == "INFO" == synthesized.context["log_level"]
@@ -162,7 +166,17 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
 
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return synthesize(tmp_path_factory, {"notify_url": NOTIFY_URL, "log_level": "ERROR"})
+    # One synth for two settings: a quieter log level, and tracing turned on.
+    return synthesize(
+        tmp_path_factory, {"notify_url": NOTIFY_URL, "log_level": "ERROR", "tracing": "true"}
+    )
+
+
+def test_tracing_is_one_switch_for_every_function(quiet: Synthesized) -> None:
+    for name in FUNCTIONS:
+        props = quiet.function(name)["Properties"]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["Environment"]["Variables"][env_keys.ENV_POWERTOOLS_TRACE_DISABLED] == "false"
 
 
 def test_a_quieter_log_level_is_the_functions_own_and_never_lambdas(quiet: Synthesized) -> None:

@@ -1,4 +1,4 @@
-"""The write-unit meter's rules (bench figure 8): what an index write costs, per change."""
+"""The write-unit meter's rules (bench figure 11): what an index write costs, per change."""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ the caller. Its HTTP goes through the guarded transport
 
 from __future__ import annotations
 
+import functools
 import math
+import ssl
 from typing import Final
 
 import anyio
@@ -22,6 +24,16 @@ from functions.core.adapters.mcp_transport import Exchange, FetchCounts, Guarded
 from functions.core.host_policy import HostPolicy
 
 _CLIENT_INFO: Final = Implementation(name="relaylink-receiver", version="1")
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The container's one TLS context (httpx's default: certifi's CA bundle).
+
+    Loading the CA bundle costs tens of milliseconds of CPU; a new transport per
+    session would pay it for every batch (docs/benchmarks.md, figure 8).
+    """
+    return httpx2.create_ssl_context()
 
 
 class McpSession:
@@ -44,7 +56,7 @@ class McpSession:
         self.client: Client | None = None
         self.open_error: BaseException | None = None
         self._transport = GuardedTransport(
-            inner=httpx2.AsyncHTTPTransport(),
+            inner=httpx2.AsyncHTTPTransport(verify=_tls()),
             url=url,
             policy=policy,
             token=token,

@@ -185,6 +185,8 @@ class BedrockEmulator:
         self._calls: Counter[str] = Counter()
         self._requests: dict[str, Mapping[str, Any]] = {}
         self._total = 0
+        self._in_flight = 0
+        self._last_answered = float("-inf")
         self.set_latency(latency_seconds)
         self.set_failure_rate(failure_rate, error=failure_error)
 
@@ -247,6 +249,13 @@ class BedrockEmulator:
         with self._lock:
             return self._total
 
+    def model_window_open(self, grace_seconds: float) -> bool:
+        """Whether a call is in flight or one was answered within ``grace_seconds``:
+        a caller killed now may lose a paid-for answer before recording it."""
+        with self._lock:
+            recent = time.monotonic() - self._last_answered < grace_seconds
+            return self._in_flight > 0 or recent
+
     def last_request(self, delivery_id: str) -> Mapping[str, Any] | None:
         """The last parsed request body sent for ``delivery_id`` (``modelId`` added)."""
         with self._lock:
@@ -258,6 +267,16 @@ class BedrockEmulator:
         """Answer one ``Converse`` request: ``model_id`` from the path, ``body`` as sent."""
         started = time.monotonic()
         request = _parse_body(body)
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._converse(model_id, request, started)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._last_answered = time.monotonic()
+
+    def _converse(self, model_id: str, request: Mapping[str, Any] | None, started: float) -> Reply:
         injected, refuse, latency = self._record(model_id, request)
         if latency:
             time.sleep(latency)

@@ -7,6 +7,7 @@ log format and application log level, which :mod:`local.lambda_logging` applies)
 
 from __future__ import annotations
 
+import json
 import os
 
 from functions.core import env_keys, metric_names, setting_defaults
@@ -80,7 +81,7 @@ def worker_side_environment(
             dead_letter_queue_url=resources.dead_letter_queue_url,
             mcp_token_secret_arn=resources.mcp_token_secret_arn,
             mcp_allowed_hosts=["127.0.0.1"],
-            workflow=setting_defaults.DEFAULT_WORKFLOW,
+            workflow=options.workflow,
             archive_bucket=resources.archive_bucket,
             max_attempts=options.max_attempts,
             lease_seconds=options.lease_seconds,
@@ -107,4 +108,20 @@ def worker_side_environment(
             merged[key] = value
     # Local only: the demo MCP server is plain HTTP on loopback.
     merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+    if options.agent:
+        merged.update(agent_environment(state, options))
     return {**_base_environment(state, options), **merged}
+
+
+def agent_environment(state: LocalState, options: StackOptions) -> dict[str, str]:
+    """The agent workflow's settings: the Bedrock emulator, and the alert topic."""
+    settings = {
+        "bedrock_endpoint_url": state.bedrock_url,
+        "model_id": setting_defaults.DEFAULT_AGENT_MODEL_ID,
+        "max_tokens": str(options.model_max_tokens),
+        "daily_token_budget": str(options.daily_token_budget),
+    }
+    return {
+        env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings, sort_keys=True),
+        env_keys.ENV_ALERT_TOPIC_ARN: state.resources.alert_topic_arn,
+    }

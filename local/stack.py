@@ -35,9 +35,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from local import stack_probes
+from local import bedrock_emulator, stack_probes
+from local.alert_counter import AlertCounter
 from local.aws_emulator import AwsEmulator
-from local.aws_resources import create_stack_resources
+from local.aws_resources import create_alert_topic, create_stack_resources
 from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
@@ -120,6 +121,8 @@ class LocalStack:
     emulator: AwsEmulator | None = None
     mcp: RunningServer | None = None
     sink: NotifySinkServer | None = None
+    bedrock: bedrock_emulator.RunningEmulator | None = None
+    alerts: AlertCounter | None = None
     _state: LocalState | None = None
     _children: dict[Role, _Child] = field(default_factory=dict)
     _run_dir: Path | None = None
@@ -160,6 +163,13 @@ class LocalStack:
         )
         self.sink = NotifySinkServer().start()
         resources = self._create_resources(signing, token)
+        if options.agent:
+            self.bedrock = bedrock_emulator.start_in_thread(
+                emulator=bedrock_emulator.BedrockEmulator(
+                    latency_seconds=options.bedrock_latency_ms / 1000, seed=options.seed
+                )
+            )
+            resources = self._add_alert_topic(resources)
         port = options.port or _free_port()
         self._state = LocalState(
             webhook_url=f"http://127.0.0.1:{port}/relaylink",
@@ -170,7 +180,11 @@ class LocalStack:
             signing_secrets=signing,
             mcp_token=token,
             resources=resources,
+            bedrock_url=self.bedrock.url if self.bedrock is not None else "",
         )
+        if resources.alert_queue_url:
+            self.alerts = AlertCounter(self._state.aws_client("sqs"), resources.alert_queue_url)
+            self.alerts.start()
         self._children = {
             "front_door": self._child(
                 "front_door",
@@ -204,6 +218,10 @@ class LocalStack:
             self._monitor.join(timeout=5)
         for child in self._children.values():
             child.stop()
+        if self.alerts is not None:
+            self.alerts.stop()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         if self.sink is not None:
             self.sink.stop()
         if self.mcp is not None:
@@ -267,8 +285,16 @@ class LocalStack:
             time.sleep(0.02)
 
     def effects(self) -> dict[str, int]:
-        """Applications per idempotency key, as the notification target counted them."""
-        return self.sink.sink.counts() if self.sink is not None else {}
+        """Applications per idempotency key, as the notification target counted them,
+        with the agent workflow's alerts as the alert topic's subscriber counted them."""
+        counts = self.sink.sink.counts() if self.sink is not None else {}
+        if self.alerts is not None:
+            counts = {**counts, **self.alerts.counts()}
+        return counts
+
+    def model_calls(self) -> dict[str, int]:
+        """Model calls per delivery id, as the Bedrock emulator counted them."""
+        return self.bedrock.calls() if self.bedrock is not None else {}
 
     def client(self, service: str) -> Any:
         return self.state.aws_client(service)
@@ -302,6 +328,16 @@ class LocalStack:
             retry_base_seconds=self.options.retry_base_seconds,
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
+
+    def _add_alert_topic(self, resources: Resources) -> Resources:
+        assert self.emulator is not None
+        topic_arn, queue_url = create_alert_topic(
+            functools.partial(
+                emulator_client, endpoint_url=self.emulator.endpoint_url, region=REGION
+            ),
+            prefix=resources.table_name.removesuffix("-inbox"),
+        )
+        return replace(resources, alert_topic_arn=topic_arn, alert_queue_url=queue_url)
 
     def _clock_arguments(self) -> list[str]:
         options = self.options

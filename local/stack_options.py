@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from functions.core import setting_defaults
 
+AGENT_WORKFLOW = "agent"
+
 
 @dataclass(frozen=True, slots=True)
 class StackOptions:
@@ -36,6 +38,16 @@ class StackOptions:
     receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
     receiver_clock_frozen: bool = False  # ... at their exact boundaries
     run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
+    # The worker's workflow: an alias (archive, notify, agent) or module:factory.
+    workflow: str = setting_defaults.DEFAULT_WORKFLOW
+    bedrock_latency_ms: int = 0  # added to every model call (agent workflow)
+    model_max_tokens: int = 256
+    daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests
+
+    @property
+    def agent(self) -> bool:
+        """Whether the worker runs the agent workflow (it needs Bedrock and an alert topic)."""
+        return self.workflow == AGENT_WORKFLOW
 
     def __post_init__(self) -> None:
         if not self.lease_seconds < self.visibility_timeout_seconds:

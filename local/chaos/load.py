@@ -32,6 +32,9 @@ from local.stack import ROLES, LocalStack, Role
 
 SIGNATURE_TOLERANCE_SECONDS: Final = 300  # the receiver refuses older signatures
 _POLL_SECONDS: Final = 0.05
+# After a model answer, how long a worker may take to record it: a kill within this
+# (or while the call is in flight) can cost a rerun of the model step.
+MODEL_RECORD_SECONDS: Final = 1.0
 # A single adversarial request is repeated until the receiver gives a verdict: kills
 # come in bursts, so a fixed count of retries can fall entirely inside restarts.
 _VERDICT_DEADLINE_SECONDS: Final = 60.0
@@ -49,6 +52,7 @@ class LoadRecord:
     adversarial_attempts: int = 0  # conflicting, forged and replayed requests sent
     kills: Counter[str] = field(default_factory=Counter)
     acknowledged: int = 0
+    kills_in_model_window: int = 0  # worker kills while a model answer was unrecorded
 
 
 async def send_load(
@@ -173,9 +177,15 @@ class _LoadRun:
         progress = self.acknowledged if role == "front_door" else self.effects_applied
         for at in moments:
             await self._at(progress, at)
+            in_window = role == "worker" and self._model_window_open()
             await asyncio.to_thread(self.stack.kill, role)
             self.load.kills[role] += 1
+            self.load.kills_in_model_window += in_window
             await asyncio.to_thread(self.stack.wait_ready, RESTART_DEADLINE_SECONDS)
+
+    def _model_window_open(self) -> bool:
+        bedrock = self.stack.bedrock
+        return bedrock is not None and bedrock.emulator.model_window_open(MODEL_RECORD_SECONDS)
 
 
 async def _until(condition: Callable[[], bool], give_up: Callable[[], bool]) -> None:

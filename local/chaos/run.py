@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from functions.workflows.agent import MODEL_STEP
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
-from local.chaos.load import send_load
+from local.chaos.load import LoadRecord, send_load
 from local.chaos.plan import plan_load
 from local.chaos.report import (
     AnswerCounts,
@@ -32,6 +33,9 @@ from local.event_sources import INJECTED_RELAY_FAILURE
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
+# What the step runner logs when a step runs again after a worker died inside it.
+STEP_RERUN_MESSAGE = "step rerun: an earlier attempt died inside it"
+
 
 def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = None) -> ChaosReport:
     """Run the load with faults, then check the invariants. Never raises on a violation."""
@@ -42,6 +46,8 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         aws_fault_rate=config.aws_fault_rate,
         relay_failure_rate=config.relay_failure_rate,
         max_attempts=config.max_attempts,
+        workflow=config.workflow,
+        bedrock_latency_ms=config.bedrock_latency_ms,
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()
@@ -75,6 +81,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         not_quiet = (
             [] if quiet else [f"not quiet within the deadline of {config.deadline_seconds:g} s"]
         )
+        model = _model_figures(stack, load, worker_log)
         return ChaosReport(
             config=config,
             deliveries=DeliveryCounts.of(plan, load),
@@ -99,8 +106,34 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
                 until_quiet=round(quiet_seconds, 1),
                 total=round(time.monotonic() - started, 1),
             ),
-            violations=not_quiet + findings.violations,
+            effects=findings.effects,
+            model=model,
+            violations=not_quiet + findings.violations + _model_violations(model),
         )
+
+
+def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict[str, int]:
+    """The model step's calls and reruns, and the worker kills that could cause one
+    (none when the workflow calls no model)."""
+    if stack.bedrock is None:
+        return {}
+    calls = stack.model_calls()
+    return {
+        "calls": sum(calls.values()),
+        "deliveries_called": len(calls),
+        "deliveries_called_more_than_once": sum(1 for n in calls.values() if n > 1),
+        "reruns": log.step_reruns.get(MODEL_STEP, 0),
+        "kills_in_window": load.kills_in_model_window,
+    }
+
+
+def _model_violations(model: dict[str, int]) -> list[str]:
+    if model and model["reruns"] > model["kills_in_window"]:
+        return [
+            f"model step reran {model['reruns']} times, more than the "
+            f"{model['kills_in_window']} kills in the model-call window"
+        ]
+    return []
 
 
 class _AbandonedMcpRequests(logging.Filter):
@@ -147,12 +180,14 @@ class _WorkerLog:
 
     relay_failures: int  # injected ones
     outcomes: dict[str, int]  # worker attempts by result, a retry by its error code
+    step_reruns: dict[str, int]  # by step name (the StepReruns metric's log lines)
 
     @classmethod
     def read(cls, stack: LocalStack) -> _WorkerLog:
         marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
         relay_failures = 0
         outcomes: Counter[str] = Counter()
+        reruns: Counter[str] = Counter()
         with (stack.run_dir / "worker.log").open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 if marker in line:
@@ -163,4 +198,7 @@ class _WorkerLog:
                         result = str(record.get("result"))
                         code = record.get("error_code")
                         outcomes[f"{result} ({code})" if code else result] += 1
-        return cls(relay_failures, dict(sorted(outcomes.items())))
+                elif line.startswith("{") and f'"{STEP_RERUN_MESSAGE}"' in line:
+                    with contextlib.suppress(ValueError):
+                        reruns[str(json.loads(line).get("step"))] += 1
+        return cls(relay_failures, dict(sorted(outcomes.items())), dict(reruns))

@@ -9,6 +9,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from functions.core import setting_defaults
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -34,6 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--state-file", metavar="PATH", help="write URLs, secrets and pids here")
     parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
+    add_workflow_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         state_file=args.state_file,
         run_dir=args.run_dir,
+        workflow=args.workflow,
     )
     stop = threading.Event()
 
@@ -91,3 +95,16 @@ def run(args: argparse.Namespace) -> int:
         print("stopping ...", file=sys.stderr, flush=True)
         stack.__exit__(None, None, None)
     return 0
+
+
+def add_workflow_argument(parser: Any) -> None:
+    """``--workflow``, shared by the commands that start a local stack."""
+    parser.add_argument(
+        "--workflow",
+        default=setting_defaults.DEFAULT_WORKFLOW,
+        metavar="NAME",
+        help=(
+            "the worker's workflow: archive, notify, agent (starts the Bedrock emulator "
+            "and an alert topic) or module:factory (default: notify)"
+        ),
+    )

@@ -169,7 +169,8 @@ class _LoadRun:
         first = await _answered(self.sender, self.load, delivery, timestamp=int(time.time()) - age)
         self.load.replayed.append(first)
         self.load.adversarial_attempts += 1
-        self.load.replayed.append(await self.sender.resend(first, delivery))
+        again = await self.sender.resend(first, delivery)
+        self.load.replayed.append(await _until_verdict(self.sender, self.load, again, delivery))
 
     async def kills(self, role: Role, moments: list[float]) -> None:
         """One process's kills in order, each once the stack serves again after the last:
@@ -206,6 +207,13 @@ async def _answered(
         delivery, secrets=None if secrets is None else list(secrets), timestamp=timestamp
     )
     load.adversarial_attempts += 1
+    return await _until_verdict(sender, load, result, delivery)
+
+
+async def _until_verdict(
+    sender: Sender, load: LoadRecord, result: AttemptResult, delivery: Delivery
+) -> AttemptResult:
+    """The same bytes again while the receiver gives no verdict (a kill landed on it)."""
     deadline = time.monotonic() + _VERDICT_DEADLINE_SECONDS
     while result.answer in _RETRYABLE and time.monotonic() < deadline:
         load.adversarial_attempts += 1

@@ -21,7 +21,7 @@ from functions.core.budget import BudgetDay
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
-from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
+from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
 from functions.core.signature import SigningSecret
 from functions.core.steps import StepRecord, StepStatus, StoredResult
 
@@ -189,18 +189,16 @@ class FakeClaims:
     def get(self, delivery_id: str) -> InboxItem | None:
         return self.items.get(delivery_id)
 
-    def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]:
+    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
         return self._where(
-            lambda i: i.state is State.PENDING and i.state_changed_at < changed_before, limit
+            lambda i: i.state is State.PENDING and i.state_changed_at < changed_before
         )
 
-    def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]:
-        return self._where(
-            lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now, limit
-        )
+    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+        return self._where(lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now)
 
-    def _where(self, keep: Callable[[InboxItem], bool], limit: int) -> list[InboxItem]:
-        return [i for i in self.items.values() if keep(i)][:limit]
+    def _where(self, keep: Callable[[InboxItem], bool]) -> list[InboxItem]:
+        return [i for i in self.items.values() if keep(i)]
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         current = self.items.get(item.delivery_id)
@@ -272,14 +270,14 @@ class FakeEffects:
         )
         return True
 
-    def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]:
+    def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
         return [
             r
             for r in self.records.values()
             if r.status is EffectStatus.INTENT
             and r.intent_at < intended_before
             and r.flagged_at is None
-        ][:limit]
+        ]
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         current = self.records.get((record.delivery_id, record.name))
@@ -293,12 +291,23 @@ class FakeEffects:
 
 @dataclass
 class FakeQueue:
+    """``refuse`` holds delivery ids whose batch entries the queue refuses."""
+
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
     dead: list[tuple[str, str]] = field(default_factory=list)  # (body, reason)
+    refuse: set[str] = field(default_factory=set)
+    batches: list[int] = field(default_factory=list)  # the size of each batch sent
 
     def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
         self.sent.append((work, delay_seconds))
+
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        self.batches.append(len(works))
+        self.sent += [(w, 0) for w in works if w.delivery_id not in self.refuse]
+        return [
+            UnsentWork(w, reason="InternalError") for w in works if w.delivery_id in self.refuse
+        ]
 
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))

@@ -72,6 +72,14 @@ class WorkItem:
 
 
 @dataclass(frozen=True, slots=True)
+class UnsentWork:
+    """A work item the queue refused in a batch send, with the queue's reason code."""
+
+    work: WorkItem
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class InboxItem:
     """One accepted delivery as the inbox stores it (never its body)."""
 

@@ -13,19 +13,44 @@ It looks at three lists of the ``by_state`` index:
 Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
 twice is harmless because a claim is idempotent.
+
+A run pages through every item of the three lists, in that order, until its deadline
+(the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`); then it stops before
+the next item and the next run continues where it stopped (what this run handled is no
+longer listed: its write restarted the item's clock or moved it). Work items whose
+write won are sent :data:`SEND_BATCH_SIZE` at a time, always after the write: only the
+run that won sends. An item the queue then refuses stays ``pending`` with its clock
+restarted, so it is listed again, and re-enqueued, one pending age later.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Final, Protocol, TypeVar
 
 from functions.core import metric_names
 from functions.core.clock import Clock
+from functions.core.deadline import Deadline
 from functions.core.effects import EffectRecord
-from functions.core.models import InboxItem, State, WorkItem
+from functions.core.models import InboxItem, State, UnsentWork, WorkItem
 from functions.core.observability import logger
 from functions.core.process import MetricsSink
+
+# Index items per query page. A page is one round trip, so a large one amortises it
+# (DynamoDB ends a page at 1 MB anyway, some 2,000 inbox items); a page is read only
+# once the one before is worked off, so a run that stops wastes at most one page read.
+LIST_PAGE_SIZE: Final = 1000
+# Won work items per send: SQS's SendMessageBatch maximum. Few are held unsent at any
+# moment, so a crash between write and send hides few items for a pending age.
+SEND_BATCH_SIZE: Final = 10
+# Kept back from the Lambda's remaining time for the run's deadline: the item in hand,
+# the last batch's send and the metrics flush fit in it many times over at normal
+# latencies.
+SAFETY_MARGIN_SECONDS: Final = 5.0
+
+_T = TypeVar("_T")
 
 
 class RecoveryStore(Protocol):
@@ -33,9 +58,9 @@ class RecoveryStore(Protocol):
 
     def get(self, delivery_id: str) -> InboxItem | None: ...
 
-    def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]: ...
+    def stale_pending(self, *, changed_before: int, page_size: int) -> Iterable[InboxItem]: ...
 
-    def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]: ...
+    def expired_leases(self, *, now: int, page_size: int) -> Iterable[InboxItem]: ...
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool: ...
 
@@ -45,7 +70,7 @@ class RecoveryStore(Protocol):
 class UncertainEffects(Protocol):
     """Port: effect intents without a done record."""
 
-    def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]: ...
+    def uncertain(self, *, intended_before: int, page_size: int) -> Iterable[EffectRecord]: ...
 
     def flag(self, record: EffectRecord, *, now: int) -> bool: ...
 
@@ -54,11 +79,17 @@ class Enqueue(Protocol):
     def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
 
 
+class EnqueueBatch(Protocol):
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        """Send ``works``; return those the queue refused (a failed call raises)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ReconcileConfig:
     pending_age_seconds: int
     effect_age_seconds: int
-    limit: int = 200  # per list and run: a backlog is worked off over several runs
+    page_size: int = LIST_PAGE_SIZE  # tests page small to cross many page boundaries
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,60 +98,131 @@ class ReconcileReport:
     pending_requeued: int = 0
     effects_requeued: int = 0
     effects_flagged: int = 0
+    requeues_unsent: int = 0  # written but refused by the queue: back after a pending age
+    budget_spent: bool = False  # stopped before the lists' end: the next run continues
 
 
 def reconcile(
     *,
     store: RecoveryStore,
     effects: UncertainEffects,
-    queue: Enqueue,
+    queue: EnqueueBatch,
     clock: Clock,
     metrics: MetricsSink,
     config: ReconcileConfig,
+    deadline: Deadline,
 ) -> ReconcileReport:
-    """One reconciler run."""
-    now = clock.now()
-    leases = 0
-    for item in store.expired_leases(now=now, limit=config.limit):
-        if _requeue(item, queue, store.release_expired(item, now=now)):
-            leases += 1
-    pending = 0
-    for item in store.stale_pending(
-        changed_before=now - config.pending_age_seconds, limit=config.limit
-    ):
-        if _requeue(item, queue, store.touch_pending(item, now=now)):
-            pending += 1
-    requeued = flagged = 0
-    for record in effects.uncertain(
-        intended_before=now - config.effect_age_seconds, limit=config.limit
-    ):
-        inbox = store.get(record.delivery_id)
-        if inbox is not None and inbox.state is State.PROCESSING:
-            continue  # a worker holds it, or the lease rule above will free it
-        if inbox is not None and inbox.state is State.PENDING:
-            if _requeue(inbox, queue, store.touch_pending(inbox, now=now)):
-                requeued += 1
-            continue
-        if effects.flag(record, now=now):
-            flagged += 1
-            logger.warning(
-                "effect outcome uncertain, operator needed",
-                extra={"delivery_id": record.delivery_id, "effect": record.name},
-            )
+    """One reconciler run, until the lists are worked off or ``deadline`` has passed."""
+    now = clock.now()  # one time for the run: what it touches is not listed again
+    budget = _Budget(deadline)
+    with _Batch(queue) as leases:
+        for item in budget.within(store.expired_leases(now=now, page_size=config.page_size)):
+            if store.release_expired(item, now=now):
+                leases.add(item)
+    with _Batch(queue) as pending:
+        stale = store.stale_pending(
+            changed_before=now - config.pending_age_seconds, page_size=config.page_size
+        )
+        for item in budget.within(stale):
+            if store.touch_pending(item, now=now):
+                pending.add(item)
+    flagged = 0
+    with _Batch(queue) as requeued:
+        uncertain = effects.uncertain(
+            intended_before=now - config.effect_age_seconds, page_size=config.page_size
+        )
+        for record in budget.within(uncertain):
+            inbox = store.get(record.delivery_id)
+            if inbox is not None and inbox.state is State.PROCESSING:
+                continue  # a worker holds it, or the lease rule above will free it
+            if inbox is not None and inbox.state is State.PENDING:
+                if store.touch_pending(inbox, now=now):
+                    requeued.add(inbox)
+                continue
+            if effects.flag(record, now=now):
+                flagged += 1
+                logger.warning(
+                    "effect outcome uncertain, operator needed",
+                    extra={"delivery_id": record.delivery_id, "effect": record.name},
+                )
     for metric, value in (
-        (metric_names.METRIC_RECONCILER_LEASES_REQUEUED, leases),
-        (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending),
-        (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued),
+        (metric_names.METRIC_RECONCILER_LEASES_REQUEUED, leases.sent),
+        (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending.sent),
+        (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued.sent),
         (metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
     ):
         metrics.count(metric, value)
-    return ReconcileReport(leases, pending, requeued, flagged)
+    return ReconcileReport(
+        leases_requeued=leases.sent,
+        pending_requeued=pending.sent,
+        effects_requeued=requeued.sent,
+        effects_flagged=flagged,
+        requeues_unsent=leases.unsent + pending.unsent + requeued.unsent,
+        budget_spent=budget.spent,
+    )
 
 
-def _requeue(item: InboxItem, queue: Enqueue, won: bool) -> bool:
-    """Send the item's work item if our conditional write won."""
-    work = item.work_item()
-    if not won or work is None:
-        return False
-    queue.send(work)
-    return True
+@dataclass
+class _Budget:
+    deadline: Deadline
+    spent: bool = False
+
+    def within(self, items: Iterable[_T]) -> Iterator[_T]:
+        """``items`` one by one until the deadline; after it not even the next is read
+        (reading it may cost a page query)."""
+        iterator = iter(items)
+        while not self.spent:
+            if self.deadline.remaining() <= 0:
+                self.spent = True
+                return
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            yield item
+
+
+@dataclass
+class _Batch:
+    """Work items of won writes, sent :data:`SEND_BATCH_SIZE` at a time.
+
+    Leaving the ``with`` block sends the rest, also when an error ends the run: a won
+    write must not wait a pending age for want of its send.
+    """
+
+    queue: EnqueueBatch
+    works: list[WorkItem] = field(default_factory=list)
+    sent: int = 0
+    unsent: int = 0
+
+    def __enter__(self) -> _Batch:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.flush()
+
+    def add(self, item: InboxItem) -> None:
+        work = item.work_item()
+        if work is None:
+            return
+        self.works.append(work)
+        if len(self.works) >= SEND_BATCH_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        works, self.works = self.works, []  # taken first: a failed send is not repeated
+        if not works:
+            return
+        unsent = self.queue.send_batch(works)
+        for refused in unsent:
+            logger.warning(
+                "work item refused by the queue, re-enqueued after the pending age",
+                extra={"delivery_id": refused.work.delivery_id, "reason": refused.reason},
+            )
+        self.sent += len(works) - len(unsent)
+        self.unsent += len(unsent)

@@ -1,7 +1,8 @@
 """The reconciler Lambda (EventBridge schedule): one reconciler run per invocation.
 
-Runs may overlap with each other and with workers: every action is a conditional
-write first (see :mod:`functions.core.reconcile`).
+Each run works until the lists are done or the invocation's remaining time, less a
+safety margin, is spent. Runs may overlap with each other and with workers: every
+action is a conditional write first (see :mod:`functions.core.reconcile`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
+from functions.core.deadline import Deadline
 from functions.core.lazy_deps import LazyDeps
 from functions.core.observability import logger
-from functions.core.reconcile import ReconcileConfig, ReconcileReport, reconcile
+from functions.core.reconcile import (
+    SAFETY_MARGIN_SECONDS,
+    ReconcileConfig,
+    ReconcileReport,
+    reconcile,
+)
 from functions.reconciler.settings import Settings
 
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
@@ -35,7 +42,7 @@ class Deps:
     metrics: EmfMetrics
     config: ReconcileConfig
 
-    def run(self) -> ReconcileReport:
+    def run(self, *, deadline: Deadline) -> ReconcileReport:
         return reconcile(
             store=self.claims,
             effects=self.effects,
@@ -43,6 +50,7 @@ class Deps:
             clock=self.clock,
             metrics=self.metrics,
             config=self.config,
+            deadline=deadline,
         )
 
 
@@ -76,7 +84,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     """Lambda entry point (scheduled event; its content is not used)."""
     deps = container_deps.get()
     try:
-        report = deps.run()
+        remaining = context.get_remaining_time_in_millis() / 1000
+        report = deps.run(deadline=Deadline.after(remaining - SAFETY_MARGIN_SECONDS))
     finally:
         deps.metrics.flush()
     logger.info("reconciler run", extra=dataclasses.asdict(report))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+
+from functions.core.deadline import Deadline
 
 START = 1_760_000_000  # 2025-10-09 08:53:20 UTC; any fixed second would do
 
@@ -18,3 +21,10 @@ class FakeClock:
 
     def advance(self, seconds: int) -> None:
         self.value += seconds
+
+
+def deadline_after_looks(looks: int) -> Deadline:
+    """A deadline that passes after ``looks`` looks at its clock, each a second later:
+    work bounded by it stops at a known point, whatever the machine's speed."""
+    seconds = itertools.count()
+    return Deadline(ends_at=looks, now=lambda: next(seconds))

@@ -126,11 +126,12 @@ CALLS: dict[tuple[type, str], Call] = {
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),
     ),
     (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
-    (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: t.claims.stale_pending(
-        changed_before=NOW, limit=10
+    # The lists are read lazily: list() makes their queries.
+    (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: list(
+        t.claims.stale_pending(changed_before=NOW, page_size=10)
     ),
-    (reconcile.RecoveryStore, "expired_leases"): lambda t, s, d: t.claims.expired_leases(
-        now=NOW + LEASE, limit=10
+    (reconcile.RecoveryStore, "expired_leases"): lambda t, s, d: list(
+        t.claims.expired_leases(now=NOW + LEASE, page_size=10)
     ),
     (reconcile.RecoveryStore, "touch_pending"): lambda t, s, d: t.claims.touch_pending(
         pending(d), now=NOW
@@ -138,8 +139,8 @@ CALLS: dict[tuple[type, str], Call] = {
     (reconcile.RecoveryStore, "release_expired"): lambda t, s, d: t.claims.release_expired(
         pending(d, lease_until=_claimed(s, d).lease_until), now=NOW + LEASE
     ),
-    (reconcile.UncertainEffects, "uncertain"): lambda t, s, d: t.effects.uncertain(
-        intended_before=NOW + 1, limit=10
+    (reconcile.UncertainEffects, "uncertain"): lambda t, s, d: list(
+        t.effects.uncertain(intended_before=NOW + 1, page_size=10)
     ),
     (reconcile.UncertainEffects, "flag"): lambda t, s, d: t.effects.flag(_intent(s, d), now=NOW),
 }

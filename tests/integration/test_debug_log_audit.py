@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from functions.core.deadline import Deadline
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
 from local.lambda_logging import LambdaJsonFormatter
@@ -73,7 +74,7 @@ def test_nothing_secret_is_logged_with_the_root_logger_at_debug(
     pipeline.relay()
     # The worker reads the MCP token and sends it to the MCP server.
     _, result = pipeline.worker().run_visible()
-    pipeline.reconciler.run()
+    pipeline.reconciler.run(deadline=Deadline.never())
 
     assert json.loads(response["body"])["outcome"] == "accepted"
     assert result == {"batchItemFailures": []}

@@ -21,7 +21,7 @@ def effects(dynamodb: Any, table: str) -> DynamoDbEffects:
 
 
 def listed(effects: DynamoDbEffects, clock: FakeClock) -> list[str]:
-    return [r.name for r in effects.uncertain(intended_before=clock.value + 1, limit=10)]
+    return [r.name for r in effects.uncertain(intended_before=clock.value + 1, page_size=10)]
 
 
 @pytest.mark.parametrize("resolve", ["resolve_applied", "resolve_not_applied"])
@@ -31,7 +31,7 @@ def test_resolution_leaves_the_index_and_the_operators_list(
     clock = FakeClock()
     effects.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99)
     assert listed(effects, clock) == ["notify"]
-    (record,) = effects.uncertain(intended_before=clock.value + 1, limit=10)
+    (record,) = effects.uncertain(intended_before=clock.value + 1, page_size=10)
     assert effects.flag(record, now=clock.value) is True
     assert getattr(effects, resolve)(DELIVERY, "notify", now=clock.value + 1) is True
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from functions.core import env_keys
+from functions.core.deadline import Deadline
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
 from functions.reconciler import handler as reconciler_handler
@@ -253,7 +254,7 @@ def test_crash_in_the_worker_then_retry_applies_the_effect_once(
     assert pipeline.aws.inbox(delivery_id).state is State.PROCESSING
     # The lease runs out; the reconciler hands the delivery to a new container.
     pipeline.aws.clock.advance(LEASE_SECONDS + 1)
-    assert pipeline.reconciler.run().leases_requeued == 1
+    assert pipeline.reconciler.run(deadline=Deadline.never()).leases_requeued == 1
     retry = pipeline.worker()
     _, result = retry.run_visible()
     assert result == {"batchItemFailures": []}

@@ -206,7 +206,7 @@ def test_expired_leases_and_release_expired_once(subject: Subject) -> None:
     subject.store.claim(
         "11111111-1111-4111-8111-111111111111", owner="x", now=NOW + 100, lease_seconds=LEASE
     )
-    expired = subject.store.expired_leases(now=NOW + LEASE, limit=10)
+    expired = list(subject.store.expired_leases(now=NOW + LEASE, page_size=10))
     assert [i.delivery_id for i in expired] == [DELIVERY]
     assert subject.store.release_expired(expired[0], now=NOW + LEASE) is True
     # A second reconciler run holding the same listing loses the condition.
@@ -217,12 +217,39 @@ def test_expired_leases_and_release_expired_once(subject: Subject) -> None:
 
 def test_touch_pending_wins_once_per_listing(subject: Subject) -> None:
     subject.seed(pending())
-    stale = subject.store.stale_pending(changed_before=NOW, limit=10)
+    stale = list(subject.store.stale_pending(changed_before=NOW, page_size=10))
     assert [i.delivery_id for i in stale] == [DELIVERY]
-    assert subject.store.stale_pending(changed_before=NOW - 10, limit=10) == []
+    assert list(subject.store.stale_pending(changed_before=NOW - 10, page_size=10)) == []
     assert subject.store.touch_pending(stale[0], now=NOW) is True
     assert subject.store.touch_pending(stale[0], now=NOW) is False
     assert subject.read(DELIVERY).state_changed_at == NOW
+
+
+def test_recovery_lists_read_every_item_page_by_page(subject: Subject) -> None:
+    ids = [f"11111111-1111-4111-8111-{n:012d}" for n in range(40)]
+    for delivery_id in ids:
+        subject.seed(pending(delivery_id))
+    for delivery_id in ids[:12]:
+        subject.store.claim(delivery_id, owner="dead", now=NOW, lease_seconds=LEASE)
+    stale = subject.store.stale_pending(changed_before=NOW, page_size=3)
+    assert sorted(i.delivery_id for i in stale) == ids[12:]
+    expired = subject.store.expired_leases(now=NOW + LEASE, page_size=2)
+    assert sorted(i.delivery_id for i in expired) == ids[:12]
+
+
+def test_recovery_lists_query_one_page_at_a_time(dynamodb: Any, table: str) -> None:
+    store = DynamoDbClaims(client=dynamodb, table_name=table)
+    for n in range(40):
+        item = pending(f"11111111-1111-4111-8111-{n:012d}")
+        dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+    queries: list[int] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params["Limit"])
+    )
+    stale = iter(store.stale_pending(changed_before=NOW, page_size=3))
+    assert queries == []  # listing reads nothing until asked
+    next(stale)
+    assert queries == [3]
 
 
 def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject: Subject) -> None:

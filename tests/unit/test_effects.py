@@ -158,17 +158,28 @@ def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str)
     assert item[table_layout.KIND_ATTRIBUTE]["S"] == table_layout.KIND_EFFECT
     assert item[table_layout.TTL_ATTRIBUTE]["N"] == "99"
     assert item[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("effect_intent#")
-    assert store.uncertain(intended_before=clock.value, limit=10) == []
-    listed = store.uncertain(intended_before=clock.value + 1, limit=10)
+    assert list(store.uncertain(intended_before=clock.value, page_size=10)) == []
+    listed = list(store.uncertain(intended_before=clock.value + 1, page_size=10))
     assert [(r.delivery_id, r.name) for r in listed] == [(DELIVERY, "notify")]
     assert store.flag(listed[0], now=clock.value + 1) is True
     assert store.flag(listed[0], now=clock.value + 2) is False
-    assert store.uncertain(intended_before=clock.value + 10, limit=10) == []
+    assert list(store.uncertain(intended_before=clock.value + 10, page_size=10)) == []
     store.record_done(DELIVERY, "notify", now=clock.value + 3)
     item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "notify"))["Item"]
     assert table_layout.STATE_INDEX_PARTITION_KEY not in item
     assert "flagged_at" not in item
     assert store.flag(listed[0], now=clock.value + 4) is False
+
+
+def test_uncertain_lists_every_intent_page_by_page(dynamodb: Any, table: str) -> None:
+    store = DynamoDbEffects(client=dynamodb, table_name=table)
+    clock = FakeClock()
+    ids = [f"11111111-1111-4111-8111-{n:012d}" for n in range(25)]
+    for delivery_id in ids:
+        store.record_intent(delivery_id, "notify", key="k", now=clock.value, expires_at=0)
+    store.flag(next(iter(store.uncertain(intended_before=clock.value + 1, page_size=1))), now=1)
+    listed = store.uncertain(intended_before=clock.value + 1, page_size=4)
+    assert len({r.delivery_id for r in listed}) == 24  # all but the flagged one
 
 
 def _raise(exc: BaseException) -> None:

@@ -94,14 +94,14 @@ class DynamoDbClaims:
         item = response.get("Item")
         return None if item is None else dynamodb_items.inbox_from_item(item)
 
-    def stale_pending(self, *, changed_before: int, limit: int) -> list[InboxItem]:
+    def stale_pending(self, *, changed_before: int, page_size: int) -> Iterator[InboxItem]:
         """Pending items whose state has not changed since before ``changed_before``."""
-        return list(self._listed(State.PENDING, changed_before=changed_before, limit=limit))
+        return self._listed(State.PENDING, changed_before=changed_before, page_size=page_size)
 
-    def expired_leases(self, *, now: int, limit: int) -> list[InboxItem]:
+    def expired_leases(self, *, now: int, page_size: int) -> Iterator[InboxItem]:
         """Processing items whose lease ran out (their worker died or gave up)."""
-        return list(
-            self._listed(State.PROCESSING, changed_before=now + 1, limit=limit, expired_at=now)
+        return self._listed(
+            State.PROCESSING, changed_before=now + 1, page_size=page_size, expired_at=now
         )
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
@@ -130,9 +130,9 @@ class DynamoDbClaims:
         )
 
     def _listed(
-        self, state: State, *, changed_before: int, limit: int, expired_at: int | None = None
+        self, state: State, *, changed_before: int, page_size: int, expired_at: int | None = None
     ) -> Iterator[InboxItem]:
-        found = 0
+        """Every item listed under ``state``, read lazily page by page."""
         for shard in dynamodb_items.all_state_shards(state.value):
             for item in dynamodb_state_index.query_shard(
                 self._client,
@@ -140,11 +140,9 @@ class DynamoDbClaims:
                 shard=shard,
                 changed_before=changed_before,
                 expired_at=expired_at,
+                page_size=page_size,
             ):
                 yield dynamodb_items.inbox_from_item(item)
-                found += 1
-                if found >= limit:
-                    return
 
 
 def _why_not_claimed(old: dynamodb_items.Item | None) -> ClaimAttempt:

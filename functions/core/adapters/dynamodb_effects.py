@@ -8,6 +8,7 @@ index holds exactly the effects whose outcome is uncertain or in flight.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from functions.core import table_layout
@@ -140,20 +141,17 @@ class DynamoDbEffects:
             ExpressionAttributeValues=values,
         ).written
 
-    def uncertain(self, *, intended_before: int, limit: int) -> list[EffectRecord]:
-        """Intents older than ``intended_before`` that no one has flagged yet."""
-        found: list[EffectRecord] = []
-        for item in dynamodb_state_index.query_index(
+    def uncertain(self, *, intended_before: int, page_size: int) -> Iterator[EffectRecord]:
+        """Intents older than ``intended_before`` that no one has flagged yet (lazily)."""
+        items = dynamodb_state_index.query_index(
             self._client,
             self._table,
             label=table_layout.STATE_LABEL_EFFECT_INTENT,
             changed_before=intended_before,
             unflagged=True,
-        ):
-            found.append(effect_from_item(item))
-            if len(found) >= limit:
-                break
-        return found
+            page_size=page_size,
+        )
+        return (effect_from_item(item) for item in items)
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         """Mark an uncertain effect as handed to an operator; False if done or flagged."""

@@ -20,8 +20,12 @@ def query_shard(
     changed_before: int,
     expired_at: int | None = None,
     unflagged: bool = False,
+    page_size: int | None = None,
 ) -> Iterator[dynamodb_items.Item]:
-    """Items of one index shard that changed before ``changed_before`` (paginated)."""
+    """Items of one index shard that changed before ``changed_before``.
+
+    Read lazily, one query page (``page_size`` items, or 1 MB) at a time.
+    """
     arguments: dict[str, Any] = {
         "TableName": table,
         "IndexName": table_layout.STATE_INDEX,
@@ -40,6 +44,8 @@ def query_shard(
         arguments["ExpressionAttributeValues"][":now"] = {"N": str(expired_at)}
     if unflagged:
         arguments["FilterExpression"] = "attribute_not_exists(flagged_at)"
+    if page_size is not None:
+        arguments["Limit"] = page_size  # counted before the filter: a page may come back empty
     while True:
         try:
             response = client.query(**arguments)
@@ -53,10 +59,21 @@ def query_shard(
 
 
 def query_index(
-    client: Any, table: str, *, label: str, changed_before: int, unflagged: bool = False
+    client: Any,
+    table: str,
+    *,
+    label: str,
+    changed_before: int,
+    unflagged: bool = False,
+    page_size: int | None = None,
 ) -> Iterator[dynamodb_items.Item]:
     """Every item listed under ``label`` in the state index, older than ``changed_before``."""
     for shard in dynamodb_items.all_state_shards(label):
         yield from query_shard(
-            client, table, shard=shard, changed_before=changed_before, unflagged=unflagged
+            client,
+            table,
+            shard=shard,
+            changed_before=changed_before,
+            unflagged=unflagged,
+            page_size=page_size,
         )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import StorageUnavailable
-from functions.core.models import WorkItem
+from functions.core.models import UnsentWork, WorkItem
+
+# The most entries SQS takes in one SendMessageBatch call.
+SEND_BATCH_LIMIT: Final = 10
 
 # The message attribute that marks a message the worker dead-lettered; its value is the
 # reason (an error code). SQS keeps message attributes when its redrive moves a dead
@@ -34,6 +38,31 @@ class SqsWorkQueue:
             DelaySeconds=delay_seconds,
         )
 
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        """Enqueue ``works``, :data:`SEND_BATCH_LIMIT` per call; return those SQS refused.
+
+        SQS answers a batch entry by entry: a refused entry (``Failed``) is returned
+        with its code, the others were sent. A call that fails as a whole raises
+        :class:`StorageUnavailable`; the chunks before it were sent.
+        """
+        unsent: list[UnsentWork] = []
+        for start in range(0, len(works), SEND_BATCH_LIMIT):
+            chunk = works[start : start + SEND_BATCH_LIMIT]
+            response = self._call(
+                "send_message_batch",
+                QueueUrl=self._queue_url,
+                # Ids are positions: one delivery may be in a batch twice (two effects).
+                Entries=[
+                    {"Id": str(position), "MessageBody": work.to_json()}
+                    for position, work in enumerate(chunk)
+                ],
+            )
+            unsent += [
+                UnsentWork(chunk[int(failed["Id"])], reason=str(failed.get("Code", "")))
+                for failed in response.get("Failed", [])
+            ]
+        return unsent
+
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         """Hide a received message for ``seconds`` more (the retry back-off)."""
         self._call(
@@ -57,9 +86,9 @@ class SqsWorkQueue:
             },
         )
 
-    def _call(self, operation: str, **arguments: Any) -> None:
+    def _call(self, operation: str, **arguments: Any) -> Any:
         try:
-            getattr(self._client, operation)(**arguments)
+            return getattr(self._client, operation)(**arguments)
         except (ClientError, BotoCoreError) as exc:
             # Every SQS failure here leaves the message where it was: try again later.
             raise StorageUnavailable("queue_unavailable") from exc

@@ -7,6 +7,8 @@ import time
 from collections import Counter
 
 from functions.core import table_layout
+from functions.core.adapters.dynamodb_steps import KIND_STEP
+from functions.core.steps import StepStatus
 from local.state import LocalState
 
 _DEPTH_ATTRIBUTES = (
@@ -70,3 +72,27 @@ def wait_quiet(
                     return True
         time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
     return False
+
+
+def steps_started(state: LocalState, name: str) -> int:
+    """Step records named ``name`` whose run started and has no result yet (a scan):
+    a worker killed now leaves each to run again."""
+    dynamodb = state.aws_client("dynamodb")
+    started = 0
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=state.resources.table_name,
+        FilterExpression="#kind = :step AND #name = :name AND #status = :started",
+        ExpressionAttributeNames={
+            "#kind": table_layout.KIND_ATTRIBUTE,
+            "#name": "name",
+            "#status": "status",
+        },
+        ExpressionAttributeValues={
+            ":step": {"S": KIND_STEP},
+            ":name": {"S": name},
+            ":started": {"S": StepStatus.STARTED.value},
+        },
+        Select="COUNT",
+    ):
+        started += int(page["Count"])
+    return started

@@ -23,7 +23,8 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) build
+# The infra tests synthesize, and every synth bundles the assets itself.
+pytest: $(STAMP)
 	$(VENV)/bin/pytest
 
 # Every shared vector through the handler (a table), then the whole pipeline's scenario.
@@ -41,15 +42,17 @@ chaos: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-# Lambda assets for arm64 / Python 3.14 (pip wheels, cached in build/deps/; no Docker).
+# The Lambda assets every synth bundles (arm64 / Python 3.14 wheels, cached in
+# build/deps/; no Docker), written to build/assets/ to inspect; deploy needs no build.
 build: $(STAMP)
 	$(PY) -m infra.bundle
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-# Offline: writes the templates to cdk.out/ with the pinned CDK CLI.
-synth: build node_modules/.package-lock.json
+# Writes the templates and the assets (bundled from what is on disk) to cdk.out/
+# with the pinned CDK CLI; offline once build/deps/ holds the pip step's wheels.
+synth: $(STAMP) node_modules/.package-lock.json
 	npx --no-install cdk synth --quiet --no-notices
 
 # W3005: CDK itself adds DependsOn on each function's role next to the GetAtt; redundant, harmless.

@@ -34,6 +34,18 @@ _CONTEXT_KEYS = (
     keys.API_BURST_LIMIT,
     keys.RECONCILE_EVERY_MINUTES,
     keys.WORK_QUEUE_AGE_ALARM_MINUTES,
+    keys.WORKFLOW_SOURCE,
+    keys.WORKFLOW_REQUIREMENTS,
+    *keys.SHORT_SETTING_KEYS,
+    keys.WORKER_MANAGED_POLICY_ARNS,
+    keys.WORKER_SECRET_ARNS,
+    keys.WORKER_BEDROCK_MODEL_ARNS,
+    keys.WORKER_TIMEOUT_SECONDS,
+    keys.WORKER_MEMORY_MB,
+    keys.WORKER_BATCH_SIZE,
+    keys.WORKER_BATCH_CONCURRENCY,
+    keys.WORKER_WORKFLOW_SECONDS,
+    keys.ALERT_EMAIL,
 )
 
 
@@ -48,10 +60,12 @@ def build_app(
         outdir: Cloud assembly directory (the CLI sets it itself).
     """
     app = App(context=dict(context or {}), outdir=outdir)
+    everything = app.node.get_all_context()
     settings = {
-        key: app.node.try_get_context(key)
-        for key in _CONTEXT_KEYS
-        if app.node.try_get_context(key) is not None
+        key: value
+        for key, value in everything.items()
+        if value is not None
+        and (key in _CONTEXT_KEYS or key.startswith(keys.WORKFLOW_SETTING_PREFIX))
     }
     config = StackConfig.from_context(settings)
     stack = ReceiverStack(

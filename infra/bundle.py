@@ -1,18 +1,24 @@
-"""Build the Lambda assets locally, without Docker: ``python -m infra.bundle``.
+"""Build the Lambda assets locally, without Docker.
 
-Each function gets ``build/assets/<function>/`` holding the ``functions/`` modules its
-handler imports (found by reading the import statements, so the receiver ships no
-worker code) and its third-party dependencies installed for the Lambda platform
-(``pip install --platform ... --only-binary=:all:``: wheels only, so nothing is
-compiled for the wrong machine).
+Each function's asset holds the ``functions/`` modules its handler imports (found by
+reading the import statements, so the receiver ships no worker code) and its
+third-party dependencies installed for the Lambda platform (``pip install --platform
+... --only-binary=:all:``: wheels only, so nothing is compiled for the wrong machine).
+The worker's also holds the deployer's workflow code and requirements
+(:mod:`infra.workflow_code`).
+
+The synth bundles every asset itself from what is on disk (:mod:`infra.lambda_code`),
+so ``cdk deploy`` never ships stale code; ``python -m infra.bundle`` (``make build``)
+writes the same assets to ``build/assets/<function>/`` to inspect or measure them.
 
 boto3/botocore are left to the Lambda runtime, which ships and patches them: the
 functions use only long-stable APIs (``TransactWriteItems`` with
 ``ReturnValuesOnConditionCheckFailure``, SQS, Secrets Manager, S3), and leaving them
 out keeps every asset about 25 MB smaller, which shortens deploys and cold starts.
 
-The pip step is cached under ``build/deps/<hash>/``, keyed on the pinned requirement
-lines and the target platform, so a rebuild with unchanged pins copies files only.
+The pip step is cached under ``build/deps/<hash>/``, keyed on the requirement lines
+and the target platform, so a rebuild with unchanged pins links or copies files only;
+:meth:`AssetRecipe.content_hash` names an asset by everything that goes into it.
 """
 
 from __future__ import annotations
@@ -20,13 +26,16 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from infra.workflow_code import WorkflowCode
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -40,6 +49,8 @@ LAMBDA_PLATFORMS = ("manylinux_2_28_aarch64", "manylinux2014_aarch64")
 # Provided by the Lambda runtime; see the module docstring.
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil"})
 _POWERTOOLS = ("aws-lambda-powertools",)
+# Part of every asset's content hash: bump it when the layout of an asset changes.
+_ASSET_FORMAT = "2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +115,20 @@ def _normalise(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
-def dependency_dir(requirements: Iterable[str]) -> Path:
-    """Install the pinned requirements for Lambda once; return the cached directory."""
+def dependency_dir(requirements: Iterable[str], extra: Sequence[str] = ()) -> Path:
+    """Install the pinned requirements (and ``extra`` ones) for Lambda once; return the
+    cached directory.
+
+    Args:
+        requirements: Distribution names pinned in ``constraints.txt``.
+        extra: Requirement specifiers of the deployer's workflow, installed in the same
+            resolution (so under the same constraints) beside them.
+
+    Raises:
+        BundleError: pip cannot install them for the Lambda platform.
+    """
     lines = pinned(requirements)
-    key_text = "\n".join(
-        [*lines, LAMBDA_PYTHON_VERSION, *LAMBDA_PLATFORMS, CONSTRAINTS.read_text()]
-    )
-    target = DEPS_CACHE / hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    target = DEPS_CACHE / hashlib.sha256(_dependency_key(lines, extra).encode()).hexdigest()[:16]
     if (target / ".complete").exists():
         return target
     staging = target.with_name(target.name + ".partial")
@@ -136,15 +154,30 @@ def dependency_dir(requirements: Iterable[str]) -> Path:
         "--constraint",
         str(CONSTRAINTS),
         *lines,
+        *extra,
     ]
-    subprocess.run(command, check=True)  # noqa: S603 (fixed argv, no shell)
+    try:
+        subprocess.run(command, check=True)  # noqa: S603 (fixed argv, no shell)
+    except subprocess.CalledProcessError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BundleError(
+            f"pip could not install {', '.join([*lines, *extra])} for Lambda "
+            f"(Python {LAMBDA_PYTHON_VERSION}, {LAMBDA_PLATFORMS[0]}, wheels only, under "
+            f"{CONSTRAINTS.name}); its output above says why"
+        ) from None
     # Console scripts point at this machine's interpreter; the function never runs them.
     shutil.rmtree(staging / "bin", ignore_errors=True)
     _drop_bytecode(staging)
-    (staging / ".complete").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (staging / ".complete").write_text("\n".join([*lines, *extra]) + "\n", encoding="utf-8")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def _dependency_key(lines: Sequence[str], extra: Sequence[str]) -> str:
+    return "\n".join(
+        [*lines, *extra, LAMBDA_PYTHON_VERSION, *LAMBDA_PLATFORMS, CONSTRAINTS.read_text()]
+    )
 
 
 def module_closure(roots: Iterable[str], *, source_root: Path = ROOT) -> set[Path]:
@@ -220,9 +253,17 @@ def third_party_imports(files: Iterable[Path]) -> set[str]:
     return names - set(sys.stdlib_module_names)
 
 
-def package_files(asset: FunctionAsset, *, source_root: Path = ROOT) -> set[Path]:
-    """The ``functions`` source files that ship in ``asset``."""
-    files = module_closure([asset.handler_module], source_root=source_root)
+def package_files(
+    asset: FunctionAsset, *, source_root: Path = ROOT, extra_roots: Iterable[str] = ()
+) -> set[Path]:
+    """The ``functions`` source files that ship in ``asset``.
+
+    Args:
+        asset: The function.
+        source_root: The project folder holding ``functions/``.
+        extra_roots: More modules loaded by name (a configured workflow's).
+    """
+    files = module_closure([asset.handler_module, *extra_roots], source_root=source_root)
     for package in asset.whole_packages:
         directory = source_root.joinpath(*package.split("."))
         files.update(directory.rglob("*.py"))
@@ -237,27 +278,107 @@ def _module_name(path: Path, source_root: Path) -> str:
     return ".".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class AssetRecipe:
+    """Everything one function's asset is made of, read from disk when it is built.
+
+    Attributes:
+        asset: The function.
+        workflow: The worker's workflow (its code and requirements), or None.
+        source_root: The project folder holding ``functions/``.
+    """
+
+    asset: FunctionAsset
+    workflow: WorkflowCode | None = None
+    source_root: Path = ROOT
+
+    def files(self) -> dict[str, Path]:
+        """Asset-relative path -> source file, for the code (not the dependencies).
+
+        Raises:
+            BundleError: the handler or the workflow's module is missing.
+            WorkflowCodeError: the workflow folder cannot be shipped as it is.
+        """
+        root = self.source_root
+        if _module_file(self.asset.handler_module, root) is None:
+            raise BundleError(f"{self.asset.handler_module} does not exist yet")
+        roots: list[str] = []
+        shipped: dict[str, Path] = {}
+        if self.workflow is not None:
+            self.workflow.locate(root)
+            shipped = self.workflow.source_files()
+            roots.append(self.workflow.module)
+            # The deployer's code may import more of ``functions`` than the worker does.
+            for relative, path in shipped.items():
+                if path.suffix == ".py":
+                    roots.extend(_imports_of(path, _module_name(Path(relative), Path())))
+        files = package_files(self.asset, source_root=root, extra_roots=roots)
+        return {path.relative_to(root).as_posix(): path for path in files} | shipped
+
+    @property
+    def extra_requirements(self) -> tuple[str, ...]:
+        return self.workflow.requirements if self.workflow is not None else ()
+
+    def content_hash(self) -> str:
+        """A digest of every input: code files, requirement lines, target platform."""
+        digest = hashlib.sha256(_ASSET_FORMAT.encode())
+        key = _dependency_key(pinned(self.asset.requirements), self.extra_requirements)
+        for part in (self.asset.name, key):
+            digest.update(len(part).to_bytes(8, "big") + part.encode())
+        for relative, path in sorted(self.files().items()):
+            body = path.read_bytes()
+            digest.update(len(relative).to_bytes(8, "big") + relative.encode())
+            digest.update(len(body).to_bytes(8, "big") + body)
+        return digest.hexdigest()
+
+    def write(self, destination: Path) -> Path:
+        """Write the asset into ``destination`` (created, or existing and empty).
+
+        Raises:
+            BundleError: a module imports a third-party name that nothing provides.
+        """
+        files = self.files()
+        deps = dependency_dir(self.asset.requirements, self.extra_requirements)
+        provided = {entry.name.split(".")[0].split("-")[0] for entry in deps.iterdir()}
+        if self.workflow is not None:
+            provided |= self.workflow.top_level_names()
+        python = [path for path in files.values() if path.suffix == ".py"]
+        unbundled = sorted(third_party_imports(python) - provided - RUNTIME_PROVIDED)
+        if unbundled:
+            hint = " (add it to workflow_requirements)" if self.workflow is not None else ""
+            raise BundleError(
+                f"{self.asset.name} imports {', '.join(unbundled)} but does not bundle it{hint}"
+            )
+        # The cache's files are never written to: a hard link is a copy that costs nothing.
+        shutil.copytree(
+            deps,
+            destination,
+            ignore=shutil.ignore_patterns(".complete"),
+            copy_function=_link_or_copy,
+            dirs_exist_ok=True,
+        )
+        for relative, source in sorted(files.items()):
+            target = destination / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        return destination
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # another file system, or links not allowed: copy instead
+        shutil.copy2(source, destination)
+
+
 def build(asset: FunctionAsset) -> Path:
-    """Write ``build/assets/<name>/`` from scratch; return it.
+    """Write ``build/assets/<name>/`` from scratch (no workflow folder); return it.
 
     Raises:
         BundleError: when the handler is missing or imports something not bundled.
     """
-    if _module_file(asset.handler_module, ROOT) is None:
-        raise BundleError(f"{asset.handler_module} does not exist yet")
-    deps = dependency_dir(asset.requirements)
-    files = package_files(asset)
-    top_level = {entry.name.split(".")[0].split("-")[0] for entry in deps.iterdir()}
-    unbundled = sorted(third_party_imports(files) - top_level - RUNTIME_PROVIDED)
-    if unbundled:
-        raise BundleError(f"{asset.name} imports {', '.join(unbundled)} but does not bundle it")
     shutil.rmtree(asset.path, ignore_errors=True)
-    shutil.copytree(deps, asset.path, ignore=shutil.ignore_patterns(".complete"))
-    for source in sorted(files):
-        destination = asset.path / source.relative_to(ROOT)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, destination)
-    return asset.path
+    return AssetRecipe(asset).write(asset.path)
 
 
 def _drop_bytecode(directory: Path) -> None:

@@ -10,11 +10,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from functions.core import event_source_limits, retry_policy, setting_defaults
 from functions.core.host_policy import HostPolicy
+from functions.core.settings_env import SettingsError
+from functions.core.workflow import WORKFLOW_ALIASES
+from functions.workflows.agent import AgentSettings
+from infra.workflow_code import WorkflowCode
 
 # Context keys (documented in docs/deploy.md).
 STAGE = "stage"
@@ -38,6 +43,26 @@ API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
 WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
+WORKFLOW_SOURCE = "workflow_source"
+WORKFLOW_REQUIREMENTS = "workflow_requirements"
+# ``workflow_setting_<name>``: one entry of the worker's WORKFLOW_SETTINGS.
+WORKFLOW_SETTING_PREFIX = "workflow_setting_"
+# Short keys for the shipped agent workflow's settings: context key -> setting name.
+SHORT_SETTING_KEYS = {
+    "agent_model_id": "model_id",
+    "agent_max_tokens": "max_tokens",
+    "agent_temperature": "temperature",
+    "agent_system_prompt": "system_prompt",
+    "agent_daily_token_budget": "daily_token_budget",
+    "alert_url": "alert_url",
+}
+WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"
+WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a secret)
+WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
+WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
+WORKER_MEMORY_MB = "worker_memory_mb"
+WORKER_BATCH_SIZE = "worker_batch_size"
+ALERT_EMAIL = "alert_email"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -48,6 +73,14 @@ _SECRET_ARN = re.compile(
 # A key ARN, not an alias: IAM authorises key use on the key's ARN only.
 _KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
 _WORKFLOW = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_SETTING_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_MANAGED_POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$")
+# A model, inference profile or provisioned throughput, named exactly (no wildcard).
+_BEDROCK_ARN = re.compile(r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:(\d{12})?:[a-z-]+/[\w.:/-]+$")
+# pip would read a leading "-" as one of its own options (another index, a file).
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9][^\s,]*(\s*[<>=!~,;@\[][^\n]*)?$")
+# Lambda allows 4 KB for all variables; leave room for the worker's own.
+WORKFLOW_SETTINGS_MAX_BYTES = 2048
 
 # CloudWatch Logs accepts only these retention periods (days).
 LOG_RETENTION_CHOICES = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731)
@@ -71,7 +104,6 @@ class StackConfig:
             error, a worker that died) before a delivery is dead-lettered.
         worker_retry_horizon_hours: How long after its receipt a delivery whose
             attempts fail transiently (MCP down, token refused) is still retried.
-        worker_batch_concurrency: Messages of one batch a worker processes at once.
         worker_workflow_seconds: The workflow's time allowance per message; a worker
             starts a message only while its invocation has this, plus the MCP fetch's
             bound, left.
@@ -89,6 +121,20 @@ class StackConfig:
         reconcile_every_minutes: Period of the reconciler's schedule.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
             which the backlog alarm fires.
+        workflow_source: Folder of the deployer's workflow code (absolute), or None.
+        workflow_requirements: Extra pip requirements of the workflow.
+        workflow_settings: The workflow's own settings (WORKFLOW_SETTINGS).
+        worker_managed_policy_arns: Managed policies attached to the worker's role.
+        worker_secret_arns: Secrets the worker may read (GetSecretValue).
+        worker_bedrock_model_arns: Bedrock models the worker may invoke, beyond the
+            agent workflow's configured one.
+        worker_timeout_seconds: The worker's Lambda timeout; the lease and the work
+            queue's visibility timeout follow from it.
+        worker_memory_mb: The worker's memory (CPU scales with it).
+        worker_batch_size: Messages per worker invocation.
+        worker_batch_concurrency: Messages of one batch a worker processes at once, or
+            None for the whole batch (``batch_concurrency``).
+        alert_email: Address subscribed to the workflow alert topic, or None.
     """
 
     stage: str = "prod"
@@ -97,7 +143,6 @@ class StackConfig:
     inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
     worker_max_concurrency: int = 5
     worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
-    worker_batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
     worker_workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
     worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
     log_level: str = "INFO"
@@ -115,6 +160,39 @@ class StackConfig:
     # their runs): an item older than this is riding out an outage, which a person
     # should know about long before its retry horizon ends.
     work_queue_age_alarm_minutes: int = 15
+    workflow_source: str | None = None
+    workflow_requirements: tuple[str, ...] = ()
+    workflow_settings: Mapping[str, str] = field(default_factory=dict)
+    worker_managed_policy_arns: tuple[str, ...] = ()
+    worker_secret_arns: tuple[str, ...] = ()
+    worker_bedrock_model_arns: tuple[str, ...] = ()
+    worker_timeout_seconds: int = 180
+    worker_memory_mb: int = 512
+    worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
+    worker_batch_concurrency: int | None = None
+    alert_email: str | None = None
+
+    @property
+    def workflow_code(self) -> WorkflowCode:
+        """What the worker's asset must hold for the configured workflow."""
+        return WorkflowCode(
+            spec=self.workflow,
+            source=Path(self.workflow_source) if self.workflow_source else None,
+            requirements=self.workflow_requirements,
+        )
+
+    @property
+    def agent_settings(self) -> AgentSettings | None:
+        """The agent workflow's settings as it will read them, or None for another
+        workflow."""
+        if self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+            return None
+        return AgentSettings.from_mapping(self.workflow_settings)
+
+    @property
+    def batch_concurrency(self) -> int:
+        """Messages of one batch processed at once (the whole batch unless set)."""
+        return self.worker_batch_concurrency or self.worker_batch_size
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> StackConfig:
@@ -147,14 +225,6 @@ class StackConfig:
                 defaults.worker_max_attempts,
                 low=1,
                 high=100,
-            ),
-            worker_batch_concurrency=_integer(
-                # The worker's settings accept 1 to its batch size.
-                context,
-                WORKER_BATCH_CONCURRENCY,
-                defaults.worker_batch_concurrency,
-                low=1,
-                high=event_source_limits.WORKER_BATCH_SIZE,
             ),
             worker_workflow_seconds=_integer(
                 # The upper bound that fits the worker's timeout is checked by infra/worker.py.
@@ -199,6 +269,51 @@ class StackConfig:
                 low=5,
                 high=24 * 60,
             ),
+            workflow_source=_folder(context, WORKFLOW_SOURCE),
+            workflow_requirements=_requirements(context.get(WORKFLOW_REQUIREMENTS)),
+            workflow_settings=_workflow_settings(context),
+            worker_managed_policy_arns=_arns(
+                context, WORKER_MANAGED_POLICY_ARNS, _MANAGED_POLICY_ARN, "an IAM policy ARN"
+            ),
+            worker_secret_arns=_arns(
+                context,
+                WORKER_SECRET_ARNS,
+                _SECRET_ARN,
+                "a complete Secrets Manager ARN (with its suffix)",
+            ),
+            worker_bedrock_model_arns=_arns(
+                context,
+                WORKER_BEDROCK_MODEL_ARNS,
+                _BEDROCK_ARN,
+                "a Bedrock model or inference profile ARN, without wildcards",
+            ),
+            # Lambda's limits; at least the MCP fetch's bounds and a model call.
+            worker_timeout_seconds=_integer(
+                context, WORKER_TIMEOUT_SECONDS, defaults.worker_timeout_seconds, low=30, high=900
+            ),
+            worker_memory_mb=_integer(
+                context, WORKER_MEMORY_MB, defaults.worker_memory_mb, low=128, high=10_240
+            ),
+            # An SQS event source takes up to 10 messages without a batching window.
+            worker_batch_size=_integer(
+                context,
+                WORKER_BATCH_SIZE,
+                defaults.worker_batch_size,
+                low=1,
+                high=event_source_limits.WORKER_BATCH_SIZE,
+            ),
+            worker_batch_concurrency=(
+                _integer(
+                    context,
+                    WORKER_BATCH_CONCURRENCY,
+                    0,
+                    low=1,
+                    high=event_source_limits.WORKER_BATCH_SIZE,
+                )
+                if context.get(WORKER_BATCH_CONCURRENCY) not in (None, "")
+                else None
+            ),
+            alert_email=_optional_text(context, ALERT_EMAIL),
         )
         config.validate()
         return config
@@ -242,10 +357,33 @@ class StackConfig:
         )
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
-        if not _WORKFLOW.match(self.workflow):
-            raise ConfigError(f"{WORKFLOW}: module:attribute")
         if self.api_burst_limit < self.api_rate_limit:
             raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+        self._validate_worker()
+
+    def _validate_worker(self) -> None:
+        """The workflow's and the worker's own knobs."""
+        if self.workflow not in WORKFLOW_ALIASES and not _WORKFLOW.match(self.workflow):
+            aliases = ", ".join(sorted(WORKFLOW_ALIASES))
+            raise ConfigError(f"{WORKFLOW}: one of {aliases}, or module:attribute")
+        if self.alert_email is not None and not _EMAIL.match(self.alert_email):
+            raise ConfigError(f"{ALERT_EMAIL}: not an e-mail address")
+        alert_url = self.workflow_settings.get("alert_url")
+        if alert_url is not None and not alert_url.startswith("https://"):
+            raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}alert_url (alert_url): an https:// URL")
+        if len(json.dumps(dict(self.workflow_settings))) > WORKFLOW_SETTINGS_MAX_BYTES:
+            raise ConfigError(
+                f"{WORKFLOW_SETTING_PREFIX}*: at most {WORKFLOW_SETTINGS_MAX_BYTES} bytes of "
+                "settings in all (Lambda allows 4 KB of environment); keep long texts in S3 "
+                "or a secret and name them"
+            )
+        if self.batch_concurrency > self.worker_batch_size:
+            raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
+        try:
+            # The agent's own parser: the synth refuses what its cold start would.
+            _ = self.agent_settings
+        except SettingsError as exc:
+            raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
 
 
 def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:
@@ -291,6 +429,90 @@ def _integer(context: Mapping[str, Any], key: str, default: int, *, low: int, hi
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise ConfigError(f"{key}: an integer from {low} to {high}")
     return value
+
+
+def _folder(context: Mapping[str, Any], key: str) -> str | None:
+    # Relative to where the app runs: the CDK CLI runs it in the project folder.
+    text = _optional_text(context, key)
+    if text is None:
+        return None
+    folder = Path(text).expanduser().resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"{key}: no folder {folder}")
+    return str(folder)
+
+
+def _listed(value: Any, key: str) -> list[str]:
+    """A JSON list (cdk.json, or ``-c key='["a","b"]'``) or a comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text) if text.startswith("[") else [text]
+        except ValueError:
+            raise ConfigError(f"{key}: a JSON list of strings, or comma-separated") from None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{key}: a list of strings")
+    return [item.strip() for item in value if item.strip()]
+
+
+def _arns(
+    context: Mapping[str, Any], key: str, pattern: re.Pattern[str], what: str
+) -> tuple[str, ...]:
+    arns = [part.strip() for item in _listed(context.get(key), key) for part in item.split(",")]
+    for arn in arns:
+        if arn and not pattern.match(arn):
+            raise ConfigError(f"{key}: {arn!r} is not {what}")
+    return tuple(dict.fromkeys(arn for arn in arns if arn))
+
+
+def _requirements(value: Any) -> tuple[str, ...]:
+    """pip requirement specifiers; on the command line comma-separated, where a comma
+    followed by a version operator continues the specifier (``pkg>=1,<2``)."""
+    found: list[str] = []
+    for item in _listed(value, WORKFLOW_REQUIREMENTS):
+        found.extend(part.strip() for part in re.split(r",\s*(?=[A-Za-z0-9])", item))
+    for requirement in found:
+        if not _REQUIREMENT.match(requirement):
+            raise ConfigError(
+                f"{WORKFLOW_REQUIREMENTS}: {requirement!r} is not a requirement (name, "
+                "then optional extras, version and marker; no pip options)"
+            )
+    return tuple(dict.fromkeys(r for r in found if r))
+
+
+def _workflow_settings(context: Mapping[str, Any]) -> dict[str, str]:
+    """``workflow_setting_<name>`` and the short keys, as the worker's string settings."""
+    settings: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for key in sorted(context):
+        if key.startswith(WORKFLOW_SETTING_PREFIX):
+            name = key.removeprefix(WORKFLOW_SETTING_PREFIX)
+        elif key in SHORT_SETTING_KEYS:
+            name = SHORT_SETTING_KEYS[key]
+        else:
+            continue
+        if not _SETTING_NAME.match(name):
+            raise ConfigError(f"{key}: a setting name is lower-case letters, digits and '_'")
+        value = _setting_value(key, context[key])
+        if value is None:
+            continue
+        if name in settings and settings[name] != value:
+            raise ConfigError(f"{key} and {origin[name]} set {name} differently")
+        settings[name], origin[name] = value, key
+    return settings
+
+
+def _setting_value(key: str, value: Any) -> str | None:
+    # cdk.json may give a number or a boolean; the worker reads strings only.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: a string, number or boolean")
+    return value if value.strip() else None
 
 
 def _hosts(value: Any) -> tuple[str, ...]:

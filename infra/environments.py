@@ -7,8 +7,9 @@ No CDK import here, so the local runtime can use it without the CDK installed.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from functions.core import env_keys, setting_defaults
 from functions.core.log_levels import level_number
@@ -57,6 +58,8 @@ def worker_environment(
     max_attempts: int,
     lease_seconds: int,
     notify_url: str | None = None,
+    workflow_settings: Mapping[str, str] | None = None,
+    alert_topic_arn: str | None = None,
     mcp_timeout_seconds: int = setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
     retry_base_seconds: int = RETRY_BASE_SECONDS,
@@ -72,6 +75,10 @@ def worker_environment(
         env_keys.ENV_MCP_ALLOWED_HOSTS: ",".join(mcp_allowed_hosts),
         env_keys.ENV_MCP_TIMEOUT_SECONDS: str(mcp_timeout_seconds),
         env_keys.ENV_WORKFLOW: workflow,
+        # Compact and sorted: the same settings give the same template.
+        env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(
+            dict(workflow_settings or {}), sort_keys=True, separators=(",", ":")
+        ),
         env_keys.ENV_ARCHIVE_BUCKET: archive_bucket,
         env_keys.ENV_MAX_ATTEMPTS: str(max_attempts),
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),
@@ -83,6 +90,8 @@ def worker_environment(
     }
     if notify_url is not None:
         environment[env_keys.ENV_NOTIFY_URL] = notify_url
+    if alert_topic_arn is not None:
+        environment[env_keys.ENV_ALERT_TOPIC_ARN] = alert_topic_arn
     return environment
 
 

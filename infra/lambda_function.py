@@ -8,7 +8,6 @@ among them write access to exactly its own log group.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -17,9 +16,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.core import env_keys, metric_names
-from infra.bundle import FUNCTIONS
+from infra.bundle import FUNCTIONS, AssetRecipe
 from infra.config import StackConfig
 from infra.environments import application_log_level
+from infra.lambda_code import function_code
+from infra.workflow_code import WorkflowCode
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
@@ -60,18 +61,6 @@ def _days(member: logs.RetentionDays) -> int | None:
     return table.get(member.name)
 
 
-def asset_code(function: str) -> lambda_.Code:
-    """The locally built asset of ``function`` (``python -m infra.bundle`` writes it).
-
-    Raises:
-        FileNotFoundError: when the asset has not been built, naming the command.
-    """
-    path: Path = FUNCTIONS[function].path
-    if not (path / "functions" / function / "handler.py").is_file():
-        raise FileNotFoundError(f"{path} is not built: run `make build` (python -m infra.bundle)")
-    return lambda_.Code.from_asset(str(path))
-
-
 def python_function(
     scope: Construct,
     construct_id: str,
@@ -82,13 +71,14 @@ def python_function(
     environment: Mapping[str, str],
     timeout: Duration,
     memory_size: int = 256,
+    workflow: WorkflowCode | None = None,
 ) -> lambda_.Function:
     """A Lambda function running ``functions.<function>.handler.lambda_handler``.
 
     Args:
         scope: Parent construct.
         construct_id: Construct id.
-        function: Directory name under ``functions/`` (and ``build/assets/``).
+        function: Directory name under ``functions/``.
         config: Stack settings (log level and retention). The log level is the
             functions' own (``POWERTOOLS_LOG_LEVEL``); Lambda's application log level
             stays at INFO or below so that its filter never drops a metric
@@ -97,6 +87,7 @@ def python_function(
         environment: The function's own settings; the Powertools keys are added here.
         timeout: Hard time limit of one invocation.
         memory_size: MiB (CPU scales with it).
+        workflow: The workflow whose code and requirements the asset also holds.
     """
     log_group = logs.LogGroup(
         scope,
@@ -119,7 +110,7 @@ def python_function(
         runtime=RUNTIME,
         architecture=ARCHITECTURE,
         handler=f"functions.{function}.handler.lambda_handler",
-        code=asset_code(function),
+        code=function_code(AssetRecipe(FUNCTIONS[function], workflow)),
         role=role,
         timeout=timeout,
         memory_size=memory_size,

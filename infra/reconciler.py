@@ -36,6 +36,7 @@ class Reconciler(Construct):
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
         lease_seconds: int,
+        effect_age_seconds: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: lambda_.Function = python_function(
@@ -49,6 +50,7 @@ class Reconciler(Construct):
                 table_name=table.table_name,
                 work_queue_url=work_queue.queue_url,
                 lease_seconds=lease_seconds,
+                effect_age_seconds=effect_age_seconds,
             ),
         )
         # It lists by the state index, reads an inbox item consistently, and updates the

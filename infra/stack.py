@@ -7,7 +7,9 @@ from typing import Any
 from aws_cdk import CfnOutput, Duration, Stack, Tags
 from constructs import Construct
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
+from functions.worker.settings import message_seconds
+from infra.alerts import Alerts
 from infra.archive import Archive
 from infra.config import StackConfig
 from infra.monitoring import Monitored, Monitoring
@@ -18,16 +20,18 @@ from infra.relay import Relay
 from infra.schema import max_receive_count_for
 from infra.secrets import Secrets
 from infra.table import InboxTable
-from infra.worker import LEASE_SECONDS, VISIBILITY_TIMEOUT, Worker
+from infra.worker import Worker, WorkerTiming
 
 
 class ReceiverStack(Stack):
-    """API, receiver, table, relay, queues, worker, reconciler, secrets, archive, alarms.
+    """API, receiver, table, relay, queues, worker, reconciler, secrets, archive, alarms,
+    alerts.
 
     Attributes:
         config: The settings it was built from.
-        table, queues, secrets, archive, receiver, relay, worker, reconciler, monitoring:
-            The capability constructs.
+        timing: The worker's timeout and what follows from it.
+        table, queues, secrets, archive, alerts, receiver, relay, worker, reconciler,
+            monitoring: The capability constructs.
     """
 
     def __init__(
@@ -43,11 +47,18 @@ class ReceiverStack(Stack):
         Tags.of(self).add("service", metric_names.SERVICE)
         Tags.of(self).add("stage", config.stage)
 
+        self.timing = WorkerTiming.for_timeout(
+            config.worker_timeout_seconds,
+            message_seconds=message_seconds(
+                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+                workflow_seconds=config.worker_workflow_seconds,
+            ),
+        )
         self.table = InboxTable(self, "Inbox")
         self.queues = WorkQueues(
             self,
             "Work",
-            visibility_timeout=VISIBILITY_TIMEOUT,
+            visibility_timeout=self.timing.visibility_timeout,
             max_receive_count=max_receive_count_for(
                 config.worker_max_attempts,
                 retry_horizon_seconds=config.worker_retry_horizon_seconds,
@@ -55,6 +66,7 @@ class ReceiverStack(Stack):
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)
+        self.alerts = Alerts(self, "Alerts", email=config.alert_email)
         table = self.table.table
         self.receiver = Receiver(
             self,
@@ -68,11 +80,13 @@ class ReceiverStack(Stack):
             self,
             "Worker",
             config=config,
+            timing=self.timing,
             table=table,
             work_queue=self.queues.queue,
             dead_letter_queue=self.queues.dead_letter_queue,
             mcp_token=self.secrets.mcp_token,
             archive=self.archive.bucket,
+            alerts=self.alerts,
         )
         self.reconciler = Reconciler(
             self,
@@ -80,7 +94,8 @@ class ReceiverStack(Stack):
             config=config,
             table=table,
             work_queue=self.queues.queue,
-            lease_seconds=LEASE_SECONDS,
+            lease_seconds=self.timing.lease_seconds,
+            effect_age_seconds=self.timing.effect_age_seconds,
         )
         self.monitoring = Monitoring(
             self,
@@ -107,6 +122,12 @@ class ReceiverStack(Stack):
         CfnOutput(self, "McpTokenSecretArn", value=self.secrets.mcp_token.secret_arn)
         CfnOutput(self, "TableName", value=table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        CfnOutput(
+            self,
+            "AlertTopicArn",
+            value=self.alerts.topic.topic_arn,
+            description="Where the workflow's alerts go (ALERT_TOPIC_ARN)",
+        )
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
         CfnOutput(self, "WorkQueueUrl", value=self.queues.queue.queue_url)
         CfnOutput(self, "WorkDeadLetterQueueUrl", value=self.queues.dead_letter_queue.queue_url)

@@ -1,35 +1,104 @@
-"""The worker: consumes the work queue, fetches packages over MCP, runs the workflow."""
+"""The worker: consumes the work queue, fetches packages over MCP, runs the workflow.
+
+Its sizing is context (``worker_timeout_seconds``, ``worker_memory_mb``,
+``worker_batch_size``); the lease, the work queue's visibility timeout and the
+reconciler's effect age follow from the timeout (:class:`WorkerTiming`). Its workflow's
+own needs are context too (``worker_secret_arns``, ``worker_managed_policy_arns``,
+``worker_bedrock_model_arns``), and a CDK app can add more with
+:meth:`Worker.grant_workflow` (docs/workflows.md).
+"""
 
 from __future__ import annotations
 
-from aws_cdk import Annotations, Duration
+from dataclasses import dataclass
+
+from aws_cdk import Annotations, ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import event_source_limits, setting_defaults
-from functions.worker.settings import DEADLINE_MARGIN_SECONDS, message_seconds
-from infra.config import StackConfig
+from functions.core import event_source_limits, setting_defaults, steps
+from functions.core.workflow import WORKFLOW_ALIASES
+from functions.worker.settings import DEADLINE_MARGIN_SECONDS
+from infra.alerts import Alerts
+from infra.config import WORKER_MANAGED_POLICY_ARNS, StackConfig
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, acknowledge_tracing, logical_id, role_of
 from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
-WORKER_TIMEOUT = Duration.seconds(180)
-WORKER_BATCH_SIZE = event_source_limits.WORKER_BATCH_SIZE
 VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
-VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.to_seconds() * VISIBILITY_TIMEOUT_FACTOR)
 # A live worker's lease must outlast its invocation, and a message that comes back after
-# a crash must find the lease expired: timeout < lease < visibility timeout.
-LEASE_SECONDS = setting_defaults.DEFAULT_LEASE_SECONDS
+# a crash must find the lease expired: timeout < lease < visibility timeout. Five
+# timeouts sits between the two (180 s gives the 900 s lease the worker defaults to).
+LEASE_FACTOR = 5
+# SQS's longest visibility timeout.
+MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerTiming:
+    """The worker's time limits, all derived from its Lambda timeout.
+
+    Attributes:
+        timeout_seconds: The worker's Lambda timeout.
+        lease_seconds: How long a claim holds (``WORKER_LEASE_SECONDS``).
+        visibility_timeout_seconds: The work queue's visibility timeout.
+        effect_age_seconds: Age after which the reconciler treats an effect intent as
+            in doubt: beyond any lease, so never one a live worker still holds.
+    """
+
+    timeout_seconds: int
+    lease_seconds: int
+    visibility_timeout_seconds: int
+    effect_age_seconds: int
+
+    @classmethod
+    def for_timeout(cls, timeout_seconds: int, *, message_seconds: float = 0.0) -> WorkerTiming:
+        """The timing for a worker timeout, checked.
+
+        Args:
+            timeout_seconds: The worker's Lambda timeout.
+            message_seconds: The time a worker needs left to start a message.
+
+        Raises:
+            ValueError: the derived values break an invariant (see ``check_timing``).
+        """
+        lease = timeout_seconds * LEASE_FACTOR
+        timing = cls(
+            timeout_seconds=timeout_seconds,
+            lease_seconds=lease,
+            visibility_timeout_seconds=timeout_seconds * VISIBILITY_TIMEOUT_FACTOR,
+            effect_age_seconds=max(
+                setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS, 2 * lease
+            ),
+        )
+        check_timing(
+            timeout_s=timing.timeout_seconds,
+            lease_s=timing.lease_seconds,
+            visibility_s=timing.visibility_timeout_seconds,
+            effect_age_s=timing.effect_age_seconds,
+            message_s=message_seconds,
+        )
+        return timing
+
+    @property
+    def visibility_timeout(self) -> Duration:
+        return Duration.seconds(self.visibility_timeout_seconds)
 
 
 def check_timing(
-    *, timeout_s: float, lease_s: float, visibility_s: float, message_s: float = 0.0
+    *,
+    timeout_s: float,
+    lease_s: float,
+    visibility_s: float,
+    effect_age_s: float,
+    message_s: float = 0.0,
 ) -> None:
     """Refuse to synthesize timings under which claims and redeliveries fight, or under
     which a worker could never start a message.
@@ -39,14 +108,17 @@ def check_timing(
             bound plus the workflow's allowance).
 
     Raises:
-        ValueError: when timeout < lease < visibility timeout does not hold, or a
-            message's time and the deadline's margin do not fit the timeout.
+        ValueError: when timeout < lease < visibility timeout <= SQS's maximum, or
+            lease < effect age, does not hold, or a message's time and the deadline's
+            margin do not fit the timeout.
     """
-    if not timeout_s < lease_s < visibility_s:
+    if not timeout_s < lease_s < visibility_s <= MAX_VISIBILITY_TIMEOUT_SECONDS:
         raise ValueError(
             f"need worker timeout ({timeout_s}s) < lease ({lease_s}s) "
-            f"< visibility timeout ({visibility_s}s)"
+            f"< visibility timeout ({visibility_s}s) <= {MAX_VISIBILITY_TIMEOUT_SECONDS}s"
         )
+    if not lease_s < effect_age_s:
+        raise ValueError(f"need lease ({lease_s}s) < the reconciler's effect age ({effect_age_s}s)")
     if message_s + DEADLINE_MARGIN_SECONDS > timeout_s:
         raise ValueError(
             f"a message needs {message_s:g}s (MCP fetch bound + worker_workflow_seconds)"
@@ -59,7 +131,8 @@ class Worker(Construct):
     """Worker Lambda on the work queue (partial batch responses, bounded concurrency).
 
     Attributes:
-        function: The worker Lambda.
+        function: The worker Lambda; ``grant_*`` methods of your own resources take it.
+        role: Its role (only what the stack grants, plus ``worker_managed_policy_arns``).
     """
 
     def __init__(
@@ -68,22 +141,16 @@ class Worker(Construct):
         construct_id: str,
         *,
         config: StackConfig,
+        timing: WorkerTiming,
         table: dynamodb.ITable,
         work_queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
         mcp_token: ReadableSecret,
         archive: s3.IBucket,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
-        check_timing(
-            timeout_s=WORKER_TIMEOUT.to_seconds(),
-            lease_s=LEASE_SECONDS,
-            visibility_s=VISIBILITY_TIMEOUT.to_seconds(),
-            message_s=message_seconds(
-                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
-                workflow_seconds=config.worker_workflow_seconds,
-            ),
-        )
+        workflow = config.workflow_code
         environment = worker_environment(
             table_name=table.table_name,
             work_queue_url=work_queue.queue_url,
@@ -94,15 +161,17 @@ class Worker(Construct):
             archive_bucket=archive.bucket_name,
             max_attempts=config.worker_max_attempts,
             retry_horizon_seconds=config.worker_retry_horizon_seconds,
-            lease_seconds=LEASE_SECONDS,
+            lease_seconds=timing.lease_seconds,
             notify_url=config.notify_url,
-            batch_concurrency=config.worker_batch_concurrency,
+            batch_concurrency=config.batch_concurrency,
             workflow_seconds=config.worker_workflow_seconds,
+            workflow_settings=config.workflow_settings,
+            alert_topic_arn=alerts.topic.topic_arn,
         )
-        if config.notify_url is None and config.workflow == setting_defaults.DEFAULT_WORKFLOW:
+        if config.notify_url is None and workflow.target == WORKFLOW_ALIASES["notify"]:
             Annotations.of(self).add_warning_v2(
                 "relaylink:notify-url",
-                "context notify_url is not set: the default workflow refuses to start "
+                "context notify_url is not set: the notify workflow refuses to start "
                 "without it, so every package would fail. Set -c notify_url=https://...",
             )
         self.function: lambda_.Function = python_function(
@@ -111,10 +180,15 @@ class Worker(Construct):
             function="worker",
             config=config,
             description="Claims work items, fetches packages over MCP, runs the workflow",
-            timeout=WORKER_TIMEOUT,
-            memory_size=512,
+            timeout=Duration.seconds(timing.timeout_seconds),
+            memory_size=config.worker_memory_mb,
             environment=environment,
+            workflow=workflow,
         )
+        role = self.function.role
+        if role is None:
+            raise ValueError("the worker function has no role")
+        self.role: iam.IRole = role
         # Claim, complete, release and fail update the inbox item; the effect ledger
         # reads, puts (the intent) and updates (done) its own records.
         grant_item_actions(
@@ -130,24 +204,85 @@ class Worker(Construct):
         dead_letter_queue.grant_send_messages(self.function)
         mcp_token.grant_read(self.function)
         archive.grant_put(self.function)
+        # A step result too large for its record is read back from the archive bucket,
+        # and only from under its own prefix.
+        step_results = archive.arn_for_objects(f"{steps.RESULT_OBJECT_PREFIX}*")
+        self.grant_workflow(iam.PolicyStatement(actions=["s3:GetObject"], resources=[step_results]))
+        alerts.grant_publish(self.function)
+        self._grant_deployer_access(config)
         self.function.add_event_source(
             sources.SqsEventSource(
                 work_queue,
-                batch_size=WORKER_BATCH_SIZE,
+                batch_size=config.worker_batch_size,
                 report_batch_item_failures=True,
                 max_concurrency=config.worker_max_concurrency,
             )
         )
         acknowledge_tracing(self.function)
         acknowledge(
-            role_of(self.function),
+            self.role,
             "AwsSolutions-IAM5[Action::s3:Abort*]",
             "Generated by grant_put: lets an interrupted upload of an archive object be "
             "aborted; scoped to the archive bucket's objects.",
         )
         acknowledge(
-            role_of(self.function),
+            self.role,
             f"AwsSolutions-IAM5[Resource::<{logical_id(archive)}.Arn>/*]",
             "Generated by grant_put: archive object keys are per delivery, so the grant "
             "covers the objects of this one bucket and nothing else.",
         )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{logical_id(archive)}.Arn>/"
+            f"{steps.RESULT_OBJECT_PREFIX}*]",
+            "Step results are stored by content digest, so their keys are not known at "
+            "deploy time; the read covers that one prefix of this one bucket.",
+        )
+
+    def grant_workflow(self, statement: iam.PolicyStatement) -> None:
+        """Allow the workflow one more action (a hook for your own CDK app).
+
+        Example: ``stack.worker.grant_workflow(iam.PolicyStatement(actions=[...],
+        resources=[...]))`` between ``build_app()`` and ``app.synth()``.
+        """
+        self.function.add_to_role_policy(statement)
+
+    def _grant_deployer_access(self, config: StackConfig) -> None:
+        """What the context names for the workflow: secrets, models, managed policies."""
+        if config.worker_secret_arns:
+            self.grant_workflow(
+                iam.PolicyStatement(
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=list(config.worker_secret_arns),
+                )
+            )
+        models = list(config.worker_bedrock_model_arns)
+        agent = config.agent_settings
+        if agent is not None and agent.bedrock_endpoint_url is None:
+            models.insert(0, foundation_model_arn(self, agent.model_id))
+        if models:
+            self.grant_workflow(
+                iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=models)
+            )
+        for index, arn in enumerate(config.worker_managed_policy_arns):
+            self.role.add_managed_policy(
+                iam.ManagedPolicy.from_managed_policy_arn(self, f"ManagedPolicy{index}", arn)
+            )
+            if ":iam::aws:policy/" in arn:
+                acknowledge(
+                    role_of(self.function),
+                    f"AwsSolutions-IAM4[Policy::{arn}]",
+                    f"Named by the deployer in {WORKER_MANAGED_POLICY_ARNS} for the "
+                    "workflow's own needs; the stack's own grants stay least privilege.",
+                )
+
+
+def foundation_model_arn(scope: Construct, model_id: str) -> str:
+    """``arn:<partition>:bedrock:<the stack's region>::foundation-model/<model_id>``."""
+    return Stack.of(scope).format_arn(
+        service="bedrock",
+        account="",
+        resource="foundation-model",
+        resource_name=model_id,
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )

@@ -58,7 +58,8 @@ def create_stack_resources(
     retry_base_seconds: int,
     visibility_timeout: int,
 ) -> Resources:
-    """Table, work queues, relay failure queue, secrets, archive bucket and alarm topic.
+    """Table, work queues, relay failure queue, secrets, archive bucket, alarm and alert
+    topics.
 
     Args:
         client: a boto3 client for a service name, pointed at the emulator.
@@ -82,7 +83,9 @@ def create_stack_resources(
     relay_failure_queue_url = sqs.create_queue(QueueName=f"{prefix}-relay-failures")["QueueUrl"]
     bucket = f"{prefix}-archive"
     s3.create_bucket(Bucket=bucket)
-    topic_arn = client("sns").create_topic(Name=f"{prefix}-alarms")["TopicArn"]
+    sns = client("sns")
+    topic_arn = sns.create_topic(Name=f"{prefix}-alarms")["TopicArn"]
+    alert_topic_arn = sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"]
     return Resources(
         table_name=table_name,
         work_queue_url=work_queue_url,
@@ -99,6 +102,7 @@ def create_stack_resources(
         archive_bucket=bucket,
         stream_arn=stream_arn,
         alarm_topic_arn=topic_arn,
+        alert_topic_arn=alert_topic_arn,
     )
 
 

@@ -86,6 +86,8 @@ def worker_side_environment(
             max_attempts=options.max_attempts,
             lease_seconds=options.lease_seconds,
             notify_url=notify_url,
+            workflow_settings=options.workflow_settings,
+            alert_topic_arn=resources.alert_topic_arn or None,
             mcp_timeout_seconds=options.mcp_timeout_seconds,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
             retry_base_seconds=options.retry_base_seconds,
@@ -108,9 +110,14 @@ def worker_side_environment(
             merged[key] = value
     # Local only: the demo MCP server is plain HTTP on loopback.
     merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+    environment = {**_base_environment(state, options), **merged}
+    if options.workflow_source:
+        # What the deployed worker's asset holds at its root: the workflow folder.
+        paths = [options.workflow_source, environment.get("PYTHONPATH", "")]
+        environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
     if options.agent:
-        merged.update(agent_environment(state, options))
-    return {**_base_environment(state, options), **merged}
+        environment.update(agent_environment(state, options))
+    return environment
 
 
 def agent_environment(state: LocalState, options: StackOptions) -> dict[str, str]:
@@ -120,6 +127,7 @@ def agent_environment(state: LocalState, options: StackOptions) -> dict[str, str
         "model_id": setting_defaults.DEFAULT_AGENT_MODEL_ID,
         "max_tokens": str(options.model_max_tokens),
         "daily_token_budget": str(options.daily_token_budget),
+        **options.workflow_settings,
     }
     return {
         env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings, sort_keys=True),

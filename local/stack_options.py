@@ -3,7 +3,8 @@ deployed stack's (``docs/local.md`` lists how)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from functions.core import setting_defaults
 
@@ -38,8 +39,10 @@ class StackOptions:
     receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
     receiver_clock_frozen: bool = False  # ... at their exact boundaries
     run_dir: str | None = None  # logs and checkpoints; None: a temporary directory
-    # The worker's workflow: an alias (archive, notify, agent) or module:factory.
-    workflow: str = setting_defaults.DEFAULT_WORKFLOW
+    # Deployed default: archive. Locally notify, whose effects the notify sink counts.
+    workflow: str = "notify"
+    workflow_settings: Mapping[str, str] = field(default_factory=dict)  # WORKFLOW_SETTINGS
+    workflow_source: str | None = None  # a folder put first on the worker's import path
     bedrock_latency_ms: int = 0  # added to every model call (agent workflow)
     model_max_tokens: int = 256
     daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests

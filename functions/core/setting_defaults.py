@@ -9,7 +9,9 @@ from typing import Final
 
 DEFAULT_INBOX_RETENTION_DAYS: Final = 30
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
-DEFAULT_WORKFLOW: Final = "functions.workflows.wiring:build_default"
+# An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside
+# the stack, so a bare deployment starts and completes deliveries.
+DEFAULT_WORKFLOW: Final = "archive"
 # Attempts of unknown outcome (a workflow bug, a worker that died) before dead-lettering.
 DEFAULT_MAX_ATTEMPTS: Final = 5
 # How long known-transient failures are retried after a delivery's receipt: a night and

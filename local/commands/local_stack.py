@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 from types import FrameType
 from typing import Any
-
-from functions.core import setting_defaults
 
 
 def register(subparsers: Any) -> None:
@@ -36,8 +35,37 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--state-file", metavar="PATH", help="write URLs, secrets and pids here")
     parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
-    add_workflow_argument(parser)
+    parser.add_argument(
+        "--workflow",
+        default="notify",
+        help="archive, notify, agent or module:attribute (default notify: the effects "
+        "URL counts its notifications)",
+    )
+    parser.add_argument(
+        "--workflow-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one WORKFLOW_SETTINGS entry (the deployed workflow_setting_<name>); repeat",
+    )
+    parser.add_argument(
+        "--workflow-source",
+        metavar="DIR",
+        help="a folder of your workflow's packages, put first on the worker's import path",
+    )
     parser.set_defaults(handler=run)
+
+
+def _workflow_settings(pairs: list[str]) -> dict[str, str]:
+    from local.commands import CommandError  # noqa: PLC0415
+
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise CommandError("--workflow-setting takes NAME=VALUE")
+        settings[name.strip().lower()] = value
+    return settings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--mcp-failure-rate must be between 0 and 1")
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535")
+    if args.workflow_source and not os.path.isdir(args.workflow_source):
+        raise CommandError(f"--workflow-source: no folder {args.workflow_source}")
     options = StackOptions(
         port=args.port,
         signing_secrets=tuple(args.signing_secret),
@@ -65,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         state_file=args.state_file,
         run_dir=args.run_dir,
         workflow=args.workflow,
+        workflow_settings=_workflow_settings(args.workflow_setting),
+        workflow_source=os.path.abspath(args.workflow_source) if args.workflow_source else None,
     )
     stop = threading.Event()
 
@@ -101,7 +133,7 @@ def add_workflow_argument(parser: Any) -> None:
     """``--workflow``, shared by the commands that start a local stack."""
     parser.add_argument(
         "--workflow",
-        default=setting_defaults.DEFAULT_WORKFLOW,
+        default="notify",
         metavar="NAME",
         help=(
             "the worker's workflow: archive, notify, agent (starts the Bedrock emulator "

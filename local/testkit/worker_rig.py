@@ -63,6 +63,7 @@ def worker_env(
         env_keys.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
         env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
         env_keys.ENV_MCP_TIMEOUT_SECONDS: "2",
+        env_keys.ENV_WORKFLOW: "notify",  # the deployed default, archive, sends nothing
         env_keys.ENV_NOTIFY_URL: notify_url,
         env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
         env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
@@ -82,7 +83,7 @@ def make_worker(
     wrap: Callable[[Any], Any] | None = None,
     **overrides: str,
 ) -> WorkerRig:
-    """A worker with the default workflow (loaded from the setting, as in Lambda).
+    """A worker with the notify workflow (loaded from the setting, as in Lambda).
 
     ``token`` is stored as a new secret; ``wrap(deps) -> deps`` lets a test put a
     crash point around a port.

@@ -62,6 +62,21 @@ class Synthesized:
         return dict(self.function(name)["Properties"]["Environment"]["Variables"])
 
 
+def resolved(environment: dict[str, Any]) -> dict[str, str]:
+    """A function's environment with plausible deploy-time values for its references."""
+    return {key: _resolved(key, value) for key, value in environment.items()}
+
+
+def _resolved(key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if key.endswith("_ARN"):
+        return "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink-AbCdEf"
+    if key.endswith("_URL"):
+        return "https://sqs.eu-west-1.amazonaws.com/123456789012/relaylink-queue"
+    return f"resolved-{key.lower()}"
+
+
 def cdk_json_context() -> dict[str, Any]:
     return dict(json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"])
 
@@ -89,11 +104,15 @@ def resource_key(resource: Any) -> str:
     return json.dumps(resource, sort_keys=True)
 
 
-def role_statements(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
-    """The statements of ``function``'s role: one inline policy, no managed policy."""
+def role_statements(
+    synthesized: Synthesized, function: str, *, managed_policy_arns: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """The statements of ``function``'s role: one inline policy, and no managed policy
+    but those the deployer named (``managed_policy_arns``)."""
     role_id = synthesized.function(function)["Properties"]["Role"]["Fn::GetAtt"][0]
     role = synthesized.resources[role_id]["Properties"]
-    assert "ManagedPolicyArns" not in role, f"{function} must not use AWS managed policies"
+    attached = tuple(role.get("ManagedPolicyArns", ()))
+    assert attached == managed_policy_arns, f"{function} must not use other managed policies"
     assert "Policies" not in role
     policies = [
         p["Properties"]
@@ -104,10 +123,14 @@ def role_statements(synthesized: Synthesized, function: str) -> list[dict[str, A
     return list(policies[0]["PolicyDocument"]["Statement"])
 
 
-def role_grants(synthesized: Synthesized, function: str) -> set[Grant]:
-    """Every (action, resource) pair ``function``'s role allows."""
+def role_grants(
+    synthesized: Synthesized, function: str, *, managed_policy_arns: tuple[str, ...] = ()
+) -> set[Grant]:
+    """Every (action, resource) pair ``function``'s role allows in its own policy."""
     grants: set[Grant] = set()
-    for statement in role_statements(synthesized, function):
+    for statement in role_statements(
+        synthesized, function, managed_policy_arns=managed_policy_arns
+    ):
         assert statement["Effect"] == "Allow"
         actions = _listed(statement["Action"])
         # Only a KMS grant through Secrets Manager carries a condition (kms:ViaService).

@@ -3,30 +3,39 @@
 from __future__ import annotations
 
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from functions.core import setting_defaults
+from functions.core.workflow import WORKFLOW_ALIASES
 from infra import bundle
+from infra.workflow_code import WorkflowCode
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _asset(name: str) -> Path:
-    path = bundle.FUNCTIONS[name].path
-    if not (path / "functions" / name / "handler.py").is_file():
-        pytest.fail(f"{path} is not built: run `make build` first")
-    return path
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every function's asset, written as the synth writes it (no workflow folder)."""
+    root = tmp_path_factory.mktemp("assets")
+    return {
+        name: bundle.AssetRecipe(asset).write(root / name)
+        for name, asset in bundle.FUNCTIONS.items()
+    }
+
+
+def _asset(assets: dict[str, Path], name: str) -> Path:
+    return assets[name]
 
 
 def _top_level(path: Path) -> set[str]:
     return {entry.name for entry in path.iterdir()}
 
 
-def test_receiver_asset_has_no_mcp_sdk_and_no_worker_code() -> None:
-    asset = _asset("receiver")
+def test_receiver_asset_has_no_mcp_sdk_and_no_worker_code(assets: dict[str, Path]) -> None:
+    asset = _asset(assets, "receiver")
     assert "mcp" not in _top_level(asset)
     assert "aws_lambda_powertools" in _top_level(asset)
     shipped = {p.relative_to(asset).as_posix() for p in (asset / "functions").rglob("*.py")}
@@ -35,16 +44,19 @@ def test_receiver_asset_has_no_mcp_sdk_and_no_worker_code() -> None:
     assert not any("mcp" in Path(p).name for p in shipped), sorted(shipped)
 
 
-def test_worker_asset_has_the_mcp_sdk_and_the_default_workflow() -> None:
-    asset = _asset("worker")
+def test_worker_asset_has_the_mcp_sdk_and_the_default_workflow(assets: dict[str, Path]) -> None:
+    asset = _asset(assets, "worker")
     assert {"mcp", "pydantic", "pydantic_core", "aws_lambda_powertools"} <= _top_level(asset)
-    module, _ = setting_defaults.DEFAULT_WORKFLOW.split(":")
-    assert (asset / (module.replace(".", "/") + ".py")).is_file()
+    for target in WORKFLOW_ALIASES.values():
+        module, _ = target.split(":")
+        assert (asset / (module.replace(".", "/") + ".py")).is_file(), target
 
 
 @pytest.mark.parametrize("name", sorted(bundle.FUNCTIONS))
-def test_assets_leave_boto3_to_the_runtime_and_are_built_for_arm64_linux(name: str) -> None:
-    asset = _asset(name)
+def test_assets_leave_boto3_to_the_runtime_and_are_built_for_arm64_linux(
+    assets: dict[str, Path], name: str
+) -> None:
+    asset = _asset(assets, name)
     assert not {"boto3", "botocore"} & _top_level(asset)
     assert not list(asset.rglob("__pycache__"))
     for extension in asset.rglob("*.so"):
@@ -53,8 +65,10 @@ def test_assets_leave_boto3_to_the_runtime_and_are_built_for_arm64_linux(name: s
 
 
 @pytest.mark.parametrize("name", sorted(bundle.FUNCTIONS))
-def test_every_shipped_module_imports_only_what_the_asset_holds(name: str) -> None:
-    asset = _asset(name)
+def test_every_shipped_module_imports_only_what_the_asset_holds(
+    assets: dict[str, Path], name: str
+) -> None:
+    asset = _asset(assets, name)
     files = bundle.package_files(bundle.FUNCTIONS[name])
     for source in files:
         assert (asset / source.relative_to(ROOT)).read_bytes() == source.read_bytes()
@@ -109,3 +123,72 @@ def test_every_third_party_import_of_functions_is_a_declared_dependency() -> Non
     }
     imported = bundle.third_party_imports((ROOT / "functions").rglob("*.py"))
     assert imported - importable == set()
+
+
+def _functions_copy(tmp_path: Path) -> Path:
+    shutil.copytree(
+        ROOT / "functions", tmp_path / "functions", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return tmp_path
+
+
+def test_an_asset_is_named_by_everything_that_goes_into_it(tmp_path: Path) -> None:
+    root = _functions_copy(tmp_path / "project")
+    folder = tmp_path / "my-agent"
+    folder.mkdir()
+    (folder / "mine.py").write_text("def build(context):\n    return None\n")
+    worker = bundle.FUNCTIONS["worker"]
+
+    def digest(workflow: WorkflowCode | None = None) -> str:
+        return bundle.AssetRecipe(worker, workflow, source_root=root).content_hash()
+
+    before = digest()
+    assert digest() == before
+    shipped = WorkflowCode("mine:build", source=folder)
+    assert digest(shipped) != before
+    assert digest(WorkflowCode("mine:build", folder, ("sortedcontainers",))) != digest(shipped)
+    with_workflow = digest(shipped)
+    (folder / "mine.py").write_text("def build(context):\n    return 1\n")
+    assert digest(shipped) != with_workflow
+    handler = root / "functions" / "worker" / "handler.py"
+    handler.write_text(handler.read_text() + "# edited\n")
+    assert digest() != before
+    # The receiver does not ship worker code, so its name does not change with it.
+    receiver = bundle.AssetRecipe(bundle.FUNCTIONS["receiver"], source_root=root)
+    assert (
+        receiver.content_hash()
+        == bundle.AssetRecipe(bundle.FUNCTIONS["receiver"], source_root=ROOT).content_hash()
+    )
+
+
+def test_a_workflow_folder_ships_its_packages_and_modules_only(tmp_path: Path) -> None:
+    folder = tmp_path / "my-agent"
+    (folder / "pkg" / "sub").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "sub" / "__init__.py").write_text("")
+    (folder / "pkg" / "sub" / "prompt.md").write_text("hi")
+    (folder / "pkg" / "__pycache__").mkdir()
+    (folder / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"")
+    (folder / "loose").mkdir()  # no __init__.py: not a package
+    (folder / "loose" / "a.py").write_text("")
+    (folder / "top.py").write_text("from pkg import *\n")
+    (folder / "setup.py").write_text("")
+    (folder / "README.md").write_text("")
+    (folder / ".venv").mkdir()
+    code = WorkflowCode("top:build", source=folder)
+    assert sorted(code.source_files()) == [
+        "pkg/__init__.py",
+        "pkg/sub/__init__.py",
+        "pkg/sub/prompt.md",
+        "top.py",
+    ]
+    assert code.top_level_names() == {"pkg", "top"}
+    # A star import may bind the factory: the synth cannot tell, so it lets it through.
+    assert code.locate(ROOT) == folder / "top.py"
+
+
+def test_aliases_resolve_to_the_shipped_workflows() -> None:
+    for alias, target in WORKFLOW_ALIASES.items():
+        code = WorkflowCode(alias)
+        assert code.target == target
+        assert code.locate(ROOT).is_relative_to(ROOT / "functions" / "workflows"), alias

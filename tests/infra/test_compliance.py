@@ -18,6 +18,8 @@ def expected_acknowledgements(synthesized: Synthesized) -> dict[str, int]:
         "AwsSolutions-IAM5[Action::s3:Abort*]": 1,  # worker: grant_put
         "AwsSolutions-IAM5[Resource::*]": 4,  # X-Ray on each role (+ ListStreams, relay)
         f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]": 1,  # worker: grant_put
+        # worker: step results by content digest
+        f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/step-results/sha256/*]": 1,
         "AwsSolutions-S1": 1,  # archive bucket without server access logs
         "AwsSolutions-SMG4": 2,  # two RelayLink-issued secrets, rotated by hand
         "AwsSolutions-SQS3": 1,  # the relay failure queue is itself a DLQ

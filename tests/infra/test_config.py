@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from functions.core import env_keys, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
+from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
 from functions.worker.settings import message_seconds
 from infra.application import build_app
@@ -72,6 +74,21 @@ def test_command_line_strings_are_parsed() -> None:
         ("worker_batch_concurrency", 0),
         ("worker_batch_concurrency", 11),  # more than a batch holds
         ("worker_workflow_seconds", 0),
+        ("workflow", "summarise"),  # neither an alias nor module:attribute
+        ("workflow_source", "/nowhere/my-agent"),
+        ("workflow_requirements", "--index-url=https://elsewhere.example/simple"),
+        ("workflow_requirements", {"pkg": "1"}),
+        ("workflow_setting_Model_Id", "x"),  # setting names are lower-case
+        ("workflow_setting_tags", ["a", "b"]),  # settings are strings
+        ("alert_url", "http://alerts.example.com"),
+        ("alert_email", "nobody"),
+        ("worker_secret_arns", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x"),
+        ("worker_managed_policy_arns", "arn:aws:iam::123456789012:role/not-a-policy"),
+        ("worker_bedrock_model_arns", "arn:aws:bedrock:*::foundation-model/*"),
+        ("worker_timeout_seconds", 29),
+        ("worker_timeout_seconds", 901),  # Lambda's longest
+        ("worker_memory_mb", 127),
+        ("worker_batch_size", 11),  # SQS without a batching window
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
@@ -212,7 +229,7 @@ def test_a_workflow_allowance_that_leaves_no_message_time_is_refused() -> None:
         mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
         workflow_seconds=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
     )
-    timings = {"timeout_s": 180, "lease_s": 900, "visibility_s": 1080}
+    timings = {"timeout_s": 180, "lease_s": 900, "visibility_s": 1080, "effect_age_s": 3600}
     check_timing(**timings, message_s=fitting)
     with pytest.raises(ValueError, match="worker_workflow_seconds"):
         check_timing(**timings, message_s=180)
@@ -232,8 +249,123 @@ def test_batch_settings_reach_the_worker_as_it_reads_them() -> None:
         archive_bucket="b",
         max_attempts=config.worker_max_attempts,
         lease_seconds=900,
-        batch_concurrency=config.worker_batch_concurrency,
+        batch_concurrency=config.batch_concurrency,
         workflow_seconds=config.worker_workflow_seconds,
     )
     settings = WorkerSettings.from_env(environment)
     assert (settings.batch_concurrency, settings.workflow_seconds) == (4, 90)
+
+
+def test_the_default_workflow_is_an_alias_that_needs_nothing_outside_the_stack() -> None:
+    config = StackConfig.from_context(VALID)
+    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW == "archive"
+    assert config.workflow_code.target == WORKFLOW_ALIASES["archive"]
+    assert config.workflow_settings == {}
+
+
+@pytest.mark.parametrize("workflow", [*WORKFLOW_ALIASES, "my_agent.flow:build"])
+def test_a_workflow_is_an_alias_or_module_and_attribute(workflow: str) -> None:
+    assert StackConfig.from_context(VALID | {"workflow": workflow}).workflow == workflow
+
+
+def test_workflow_settings_come_from_prefixed_and_short_keys_as_strings() -> None:
+    config = StackConfig.from_context(
+        VALID
+        | {
+            "workflow_setting_model_id": "amazon.nova-lite-v1:0",
+            "agent_max_tokens": 256,
+            "agent_temperature": 0.5,
+            "workflow_setting_verbose": True,
+            "alert_url": "https://alerts.example.com/hook",
+            "workflow_setting_empty": "",  # like notify_url: "" in cdk.json, unset
+        }
+    )
+    assert config.workflow_settings == {
+        "model_id": "amazon.nova-lite-v1:0",
+        "max_tokens": "256",
+        "temperature": "0.5",
+        "verbose": "true",
+        "alert_url": "https://alerts.example.com/hook",
+    }
+
+
+def test_a_setting_given_twice_differently_fails_naming_both_keys() -> None:
+    with pytest.raises(
+        ConfigError, match="workflow_setting_model_id and agent_model_id set model_id"
+    ):
+        StackConfig.from_context(VALID | {"agent_model_id": "a", "workflow_setting_model_id": "b"})
+    same = VALID | {"agent_model_id": "a", "workflow_setting_model_id": "a"}
+    assert StackConfig.from_context(same).workflow_settings == {"model_id": "a"}
+
+
+def test_settings_that_would_not_fit_lambdas_environment_fail_the_synth() -> None:
+    with pytest.raises(ConfigError, match="4 KB"):
+        StackConfig.from_context(VALID | {"agent_system_prompt": "x" * 3000})
+
+
+def test_the_app_passes_every_prefixed_setting_from_the_context() -> None:
+    _, stack = build_app(
+        context=VALID | {"aws:cdk:bundling-stacks": [], "workflow_setting_tone": "dry"}
+    )
+    assert stack.config.workflow_settings == {"tone": "dry"}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("pkg", ("pkg",)),
+        ("pkg>=1,<2,other[extra]==3", ("pkg>=1,<2", "other[extra]==3")),
+        ("pkg>=1, !=1.5 , other", ("pkg>=1, !=1.5", "other")),
+        ('["pkg>=1,<2", "other"]', ("pkg>=1,<2", "other")),
+        (["pkg; python_version >= '3.12'", "pkg"], ("pkg; python_version >= '3.12'", "pkg")),
+    ],
+)
+def test_workflow_requirements_split_between_requirements_only(
+    value: Any, expected: tuple[str, ...]
+) -> None:
+    config = StackConfig.from_context(VALID | {"workflow_requirements": value})
+    assert config.workflow_requirements == expected
+
+
+def test_workflow_source_is_resolved_from_where_the_app_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my-agent").mkdir()
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    config = StackConfig.from_context(VALID | {"workflow_source": "../my-agent"})
+    assert config.workflow_source == str(tmp_path / "my-agent")
+
+
+def test_grant_lists_take_commas_or_json() -> None:
+    other = ARN.replace("signing-AbC123", "other-XyZ789")
+    config = StackConfig.from_context(
+        VALID
+        | {
+            "worker_secret_arns": f"{ARN}, {other}",
+            "worker_managed_policy_arns": '["arn:aws:iam::aws:policy/ReadOnlyAccess"]',
+        }
+    )
+    assert config.worker_secret_arns == (ARN, other)
+    assert config.worker_managed_policy_arns == ("arn:aws:iam::aws:policy/ReadOnlyAccess",)
+
+
+def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> None:
+    assert StackConfig.from_context(VALID | {"worker_batch_size": 4}).batch_concurrency == 4
+    config = StackConfig.from_context(
+        VALID | {"worker_batch_size": "4", "worker_batch_concurrency": "2"}
+    )
+    assert (config.worker_batch_size, config.batch_concurrency) == (4, 2)
+    with pytest.raises(ConfigError, match="worker_batch_concurrency"):
+        StackConfig.from_context(VALID | {"worker_batch_size": 4, "worker_batch_concurrency": 5})
+
+
+def test_the_agents_own_parser_checks_its_settings_at_synth() -> None:
+    agent = VALID | {"workflow": "agent"}
+    assert StackConfig.from_context(agent | {"agent_max_tokens": 64}).agent_settings is not None
+    with pytest.raises(ConfigError, match="temprature"):
+        StackConfig.from_context(agent | {"workflow_setting_temprature": "0.1"})
+    with pytest.raises(ConfigError, match="max_tokens"):
+        StackConfig.from_context(agent | {"agent_max_tokens": "lots"})
+    # Another workflow reads settings of its own: the synth leaves them to it.
+    assert StackConfig.from_context(VALID | {"workflow_setting_temprature": "0.1"})

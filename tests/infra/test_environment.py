@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import pytest
 
 from functions.core import env_keys
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, resolved
 
 # Powertools reads these itself, outside our settings.
 POWERTOOLS_KEYS = {
@@ -41,24 +40,13 @@ class RecordingEnv(Mapping[str, str]):
         return len(self._values)
 
 
-def _resolved(key: str, value: Any) -> str:
-    """A plausible deploy-time value for a CloudFormation reference in the template."""
-    if isinstance(value, str):
-        return value
-    if key.endswith("_ARN"):
-        return "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink-AbCdEf"
-    if key.endswith("_URL"):
-        return "https://sqs.eu-west-1.amazonaws.com/123456789012/relaylink-queue"
-    return f"resolved-{key.lower()}"
-
-
 @pytest.mark.parametrize("function", ["receiver", "relay", "worker", "reconciler"])
 def test_environment_is_exactly_what_the_settings_read(
     synthesized: Synthesized, function: str
 ) -> None:
     environment = synthesized.environment(function)
     settings_module = importlib.import_module(f"functions.{function}.settings")
-    env = RecordingEnv({key: _resolved(key, value) for key, value in environment.items()})
+    env = RecordingEnv(resolved(environment))
 
     settings_module.Settings.from_env(env)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import table_layout
+from functions.core import steps, table_layout
 from tests.infra.conftest import (
     NOTIFY_URL,
     Grant,
@@ -59,6 +59,9 @@ BUCKET_PUT = {
     "s3:PutObjectVersionTagging",
     "s3:Abort*",
 }
+# Step results above the record's limit are read back by digest, from under one prefix.
+STEP_RESULTS_READ = {"s3:GetObject"}
+ALERT_PUBLISH = {"sns:Publish"}
 # Wildcards that only grant_* / CDK itself generate, each acknowledged in cdk-nag.
 ALLOWED_WILDCARD_ACTIONS = {"s3:Abort*"}
 ACTIONS_WITHOUT_RESOURCE_ARNS = XRAY | {"dynamodb:ListStreams"}
@@ -78,6 +81,7 @@ def _ids(synthesized: Synthesized) -> dict[str, str]:
         "signing": synthesized.logical_id(stack.secrets.signing_secrets.secret),
         "token": synthesized.logical_id(stack.secrets.mcp_token.secret),
         "bucket": synthesized.logical_id(stack.archive.bucket),
+        "alerts": synthesized.logical_id(stack.alerts.topic),
     }
 
 
@@ -113,16 +117,27 @@ def test_relay_reads_the_stream_and_sends_to_the_work_queue_only(
     )
 
 
-def test_worker_grants(synthesized: Synthesized) -> None:
+def _objects(bucket: str, pattern: str) -> Any:
+    return {"Fn::Join": ["", [get_att(bucket, "Arn"), f"/{pattern}"]]}
+
+
+def worker_base_grants(synthesized: Synthesized) -> set[Grant]:
+    """What the worker holds whatever the workflow."""
     ids = _ids(synthesized)
-    assert role_grants(synthesized, "worker") == (
+    return (
         _own_logs(synthesized, "worker")
         | _grants(WORKER_TABLE, get_att(ids["table"], "Arn"))
         | _grants(QUEUE_CONSUME, get_att(ids["queue"], "Arn"))
         | _grants(QUEUE_SEND, get_att(ids["queue"], "Arn"), get_att(ids["dlq"], "Arn"))
         | _grants(SECRET_READ, ref(ids["token"]))
-        | _grants(BUCKET_PUT, {"Fn::Join": ["", [get_att(ids["bucket"], "Arn"), "/*"]]})
+        | _grants(BUCKET_PUT, _objects(ids["bucket"], "*"))
+        | _grants(STEP_RESULTS_READ, _objects(ids["bucket"], f"{steps.RESULT_OBJECT_PREFIX}*"))
+        | _grants(ALERT_PUBLISH, ref(ids["alerts"]))
     )
+
+
+def test_worker_grants(synthesized: Synthesized) -> None:
+    assert role_grants(synthesized, "worker") == worker_base_grants(synthesized)
 
 
 def test_reconciler_grants(synthesized: Synthesized) -> None:

@@ -12,9 +12,17 @@ from typing import Any
 
 from functions.core import env_keys, metric_names, table_layout, wire
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.effects import EffectLedger
-from functions.core.errors import McpAuthError, PackageNotFound, ProcessingError, TransientError
+from functions.core.errors import (
+    BudgetExhausted,
+    McpAuthError,
+    PackageNotFound,
+    ProcessingError,
+    TransientError,
+)
 from functions.core.models import Outcome, WorkItem
 from functions.reconciler import handler as reconciler
 from functions.reconciler.settings import Settings as ReconcilerSettings
@@ -22,6 +30,7 @@ from functions.relay import handler as relay
 from functions.relay.settings import Settings as RelaySettings
 from functions.worker import handler as worker
 from functions.worker.settings import Settings as WorkerSettings
+from functions.workflows.agent import MODEL_STEP
 from local.child import LambdaContext
 from local.event_sources import sqs_event
 from local.testkit import builders
@@ -44,8 +53,7 @@ PACKAGE_ERRORS: dict[str, type[ProcessingError]] = {
     "pkg_auth": McpAuthError,
     "pkg_missing": PackageNotFound,
 }
-# Every metric a handler emits (functions.core.steps' StepReruns is counted only by a
-# step store, which no handler wires yet).
+# Every metric a handler emits.
 EVERY_METRIC = frozenset(
     {value for name, value in vars(metric_names).items() if name.startswith("METRIC_")}
     | {metric_names.receiver_outcome_metric(outcome.value) for outcome in Outcome}
@@ -84,6 +92,7 @@ def receiver_outcomes(world: MotoWorld) -> None:
         builders.signed_request(timestamp=now, event="ping"),  # ignored
         builders.signed_request(timestamp=now, secrets=builders.OTHER_SECRET),  # rejected
         builders.signed_request(timestamp=now, package_id=None),  # invalid
+        builders.signed_request(timestamp=now, body=b"[" * 100_000 + b"]" * 100_000),  # too deep
     ):
         rig.invoke(builders.event_for(request))
     rig.invoke(builders.http_api_event({}, b"x" * (wire.MAX_BODY_BYTES + 1)))  # too large
@@ -118,9 +127,11 @@ def worker_results(world: MotoWorld) -> None:
     now = world.clock.now()
     completed, missing, deferred, stolen = work(0), work(1), work(2), work(3)
     exhausted, uncertain = work(4), work(5)
+    # A step a dead worker started (a rerun), and a delivery that finds the budget spent.
+    rerun, over_budget = work(10), work(11)
     failing = [work(6, "pkg_transient"), work(7, "pkg_auth"), work(8, "pkg_missing")]
     unreachable = WorkItem(work(9).delivery_id, "package.received", "pkg_9", UNREACHABLE_MCP_URL)
-    for item in (completed, deferred, stolen, uncertain, unreachable, *failing):
+    for item in (completed, deferred, stolen, uncertain, unreachable, rerun, over_budget, *failing):
         world.accept(item)
     world.accept(exhausted, attempts={"N": str(MAX_ATTEMPTS)})
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
@@ -133,7 +144,12 @@ def worker_results(world: MotoWorld) -> None:
         sqs=world.sqs,
         secretsmanager=world.secretsmanager,
         clock=world.clock,
-        workflow=ScriptedWorkflow(world, stolen=stolen.delivery_id),
+        workflow=ScriptedWorkflow(
+            world,
+            stolen=stolen.delivery_id,
+            over_budget=over_budget.delivery_id,
+            metrics=EmfMetrics(),
+        ),
         packages=lambda deadline: ScriptedPackages(),
     )
     deps.processor.claims.claim(
@@ -142,7 +158,21 @@ def worker_results(world: MotoWorld) -> None:
     deps.processor.effects.record_intent(
         uncertain.delivery_id, "notify", key="k", now=now, expires_at=0
     )
-    batch = (completed, missing, deferred, stolen, exhausted, uncertain, unreachable, *failing)
+    DynamoDbSteps(client=world.dynamodb, table_name=TABLE).start(
+        rerun.delivery_id, MODEL_STEP, now=now, expires_at=0
+    )
+    batch = (
+        completed,
+        missing,
+        deferred,
+        stolen,
+        exhausted,
+        uncertain,
+        unreachable,
+        rerun,
+        over_budget,
+        *failing,
+    )
     for item in batch:
         world.enqueue(item)
     worker.container_deps.set(deps)
@@ -194,11 +224,17 @@ class ScriptedPackages:
 
 
 class ScriptedWorkflow:
-    """Applies one effect; for ``stolen``, a successor takes the claim over first."""
+    """Runs the model step (counting a model call as the agent workflow does, through
+    its own metrics sink) and applies one effect; for ``stolen``, a successor takes the
+    claim over first; for ``over_budget``, the day's token budget is spent."""
 
-    def __init__(self, world: MotoWorld, *, stolen: str) -> None:
+    def __init__(
+        self, world: MotoWorld, *, stolen: str, over_budget: str, metrics: EmfMetrics
+    ) -> None:
         self._world = world
         self._stolen = stolen
+        self._over_budget = over_budget
+        self._metrics = metrics
 
     def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
         if work.delivery_id == self._stolen:
@@ -208,4 +244,11 @@ class ScriptedWorkflow:
                 now=self._world.clock.now() + LEASE_SECONDS,  # the lease ran out
                 lease_seconds=LEASE_SECONDS,
             )
+        if work.delivery_id == self._over_budget:
+            raise BudgetExhausted(retry_at=self._world.clock.now() + 3600)
+        effects.step(MODEL_STEP, self._model_call)
         effects.run("notify", lambda key: None)
+
+    def _model_call(self) -> dict[str, str]:
+        self._metrics.count(metric_names.METRIC_MODEL_CALLS)
+        return {"text": "summary"}

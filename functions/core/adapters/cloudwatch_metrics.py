@@ -9,14 +9,17 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.core.observability import metrics as default_metrics
 
+# One lock for every sink: they all add to Powertools' one shared metric set, from the
+# threads of a batch's concurrent messages (the worker's sink and a workflow's own).
+_SHARED_SET_LOCK = threading.Lock()
+
 
 class EmfMetrics:
     """Adds counts to the shared metric set; ``flush`` writes them as one EMF line."""
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._metrics = metrics or default_metrics
-        # The worker counts from the threads of a batch's concurrent messages.
-        self._lock = threading.Lock()
+        self._lock = _SHARED_SET_LOCK
 
     def count(self, name: str, value: int = 1) -> None:
         with self._lock:

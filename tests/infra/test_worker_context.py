@@ -1,0 +1,233 @@
+"""The worker's context keys: the default workflow, its settings, grants and sizing."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+import pytest
+
+from functions.core import env_keys, event_source_limits, setting_defaults
+from functions.core.clock import SystemClock
+from functions.core.workflow import WorkflowContext, load_workflow
+from functions.reconciler.settings import Settings as ReconcilerSettings
+from functions.worker.settings import Settings as WorkerSettings
+from infra.worker import WorkerTiming, check_timing
+from tests.infra.conftest import (
+    Synthesized,
+    resolved,
+    resource_key,
+    role_grants,
+    synthesize,
+)
+from tests.infra.test_least_privilege import OWN_TOKEN, worker_base_grants
+
+FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
+MODEL_ID = "amazon.nova-lite-v1:0"
+EXTRA_MODEL = "arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
+AWS_MANAGED = "arn:aws:iam::aws:policy/AWSXrayReadOnlyAccess"
+OWN_POLICY = "arn:aws:iam::123456789012:policy/relaylink-extra"
+ALERT_URL = "https://alerts.example.com/relaylink"
+ALERT_EMAIL = "agent-alerts@example.com"
+CUSTOM: dict[str, Any] = {
+    "workflow": "agent",
+    "agent_model_id": MODEL_ID,
+    "alert_url": ALERT_URL,
+    "workflow_setting_daily_token_budget": 5000,
+    "workflow_setting_system_prompt": "Name the package's author.",
+    "worker_secret_arns": OWN_TOKEN,
+    "worker_managed_policy_arns": f"{AWS_MANAGED},{OWN_POLICY}",
+    "worker_bedrock_model_arns": [EXTRA_MODEL],
+    "worker_timeout_seconds": "900",
+    "worker_memory_mb": 1024,
+    "worker_batch_size": 4,
+    "worker_batch_concurrency": 2,
+    "worker_workflow_seconds": 120,
+    "alert_email": ALERT_EMAIL,
+}
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """``npx cdk deploy`` with cdk.json as it ships and no ``-c`` at all."""
+    return synthesize(tmp_path_factory, {})
+
+
+@pytest.fixture(scope="module")
+def customised(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, CUSTOM)
+
+
+def test_a_bare_deployment_runs_the_archive_workflow(bare: Synthesized) -> None:
+    environment = bare.environment("worker")
+    assert environment[env_keys.ENV_WORKFLOW] == "archive"
+    assert env_keys.ENV_NOTIFY_URL not in environment
+    assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {}
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_function_reads_its_settings_from_a_bare_deployment(
+    bare: Synthesized, function: str
+) -> None:
+    settings = importlib.import_module(f"functions.{function}.settings").Settings
+    settings.from_env(resolved(bare.environment(function)))
+
+
+def _worker_loads_its_workflow(environment: dict[str, Any]) -> object:
+    """What the worker does at cold start with its synthesized environment."""
+    settings = WorkerSettings.from_env(resolved(environment))
+    context = WorkflowContext(
+        notify_url=settings.notify_url,
+        archive_bucket=settings.archive_bucket,
+        allow_insecure_loopback=settings.mcp_allow_insecure_loopback,
+        timeout_seconds=float(settings.mcp_timeout_seconds),
+        clock=SystemClock(),
+        settings=settings.workflow_settings,
+        table_name=settings.table_name,
+        alert_topic_arn=settings.alert_topic_arn,
+    )
+    return load_workflow(settings.workflow, context)
+
+
+@pytest.mark.parametrize("synthesis", ["bare", "customised"])
+def test_the_worker_starts_the_workflow_the_stack_configures(
+    synthesis: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synthesized: Synthesized = request.getfixturevalue(synthesis)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # Lambda sets it; no call is made
+    workflow = _worker_loads_its_workflow(synthesized.environment("worker"))
+    expected = {"bare": "ArchiveWorkflow", "customised": "AgentWorkflow"}[synthesis]
+    assert type(workflow).__name__ == expected
+
+
+def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesized) -> None:
+    environment = customised.environment("worker")
+    assert environment[env_keys.ENV_WORKFLOW] == "agent"
+    assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {
+        "model_id": MODEL_ID,
+        "alert_url": ALERT_URL,
+        "daily_token_budget": "5000",
+        "system_prompt": "Name the package's author.",
+    }
+    settings = WorkerSettings.from_env(resolved(environment))
+    assert settings.workflow_settings["model_id"] == MODEL_ID
+    topic = customised.logical_id(customised.stack.alerts.topic)
+    assert environment[env_keys.ENV_ALERT_TOPIC_ARN] == {"Ref": topic}
+
+
+def _model_arn(model_id: str) -> Any:
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":bedrock:",
+                {"Ref": "AWS::Region"},
+                f"::foundation-model/{model_id}",
+            ],
+        ]
+    }
+
+
+def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> None:
+    extra = {
+        ("secretsmanager:GetSecretValue", resource_key(OWN_TOKEN)),
+        ("bedrock:InvokeModel", resource_key(_model_arn(MODEL_ID))),
+        ("bedrock:InvokeModel", resource_key(EXTRA_MODEL)),
+    }
+    # ... and the managed policies it names, attached to the worker's role alone.
+    grants = role_grants(customised, "worker", managed_policy_arns=(AWS_MANAGED, OWN_POLICY))
+    assert grants == worker_base_grants(customised) | extra
+    for function in ("receiver", "relay", "reconciler"):
+        role_grants(customised, function)  # asserts: no managed policy
+
+
+def test_the_agent_alone_may_invoke_a_model(synthesized: Synthesized) -> None:
+    actions = {action for action, _ in role_grants(synthesized, "worker")}
+    assert not any(action.startswith("bedrock:") for action in actions)
+
+
+def test_the_alert_topic_is_encrypted_tls_only_and_mailed(customised: Synthesized) -> None:
+    topic_id = customised.logical_id(customised.stack.alerts.topic)
+    topic = customised.resources[topic_id]["Properties"]
+    # SNS's AWS managed key, by its alias ARN in the stack's account and region.
+    assert json.dumps(topic["KmsMasterKeyId"]).endswith(':alias/aws/sns"]]}')
+    (policy,) = [
+        p["Properties"]
+        for p in customised.of_type("AWS::SNS::TopicPolicy").values()
+        if p["Properties"]["Topics"] == [{"Ref": topic_id}]
+    ]
+    (deny,) = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (mail,) = [
+        s["Properties"]
+        for s in customised.of_type("AWS::SNS::Subscription").values()
+        if s["Properties"]["TopicArn"] == {"Ref": topic_id}
+    ]
+    assert mail["Endpoint"] == ALERT_EMAIL and mail["Protocol"] == "email"
+    assert customised.template["Outputs"]["AlertTopicArn"]["Value"] == {"Ref": topic_id}
+
+
+def test_nag_is_clean_with_every_worker_key_set(customised: Synthesized) -> None:
+    report = json.loads((customised.outdir / "validation-report.json").read_text())
+    (plugin,) = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
+    assert plugin["conclusion"] == "success"
+    acknowledged = {
+        finding["acknowledgedId"].removeprefix("AwsSolutions::")
+        for finding in plugin["suppressedViolations"]
+    }
+    assert f"AwsSolutions-IAM4[Policy::{AWS_MANAGED}]" in acknowledged
+    assert f"AwsSolutions-IAM4[Policy::{OWN_POLICY}]" not in acknowledged
+
+
+def test_worker_sizing_and_the_timings_that_follow(customised: Synthesized) -> None:
+    worker = customised.function("worker")["Properties"]
+    assert worker["Timeout"] == 900
+    assert worker["MemorySize"] == 1024
+    (mapping,) = [
+        m["Properties"]
+        for m in customised.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": customised.function_logical_id("worker")}
+    ]
+    assert mapping["BatchSize"] == 4
+    queue = customised.resource(customised.stack.queues.queue)["Properties"]
+    lease = int(customised.environment("worker")[env_keys.ENV_LEASE_SECONDS])
+    assert 900 < lease < queue["VisibilityTimeout"] <= 12 * 3600
+    reconciler = ReconcilerSettings.from_env(resolved(customised.environment("reconciler")))
+    assert reconciler.lease_seconds == lease < reconciler.effect_age_seconds
+    worker_settings = WorkerSettings.from_env(resolved(customised.environment("worker")))
+    assert worker_settings.lease_seconds == lease
+    assert (worker_settings.batch_concurrency, worker_settings.workflow_seconds) == (2, 120)
+
+
+@pytest.mark.parametrize("timeout", [30, 60, 180, 300, 600, 899, 900])
+def test_every_allowed_timeout_keeps_the_timing_invariants(timeout: int) -> None:
+    timing = WorkerTiming.for_timeout(timeout)
+    assert timing.timeout_seconds < timing.lease_seconds < timing.visibility_timeout_seconds
+    assert timing.lease_seconds < timing.effect_age_seconds
+    assert timing.visibility_timeout_seconds >= (
+        event_source_limits.VISIBILITY_TIMEOUT_FACTOR * timeout
+    )
+
+
+def test_the_default_timeout_keeps_the_timings_the_stack_always_had() -> None:
+    timing = WorkerTiming.for_timeout(180)
+    assert timing.lease_seconds == setting_defaults.DEFAULT_LEASE_SECONDS
+    assert timing.visibility_timeout_seconds == 1080
+    assert timing.effect_age_seconds == setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("timeout", "lease", "visibility", "effect_age"),
+    [(180, 180, 1080, 3600), (180, 900, 900, 3600), (180, 900, 1080, 900)],
+)
+def test_check_timing_refuses_what_would_let_claims_and_redeliveries_fight(
+    timeout: int, lease: int, visibility: int, effect_age: int
+) -> None:
+    with pytest.raises(ValueError, match="need"):
+        check_timing(
+            timeout_s=timeout, lease_s=lease, visibility_s=visibility, effect_age_s=effect_age
+        )

@@ -128,11 +128,10 @@ def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict
 
 
 def _model_violations(model: dict[str, int]) -> list[str]:
-    if model and model["reruns"] > model["kills_in_window"]:
-        return [
-            f"model step reran {model['reruns']} times, more than the "
-            f"{model['kills_in_window']} kills in the model-call window"
-        ]
+    # One kill reruns every model step its worker held, so reruns are not bounded by
+    # kills; but a rerun without any kill in the window is a bug.
+    if model and model["reruns"] > 0 and model["kills_in_window"] == 0:
+        return [f"model step reran {model['reruns']} times with no kill in the window"]
     return []
 
 

@@ -26,7 +26,8 @@ def test_chaos_agent_run_loses_and_duplicates_no_alert_and_reruns_only_after_kil
     missing = report.deliveries.missing_package
     assert alerts["applied"] + alerts["in_doubt"] == 30 - missing
     model = report.model
-    assert model["reruns"] <= model["kills_in_window"] <= 2
+    assert model["kills_in_window"] <= 2
+    assert model["reruns"] == 0 or model["kills_in_window"] > 0
     # Every delivery with a package met the model at least once (and only those).
     assert model["deliveries_called"] == 30 - missing
     assert report.kills["worker"].survived == 2

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test lint typecheck pytest demo chaos bench clean build synth cfn-lint
+.PHONY: test check unit coverage lint typecheck pytest demo chaos bench clean build synth cfn-lint
 # jsii silences its end-of-life warning only for the node majors listed here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
@@ -14,7 +14,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-test: lint typecheck pytest
+# Everything: lint, types, and the whole suite (the e2e tests start local stacks).
+test: check pytest
+
+# Lint and types only (seconds).
+check: lint typecheck
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -26,6 +30,14 @@ typecheck: $(STAMP)
 # The infra tests synthesize, and every synth bundles the assets itself.
 pytest: $(STAMP)
 	$(VENV)/bin/pytest
+
+# The inner loop: the suite without the e2e tests.
+unit: $(STAMP) build
+	$(VENV)/bin/pytest -m "not e2e"
+
+# The same under coverage (config in pyproject.toml); prints the report and the total.
+coverage: $(STAMP) build
+	$(VENV)/bin/pytest -m "not e2e" --cov --cov-report=term
 
 # Every shared vector through the handler (a table), then the whole pipeline's scenario.
 demo: $(STAMP)
@@ -60,4 +72,4 @@ cfn-lint: synth
 	$(VENV)/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
 
 clean:
-	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache .coverage

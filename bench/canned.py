@@ -132,6 +132,7 @@ class CannedEndpoint:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 server's address: (host, port)
         return f"http://{host}:{port}"
 
     def __enter__(self) -> CannedEndpoint:

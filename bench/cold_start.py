@@ -29,6 +29,7 @@ from bench.stats import Summary, summarize
 from functions.core import env_keys, metric_names, setting_defaults
 from functions.receiver import handler
 from infra.environments import receiver_environment
+from local.aws_clients import AwsClients
 from local.testkit import builders
 from local.testkit.moto_world import REGION
 
@@ -77,12 +78,9 @@ sys.stderr.write("BENCH-RESULT " + json.dumps({
 
 
 def _baseline_script() -> str:
-    config = handler.DYNAMODB_CONFIG
-    kwargs = {
-        "connect_timeout": config.connect_timeout,
-        "read_timeout": config.read_timeout,
-        "retries": config.retries,
-    }
+    # botocore sets a Config's options as instance attributes, which its stubs omit.
+    options = vars(handler.DYNAMODB_CONFIG)
+    kwargs = {name: options[name] for name in ("connect_timeout", "read_timeout", "retries")}
     return BASELINE_SCRIPT.replace("**CONFIG", f"**{kwargs!r}")
 
 
@@ -270,7 +268,10 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
     try:
         host, port = moto.get_host_and_port()
         url = f"http://{host}:{port}"
-        world = build_world(boto3_session(url).client, clock=FakeClock(int(time.time())))
+        clients = AwsClients(
+            region=REGION, endpoint_url=url, access_key_id="bench", secret_access_key="bench"
+        )
+        world = build_world(clients, clock=FakeClock(int(time.time())))
         token_arn = world.create_secret(MCP_TOKEN, prefix="relaylink-mcp-cold")
         with NotifySinkServer() as sink, start_in_thread(token=MCP_TOKEN) as mcp:
             function_env = worker_environment(
@@ -307,20 +308,3 @@ def worker(*, runs: int, batch: int = 10) -> WorkerColdStart:
         batch=batch,
         runs=runs,
     )
-
-
-def boto3_session(endpoint_url: str) -> Any:
-    """Clients of the bench itself for an emulator at ``endpoint_url``."""
-    import boto3  # noqa: PLC0415
-
-    class _Session:
-        def client(self, service: str) -> Any:
-            return boto3.client(
-                service,
-                region_name=REGION,
-                endpoint_url=endpoint_url,
-                aws_access_key_id="bench",
-                aws_secret_access_key="bench",
-            )
-
-    return _Session()

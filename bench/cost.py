@@ -143,11 +143,14 @@ class Model:
         self.memory = _memory_mb()
         self.config = config
         pipeline = figures[7].details
-        self.calls = pipeline["calls_per_delivery"]
-        self.capacity = pipeline["dynamodb_capacity_units_per_delivery"]
-        self.log_bytes = pipeline["log_bytes_per_delivery"]
-        self.items = pipeline["items_at_rest"]
-        self.archive_bytes = pipeline["archive_bytes_per_delivery"]
+        # The shapes bench.pipeline_calls.PipelineCalls.to_json writes.
+        self.calls: dict[str, dict[str, float]] = pipeline["calls_per_delivery"]
+        self.capacity: dict[str, dict[str, float]] = pipeline[
+            "dynamodb_capacity_units_per_delivery"
+        ]
+        self.log_bytes: dict[str, float] = pipeline["log_bytes_per_delivery"]
+        self.items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
+        self.archive_bytes: float = pipeline["archive_bytes_per_delivery"]
         canned = figures[2].details["canned"]
         self.receiver_cpu_ms = Quantity(
             canned["handler_us"]["median"] / 1000,

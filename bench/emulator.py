@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from moto import mock_aws
@@ -19,11 +19,15 @@ from moto import mock_aws
 from local import aws_emulator
 from local.aws_resources import create_table
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
 SIZES = (200, 1000, 4000)
 SAMPLES = 9
 
 
-def _transaction(table: str) -> list[dict[str, Any]]:
+def _transaction(table: str) -> list[TransactWriteItemTypeDef]:
     delivery_id = str(uuid.uuid4())
     return [
         {
@@ -65,7 +69,7 @@ def measure() -> dict[int, tuple[float, float]]:
     return medians
 
 
-def _time(client: Any) -> float:
+def _time(client: DynamoDBClient) -> float:
     samples = []
     for _ in range(SAMPLES):
         started = time.perf_counter()

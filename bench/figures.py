@@ -6,6 +6,7 @@ documents do (``--only 1,3``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -465,7 +466,7 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
     return [five, six]
 
 
-ALL: Final = {
+ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     1: aws_calls_per_outcome,
     2: receiver_overhead,
     3: cold_start_times,

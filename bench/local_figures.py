@@ -232,7 +232,7 @@ def _kill_run(
     kills: int,
     kill: Callable[[], None],
     spacing_s: float,
-    wait_done: Callable[[], None],
+    wait_done: Callable[[], object],
     trigger: Callable[[], bool] | None = None,
 ) -> KillRun:
     started = time.monotonic()

@@ -13,12 +13,13 @@ the median of the block ratios with their spread.
 from __future__ import annotations
 
 import copy
+import functools
 import statistics
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -37,13 +38,17 @@ from bench.stats import Summary, summarize
 from functions.core import metric_names, setting_defaults, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
-from functions.core.models import Outcome
+from functions.core.models import InboxItem, Outcome, QuarantineRecord, WorkItem
 from functions.core.observability import logger
 from functions.receiver import handler
 from local.aws_resources import create_table
 from local.testkit import builders
 from local.testkit.moto_world import REGION, TABLE, moto_world
 from local.testkit.receiver_rig import ReceiverRig
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 TARGET = 1.25
 PLAIN = "plain_boto3"
@@ -83,7 +88,7 @@ class _Capture:
 
     _PARAMS_EVENT = "provide-client-params.dynamodb.TransactWriteItems"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: BaseClient) -> None:
         self.params: dict[str, Any] | None = None
         self.calls = 0
         self._events = client.meta.events
@@ -121,7 +126,7 @@ def _time_us(fn: Callable[[], object]) -> float:
 
 def measure(
     rig: ReceiverRig,
-    bare_clients: dict[str, Any],
+    bare_clients: dict[str, DynamoDBClient],
     *,
     blocks: int,
     per_block: int,
@@ -163,11 +168,13 @@ def measure(
             bare_times: dict[str, list[float]] = {name: [] for name in bare_clients}
             outcomes: list[str] = []
             for i, event in enumerate(events):
-                handler_times.append(_time_us(lambda e=event, o=outcomes: o.append(rig.outcome(e))))
+                handler_times.append(
+                    _time_us(functools.partial(_keep_outcome, rig, event, outcomes))
+                )
                 for name, client in bare_clients.items():
                     p = params[name][i]
                     bare_times[name].append(
-                        _time_us(lambda c=client, p=p: c.transact_write_items(**p))
+                        _time_us(functools.partial(client.transact_write_items, **p))
                     )
             if set(outcomes) != {"accepted"}:
                 raise RuntimeError(f"expected only accepted deliveries, got {set(outcomes)}")
@@ -187,7 +194,11 @@ def measure(
     )
 
 
-def bare_clients(session: boto3.Session) -> dict[str, Any]:
+def _keep_outcome(rig: ReceiverRig, event: dict[str, Any], outcomes: list[str]) -> None:
+    outcomes.append(rig.outcome(event))
+
+
+def bare_clients(session: boto3.Session) -> dict[str, DynamoDBClient]:
     """The bare side: a plain boto3 client, and one configured exactly as the receiver's.
 
     ``plain`` is what a hand-written receiver would call (botocore's defaults);
@@ -199,7 +210,7 @@ def bare_clients(session: boto3.Session) -> dict[str, Any]:
     }
 
 
-def canned_rig() -> tuple[ReceiverRig, dict[str, Any], canned.CannedAws]:
+def canned_rig() -> tuple[ReceiverRig, dict[str, DynamoDBClient], canned.CannedAws]:
     """The receiver and the bare clients, all answered at once by the same canned AWS."""
     session = bench_session()
     dynamodb, secretsmanager = clients(session)
@@ -247,12 +258,12 @@ def against_moto(*, blocks: int, per_block: int) -> OverheadResult:
 class _NoStorageInbox:
     """An inbox that builds the items (as the real adapter does) and stores nothing."""
 
-    def record(self, inbox: Any, work: Any) -> None:
+    def record(self, inbox: InboxItem, work: WorkItem | None) -> None:
         dynamodb_items.inbox_to_item(inbox)
         if work is not None:
             dynamodb_items.outbox_to_item(work, created_at=inbox.received_at)
 
-    def quarantine(self, record: Any) -> None:
+    def quarantine(self, record: QuarantineRecord) -> None:
         dynamodb_items.quarantine_to_item(record)
 
 
@@ -276,9 +287,9 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
         handler.container_deps.set(handler.Deps(accept=accept))
         context = builders.LambdaContext()
         events = [accepted_event() for _ in range(repeats)]
-        whole = [_time_us(lambda e=e: handler.lambda_handler(e, context)) for e in events]
+        whole = [_time_us(functools.partial(handler.lambda_handler, e, context)) for e in events]
         result = Acceptance(Outcome.ACCEPTED, None, str(uuid.uuid4()))
-        ids = {"aws_request_id": "bench", "api_request_id": "bench"}
+        ids: dict[str, str | None] = {"aws_request_id": "bench", "api_request_id": "bench"}
         record = [_time_us(lambda: handler._record(result, ids)) for _ in range(repeats)]
         fields = {**ids, "outcome": "accepted", "reason": None, "status": 202}
         log = [

@@ -15,11 +15,11 @@ import contextlib
 import io
 import json
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import boto3
 
@@ -36,6 +36,9 @@ from local.testkit import builders
 from local.testkit.moto_world import BUCKET, REGION, TABLE, StreamReader, moto_world
 from local.testkit.receiver_rig import make_receiver_rig, receiver_clients
 from local.testkit.worker_rig import make_worker
+
+if TYPE_CHECKING:
+    from botocore.model import OperationModel
 
 
 class _CountingSink(io.TextIOBase):
@@ -61,9 +64,9 @@ class PhaseCounter:
         self.calls: Counter[tuple[str, str, str]] = Counter()  # (phase, service, operation)
         self.transact_items: Counter[str] = Counter()  # phase -> items in transactions
         self.log_bytes: Counter[str] = Counter()
-        self.units: dict[str, Counter[str]] = {}  # phase -> capacity units
+        self.units: dict[str, defaultdict[str, float]] = {}  # phase -> capacity units
 
-    def on_call(self, model: Any, **_: Any) -> None:
+    def on_call(self, model: OperationModel, **_: object) -> None:
         with self._lock:
             self.calls[(self.phase, model.service_model.service_name, model.name)] += 1
 
@@ -88,7 +91,7 @@ class PhaseCounter:
         changes the item's index key (a delete and a put in the index). Reads: 0.5 RRU
         eventually consistent, 1 strongly consistent.
         """
-        units = self.units.setdefault(self.phase, Counter())
+        units = self.units.setdefault(self.phase, defaultdict(float))
         text = json.dumps(request)
         touches_index = table_layout.STATE_INDEX_PARTITION_KEY in text
         if action in ("Put", "Update", "Delete"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -18,6 +18,10 @@ from local.testkit import builders, offline_aws
 from local.testkit.clock import START, FakeClock
 from local.testkit.moto_world import REGION
 from local.testkit.receiver_rig import ReceiverRig, make_receiver_rig, receiver_clients
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
 TABLE = "relaylink-bench"
 SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:relaylink-bench-AbCdEf"
@@ -36,14 +40,16 @@ def bench_session() -> boto3.Session:
     )
 
 
-def clients(session: boto3.Session | None = None) -> tuple[Any, Any]:
+def clients(
+    session: boto3.Session | None = None,
+) -> tuple[DynamoDBClient, SecretsManagerClient]:
     """The receiver's DynamoDB and Secrets Manager clients, from the bench's session."""
     return receiver_clients(session or bench_session())
 
 
 def make_rig(
-    dynamodb: Any,
-    secretsmanager: Any,
+    dynamodb: DynamoDBClient,
+    secretsmanager: SecretsManagerClient,
     *,
     secret_arn: str = SECRET_ARN,
     table: str = TABLE,

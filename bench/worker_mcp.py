@@ -15,15 +15,21 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bench.output import quiet_output
 from bench.stats import Summary, summarize
+from functions.core.batch import BatchPackageSource, PackageSourceFactory
+from functions.core.deadline import Deadline
 from functions.core.models import State, WorkItem
+from functions.core.package import Package
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.testkit.moto_world import MotoWorld, moto_world
 from local.testkit.worker_rig import WorkerRig, make_worker
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 TARGET_REQUESTS_PER_BATCH: Final = 13
 BATCH: Final = 10
@@ -33,27 +39,30 @@ MCP_TOKEN: Final = "bench-mcp-token-5d1e"
 class McpTimer:
     """Wraps a worker's package-source factory and times everything MCP in it."""
 
-    def __init__(self, factory: Any) -> None:
+    def __init__(self, factory: PackageSourceFactory) -> None:
         self._factory = factory
         self.seconds = 0.0
         self.fetches = 0
 
     @contextlib.asynccontextmanager
-    async def __call__(self) -> AsyncIterator[Any]:
+    async def __call__(self, deadline: Deadline) -> AsyncIterator[BatchPackageSource]:
         timer = self
-        source_cm = self._factory()
+        source_cm = self._factory(deadline)
         start = time.perf_counter()
         source = await source_cm.__aenter__()
         self.seconds += time.perf_counter() - start
 
         class Timed:
-            async def get_package(self, mcp_url: str, package_id: str) -> Any:
+            async def get_package(self, mcp_url: str, package_id: str) -> Package:
                 began = time.perf_counter()
                 try:
                     return await source.get_package(mcp_url, package_id)
                 finally:
                     timer.seconds += time.perf_counter() - began
                     timer.fetches += 1
+
+            def unreachable(self, mcp_url: str) -> bool:
+                return source.unreachable(mcp_url)
 
         try:
             yield Timed()
@@ -93,7 +102,7 @@ class WorkerMcp:
         }
 
 
-def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[dict[str, Any]]:
+def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[MessageTypeDef]:
     """``n`` accepted deliveries on the queue; returns them as received SQS messages."""
     for _ in range(n):
         item = WorkItem(

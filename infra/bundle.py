@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,19 +238,49 @@ def _resolve_from(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join([*anchor, *([node.module] if node.module else [])])
 
 
-def third_party_imports(files: Iterable[Path]) -> set[str]:
-    """Top-level names of non-``functions`` modules that ``files`` import (absolute only)."""
+def third_party_imports(files: Iterable[Path], *, type_checking: bool = False) -> set[str]:
+    """Top-level names of non-``functions`` modules that ``files`` import (absolute only).
+
+    Imports under ``if TYPE_CHECKING:`` never run (type stubs, for instance, do not
+    ship): they are left out, or, with ``type_checking=True``, they are the only ones.
+    """
     names: set[str] = set()
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node, for_types in _import_statements(tree, for_types=False):
+            if for_types != type_checking:
+                continue
             if isinstance(node, ast.Import):
                 names.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
     names.discard("functions")
     names.discard("__future__")
     return names - set(sys.stdlib_module_names)
+
+
+def _import_statements(
+    node: ast.AST, *, for_types: bool
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement under ``node``, and whether it is for type checking only."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        yield node, for_types
+        return
+    if isinstance(node, ast.If) and _is_type_checking(node.test):
+        for statement in node.body:
+            yield from _import_statements(statement, for_types=True)
+        for statement in node.orelse:
+            yield from _import_statements(statement, for_types=for_types)
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _import_statements(child, for_types=for_types)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
 def package_files(

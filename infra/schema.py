@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
 from functions.core.retry_policy import RETRY_BASE_SECONDS, retry_schedule
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
 
 
 class AttributeType(StrEnum):
@@ -148,11 +151,13 @@ def max_receive_count_for(
 
 def work_queue_attributes(
     *, dead_letter_arn: str, max_receive_count: int, visibility_timeout_seconds: int | None = None
-) -> dict[str, str]:
+) -> dict[QueueAttributeNameType, str]:
     """``CreateQueue`` attributes of the work queue, as the SQS API takes them (the CDK
     writes the same redrive policy into the template)."""
     redrive = {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": str(max_receive_count)}
-    attributes = {"RedrivePolicy": json.dumps(redrive, separators=(",", ":"))}
+    attributes: dict[QueueAttributeNameType, str] = {
+        "RedrivePolicy": json.dumps(redrive, separators=(",", ":"))
+    }
     if visibility_timeout_seconds is not None:
         attributes["VisibilityTimeout"] = str(visibility_timeout_seconds)
     return attributes

@@ -8,15 +8,21 @@ from :mod:`infra.schema`: the key schema, index, TTL attribute and redrive exist
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from functions.core import setting_defaults
 from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
+from local.aws_clients import AwsClients
 from local.state import Resources
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
 
-def create_table(dynamodb: Any, table_name: str) -> str:
+
+def create_table(dynamodb: DynamoDBClient, table_name: str) -> str:
     """Create the table and its TTL; returns the stream ARN."""
     response = dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
@@ -27,7 +33,11 @@ def create_table(dynamodb: Any, table_name: str) -> str:
 
 
 def create_queues(
-    sqs: Any, *, queue_name: str, max_receive_count: int, visibility_timeout: int | None = None
+    sqs: SQSClient,
+    *,
+    queue_name: str,
+    max_receive_count: int,
+    visibility_timeout: int | None = None,
 ) -> tuple[str, str]:
     """Create the work queue and its dead-letter queue; returns (queue URL, DLQ URL)."""
     dlq_url = sqs.create_queue(QueueName=f"{queue_name}-dlq")["QueueUrl"]
@@ -43,13 +53,13 @@ def create_queues(
     return str(queue_url), str(dlq_url)
 
 
-def create_secret(secretsmanager: Any, *, name: str, value: str) -> str:
+def create_secret(secretsmanager: SecretsManagerClient, *, name: str, value: str) -> str:
     """Create a secret holding ``value``; returns its ARN."""
     return str(secretsmanager.create_secret(Name=name, SecretString=value)["ARN"])
 
 
 def create_stack_resources(
-    client: Callable[[str], Any],
+    client: AwsClients,
     *,
     prefix: str,
     signing_secrets: Sequence[str],
@@ -62,7 +72,7 @@ def create_stack_resources(
     topics.
 
     Args:
-        client: a boto3 client for a service name, pointed at the emulator.
+        client: boto3 clients by service name, pointed at the emulator.
         prefix: of every resource's name.
     """
     dynamodb, sqs = client("dynamodb"), client("sqs")
@@ -106,12 +116,13 @@ def create_stack_resources(
     )
 
 
-def create_alert_topic(client: Callable[[str], Any], *, prefix: str) -> tuple[str, str]:
+def create_alert_topic(client: AwsClients, *, prefix: str) -> tuple[str, str]:
     """The agent workflow's alert topic, with a queue subscribed so that a check can
     count the alerts; returns (topic ARN, queue URL)."""
     sns, sqs = client("sns"), client("sqs")
-    topic_arn = str(sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"])
-    queue_url = str(sqs.create_queue(QueueName=f"{prefix}-alerts")["QueueUrl"])
+    # The same name as the stack's alert topic: SNS answers an existing topic's ARN.
+    topic_arn = sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName=f"{prefix}-alerts")["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]

@@ -33,10 +33,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.core import env_keys, event_source_limits, table_layout
 from local import lambda_logging
@@ -49,6 +49,15 @@ from local.child import (
     quiet_exit,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodbstreams.client import DynamoDBStreamsClient
+    from mypy_boto3_dynamodbstreams.type_defs import (
+        GetShardIteratorInputTypeDef,
+        RecordTypeDef,
+    )
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueOutputTypeDef, MessageTypeDef
+
 log = logging.getLogger("relaylink.local.event_sources")
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -57,7 +66,7 @@ SHARD_REFRESH_SECONDS = 5.0
 INJECTED_RELAY_FAILURE = "injected fault"
 
 
-def is_outbox_insert(record: dict[str, Any]) -> bool:
+def is_outbox_insert(record: Mapping[str, Any]) -> bool:
     """The relay mapping's filter (infra/relay.py ``outbox_insert_filter``)."""
     image = record.get("dynamodb", {}).get("NewImage", {})
     return bool(
@@ -90,7 +99,7 @@ class Checkpoints:
 class _Shard:
     shard_id: str
     iterator: str | None
-    buffer: list[dict[str, Any]] = field(default_factory=list)
+    buffer: list[RecordTypeDef] = field(default_factory=list)
     attempts: int = 0  # failed invocations of the record at the head of the buffer
     batch_size: int = event_source_limits.RELAY_BATCH_SIZE
 
@@ -101,8 +110,8 @@ class StreamMapping:
     def __init__(
         self,
         *,
-        streams: Any,
-        sqs: Any,
+        streams: DynamoDBStreamsClient,
+        sqs: SQSClient,
         stream_arn: str,
         failure_queue_url: str,
         handler: Handler,
@@ -140,14 +149,15 @@ class StreamMapping:
             if shard_id in self._shards:
                 continue
             checkpoint = self._checkpoints.get(shard_id)
-            position: dict[str, str] = (
-                {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": checkpoint}
-                if checkpoint
-                else {"ShardIteratorType": "TRIM_HORIZON"}
-            )
-            iterator = self._streams.get_shard_iterator(
-                StreamArn=self._stream_arn, ShardId=shard_id, **position
-            )["ShardIterator"]
+            position: GetShardIteratorInputTypeDef = {
+                "StreamArn": self._stream_arn,
+                "ShardId": shard_id,
+                "ShardIteratorType": "TRIM_HORIZON",
+            }
+            if checkpoint:
+                position["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
+                position["SequenceNumber"] = checkpoint
+            iterator = self._streams.get_shard_iterator(**position)["ShardIterator"]
             self._shards[shard_id] = _Shard(shard_id, iterator)
         self._refreshed_at = time.monotonic()
 
@@ -160,14 +170,16 @@ class StreamMapping:
             self._done(shard, 1)
         if not shard.buffer:
             return False
-        window: list[dict[str, Any]] = []
+        window: list[RecordTypeDef] = []
         matching = 0
         for record in shard.buffer:
             window.append(record)
             matching += is_outbox_insert(record)
             if matching == shard.batch_size:
                 break
-        batch = [{**r, "eventSourceARN": self._stream_arn} for r in window if is_outbox_insert(r)]
+        batch: list[dict[str, Any]] = [
+            {**r, "eventSourceARN": self._stream_arn} for r in window if is_outbox_insert(r)
+        ]
         failed_at = self._invoke(batch)
         if failed_at is None:
             self._done(shard, len(window))
@@ -235,7 +247,7 @@ class StreamMapping:
         self.sent_to_failure_queue += 1
 
 
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+def sqs_event(messages: Sequence[MessageTypeDef], queue_arn: str, region: str) -> dict[str, Any]:
     """The Lambda SQS event for received messages (received with every attribute)."""
     return {
         "Records": [
@@ -258,7 +270,7 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
     }
 
 
-def lambda_message_attribute(received: dict[str, Any]) -> dict[str, Any]:
+def lambda_message_attribute(received: MessageAttributeValueOutputTypeDef) -> dict[str, Any]:
     """A message attribute as Lambda's SQS event spells it (``ReceiveMessage`` says
     ``StringValue``, the event ``stringValue``; binary values arrive base64-encoded)."""
     attribute: dict[str, Any] = {
@@ -276,7 +288,7 @@ def lambda_message_attribute(received: dict[str, Any]) -> dict[str, Any]:
 class QueueMapping:
     """SQS → worker: partial batch responses; failures wait out the visibility timeout."""
 
-    def __init__(self, *, sqs: Any, queue_url: str, handler: Handler, region: str) -> None:
+    def __init__(self, *, sqs: SQSClient, queue_url: str, handler: Handler, region: str) -> None:
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler

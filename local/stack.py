@@ -20,7 +20,6 @@ minutes. :mod:`local.stack_probes` reads what the stack holds.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import secrets
 import shutil
@@ -33,17 +32,18 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
+from local.aws_clients import AwsClients
 from local.aws_emulator import AwsEmulator
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.stack_options import StackOptions
-from local.state import LocalState, Resources, emulator_client
+from local.state import LocalState, Resources, emulator_clients
 
 Role = Literal["front_door", "worker"]
 ROLES: tuple[Role, ...] = ("front_door", "worker")
@@ -296,8 +296,10 @@ class LocalStack:
         """Model calls per delivery id, as the Bedrock emulator counted them."""
         return self.bedrock.calls() if self.bedrock is not None else {}
 
-    def client(self, service: str) -> Any:
-        return self.state.aws_client(service)
+    @property
+    def client(self) -> AwsClients:
+        """boto3 clients for the stack's emulator: ``stack.client("dynamodb")``."""
+        return self.state.aws_client
 
     def queue_depths(self) -> dict[str, int]:
         """Messages in each queue (visible + in flight + delayed)."""
@@ -317,9 +319,7 @@ class LocalStack:
     def _create_resources(self, signing: list[str], token: str) -> Resources:
         assert self.emulator is not None
         return create_stack_resources(
-            functools.partial(
-                emulator_client, endpoint_url=self.emulator.endpoint_url, region=REGION
-            ),
+            emulator_clients(self.emulator.endpoint_url, region=REGION),
             # Unique per stack: stacks in one process share moto's in-memory backends.
             prefix=f"{PREFIX}-{secrets.token_hex(3)}",
             signing_secrets=signing,
@@ -332,9 +332,7 @@ class LocalStack:
     def _add_alert_topic(self, resources: Resources) -> Resources:
         assert self.emulator is not None
         topic_arn, queue_url = create_alert_topic(
-            functools.partial(
-                emulator_client, endpoint_url=self.emulator.endpoint_url, region=REGION
-            ),
+            emulator_clients(self.emulator.endpoint_url, region=REGION),
             prefix=resources.table_name.removesuffix("-inbox"),
         )
         return replace(resources, alert_topic_arn=topic_arn, alert_queue_url=queue_url)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_steps import KIND_STEP
 from functions.core.steps import StepStatus
 from local.state import LocalState
 
-_DEPTH_ATTRIBUTES = (
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
+
+_DEPTH_ATTRIBUTES: Final[tuple[QueueAttributeNameType, ...]] = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
@@ -29,7 +33,7 @@ def queue_depths(state: LocalState) -> dict[str, int]:
         ("relay_failure", resources.relay_failure_queue_url),
     ):
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-        depths[name] = sum(int(attributes.get(key, 0)) for key in _DEPTH_ATTRIBUTES)
+        depths[name] = sum(int(attributes.get(key, "0")) for key in _DEPTH_ATTRIBUTES)
     return depths
 
 

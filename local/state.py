@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from local.aws_clients import AwsClients
+
 # The emulator accepts any credentials; these make boto3 never look for real ones.
 LOCAL_ACCESS_KEY = "local"
 LOCAL_SECRET_KEY = "local"  # noqa: S105 (a placeholder the emulator ignores)
@@ -92,9 +94,10 @@ class LocalState:
             Path(temporary).unlink(missing_ok=True)
             raise
 
-    def aws_client(self, service: str) -> Any:
-        """A boto3 client for the emulator."""
-        return emulator_client(service, endpoint_url=self.aws_endpoint_url, region=self.region)
+    @property
+    def aws_client(self) -> AwsClients:
+        """boto3 clients for the emulator: ``state.aws_client("sqs")``."""
+        return emulator_clients(self.aws_endpoint_url, region=self.region)
 
     def client_environment(self) -> dict[str, str]:
         """Environment that points boto3 (and so the handlers) at the emulator."""
@@ -107,14 +110,11 @@ class LocalState:
         }
 
 
-def emulator_client(service: str, *, endpoint_url: str, region: str) -> Any:
-    """A boto3 client for the emulator at ``endpoint_url``."""
-    import boto3  # noqa: PLC0415 (only callers that talk to AWS pay for it)
-
-    return boto3.client(
-        service,
+def emulator_clients(endpoint_url: str, *, region: str) -> AwsClients:
+    """boto3 clients for the emulator at ``endpoint_url``."""
+    return AwsClients(
+        region=region,
         endpoint_url=endpoint_url,
-        region_name=region,
-        aws_access_key_id=LOCAL_ACCESS_KEY,
-        aws_secret_access_key=LOCAL_SECRET_KEY,
+        access_key_id=LOCAL_ACCESS_KEY,
+        secret_access_key=LOCAL_SECRET_KEY,
     )

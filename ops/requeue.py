@@ -16,9 +16,10 @@ failed until the next attempt records its own outcome.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -28,6 +29,11 @@ from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
 from ops.inbox import show_inbox
 from ops.target import OperatorError, Target, describe_aws_error
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+_Response = TypeVar("_Response")
 
 # Each received dead letter stays hidden this long while it is handled.
 _REDRIVE_VISIBILITY_SECONDS: Final = 60
@@ -184,7 +190,7 @@ def redrive(target: Target, *, now: int, max_messages: int | None = None) -> Red
     return report
 
 
-def _receive(target: Target, count: int) -> list[dict[str, Any]]:
+def _receive(target: Target, count: int) -> list[MessageTypeDef]:
     response = _sqs(
         target.sqs.receive_message,
         QueueUrl=target.dead_letter_queue_url,
@@ -195,7 +201,7 @@ def _receive(target: Target, count: int) -> list[dict[str, Any]]:
     return list(response.get("Messages", []))
 
 
-def _sqs(call: Any, **arguments: Any) -> Any:
+def _sqs(call: Callable[..., _Response], **arguments: Any) -> _Response:
     try:
         return call(**arguments)
     except (ClientError, BotoCoreError) as exc:

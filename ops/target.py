@@ -7,7 +7,7 @@ A :class:`Target` holds boto3 clients and the stack's resource names; the operat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -19,6 +19,10 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef, ScanOutputTypeDef
+    from mypy_boto3_sqs.client import SQSClient
+
     from local.state import LocalState
 
 # Stack outputs the operator needs (infra/stack.py).
@@ -37,8 +41,8 @@ class OperatorError(Exception):
 class Target:
     """Where the operator commands act: clients and the stack's resource names."""
 
-    dynamodb: Any
-    sqs: Any
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
     table_name: str
     work_queue_url: str
     dead_letter_queue_url: str
@@ -117,7 +121,9 @@ class Target:
         )
 
 
-def paginate(call: Any, arguments: dict[str, Any]) -> Iterator[dynamodb_items.Item]:
+def paginate(
+    call: Callable[..., ScanOutputTypeDef | QueryOutputTypeDef], arguments: dict[str, Any]
+) -> Iterator[dynamodb_items.Item]:
     """Every item of a DynamoDB scan or query, page after page."""
     while True:
         try:

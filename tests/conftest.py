@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -18,6 +18,9 @@ from local.aws_resources import create_table
 from local.testkit import offline_aws
 from local.testkit.moto_world import REGION, TABLE
 from tests import log_audit
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 pytest_plugins = ["tests.receiver_harness", "tests.processing_harness", "tests.operator_harness"]
 
@@ -40,12 +43,12 @@ def moto_aws() -> Iterator[None]:
 
 
 @pytest.fixture
-def dynamodb(moto_aws: None) -> Any:
+def dynamodb(moto_aws: None) -> DynamoDBClient:
     return boto3.client("dynamodb", region_name=REGION)
 
 
 @pytest.fixture
-def table(dynamodb: Any) -> str:
+def table(dynamodb: DynamoDBClient) -> str:
     """An empty table with the stack's schema; returns its name."""
     create_table(dynamodb, TABLE)
     return TABLE

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,12 +189,12 @@ class FakeClaims:
     def get(self, delivery_id: str) -> InboxItem | None:
         return self.items.get(delivery_id)
 
-    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
+    def stale_pending(self, *, changed_before: int, page_size: int) -> Iterable[InboxItem]:
         return self._where(
             lambda i: i.state is State.PENDING and i.state_changed_at < changed_before
         )
 
-    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+    def expired_leases(self, *, now: int, page_size: int) -> Iterable[InboxItem]:
         return self._where(lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now)
 
     def _where(self, keep: Callable[[InboxItem], bool]) -> list[InboxItem]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,6 +23,10 @@ from local.testkit.aws_calls import AwsCalls
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import TABLE, MotoWorld, moto_world
 from local.testkit.receiver_rig import ReceiverRig, make_receiver_rig, receiver_clients
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,11 @@ class Receiver:
     secret_arn: str
 
     @property
-    def dynamodb(self) -> Any:
+    def dynamodb(self) -> DynamoDBClient:
         return self.rig.dynamodb
 
     @property
-    def secretsmanager(self) -> Any:
+    def secretsmanager(self) -> SecretsManagerClient:
         return self.rig.secretsmanager
 
     @property

@@ -97,7 +97,10 @@ async def _fetch(work: WorkItem) -> Package:
         return await fetcher.get_package(work.mcp_url, work.package_id)
 
 
-@idempotent_function(data_keyword_argument="delivery", config=config, persistence_store=persistence)
+# Powertools annotates idempotent_function as returning Any; the wrapper keeps the signature.
+@idempotent_function(  # type: ignore[untyped-decorator]
+    data_keyword_argument="delivery", config=config, persistence_store=persistence
+)
 def process(delivery: dict[str, Any]) -> dict[str, Any]:
     """Fetch the package and run the workflow: once per delivery id (per the record)."""
     work = WorkItem(

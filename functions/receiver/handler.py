@@ -12,7 +12,7 @@ import logging
 import os
 import traceback
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.config import Config
 
@@ -28,6 +28,10 @@ from functions.core.observability import log_with_counts, logger
 from functions.core.settings_env import SettingsError
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
 REASON_MALFORMED_EVENT: Final = "malformed_request"
 REASON_MISCONFIGURED: Final = "receiver_misconfigured"
@@ -65,8 +69,8 @@ class Deps:
 def build_deps(
     settings: Settings,
     *,
-    dynamodb: Any = None,
-    secretsmanager: Any = None,
+    dynamodb: DynamoDBClient | None = None,
+    secretsmanager: SecretsManagerClient | None = None,
     clock: Clock | None = None,
 ) -> Deps:
     """Wire the use case to its adapters; tests pass their own clients and clock."""
@@ -76,10 +80,15 @@ def build_deps(
         # on the cold path. One session, so both clients share its loaded data.
         import botocore.session  # noqa: PLC0415 (only production wiring needs a session)
 
+        # botocore's session types every client as its base class; they are the
+        # very clients boto3 would make.
         session = botocore.session.get_session()
-        dynamodb = dynamodb or session.create_client("dynamodb", config=DYNAMODB_CONFIG)
-        secretsmanager = secretsmanager or session.create_client(
-            "secretsmanager", config=SECRETS_CONFIG
+        dynamodb = dynamodb or cast(
+            "DynamoDBClient", session.create_client("dynamodb", config=DYNAMODB_CONFIG)
+        )
+        secretsmanager = secretsmanager or cast(
+            "SecretsManagerClient",
+            session.create_client("secretsmanager", config=SECRETS_CONFIG),
         )
     clock = clock or SystemClock()
     return Deps(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
@@ -29,6 +29,10 @@ from functions.core.reconcile import (
     reconcile,
 )
 from functions.reconciler.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
 
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 
@@ -55,7 +59,11 @@ class Deps:
 
 
 def build_deps(
-    settings: Settings, *, dynamodb: Any = None, sqs: Any = None, clock: Clock | None = None
+    settings: Settings,
+    *,
+    dynamodb: DynamoDBClient | None = None,
+    sqs: SQSClient | None = None,
+    clock: Clock | None = None,
 ) -> Deps:
     if dynamodb is None or sqs is None:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)

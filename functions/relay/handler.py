@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -32,6 +32,9 @@ from functions.core.observability import logger
 from functions.core.reconcile import Enqueue
 from functions.relay.settings import Settings
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
 SQS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 METRIC_SKIPPED = "OutboxRecordsSkipped"
 
@@ -42,7 +45,7 @@ class Deps:
     metrics: EmfMetrics
 
 
-def build_deps(settings: Settings, *, sqs: Any = None) -> Deps:
+def build_deps(settings: Settings, *, sqs: SQSClient | None = None) -> Deps:
     if sqs is None:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
@@ -36,6 +36,12 @@ from functions.core.steps import StepStorage
 from functions.core.workflow import Workflow, WorkflowContext, load_workflow
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS, Settings
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
+
 AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 # docs/contract.md (Packages over MCP) sets no size; a briefing plus attachment metadata
 # is text, and anything near this is not a briefing an agent should be handed.
@@ -51,7 +57,9 @@ class Deps:
     limits: BatchLimits
 
 
-def mcp_packages(settings: Settings, *, secretsmanager: Any) -> PackageSourceFactory:
+def mcp_packages(
+    settings: Settings, *, secretsmanager: SecretsManagerClient | None
+) -> PackageSourceFactory:
     """One MCP fetcher per batch, with the (cached) token and the host allowlist."""
     tokens = SecretsManagerMcpToken(
         secret_arn=settings.mcp_token_secret_arn,
@@ -80,10 +88,10 @@ def mcp_packages(settings: Settings, *, secretsmanager: Any) -> PackageSourceFac
 def build_deps(
     settings: Settings,
     *,
-    dynamodb: Any = None,
-    sqs: Any = None,
-    secretsmanager: Any = None,
-    s3: Any = None,
+    dynamodb: DynamoDBClient | None = None,
+    sqs: SQSClient | None = None,
+    secretsmanager: SecretsManagerClient | None = None,
+    s3: S3Client | None = None,
     clock: Clock | None = None,
     workflow: Workflow | None = None,
     packages: PackageSourceFactory | None = None,

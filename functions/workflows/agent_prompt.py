@@ -26,9 +26,12 @@ import secrets
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from functions.core.package import Package
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.type_defs import MessageTypeDef, SystemContentBlockTypeDef
 
 NONCE_BYTES: Final = 16
 DEFAULT_ANSWER_WORDS: Final = 150
@@ -93,11 +96,11 @@ class AgentPrompt:
         """The line after the package's JSON."""
         return _closing(self.nonce)
 
-    def converse_system(self) -> list[dict[str, str]]:
+    def converse_system(self) -> list[SystemContentBlockTypeDef]:
         """The Converse ``system`` parameter."""
         return [{"text": self.system}]
 
-    def converse_messages(self) -> list[dict[str, Any]]:
+    def converse_messages(self) -> list[MessageTypeDef]:
         """The Converse ``messages`` parameter: one user turn."""
         return [{"role": "user", "content": [{"text": self.user}]}]
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+    from botocore.model import OperationModel
 
 
 class AwsCalls:
@@ -19,16 +23,16 @@ class AwsCalls:
         self.calls: Counter[tuple[str, str]] = Counter()
         self.attempts: Counter[tuple[str, str]] = Counter()
 
-    def watch(self, *clients: Any) -> None:
+    def watch(self, *clients: BaseClient) -> None:
         for client in clients:
             client.meta.events.register("before-call", self._on_call)
             client.meta.events.register_first("before-send", self._on_send)
 
-    def _on_call(self, model: Any, **_: Any) -> None:
+    def _on_call(self, model: OperationModel, **_: object) -> None:
         with self._lock:
             self.calls[(model.service_model.service_name, model.name)] += 1
 
-    def _on_send(self, event_name: str, **_: Any) -> None:
+    def _on_send(self, event_name: str, **_: object) -> None:
         _prefix, service, operation = event_name.split(".", 2)
         with self._lock:
             self.attempts[(service, operation)] += 1

@@ -8,13 +8,27 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from io import BytesIO
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+
+if TYPE_CHECKING:
+    from botocore.awsrequest import AWSPreparedRequest
+    from botocore.client import BaseClient
 
 UNSERVED_URL = "https://fault-injection.invalid/"
+
+
+def answer_first(
+    client: BaseClient, event: str, handler: Callable[..., AWSResponse | None]
+) -> None:
+    """Register ``handler`` first on a ``before-send`` event: its response is the one used."""
+    # botocore-stubs type every event handler as returning None; a before-send
+    # handler's return value is the response botocore uses.
+    client.meta.events.register_first(event, handler)  # type: ignore[arg-type]
 
 
 class _RawBody(BytesIO):
@@ -28,14 +42,19 @@ class _RawBody(BytesIO):
 
 
 def aws_response(
-    request: Any, status: int, body: bytes, *, content_type: str, request_id: str
+    request: AWSPreparedRequest,
+    status: int,
+    body: bytes,
+    *,
+    content_type: str,
+    request_id: str,
 ) -> AWSResponse:
     """The response an AWS JSON endpoint would give ``request``, made in process."""
-    headers = {"Content-Type": content_type, "x-amzn-RequestId": request_id}
+    headers = HTTPHeaders.from_dict({"Content-Type": content_type, "x-amzn-RequestId": request_id})
     return AWSResponse(request.url, status, headers, _RawBody(body))
 
 
-def divert_from_emulator(request: Any) -> None:
+def divert_from_emulator(request: AWSPreparedRequest) -> None:
     """Make an already-answered request one that moto's ``before-send`` handler skips.
 
     moto answers only URLs of AWS endpoints; this one is not. botocore never sends it:
@@ -45,7 +64,7 @@ def divert_from_emulator(request: Any) -> None:
 
 
 def inject_dynamodb_error(
-    client: Any,
+    client: BaseClient,
     operation: str,
     *,
     code: str,
@@ -65,7 +84,7 @@ def inject_dynamodb_error(
     error = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
     body = json.dumps({**error, **(extra or {})}).encode()
 
-    def answer(request: Any, **_: Any) -> AWSResponse | None:
+    def answer(request: AWSPreparedRequest, **_: object) -> AWSResponse | None:
         if times is not None and len(intercepted) >= times:
             return None
         intercepted.append(1)
@@ -79,11 +98,11 @@ def inject_dynamodb_error(
         divert_from_emulator(request)
         return response
 
-    client.meta.events.register_first(f"before-send.dynamodb.{operation}", answer)
+    answer_first(client, f"before-send.dynamodb.{operation}", answer)
     return intercepted
 
 
-def serialize_moto(clients: list[Any], *, services: tuple[str, ...] = ("dynamodb",)) -> None:
+def serialize_moto(clients: list[BaseClient], *, services: tuple[str, ...] = ("dynamodb",)) -> None:
     """Let moto answer these clients' requests one at a time, as one DynamoDB would.
 
     moto's in-process backend is not thread-safe: two threads' conditional updates
@@ -95,7 +114,9 @@ def serialize_moto(clients: list[Any], *, services: tuple[str, ...] = ("dynamodb
 
     lock = threading.Lock()
 
-    def one_at_a_time(request: Any, event_name: str, **kwargs: Any) -> Any:
+    def one_at_a_time(
+        request: AWSPreparedRequest, event_name: str, **kwargs: Any
+    ) -> AWSResponse | None:
         with lock:
             response = botocore_stubber(event_name=event_name, request=request, **kwargs)
         divert_from_emulator(request)  # answered: moto's own hook must skip it
@@ -103,4 +124,4 @@ def serialize_moto(clients: list[Any], *, services: tuple[str, ...] = ("dynamodb
 
     for client in clients:
         for service in services:
-            client.meta.events.register_first(f"before-send.{service}", one_at_a_time)
+            answer_first(client, f"before-send.{service}", one_at_a_time)

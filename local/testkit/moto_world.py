@@ -11,21 +11,29 @@ built from the same names as the CDK stack. The stream is read with moto's
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
 from moto import mock_aws
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
 from infra.schema import max_receive_count_for
+from local.aws_clients import AwsClients
 from local.aws_resources import create_queues, create_secret, create_table
 from local.event_sources import is_outbox_insert
 from local.testkit.clock import FakeClock
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodbstreams.client import DynamoDBStreamsClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 REGION = "us-east-1"
 TABLE = "relaylink-test"
@@ -35,14 +43,12 @@ MAX_ATTEMPTS = 3  # attempts of unknown outcome before the worker dead-letters
 # Short enough that a test can ride through the whole schedule: (0, 15, 45, 105) s.
 RETRY_HORIZON_SECONDS = 120
 
-ClientFactory = Callable[[str], Any]
-
 
 @dataclass
 class StreamReader:
     """Reads the table's stream from the start, shard by shard, as Lambda would."""
 
-    streams: Any
+    streams: DynamoDBStreamsClient
     stream_arn: str
     _iterators: dict[str, str | None] = field(default_factory=dict)
 
@@ -76,11 +82,11 @@ class StreamReader:
 class MotoWorld:
     """The resources, clients to reach them, and the clock every function of a run shares."""
 
-    dynamodb: Any
-    sqs: Any
-    streams: Any
-    s3: Any
-    secretsmanager: Any
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
+    streams: DynamoDBStreamsClient
+    s3: S3Client
+    secretsmanager: SecretsManagerClient
     stream_arn: str
     queue_url: str
     queue_arn: str
@@ -158,9 +164,9 @@ class MotoWorld:
     def enqueue(self, work: WorkItem) -> None:
         self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=work.to_json())
 
-    def receive(self, *, queue_url: str | None = None, limit: int = 10) -> list[dict[str, Any]]:
+    def receive(self, *, queue_url: str | None = None, limit: int = 10) -> list[MessageTypeDef]:
         """Everything visible now (up to ``limit``), as raw SQS messages."""
-        found: list[dict[str, Any]] = []
+        found: list[MessageTypeDef] = []
         while len(found) < limit:
             batch = self.sqs.receive_message(
                 QueueUrl=queue_url or self.queue_url,
@@ -173,7 +179,7 @@ class MotoWorld:
             found.extend(batch)
         return found
 
-    def make_visible(self, messages: list[dict[str, Any]]) -> None:
+    def make_visible(self, messages: Sequence[MessageTypeDef]) -> None:
         """Fast-forward a visibility timeout or back-off (moto keeps real time)."""
         for message in messages:
             self.sqs.change_message_visibility(
@@ -196,7 +202,7 @@ class MotoWorld:
         return [m["Body"] for m in self.receive(queue_url=self.dlq_url)]
 
 
-def build_world(client: ClientFactory, *, clock: FakeClock | None = None) -> MotoWorld:
+def build_world(client: AwsClients, *, clock: FakeClock | None = None) -> MotoWorld:
     """Create the resources through ``client(service)`` (in-process moto or a server)."""
     dynamodb = client("dynamodb")
     stream_arn = create_table(dynamodb, TABLE)
@@ -231,4 +237,4 @@ def build_world(client: ClientFactory, *, clock: FakeClock | None = None) -> Mot
 def moto_world(*, clock: FakeClock | None = None) -> Iterator[MotoWorld]:
     """A world in in-process moto, gone when the block ends."""
     with mock_aws():
-        yield build_world(lambda service: boto3.client(service, region_name=REGION), clock=clock)
+        yield build_world(AwsClients(region=REGION), clock=clock)

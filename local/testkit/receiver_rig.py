@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -20,12 +20,20 @@ from local.testkit.builders import LambdaContext
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
-def receiver_clients(session: Any = boto3) -> tuple[Any, Any]:
+
+def receiver_clients(
+    session: boto3.session.Session | None = None,
+) -> tuple[DynamoDBClient, SecretsManagerClient]:
     """A DynamoDB and a Secrets Manager client with the receiver's own configuration.
 
-    ``session``: a ``boto3.Session`` (or the ``boto3`` module: its default session).
+    ``session``: a ``boto3.Session``; None: boto3's default session (one is made if
+    there is none yet, as ``boto3.client`` would).
     """
+    session = session or boto3.DEFAULT_SESSION or boto3.session.Session()
     return (
         session.client("dynamodb", region_name=REGION, config=handler.DYNAMODB_CONFIG),
         session.client("secretsmanager", region_name=REGION, config=handler.SECRETS_CONFIG),
@@ -36,8 +44,8 @@ def receiver_clients(session: Any = boto3) -> tuple[Any, Any]:
 class ReceiverRig:
     """One receiver container: its deps (installed in the handler) and its clients."""
 
-    dynamodb: Any
-    secretsmanager: Any
+    dynamodb: DynamoDBClient
+    secretsmanager: SecretsManagerClient
     clock: FakeClock
     deps: handler.Deps
 
@@ -54,8 +62,8 @@ class ReceiverRig:
 
 
 def make_receiver_rig(
-    dynamodb: Any,
-    secretsmanager: Any,
+    dynamodb: DynamoDBClient,
+    secretsmanager: SecretsManagerClient,
     *,
     table: str,
     secret_arn: str,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -19,6 +19,13 @@ from local.testkit.moto_world import (
     MotoWorld,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    # At run time imported only when a worker is built: the handler imports the MCP SDK.
+    from functions.worker.handler import Deps
+    from functions.worker.settings import Settings
+
 LEASE_SECONDS = 300
 
 
@@ -27,10 +34,10 @@ class WorkerRig:
     """One worker container: its own clients, the world's clock, real adapters."""
 
     world: MotoWorld
-    deps: Any  # functions.worker.handler.Deps (imported only when a worker is built)
-    settings: Any
+    deps: Deps
+    settings: Settings
 
-    def run(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def run(self, messages: Sequence[MessageTypeDef]) -> dict[str, Any]:
         """Invoke the worker with ``messages``, then do what the event-source mapping does."""
         from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
 
@@ -45,7 +52,7 @@ class WorkerRig:
                 )
         return response
 
-    def run_visible(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def run_visible(self) -> tuple[list[MessageTypeDef], dict[str, Any]]:
         """Receive what is visible now (one batch) and process it."""
         messages = self.world.receive()
         return messages, self.run(messages)
@@ -80,20 +87,20 @@ def make_worker(
     *,
     token: str,
     notify_url: str,
-    wrap: Callable[[Any], Any] | None = None,
-    **overrides: str,
+    wrap: Callable[[Deps], Deps] | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> WorkerRig:
     """A worker with the notify workflow (loaded from the setting, as in Lambda).
 
     ``token`` is stored as a new secret; ``wrap(deps) -> deps`` lets a test put a
-    crash point around a port.
+    crash point around a port; ``environment`` sets or replaces variables.
     """
     from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
     from functions.worker.settings import Settings  # noqa: PLC0415
 
     token_arn = world.create_secret(token, prefix="relaylink-mcp")
     settings = Settings.from_env(
-        worker_env(world, token_arn=token_arn, notify_url=notify_url, **overrides)
+        worker_env(world, token_arn=token_arn, notify_url=notify_url, **(environment or {}))
     )
     deps = handler.build_deps(
         settings,

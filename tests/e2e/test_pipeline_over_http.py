@@ -133,7 +133,7 @@ def test_operator_json_matches_the_store(stack: LocalStack, tmp_path: Path) -> N
     items = listed["items"] if isinstance(listed, dict) else listed
     assert isinstance(items, list)
     completed = {i for i, s in states.items() if s == "completed"}
-    assert {item["delivery_id"] for item in items} == completed  # type: ignore[index]
+    assert {item["delivery_id"] for item in items} == completed
     assert isinstance(shown, dict)
     assert shown["delivery_id"] == one
     assert shown["state"] == states[one]

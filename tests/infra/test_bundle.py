@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -115,14 +113,19 @@ def test_pins_come_from_the_constraints_file(tmp_path: Path) -> None:
         bundle.pinned(["pydantic"], constraints)
 
 
-def test_every_third_party_import_of_functions_is_a_declared_dependency() -> None:
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    # A distribution's import name here is its name with "-" as "_" (e.g. mcp-types).
-    importable = {
-        re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].replace("-", "_") for line in declared
+def test_imports_for_type_checking_only_are_told_apart(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        "import typing\nfrom typing import TYPE_CHECKING\nimport boto3\n"
+        "if TYPE_CHECKING:\n    import mypy_boto3_s3\nelse:\n    import yaml\n"
+        "if typing.TYPE_CHECKING:\n    from mypy_boto3_sqs.client import SQSClient\n"
+        "def lazy():\n    import mcp\n"
+    )
+    assert bundle.third_party_imports([module]) == {"boto3", "yaml", "mcp"}
+    assert bundle.third_party_imports([module], type_checking=True) == {
+        "mypy_boto3_s3",
+        "mypy_boto3_sqs",
     }
-    imported = bundle.third_party_imports((ROOT / "functions").rglob("*.py"))
-    assert imported - importable == set()
 
 
 def _functions_copy(tmp_path: Path) -> Path:

@@ -193,7 +193,11 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
     assert worker.allowed_hosts == config.mcp_allowed_hosts
 
 
-def _worker_reads(**values: int) -> bool:
+def _worker_reads(
+    *,
+    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS,
+    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+) -> bool:
     environment = worker_environment(
         table_name="table",
         work_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work",
@@ -203,7 +207,8 @@ def _worker_reads(**values: int) -> bool:
         workflow=setting_defaults.DEFAULT_WORKFLOW,
         archive_bucket="archive",
         lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
-        **{"max_attempts": setting_defaults.DEFAULT_MAX_ATTEMPTS, **values},
+        max_attempts=max_attempts,
+        retry_horizon_seconds=retry_horizon_seconds,
     )
     try:
         WorkerSettings.from_env(environment)

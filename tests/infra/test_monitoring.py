@@ -26,6 +26,7 @@ from local.testkit.clock import FakeClock
 from tests.fakes import FakeClaims, FakeEffects
 from tests.infra.conftest import ROOT, Synthesized, get_att, ref
 from tests.unit.test_claim import LEASE, pending
+from tests.unit.test_process import RecordingWorkflow
 
 SERVICE_DIMENSION = [{"Name": "service", "Value": metric_names.SERVICE}]
 
@@ -151,7 +152,7 @@ def test_worker_alarms_watch_a_metric_the_worker_really_emits(
     processor = Processor(
         claims=claims,
         effects=FakeEffects(),
-        workflow=None,  # never reached: the fetch fails first
+        workflow=RecordingWorkflow(),  # never reached: the fetch fails first
         clock=FakeClock(),
         metrics=metrics,
         config=ProcessConfig(max_attempts=3, lease_seconds=LEASE),

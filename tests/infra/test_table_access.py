@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,6 +27,10 @@ from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.models import QuarantineRecord
 from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
 from tests.unit.test_claim import LEASE, NOW, pending
+
+if TYPE_CHECKING:
+    from botocore.model import OperationModel
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 EFFECT = "notify"
 TABLE = "table"
@@ -62,7 +66,7 @@ class Adapters:
     effects: DynamoDbEffects
 
 
-def _adapters(client: Any, table: str) -> Adapters:
+def _adapters(client: DynamoDBClient, table: str) -> Adapters:
     return Adapters(
         inbox=DynamoDbInbox(client, table),
         claims=DynamoDbClaims(client=client, table_name=table),
@@ -81,6 +85,16 @@ def _intent(setup: Adapters, delivery_id: str) -> effects.EffectRecord:
     record = setup.effects.get(delivery_id, EFFECT)
     assert record is not None
     return record
+
+
+def _reopen(tested: Adapters, setup: Adapters, delivery_id: str) -> object:
+    setup.claims.fail(_claimed(setup, delivery_id), now=NOW, error_code="mcp_unavailable")
+    return tested.claims.reopen(delivery_id, now=NOW)
+
+
+def _record_done(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
+    _intent(setup, delivery_id)
+    tested.effects.record_done(delivery_id, EFFECT, now=NOW)
 
 
 # One call per port method: (tested, setup, id of a pending inbox item). ``setup`` is an
@@ -109,18 +123,12 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),
-    (claim.ClaimStore, "reopen"): lambda t, s, d: (
-        s.claims.fail(_claimed(s, d), now=NOW, error_code="mcp_unavailable"),
-        t.claims.reopen(d, now=NOW),
-    ),
+    (claim.ClaimStore, "reopen"): _reopen,
     (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
     (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400
     ),
-    (effects.EffectStore, "record_done"): lambda t, s, d: (
-        _intent(s, d),
-        t.effects.record_done(d, EFFECT, now=NOW),
-    ),
+    (effects.EffectStore, "record_done"): _record_done,
     (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
         _intent(s, d),
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),
@@ -155,11 +163,11 @@ def _members(port: type) -> set[str]:
 class Recorder:
     """Collects (operation, parameters) of every request the client is about to build."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: DynamoDBClient) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         client.meta.events.register("before-parameter-build.dynamodb", self._record)
 
-    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+    def _record(self, params: dict[str, Any], model: OperationModel, **_: object) -> None:
         self.requests.append((model.name, json.loads(json.dumps(params))))
 
     @contextmanager
@@ -207,7 +215,7 @@ def test_use_cases_take_these_ports(function: str) -> None:
 
 @pytest.mark.parametrize("function", sorted(USE_CASE_PORTS))
 def test_role_table_grants_equal_the_calls_of_its_ports(
-    synthesized: Synthesized, dynamodb: Any, table: str, function: str
+    synthesized: Synthesized, dynamodb: DynamoDBClient, table: str, function: str
 ) -> None:
     import boto3  # noqa: PLC0415 (a second client on the same moto backend, unrecorded)
 

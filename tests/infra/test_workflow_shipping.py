@@ -30,7 +30,7 @@ REQUIREMENT = "sortedcontainers"
 FACTORY = "shipped_agent.flow:build"
 # Only what CDK needs to stage the assets; skipping bundling keeps construct-time
 # failures fast and shows they come before any bundling.
-NO_BUNDLING = {"aws:cdk:bundling-stacks": []}
+NO_BUNDLING: dict[str, list[str]] = {"aws:cdk:bundling-stacks": []}
 
 FLOW = '''"""A deployer's workflow: archive the package through the ledger."""
 
@@ -111,12 +111,13 @@ def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) 
 
 
 def _function(template: dict[str, Any], handler: str) -> dict[str, Any]:
-    (function,) = [
+    functions: list[dict[str, Any]] = [
         r["Properties"]
         for r in template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
         and r["Properties"]["Handler"] == f"functions.{handler}.handler.lambda_handler"
     ]
+    (function,) = functions
     return function
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -33,8 +33,13 @@ from local.bedrock_emulator import (
     RunningEmulator,
 )
 from local.notify_sink import NotifySinkServer
-from local.testkit.botocore_hooks import aws_response, divert_from_emulator
-from tests.conftest import REGION
+from local.testkit.botocore_hooks import answer_first, aws_response, divert_from_emulator
+from local.testkit.moto_world import REGION
+
+if TYPE_CHECKING:
+    from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+    from mypy_boto3_sns.client import SNSClient
+    from mypy_boto3_sqs.client import SQSClient
 from tests.integration.conftest import BlackHole
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
@@ -54,8 +59,12 @@ ALERT = Alert(
     summary=ModelSummary("The second offer is cheapest.", "end_turn", 90, 8, refused=False),
     archive_key=f"packages/{DELIVERY}.json",
 )
+
+
 # Short timeouts for the endpoints that never answer.
-QUICK = {"connect_timeout": 1, "read_timeout": 0.5}
+def one_quick_attempt() -> Config:
+    """Short timeouts and a single attempt: an unreachable endpoint fails at once."""
+    return Config(connect_timeout=1, read_timeout=0.5, retries={"total_max_attempts": 1})
 
 
 def refused_endpoint() -> str:
@@ -140,7 +149,7 @@ def test_server_error_may_have_run_the_model(emulator: RunningEmulator) -> None:
 
 
 def test_unreachable_endpoint_is_not_applied() -> None:
-    config = Config(**QUICK, retries={"total_max_attempts": 1})
+    config = one_quick_attempt()
     with pytest.raises(NotApplied, match="model_unavailable"):
         converse(model(refused_endpoint(), config=config))
 
@@ -149,12 +158,12 @@ def test_unreachable_endpoint_is_not_applied() -> None:
 
 
 @pytest.fixture
-def sns(moto_aws: None) -> Any:
+def sns(moto_aws: None) -> SNSClient:
     return boto3.client("sns", region_name=REGION, config=SNS_CONFIG)
 
 
 @pytest.fixture
-def topic(sns: Any) -> tuple[str, Any, str]:
+def topic(sns: SNSClient) -> tuple[str, SQSClient, str]:
     """A topic with an SQS queue subscribed (raw delivery): (topic ARN, sqs, queue URL)."""
     arn = sns.create_topic(Name="relaylink-alerts")["TopicArn"]
     sqs = boto3.client("sqs", region_name=REGION)
@@ -169,7 +178,7 @@ def topic(sns: Any) -> tuple[str, Any, str]:
     return arn, sqs, queue_url
 
 
-def answer_every_publish(sns: Any, status: int, code: str) -> list[int]:
+def answer_every_publish(sns: SNSClient, status: int, code: str) -> list[int]:
     """Make each HTTP attempt of Publish fail with ``code``; returns the attempt count."""
     attempts: list[int] = []
     body = (
@@ -178,7 +187,7 @@ def answer_every_publish(sns: Any, status: int, code: str) -> list[int]:
         "<RequestId>injected</RequestId></ErrorResponse>"
     ).encode()
 
-    def answer(request: Any, **_: Any) -> Any:
+    def answer(request: AWSPreparedRequest, **_: object) -> AWSResponse:
         attempts.append(1)
         response = aws_response(
             request, status, body, content_type="text/xml", request_id="injected"
@@ -186,11 +195,13 @@ def answer_every_publish(sns: Any, status: int, code: str) -> list[int]:
         divert_from_emulator(request)
         return response
 
-    sns.meta.events.register_first("before-send.sns.Publish", answer)
+    answer_first(sns, "before-send.sns.Publish", answer)
     return attempts
 
 
-def test_sns_publish_carries_the_alert_and_its_key(sns: Any, topic: tuple[str, Any, str]) -> None:
+def test_sns_publish_carries_the_alert_and_its_key(
+    sns: SNSClient, topic: tuple[str, SQSClient, str]
+) -> None:
     arn, sqs, queue_url = topic
     SnsAlerts(client=sns, topic_arn=arn).send(ALERT, idempotency_key=KEY)
     (message,) = sqs.receive_message(
@@ -200,7 +211,7 @@ def test_sns_publish_carries_the_alert_and_its_key(sns: Any, topic: tuple[str, A
     assert message["MessageAttributes"]["idempotency_key"]["StringValue"] == KEY
 
 
-def test_sns_refusal_is_not_applied(sns: Any) -> None:
+def test_sns_refusal_is_not_applied(sns: SNSClient) -> None:
     missing = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
     with pytest.raises(NotApplied, match="alert_rejected"):
         SnsAlerts(client=sns, topic_arn=missing).send(ALERT, idempotency_key=KEY)
@@ -211,7 +222,7 @@ def test_sns_refusal_is_not_applied(sns: Any) -> None:
 
 
 def test_sns_server_error_is_unknown_and_never_resent(
-    sns: Any, topic: tuple[str, Any, str]
+    sns: SNSClient, topic: tuple[str, SQSClient, str]
 ) -> None:
     attempts = answer_every_publish(sns, 500, "InternalError")
     with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
@@ -221,7 +232,7 @@ def test_sns_server_error_is_unknown_and_never_resent(
 
 
 def test_sns_unreachable_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
-    config = Config(**QUICK, retries={"total_max_attempts": 1})
+    config = one_quick_attempt()
     arn = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
     refused = boto3.client("sns", endpoint_url=refused_endpoint(), config=config)
     with pytest.raises(NotApplied, match="alert_unavailable"):

@@ -19,10 +19,13 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 from functions.core import env_keys, metric_names
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
@@ -91,7 +94,7 @@ class AgentStack:
     crashes: ConverseCrashes
     topic_arn: str
     alert_queue_url: str
-    alerts: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[MessageTypeDef] = field(default_factory=list)
 
     def worker(
         self, wrap: Callable[[Any], Any] | None = None, *, budget: int = DAILY_BUDGET
@@ -106,7 +109,7 @@ class AgentStack:
             token=self.mcp_server.token,
             notify_url="http://127.0.0.1:9/unused",
             wrap=wrap,
-            **{
+            environment={
                 env_keys.ENV_WORKFLOW: "agent",
                 env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings),
                 env_keys.ENV_ALERT_TOPIC_ARN: self.topic_arn,
@@ -119,7 +122,7 @@ class AgentStack:
         self.aws.enqueue(work)
         return work
 
-    def alerts_for(self, delivery_id: str) -> list[dict[str, Any]]:
+    def alerts_for(self, delivery_id: str) -> list[MessageTypeDef]:
         """Every alert the topic delivered for this delivery so far."""
         while batch := self.aws.sqs.receive_message(
             QueueUrl=self.alert_queue_url,

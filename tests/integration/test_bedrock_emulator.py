@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 import pytest
@@ -30,18 +30,27 @@ from local.bedrock_emulator import (
     token_count,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
+    from mypy_boto3_bedrock_runtime.type_defs import ConverseResponseTypeDef
+
 MAX_ATTEMPTS = 3
+RetryMode = Literal["legacy", "standard", "adaptive"]
 
 
 class Clients:
     """Makes real bedrock-runtime clients and closes their connection pools afterwards."""
 
     def __init__(self) -> None:
-        self._made: list[Any] = []
+        self._made: list[BedrockRuntimeClient] = []
 
     def __call__(
-        self, target: RunningEmulator | str, *, mode: str = "standard", attempts: int = MAX_ATTEMPTS
-    ) -> Any:
+        self,
+        target: RunningEmulator | str,
+        *,
+        mode: RetryMode = "standard",
+        attempts: int = MAX_ATTEMPTS,
+    ) -> BedrockRuntimeClient:
         """A client for ``target`` (a handle or its URL), ``attempts`` tries in all."""
         client = boto3.client(
             "bedrock-runtime",
@@ -70,7 +79,9 @@ def client_for() -> Iterator[Clients]:
     clients.close()
 
 
-def _converse(client: Any, delivery_id: str, text: str = "Hello there.", **overrides: Any) -> Any:
+def _converse(
+    client: BedrockRuntimeClient, delivery_id: str, text: str = "Hello there.", **overrides: Any
+) -> ConverseResponseTypeDef:
     request: dict[str, Any] = {
         "modelId": DEFAULT_MODEL_ID,
         "system": [{"text": "Summarise."}],
@@ -158,7 +169,7 @@ def test_converse_stops_at_max_tokens(emulator: RunningEmulator, client_for: Cli
 
 @pytest.mark.parametrize("mode", ["standard", "legacy"])
 def test_throttling_is_retried_by_botocore_then_raised(
-    emulator: RunningEmulator, mode: str, client_for: Clients
+    emulator: RunningEmulator, mode: RetryMode, client_for: Clients
 ) -> None:
     emulator.emulator.fail_next(MAX_ATTEMPTS, ConverseError.THROTTLING)
     with pytest.raises(ClientError) as excinfo:
@@ -298,7 +309,7 @@ def test_failure_rate_is_reproducible_with_a_seed(
 
     def outcomes() -> list[str]:
         emulator.emulator.set_failure_rate(0.5, error=ConverseError.THROTTLING, seed=7)
-        seen = []
+        seen: list[str] = []
         for _ in range(20):
             try:
                 seen.append(_converse(client, "d1")["stopReason"])

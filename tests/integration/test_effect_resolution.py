@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,11 +12,14 @@ from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import NotApplied
 from local.testkit.clock import FakeClock
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 DELIVERY = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 
 
 @pytest.fixture
-def effects(dynamodb: Any, table: str) -> DynamoDbEffects:
+def effects(dynamodb: DynamoDBClient, table: str) -> DynamoDbEffects:
     return DynamoDbEffects(client=dynamodb, table_name=table)
 
 
@@ -26,7 +29,7 @@ def listed(effects: DynamoDbEffects, clock: FakeClock) -> list[str]:
 
 @pytest.mark.parametrize("resolve", ["resolve_applied", "resolve_not_applied"])
 def test_resolution_leaves_the_index_and_the_operators_list(
-    effects: DynamoDbEffects, dynamodb: Any, table: str, resolve: str
+    effects: DynamoDbEffects, dynamodb: DynamoDBClient, table: str, resolve: str
 ) -> None:
     clock = FakeClock()
     effects.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99)

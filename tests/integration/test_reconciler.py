@@ -8,12 +8,16 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import WriteRequestOutputTypeDef, WriteRequestTypeDef
+    from mypy_boto3_sqs.client import SQSClient
 
 from functions.core import env_keys, metric_names
 from functions.core.adapters import dynamodb_items
@@ -218,14 +222,16 @@ class LongContext(LambdaContext):
 def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
     """``count`` pending inbox items whose work items got lost (written in batches)."""
     ids: list[str] = []
-    puts: list[dict[str, Any]] = []
+    puts: list[WriteRequestTypeDef] = []
     for n in range(count):
         w = work(n)
         ids.append(w.delivery_id)
         inbox = builders.inbox_item(w.delivery_id, received_at=aws.clock.value)
         puts.append({"PutRequest": {"Item": dynamodb_items.inbox_to_item(inbox)}})
     for start in range(0, len(puts), 25):  # BatchWriteItem's maximum
-        unprocessed = {TABLE: puts[start : start + 25]}
+        unprocessed: Mapping[str, Sequence[WriteRequestTypeDef | WriteRequestOutputTypeDef]] = {
+            TABLE: puts[start : start + 25]
+        }
         while unprocessed:
             unprocessed = aws.dynamodb.batch_write_item(RequestItems=unprocessed)[
                 "UnprocessedItems"
@@ -238,7 +244,7 @@ class Workers:
     """Take the work queue's messages as they arrive, as the workers would; counts each
     delivery id. (moto's SQS slows down with every message it holds.)"""
 
-    sqs: Any
+    sqs: SQSClient
     queue_url: str
     seen: Counter[str] = field(default_factory=Counter)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
@@ -20,8 +20,11 @@ from functions.core.steps import (
     StoredResult,
 )
 from local.testkit.clock import FakeClock
-from tests.conftest import REGION
+from local.testkit.moto_world import REGION
 from tests.fakes import FakeEffects, FakeMetrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DELIVERY = "5d2a7c3e-1f4b-4a6d-8e9c-2b1a0f3e4d5c"
 BUCKET = "relaylink-archive"
@@ -33,7 +36,7 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def steps(dynamodb: Any, table: str) -> DynamoDbSteps:
+def steps(dynamodb: DynamoDBClient, table: str) -> DynamoDbSteps:
     return DynamoDbSteps(client=dynamodb, table_name=table)
 
 
@@ -51,7 +54,7 @@ def ledger(storage: StepStorage) -> EffectLedger:
 
 
 def test_step_record_sits_beside_the_effects_and_out_of_the_index(
-    steps: DynamoDbSteps, dynamodb: Any, table: str
+    steps: DynamoDbSteps, dynamodb: DynamoDBClient, table: str
 ) -> None:
     storage = StepStorage(records=steps, metrics=FakeMetrics())
     assert ledger(storage).step("model", lambda: {"summary": "ok"}) == {"summary": "ok"}
@@ -112,7 +115,7 @@ def test_result_without_a_started_run_is_a_conflict(steps: DynamoDbSteps) -> Non
 
 
 def test_large_result_is_kept_in_s3_by_digest(
-    steps: DynamoDbSteps, objects: S3ObjectStore, dynamodb: Any, table: str
+    steps: DynamoDbSteps, objects: S3ObjectStore, dynamodb: DynamoDBClient, table: str
 ) -> None:
     storage = StepStorage(records=steps, metrics=FakeMetrics(), objects=objects)
     big = {"summary": "y" * (70 * 1024)}  # over the 64 KiB inline limit

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -20,7 +20,10 @@ from functions.core.adapters.dynamodb_budget import KIND_BUDGET, DynamoDbBudget,
 from functions.core.budget import BudgetDay, TokenBudget, next_day_starts
 from local.aws_emulator import AwsEmulator
 from local.aws_resources import create_table
-from tests.conftest import REGION
+from local.testkit.moto_world import REGION
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 NOW = 1_760_019_200  # 2025-10-09 14:13:20 UTC
 TODAY = "2025-10-09"
@@ -29,12 +32,12 @@ RESERVATIONS_PER_THREAD = 50
 
 
 @pytest.fixture
-def store(dynamodb: Any, table: str) -> DynamoDbBudget:
+def store(dynamodb: DynamoDBClient, table: str) -> DynamoDbBudget:
     return DynamoDbBudget(client=dynamodb, table_name=table, default_limit=1000)
 
 
 def test_first_reservation_opens_the_day_with_the_default_limit(
-    store: DynamoDbBudget, dynamodb: Any, table: str
+    store: DynamoDbBudget, dynamodb: DynamoDBClient, table: str
 ) -> None:
     budget = TokenBudget(store)
     assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=0, used=0)
@@ -70,7 +73,7 @@ def test_operator_limit_applies_today_and_to_days_not_opened_yet(store: DynamoDb
 
 
 def test_limit_change_corrects_a_day_opened_with_the_old_limit_meanwhile(
-    dynamodb: Any, table: str
+    dynamodb: DynamoDBClient, table: str
 ) -> None:
     def open_with_the_old_limit() -> None:
         # A worker read the configured limit (100) before the operator's write, and
@@ -86,34 +89,31 @@ def test_limit_change_corrects_a_day_opened_with_the_old_limit_meanwhile(
             },
         )
 
-    client = OpensDayFirst(dynamodb, open_with_the_old_limit)
-    budget = TokenBudget(DynamoDbBudget(client=client, table_name=table, default_limit=100))
+    opens = OpensDayFirst(dynamodb, open_with_the_old_limit)
+    budget = TokenBudget(DynamoDbBudget(client=dynamodb, table_name=table, default_limit=100))
     budget.set_limit(500, NOW)
-    assert client.opened
+    assert opens.opened
     assert budget.show(NOW) == BudgetDay(TODAY, limit=500, reserved=10, used=0)
     assert budget.reserve(490, NOW) is not None
     assert budget.reserve(1, NOW) is None
 
 
 class OpensDayFirst:
-    """A DynamoDB client that lets someone else open the day just before our put of it."""
+    """Lets someone else open the day just before ``client``'s put of it (a botocore hook
+    on the client, which runs before the put is built and sent)."""
 
-    def __init__(self, client: Any, open_day: Callable[[], None]) -> None:
-        self._client = client
+    def __init__(self, client: DynamoDBClient, open_day: Callable[[], None]) -> None:
         self._open_day = open_day
         self.opened = False
+        client.meta.events.register("before-parameter-build.dynamodb.PutItem", self._before_put)
 
-    def put_item(self, **request: Any) -> Any:
+    def _before_put(self, params: dict[str, Any], **_: object) -> None:
         if (
             not self.opened
-            and request["Item"][table_layout.TABLE_PARTITION_KEY]["S"] == f"budget#{TODAY}"
+            and params["Item"][table_layout.TABLE_PARTITION_KEY]["S"] == f"budget#{TODAY}"
         ):
             self.opened = True
             self._open_day()
-        return self._client.put_item(**request)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def emulated_dynamodb() -> Iterator[tuple[Callable[[], Any], str]]:
     emulator.start()
     table = f"budget-{uuid.uuid4().hex[:8]}"
 
-    def client() -> Any:
+    def client() -> DynamoDBClient:
         return boto3.client("dynamodb", region_name=REGION, endpoint_url=emulator.endpoint_url)
 
     try:

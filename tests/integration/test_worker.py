@@ -7,9 +7,9 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +30,9 @@ from local.testkit.moto_world import (
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
 from tests.integration.conftest import BlackHole
 from tests.processing_harness import emitted_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
 @pytest.fixture
@@ -116,7 +119,7 @@ def test_worker_acknowledges_a_completed_delivery_without_work(
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
 
 
-def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[dict[str, Any]]:
+def redeliver(aws: MotoWorld, worker: WorkerRig, attempt: int) -> list[MessageTypeDef]:
     """Run the one visible message; on a retry, wait out its back-off on the clock."""
     messages, response = worker.run_visible()
     assert len(messages) == 1, attempt
@@ -347,7 +350,9 @@ class RemainingTime:
         return self.remaining_ms
 
 
-def invoke(worker: WorkerRig, messages: list[dict[str, Any]], remaining_ms: int) -> dict[str, Any]:
+def invoke(
+    worker: WorkerRig, messages: Sequence[MessageTypeDef], remaining_ms: int
+) -> dict[str, Any]:
     """Through ``lambda_handler``, with ``remaining_ms`` left in the invocation."""
     from functions.worker import handler  # noqa: PLC0415 (imports mcp: only when used)
 
@@ -370,7 +375,7 @@ def test_a_server_that_never_answers_costs_one_wait_and_no_unstarted_attempt(
         aws,
         token=mcp_server.token,
         notify_url=sink.url,
-        **{env_keys.ENV_WORKFLOW_SECONDS: "1"},
+        environment={env_keys.ENV_WORKFLOW_SECONDS: "1"},
     )
     items = [
         WorkItem(

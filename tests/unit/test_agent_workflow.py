@@ -184,7 +184,7 @@ def test_model_step_reserves_the_estimate_then_settles_what_was_used(world: Worl
     reserved_during_call: list[int] = []
     model = world.model
 
-    class Watching:
+    class Watching(FakeModel):
         def converse(self, prompt: AgentPrompt, **kwargs: Any) -> ModelAnswer:
             reserved_during_call.append(world.day().reserved)
             return model.converse(prompt, **kwargs)
@@ -247,7 +247,9 @@ def test_refused_or_empty_answer_is_recorded_and_the_alert_says_so(
 ) -> None:
     world.model.answers = [ModelAnswer(text, stop_reason, 900, 0)]
     world.attempt()
-    record = json.loads(str(world.steps.records[(DELIVERY, MODEL_STEP)].result.inline))
+    stored = world.steps.records[(DELIVERY, MODEL_STEP)].result
+    assert stored is not None
+    record = json.loads(str(stored.inline))
     assert record["refused"] is True
     assert record["stop_reason"] == stop_reason
     (alert,) = _sent(world.topic)
@@ -285,11 +287,13 @@ def test_call_that_may_have_run_keeps_its_reservation(world: World) -> None:
     assert (world.day().reserved, world.day().used) == (world.estimate() + 940, 940)
 
 
-def test_failed_settlement_does_not_fail_the_paid_step(world: World) -> None:
+def test_failed_settlement_does_not_fail_the_paid_step(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def unavailable(day: str, *, reserved: int, used: int) -> None:
         raise StorageUnavailable()
 
-    world.budget_store.settle = unavailable
+    monkeypatch.setattr(world.budget_store, "settle", unavailable)
     world.attempt()
     assert world.step_status() is StepStatus.RECORDED
     assert world.day().reserved == world.estimate()  # counted at its estimate

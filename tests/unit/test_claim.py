@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,6 +15,9 @@ from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
 from functions.core.models import InboxItem, State
 from local.testkit import builders
 from tests.fakes import FakeClaims
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 NOW = 1_760_000_000
 LEASE = 300
@@ -30,9 +33,9 @@ def pending(delivery_id: str = DELIVERY, **changes: Any) -> InboxItem:
 @dataclass
 class Subject:
     store: Any
-    seed: Callable[[InboxItem], None]
+    seed: Callable[[InboxItem], object]
     read: Callable[[str], InboxItem]
-    raw: Callable[[str], dict[str, Any]] | None = None
+    raw: Callable[[str], dynamodb_items.Item] | None = None
 
 
 @pytest.fixture(params=["fake", "dynamodb"])
@@ -41,9 +44,9 @@ def subject(request: pytest.FixtureRequest) -> Subject:
         fake = FakeClaims()
         return Subject(fake, fake.add, lambda d: fake.items[d])
     table = request.getfixturevalue("table")
-    client = request.getfixturevalue("dynamodb")
+    client: DynamoDBClient = request.getfixturevalue("dynamodb")
 
-    def raw(delivery_id: str) -> dict[str, Any]:
+    def raw(delivery_id: str) -> dynamodb_items.Item:
         return client.get_item(TableName=table, Key=dynamodb_items.inbox_key(delivery_id))["Item"]
 
     return Subject(
@@ -237,7 +240,7 @@ def test_recovery_lists_read_every_item_page_by_page(subject: Subject) -> None:
     assert sorted(i.delivery_id for i in expired) == ids[:12]
 
 
-def test_recovery_lists_query_one_page_at_a_time(dynamodb: Any, table: str) -> None:
+def test_recovery_lists_query_one_page_at_a_time(dynamodb: DynamoDBClient, table: str) -> None:
     store = DynamoDbClaims(client=dynamodb, table_name=table)
     for n in range(40):
         item = pending(f"11111111-1111-4111-8111-{n:012d}")

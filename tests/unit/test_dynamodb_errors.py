@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_errors import (
     ConditionFailed,
     condition_failed,
@@ -15,11 +16,13 @@ from functions.core.adapters.dynamodb_errors import (
 )
 from functions.core.errors import StorageUnavailable
 
-STORED = {"pk": {"S": "d-1"}, "state": {"S": "completed"}}
+STORED: dynamodb_items.Item = {"pk": {"S": "d-1"}, "state": {"S": "completed"}}
 
 
-def client_error(code: str, **response: Any) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "m"}, **response}, "Operation")
+def client_error(code: str, **fields: object) -> ClientError:
+    # Untyped: botocore's stubs know no DynamoDB "Item" in an error response.
+    response: Any = {"Error": {"Code": code, "Message": "m"}, **fields}
+    return ClientError(response, "Operation")
 
 
 def cancelled(*reasons: dict[str, Any]) -> ClientError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,6 +12,9 @@ from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
 from functions.core.errors import NotApplied, TransientError, UncertainEffect
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeEffects
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 
@@ -67,10 +70,13 @@ def test_run_passes_a_chosen_key(store: Any) -> None:
 
 def test_uncertain_intent_with_reconcile_saying_applied_is_not_repeated(store: Any) -> None:
     downstream = Downstream()
+
+    def apply_then_crash(key: str) -> None:
+        downstream.apply(key)
+        raise Crash  # applied, then died before the done record
+
     with pytest.raises(Crash):
-        ledger(store).run(
-            "notify", lambda key: (downstream.apply(key), _raise(Crash()))
-        )  # applied, then died before the done record
+        ledger(store).run("notify", apply_then_crash)
     assert store.get(DELIVERY, "notify").status is EffectStatus.INTENT
     ran = ledger(store).run("notify", downstream.apply, reconcile=downstream.was_applied)
     assert ran is False
@@ -149,7 +155,7 @@ def test_effect_names_are_checked(store: Any) -> None:
         ledger(store).run("Notify Me#", lambda key: None)
 
 
-def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str) -> None:
+def test_intent_is_listed_until_done_and_flagged_once(dynamodb: DynamoDBClient, table: str) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
     clock = FakeClock()
     assert store.record_intent(DELIVERY, "notify", key="k", now=clock.value, expires_at=99) is True
@@ -171,7 +177,7 @@ def test_intent_is_listed_until_done_and_flagged_once(dynamodb: Any, table: str)
     assert store.flag(listed[0], now=clock.value + 4) is False
 
 
-def test_uncertain_lists_every_intent_page_by_page(dynamodb: Any, table: str) -> None:
+def test_uncertain_lists_every_intent_page_by_page(dynamodb: DynamoDBClient, table: str) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
     clock = FakeClock()
     ids = [f"11111111-1111-4111-8111-{n:012d}" for n in range(25)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,6 +13,9 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox_transitions import IndexMove
 from functions.core.models import InboxItem, State
 from local.testkit import builders
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 NOW = 1_760_000_000
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
@@ -107,14 +110,14 @@ def test_accept_put_creates_only_pending_or_ignored_items() -> None:
     put = transitions.accept_put("t", inbox())
     assert put["ConditionExpression"] == "(attribute_not_exists(#pk))"
     assert put["ExpressionAttributeNames"] == {"#pk": table_layout.TABLE_PARTITION_KEY}
-    assert transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]["state"]["S"] == (
-        "ignored"
-    )
+    assert transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]["state"] == {
+        "S": "ignored"
+    }
     with pytest.raises(ValueError, match="pending or ignored"):
         transitions.accept_put("t", inbox(state=State.FAILED))
 
 
-def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> None:
+def test_reset_failed_moves_a_failed_item_once(dynamodb: DynamoDBClient, table: str) -> None:
     failed = inbox(
         state=State.FAILED, attempts=105, transient_failures=100, last_error="mcp_unavailable"
     )
@@ -140,6 +143,6 @@ def test_reset_failed_moves_a_failed_item_once(dynamodb: Any, table: str) -> Non
     assert second.item == first.item
 
 
-def test_a_refused_row_on_a_missing_item_reports_none(dynamodb: Any, table: str) -> None:
+def test_a_refused_row_on_a_missing_item_reports_none(dynamodb: DynamoDBClient, table: str) -> None:
     refused = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
     assert refused == transitions.Applied(moved=False, item=None)

@@ -154,7 +154,8 @@ def test_process_completes_and_applies_the_effect_once(world: World) -> None:
     item = world.state(work())
     assert (item.state, item.attempts, item.completed_at) == (State.COMPLETED, 1, world.clock.value)
     assert world.workflow.applied == [f"{work().delivery_id}:notify"]
-    assert world.effects.get(work().delivery_id, "notify").status is EffectStatus.DONE
+    record = world.effects.get(work().delivery_id, "notify")
+    assert record is not None and record.status is EffectStatus.DONE
     assert world.metrics.counts[metric_names.METRIC_WORK_COMPLETED] == 1
 
 
@@ -468,8 +469,12 @@ class SteppingWorkflow:
     runs: list[int] = field(default_factory=list)
     seen: list[Any] = field(default_factory=list)
 
+    def _model(self) -> int:
+        self.runs.append(1)
+        return len(self.runs)
+
     def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
-        self.seen.append(effects.step("model", lambda: self.runs.append(1) or len(self.runs)))
+        self.seen.append(effects.step("model", self._model))
         if self.failures:
             self.failures -= 1
             raise TransientError("model_unavailable")
@@ -488,7 +493,8 @@ def test_processor_gives_the_ledger_step_storage(world: World) -> None:
     assert asyncio.run(processor.process(work(), world.packages)).result is Result.COMPLETED
     assert stepping.runs == [1]  # the second attempt reused the recorded result
     assert stepping.seen == [1, 1]
-    assert steps.get(work().delivery_id, "model").status is StepStatus.RECORDED
+    record = steps.get(work().delivery_id, "model")
+    assert record is not None and record.status is StepStatus.RECORDED
 
 
 def test_budget_wait_does_not_use_the_retry_horizon(world: World) -> None:

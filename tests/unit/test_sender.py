@@ -6,7 +6,7 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 
 import httpx
 import pytest
@@ -32,7 +32,7 @@ CANONICAL_UUID = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 )
 
-Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
+Handler = Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]
 
 
 def config(**overrides: object) -> SenderConfig:

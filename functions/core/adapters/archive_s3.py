@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import TransientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
 
 _RETRYABLE_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout"})
 
@@ -14,7 +17,7 @@ _RETRYABLE_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable",
 class S3Archive:
     """Puts objects into one bucket. A put of the same key and bytes is repeatable."""
 
-    def __init__(self, *, client: Any, bucket: str) -> None:
+    def __init__(self, *, client: S3Client, bucket: str) -> None:
         self._client = client
         self._bucket = bucket
 

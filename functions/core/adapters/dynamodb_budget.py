@@ -17,13 +17,16 @@ overspend. A limit change moves ``limit`` and ``headroom`` together the same way
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.budget import DAY_SECONDS, BudgetDay
 from functions.core.errors import TransientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DAY_PK_PREFIX: Final = "budget#"  # + YYYY-MM-DD
 LIMIT_PK: Final = "budget#limit"
@@ -74,7 +77,7 @@ def day_from_item(day: str, item: dynamodb_items.Item) -> BudgetDay:
 class DynamoDbBudget:
     """Token budget days and the configured limit, in the table."""
 
-    def __init__(self, *, client: Any, table_name: str, default_limit: int) -> None:
+    def __init__(self, *, client: DynamoDBClient, table_name: str, default_limit: int) -> None:
         self._client = client
         self._table = table_name
         self._default_limit = default_limit

@@ -8,7 +8,7 @@ this module maps the rows' results to the claim port's vocabulary and lists the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -18,6 +18,9 @@ from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 # last_error of a delivery whose worker died holding it.
 _LEASE_EXPIRED: Final = "lease_expired"
 
@@ -26,7 +29,7 @@ class DynamoDbClaims:
     """Claims and outcomes (the :class:`~functions.core.claim.ClaimStore` port) and the
     reconciler's recovery queries, on the stack's table."""
 
-    def __init__(self, *, client: Any, table_name: str) -> None:
+    def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 

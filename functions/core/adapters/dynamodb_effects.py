@@ -9,13 +9,16 @@ index holds exactly the effects whose outcome is uncertain or in flight.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import TransientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 _NEW_INTENT: Condition = (
     (
@@ -66,7 +69,7 @@ def effect_from_item(item: dynamodb_items.Item) -> EffectRecord:
 class DynamoDbEffects:
     """The :class:`~functions.core.effects.EffectStore` port, plus the reconciler's view."""
 
-    def __init__(self, *, client: Any, table_name: str) -> None:
+    def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 

@@ -8,8 +8,9 @@ differently (``ConditionalCheckFailed``, ``ThrottlingError``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -63,11 +64,11 @@ def condition_failed(exc: ClientError, *, action: int = 0) -> ConditionFailed | 
     """
     code = _code(exc)
     if code == _CONDITION_FAILED:
-        return ConditionFailed(exc.response.get("Item") or None)
+        return ConditionFailed(_item(exc.response.get("Item")))
     reasons = _cancellation_reasons(exc)
     if len(reasons) <= action or reasons[action].get("Code") != _CONDITION_FAILED_REASON:
         return None
-    return ConditionFailed(reasons[action].get("Item") or None)
+    return ConditionFailed(_item(reasons[action].get("Item")))
 
 
 def is_transaction_conflict(exc: ClientError) -> bool:
@@ -96,8 +97,17 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _cancellation_reasons(exc: ClientError) -> list[dict[str, Any]]:
+def _cancellation_reasons(exc: ClientError) -> Sequence[Mapping[str, object]]:
     if _code(exc) != _TRANSACTION_CANCELLED:
         return []
     reasons = exc.response.get("CancellationReasons")
     return list(reasons) if isinstance(reasons, list) else []
+
+
+def _item(value: object) -> Item | None:
+    """The stored item an error carries (``ALL_OLD``), or None when it carries none.
+
+    botocore's stubs know no DynamoDB item in an error response; it is the same
+    attribute-value map that a read returns.
+    """
+    return cast("Item", value) if isinstance(value, dict) and value else None

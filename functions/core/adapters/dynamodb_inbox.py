@@ -9,7 +9,7 @@ unchanged (it is a bug or a misconfiguration, not weather).
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
@@ -24,6 +24,10 @@ from functions.core.adapters.dynamodb_errors import (
     storage_error,
 )
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 # The inbox put's condition is the state machine's (``accept``). The outbox put is
 # unconditional: the inbox condition already decides for the pair, and a transaction is
@@ -47,7 +51,7 @@ _CONFLICT_BACKOFF_SECONDS: Final = 0.02
 class DynamoDbInbox:
     """:class:`functions.core.accept.InboxWriter` on the single table."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         """Args:
         client: a boto3 DynamoDB client (low-level), configured with bounded retries.
         table_name: the stack's table.
@@ -65,7 +69,9 @@ class DynamoDbInbox:
         Raises:
             StorageUnavailable: throttled, failed or still conflicting; nothing written.
         """
-        transact: list[dict[str, Any]] = [{"Put": transitions.accept_put(self._table, inbox)}]
+        transact: list[TransactWriteItemTypeDef] = [
+            {"Put": transitions.accept_put(self._table, inbox)}
+        ]
         if work is not None:
             outbox = items.outbox_to_item(work, created_at=inbox.received_at)
             transact.append({"Put": {"TableName": self._table, "Item": outbox}})

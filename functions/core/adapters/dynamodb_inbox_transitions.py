@@ -30,12 +30,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.models import InboxItem, State
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, UpdateItemInputTypeDef
 
 
 class IndexMove(Enum):
@@ -234,7 +238,7 @@ class Applied:
     item: dynamodb_items.Item | None
 
 
-def accept_put(table: str, inbox: InboxItem) -> dict[str, Any]:
+def accept_put(table: str, inbox: InboxItem) -> PutTypeDef:
     """The ``Put`` action (for ``TransactWriteItems``) that creates the inbox item."""
     if inbox.state not in ACCEPT_STATES:
         raise ValueError(f"an inbox item is created pending or ignored, not {inbox.state}")
@@ -250,7 +254,7 @@ def accept_put(table: str, inbox: InboxItem) -> dict[str, Any]:
 
 def update_request(
     table: str, transition: Transition, delivery_id: str, *, now: int, **values: int | str
-) -> dict[str, Any]:
+) -> UpdateItemInputTypeDef:
     """The ``UpdateItem`` arguments of ``transition`` for one delivery.
 
     Args:
@@ -285,7 +289,7 @@ def update_request(
 
 
 def apply(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     transition: Transition,
     delivery_id: str,

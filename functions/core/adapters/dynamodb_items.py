@@ -8,12 +8,19 @@ than boto3's resource layer: it is what the wire carries and costs no conversion
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from functions.core import table_layout
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 
-AttributeValue = dict[str, Any]
+if TYPE_CHECKING:
+    # The stubs are a development dependency only; at run time the shape is a plain dict.
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+    AttributeValue: TypeAlias = AttributeValueTypeDef
+else:
+    AttributeValue = dict
+
 Item = dict[str, AttributeValue]
 
 # The by_state index label of quarantine records (docs/architecture.md: quarantined#NN).

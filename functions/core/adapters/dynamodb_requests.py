@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.adapters.dynamodb_items import Item
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutItemOutputTypeDef, UpdateItemOutputTypeDef
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,9 @@ class Written:
     item: Item | None
 
 
-def conditional(operation: Callable[..., dict[str, Any]], **request: Any) -> Written:
+def conditional(
+    operation: Callable[..., PutItemOutputTypeDef | UpdateItemOutputTypeDef], **request: Any
+) -> Written:
     """Call ``operation`` (e.g. ``client.update_item``) with ``request``.
 
     Raises:
@@ -50,7 +56,7 @@ def conditional(operation: Callable[..., dict[str, Any]], **request: Any) -> Wri
     return Written(written=True, item=response.get("Attributes") or None)
 
 
-def get(client: Any, table: str, key: Item) -> Item | None:
+def get(client: DynamoDBClient, table: str, key: Item) -> Item | None:
     """The item under ``key`` (a consistent read), or None."""
     try:
         response = client.get_item(TableName=table, Key=key, ConsistentRead=True)

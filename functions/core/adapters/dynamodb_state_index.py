@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -11,9 +11,12 @@ from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_errors import storage_error
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 
 def query_shard(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     *,
     shard: str,
@@ -59,7 +62,7 @@ def query_shard(
 
 
 def query_index(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     *,
     label: str,

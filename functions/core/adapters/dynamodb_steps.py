@@ -8,13 +8,16 @@ index a write on every run.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.errors import TransientError
 from functions.core.steps import StepRecord, StepStatus, StoredResult
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 SK_STEP_PREFIX: Final = "step#"  # + step name
 KIND_STEP: Final = "step"
@@ -33,7 +36,7 @@ _LATEST_RUN: Condition = (
     ("#status = :started", "a failure ends a running run, never a recorded one"),
     ("#runs = :run", "only the run that failed: a newer run may still be going"),
 )
-_RECORDED: Final = {":recorded": {"S": StepStatus.RECORDED.value}}
+_RECORDED: Final[dynamodb_items.Item] = {":recorded": {"S": StepStatus.RECORDED.value}}
 
 
 def step_key(delivery_id: str, name: str) -> dynamodb_items.Item:
@@ -62,7 +65,7 @@ def step_from_item(item: dynamodb_items.Item) -> StepRecord:
 class DynamoDbSteps:
     """The :class:`~functions.core.steps.StepStore` port."""
 
-    def __init__(self, *, client: Any, table_name: str) -> None:
+    def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 

@@ -7,7 +7,7 @@ within that time without a fetch per batch.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import (
@@ -18,6 +18,9 @@ from aws_lambda_powertools.utilities.parameters.exceptions import (
 from functions.core import redaction
 from functions.core.errors import McpTokenUnavailable
 
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+
 # A bearer token is a visible-ASCII word (RFC 6750 b64token); longer is surely wrong.
 MAX_TOKEN_LENGTH: Final = 4096
 
@@ -25,7 +28,9 @@ MAX_TOKEN_LENGTH: Final = 4096
 class SecretsManagerMcpToken:
     """A ``Callable[[], str]`` token source for :class:`McpPackageFetcher`."""
 
-    def __init__(self, *, secret_arn: str, max_age_seconds: int, client: Any = None) -> None:
+    def __init__(
+        self, *, secret_arn: str, max_age_seconds: int, client: SecretsManagerClient | None = None
+    ) -> None:
         """Args:
         secret_arn: the secret holding the token.
         max_age_seconds: how long a fetched value is reused before fetching again.

@@ -6,12 +6,15 @@ the archive's own (:class:`~functions.core.adapters.archive_s3.S3Archive`).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.errors import TransientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
 
 _NOT_FOUND: Final = frozenset({"NoSuchKey", "404"})
 
@@ -19,7 +22,7 @@ _NOT_FOUND: Final = frozenset({"NoSuchKey", "404"})
 class S3ObjectStore:
     """Puts and gets whole objects of one bucket."""
 
-    def __init__(self, *, client: Any, bucket: str) -> None:
+    def __init__(self, *, client: S3Client, bucket: str) -> None:
         self._client = client
         self._bucket = bucket
         self._archive = S3Archive(client=client, bucket=bucket)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core import redaction
 from functions.core.clock import Clock, SystemClock
 from functions.core.errors import SigningSecretsUnavailable
 from functions.core.signature import SECRET_PREFIX, SigningSecret
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
 # A rotation needs two; a handful more is a mistake, and each costs one HMAC per request.
 MAX_SECRETS: Final = 5
@@ -38,7 +41,7 @@ class SecretsManagerSigningSecrets:
         *,
         secret_arn: str,
         max_age_seconds: int,
-        client: Any,
+        client: SecretsManagerClient,
         clock: Clock | None = None,
     ) -> None:
         """Args:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -12,6 +12,9 @@ from functions.core.models import UnsentWork, WorkItem
 
 # The most entries SQS takes in one SendMessageBatch call.
 SEND_BATCH_LIMIT: Final = 10
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
 
 # The message attribute that marks a message the worker dead-lettered; its value is the
 # reason (an error code). SQS keeps message attributes when its redrive moves a dead
@@ -23,7 +26,7 @@ class SqsWorkQueue:
     """Sends work items and moves messages (the worker's and reconciler's queue port)."""
 
     def __init__(
-        self, *, client: Any, queue_url: str, dead_letter_queue_url: str | None = None
+        self, *, client: SQSClient, queue_url: str, dead_letter_queue_url: str | None = None
     ) -> None:
         self._client = client
         self._queue_url = queue_url

@@ -20,7 +20,7 @@ subscriber can tell one alert from another.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -32,13 +32,15 @@ from botocore.exceptions import (
 from functions.core.errors import NotApplied, TransientError
 
 if TYPE_CHECKING:
+    from mypy_boto3_sns.client import SNSClient
+
     from functions.workflows.agent import Alert
 
 
 class SnsAlerts:
     """Publishes alerts to one topic with a client that makes one attempt per call."""
 
-    def __init__(self, *, client: Any, topic_arn: str) -> None:
+    def __init__(self, *, client: SNSClient, topic_arn: str) -> None:
         self._client = client
         self._topic_arn = topic_arn
 

@@ -19,7 +19,7 @@ them is translated here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -32,6 +32,9 @@ from functions.core.errors import NotApplied, PermanentError, TransientError
 from functions.workflows.agent import ModelAnswer
 from functions.workflows.agent_prompt import AgentPrompt
 
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
+
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
 _THROTTLED: Final = frozenset({"ThrottlingException", "ModelNotReadyException"})
 _REJECTED: Final = frozenset(
@@ -42,13 +45,13 @@ _REJECTED: Final = frozenset(
 class BedrockConverse:
     """Calls ``Converse`` on one model with one ``bedrock-runtime`` client."""
 
-    def __init__(self, *, client: Any, model_id: str) -> None:
+    def __init__(self, *, client: BedrockRuntimeClient, model_id: str) -> None:
         self._client = client
         self._model_id = model_id
         # An SDK older than the request-metadata field (a Lambda runtime's bundled
         # boto3 can be) would refuse the whole request over it: send it only if known.
-        members = client.meta.service_model.operation_model("Converse").input_shape.members
-        self._metadata_known = "requestMetadata" in members
+        shape = client.meta.service_model.operation_model("Converse").input_shape
+        self._metadata_known = shape is not None and "requestMetadata" in shape.members
 
     def converse(
         self, prompt: AgentPrompt, *, max_tokens: int, temperature: float, delivery_id: str

@@ -30,9 +30,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
@@ -47,6 +48,7 @@ from local.state import LocalState, Resources, emulator_clients
 
 Role = Literal["front_door", "worker"]
 ROLES: tuple[Role, ...] = ("front_door", "worker")
+T = TypeVar("T")
 REGION = "us-east-1"
 PREFIX = "relaylink-local"
 READY_DEADLINE_SECONDS = 60.0
@@ -66,6 +68,15 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True, slots=True)
+class KilledProcess:
+    """A child process killed by :meth:`LocalStack.kill_and_inspect` (epoch seconds)."""
+
+    pid: int
+    started_at: float
+    killed_at: float
+
+
 @dataclass
 class _Child:
     role: Role
@@ -75,10 +86,12 @@ class _Child:
     log_file: Path
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+    started_at: float = 0.0  # epoch seconds of the current process's start
 
     def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.ready_file.unlink()
+        self.started_at = time.time()
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(
                 self.command,
@@ -265,6 +278,15 @@ class LocalStack:
         if child.process is not None:
             child.process.wait()  # so that wait_ready() cannot see the dead child as ready
         return pid
+
+    def kill_and_inspect(self, role: Role, inspect: Callable[[KilledProcess], T]) -> T:
+        """SIGKILL one child and call ``inspect`` before the supervisor restarts it: what
+        ``inspect`` reads (the table, say) is what the dead process left, with no
+        successor writing yet."""
+        with self._lock:  # the supervisor restarts a child under this lock
+            born = self._children[role].started_at
+            pid = self.kill(role)
+            return inspect(KilledProcess(pid=pid, started_at=born, killed_at=time.time()))
 
     def wait_ready(self, timeout: float) -> None:
         """Until both children serve (after a start or a restart).

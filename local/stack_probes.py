@@ -8,8 +8,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
-from functions.core.adapters.dynamodb_steps import KIND_STEP
-from functions.core.steps import StepStatus
+from functions.core.adapters.dynamodb_steps import KIND_STEP, step_from_item
+from functions.core.steps import StepRecord, StepStatus
 from local.state import LocalState
 
 if TYPE_CHECKING:
@@ -78,11 +78,11 @@ def wait_quiet(
     return False
 
 
-def steps_started(state: LocalState, name: str) -> int:
-    """Step records named ``name`` whose run started and has no result yet (a scan):
-    a worker killed now leaves each to run again."""
+def started_steps(state: LocalState, name: str) -> list[StepRecord]:
+    """Step records named ``name`` whose latest run started and has no result yet (a
+    scan): with no worker running, each was in flight when its worker died."""
     dynamodb = state.aws_client("dynamodb")
-    started = 0
+    records: list[StepRecord] = []
     for page in dynamodb.get_paginator("scan").paginate(
         TableName=state.resources.table_name,
         FilterExpression="#kind = :step AND #name = :name AND #status = :started",
@@ -96,7 +96,7 @@ def steps_started(state: LocalState, name: str) -> int:
             ":name": {"S": name},
             ":started": {"S": StepStatus.STARTED.value},
         },
-        Select="COUNT",
+        ConsistentRead=True,
     ):
-        started += int(page["Count"])
-    return started
+        records.extend(step_from_item(item) for item in page["Items"])
+    return records

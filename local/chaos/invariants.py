@@ -10,12 +10,15 @@ every kill survived. ``docs/reliability.md`` explains each check.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from functions.core import table_layout
-from functions.core.errors import UncertainEffect
+from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
+from functions.core.errors import PermanentError, UncertainEffect
+from functions.workflows.agent import MODEL_STEP, Alert, ModelSummary
 from local.chaos.config import RESTART_DEADLINE_SECONDS, ChaosConfig
 from local.chaos.load import LoadRecord
 from local.chaos.plan import LoadPlan
@@ -84,6 +87,13 @@ class _Checks:
         self.effect = "alert" if stack.options.agent else "notify"
         self.effects = stack.effects()
         self.effect_counts: Counter[str] = Counter(applied=0, lost=0, duplicated=0, in_doubt=0)
+        if stack.options.agent:
+            self.effect_counts["text_not_recorded"] = 0
+        self.model_results = {
+            i["pk"]["S"]: i["result"]["S"]
+            for i in items
+            if i["sk"]["S"] == SK_STEP_PREFIX + MODEL_STEP and "result" in i
+        }
         self.notified = stack.sink.sink.body
         self.requested = stack.mcp.controls.packages_requested()
         self.depths = stack.queue_depths()
@@ -115,6 +125,13 @@ class _Checks:
             expected = "failed" if delivery_id in self.plan.missing_ids else "completed"
             error = item.get("last_error", {}).get("S", "")
             applied = self._applied(delivery_id)
+            if (
+                applied
+                and self.effect == "alert"
+                and not self._alert_shows_recorded_result(delivery_id)
+            ):
+                self.effect_counts["text_not_recorded"] += 1
+                self.violations.append(f"{delivery_id}: alert text is not the recorded result")
             if self._in_doubt(state, error, expected):
                 # An alert publish the worker died in: at most once, so the operator
                 # decides (docs/operations.md, effects in doubt); its subscriber saw one.
@@ -134,6 +151,24 @@ class _Checks:
         for key in self.effects:
             if key.removesuffix(f":{self.effect}") not in genuine_ids:
                 self.violations.append(f"an effect for an unknown delivery: {key}")
+
+    def _alert_shows_recorded_result(self, delivery_id: str) -> bool:
+        """The alert the subscriber got ends with the model step's recorded result, as
+        every attempt's alert is built from it."""
+        assert self.stack.alerts is not None
+        text = self.stack.alerts.text(f"{delivery_id}:{self.effect}")
+        recorded = self.model_results.get(delivery_id)
+        if text is None or recorded is None:
+            return False
+        try:
+            summary = ModelSummary.from_record(json.loads(recorded))
+        except (ValueError, PermanentError):
+            return False
+        # The body depends on the summary only: the other fields do not matter here.
+        alert = Alert(
+            delivery_id, event="", package_id="", title="", summary=summary, archive_key=""
+        )
+        return text.endswith("\n\n" + alert.body)
 
     def _in_doubt(self, state: str, error: str, expected: str) -> bool:
         return (

@@ -19,6 +19,7 @@ from typing import Final
 from functions.workflows.agent import MODEL_STEP
 from local import stack_probes
 from local.chaos.config import RESTART_DEADLINE_SECONDS, STALL_SECONDS, ChaosConfig
+from local.chaos.model_window import Run, interrupted_runs
 from local.chaos.plan import LoadPlan
 from local.sender import (
     CONNECTION_ERROR,
@@ -30,13 +31,10 @@ from local.sender import (
     SenderConfig,
     forged_secret,
 )
-from local.stack import ROLES, LocalStack, Role
+from local.stack import ROLES, KilledProcess, LocalStack, Role
 
 SIGNATURE_TOLERANCE_SECONDS: Final = 300  # the receiver refuses older signatures
 _POLL_SECONDS: Final = 0.05
-# After a model answer, how long a worker may take to record it: a kill within this
-# (or while the call is in flight) can cost a rerun of the model step.
-MODEL_RECORD_SECONDS: Final = 1.0
 # A single adversarial request is repeated until the receiver gives a verdict: kills
 # come in bursts, so a fixed count of retries can fall entirely inside restarts.
 _VERDICT_DEADLINE_SECONDS: Final = 60.0
@@ -54,7 +52,9 @@ class LoadRecord:
     adversarial_attempts: int = 0  # conflicting, forged and replayed requests sent
     kills: Counter[str] = field(default_factory=Counter)
     acknowledged: int = 0
-    kills_in_model_window: int = 0  # worker kills while a model answer was unrecorded
+    kills_in_model_window: int = 0  # worker kills that interrupted a model step
+    # (delivery id, run) of each model step run in flight in a worker when it was killed
+    interrupted_model_steps: set[Run] = field(default_factory=set)
 
 
 async def send_load(
@@ -180,24 +180,25 @@ class _LoadRun:
         progress = self.acknowledged if role == "front_door" else self.effects_applied
         for at in moments:
             await self._at(progress, at)
-            in_window = role == "worker" and await asyncio.to_thread(self._model_window_open)
-            await asyncio.to_thread(self.stack.kill, role)
+            if role == "worker" and self.stack.bedrock is not None:
+                await asyncio.to_thread(self._kill_worker_in_model_window)
+            else:
+                await asyncio.to_thread(self.stack.kill, role)
             self.load.kills[role] += 1
-            self.load.kills_in_model_window += in_window
             await asyncio.to_thread(self.stack.wait_ready, RESTART_DEADLINE_SECONDS)
 
-    def _model_window_open(self) -> bool:
-        """A model call in flight or just answered, or a model step started and not
-        recorded (its reservation, its call, or its result's write)."""
-        bedrock = self.stack.bedrock
-        if bedrock is None:
-            return False
-        if bedrock.emulator.model_window_open(MODEL_RECORD_SECONDS):
-            return True
-        try:
-            return stack_probes.steps_started(self.stack.state, MODEL_STEP) > 0
-        except Exception:  # noqa: BLE001 (an injected fault: count the kill as in the window)
-            return True
+    def _kill_worker_in_model_window(self) -> None:
+        """Kill the worker and note the model step runs it had in flight (started, not
+        recorded), read before the supervisor restarts it."""
+
+        def in_flight(killed: KilledProcess) -> set[Run]:
+            started = stack_probes.started_steps(self.stack.state, MODEL_STEP)
+            return interrupted_runs(started, process_started_at=killed.started_at)
+
+        interrupted = self.stack.kill_and_inspect("worker", in_flight)
+        new = interrupted - self.load.interrupted_model_steps
+        self.load.interrupted_model_steps |= new
+        self.load.kills_in_model_window += bool(new)
 
 
 async def _until(condition: Callable[[], bool], give_up: Callable[[], bool]) -> None:

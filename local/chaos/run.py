@@ -20,6 +20,7 @@ from functions.workflows.agent import MODEL_STEP
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
 from local.chaos.load import LoadRecord, send_load
+from local.chaos.model_window import Run, model_figures, model_violations
 from local.chaos.plan import plan_load
 from local.chaos.report import (
     AnswerCounts,
@@ -78,10 +79,12 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         # Relay failures are a child process's argument: they stay on, and only delay.
         worker_log = _WorkerLog.read(stack)
         findings = check(stack, config, plan, load)
-        not_quiet = (
+        violations = (
             [] if quiet else [f"not quiet within the deadline of {config.deadline_seconds:g} s"]
-        )
+        ) + findings.violations
         model = _model_figures(stack, load, worker_log)
+        if model:
+            violations += model_violations(worker_log.model_reruns, load.interrupted_model_steps)
         return ChaosReport(
             config=config,
             deliveries=DeliveryCounts.of(plan, load),
@@ -108,31 +111,21 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
             ),
             effects=findings.effects,
             model=model,
-            violations=not_quiet + findings.violations + _model_violations(model),
+            violations=violations,
         )
 
 
 def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict[str, int]:
-    """The model step's calls and reruns, and the worker kills that could cause one
+    """The model step's calls and reruns, and the worker kills that interrupted it
     (none when the workflow calls no model)."""
     if stack.bedrock is None:
         return {}
-    calls = stack.model_calls()
-    return {
-        "calls": sum(calls.values()),
-        "deliveries_called": len(calls),
-        "deliveries_called_more_than_once": sum(1 for n in calls.values() if n > 1),
-        "reruns": log.step_reruns.get(MODEL_STEP, 0),
-        "kills_in_window": load.kills_in_model_window,
-    }
-
-
-def _model_violations(model: dict[str, int]) -> list[str]:
-    # One kill reruns every model step its worker held, so reruns are not bounded by
-    # kills; but a rerun without any kill in the window is a bug.
-    if model and model["reruns"] > 0 and model["kills_in_window"] == 0:
-        return [f"model step reran {model['reruns']} times with no kill in the window"]
-    return []
+    return model_figures(
+        stack.model_calls(),
+        reruns=log.model_reruns,
+        interrupted=load.interrupted_model_steps,
+        kills_in_window=load.kills_in_model_window,
+    )
 
 
 class _AbandonedMcpRequests(logging.Filter):
@@ -179,14 +172,15 @@ class _WorkerLog:
 
     relay_failures: int  # injected ones
     outcomes: dict[str, int]  # worker attempts by result, a retry by its error code
-    step_reruns: dict[str, int]  # by step name (the StepReruns metric's log lines)
+    # (delivery id, run) of each model step rerun (the StepReruns metric's log lines)
+    model_reruns: tuple[Run, ...]
 
     @classmethod
     def read(cls, stack: LocalStack) -> _WorkerLog:
         marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
         relay_failures = 0
         outcomes: Counter[str] = Counter()
-        reruns: Counter[str] = Counter()
+        model_reruns: list[Run] = []
         with (stack.run_dir / "worker.log").open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 if marker in line:
@@ -198,6 +192,8 @@ class _WorkerLog:
                         code = record.get("error_code")
                         outcomes[f"{result} ({code})" if code else result] += 1
                 elif line.startswith("{") and f'"{STEP_RERUN_MESSAGE}"' in line:
-                    with contextlib.suppress(ValueError):
-                        reruns[str(json.loads(line).get("step"))] += 1
-        return cls(relay_failures, dict(sorted(outcomes.items())), dict(reruns))
+                    with contextlib.suppress(ValueError, TypeError, KeyError):
+                        record = json.loads(line)
+                        if record.get("step") == MODEL_STEP:
+                            model_reruns.append((str(record["delivery_id"]), int(record["run"])))
+        return cls(relay_failures, dict(sorted(outcomes.items())), tuple(model_reruns))

@@ -1,7 +1,8 @@
 """The fault-injection run with the agent workflow: Bedrock emulated, alerts over SNS.
 
-Every alert reaches the topic's subscriber at most once and none is lost; the model
-step runs again only when a worker kill landed while a model answer was unrecorded.
+Every alert reaches the topic's subscriber at most once, none is lost, and each shows
+the recorded model result; the model step runs again only for a run a worker kill
+interrupted (started, not recorded), at most once per such run.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ def test_chaos_agent_run_loses_and_duplicates_no_alert_and_reruns_only_after_kil
     assert report.violations == []
     alerts = report.effects["alert"]
     assert alerts["lost"] == 0 and alerts["duplicated"] == 0
+    assert alerts["text_not_recorded"] == 0
     missing = report.deliveries.missing_package
     assert alerts["applied"] + alerts["in_doubt"] == 30 - missing
     model = report.model
     assert model["kills_in_window"] <= 2
-    assert model["reruns"] == 0 or model["kills_in_window"] > 0
+    assert model["reruns"] <= model["steps_interrupted"]
+    assert model["reruns_unattributed"] == 0
+    # A kill in the window interrupted at least one run; a batch can hold several.
+    assert model["kills_in_window"] <= model["steps_interrupted"]
     # Every delivery with a package met the model at least once (and only those).
     assert model["deliveries_called"] == 30 - missing
     assert report.kills["worker"].survived == 2

@@ -343,18 +343,3 @@ def test_runs_alone_as_a_module(client_for: Clients) -> None:
                 assert json.loads(answer.read()) == {"cli": 1}
         finally:
             process.terminate()
-
-
-def test_the_model_window_is_open_while_a_call_is_in_flight_and_for_a_grace_after() -> None:
-    emulator = BedrockEmulator(latency_seconds=0.5)
-    assert not emulator.model_window_open(grace_seconds=60)
-    with ThreadPoolExecutor(1) as pool:
-        answer = pool.submit(emulator.converse, "no-such-model", b"{}")
-        deadline = time.monotonic() + 5
-        while not emulator.model_window_open(grace_seconds=0):
-            assert time.monotonic() < deadline, "the call never showed as in flight"
-            time.sleep(0.01)
-        answer.result(timeout=5)
-
-    assert not emulator.model_window_open(grace_seconds=0)
-    assert emulator.model_window_open(grace_seconds=60)

@@ -18,6 +18,7 @@ alert topic counted through a subscribed queue). Each row counts the emulator's
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -70,26 +71,22 @@ class AgentRow:
 
 
 class AgentScenario:
-    def __init__(self, stack: LocalStack, out: TextIO, first_step: int) -> None:
+    def __init__(self, stack: LocalStack, out: TextIO) -> None:
         assert stack.bedrock is not None and stack.emulator is not None
         self.stack = stack
         self.bedrock = stack.bedrock.emulator
         self.faults = stack.emulator.faults
         self.out = out
-        self.number = first_step
+        self.number = 1
         state = stack.state
         self.config = SenderConfig(
             url=state.webhook_url, secrets=tuple(state.signing_secrets), time_scale=100.0
         )
-        self.steps = DynamoDbSteps(
-            client=state.aws_client("dynamodb"), table_name=state.resources.table_name
-        )
+        self.dynamodb = state.aws_client("dynamodb")
+        self.table = state.resources.table_name
+        self.steps = DynamoDbSteps(client=self.dynamodb, table_name=self.table)
         self.budget_store = TokenBudget(
-            DynamoDbBudget(
-                client=state.aws_client("dynamodb"),
-                table_name=state.resources.table_name,
-                default_limit=_DAY_LIMIT,
-            )
+            DynamoDbBudget(client=self.dynamodb, table_name=self.table, default_limit=_DAY_LIMIT)
         )
         self.state_file = stack.run_dir / "agent-demo-state.json"
         state.write(self.state_file)
@@ -99,7 +96,7 @@ class AgentScenario:
         print(text, file=self.out, flush=True)
 
     def step(self, text: str) -> None:
-        self.say(f"{self.number}. {text}")
+        self.say(f"A{self.number}. {text}")
         self.number += 1
 
     def new(self) -> Delivery:
@@ -110,25 +107,35 @@ class AgentScenario:
 
     def inbox(self, row: AgentRow) -> tuple[str | None, str | None]:
         """The delivery's state and last error."""
-        item = self.stack.client("dynamodb").get_item(
-            TableName=self.stack.state.resources.table_name,
-            Key=dynamodb_items.inbox_key(row.delivery.delivery_id),
+        item = self.dynamodb.get_item(
+            TableName=self.table, Key=dynamodb_items.inbox_key(row.delivery.delivery_id)
         )
         inbox = dynamodb_items.inbox_from_item(item["Item"]) if "Item" in item else None
         return (None, None) if inbox is None else (inbox.state.value, inbox.last_error)
 
     def operator(self, *arguments: str) -> str:
-        """``relaylink-receiver <arguments> --local <state file>``, as an operator types it;
-        its first output line."""
+        """``relaylink-receiver <arguments> --json --local <state file>``, as an operator
+        types it; what it answered."""
         done = subprocess.run(
-            [sys.executable, "-m", "ops.cli", *arguments, "--local", str(self.state_file)],
+            [
+                sys.executable,
+                "-m",
+                "ops.cli",
+                *arguments,
+                "--json",
+                "--local",
+                str(self.state_file),
+            ],
             capture_output=True,
             text=True,
             timeout=WAIT_SECONDS,
             check=False,
         )
-        lines = (done.stdout or done.stderr).strip().splitlines()
-        return f"{lines[0] if lines else ''} (exit {done.returncode})"
+        try:  # one line of it
+            answer = json.dumps(json.loads(done.stdout))
+        except ValueError:
+            answer = (done.stdout or done.stderr).strip()
+        return f"{answer} (exit {done.returncode})"
 
     def alerts(self, row: AgentRow) -> int:
         return self.stack.effects().get(f"{row.delivery.delivery_id}:{ALERT_EFFECT}", 0)
@@ -250,8 +257,10 @@ class AgentScenario:
         return not any(row.failures for row in self.rows)
 
 
-def run_agent_demo(out: TextIO, *, first_step: int) -> bool:
+def run_agent_demo(out: TextIO) -> bool:
     """The agent scenarios on a stack of their own; True when every invariant holds."""
-    print("\nStarting a local stack with the agent workflow (Bedrock emulated) ...", file=out)
+    print(
+        "The agent workflow, on a stack of its own (Bedrock emulated, alerts over SNS):", file=out
+    )
     with LocalStack(StackOptions(seed=7, workflow="agent")) as stack:
-        return asyncio.run(AgentScenario(stack, out, first_step).run())
+        return asyncio.run(AgentScenario(stack, out).run())

@@ -140,7 +140,8 @@ class LocalStack:
     _children: dict[Role, _Child] = field(default_factory=dict)
     _run_dir: Path | None = None
     _owns_run_dir: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Re-entrant: kill_and_inspect holds it while its inspection reads the state.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _monitor: threading.Thread | None = None
 

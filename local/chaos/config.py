@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import setting_defaults
-
 # How long a killed process may take to serve again, during the load and at the end.
 RESTART_DEADLINE_SECONDS: Final = 60.0
 STALL_SECONDS: Final = 120.0
@@ -38,7 +36,9 @@ class ChaosConfig:
     max_attempts: int = 10
     duplicate_rate: float = 0.1
     adversarial_fraction: float = 0.02  # of deliveries, for each adversarial kind (min 1)
-    workflow: str = setting_defaults.DEFAULT_WORKFLOW  # an alias or module:factory
+    # An alias or module:factory. As the local stack's (and `chaos --workflow`'s):
+    # notify, whose effects the notification target counts (archive has none).
+    workflow: str = "notify"
     bedrock_latency_ms: int = 200  # agent workflow: widens the model-call window
 
     def __post_init__(self) -> None:

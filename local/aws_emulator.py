@@ -19,6 +19,7 @@ Three things are added in front of moto, all local-only:
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import random
@@ -57,18 +58,30 @@ class FaultInjector:
         self._random = random.Random(seed)  # noqa: S311 (reproducible faults, not secrets)
         self._rate = rate
         self._counts: Counter[str] = Counter()
-        self._delays: dict[str, list[float]] = {}
+        self._delays: dict[str, list[tuple[float, str | None]]] = {}
 
-    def delay_next(self, operation: str, seconds: float, *, count: int = 1) -> None:
+    def delay_next(
+        self, operation: str, seconds: float, *, count: int = 1, containing: str | None = None
+    ) -> None:
         """Hold the next ``count`` DynamoDB ``operation`` requests ``seconds`` before moto
-        sees them (a slow write: the caller may give up while the write still happens)."""
+        sees them (a slow write: the caller may give up while the write still happens);
+        with ``containing``, only requests whose JSON body contains that text (a key)."""
         with self._lock:
-            self._delays.setdefault(operation, []).extend([seconds] * count)
+            self._delays.setdefault(operation, []).extend([(seconds, containing)] * count)
 
-    def delay_for(self, operation: str) -> float:
+    def delays_pending(self, operation: str) -> bool:
         with self._lock:
-            pending = self._delays.get(operation)
-            return pending.pop(0) if pending else 0.0
+            return bool(self._delays.get(operation))
+
+    def delay_for(self, operation: str, body: bytes = b"") -> float:
+        """The hold for this request (0: none), taking it from the pending ones."""
+        with self._lock:
+            pending = self._delays.get(operation, [])
+            for index, (seconds, containing) in enumerate(pending):
+                if containing is None or containing.encode() in body:
+                    del pending[index]
+                    return seconds
+            return 0.0
 
     def set_rate(self, rate: float) -> None:
         if not 0.0 <= rate <= 1.0:
@@ -101,7 +114,11 @@ class _Gate:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith(DYNAMODB_TARGET_PREFIX):
-            delay = self._faults.delay_for(target.removeprefix(DYNAMODB_TARGET_PREFIX))
+            operation = target.removeprefix(DYNAMODB_TARGET_PREFIX)
+            body = b""
+            if self._faults.delays_pending(operation):
+                body = _read_body(environ)
+            delay = self._faults.delay_for(operation, body)
             if delay:
                 time.sleep(delay)  # outside the lock: other requests go on
             kind = self._faults.pick()
@@ -125,6 +142,14 @@ class _Gate:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    """The request's body, put back so that moto reads it too."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body: bytes = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
 
 
 class AwsEmulator:

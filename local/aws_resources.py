@@ -114,3 +114,17 @@ def create_stack_resources(
         alarm_topic_arn=topic_arn,
         alert_topic_arn=alert_topic_arn,
     )
+
+
+def create_alert_topic(client: AwsClients, *, prefix: str) -> tuple[str, str]:
+    """The agent workflow's alert topic, with a queue subscribed so that a check can
+    count the alerts; returns (topic ARN, queue URL)."""
+    sns, sqs = client("sns"), client("sqs")
+    # The same name as the stack's alert topic: SNS answers an existing topic's ARN.
+    topic_arn = sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName=f"{prefix}-alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+    return topic_arn, queue_url

@@ -257,7 +257,9 @@ class BedrockEmulator:
     def converse(self, model_id: str, body: bytes) -> Reply:
         """Answer one ``Converse`` request: ``model_id`` from the path, ``body`` as sent."""
         started = time.monotonic()
-        request = _parse_body(body)
+        return self._converse(model_id, _parse_body(body), started)
+
+    def _converse(self, model_id: str, request: Mapping[str, Any] | None, started: float) -> Reply:
         injected, refuse, latency = self._record(model_id, request)
         if latency:
             time.sleep(latency)
@@ -462,7 +464,12 @@ def _handler(emulator: BedrockEmulator) -> type[BaseHTTPRequestHandler]:
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # The caller went away while the answer was held (a killed worker):
+                # what a real endpoint sees too, and nothing to report.
+                self.close_connection = True
 
         def _unknown(self) -> Reply:
             return Reply(

@@ -3,23 +3,28 @@
 Each step sends real signed requests over HTTP to the front door (the real
 receiver handler in its own process) and waits for the worker side to finish,
 then the closing table is read back from the store and from the notification
-target's counter. The exit status is 1 when any step's expectation fails.
+target's counter. The agent workflow's scenarios (:mod:`local.agent_demo`) run beside
+them on a stack of their own. The exit status is 1 when any step's expectation fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem
+from local.agent_demo import run_agent_demo
 from local.sender import AttemptResult, Delivery, Sender, SenderConfig, forged_secret
 from local.stack import LocalStack
 from local.stack_options import StackOptions
+from local.text_table import aligned
 
 WAIT_SECONDS = 30.0
 TIME_SCALE = 100.0  # RelayLink's 30 s back-off becomes 0.3 s
@@ -247,19 +252,23 @@ class Scenario:
             )
             for row in self.rows
         ]
-        columns = zip(header, *lines, strict=True)
-        widths = [max(len(cell) for cell in column) for column in columns]
-        for cells in (header, tuple("-" * w for w in widths), *lines):
-            padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-            self.say("  ".join(padded).rstrip())
+        for line in aligned(header, lines):
+            self.say(line)
 
 
 def run_demo(out: TextIO = sys.stdout) -> int:
     started = time.monotonic()
     print("Starting the local stack (moto, demo MCP server, front door, worker) ...", file=out)
-    with LocalStack(StackOptions(seed=7)) as stack:
-        print(f"webhook URL {stack.state.webhook_url}; logs in {stack.run_dir}\n", file=out)
-        healthy = asyncio.run(Scenario(stack, out).run())
+    # The agent's scenarios run meanwhile on their own stack (mostly waiting out a
+    # killed worker's visibility timeout); their narration is printed after these.
+    agent_out = io.StringIO()
+    with ThreadPoolExecutor(1, thread_name_prefix="agent-demo") as pool:
+        agent = pool.submit(run_agent_demo, agent_out)
+        with LocalStack(StackOptions(seed=7)) as stack:
+            print(f"webhook URL {stack.state.webhook_url}; logs in {stack.run_dir}\n", file=out)
+            healthy = asyncio.run(Scenario(stack, out).run())
+        healthy = agent.result() and healthy
+    print(f"\n{agent_out.getvalue()}", end="", file=out)
     elapsed = time.monotonic() - started
     verdict = "every invariant holds" if healthy else "INVARIANTS FAILED"
     print(f"\n{verdict} ({elapsed:.1f} s)", file=out)

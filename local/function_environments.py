@@ -7,6 +7,7 @@ log format and application log level, which :mod:`local.lambda_logging` applies)
 
 from __future__ import annotations
 
+import json
 import os
 
 from functions.core import env_keys, metric_names, setting_defaults
@@ -114,4 +115,21 @@ def worker_side_environment(
         # What the deployed worker's asset holds at its root: the workflow folder.
         paths = [options.workflow_source, environment.get("PYTHONPATH", "")]
         environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
+    if options.agent:
+        environment.update(agent_environment(state, options))
     return environment
+
+
+def agent_environment(state: LocalState, options: StackOptions) -> dict[str, str]:
+    """The agent workflow's settings: the Bedrock emulator, and the alert topic."""
+    settings = {
+        "bedrock_endpoint_url": state.bedrock_url,
+        "model_id": setting_defaults.DEFAULT_AGENT_MODEL_ID,
+        "max_tokens": str(options.model_max_tokens),
+        "daily_token_budget": str(options.daily_token_budget),
+        **options.workflow_settings,
+    }
+    return {
+        env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings, sort_keys=True),
+        env_keys.ENV_ALERT_TOPIC_ARN: state.resources.alert_topic_arn,
+    }

@@ -30,15 +30,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from local import stack_probes
+from local import bedrock_emulator, stack_probes
+from local.alert_counter import AlertCounter
 from local.aws_clients import AwsClients
 from local.aws_emulator import AwsEmulator
-from local.aws_resources import create_stack_resources
+from local.aws_resources import create_alert_topic, create_stack_resources
 from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
@@ -51,6 +52,7 @@ _PREFIX = (__package__ or "local").removesuffix("local")
 
 Role = Literal["front_door", "worker"]
 ROLES: tuple[Role, ...] = ("front_door", "worker")
+T = TypeVar("T")
 REGION = "us-east-1"
 PREFIX = "relaylink-local"
 READY_DEADLINE_SECONDS = 60.0
@@ -70,6 +72,15 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True, slots=True)
+class KilledProcess:
+    """A child process killed by :meth:`LocalStack.kill_and_inspect` (epoch seconds)."""
+
+    pid: int
+    started_at: float
+    killed_at: float
+
+
 @dataclass
 class _Child:
     role: Role
@@ -79,10 +90,12 @@ class _Child:
     log_file: Path
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+    started_at: float = 0.0  # epoch seconds of the current process's start
 
     def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.ready_file.unlink()
+        self.started_at = time.time()
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(
                 self.command,
@@ -125,11 +138,14 @@ class LocalStack:
     emulator: AwsEmulator | None = None
     mcp: RunningServer | None = None
     sink: NotifySinkServer | None = None
+    bedrock: bedrock_emulator.RunningEmulator | None = None
+    alerts: AlertCounter | None = None
     _state: LocalState | None = None
     _children: dict[Role, _Child] = field(default_factory=dict)
     _run_dir: Path | None = None
     _owns_run_dir: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Re-entrant: kill_and_inspect holds it while its inspection reads the state.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _monitor: threading.Thread | None = None
 
@@ -165,6 +181,13 @@ class LocalStack:
         )
         self.sink = NotifySinkServer().start()
         resources = self._create_resources(signing, token)
+        if options.agent:
+            self.bedrock = bedrock_emulator.start_in_thread(
+                emulator=bedrock_emulator.BedrockEmulator(
+                    latency_seconds=options.bedrock_latency_ms / 1000, seed=options.seed
+                )
+            )
+            resources = self._add_alert_topic(resources)
         port = options.port or _free_port()
         self._state = LocalState(
             webhook_url=f"http://127.0.0.1:{port}/relaylink",
@@ -175,7 +198,11 @@ class LocalStack:
             signing_secrets=signing,
             mcp_token=token,
             resources=resources,
+            bedrock_url=self.bedrock.url if self.bedrock is not None else "",
         )
+        if resources.alert_queue_url:
+            self.alerts = AlertCounter(self._state.aws_client("sqs"), resources.alert_queue_url)
+            self.alerts.start()
         self._children = {
             "front_door": self._child(
                 "front_door",
@@ -209,6 +236,10 @@ class LocalStack:
             self._monitor.join(timeout=5)
         for child in self._children.values():
             child.stop()
+        if self.alerts is not None:
+            self.alerts.stop()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         if self.sink is not None:
             self.sink.stop()
         if self.mcp is not None:
@@ -270,6 +301,15 @@ class LocalStack:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
 
+    def kill_and_inspect(self, role: Role, inspect: Callable[[KilledProcess], T]) -> T:
+        """SIGKILL one child and call ``inspect`` before the supervisor restarts it: what
+        ``inspect`` reads (the table, say) is what the dead process left, with no
+        successor writing yet."""
+        with self._lock:  # the supervisor restarts a child under this lock
+            born = self._children[role].started_at
+            pid = self.kill(role)
+            return inspect(KilledProcess(pid=pid, started_at=born, killed_at=time.time()))
+
     def wait_ready(self, timeout: float) -> None:
         """Until both children serve (after a start or a restart).
 
@@ -289,8 +329,16 @@ class LocalStack:
             time.sleep(0.02)
 
     def effects(self) -> dict[str, int]:
-        """Applications per idempotency key, as the notification target counted them."""
-        return self.sink.sink.counts() if self.sink is not None else {}
+        """Applications per idempotency key, as the notification target counted them,
+        with the agent workflow's alerts as the alert topic's subscriber counted them."""
+        counts = self.sink.sink.counts() if self.sink is not None else {}
+        if self.alerts is not None:
+            counts = {**counts, **self.alerts.counts()}
+        return counts
+
+    def model_calls(self) -> dict[str, int]:
+        """Model calls per delivery id, as the Bedrock emulator counted them."""
+        return self.bedrock.calls() if self.bedrock is not None else {}
 
     @property
     def client(self) -> AwsClients:
@@ -324,6 +372,14 @@ class LocalStack:
             retry_base_seconds=self.options.retry_base_seconds,
             visibility_timeout=self.options.visibility_timeout_seconds,
         )
+
+    def _add_alert_topic(self, resources: Resources) -> Resources:
+        assert self.emulator is not None
+        topic_arn, queue_url = create_alert_topic(
+            emulator_clients(self.emulator.endpoint_url, region=REGION),
+            prefix=resources.table_name.removesuffix("-inbox"),
+        )
+        return replace(resources, alert_topic_arn=topic_arn, alert_queue_url=queue_url)
 
     def _clock_arguments(self) -> list[str]:
         options = self.options

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from functions.core import setting_defaults
 
+AGENT_WORKFLOW = "agent"
+
 
 @dataclass(frozen=True, slots=True)
 class StackOptions:
@@ -41,6 +43,14 @@ class StackOptions:
     workflow: str = "notify"
     workflow_settings: Mapping[str, str] = field(default_factory=dict)  # WORKFLOW_SETTINGS
     workflow_source: str | None = None  # a folder put first on the worker's import path
+    bedrock_latency_ms: int = 0  # added to every model call (agent workflow)
+    model_max_tokens: int = 256
+    daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests
+
+    @property
+    def agent(self) -> bool:
+        """Whether the worker runs the agent workflow (it needs Bedrock and an alert topic)."""
+        return self.workflow == AGENT_WORKFLOW
 
     def __post_init__(self) -> None:
         if not self.lease_seconds < self.visibility_timeout_seconds:

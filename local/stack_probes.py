@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
+from functions.core.adapters.dynamodb_steps import KIND_STEP, step_from_item
+from functions.core.steps import StepRecord, StepStatus
 from local.state import LocalState
 
 if TYPE_CHECKING:
@@ -109,3 +111,27 @@ def wait_quiet(
                     return True
         time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
     return False
+
+
+def started_steps(state: LocalState, name: str) -> list[StepRecord]:
+    """Step records named ``name`` whose latest run started and has no result yet (a
+    scan): with no worker running, each was in flight when its worker died."""
+    dynamodb = state.aws_client("dynamodb")
+    records: list[StepRecord] = []
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=state.resources.table_name,
+        FilterExpression="#kind = :step AND #name = :name AND #status = :started",
+        ExpressionAttributeNames={
+            "#kind": table_layout.KIND_ATTRIBUTE,
+            "#name": "name",
+            "#status": "status",
+        },
+        ExpressionAttributeValues={
+            ":step": {"S": KIND_STEP},
+            ":name": {"S": name},
+            ":started": {"S": StepStatus.STARTED.value},
+        },
+        ConsistentRead=True,
+    ):
+        records.extend(step_from_item(item) for item in page["Items"])
+    return records

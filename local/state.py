@@ -33,7 +33,8 @@ class Resources:
     archive_bucket: str
     stream_arn: str = ""
     alarm_topic_arn: str = ""
-    alert_topic_arn: str = ""
+    alert_topic_arn: str = ""  # the agent workflow's; its alerts go to alert_queue_url too
+    alert_queue_url: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class LocalState:
     mcp_token: str
     resources: Resources
     pids: dict[str, int] = field(default_factory=dict)
+    bedrock_url: str = ""  # the Bedrock emulator's, when the worker runs the agent workflow
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

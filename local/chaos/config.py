@@ -30,12 +30,16 @@ class ChaosConfig:
     deadline_seconds: float = 600.0
     concurrency: int = 16
     backlog: int = 100  # deliveries acknowledged ahead of the effects at most
-    # Worker attempts per item (deployed: 5). Faults here are independent draws, so an
-    # item exhausts its attempts with probability (per-attempt failure rate) ** this;
-    # docs/reliability.md has the figure.
+    # Worker attempts of unknown outcome per item (deployed: 5): an attempt a kill ended,
+    # or an unexpected exception. The injected faults are known-transient: retried
+    # within the horizon without using these (docs/reliability.md, Attempts).
     max_attempts: int = 10
     duplicate_rate: float = 0.1
     adversarial_fraction: float = 0.02  # of deliveries, for each adversarial kind (min 1)
+    # An alias or module:factory. As the local stack's (and `chaos --workflow`'s):
+    # notify, whose effects the notification target counts (archive has none).
+    workflow: str = "notify"
+    bedrock_latency_ms: int = 200  # agent workflow: widens the model-call window
 
     def __post_init__(self) -> None:
         if self.deliveries < 10:

@@ -10,11 +10,15 @@ every kill survived. ``docs/reliability.md`` explains each check.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from functions.core import table_layout
+from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
+from functions.core.errors import PermanentError, UncertainEffect
+from functions.workflows.agent import MODEL_STEP, Alert, ModelSummary
 from local.chaos.config import RESTART_DEADLINE_SECONDS, ChaosConfig
 from local.chaos.load import LoadRecord
 from local.chaos.plan import LoadPlan
@@ -36,6 +40,7 @@ class Findings:
     quarantined: int
     stored_forged_or_replayed: int
     queues: dict[str, int]
+    effects: dict[str, dict[str, int]]  # by effect name: applied, lost, duplicated
 
 
 def check(stack: LocalStack, config: ChaosConfig, plan: LoadPlan, load: LoadRecord) -> Findings:
@@ -79,7 +84,16 @@ class _Checks:
             for i in items
             if i["sk"]["S"].startswith(table_layout.SK_QUARANTINE_PREFIX)
         }
+        self.effect = "alert" if stack.options.agent else "notify"
         self.effects = stack.effects()
+        self.effect_counts: Counter[str] = Counter(applied=0, lost=0, duplicated=0, in_doubt=0)
+        if stack.options.agent:
+            self.effect_counts["text_not_recorded"] = 0
+        self.model_results = {
+            i["pk"]["S"]: i["result"]["S"]
+            for i in items
+            if i["sk"]["S"] == SK_STEP_PREFIX + MODEL_STEP and "result" in i
+        }
         self.notified = stack.sink.sink.body
         self.requested = stack.mcp.controls.packages_requested()
         self.depths = stack.queue_depths()
@@ -90,7 +104,7 @@ class _Checks:
         self.stored_rejected = 0
 
     def _applied(self, delivery_id: str) -> int:
-        return self.effects.get(f"{delivery_id}:notify", 0)
+        return self.effects.get(f"{delivery_id}:{self.effect}", 0)
 
     def genuine(self) -> None:
         """Acknowledged, stored with its own body, finished as its package says, and its
@@ -109,18 +123,69 @@ class _Checks:
             self.states[state] += 1
             self.claims[int(item["attempts"]["N"])] += 1
             expected = "failed" if delivery_id in self.plan.missing_ids else "completed"
-            if state != expected:
-                error = item.get("last_error", {}).get("S", "")
-                self.violations.append(f"{delivery_id}: {state}, expected {expected} ({error})")
+            error = item.get("last_error", {}).get("S", "")
             applied = self._applied(delivery_id)
+            if (
+                applied
+                and self.effect == "alert"
+                and not self._alert_shows_recorded_result(delivery_id)
+            ):
+                self.effect_counts["text_not_recorded"] += 1
+                self.violations.append(f"{delivery_id}: alert text is not the recorded result")
+            if self._in_doubt(state, error, expected):
+                # An alert publish the worker died in: at most once, so the operator
+                # decides (docs/operations.md, effects in doubt); its subscriber saw one.
+                self.effect_counts["in_doubt"] += 1
+                if applied > 1:
+                    self.effect_counts["duplicated"] += 1
+                    self.violations.append(f"{delivery_id}: alert in doubt, sent {applied} times")
+                continue
+            if state != expected:
+                self.violations.append(f"{delivery_id}: {state}, expected {expected} ({error})")
+            self._count_effect(applied, completed=state == "completed")
             if applied != (1 if expected == "completed" else 0):
                 self.violations.append(f"{delivery_id}: effect applied {applied} times ({state})")
             if item["body_sha256"]["S"] != sha256_hex(result.delivery.body):
                 self.violations.append(f"{delivery_id}: stored body digest is not the delivery's")
         genuine_ids = {r.delivery_id for r in self.load.genuine}
         for key in self.effects:
-            if key.removesuffix(":notify") not in genuine_ids:
+            if key.removesuffix(f":{self.effect}") not in genuine_ids:
                 self.violations.append(f"an effect for an unknown delivery: {key}")
+
+    def _alert_shows_recorded_result(self, delivery_id: str) -> bool:
+        """The alert the subscriber got ends with the model step's recorded result, as
+        every attempt's alert is built from it."""
+        assert self.stack.alerts is not None
+        text = self.stack.alerts.text(f"{delivery_id}:{self.effect}")
+        recorded = self.model_results.get(delivery_id)
+        if text is None or recorded is None:
+            return False
+        try:
+            summary = ModelSummary.from_record(json.loads(recorded))
+        except (ValueError, PermanentError):
+            return False
+        # The body depends on the summary only: the other fields do not matter here.
+        alert = Alert(
+            delivery_id, event="", package_id="", title="", summary=summary, archive_key=""
+        )
+        return text.endswith("\n\n" + alert.body)
+
+    def _in_doubt(self, state: str, error: str, expected: str) -> bool:
+        return (
+            self.effect == "alert"
+            and expected == "completed"
+            and state == "failed"
+            and error == UncertainEffect.code
+        )
+
+    def _count_effect(self, applied: int, *, completed: bool) -> None:
+        counts = self.effect_counts
+        if applied == 1:
+            counts["applied"] += 1
+        elif applied > 1:
+            counts["duplicated"] += 1
+        elif completed:
+            counts["lost"] += 1
 
     def shared_packages(self) -> None:
         """Several deliveries of one package: each processed on its own."""
@@ -149,6 +214,8 @@ class _Checks:
                     self.violations.append(f"{delivery_id}: quarantine names another original")
             if self.requested.get(str(other.package_id), 0):
                 self.violations.append(f"{delivery_id}: the conflicting body's package fetched")
+            if self.effect != "notify":
+                continue  # only the notification carries the package id to check
             notified = self.notified(f"{delivery_id}:notify") or {}
             if notified.get("package_id") != original.package_id:
                 self.violations.append(f"{delivery_id}: notified without the original package")
@@ -202,4 +269,5 @@ class _Checks:
             quarantined=self.quarantined,
             stored_forged_or_replayed=self.stored_rejected,
             queues=self.depths,
+            effects={self.effect: dict(self.effect_counts)},
         )

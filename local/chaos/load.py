@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from functions.workflows.agent import MODEL_STEP
+from local import stack_probes
 from local.chaos.config import RESTART_DEADLINE_SECONDS, STALL_SECONDS, ChaosConfig
+from local.chaos.model_window import Run, interrupted_runs
 from local.chaos.plan import LoadPlan
 from local.sender import (
     CONNECTION_ERROR,
@@ -28,7 +31,7 @@ from local.sender import (
     SenderConfig,
     forged_secret,
 )
-from local.stack import ROLES, LocalStack, Role
+from local.stack import ROLES, KilledProcess, LocalStack, Role
 
 SIGNATURE_TOLERANCE_SECONDS: Final = 300  # the receiver refuses older signatures
 _POLL_SECONDS: Final = 0.05
@@ -49,6 +52,9 @@ class LoadRecord:
     adversarial_attempts: int = 0  # conflicting, forged and replayed requests sent
     kills: Counter[str] = field(default_factory=Counter)
     acknowledged: int = 0
+    kills_in_model_window: int = 0  # worker kills that interrupted a model step
+    # (delivery id, run) of each model step run in flight in a worker when it was killed
+    interrupted_model_steps: set[Run] = field(default_factory=set)
 
 
 async def send_load(
@@ -165,7 +171,8 @@ class _LoadRun:
         first = await _answered(self.sender, self.load, delivery, timestamp=int(time.time()) - age)
         self.load.replayed.append(first)
         self.load.adversarial_attempts += 1
-        self.load.replayed.append(await self.sender.resend(first, delivery))
+        again = await self.sender.resend(first, delivery)
+        self.load.replayed.append(await _until_verdict(self.sender, self.load, again, delivery))
 
     async def kills(self, role: Role, moments: list[float]) -> None:
         """One process's kills in order, each once the stack serves again after the last:
@@ -173,9 +180,25 @@ class _LoadRun:
         progress = self.acknowledged if role == "front_door" else self.effects_applied
         for at in moments:
             await self._at(progress, at)
-            await asyncio.to_thread(self.stack.kill, role)
+            if role == "worker" and self.stack.bedrock is not None:
+                await asyncio.to_thread(self._kill_worker_in_model_window)
+            else:
+                await asyncio.to_thread(self.stack.kill, role)
             self.load.kills[role] += 1
             await asyncio.to_thread(self.stack.wait_ready, RESTART_DEADLINE_SECONDS)
+
+    def _kill_worker_in_model_window(self) -> None:
+        """Kill the worker and note the model step runs it had in flight (started, not
+        recorded), read before the supervisor restarts it."""
+
+        def in_flight(killed: KilledProcess) -> set[Run]:
+            started = stack_probes.started_steps(self.stack.state, MODEL_STEP)
+            return interrupted_runs(started, process_started_at=killed.started_at)
+
+        interrupted = self.stack.kill_and_inspect("worker", in_flight)
+        new = interrupted - self.load.interrupted_model_steps
+        self.load.interrupted_model_steps |= new
+        self.load.kills_in_model_window += bool(new)
 
 
 async def _until(condition: Callable[[], bool], give_up: Callable[[], bool]) -> None:
@@ -196,6 +219,13 @@ async def _answered(
         delivery, secrets=None if secrets is None else list(secrets), timestamp=timestamp
     )
     load.adversarial_attempts += 1
+    return await _until_verdict(sender, load, result, delivery)
+
+
+async def _until_verdict(
+    sender: Sender, load: LoadRecord, result: AttemptResult, delivery: Delivery
+) -> AttemptResult:
+    """The same bytes again while the receiver gives no verdict (a kill landed on it)."""
     deadline = time.monotonic() + _VERDICT_DEADLINE_SECONDS
     while result.answer in _RETRYABLE and time.monotonic() < deadline:
         load.adversarial_attempts += 1

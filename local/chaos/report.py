@@ -7,7 +7,7 @@ The JSON keys (:meth:`ChaosReport.to_dict`) are a public interface: ``make chaos
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from local.chaos.config import ChaosConfig
@@ -135,6 +135,9 @@ class ChaosReport:
     mcp_server_errors_on_abandoned_requests: int
     seconds: Durations
     violations: list[str]
+    # Per effect name: deliveries with it applied once, never (completed), more than once.
+    effects: dict[str, dict[str, int]] = field(default_factory=dict)
+    model: dict[str, int] = field(default_factory=dict)  # the agent workflow's model step
 
     @property
     def passed(self) -> bool:
@@ -181,6 +184,9 @@ class ChaosReport:
             ("queues at the end", self.queues),
             ("relay failure queue (recovered)", self.relay_failure_queue_messages),
         ]
+        rows += [(f"effect {name}", counts) for name, counts in self.effects.items()]
+        if self.model:
+            rows.append(("model step", self.model))
         rows += [(f"time, {phase} (s)", s) for phase, s in asdict(self.seconds).items()]
         width = max(len(label) for label, _ in rows)
         lines = [f"{label.ljust(width)}  {_text(value)}" for label, value in rows]

@@ -16,9 +16,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from functions.workflows.agent import MODEL_STEP
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
-from local.chaos.load import send_load
+from local.chaos.load import LoadRecord, send_load
+from local.chaos.model_window import Run, model_figures, model_violations
 from local.chaos.plan import plan_load
 from local.chaos.report import (
     AnswerCounts,
@@ -32,6 +34,9 @@ from local.event_sources import INJECTED_RELAY_FAILURE
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
+# What the step runner logs when a step runs again after a worker died inside it.
+STEP_RERUN_MESSAGE = "step rerun: an earlier attempt died inside it"
+
 
 def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = None) -> ChaosReport:
     """Run the load with faults, then check the invariants. Never raises on a violation."""
@@ -42,6 +47,8 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         aws_fault_rate=config.aws_fault_rate,
         relay_failure_rate=config.relay_failure_rate,
         max_attempts=config.max_attempts,
+        workflow=config.workflow,
+        bedrock_latency_ms=config.bedrock_latency_ms,
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()
@@ -72,9 +79,12 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         # Relay failures are a child process's argument: they stay on, and only delay.
         worker_log = _WorkerLog.read(stack)
         findings = check(stack, config, plan, load)
-        not_quiet = (
+        violations = (
             [] if quiet else [f"not quiet within the deadline of {config.deadline_seconds:g} s"]
-        )
+        ) + findings.violations
+        model = _model_figures(stack, load, worker_log)
+        if model:
+            violations += model_violations(worker_log.model_reruns, load.interrupted_model_steps)
         return ChaosReport(
             config=config,
             deliveries=DeliveryCounts.of(plan, load),
@@ -99,8 +109,23 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
                 until_quiet=round(quiet_seconds, 1),
                 total=round(time.monotonic() - started, 1),
             ),
-            violations=not_quiet + findings.violations,
+            effects=findings.effects,
+            model=model,
+            violations=violations,
         )
+
+
+def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict[str, int]:
+    """The model step's calls and reruns, and the worker kills that interrupted it
+    (none when the workflow calls no model)."""
+    if stack.bedrock is None:
+        return {}
+    return model_figures(
+        stack.model_calls(),
+        reruns=log.model_reruns,
+        interrupted=load.interrupted_model_steps,
+        kills_in_window=load.kills_in_model_window,
+    )
 
 
 class _AbandonedMcpRequests(logging.Filter):
@@ -147,12 +172,15 @@ class _WorkerLog:
 
     relay_failures: int  # injected ones
     outcomes: dict[str, int]  # worker attempts by result, a retry by its error code
+    # (delivery id, run) of each model step rerun (the StepReruns metric's log lines)
+    model_reruns: tuple[Run, ...]
 
     @classmethod
     def read(cls, stack: LocalStack) -> _WorkerLog:
         marker = f"relay invocation failed: {INJECTED_RELAY_FAILURE}"
         relay_failures = 0
         outcomes: Counter[str] = Counter()
+        model_reruns: list[Run] = []
         with (stack.run_dir / "worker.log").open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 if marker in line:
@@ -163,4 +191,9 @@ class _WorkerLog:
                         result = str(record.get("result"))
                         code = record.get("error_code")
                         outcomes[f"{result} ({code})" if code else result] += 1
-        return cls(relay_failures, dict(sorted(outcomes.items())))
+                elif line.startswith("{") and f'"{STEP_RERUN_MESSAGE}"' in line:
+                    with contextlib.suppress(ValueError, TypeError, KeyError):
+                        record = json.loads(line)
+                        if record.get("step") == MODEL_STEP:
+                            model_reruns.append((str(record["delivery_id"]), int(record["run"])))
+        return cls(relay_failures, dict(sorted(outcomes.items())), tuple(model_reruns))

@@ -10,6 +10,7 @@ from types import FrameType
 from typing import Any
 
 from local.commands.json_output import json_text
+from local.commands.local_stack import add_workflow_argument
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +78,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=int, default=16, help="deliveries in flight at once (16)"
     )
+    add_workflow_argument(parser)
+    parser.add_argument(
+        "--bedrock-latency-ms",
+        type=int,
+        default=200,
+        metavar="MS",
+        help="added to every model call of the agent workflow (200)",
+    )
     parser.add_argument("--report", metavar="FILE", help="write the figures as JSON here")
     parser.set_defaults(handler=run)
 
@@ -98,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
             time_scale=args.time_scale,
             deadline_seconds=args.deadline,
             concurrency=args.concurrency,
+            workflow=args.workflow,
+            bedrock_latency_ms=args.bedrock_latency_ms,
         )
     except ValueError as exc:  # a combination the checks above do not name
         raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None

@@ -208,3 +208,16 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
         print("stopping ...", file=sys.stderr, flush=True)
         stack.__exit__(None, None, None)
     return 0
+
+
+def add_workflow_argument(parser: Any) -> None:
+    """``--workflow``, shared by the commands that start a local stack."""
+    parser.add_argument(
+        "--workflow",
+        default="notify",
+        metavar="NAME",
+        help=(
+            "the worker's workflow: archive, notify, agent (starts the Bedrock emulator "
+            "and an alert topic) or module:factory (default: notify)"
+        ),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -66,3 +67,17 @@ def test_write_into_a_missing_folder_fails_without_leaving_files(tmp_path: Path)
     with pytest.raises(FileNotFoundError):
         _state().write(tmp_path / "missing" / "state.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_state_file_written_before_the_bedrock_url_existed_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    data = json.loads(_state().to_json())
+    del data["bedrock_url"]
+    for key in ("alert_topic_arn", "alert_queue_url"):
+        del data["resources"][key]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    state = LocalState.read(path)
+
+    assert state.bedrock_url == ""
+    assert state.resources.alert_topic_arn == ""

@@ -1,0 +1,38 @@
+"""The fault-injection run with the agent workflow: Bedrock emulated, alerts over SNS.
+
+Every alert reaches the topic's subscriber at most once, none is lost, and each shows
+the recorded model result; the model step runs again only for a run a worker kill
+interrupted (started, not recorded), at most once per such run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from local.chaos import ChaosConfig, run_chaos
+
+pytestmark = pytest.mark.e2e
+
+SMALL_AGENT = ChaosConfig(
+    deliveries=30, kills=2, seed=5, workflow="agent", bedrock_latency_ms=300, deadline_seconds=120
+)
+
+
+def test_chaos_agent_run_loses_and_duplicates_no_alert_and_reruns_only_after_kills() -> None:
+    report = run_chaos(SMALL_AGENT)
+
+    assert report.violations == []
+    alerts = report.effects["alert"]
+    assert alerts["lost"] == 0 and alerts["duplicated"] == 0
+    assert alerts["text_not_recorded"] == 0
+    missing = report.deliveries.missing_package
+    assert alerts["applied"] + alerts["in_doubt"] == 30 - missing
+    model = report.model
+    assert model["kills_in_window"] <= 2
+    assert model["reruns"] <= model["steps_interrupted"]
+    assert model["reruns_unattributed"] == 0
+    # A kill in the window interrupted at least one run; a batch can hold several.
+    assert model["kills_in_window"] <= model["steps_interrupted"]
+    # Every delivery with a package met the model at least once (and only those).
+    assert model["deliveries_called"] == 30 - missing
+    assert report.kills["worker"].survived == 2

@@ -1,131 +1,80 @@
-"""What the console's pages show, read through the by_state index (never a Scan).
+"""What the console's pages show, read through the needs_attention index (never a Scan).
 
-Every inbox item is listed in the index under its state, sorted by the time of its
-last state change, so "recent deliveries", "counts by state", "throughput of the last
-hour" and a filtered, paginated list are index queries per shard, newest first.
+The index is sparse and holds keys only: it lists what needs someone (``open``:
+pending and processing; ``failed``; ``quarantined``; ``effect_intent``), each under
+the time it entered its label (``listed_at``), and a delivery leaves it on completion.
+So Home and Deliveries show the work that needs or is getting attention, each record
+read by its key; a completed (or ignored) delivery is found by its id (GetItem).
 The values are typed and hold no body (the table has none) and no secret.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, QuarantineRecord, State
-from ops.inbox import Progress, show_inbox, show_progress
+from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from ops.effects import list_effects
+from ops.inbox import Progress, inbox_in_state, show_inbox, show_progress
 from ops.quarantine import show_quarantine
-from ops.target import OperatorError, Target, describe_aws_error
+from ops.target import Target, describe_aws_error
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.client import CloudWatchClient
 
 HOUR: Final = 3600
-# Later than any state change: the upper bound of an unbounded window.
-_END_OF_TIME: Final = 2**53
 # A lease owner is a random token: shown only far enough to tell attempts apart.
 LEASE_OWNER_SHOWN: Final = 8
+# The inbox states the index lists, in the order the pages show them.
+INDEXED_STATES: Final = (State.PENDING, State.PROCESSING, State.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """State changes in ``[since, until)`` (epoch seconds); None: unbounded."""
+    """Entries into an index label in ``[since, until)`` (epoch seconds); None: unbounded."""
 
     since: int | None = None
     until: int | None = None
 
 
-def _index_query(
-    target: Target,
-    shard: str,
-    window: Window,
-    *,
-    count: bool = False,
-    limit: int | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Pages of one index shard within ``window``, newest first."""
-    since = 0 if window.since is None else window.since
-    until = _END_OF_TIME if window.until is None else window.until
-    if since >= until:
-        return  # an empty window (DynamoDB refuses a BETWEEN whose ends are reversed)
-    arguments: dict[str, Any] = {
-        "TableName": target.table_name,
-        "IndexName": table_layout.STATE_INDEX,
-        "KeyConditionExpression": "#shard = :shard AND #changed BETWEEN :since AND :last",
-        "ExpressionAttributeNames": {
-            "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
-            "#changed": table_layout.STATE_INDEX_SORT_KEY,
-        },
-        "ExpressionAttributeValues": {
-            ":shard": {"S": shard},
-            ":since": {"N": str(since)},
-            ":last": {"N": str(until - 1)},
-        },
-        "ScanIndexForward": False,
-    }
-    if count:
-        arguments["Select"] = "COUNT"
-    if limit is not None:
-        arguments["Limit"] = limit
-    while True:
-        try:
-            response: Any = target.dynamodb.query(**arguments)
-        except (ClientError, BotoCoreError) as exc:
-            raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
-        yield response
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return
-        arguments["ExclusiveStartKey"] = last
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One record the index lists: an inbox item, or a quarantine record; ``listed_at``:
+    when it entered its label."""
+
+    listed_at: int
+    item: InboxItem | None = None
+    quarantine: QuarantineRecord | None = None
+
+    @property
+    def delivery_id(self) -> str:
+        if self.item is not None:
+            return self.item.delivery_id
+        assert self.quarantine is not None
+        return self.quarantine.delivery_id
 
 
-def count_label(target: Target, label: str, window: Window = Window()) -> int:
-    """Records the index lists under ``label`` (a state: inbox items) changed in ``window``."""
-    total = 0
-    for shard in dynamodb_items.all_state_shards(label):
-        for page in _index_query(target, shard, window, count=True):
-            total += int(page.get("Count", 0))
-    return total
+def _listed_at(raw: dynamodb_items.Item) -> int:
+    return int(raw[table_layout.STATE_INDEX_SORT_KEY]["N"])
 
 
-def _is_inbox(item: dict[str, Any]) -> bool:
-    # The index also lists quarantine and effect records under their own labels.
-    return bool(item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX)
-
-
-def newest(
-    target: Target,
-    states: tuple[State, ...],
-    window: Window,
-    *,
-    wanted: int,
-    keep: Callable[[InboxItem], bool] = lambda _item: True,
-) -> list[InboxItem]:
-    """The ``wanted`` most recently changed inbox items in ``states`` that ``keep`` admits.
-
-    Each shard is read newest first until it has given ``wanted`` admitted items (no
-    shard can contribute more), then the shards are merged.
-    """
-    found: list[InboxItem] = []
-    for state in states:
-        for shard in dynamodb_items.all_state_shards(state.value):
-            taken = 0
-            for page in _index_query(target, shard, window, limit=max(wanted, 1)):
-                for raw in page.get("Items", []):
-                    if not _is_inbox(raw):
-                        continue
-                    item = dynamodb_items.inbox_from_item(raw)
-                    if keep(item):
-                        found.append(item)
-                        taken += 1
-                if taken >= wanted:
-                    break
-    found.sort(key=lambda i: (i.state_changed_at, i.delivery_id), reverse=True)
-    return found[:wanted]
+def _listed(target: Target, label: str) -> list[Listed]:
+    """Every record the index lists under ``label``, each read by its key."""
+    found: list[Listed] = []
+    for raw in target.state_index(label):
+        sort_key = raw[table_layout.TABLE_SORT_KEY]["S"]
+        if sort_key == table_layout.SK_INBOX:
+            found.append(Listed(_listed_at(raw), item=dynamodb_items.inbox_from_item(raw)))
+        elif sort_key.startswith(table_layout.SK_QUARANTINE_PREFIX):
+            found.append(
+                Listed(_listed_at(raw), quarantine=dynamodb_items.quarantine_from_item(raw))
+            )
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,23 +121,34 @@ def alarms_in_alarm(cloudwatch: CloudWatchClient | None, stack_name: str | None)
 
 @dataclass(frozen=True, slots=True)
 class Home:
-    counts: dict[State, int]
+    """What needs or is getting attention now; completed deliveries are not listed."""
+
+    counts: dict[State, int]  # the indexed states only
     quarantined: int
-    completed_last_hour: int
-    failed_last_hour: int
-    recent: list[InboxItem]
+    effects_in_doubt: int
+    failed_last_hour: int  # entered failed in the last hour
+    recent: list[Listed]  # newest entry into its label first
     alarms: Alarms
     now: int
 
 
+def _newest_first(listed: list[Listed]) -> list[Listed]:
+    return sorted(listed, key=lambda entry: (entry.listed_at, entry.delivery_id), reverse=True)
+
+
 def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> Home:
-    last_hour = Window(since=now - HOUR)
+    """One read of each label that lists deliveries (the backlog, not the history)."""
+    open_work = _listed(target, table_layout.STATE_LABEL_OPEN)
+    failed = _listed(target, table_layout.STATE_LABEL_FAILED)
+    quarantined = _listed(target, dynamodb_items.QUARANTINED_LABEL)
+    items = [entry.item for entry in (*open_work, *failed) if entry.item is not None]
+    effects = list_effects(target, now=now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS)
     return Home(
-        counts={state: count_label(target, state.value) for state in State},
-        quarantined=count_label(target, dynamodb_items.QUARANTINED_LABEL),
-        completed_last_hour=count_label(target, State.COMPLETED.value, last_hour),
-        failed_last_hour=count_label(target, State.FAILED.value, last_hour),
-        recent=newest(target, tuple(State), Window(), wanted=recent),
+        counts={state: sum(1 for i in items if i.state is state) for state in INDEXED_STATES},
+        quarantined=len(quarantined),
+        effects_in_doubt=len(effects),
+        failed_last_hour=sum(1 for entry in failed if entry.listed_at >= now - HOUR),
+        recent=_newest_first([*open_work, *failed, *quarantined])[:recent],
         alarms=alarms,
         now=now,
     )
@@ -196,7 +156,8 @@ def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> 
 
 @dataclass(frozen=True, slots=True)
 class DeliveryFilter:
-    """The Deliveries page's filter: states (None: all), outcome code, window, page."""
+    """The Deliveries page's filter: an indexed state (None: all three), outcome code,
+    window (on entry into the state's label), page."""
 
     state: State | None = None
     reason: str | None = None
@@ -212,19 +173,25 @@ class DeliveryPage:
 
 
 def list_deliveries(target: Target, chosen: DeliveryFilter) -> DeliveryPage:
-    """One page of the filtered deliveries, most recently changed first."""
-    states = tuple(State) if chosen.state is None else (chosen.state,)
+    """One page of the filtered deliveries, most recently changed first.
+
+    A state the index does not list (completed, ignored) is refused by
+    :func:`inbox_in_state` with an :class:`OperatorError`.
+    """
+    states = INDEXED_STATES if chosen.state is None else (chosen.state,)
+    since, until = chosen.window.since, chosen.window.until
+    found = [
+        item
+        for state in states
+        for item in inbox_in_state(target, state, since=since, until=until)
+        if chosen.reason is None or item.last_error == chosen.reason
+    ]
+    found.sort(key=lambda i: (i.state_changed_at, i.delivery_id), reverse=True)
     skip = (chosen.page - 1) * chosen.page_size
-    reason = chosen.reason
-    found = newest(
-        target,
-        states,
-        chosen.window,
-        wanted=skip + chosen.page_size + 1,  # one more: is there a next page?
-        keep=lambda item: reason is None or item.last_error == reason,
+    return DeliveryPage(
+        items=found[skip : skip + chosen.page_size],
+        has_next=len(found) > skip + chosen.page_size,
     )
-    items = found[skip : skip + chosen.page_size]
-    return DeliveryPage(items=items, has_next=len(found) > skip + chosen.page_size)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,14 +16,21 @@ from html import escape
 from typing import Final
 from urllib.parse import quote, urlencode
 
+from functions.core.metric_names import METRIC_WORK_COMPLETED, METRICS_NAMESPACE
 from functions.core.models import InboxItem, QuarantineRecord, State
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
-from ops.console.reads import Delivery, DeliveryFilter, DeliveryPage, Home
+from ops.console.reads import (
+    INDEXED_STATES,
+    Delivery,
+    DeliveryFilter,
+    DeliveryPage,
+    Home,
+    Listed,
+)
 from ops.effects import EffectInDoubt
 
 HOME_REFRESH_SECONDS: Final = 5
-STATE_ORDER: Final = (State.PENDING, State.PROCESSING, State.COMPLETED, State.FAILED, State.IGNORED)
 NAVIGATION: Final = (
     ("/", "Home"),
     ("/deliveries", "Deliveries"),
@@ -160,14 +167,65 @@ def _delivery_rows(items: Iterable[InboxItem], chrome: Chrome) -> Iterator[list[
 _DELIVERY_HEADERS: Final = ("delivery", "state", "outcome", "attempts", "changed", "received")
 
 
+def _recent_rows(entries: Iterable[Listed], chrome: Chrome) -> Iterator[list[str]]:
+    for entry in entries:
+        item = entry.item
+        if item is None:  # a quarantine record: the same id came again with other bytes
+            shown = [_state("quarantined"), "other body", "—", "—"]
+        else:
+            shown = [
+                _state(item.state),
+                escape(outcome_code(item)),
+                str(item.attempts),
+                escape(age(item.received_at, chrome.now)),
+            ]
+        yield [
+            _delivery_link(chrome, entry.delivery_id),
+            *shown[:3],
+            escape(age(entry.listed_at, chrome.now)),
+            shown[3],
+        ]
+
+
+_RECENT_HEADERS: Final = ("delivery", "state", "outcome", "attempts", "listed", "received")
+
+
+def find_form(chrome: Chrome) -> str:
+    """Any delivery, completed ones too, by its id (the Delivery page reads it by key)."""
+    return (
+        '<form class="filter find" method="get" action="/delivery">'
+        f'<input type="hidden" name="token" value="{escape(chrome.links.token)}">'
+        '<label>delivery id <input name="id" required></label>'
+        '<button type="submit">Find a delivery by id</button></form>'
+    )
+
+
+def _completed_note(home: Home) -> str:
+    where = (
+        "the local stack has no CloudWatch metrics"
+        if home.alarms.source is None
+        else f"see the CloudWatch metric <code>{escape(METRIC_WORK_COMPLETED)}</code>"
+        f" (namespace <code>{escape(METRICS_NAMESPACE)}</code>) of {escape(home.alarms.source)};"
+        " the console reads no metrics"
+    )
+    return (
+        f'<p class="completed">{_state(State.COMPLETED)} not listed by the table: a delivery'
+        f" leaves the index on completion ({where}).</p>"
+    )
+
+
 def home_page(chrome: Chrome, home: Home) -> str:
+    links = chrome.links
     counts = "".join(
-        f'<div class="count">{_state(state)}<b>{home.counts.get(state, 0)}</b></div>'
-        for state in STATE_ORDER
+        f'<div class="count"><a href="{escape(links.to("/deliveries", state=state.value))}">'
+        f"{_state(state)}</a><b>{home.counts.get(state, 0)}</b></div>"
+        for state in INDEXED_STATES
     )
     counts += (
-        f'<div class="count"><a href="{escape(chrome.links.to("/quarantine"))}">quarantined</a>'
+        f'<div class="count"><a href="{escape(links.to("/quarantine"))}">quarantined</a>'
         f"<b>{home.quarantined}</b></div>"
+        f'<div class="count"><a href="{escape(links.to("/effects"))}">effects in doubt</a>'
+        f"<b>{home.effects_in_doubt}</b></div>"
     )
     alarms = home.alarms
     if alarms.source is None:
@@ -187,14 +245,17 @@ def home_page(chrome: Chrome, home: Home) -> str:
         )
     content = (
         f'<section class="counts">{counts}</section>'
-        f'<p class="throughput">Last hour: <b>{home.completed_last_hour}</b> completed,'
-        f" <b>{home.failed_last_hour}</b> failed.</p>"
-        f"<h2>Alarms in ALARM</h2>{alarm_text}"
-        "<h2>Recent deliveries</h2>"
+        + _completed_note(home)
+        + f'<p class="throughput">Last hour: <b>{home.failed_last_hour}</b> failed.</p>'
+        + find_form(chrome)
+        + f"<h2>Alarms in ALARM</h2>{alarm_text}"
+        "<h2>Deliveries that need or are getting attention</h2>"
+        "<p>Pending, processing, failed and quarantined, newest first by when each entered"
+        " that state. A completed delivery is not listed here: find it by its id.</p>"
         + _table(
-            _DELIVERY_HEADERS,
-            _delivery_rows(home.recent, chrome),
-            empty="No deliveries yet.",
+            _RECENT_HEADERS,
+            _recent_rows(home.recent, chrome),
+            empty="Nothing needs attention.",
         )
     )
     return page(chrome, "Home", content, refresh=HOME_REFRESH_SECONDS)
@@ -205,7 +266,7 @@ def deliveries_page(
 ) -> str:
     options = "".join(
         f'<option value="{s.value}"{" selected" if chosen.state is s else ""}>{s.value}</option>'
-        for s in STATE_ORDER
+        for s in INDEXED_STATES
     )
     filter_form = (
         '<form class="filter" method="get" action="/deliveries">'
@@ -215,6 +276,9 @@ def deliveries_page(
         + _field(form, "since", "since", placeholder="2h or ISO")
         + _field(form, "until", "until", placeholder="ISO")
         + '<button type="submit">Filter</button></form>'
+        "<p>The deliveries the index lists: pending, processing and failed, the window on"
+        " when each entered that state. A completed delivery is not listed: find it by id."
+        "</p>" + find_form(chrome)
     )
     pager = []
     kept = {k: v for k, v in form.items() if k in ("state", "reason", "since", "until")}
@@ -413,7 +477,7 @@ def bulk_page(chrome: Chrome, form: dict[str, str]) -> str:
         + _field(form, "until", "until", placeholder="ISO")
     )
     content = (
-        "<p>Requeue every <b>failed</b> delivery that matches (its state changed in the"
+        "<p>Requeue every <b>failed</b> delivery that matches (it failed in the"
         " window). A dry run counts them first; the confirmation touches no more than"
         " that count.</p>"
         f'<form method="post" action="/actions/bulk-requeue" data-action class="filter">{fields}'

@@ -1,9 +1,10 @@
 """The console in a real browser: headless Chromium (Debian's) driven by Playwright.
 
 A small load on a local stack (normal deliveries, a conflict, a missing package);
-the home page shows the deliveries with their states without a click; the failed
-delivery's page shows why; the package is published late and a click on Requeue
-brings the delivery to completed. Screenshots go to the test's temporary folder,
+the home page shows what needs attention without a click (the failed delivery, the
+quarantined conflict; completed deliveries are not listed) and finds a completed one
+by its id; the failed delivery's page shows why; the package is published late and a
+click on Requeue brings the delivery to completed. Screenshots go to the test's temporary folder,
 and with ``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
 """
 
@@ -107,15 +108,26 @@ def test_home_shows_states_then_a_failed_delivery_is_requeued_and_completes(
         with console(state_file, tmp_path / "console.out") as url, chromium() as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(url)
-            # The first page, no click: every delivery with its state and outcome code.
+            # The first page, no click: what needs attention, with state and outcome code.
             assert page.title().startswith("Home")
-            for n in range(3):
-                row = _row_text(page, ids[f"normal{n}"])
-                assert "completed" in row and "ok" in row
             failed_row = _row_text(page, ids["missing"])
             assert "failed" in failed_row and "package_not_found" in failed_row
+            conflict_row = _row_text(page, ids["normal0"])
+            assert "quarantined" in conflict_row and "other body" in conflict_row
+            for label in ("failed", "quarantined"):
+                assert page.locator(".count", has_text=label).locator("b").inner_text() == "1"
+            for n in (1, 2):  # completed: not listed, found by id below
+                assert page.locator("tr", has_text=ids[f"normal{n}"]).count() == 0
+            assert "not listed by the table" in page.locator(".completed").inner_text()
             assert "The local stack has no CloudWatch alarms." in page.content()
             _shoot(page, tmp_path, "home")
+
+            page.get_by_label("delivery id").fill(ids["normal1"])
+            page.get_by_role("button", name="Find a delivery by id").click()
+            page.wait_for_url("**/delivery?**")
+            summary = page.locator(".summary").inner_text()
+            assert ids["normal1"] in summary and "completed" in summary and "ok" in summary
+            page.go_back()
 
             page.get_by_role("link", name=ids["missing"]).first.click()
             page.wait_for_url("**/delivery/**")

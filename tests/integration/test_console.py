@@ -168,6 +168,9 @@ def test_bad_input_is_a_400_with_a_code(stack: Stack) -> None:
     assert error(get(console, "/deliveries", page="0")) == "bad_page"
     assert error(get(console, "/deliveries", page="two")) == "bad_page"
     assert error(get(console, "/deliveries", state="lost")) == "bad_state"
+    for unlisted in ("completed", "ignored"):
+        refused = get(console, "/deliveries", state=unlisted)
+        assert (refused.status, error(refused)) == (400, "state_not_indexed")
     assert error(post(console, "/actions/requeue", {})) == "missing_delivery_id"
     resolve = {"delivery_id": "d", "effect": "notify", "applied": "maybe"}
     assert error(post(console, "/actions/resolve", resolve)) == "bad_applied"
@@ -184,25 +187,54 @@ def test_the_script_posts_with_the_token_header() -> None:
 # --- what the pages show ------------------------------------------------------------
 
 
-def test_home_counts_states_and_lists_recent_deliveries_first(stack: Stack) -> None:
+def test_home_counts_what_the_index_lists_and_finds_a_completed_delivery_by_id(
+    stack: Stack,
+) -> None:
     completed = stack.accept(received_at=NOW - 30)
     stack.finish(completed, State.COMPLETED)
-    broken = failed(stack, received_at=NOW - 20, reason="package_not_found")
+    old = failed(stack, received_at=NOW - 2 * 3600)
+    broken = failed(stack, received_at=NOW - 20, reason="package_not_found")  # listed NOW - 19
     waiting = stack.accept(received_at=NOW - 10)
-    home = reads.read_home(stack.target, reads.Alarms(source=None), now=NOW + 60)
-    assert home.counts[State.PENDING] == 1
-    assert home.counts[State.FAILED] == 1
-    assert home.counts[State.COMPLETED] == 1
-    assert (home.completed_last_hour, home.failed_last_hour) == (1, 1)
-    # Newest change first: completed at NOW + 1, received at NOW - 10, failed at NOW - 19.
-    assert [i.delivery_id for i in home.recent] == [completed, waiting, broken]
+    running = stack.accept(received_at=NOW - 5)
+    stack.claims.claim(running, owner="w9", now=NOW, lease_seconds=300)  # still listed NOW - 5
+    item = stack.claims.get(broken)
+    DynamoDbInbox(stack.target.dynamodb, stack.target.table_name).quarantine(
+        QuarantineRecord(broken, item.event, item.body_sha256, "f" * 64, NOW + 2, NOW + 86400)
+    )
+    key = idempotency_key(running, "notify")
+    assert stack.target.effects().record_intent(
+        running, "notify", key=key, now=NOW, expires_at=NOW + 86400
+    )
 
-    page = get(make_console(stack), "/").body
+    home = reads.read_home(stack.target, reads.Alarms(source=None), now=NOW + 60)
+    assert home.counts == {State.PENDING: 1, State.PROCESSING: 1, State.FAILED: 2}
+    assert (home.quarantined, home.effects_in_doubt, home.failed_last_hour) == (1, 1, 1)
+    # Newest entry into its label first; the completed delivery is not listed.
+    assert [(e.delivery_id, e.item is None) for e in home.recent] == [
+        (broken, True),  # its quarantine record, NOW + 2
+        (running, False),
+        (waiting, False),
+        (broken, False),
+        (old, False),
+    ]
+
+    console = make_console(stack)
+    page = get(console, "/").body
     assert '<meta http-equiv="refresh"' in page
     assert "The local stack has no CloudWatch alarms." in page
-    row = page[page.index(broken) :].split("</tr>")[0]
-    assert "failed" in row and "package_not_found" in row
-    assert page.index(completed) < page.index(waiting) < page.index(broken)
+    assert "Deliveries that need or are getting attention" in page
+    assert "not listed by the table" in page and completed not in page
+    row = page[page.index(old) :].split("</tr>")[0]
+    assert "failed" in row and "mcp_unavailable" in row
+    assert page.index(running) < page.index(waiting) < page.index(old)
+    # The find form asks GET /delivery?id=...: a completed delivery is read by key.
+    assert 'action="/delivery"' in page
+    found = get(console, "/delivery", id=f" {completed} ")
+    assert found.status == 200
+    summary = found.body[found.body.index('class="summary"') :].split("</p>")[0]
+    assert completed in summary and "completed" in summary and "ok" in summary
+    assert get(console, "/delivery", id="no-such-id").status == 404
+    assert error(get(console, "/delivery")) == "missing_id"
 
 
 def test_deliveries_filter_by_state_reason_and_window_over_pages(stack: Stack) -> None:
@@ -210,6 +242,8 @@ def test_deliveries_filter_by_state_reason_and_window_over_pages(stack: Stack) -
     not_found = failed(stack, received_at=NOW - 100, reason="package_not_found")
     old = failed(stack, received_at=NOW - 86400)
     stack.accept(received_at=NOW - 50)
+    done = stack.accept(received_at=NOW - 40)
+    stack.finish(done, State.COMPLETED)
 
     def ids(chosen: reads.DeliveryFilter) -> tuple[list[str], bool]:
         found = reads.list_deliveries(stack.target, chosen)
@@ -227,7 +261,8 @@ def test_deliveries_filter_by_state_reason_and_window_over_pages(stack: Stack) -
     assert ids(replace(first, window=reads.Window(), page_size=50))[0][-1] == old
     assert ids(replace(first, reason="package_not_found"))[0] == [not_found]
     assert ids(reads.DeliveryFilter(state=State.PENDING))[0] != []
-    assert len(ids(reads.DeliveryFilter(page_size=100))[0]) == 10
+    every = ids(reads.DeliveryFilter(page_size=100))[0]
+    assert len(every) == 10 and done not in every  # completion leaves the index
 
     console = make_console(stack)
     page = get(console, "/deliveries", state="failed", reason="package_not_found", since="2h").body

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from functions.core.models import InboxItem, State
+from functions.core.models import InboxItem, QuarantineRecord, State
 from ops.console import views
-from ops.console.reads import Alarm, Alarms, Delivery, Home
+from ops.console.reads import Alarm, Alarms, Delivery, Home, Listed
 from ops.inbox import Progress
 
 NOW = 1_800_000_000
@@ -63,9 +63,9 @@ def test_values_are_escaped_everywhere() -> None:
     home = Home(
         counts={State.FAILED: 1},
         quarantined=0,
-        completed_last_hour=0,
+        effects_in_doubt=0,
         failed_last_hour=1,
-        recent=[item(HOSTILE_ID)],
+        recent=[Listed(NOW - 90, item=item(HOSTILE_ID))],
         alarms=Alarms("stack", [Alarm("<b>alarm</b>", "<i>why</i>", NOW - 60)]),
         now=NOW,
     )
@@ -107,7 +107,39 @@ def test_home_says_when_the_stack_has_no_alarms_to_show() -> None:
     home = Home({}, 0, 0, 0, [], Alarms(source=None), NOW)
     shown = views.home_page(chrome(), home)
     assert "The local stack has no CloudWatch alarms." in shown
-    assert "No deliveries yet." in shown
+    assert "Nothing needs attention." in shown
     assert 'http-equiv="refresh"' in shown
     quiet = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source="prod"), NOW))
     assert "No alarm of prod is in ALARM." in quiet
+
+
+def test_home_says_completed_deliveries_are_not_listed_and_where_to_look() -> None:
+    local = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source=None), NOW))
+    assert "not listed by the table" in local and "no CloudWatch metrics" in local
+    deployed = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source="prod"), NOW))
+    assert "<code>WorkCompleted</code>" in deployed and "of prod" in deployed
+    # Any delivery, completed ones too, is found by its id on the Delivery page.
+    assert 'action="/delivery"' in local and 'name="id"' in local
+    assert 'name="token" value="tok"' in local
+
+
+def test_home_counts_only_indexed_states_and_lists_a_quarantine_record() -> None:
+    conflict = QuarantineRecord("d-q", "package.received", "a" * 64, "b" * 64, NOW - 30, NOW)
+    home = Home(
+        counts={State.PENDING: 4, State.PROCESSING: 2, State.FAILED: 1},
+        quarantined=1,
+        effects_in_doubt=3,
+        failed_last_hour=1,
+        recent=[Listed(NOW - 30, quarantine=conflict), Listed(NOW - 90, item=item())],
+        alarms=Alarms(source=None),
+        now=NOW,
+    )
+    shown = views.home_page(chrome(), home)
+    counts = shown[shown.index('class="counts"') : shown.index("</section>")]
+    for label, number in (("pending", 4), ("processing", 2), ("failed", 1)):
+        assert f">{label}</span></a><b>{number}</b>" in counts
+    assert "quarantined</a><b>1</b>" in counts and "effects in doubt</a><b>3</b>" in counts
+    assert "completed" not in counts and "ignored" not in counts
+    row = shown[shown.index("d-q") :].split("</tr>")[0]
+    assert "quarantined" in row and "other body" in row and "30s" in row
+    assert shown.index("d-q") < shown.index("d-1")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from local.sender import DeliveryResult, Sender, SenderConfig, Summary
 from local.stack import READY_DEADLINE_SECONDS, LocalStack, Role
+from tests.polling import poll
 
 QUIET_DEADLINE_SECONDS = 90.0
 # Kill a role once this many deliveries are done: the rest are still in flight.
@@ -147,11 +148,12 @@ def _process_state(pid: int) -> str:
 
 def test_a_paused_worker_side_holds_its_work_until_it_continues(stack: LocalStack) -> None:
     with stack.paused("worker") as pid:
-        assert _process_state(pid) == "T"
+        # SIGSTOP lands asynchronously: the kernel may still show the child running.
+        assert poll(lambda: _process_state(pid), lambda s: s == "T", deadline_seconds=10) == "T"
         summary = _send(stack, 5)
         assert summary.answers["202"] == 5  # the receiver answers alone
         states = stack.inbox_states()
         # Nothing took the work while the worker side was stopped.
         assert {states.get(r.delivery_id) for r in summary.results} == {"pending"}
-    assert _process_state(pid) != "T"
+    assert poll(lambda: _process_state(pid), lambda s: s != "T", deadline_seconds=10) != "T"
     _assert_each_completed_once(stack, summary)

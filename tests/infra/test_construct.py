@@ -118,11 +118,17 @@ def test_tracing_can_be_switched_off_and_stays_cdk_nag_clean() -> None:
     assert not any("TracingConfig" in f["Properties"] for f in functions)
 
 
-def test_traced_by_default() -> None:
+def test_untraced_by_default_and_traced_when_asked() -> None:
+    # Off by default: at low volume X-Ray would be the largest line of the bill.
     _, stack = _team_stack()
-    RelayLinkReceiver(stack, "Webhooks", config=PROPS)
+    RelayLinkReceiver(stack, "Webhooks", config=dataclasses.replace(PROPS, tracing=True))
     functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
     assert {f["Properties"]["TracingConfig"]["Mode"] for f in functions.values()} == {"Active"}
+    _, plain = _team_stack()
+    RelayLinkReceiver(plain, "Webhooks", config=PROPS)
+    functions = Template.from_stack(plain).find_resources("AWS::Lambda::Function")
+    modes = {f["Properties"].get("TracingConfig", {}).get("Mode") for f in functions.values()}
+    assert modes <= {None, "PassThrough"}
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 One typed API for the CLI (``requeue --state failed``, ``redrive --all``) and the
 console. Each call
 
-* lists through the ``by_state`` index, a page at a time (never a scan), or receives
+* lists through the ``needs_attention`` state index, a page at a time (never a scan), or receives
   the dead-letter queue;
 * acts on each item with the per-item operations of :mod:`ops.requeue` (the
   conditional ``failed`` -> ``pending`` reset, then the work item), so a re-run

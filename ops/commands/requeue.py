@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
             " and ignored deliveries (exit 1), and unknown ids (exit 1)."
             " With --state failed instead of an id: every failed delivery that matches"
             " --reason and the window --since/--until (when it failed), listed through"
-            " the by_state index; each is reset only if it is still failed, so a second"
+            " the state index; each is reset only if it is still failed, so a second"
             " run changes nothing more. More than --limit matches need --yes."
         ),
     )

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -117,6 +118,10 @@ def test_the_installed_wheel_runs_the_cli_and_synthesizes_the_example_app(
     cli = str(venv / "bin" / "relaylink-receiver")
     helped = _run([cli, "--help"], cwd=workdir, env=env)
     assert helped.returncode == 0 and "inbox" in helped.stdout, helped.stderr
+    # The version comes from the installed distribution's metadata, not the checkout.
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    versioned = _run([cli, "--version"], cwd=workdir, env=env)
+    assert versioned.stdout.split() == ["relaylink-receiver", declared], versioned.stderr
     for command in ("local", "send", "demo", "chaos", "inbox", "budget"):
         one = _run([cli, command, "--help"], cwd=workdir, env=env)
         assert one.returncode == 0 and "usage:" in one.stdout, (command, one.stderr[-2000:])

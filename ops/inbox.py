@@ -19,7 +19,7 @@ from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_ite
 from functions.core.effects import EffectRecord
 from functions.core.models import InboxItem, State
 from functions.core.steps import StepRecord
-from ops.target import OperatorError, Target, paginate
+from ops.target import Target, paginate
 
 
 def inbox_view(item: InboxItem) -> dict[str, Any]:
@@ -102,10 +102,9 @@ def list_inbox(
     """Inbox items, oldest received first (then by id).
 
     With ``state``: a Query of the state index (pending and processing items share its
-    ``open`` label, failed ones have their own), never a Scan. Completed and ignored
-    items leave (or never enter) the index, so they cannot be listed by state:
-    :class:`~ops.target.OperatorError` says so. Without ``state``: every inbox item,
-    by a paged Scan of the table (the one listing that reads everything).
+    ``open`` label; failed, completed and ignored ones each have their own), never a
+    Scan. Without ``state``: every inbox item, by a paged Scan of the table (the one
+    listing that reads everything).
     """
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
@@ -127,15 +126,11 @@ def inbox_in_state(
     and before ``until`` (epoch seconds), from the state index a page at a time (never a
     scan); in no particular order. The index is eventually consistent: read an item
     again before acting on it."""
-    label = dynamodb_items.state_label(state)
-    if label is None:
-        raise OperatorError(
-            f"{state.value} items are not indexed (a delivery leaves the state index"
-            " when it no longer needs anyone); look one up with `inbox show ID`, or"
-            " list every item with `inbox list` (a full table scan)"
-        )
     for item in target.state_index(
-        label, changed_since=since, changed_before=until, page_size=page_size
+        dynamodb_items.state_label(state),
+        changed_since=since,
+        changed_before=until,
+        page_size=page_size,
     ):
         # The labels list only inbox items, but read defensively; one label may hold
         # more than one state (pending and processing are both open).

@@ -44,8 +44,8 @@ def register(subparsers: Any) -> None:
     listing.add_argument(
         "--state",
         choices=STATES,
-        help="only items in this state (pending, processing, failed: the state index;"
-        " completed and ignored are not indexed and are refused)",
+        help="only items in this state, read through the state index (never a scan;"
+        " completed: since their completion, for as long as the table keeps them)",
     )
     listing.add_argument("--limit", type=int, metavar="N", help="at most N items")
     listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')

@@ -3,9 +3,10 @@
 A small load on a local stack (normal deliveries, a conflict, a missing package);
 the home page shows without a click the counts by state, the last hour's throughput and
 the recent deliveries of every state (completed ones, the failed delivery, the
-quarantined conflict), and finds a delivery by its id; the failed delivery's page shows why; the package is published late and a
-click on Requeue brings the delivery to completed. Screenshots go to the test's temporary folder,
-and with ``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
+quarantined conflict), and finds a delivery by its id; the failed delivery's page shows
+why; the package is published late and a click on Requeue brings the delivery to
+completed. Screenshots go to the test's temporary folder, and with
+``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from infra.config import StackConfig
 from ops import bulk
 
 # The data model's floor (docs/cost.md): the receipt's transaction (2 items at 2 WRU),
-# one index entry put and one removed, the claim, the completion and the default
-# workflow's one (repeatable) effect.
+# its index entry, the claim, and the completion (1) that moves the entry from the open
+# to the completed label (a delete and a put) and marks the default workflow's one
+# (repeatable) effect done, which writes no record of its own.
 WRITE_UNITS_TARGET: Final = Target("<=", 9)
 
 

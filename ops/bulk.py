@@ -3,8 +3,8 @@
 One typed API for the CLI (``requeue --state failed``, ``redrive --all``) and the
 console. Each call
 
-* lists through the ``needs_attention`` state index, a page at a time (never a scan), or receives
-  the dead-letter queue;
+* lists through the ``listing`` state index (its ``failed`` label only), a page at a
+  time (never a scan), or receives the dead-letter queue;
 * acts on each item with the per-item operations of :mod:`ops.requeue` (the
   conditional ``failed`` -> ``pending`` reset, then the work item), so a re-run
   changes nothing more: what was requeued is no longer failed;

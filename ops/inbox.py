@@ -2,24 +2,26 @@
 
 Beside its inbox item, a delivery has a record per step and per effect its workflow
 reached (``step#<name>``, ``effect#<name>``): :func:`show_progress` reads them with
-the functions' own codecs. A step's result is never shown, only its size: it may be
+the functions' own codecs. A repeatable effect has no record: the completion names it
+on the inbox item (``effects_done``), and the progress shows it done at the completion.
+A step's result is never shown, only its size: it may be
 derived from the package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_effects import effect_from_item
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_item
-from functions.core.effects import EffectRecord
+from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.models import InboxItem, State
 from functions.core.steps import StepRecord
-from ops.target import OperatorError, Target, paginate
+from ops.target import Target, paginate
 
 
 def inbox_view(item: InboxItem) -> dict[str, Any]:
@@ -46,11 +48,16 @@ class Progress:
 
     steps: list[StepRecord]
     effects: list[EffectRecord]
+    # Repeatable effects the completing attempt applied (no record of their own), by name,
+    # and when the completion marked them done.
+    repeatable_done: list[str] = field(default_factory=list)
+    repeatable_done_at: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "steps": [step_view(s) for s in self.steps],
-            "effects": [effect_view(e) for e in self.effects],
+            "effects": [effect_view(e) for e in self.effects]
+            + [repeatable_view(name, self.repeatable_done_at) for name in self.repeatable_done],
         }
 
 
@@ -79,8 +86,22 @@ def effect_view(record: EffectRecord) -> dict[str, Any]:
     }
 
 
-def show_progress(target: Target, delivery_id: str) -> Progress:
-    """The delivery's step and effect records (consistent reads), each by start time."""
+def repeatable_view(name: str, done_at: int | None) -> dict[str, Any]:
+    """A repeatable effect marked done by the completion: no record, so no key or intent."""
+    return {
+        "name": name,
+        "status": EffectStatus.DONE.value,
+        "idempotency_key": None,
+        "intent_at": None,
+        "done_at": done_at,
+        "flagged_at": None,
+        "repeatable": True,
+    }
+
+
+def show_progress(target: Target, delivery_id: str, item: InboxItem | None = None) -> Progress:
+    """The delivery's step and effect records (consistent reads), each by start time;
+    given its inbox ``item``, also the repeatable effects its completion marked done."""
     steps = [step_from_item(item) for item in target.delivery_records(delivery_id, SK_STEP_PREFIX)]
     effects = [
         effect_from_item(item)
@@ -88,7 +109,11 @@ def show_progress(target: Target, delivery_id: str) -> Progress:
     ]
     steps.sort(key=lambda s: (s.started_at, s.name))
     effects.sort(key=lambda e: (e.intent_at, e.name))
-    return Progress(steps, effects)
+    if item is None:
+        return Progress(steps, effects)
+    recorded = {e.name for e in effects}
+    marked = sorted(item.effects_done - recorded)
+    return Progress(steps, effects, marked, item.completed_at if marked else None)
 
 
 def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:
@@ -102,10 +127,9 @@ def list_inbox(
     """Inbox items, oldest received first (then by id).
 
     With ``state``: a Query of the state index (pending and processing items share its
-    ``open`` label, failed ones have their own), never a Scan. Completed and ignored
-    items leave (or never enter) the index, so they cannot be listed by state:
-    :class:`~ops.target.OperatorError` says so. Without ``state``: every inbox item,
-    by a paged Scan of the table (the one listing that reads everything).
+    ``open`` label; failed, completed and ignored ones each have their own), never a
+    Scan. Without ``state``: every inbox item, by a paged Scan of the table (the one
+    listing that reads everything).
     """
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
@@ -127,15 +151,11 @@ def inbox_in_state(
     and before ``until`` (epoch seconds), from the state index a page at a time (never a
     scan); in no particular order. The index is eventually consistent: read an item
     again before acting on it."""
-    label = dynamodb_items.state_label(state)
-    if label is None:
-        raise OperatorError(
-            f"{state.value} items are not indexed (a delivery leaves the state index"
-            " when it no longer needs anyone); look one up with `inbox show ID`, or"
-            " list every item with `inbox list` (a full table scan)"
-        )
     for item in target.state_index(
-        label, changed_since=since, changed_before=until, page_size=page_size
+        dynamodb_items.state_label(state),
+        changed_since=since,
+        changed_before=until,
+        page_size=page_size,
     ):
         # The labels list only inbox items, but read defensively; one label may hold
         # more than one state (pending and processing are both open).

@@ -7,7 +7,7 @@ A :class:`Target` holds boto3 clients and the stack's resource names; the operat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -140,6 +140,37 @@ class Target:
             changed_since=changed_since,
             changed_before=_END_OF_TIME if changed_before is None else changed_before,
             page_size=page_size,
+        )
+
+    def count_listed(
+        self, label: str, *, changed_since: int | None = None, changed_before: int | None = None
+    ) -> int:
+        """How many records the state index lists under ``label`` (no item read)."""
+        return dynamodb_state_index.count(
+            self.dynamodb,
+            self.table_name,
+            label=label,
+            changed_since=changed_since,
+            changed_before=_END_OF_TIME if changed_before is None else changed_before,
+        )
+
+    def newest_listed(
+        self,
+        labels: Sequence[str],
+        *,
+        changed_since: int | None = None,
+        changed_before: int | None = None,
+        batch: int = 25,
+    ) -> Iterator[tuple[int, dynamodb_items.Item]]:
+        """``(listed_at, record)`` under any of ``labels``, most recently listed first,
+        read lazily ``batch`` records at a time, each consistently by its key."""
+        return dynamodb_state_index.newest(
+            self.dynamodb,
+            self.table_name,
+            labels=labels,
+            changed_since=changed_since,
+            changed_before=_END_OF_TIME if changed_before is None else changed_before,
+            batch=batch,
         )
 
 

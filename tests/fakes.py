@@ -151,8 +151,10 @@ class FakeClaims:
             item, state=state, lease_until=None, state_changed_at=now, **changes
         )
 
-    def complete(self, claim: Claim, *, now: int) -> None:
-        self._finish(claim, now, State.COMPLETED, completed_at=now)
+    def complete(
+        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+    ) -> None:
+        self._finish(claim, now, State.COMPLETED, completed_at=now, effects_done=effects_done)
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.PENDING, last_error=error_code)
@@ -253,13 +255,6 @@ class FakeEffects:
         record = self.records[(delivery_id, name)]
         self.records[(delivery_id, name)] = dataclasses.replace(
             record, status=EffectStatus.DONE, done_at=now, flagged_at=None
-        )
-
-    def record_applied(
-        self, delivery_id: str, name: str, *, key: str, started_at: int, now: int, expires_at: int
-    ) -> None:
-        self.records[(delivery_id, name)] = EffectRecord(
-            delivery_id, name, EffectStatus.DONE, key, started_at, done_at=now
         )
 
     def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:

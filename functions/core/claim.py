@@ -78,8 +78,11 @@ class ClaimStore(Protocol):
         self, delivery_id: str, *, owner: str, now: int, lease_seconds: int
     ) -> ClaimAttempt: ...
 
-    def complete(self, claim: Claim, *, now: int) -> None:
-        """Mark completed; raises :class:`ClaimLost` when we no longer hold it."""
+    def complete(
+        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+    ) -> None:
+        """Mark completed, with the names of the repeatable effects this attempt applied
+        (their only "done" mark); raises :class:`ClaimLost` when we no longer hold it."""
         ...
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:

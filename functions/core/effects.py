@@ -1,10 +1,13 @@
 """The effect ledger: an external effect is applied at most once per delivery.
 
 ``ledger.run(name, fn)`` writes an *intent* record before calling ``fn`` and a
-*done* record after it, both in the table under the delivery's partition (an effect
-declared ``repeatable`` gets only the done record: for it, "no record" and "intent
-without done" lead to the same retry, a repeat). A retry of the same delivery then
-knows, per effect:
+*done* record after it, both in the table under the delivery's partition. An effect
+declared ``repeatable`` gets no record at all: for it, "no record" and "intent without
+done" lead to the same retry, a repeat, so a record would buy nothing. The ledger only
+remembers its name (:attr:`EffectLedger.repeated`), and the completion of the delivery
+marks it done on the inbox item (``ClaimStore.complete``); an attempt that does not
+complete leaves no mark, and the next one applies it again. A retry of the same
+delivery knows, per effect that is not repeatable:
 
 * done: skip it;
 * intent without done: the previous attempt died somewhere around the call, so
@@ -75,12 +78,6 @@ class EffectStore(Protocol):
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None: ...
 
-    def record_applied(
-        self, delivery_id: str, name: str, *, key: str, started_at: int, now: int, expires_at: int
-    ) -> None:
-        """Write a done record, with no intent before it (a repeatable effect)."""
-        ...
-
     def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
         """Mark an intent NOT_APPLIED (no longer listed as uncertain); False when the
         record is not an intent (done, already cleared, or missing)."""
@@ -113,6 +110,12 @@ class EffectLedger:
             if steps is None
             else StepRecorder(delivery_id, storage=steps, clock=clock, expires_at=expires_at)
         )
+        self._repeated: set[str] = set()
+
+    @property
+    def repeated(self) -> frozenset[str]:
+        """The repeatable effects applied by this attempt: what the completion marks done."""
+        return frozenset(self._repeated)
 
     def run(
         self,
@@ -132,7 +135,8 @@ class EffectLedger:
             reconcile: Asks the downstream system whether the effect with this key
                 was applied (True) or not (False); used when an earlier attempt
                 left the outcome uncertain.
-            repeatable: Repeating the effect reaches the same state (e.g. a put).
+            repeatable: Repeating the effect reaches the same state (e.g. a put): it is
+                applied on every attempt, with no record (see the module's docstring).
 
         Returns:
             True when ``fn`` ran in this call, False when it was skipped.
@@ -144,9 +148,11 @@ class EffectLedger:
         """
         _check_name(name, "effect")
         key = key or idempotency_key(self.delivery_id, name)
+        if repeatable:
+            fn(key)  # NotApplied: nothing recorded, the next attempt applies it as new
+            self._repeated.add(name)
+            return True
         record = _current(self._store.get(self.delivery_id, name))
-        if repeatable and (record is None or record.status is EffectStatus.INTENT):
-            return self._repeat(name, fn, key)
         if record is None and not self._store.record_intent(
             self.delivery_id, name, key=key, now=self._clock.now(), expires_at=self._expires_at
         ):
@@ -158,12 +164,11 @@ class EffectLedger:
         if record is not None:
             if record.status is EffectStatus.DONE:
                 return False
-            if reconcile is not None:
-                if reconcile(key):
-                    self._store.record_done(self.delivery_id, name, now=self._clock.now())
-                    return False
-            elif not repeatable:
+            if reconcile is None:
                 raise UncertainEffect()
+            if reconcile(key):
+                self._store.record_done(self.delivery_id, name, now=self._clock.now())
+                return False
         try:
             fn(key)
         except NotApplied:
@@ -171,23 +176,6 @@ class EffectLedger:
             self._store.resolve_not_applied(self.delivery_id, name, now=self._clock.now())
             raise
         self._store.record_done(self.delivery_id, name, now=self._clock.now())
-        return True
-
-    def _repeat(self, name: str, fn: Callable[[str], object], key: str) -> bool:
-        """A repeatable effect: no intent first. An attempt that dies around the call
-        leaves no record, and the next one applies the effect again, which is exactly
-        what an intent would have led to; so the intent (a write, and an index entry
-        while it is in doubt) buys nothing. Only the done record is written."""
-        started_at = self._clock.now()
-        fn(key)  # NotApplied: no record to clear, the next attempt applies it as new
-        self._store.record_applied(
-            self.delivery_id,
-            name,
-            key=key,
-            started_at=started_at,
-            now=self._clock.now(),
-            expires_at=self._expires_at,
-        )
         return True
 
     def step(self, name: str, fn: Callable[[], object]) -> Any:

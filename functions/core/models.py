@@ -99,6 +99,8 @@ class InboxItem:
     transient_failures: int = 0  # attempts that ended in a known-transient failure
     # An operator's last reset of the failed delivery, or its last wait for the budget.
     reset_at: int | None = None
+    # The repeatable effects the completing attempt applied (marked by the completion).
+    effects_done: frozenset[str] = frozenset()
 
     @property
     def retry_window_start(self) -> int:

@@ -164,7 +164,7 @@ class Processor:
             )
             # In a thread: a workflow may block, or run its own event loop for an agent.
             await asyncio.to_thread(self.workflow.run, work, package, ledger)
-            self.claims.complete(claim, now=self.clock.now())
+            self.claims.complete(claim, now=self.clock.now(), effects_done=ledger.repeated)
         except ClaimLost:
             raise
         except UncertainEffect as exc:

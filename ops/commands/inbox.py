@@ -44,8 +44,8 @@ def register(subparsers: Any) -> None:
     listing.add_argument(
         "--state",
         choices=STATES,
-        help="only items in this state (pending, processing, failed: the state index;"
-        " completed and ignored are not indexed and are refused)",
+        help="only items in this state, read through the state index (never a scan;"
+        " completed: since their completion, for as long as the table keeps them)",
     )
     listing.add_argument("--limit", type=int, metavar="N", help="at most N items")
     listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')
@@ -62,7 +62,7 @@ def run_show(args: argparse.Namespace) -> int:
         print(f"inbox show: no delivery {args.delivery_id}", file=sys.stderr)
         return 1
     view = inbox.inbox_view(item)
-    progress = operator_call(inbox.show_progress, target, args.delivery_id)
+    progress = operator_call(inbox.show_progress, target, args.delivery_id, item)
     if args.json:
         print_json({**view, **progress.to_dict()})
         return 0
@@ -72,6 +72,14 @@ def run_show(args: argparse.Namespace) -> int:
     ]
     lines += [(f"step {s.name}", _step_line(s)) for s in progress.steps]
     lines += [(f"effect {e.name}", _effect_line(e)) for e in progress.effects]
+    lines += [
+        (
+            f"effect {name}",
+            f"done {iso(progress.repeatable_done_at)} (repeatable: no record,"
+            " marked by the completion)",
+        )
+        for name in progress.repeatable_done
+    ]
     width = max(len(label) for label, _ in lines)
     for label, shown in lines:
         print(f"{label:<{width}}  {'-' if shown is None else shown}")

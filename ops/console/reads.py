@@ -1,15 +1,18 @@
-"""What the console's pages show, read through the needs_attention index (never a Scan).
+"""What the console's pages show, read through the state index (never a Scan).
 
-The index is sparse and holds keys only: it lists what needs someone (``open``:
-pending and processing; ``failed``; ``quarantined``; ``effect_intent``), each under
-the time it entered its label (``listed_at``), and a delivery leaves it on completion.
-So Home and Deliveries show the work that needs or is getting attention, each record
-read by its key; a completed (or ignored) delivery is found by its id (GetItem).
-The values are typed and hold no body (the table has none) and no secret.
+The index is sparse and holds keys only: each inbox item is listed under the label of
+where it is in its life (``open``: pending and processing; ``failed``; ``completed``;
+``ignored``), beside quarantine records (``quarantined``) and effects in doubt
+(``effect_intent``), each under the time it entered its label (``listed_at``). Counts
+are ``Select=COUNT`` Queries (no item read); lists merge the labels' shards newest
+first and read each record by its key. The values are typed and hold no body (the
+table has none) and no secret.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -20,7 +23,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, QuarantineRecord, State
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
 from ops.effects import list_effects
-from ops.inbox import Progress, inbox_in_state, show_inbox, show_progress
+from ops.inbox import Progress, show_inbox, show_progress
 from ops.quarantine import show_quarantine
 from ops.target import Target, describe_aws_error
 
@@ -30,8 +33,16 @@ if TYPE_CHECKING:
 HOUR: Final = 3600
 # A lease owner is a random token: shown only far enough to tell attempts apart.
 LEASE_OWNER_SHOWN: Final = 8
-# The inbox states the index lists, in the order the pages show them.
-INDEXED_STATES: Final = (State.PENDING, State.PROCESSING, State.FAILED)
+# The inbox states, in the order the pages show them (every one is listed by the index).
+STATES: Final = (State.PENDING, State.PROCESSING, State.FAILED, State.COMPLETED, State.IGNORED)
+# Every label of a delivery's records: what Home's recent list merges.
+DELIVERY_LABELS: Final = (
+    table_layout.STATE_LABEL_OPEN,
+    table_layout.STATE_LABEL_FAILED,
+    table_layout.STATE_LABEL_COMPLETED,
+    table_layout.STATE_LABEL_IGNORED,
+    dynamodb_items.QUARANTINED_LABEL,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,22 +70,18 @@ class Listed:
         return self.quarantine.delivery_id
 
 
-def _listed_at(raw: dynamodb_items.Item) -> int:
-    return int(raw[table_layout.STATE_INDEX_SORT_KEY]["N"])
-
-
-def _listed(target: Target, label: str) -> list[Listed]:
-    """Every record the index lists under ``label``, each read by its key."""
-    found: list[Listed] = []
-    for raw in target.state_index(label):
+def _newest(
+    target: Target, labels: tuple[str, ...], window: Window, *, batch: int
+) -> Iterator[Listed]:
+    """Inbox items and quarantine records under ``labels``, most recently listed first."""
+    for listed_at, raw in target.newest_listed(
+        labels, changed_since=window.since, changed_before=window.until, batch=batch
+    ):
         sort_key = raw[table_layout.TABLE_SORT_KEY]["S"]
         if sort_key == table_layout.SK_INBOX:
-            found.append(Listed(_listed_at(raw), item=dynamodb_items.inbox_from_item(raw)))
+            yield Listed(listed_at, item=dynamodb_items.inbox_from_item(raw))
         elif sort_key.startswith(table_layout.SK_QUARANTINE_PREFIX):
-            found.append(
-                Listed(_listed_at(raw), quarantine=dynamodb_items.quarantine_from_item(raw))
-            )
-    return found
+            yield Listed(listed_at, quarantine=dynamodb_items.quarantine_from_item(raw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,34 +128,42 @@ def alarms_in_alarm(cloudwatch: CloudWatchClient | None, stack_name: str | None)
 
 @dataclass(frozen=True, slots=True)
 class Home:
-    """What needs or is getting attention now; completed deliveries are not listed."""
+    """Counts by state, the last hour's throughput and the most recent deliveries."""
 
-    counts: dict[State, int]  # the indexed states only
+    open_work: int  # pending and processing (one label: a claim writes no index entry)
+    failed: int
     quarantined: int
     effects_in_doubt: int
-    failed_last_hour: int  # entered failed in the last hour
-    recent: list[Listed]  # newest entry into its label first
+    completed_last_hour: int  # entered completed in the last hour: the throughput
+    failed_last_hour: int
+    ignored_last_hour: int
+    recent: list[Listed]  # newest entry into its label first, every state
     alarms: Alarms
     now: int
 
 
-def _newest_first(listed: list[Listed]) -> list[Listed]:
-    return sorted(listed, key=lambda entry: (entry.listed_at, entry.delivery_id), reverse=True)
-
-
 def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> Home:
-    """One read of each label that lists deliveries (the backlog, not the history)."""
-    open_work = _listed(target, table_layout.STATE_LABEL_OPEN)
-    failed = _listed(target, table_layout.STATE_LABEL_FAILED)
-    quarantined = _listed(target, dynamodb_items.QUARANTINED_LABEL)
-    items = [entry.item for entry in (*open_work, *failed) if entry.item is not None]
+    """Counts by ``Select=COUNT`` Queries of the labels, the most recent records by a
+    newest-first merge of every delivery label (one consistent read of ``recent``)."""
+    hour_ago = now - HOUR
     effects = list_effects(target, now=now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS)
     return Home(
-        counts={state: sum(1 for i in items if i.state is state) for state in INDEXED_STATES},
-        quarantined=len(quarantined),
+        open_work=target.count_listed(table_layout.STATE_LABEL_OPEN),
+        failed=target.count_listed(table_layout.STATE_LABEL_FAILED),
+        quarantined=target.count_listed(dynamodb_items.QUARANTINED_LABEL),
         effects_in_doubt=len(effects),
-        failed_last_hour=sum(1 for entry in failed if entry.listed_at >= now - HOUR),
-        recent=_newest_first([*open_work, *failed, *quarantined])[:recent],
+        completed_last_hour=target.count_listed(
+            table_layout.STATE_LABEL_COMPLETED, changed_since=hour_ago
+        ),
+        failed_last_hour=target.count_listed(
+            table_layout.STATE_LABEL_FAILED, changed_since=hour_ago
+        ),
+        ignored_last_hour=target.count_listed(
+            table_layout.STATE_LABEL_IGNORED, changed_since=hour_ago
+        ),
+        recent=list(
+            itertools.islice(_newest(target, DELIVERY_LABELS, Window(), batch=recent), recent)
+        ),
         alarms=alarms,
         now=now,
     )
@@ -156,8 +171,8 @@ def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> 
 
 @dataclass(frozen=True, slots=True)
 class DeliveryFilter:
-    """The Deliveries page's filter: an indexed state (None: all three), outcome code,
-    window (on entry into the state's label), page."""
+    """The Deliveries page's filter: a state (None: every state), outcome code, window
+    (on entry into the state's label), page."""
 
     state: State | None = None
     reason: str | None = None
@@ -173,25 +188,20 @@ class DeliveryPage:
 
 
 def list_deliveries(target: Target, chosen: DeliveryFilter) -> DeliveryPage:
-    """One page of the filtered deliveries, most recently changed first.
-
-    A state the index does not list (completed, ignored) is refused by
-    :func:`inbox_in_state` with an :class:`OperatorError`.
-    """
-    states = INDEXED_STATES if chosen.state is None else (chosen.state,)
-    since, until = chosen.window.since, chosen.window.until
-    found = [
-        item
-        for state in states
-        for item in inbox_in_state(target, state, since=since, until=until)
-        if chosen.reason is None or item.last_error == chosen.reason
-    ]
-    found.sort(key=lambda i: (i.state_changed_at, i.delivery_id), reverse=True)
+    """One page of the filtered deliveries, most recently listed (entered their state's
+    label) first, read lazily: a page reads only as far into the index as it shows."""
+    states = STATES if chosen.state is None else (chosen.state,)
+    labels = tuple(dict.fromkeys(dynamodb_items.state_label(state) for state in states))
     skip = (chosen.page - 1) * chosen.page_size
-    return DeliveryPage(
-        items=found[skip : skip + chosen.page_size],
-        has_next=len(found) > skip + chosen.page_size,
+    matching = (
+        entry.item
+        for entry in _newest(target, labels, chosen.window, batch=chosen.page_size + 1)
+        if entry.item is not None
+        and entry.item.state in states
+        and (chosen.reason is None or entry.item.last_error == chosen.reason)
     )
+    found = list(itertools.islice(matching, skip, skip + chosen.page_size + 1))
+    return DeliveryPage(items=found[: chosen.page_size], has_next=len(found) > chosen.page_size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +225,6 @@ def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
     return Delivery(
         item=item,
         lease_owner=owner,
-        progress=show_progress(target, delivery_id),
+        progress=show_progress(target, delivery_id, item),
         quarantine=show_quarantine(target, delivery_id),
     )

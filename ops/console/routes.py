@@ -190,12 +190,6 @@ class Console:
 
     def _filter(self, query: dict[str, str], *, now: int) -> reads.DeliveryFilter:
         state = _state(query.get("state") or None)
-        if state is not None and state not in reads.INDEXED_STATES:
-            raise BadInput(
-                "state_not_indexed",
-                f"{state.value} deliveries are not listed (a delivery leaves the index when"
-                " it no longer needs anyone): find one by its id",
-            )
         since = query.get("since") or None
         until = query.get("until") or None
         try:

@@ -16,12 +16,11 @@ from html import escape
 from typing import Final
 from urllib.parse import quote, urlencode
 
-from functions.core.metric_names import METRIC_WORK_COMPLETED, METRICS_NAMESPACE
 from functions.core.models import InboxItem, QuarantineRecord, State
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
 from ops.console.reads import (
-    INDEXED_STATES,
+    STATES,
     Delivery,
     DeliveryFilter,
     DeliveryPage,
@@ -200,32 +199,33 @@ def find_form(chrome: Chrome) -> str:
     )
 
 
-def _completed_note(home: Home) -> str:
-    where = (
-        "the local stack has no CloudWatch metrics"
-        if home.alarms.source is None
-        else f"see the CloudWatch metric <code>{escape(METRIC_WORK_COMPLETED)}</code>"
-        f" (namespace <code>{escape(METRICS_NAMESPACE)}</code>) of {escape(home.alarms.source)};"
-        " the console reads no metrics"
-    )
+def _count(href: str, label: str, value: int) -> str:
+    return f'<div class="count"><a href="{escape(href)}">{label}</a><b>{value}</b></div>'
+
+
+def _throughput(home: Home) -> str:
+    per_minute = home.completed_last_hour / 60
     return (
-        f'<p class="completed">{_state(State.COMPLETED)} not listed by the table: a delivery'
-        f" leaves the index on completion ({where}).</p>"
+        f'<p class="throughput">Last hour: <b>{home.completed_last_hour}</b> completed'
+        f" ({per_minute:.1f} per minute), <b>{home.failed_last_hour}</b> failed,"
+        f" <b>{home.ignored_last_hour}</b> ignored.</p>"
     )
 
 
 def home_page(chrome: Chrome, home: Home) -> str:
     links = chrome.links
-    counts = "".join(
-        f'<div class="count"><a href="{escape(links.to("/deliveries", state=state.value))}">'
-        f"{_state(state)}</a><b>{home.counts.get(state, 0)}</b></div>"
-        for state in INDEXED_STATES
-    )
-    counts += (
-        f'<div class="count"><a href="{escape(links.to("/quarantine"))}">quarantined</a>'
-        f"<b>{home.quarantined}</b></div>"
-        f'<div class="count"><a href="{escape(links.to("/effects"))}">effects in doubt</a>'
-        f"<b>{home.effects_in_doubt}</b></div>"
+    counts = (
+        _count(links.to("/deliveries"), "open (pending, processing)", home.open_work)
+        + _count(
+            links.to("/deliveries", state=State.FAILED.value), _state(State.FAILED), home.failed
+        )
+        + _count(links.to("/quarantine"), "quarantined", home.quarantined)
+        + _count(links.to("/effects"), "effects in doubt", home.effects_in_doubt)
+        + _count(
+            links.to("/deliveries", state=State.COMPLETED.value),
+            "completed in the last hour",
+            home.completed_last_hour,
+        )
     )
     alarms = home.alarms
     if alarms.source is None:
@@ -245,17 +245,16 @@ def home_page(chrome: Chrome, home: Home) -> str:
         )
     content = (
         f'<section class="counts">{counts}</section>'
-        + _completed_note(home)
-        + f'<p class="throughput">Last hour: <b>{home.failed_last_hour}</b> failed.</p>'
+        + _throughput(home)
         + find_form(chrome)
         + f"<h2>Alarms in ALARM</h2>{alarm_text}"
-        "<h2>Deliveries that need or are getting attention</h2>"
-        "<p>Pending, processing, failed and quarantined, newest first by when each entered"
-        " that state. A completed delivery is not listed here: find it by its id.</p>"
+        "<h2>Recent deliveries</h2>"
+        "<p>Every state, newest first by when each entered its state (open = pending or"
+        " processing).</p>"
         + _table(
             _RECENT_HEADERS,
             _recent_rows(home.recent, chrome),
-            empty="Nothing needs attention.",
+            empty="No delivery yet.",
         )
     )
     return page(chrome, "Home", content, refresh=HOME_REFRESH_SECONDS)
@@ -266,7 +265,7 @@ def deliveries_page(
 ) -> str:
     options = "".join(
         f'<option value="{s.value}"{" selected" if chosen.state is s else ""}>{s.value}</option>'
-        for s in INDEXED_STATES
+        for s in STATES
     )
     filter_form = (
         '<form class="filter" method="get" action="/deliveries">'
@@ -276,9 +275,8 @@ def deliveries_page(
         + _field(form, "since", "since", placeholder="2h or ISO")
         + _field(form, "until", "until", placeholder="ISO")
         + '<button type="submit">Filter</button></form>'
-        "<p>The deliveries the index lists: pending, processing and failed, the window on"
-        " when each entered that state. A completed delivery is not listed: find it by id."
-        "</p>" + find_form(chrome)
+        "<p>Newest first; the window is on when each entered its state (a completed"
+        " delivery: its completion).</p>" + find_form(chrome)
     )
     pager = []
     kept = {k: v for k, v in form.items() if k in ("state", "reason", "since", "until")}
@@ -362,6 +360,11 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
                 chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"}
             )
         events.append((effect.intent_at, 4, "effect", detail))
+    for name in delivery.progress.repeatable_done:
+        detail = f"{escape(name)}: {_state('done')} (repeatable: marked by the completion)"
+        events.append(
+            (delivery.progress.repeatable_done_at or item.state_changed_at, 4, "effect", detail)
+        )
     if item.completed_at is not None:
         events.append((item.completed_at, 5, "completed", _state(State.COMPLETED)))
     elif item.state is State.FAILED:

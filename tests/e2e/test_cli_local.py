@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from local.state import LocalState
 from tests.polling import poll
@@ -30,15 +31,21 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> LocalState:
     return LocalState.read(path)
 
 
-def _inbox_states(state_file: Path) -> list[str]:
-    """Every inbox item's state, as ``inbox list`` prints them."""
+def _inbox_items(state_file: Path, *options: str) -> list[dict[str, Any]]:
+    """The inbox items ``inbox list`` prints (JSON)."""
     listed = subprocess.run(
-        [*CLI, "inbox", "list", "--local", str(state_file), "--json"],
+        [*CLI, "inbox", "list", "--local", str(state_file), "--json", *options],
         capture_output=True,
         timeout=60,
         check=True,
     )
-    return [item["state"] for item in json.loads(listed.stdout)["items"]]
+    items: list[dict[str, Any]] = json.loads(listed.stdout)["items"]
+    return items
+
+
+def _inbox_states(state_file: Path) -> list[str]:
+    """Every inbox item's state, as ``inbox list`` prints them."""
+    return [item["state"] for item in _inbox_items(state_file)]
 
 
 def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
@@ -96,6 +103,17 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
         summary = json.loads(waited.stdout)
         assert summary["states"] == {"completed": 10}
         assert _inbox_states(state_file).count("completed") == 40
+        # Through the index's completed label (no scan), and the default workflow's
+        # repeatable archive shown done, marked by the completion.
+        completed = _inbox_items(state_file, "--state", "completed")
+        assert len(completed) == 40 and {i["state"] for i in completed} == {"completed"}
+        shown = subprocess.run(
+            [*CLI, "inbox", "show", completed[0]["delivery_id"], "--local", str(state_file)],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        ).stdout.decode()
+        assert "marked by the completion" in shown and "effect archive" in shown
     finally:
         local.send_signal(signal.SIGTERM)
         stdout, stderr = local.communicate(timeout=30)

@@ -1,11 +1,12 @@
 """The console in a real browser: headless Chromium (Debian's) driven by Playwright.
 
 A small load on a local stack (normal deliveries, a conflict, a missing package);
-the home page shows what needs attention without a click (the failed delivery, the
-quarantined conflict; completed deliveries are not listed) and finds a completed one
-by its id; the failed delivery's page shows why; the package is published late and a
-click on Requeue brings the delivery to completed. Screenshots go to the test's temporary folder,
-and with ``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
+the home page shows without a click the counts by state, the last hour's throughput and
+the recent deliveries of every state (completed ones, the failed delivery, the
+quarantined conflict), and finds a delivery by its id; the failed delivery's page shows
+why; the package is published late and a click on Requeue brings the delivery to
+completed. Screenshots go to the test's temporary folder, and with
+``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -108,17 +109,25 @@ def test_home_shows_states_then_a_failed_delivery_is_requeued_and_completes(
         with console(state_file, tmp_path / "console.out") as url, chromium() as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(url)
-            # The first page, no click: what needs attention, with state and outcome code.
+            # The first page, no click: the recent deliveries of every state, with their
+            # state, outcome code and age; counts by state; the last hour's throughput.
             assert page.title().startswith("Home")
             failed_row = _row_text(page, ids["missing"])
             assert "failed" in failed_row and "package_not_found" in failed_row
-            conflict_row = _row_text(page, ids["normal0"])
-            assert "quarantined" in conflict_row and "other body" in conflict_row
-            for label in ("failed", "quarantined"):
-                assert page.locator(".count", has_text=label).locator("b").inner_text() == "1"
-            for n in (1, 2):  # completed: not listed, found by id below
-                assert page.locator("tr", has_text=ids[f"normal{n}"]).count() == 0
-            assert "not listed by the table" in page.locator(".completed").inner_text()
+            conflict_row = (
+                page.locator("tr", has_text=ids["normal0"]).filter(has_text="quarantined").first
+            )
+            assert "other body" in conflict_row.inner_text()
+            for n in range(3):
+                done_row = page.locator("tr", has_text=ids[f"normal{n}"]).filter(
+                    has_text="completed"
+                )
+                assert done_row.count() == 1
+                assert "\tok\t" in done_row.inner_text()
+            count = {"failed": "1", "quarantined": "1", "completed in the last hour": "3"}
+            for label, shown in count.items():
+                assert page.locator(".count", has_text=label).locator("b").inner_text() == shown
+            assert "3 completed" in page.locator(".throughput").inner_text()
             assert "The local stack has no CloudWatch alarms." in page.content()
             _shoot(page, tmp_path, "home")
 
@@ -154,6 +163,8 @@ def test_home_shows_states_then_a_failed_delivery_is_requeued_and_completes(
             assert "completed" in summary and "ok" in summary
             timeline = page.locator("table").inner_text()
             assert "completed" in timeline
+            # The default workflow's archive is repeatable: marked done by the completion.
+            assert "archive: done (repeatable: marked by the completion)" in timeline
             _shoot(page, tmp_path, "delivery-completed")
 
             page.get_by_role("link", name="Quarantine").click()

@@ -110,7 +110,9 @@ CALLS: dict[tuple[type, str], Call] = {
     (claim.ClaimStore, "claim"): lambda t, s, d: t.claims.claim(
         d, owner="tested", now=NOW, lease_seconds=LEASE
     ),
-    (claim.ClaimStore, "complete"): lambda t, s, d: t.claims.complete(_claimed(s, d), now=NOW),
+    (claim.ClaimStore, "complete"): lambda t, s, d: t.claims.complete(
+        _claimed(s, d), now=NOW, effects_done=frozenset({EFFECT})
+    ),
     (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
@@ -129,9 +131,6 @@ CALLS: dict[tuple[type, str], Call] = {
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400
     ),
     (effects.EffectStore, "record_done"): _record_done,
-    (effects.EffectStore, "record_applied"): lambda t, s, d: t.effects.record_applied(
-        d, EFFECT, key="k", started_at=NOW, now=NOW, expires_at=NOW + 86400
-    ),
     (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
         _intent(s, d),
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),

@@ -168,9 +168,8 @@ def test_bad_input_is_a_400_with_a_code(stack: Stack) -> None:
     assert error(get(console, "/deliveries", page="0")) == "bad_page"
     assert error(get(console, "/deliveries", page="two")) == "bad_page"
     assert error(get(console, "/deliveries", state="lost")) == "bad_state"
-    for unlisted in ("completed", "ignored"):
-        refused = get(console, "/deliveries", state=unlisted)
-        assert (refused.status, error(refused)) == (400, "state_not_indexed")
+    for every_state in ("completed", "ignored"):
+        assert get(console, "/deliveries", state=every_state).status == 200
     assert error(post(console, "/actions/requeue", {})) == "missing_delivery_id"
     resolve = {"delivery_id": "d", "effect": "notify", "applied": "maybe"}
     assert error(post(console, "/actions/resolve", resolve)) == "bad_applied"
@@ -187,11 +186,14 @@ def test_the_script_posts_with_the_token_header() -> None:
 # --- what the pages show ------------------------------------------------------------
 
 
-def test_home_counts_what_the_index_lists_and_finds_a_completed_delivery_by_id(
-    stack: Stack,
-) -> None:
+def test_home_counts_by_state_and_lists_every_state_newest_first(stack: Stack) -> None:
+    earlier = stack.accept(received_at=NOW - 3 * 3600)
+    claim = stack.claims.claim(earlier, owner="w0", now=NOW - 3 * 3600, lease_seconds=0).claim
+    stack.claims.complete(claim, now=NOW - 2 * 3600)  # completed, but not in the last hour
     completed = stack.accept(received_at=NOW - 30)
-    stack.finish(completed, State.COMPLETED)
+    claim = stack.claims.claim(completed, owner="w0", now=NOW, lease_seconds=0).claim
+    stack.claims.complete(claim, now=NOW + 1, effects_done=frozenset({"archive"}))
+    ping = stack.accept(received_at=NOW - 40, package=False)
     old = failed(stack, received_at=NOW - 2 * 3600)
     broken = failed(stack, received_at=NOW - 20, reason="package_not_found")  # listed NOW - 19
     waiting = stack.accept(received_at=NOW - 10)
@@ -207,32 +209,39 @@ def test_home_counts_what_the_index_lists_and_finds_a_completed_delivery_by_id(
     )
 
     home = reads.read_home(stack.target, reads.Alarms(source=None), now=NOW + 60)
-    assert home.counts == {State.PENDING: 1, State.PROCESSING: 1, State.FAILED: 2}
-    assert (home.quarantined, home.effects_in_doubt, home.failed_last_hour) == (1, 1, 1)
-    # Newest entry into its label first; the completed delivery is not listed.
+    assert (home.open_work, home.failed, home.quarantined, home.effects_in_doubt) == (2, 2, 1, 1)
+    assert (home.completed_last_hour, home.failed_last_hour, home.ignored_last_hour) == (1, 1, 1)
+    # Newest entry into its label first, every state.
     assert [(e.delivery_id, e.item is None) for e in home.recent] == [
         (broken, True),  # its quarantine record, NOW + 2
+        (completed, False),  # NOW + 1
         (running, False),
         (waiting, False),
         (broken, False),
+        (ping, False),
         (old, False),
+        (earlier, False),
     ]
+    assert len(reads.read_home(stack.target, home.alarms, now=NOW + 60, recent=3).recent) == 3
 
     console = make_console(stack)
     page = get(console, "/").body
     assert '<meta http-equiv="refresh"' in page
     assert "The local stack has no CloudWatch alarms." in page
-    assert "Deliveries that need or are getting attention" in page
-    assert "not listed by the table" in page and completed not in page
+    assert "completed in the last hour</a><b>1</b>" in page
+    assert "<b>1</b> completed (0.0 per minute)" in page
+    done_row = page[page.index(completed) :].split("</tr>")[0]
+    assert "state-completed" in done_row and "<td>ok</td>" in done_row
     row = page[page.index(old) :].split("</tr>")[0]
     assert "failed" in row and "mcp_unavailable" in row
-    assert page.index(running) < page.index(waiting) < page.index(old)
-    # The find form asks GET /delivery?id=...: a completed delivery is read by key.
+    assert page.index(completed) < page.index(running) < page.index(waiting) < page.index(old)
+    # The find form asks GET /delivery?id=...: any delivery is read by key.
     assert 'action="/delivery"' in page
     found = get(console, "/delivery", id=f" {completed} ")
     assert found.status == 200
     summary = found.body[found.body.index('class="summary"') :].split("</p>")[0]
     assert completed in summary and "completed" in summary and "ok" in summary
+    assert "archive: " in found.body and "marked by the completion" in found.body
     assert get(console, "/delivery", id="no-such-id").status == 404
     assert error(get(console, "/delivery")) == "missing_id"
 
@@ -262,13 +271,19 @@ def test_deliveries_filter_by_state_reason_and_window_over_pages(stack: Stack) -
     assert ids(replace(first, reason="package_not_found"))[0] == [not_found]
     assert ids(reads.DeliveryFilter(state=State.PENDING))[0] != []
     every = ids(reads.DeliveryFilter(page_size=100))[0]
-    assert len(every) == 10 and done not in every  # completion leaves the index
+    assert len(every) == 11 and done in every
+    assert ids(reads.DeliveryFilter(state=State.COMPLETED)) == ([done], False)
+    # Every state's page is read newest first, a page at a time.
+    assert ids(reads.DeliveryFilter(page_size=4)) == (every[:4], True)
+    assert ids(reads.DeliveryFilter(page=3, page_size=4)) == (every[8:], False)
 
     console = make_console(stack)
     page = get(console, "/deliveries", state="failed", reason="package_not_found", since="2h").body
     assert not_found in page and mcp_failures[0] not in page
     until = get(console, "/deliveries", state="failed", until="2027-01-14T09:00:00Z").body
     assert old in until and not_found not in until
+    completed_page = get(console, "/deliveries", state="completed").body
+    assert done in completed_page and not_found not in completed_page
 
 
 def test_a_delivery_page_shows_its_journey_but_no_result_or_package_url(stack: Stack) -> None:

@@ -1,15 +1,15 @@
 """Every list the reconciler and the operator commands read is a Query, never a Scan.
 
-The state index holds keys only and only what needs someone (open and failed inbox
-items, quarantine records, effect intents); each listing below must still find exactly
-its items. A botocore hook on the target's client records every DynamoDB operation.
+The state index holds keys only, each record under a label (open, failed, completed and
+ignored inbox items, quarantine records, effect intents); each listing below must still
+find exactly its items, and read only the labels it needs (the reconciler never reads a
+completed entry). A botocore hook on the target's client records every DynamoDB
+operation.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-import pytest
 
 from functions.core.adapters import dynamodb_items
 from functions.core.effects import idempotency_key
@@ -19,7 +19,6 @@ from ops.effects import list_effects
 from ops.inbox import list_inbox
 from ops.quarantine import list_quarantine
 from ops.requeue import redrive, requeue
-from ops.target import OperatorError
 from tests.operator_harness import NOW, Stack
 
 if TYPE_CHECKING:
@@ -33,10 +32,24 @@ class Operations:
 
     def __init__(self, stack: Stack) -> None:
         self.names: list[str] = []
-        stack.target.dynamodb.meta.events.register("before-call.dynamodb", self._seen)
+        self.shards: list[str] = []  # the index partitions queried
+        self.read_keys: list[str] = []  # the delivery ids read by BatchGetItem
+        events = stack.target.dynamodb.meta.events
+        events.register("before-call.dynamodb", self._seen)
+        events.register("provide-client-params.dynamodb", self._asked)
 
     def _seen(self, model: OperationModel, **_: Any) -> None:
         self.names.append(model.name)
+
+    def _asked(self, model: OperationModel, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "Query" and "IndexName" in params:
+            self.shards.append(params["ExpressionAttributeValues"][":shard"]["S"])
+        if model.name == "BatchGetItem":
+            for request in params["RequestItems"].values():
+                self.read_keys += [key["pk"]["S"] for key in request["Keys"]]
+
+    def labels(self) -> set[str]:
+        return {shard.split("#")[0] for shard in self.shards}
 
 
 def ids(items: Any) -> list[str]:
@@ -83,13 +96,25 @@ def test_reconciler_and_operator_listings_query_the_index_never_scan(stack: Stac
 
     assert "Scan" not in seen.names
     assert {"Query", "BatchGetItem"} <= set(seen.names)
-    # The completed delivery left the index: no list above read it.
+    # The completed delivery is listed under its own label: no list above read it.
+    assert "completed" not in seen.labels()
     assert done not in ids(list_inbox(stack.target, state=State.PENDING))
+    assert ids(list_inbox(stack.target, state=State.COMPLETED)) == [done]
+    assert "Scan" not in seen.names
 
 
-@pytest.mark.parametrize("state", [State.COMPLETED, State.IGNORED])
-def test_unindexed_states_are_refused_without_a_read(stack: Stack, state: State) -> None:
+def test_the_reconciler_reads_only_open_work_and_effect_intents(stack: Stack) -> None:
+    done = [stack.accept(received_at=NOW - HOUR - t) for t in range(3)]
+    for delivery_id in done:
+        stack.finish(delivery_id, State.COMPLETED)
+    ping = stack.accept(received_at=NOW - HOUR, package=False)
+    pending = stack.accept(received_at=NOW - 2 * HOUR)
     seen = Operations(stack)
-    with pytest.raises(OperatorError, match="not indexed"):
-        list_inbox(stack.target, state=state)
-    assert seen.names == []
+    claims, effects = stack.claims, stack.target.effects()
+    assert ids(claims.stale_pending(changed_before=NOW - HOUR, page_size=2)) == [pending]
+    assert ids(claims.expired_leases(now=NOW, page_size=2)) == []
+    assert list(effects.uncertain(intended_before=NOW, page_size=2)) == []
+    assert seen.labels() == {"open", "effect_intent"}
+    assert set(seen.read_keys) == {pending}  # no completed or ignored item read
+    assert ping not in seen.read_keys
+    assert "Scan" not in seen.names

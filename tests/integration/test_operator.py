@@ -81,13 +81,19 @@ def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
     processing = stack.accept(received_at=NOW + 15)
     stack.claims.claim(processing, owner="w", now=NOW + 16, lease_seconds=60)
 
-    # Completed and ignored items are not indexed: refused with the reason, no Scan.
-    for unlisted in (State.COMPLETED, State.IGNORED):
-        with pytest.raises(OperatorError, match=f"{unlisted.value} items are not indexed"):
-            list_inbox(stack.target, state=unlisted)
-    status, out, err = run_cli(capsys, stack.cli("inbox", "list", "--state", "completed"))
-    assert status == 2 and out == ""
-    assert "completed items are not indexed" in err and "inbox show" in err
+    # Completed and ignored items have their own labels: listed through the index too.
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.COMPLETED)] == [
+        early_done,
+        late_done,
+    ]
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.IGNORED)] == [ping]
+    status, out, err = run_cli(capsys, stack.cli("inbox", "list", "--state", "completed", "--json"))
+    assert status == 0 and err == ""
+    listed = json.loads(out)["items"]
+    assert [(i["delivery_id"], i["state"]) for i in listed] == [
+        (early_done, "completed"),
+        (late_done, "completed"),
+    ]
     # pending and processing share the index's open label; each lists its own state.
     assert [i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)] == [
         pending[1],

@@ -115,6 +115,8 @@ class World:
     steps: FakeSteps = field(default_factory=FakeSteps)
     archive: FakeArchive = field(default_factory=FakeArchive)
     budget_store: FakeBudget = field(init=False)
+    # The repeatable effects the last attempt applied (what its completion would mark).
+    repeated: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.budget_store = FakeBudget(default_limit=self.limit)
@@ -139,6 +141,7 @@ class World:
             steps=StepStorage(records=self.steps, metrics=self.metrics),
         )
         self.workflow().run(WORK, PACKAGE, ledger)
+        self.repeated = ledger.repeated
 
     def day(self) -> Any:
         return self.budget_store.get(budget_day(self.clock.now()))
@@ -174,8 +177,10 @@ def test_run_archives_summarises_once_and_alerts_once(world: World) -> None:
     assert alert.summary == ModelSummary(ANSWER.text, "end_turn", 900, 40, refused=False)
     assert alert.body == ANSWER.text
     assert world.topic is not None and world.topic.sent[0][1] == f"{DELIVERY}:alert"
-    for name in (ARCHIVE_EFFECT, ALERT_EFFECT):
-        assert world.effect_status(name) is EffectStatus.DONE
+    assert world.effect_status(ALERT_EFFECT) is EffectStatus.DONE
+    # The archive is repeatable: no record, the completion marks it done.
+    assert world.effect_status(ARCHIVE_EFFECT) is None
+    assert world.repeated == {ARCHIVE_EFFECT}
     assert world.step_status() is StepStatus.RECORDED
     assert world.metrics.counts[metric_names.METRIC_MODEL_CALLS] == 1
 

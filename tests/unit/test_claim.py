@@ -115,10 +115,21 @@ def test_claim_of_completed_delivery_says_completed(subject: Subject) -> None:
     assert claim(subject, now=NOW + 2).status is ClaimStatus.COMPLETED
     assert subject.read(DELIVERY).attempts == 1
     if subject.raw is not None:
-        # A completed delivery needs no one: it has left the state index.
+        # Listed under completed since its completion (the open label no longer has it).
         raw = subject.raw(DELIVERY)
-        assert table_layout.STATE_INDEX_PARTITION_KEY not in raw
-        assert table_layout.STATE_INDEX_SORT_KEY not in raw
+        assert raw[table_layout.STATE_INDEX_PARTITION_KEY]["S"].startswith("completed#")
+        assert raw[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(NOW + 1)}
+        assert dynamodb_items.EFFECTS_DONE not in raw
+
+
+def test_complete_marks_the_repeatable_effects_the_attempt_applied(subject: Subject) -> None:
+    subject.seed(pending())
+    subject.store.complete(
+        claim(subject).claim, now=NOW + 1, effects_done=frozenset({"archive", "copy"})
+    )
+    item = subject.read(DELIVERY)
+    assert item.state is State.COMPLETED
+    assert item.effects_done == {"archive", "copy"}
 
 
 def test_release_returns_to_pending_with_last_error(subject: Subject) -> None:

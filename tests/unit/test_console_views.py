@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from functions.core.models import InboxItem, QuarantineRecord, State
 from ops.console import views
-from ops.console.reads import Alarm, Alarms, Delivery, Home, Listed
+from ops.console.reads import (
+    Alarm,
+    Alarms,
+    Delivery,
+    DeliveryFilter,
+    DeliveryPage,
+    Home,
+    Listed,
+)
 from ops.inbox import Progress
 
 NOW = 1_800_000_000
@@ -59,17 +67,32 @@ def test_links_carry_the_token_and_quote_the_id() -> None:
     assert links.delivery("a/b c") == "/delivery/a%2Fb%20c?token=t0k"
 
 
+def home(**fields: object) -> Home:
+    values: dict[str, object] = {
+        "open_work": 0,
+        "failed": 0,
+        "quarantined": 0,
+        "effects_in_doubt": 0,
+        "completed_last_hour": 0,
+        "failed_last_hour": 0,
+        "ignored_last_hour": 0,
+        "recent": [],
+        "alarms": Alarms(source=None),
+        "now": NOW,
+        **fields,
+    }
+    return Home(**values)  # type: ignore[arg-type]
+
+
 def test_values_are_escaped_everywhere() -> None:
-    home = Home(
-        counts={State.FAILED: 1},
-        quarantined=0,
-        effects_in_doubt=0,
-        failed_last_hour=1,
-        recent=[Listed(NOW - 90, item=item(HOSTILE_ID))],
-        alarms=Alarms("stack", [Alarm("<b>alarm</b>", "<i>why</i>", NOW - 60)]),
-        now=NOW,
+    shown = views.home_page(
+        chrome(),
+        home(
+            failed=1,
+            recent=[Listed(NOW - 90, item=item(HOSTILE_ID))],
+            alarms=Alarms("stack", [Alarm("<b>alarm</b>", "<i>why</i>", NOW - 60)]),
+        ),
     )
-    shown = views.home_page(chrome(), home)
     assert HOSTILE_ID not in shown and "<b>alarm</b>" not in shown and "<i>why</i>" not in shown
     assert "&lt;script&gt;" in shown and "%3Cscript%3E" in shown
 
@@ -104,42 +127,66 @@ def test_a_running_attempt_shows_only_the_start_of_its_lease_owner() -> None:
 
 
 def test_home_says_when_the_stack_has_no_alarms_to_show() -> None:
-    home = Home({}, 0, 0, 0, [], Alarms(source=None), NOW)
-    shown = views.home_page(chrome(), home)
+    shown = views.home_page(chrome(), home())
     assert "The local stack has no CloudWatch alarms." in shown
-    assert "Nothing needs attention." in shown
+    assert "No delivery yet." in shown
     assert 'http-equiv="refresh"' in shown
-    quiet = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source="prod"), NOW))
+    quiet = views.home_page(chrome(), home(alarms=Alarms(source="prod")))
     assert "No alarm of prod is in ALARM." in quiet
+    # Any delivery is also found by its id on the Delivery page.
+    assert 'action="/delivery"' in shown and 'name="id"' in shown
+    assert 'name="token" value="tok"' in shown
 
 
-def test_home_says_completed_deliveries_are_not_listed_and_where_to_look() -> None:
-    local = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source=None), NOW))
-    assert "not listed by the table" in local and "no CloudWatch metrics" in local
-    deployed = views.home_page(chrome(), Home({}, 0, 0, 0, [], Alarms(source="prod"), NOW))
-    assert "<code>WorkCompleted</code>" in deployed and "of prod" in deployed
-    # Any delivery, completed ones too, is found by its id on the Delivery page.
-    assert 'action="/delivery"' in local and 'name="id"' in local
-    assert 'name="token" value="tok"' in local
-
-
-def test_home_counts_only_indexed_states_and_lists_a_quarantine_record() -> None:
+def test_home_counts_by_state_shows_the_hours_throughput_and_every_state_recent() -> None:
     conflict = QuarantineRecord("d-q", "package.received", "a" * 64, "b" * 64, NOW - 30, NOW)
-    home = Home(
-        counts={State.PENDING: 4, State.PROCESSING: 2, State.FAILED: 1},
-        quarantined=1,
-        effects_in_doubt=3,
-        failed_last_hour=1,
-        recent=[Listed(NOW - 30, quarantine=conflict), Listed(NOW - 90, item=item())],
-        alarms=Alarms(source=None),
-        now=NOW,
+    done = item("d-done", State.COMPLETED, completed_at=NOW - 20, last_error=None)
+    shown = views.home_page(
+        chrome(),
+        home(
+            open_work=6,
+            failed=1,
+            quarantined=1,
+            effects_in_doubt=3,
+            completed_last_hour=90,
+            failed_last_hour=1,
+            ignored_last_hour=2,
+            recent=[
+                Listed(NOW - 20, item=done),
+                Listed(NOW - 30, quarantine=conflict),
+                Listed(NOW - 90, item=item()),
+            ],
+        ),
     )
-    shown = views.home_page(chrome(), home)
     counts = shown[shown.index('class="counts"') : shown.index("</section>")]
-    for label, number in (("pending", 4), ("processing", 2), ("failed", 1)):
-        assert f">{label}</span></a><b>{number}</b>" in counts
+    assert "open (pending, processing)</a><b>6</b>" in counts
+    assert ">failed</span></a><b>1</b>" in counts
     assert "quarantined</a><b>1</b>" in counts and "effects in doubt</a><b>3</b>" in counts
-    assert "completed" not in counts and "ignored" not in counts
+    assert "completed in the last hour</a><b>90</b>" in counts
+    assert "state=completed" in counts
+    throughput = shown[shown.index('class="throughput"') :].split("</p>")[0]
+    assert "<b>90</b> completed (1.5 per minute)" in throughput
+    assert "<b>1</b> failed" in throughput and "<b>2</b> ignored" in throughput
+    done_row = shown[shown.index("d-done") :].split("</tr>")[0]
+    assert "state-completed" in done_row and "<td>ok</td>" in done_row and "20s" in done_row
     row = shown[shown.index("d-q") :].split("</tr>")[0]
     assert "quarantined" in row and "other body" in row and "30s" in row
-    assert shown.index("d-q") < shown.index("d-1")
+    assert shown.index("d-done") < shown.index("d-q") < shown.index("d-1")
+
+
+def test_the_timeline_shows_a_repeatable_effect_marked_by_the_completion() -> None:
+    done = item(state=State.COMPLETED, completed_at=NOW - 10, effects_done=frozenset({"archive"}))
+    progress = Progress([], [], ["archive"], NOW - 10)
+    shown = views.delivery_page(chrome(), Delivery(done, None, progress, []))
+    timeline = shown[shown.index("<h2>Timeline</h2>") :]
+    assert "archive: " in timeline and "marked by the completion" in timeline
+    assert timeline.index("archive: ") < timeline.index("<td>completed")
+
+
+def test_the_deliveries_filter_offers_every_state() -> None:
+    page = views.deliveries_page(
+        chrome(), DeliveryFilter(state=State.COMPLETED), DeliveryPage([], False), {}
+    )
+    for state in State:
+        assert f'<option value="{state.value}"' in page
+    assert '<option value="completed" selected>' in page

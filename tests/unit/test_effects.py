@@ -101,39 +101,50 @@ def test_uncertain_repeatable_effect_is_repeated(store: Any) -> None:
     assert len(downstream.applied) == 2
 
 
-def test_repeatable_effect_writes_no_intent_only_its_done_record(store: Any) -> None:
+def test_repeatable_effect_writes_no_record_and_is_named_for_the_completion(store: Any) -> None:
     downstream = Downstream(fail_with=Crash())
     with pytest.raises(Crash):
         ledger(store).run("archive", downstream.apply, repeatable=True)
     # Died around the call: no record, so the next attempt applies it (as an intent would).
     assert store.get(DELIVERY, "archive") is None
     downstream.fail_with = None
-    clock = FakeClock()
-    assert ledger(store, clock).run("archive", downstream.apply, repeatable=True) is True
-    record = store.get(DELIVERY, "archive")
-    assert (record.status, record.key, record.done_at) == (
-        EffectStatus.DONE,
-        idempotency_key(DELIVERY, "archive"),
-        clock.value,
-    )
-    assert ledger(store).run("archive", downstream.apply, repeatable=True) is False
-    assert len(downstream.applied) == 2
+    attempt = ledger(store)
+    assert attempt.run("archive", downstream.apply, repeatable=True) is True
+    assert attempt.run("notify", downstream.apply) is True
+    # Still no record of its own: the completion marks what this attempt applied.
+    assert store.get(DELIVERY, "archive") is None
+    assert attempt.repeated == {"archive"}
+    # A retry (the completion did not happen) repeats it: that is what repeatable means.
+    again = ledger(store)
+    assert again.run("archive", downstream.apply, repeatable=True) is True
+    assert again.run("notify", downstream.apply) is False  # not repeatable: done, skipped
+    archive, notify = f"{DELIVERY}:archive", f"{DELIVERY}:notify"
+    assert downstream.applied == [archive, archive, notify, archive]
 
 
-def test_repeatable_effect_repeats_an_intent_an_older_attempt_left(store: Any) -> None:
+def test_repeatable_effect_that_says_not_applied_is_not_named(store: Any) -> None:
+    attempt = ledger(store)
+    with pytest.raises(NotApplied):
+        attempt.run("archive", lambda key: _raise(NotApplied()), repeatable=True)
+    assert attempt.repeated == frozenset()
+    assert store.get(DELIVERY, "archive") is None
+
+
+def test_repeatable_effect_ignores_an_intent_an_older_version_left(store: Any) -> None:
     store.record_intent(DELIVERY, "archive", key="k", now=1, expires_at=0)
     downstream = Downstream()
-    assert ledger(store).run("archive", downstream.apply, repeatable=True) is True
-    assert store.get(DELIVERY, "archive").status is EffectStatus.DONE
+    attempt = ledger(store)
+    assert attempt.run("archive", downstream.apply, repeatable=True) is True
+    assert attempt.repeated == {"archive"}
 
 
-def test_repeatable_done_record_is_never_listed(dynamodb: DynamoDBClient, table: str) -> None:
+def test_repeatable_effect_writes_nothing_to_the_table(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
     store = DynamoDbEffects(client=dynamodb, table_name=table)
     ledger(store).run("archive", Downstream().apply, repeatable=True)
-    item = dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "archive"))["Item"]
-    assert table_layout.STATE_INDEX_PARTITION_KEY not in item
-    assert table_layout.STATE_INDEX_SORT_KEY not in item
-    assert item["status"] == {"S": EffectStatus.DONE.value}
+    assert "Item" not in dynamodb.get_item(TableName=table, Key=effect_key(DELIVERY, "archive"))
+    assert dynamodb.scan(TableName=table)["Count"] == 0
 
 
 def test_uncertain_effect_without_check_stops(store: Any) -> None:

@@ -39,11 +39,7 @@ def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
     to_label = dynamodb_items.state_label(row.to_state)
     from_labels = {dynamodb_items.state_label(state) for state in row.from_states}
     update = row.update_expression()
-    if to_label is None:
-        assert row.index is IndexMove.UNLIST
-        assert f"REMOVE {table_layout.STATE_INDEX_PARTITION_KEY}" not in update  # lease first
-        assert table_layout.STATE_INDEX_PARTITION_KEY in update.split(" REMOVE ")[1]
-    elif from_labels == {to_label}:
+    if from_labels == {to_label}:
         # An open item stays open: no index key in the update, so no index write.
         assert row.index is IndexMove.KEEP
         assert table_layout.STATE_INDEX_PARTITION_KEY not in update
@@ -54,12 +50,37 @@ def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
         assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
 
 
-def test_the_happy_path_writes_the_index_twice_at_most() -> None:
-    # accept lists the item (open); claim keeps it; complete removes it.
+def test_the_happy_path_writes_the_index_three_times() -> None:
+    # accept lists the item (open); claim keeps it; complete moves it to completed.
     assert dynamodb_items.state_label(State.PENDING) == table_layout.STATE_LABEL_OPEN
     assert transitions.CLAIM.index is IndexMove.KEEP
-    assert transitions.COMPLETE.index is IndexMove.UNLIST
-    assert dynamodb_items.state_label(State.IGNORED) is None
+    assert transitions.COMPLETE.index is IndexMove.LIST
+    assert transitions.COMPLETE_WITH_EFFECTS.index is IndexMove.LIST
+    assert dynamodb_items.state_label(State.COMPLETED) == table_layout.STATE_LABEL_COMPLETED
+
+
+def test_every_state_has_its_own_label_but_open_work_shares_one() -> None:
+    labels = {state: dynamodb_items.state_label(state) for state in State}
+    assert labels[State.PENDING] == labels[State.PROCESSING] == table_layout.STATE_LABEL_OPEN
+    assert labels[State.IGNORED] == table_layout.STATE_LABEL_IGNORED
+    assert len(set(labels.values())) == len(State) - 1
+
+
+def test_completion_with_repeatable_effects_sets_their_names_as_a_string_set() -> None:
+    request = transitions.update_request(
+        "t",
+        transitions.COMPLETE_WITH_EFFECTS,
+        "d1",
+        now=5,
+        owner="o",
+        effects=frozenset({"b", "a"}),
+    )
+    assert request["ExpressionAttributeValues"][":effects"] == {"SS": ["a", "b"]}
+    assert f"{dynamodb_items.EFFECTS_DONE} = :effects" in request["UpdateExpression"]
+    with pytest.raises(ValueError, match="empty set"):
+        transitions.update_request(
+            "t", transitions.COMPLETE_WITH_EFFECTS, "d1", now=5, owner="o", effects=frozenset()
+        )
 
 
 def test_rows_state_their_condition_reasons() -> None:

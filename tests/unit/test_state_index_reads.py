@@ -61,3 +61,51 @@ def test_keys_still_unprocessed_after_the_rounds_are_storage_weather() -> None:
     with pytest.raises(StorageUnavailable):
         dynamodb_state_index.read_items(cast("DynamoDBClient", table), TABLE, keys)
     assert len(table.requests) == 4
+
+
+def _listed(client: DynamoDBClient, table: str, label: str, at: int, n: int) -> str:
+    delivery_id = f"{label}-{n:03d}"
+    client.put_item(
+        TableName=table,
+        Item={
+            **dynamodb_items.inbox_key(delivery_id),
+            "state_shard": {"S": dynamodb_items.state_shard(label, delivery_id)},
+            "listed_at": {"N": str(at)},
+        },
+    )
+    return delivery_id
+
+
+def test_newest_merges_every_shard_of_every_label_newest_first(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    expected = []
+    for n in range(12):  # spread over the shards by their ids
+        label = ("completed", "failed", "open")[n % 3]
+        expected.append((1000 + n, _listed(dynamodb, table, label, 1000 + n, n)))
+    _listed(dynamodb, table, "ignored", 5000, 99)  # a label not asked for
+    found = dynamodb_state_index.newest(
+        dynamodb, table, labels=("completed", "failed", "open"), changed_before=10_000, batch=2
+    )
+    assert [(at, item["pk"]["S"]) for at, item in found] == list(reversed(expected))
+    window = dynamodb_state_index.newest(
+        dynamodb, table, labels=("failed",), changed_since=1004, changed_before=1010, batch=1
+    )
+    assert [at for at, _item in window] == [1007, 1004]
+
+
+def test_count_reads_no_item_and_honours_the_window(dynamodb: DynamoDBClient, table: str) -> None:
+    for n in range(9):
+        _listed(dynamodb, table, "completed", 2000 + n * 100, n)
+    assert dynamodb_state_index.count(dynamodb, table, label="completed", changed_before=9999) == 9
+    in_window = dynamodb_state_index.count(
+        dynamodb, table, label="completed", changed_since=2300, changed_before=2600
+    )
+    assert in_window == 3  # 2300, 2400, 2500
+    assert dynamodb_state_index.count(dynamodb, table, label="open", changed_before=9999) == 0
+    assert (
+        dynamodb_state_index.count(
+            dynamodb, table, label="completed", changed_since=3000, changed_before=3000
+        )
+        == 0
+    )

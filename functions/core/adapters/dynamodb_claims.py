@@ -58,8 +58,13 @@ class DynamoDbClaims:
             ),
         )
 
-    def complete(self, claim: Claim, *, now: int) -> None:
-        self._finish(transitions.COMPLETE, claim, now=now)
+    def complete(
+        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+    ) -> None:
+        if effects_done:  # (DynamoDB stores no empty set)
+            self._finish(transitions.COMPLETE_WITH_EFFECTS, claim, now=now, effects=effects_done)
+        else:
+            self._finish(transitions.COMPLETE, claim, now=now)
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.RELEASE, claim, now=now, error=error_code)
@@ -77,7 +82,12 @@ class DynamoDbClaims:
         return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
 
     def _finish(
-        self, transition: transitions.Transition, claim: Claim, *, now: int, **values: str
+        self,
+        transition: transitions.Transition,
+        claim: Claim,
+        *,
+        now: int,
+        **values: transitions.Value,
     ) -> None:
         applied = self._apply(transition, claim.delivery_id, now=now, owner=claim.owner, **values)
         if not applied.moved:
@@ -133,7 +143,12 @@ class DynamoDbClaims:
         ).moved
 
     def _apply(
-        self, transition: transitions.Transition, delivery_id: str, *, now: int, **values: int | str
+        self,
+        transition: transitions.Transition,
+        delivery_id: str,
+        *,
+        now: int,
+        **values: transitions.Value,
     ) -> transitions.Applied:
         return transitions.apply(
             self._client, self._table, transition, delivery_id, now=now, **values

@@ -4,8 +4,8 @@ While an effect is only *intended*, its record is listed in the state index unde
 ``effect_intent#NN``; the done write, and a resolution (by the ledger when the effect
 says it was not applied, or by an operator), remove it from the index, so the index
 holds exactly the effects whose outcome is uncertain or in flight. A repeatable effect
-writes no intent, only its done record (:meth:`DynamoDbEffects.record_applied`), which
-is never listed: it costs one write and no index entry.
+has no record here: the completion marks it done on the inbox item
+(:data:`~functions.core.adapters.dynamodb_items.EFFECTS_DONE`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import TransientError
 
@@ -114,25 +111,6 @@ class DynamoDbEffects:
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":not_applied": {"S": EffectStatus.NOT_APPLIED.value}},
         ).written
-
-    def record_applied(
-        self, delivery_id: str, name: str, *, key: str, started_at: int, now: int, expires_at: int
-    ) -> None:
-        """Put the done record of a repeatable effect (no intent before it, no index key).
-
-        Unconditional: whatever is there (nothing, or a record of an older attempt or
-        version) is superseded by "applied", which is what the call just did.
-        """
-        item = _record_item(
-            delivery_id, name, status=EffectStatus.DONE, key=key, intent_at=started_at
-        )
-        item["done_at"] = {"N": str(now)}
-        if expires_at:
-            item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
-        try:
-            self._client.put_item(TableName=self._table, Item=item)
-        except (ClientError, BotoCoreError) as exc:
-            raise storage_error(exc) from exc
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None:
         if not self._unlist(delivery_id, name, EffectStatus.DONE, "done_at", _RECORDED, now=now):

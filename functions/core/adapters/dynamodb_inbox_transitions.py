@@ -51,8 +51,6 @@ class IndexMove(Enum):
     # Listed under the to-state's label from now: ``state_shard`` = its shard of that
     # label, ``listed_at`` = now (one index delete and one put).
     LIST = "list"
-    # Leaves the index: the to-state needs no one (completed). One index delete.
-    UNLIST = "unlist"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +70,6 @@ class Transition:
     def index(self) -> IndexMove:
         """Derived from the states' labels, so no row can forget to move the item."""
         to_label = dynamodb_items.state_label(self.to_state)
-        if to_label is None:
-            return IndexMove.UNLIST
         if {dynamodb_items.state_label(state) for state in self.from_states} == {to_label}:
             return IndexMove.KEEP
         return IndexMove.LIST
@@ -87,8 +83,6 @@ class Transition:
         if self.index is IndexMove.LIST:
             sets.append((table_layout.STATE_INDEX_PARTITION_KEY, ":shard"))
             sets.append((table_layout.STATE_INDEX_SORT_KEY, ":now"))
-        elif self.index is IndexMove.UNLIST:
-            removes += [table_layout.STATE_INDEX_PARTITION_KEY, table_layout.STATE_INDEX_SORT_KEY]
         update = "SET " + ", ".join(f"{attribute} = {value}" for attribute, value in sets)
         if removes:
             update += " REMOVE " + ", ".join(removes)
@@ -126,6 +120,16 @@ COMPLETE: Final = Transition(  # worker: the workflow succeeded
     condition=_HOLDING,
     to_state=State.COMPLETED,
     sets=(("completed_at", ":now"),),
+    removes=_LEASE,
+)
+COMPLETE_WITH_EFFECTS: Final = Transition(  # worker: succeeded, repeatable effects applied
+    name="complete_with_effects",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.COMPLETED,
+    # The repeatable effects' "done" mark (a string set, never empty): it rides on the
+    # completion instead of a record of its own per effect.
+    sets=(("completed_at", ":now"), (dynamodb_items.EFFECTS_DONE, ":effects")),
     removes=_LEASE,
 )
 RELEASE: Final = Transition(  # worker: transient failure, try again later
@@ -205,6 +209,7 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
 TRANSITIONS: Final = (
     CLAIM,
     COMPLETE,
+    COMPLETE_WITH_EFFECTS,
     RELEASE,
     RELEASE_TRANSIENT,
     DEFER,
@@ -237,6 +242,10 @@ _CONSTANTS: Final[dict[str, dynamodb_items.AttributeValue]] = {
 }
 
 
+# A caller's value for a placeholder: a number, a string, or a set of strings.
+Value = int | str | frozenset[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
     """What one transition did.
@@ -266,7 +275,7 @@ def accept_put(table: str, inbox: InboxItem) -> PutTypeDef:
 
 
 def update_request(
-    table: str, transition: Transition, delivery_id: str, *, now: int, **values: int | str
+    table: str, transition: Transition, delivery_id: str, *, now: int, **values: Value
 ) -> UpdateItemInputTypeDef:
     """The ``UpdateItem`` arguments of ``transition`` for one delivery.
 
@@ -278,8 +287,8 @@ def update_request(
     """
     given = {f":{name}": _attribute(value) for name, value in values.items()}
     given[":now"] = _attribute(now)
-    label = dynamodb_items.state_label(transition.to_state)
-    if transition.index is IndexMove.LIST and label is not None:
+    if transition.index is IndexMove.LIST:
+        label = dynamodb_items.state_label(transition.to_state)
         given[":shard"] = _attribute(dynamodb_items.state_shard(label, delivery_id))
     update = transition.update_expression()
     condition = condition_expression(transition.condition)
@@ -308,7 +317,7 @@ def apply(
     delivery_id: str,
     *,
     now: int,
-    **values: int | str,
+    **values: Value,
 ) -> Applied:
     """Make ``transition`` happen to the delivery's inbox item if its condition holds.
 
@@ -320,7 +329,11 @@ def apply(
     return Applied(moved=written.written, item=written.item)
 
 
-def _attribute(value: int | str) -> dynamodb_items.AttributeValue:
+def _attribute(value: Value) -> dynamodb_items.AttributeValue:
+    if isinstance(value, frozenset):
+        if not value:
+            raise ValueError("DynamoDB stores no empty set")
+        return {"SS": sorted(value)}
     return {"S": value} if isinstance(value, str) else {"N": str(value)}
 
 

@@ -27,22 +27,28 @@ Item = dict[str, AttributeValue]
 # the reconciler's age rules read. Not an index key, so changing it rewrites no entry.
 STATE_CHANGED_AT: Final = "state_changed_at"
 
+# The repeatable effects a completed delivery applied (a string set): their "done" mark
+# is written by the completion itself, not by a record of their own (docs/processing.md).
+EFFECTS_DONE: Final = "effects_done"
+
 # The state index label of quarantine records (docs/architecture.md: quarantined#NN).
 QUARANTINED_LABEL = "quarantined"
 
 # Where each inbox state is listed in the state index: open work together (a claim then
-# changes no index key), failed apart; completed and ignored items need no one and are
-# not listed at all.
+# changes no index key), every end state under its own label (the reconciler and a bulk
+# requeue read only the labels they act on).
 _STATE_LABELS: Final[dict[State, str]] = {
     State.PENDING: table_layout.STATE_LABEL_OPEN,
     State.PROCESSING: table_layout.STATE_LABEL_OPEN,
     State.FAILED: table_layout.STATE_LABEL_FAILED,
+    State.COMPLETED: table_layout.STATE_LABEL_COMPLETED,
+    State.IGNORED: table_layout.STATE_LABEL_IGNORED,
 }
 
 
-def state_label(state: State) -> str | None:
-    """The index label listing inbox items in ``state``; None: not listed."""
-    return _STATE_LABELS.get(state)
+def state_label(state: State) -> str:
+    """The index label listing inbox items in ``state``."""
+    return _STATE_LABELS[state]
 
 
 def key(delivery_id: str, sort_key: str) -> Item:
@@ -97,9 +103,8 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         STATE_CHANGED_AT: _n(inbox.state_changed_at or inbox.received_at),
     }
     label = state_label(inbox.state)
-    if label is not None:
-        item[table_layout.STATE_INDEX_PARTITION_KEY] = _s(state_shard(label, inbox.delivery_id))
-        item[table_layout.STATE_INDEX_SORT_KEY] = _n(inbox.state_changed_at or inbox.received_at)
+    item[table_layout.STATE_INDEX_PARTITION_KEY] = _s(state_shard(label, inbox.delivery_id))
+    item[table_layout.STATE_INDEX_SORT_KEY] = _n(inbox.state_changed_at or inbox.received_at)
     if inbox.package_id is not None:
         item["package_id"] = _s(inbox.package_id)
     if inbox.mcp_url is not None:
@@ -114,6 +119,8 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["transient_failures"] = _n(inbox.transient_failures)
     if inbox.reset_at is not None:
         item["reset_at"] = _n(inbox.reset_at)
+    if inbox.effects_done:
+        item[EFFECTS_DONE] = {"SS": sorted(inbox.effects_done)}
     return item
 
 
@@ -145,6 +152,7 @@ def inbox_from_item(item: Item) -> InboxItem:
         completed_at=_opt_n(item, "completed_at"),
         transient_failures=_opt_n(item, "transient_failures") or 0,
         reset_at=_opt_n(item, "reset_at"),
+        effects_done=frozenset(item.get(EFFECTS_DONE, {}).get("SS", ())),
     )
 
 

@@ -5,11 +5,15 @@ listing is a Query per shard for keys, then one consistent ``BatchGetItem`` per 
 for the items themselves. The items read are checked again against the listing (the
 index is eventually consistent: an item may have left the label meanwhile), and the
 filters (an expired lease, an unflagged intent) run on them, not on the index.
+A count reads no item (``Select=COUNT``); the newest entries of several labels are
+merged across their shards by ``listed_at`` (:func:`newest`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -75,8 +79,97 @@ def query_keys(
 ) -> Iterator[list[dynamodb_items.Item]]:
     """The table keys one index shard lists before ``changed_before`` (and at or after
     ``changed_since``), page by page."""
+    arguments = _window_query(table, shard, changed_before, changed_since)
+    if arguments is None:
+        return
+    if page_size is not None:
+        arguments["Limit"] = page_size
+    for response in _pages(client, arguments):
+        keys = [_table_key(entry) for entry in response.get("Items", [])]
+        if keys:
+            yield keys
+
+
+def count(
+    client: DynamoDBClient,
+    table: str,
+    *,
+    label: str,
+    changed_before: int,
+    changed_since: int | None = None,
+) -> int:
+    """How many entries the index lists under ``label`` in the window: a ``Select=COUNT``
+    Query per shard (no item read; the index may lag the table by a moment)."""
+    total = 0
+    for shard in dynamodb_items.all_state_shards(label):
+        arguments = _window_query(table, shard, changed_before, changed_since)
+        if arguments is None:
+            return 0
+        arguments["Select"] = "COUNT"
+        total += sum(response.get("Count", 0) for response in _pages(client, arguments))
+    return total
+
+
+def newest(
+    client: DynamoDBClient,
+    table: str,
+    *,
+    labels: Sequence[str],
+    changed_before: int,
+    changed_since: int | None = None,
+    batch: int = 25,
+) -> Iterator[tuple[int, dynamodb_items.Item]]:
+    """``(listed_at, item)`` of every record listed under ``labels`` in the window, the
+    most recently listed first, read lazily.
+
+    Each shard of each label is queried newest first (``batch`` keys a page), the shards
+    are merged by ``listed_at``, and the items are read consistently ``batch`` at a time.
+    An item that moved since the index listed it is left out here: its new entry (if it
+    is in ``labels``) comes in its place.
+    """
+    streams = [
+        _newest_in_shard(client, table, shard, (changed_since, changed_before), batch)
+        for label in labels
+        for shard in dynamodb_items.all_state_shards(label)
+    ]
+    merged = heapq.merge(*streams, key=lambda entry: entry[0], reverse=True)
+    while chunk := list(itertools.islice(merged, batch)):
+        listed = {_identity(key): (at, shard) for at, shard, key in chunk}
+        for item in read_items(client, table, [key for _at, _shard, key in chunk]):
+            at, shard = listed[_identity(item)]
+            if item.get(table_layout.STATE_INDEX_PARTITION_KEY) == {"S": shard} and item.get(
+                table_layout.STATE_INDEX_SORT_KEY
+            ) == {"N": str(at)}:
+                yield at, item
+
+
+def _newest_in_shard(
+    client: DynamoDBClient,
+    table: str,
+    shard: str,
+    window: tuple[int | None, int],
+    batch: int,
+) -> Iterator[tuple[int, str, dynamodb_items.Item]]:
+    """``(listed_at, shard, table key)`` of one shard's entries in ``window``
+    (``[since, before)``), newest first."""
+    arguments = _window_query(table, shard, window[1], window[0])
+    if arguments is None:
+        return
+    arguments["ScanIndexForward"] = False
+    arguments["Limit"] = batch
+    for response in _pages(client, arguments):
+        for entry in response.get("Items", []):
+            listed_at = int(entry[table_layout.STATE_INDEX_SORT_KEY]["N"])
+            yield listed_at, shard, _table_key(entry)
+
+
+def _window_query(
+    table: str, shard: str, changed_before: int, changed_since: int | None
+) -> dict[str, Any] | None:
+    """The Query arguments for one shard's entries in ``[changed_since, changed_before)``;
+    None: the window is empty (DynamoDB refuses a BETWEEN whose ends are reversed)."""
     if changed_since is not None and changed_since >= changed_before:
-        return  # an empty window (DynamoDB refuses a BETWEEN whose ends are reversed)
+        return None
     values: dict[str, Any] = {":shard": {"S": shard}}
     if changed_since is None:
         window = "#listed < :before"
@@ -85,7 +178,7 @@ def query_keys(
         window = "#listed BETWEEN :since AND :last"
         values[":since"] = {"N": str(changed_since)}
         values[":last"] = {"N": str(changed_before - 1)}
-    arguments: dict[str, Any] = {
+    return {
         "TableName": table,
         "IndexName": table_layout.STATE_INDEX,
         "KeyConditionExpression": f"#shard = :shard AND {window}",
@@ -95,16 +188,16 @@ def query_keys(
         },
         "ExpressionAttributeValues": values,
     }
-    if page_size is not None:
-        arguments["Limit"] = page_size
+
+
+def _pages(client: DynamoDBClient, arguments: dict[str, Any]) -> Iterator[Any]:
+    """Every response page of one Query."""
     while True:
         try:
             response = client.query(**arguments)
         except (ClientError, BotoCoreError) as exc:
             raise storage_error(exc) from exc
-        keys = [_table_key(entry) for entry in response.get("Items", [])]
-        if keys:
-            yield keys
+        yield response
         last = response.get("LastEvaluatedKey")
         if not last:
             return

@@ -10,6 +10,7 @@ derived from the package.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,11 +129,14 @@ def list_inbox(
 
     With ``state``: a Query of the state index (pending and processing items share its
     ``open`` label; failed, completed and ignored ones each have their own), never a
-    Scan. Without ``state``: every inbox item, by a paged Scan of the table (the one
-    listing that reads everything).
+    Scan; with a ``limit`` too, only the ``limit`` most recently listed are read (the
+    completed label holds everything the table keeps). Without ``state``: every inbox
+    item, by a paged Scan of the table (the one listing that reads everything).
     """
     if state is None:
         found = [dynamodb_items.inbox_from_item(i) for i in _scan_inbox(target)]
+    elif limit is not None:
+        found = list(itertools.islice(_newest_in_state(target, state, batch=limit), limit))
     else:
         found = list(inbox_in_state(target, state))
     found.sort(key=lambda i: (i.received_at, i.delivery_id))
@@ -159,6 +163,16 @@ def inbox_in_state(
     ):
         # The labels list only inbox items, but read defensively; one label may hold
         # more than one state (pending and processing are both open).
+        if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
+            inbox = dynamodb_items.inbox_from_item(item)
+            if inbox.state is state:
+                yield inbox
+
+
+def _newest_in_state(target: Target, state: State, *, batch: int) -> Iterator[InboxItem]:
+    """Inbox items in ``state``, the most recently listed first, read lazily."""
+    label = dynamodb_items.state_label(state)
+    for _listed_at, item in target.newest_listed([label], batch=min(batch, 100)):
         if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
             inbox = dynamodb_items.inbox_from_item(item)
             if inbox.state is state:

@@ -47,7 +47,12 @@ def register(subparsers: Any) -> None:
         help="only items in this state, read through the state index (never a scan;"
         " completed: since their completion, for as long as the table keeps them)",
     )
-    listing.add_argument("--limit", type=int, metavar="N", help="at most N items")
+    listing.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="at most N items (with --state: the N most recently listed)",
+    )
     listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')
     add_target_arguments(listing)
     listing.set_defaults(handler=run_list)

@@ -65,6 +65,24 @@ def test_inbox_show_text_and_unknown_id(stack: Stack, capsys: pytest.CaptureFixt
     assert f"no delivery {unknown}" in err
 
 
+def test_inbox_list_by_state_with_a_limit_reads_only_the_most_recently_listed(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Received and completed in the same order, one second apart.
+    done = [stack.accept(received_at=NOW + 30 + n) for n in range(3)]
+    for attempts, delivery_id in enumerate(done, start=1):
+        stack.finish(delivery_id, State.COMPLETED, attempts=attempts)
+
+    newest_two = list_inbox(stack.target, state=State.COMPLETED, limit=2)
+    # The two completed last (not the two received first), oldest received first.
+    assert [i.delivery_id for i in newest_two] == [done[1], done[2]]
+    status, out, err = run_cli(
+        capsys, stack.cli("inbox", "list", "--state", "completed", "--limit", "1", "--json")
+    )
+    assert status == 0 and err == ""
+    assert [i["delivery_id"] for i in json.loads(out)["items"]] == [done[2]]
+
+
 def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -122,3 +122,37 @@ def test_install_on_puts_one_filter_on_each_handler() -> None:
     install_on(handlers)
 
     assert [sum(isinstance(f, RedactingFilter) for f in h.filters) for h in handlers] == [1, 1]
+
+
+def test_every_shape_and_value_is_found_deep_in_a_record_and_nothing_else_is_touched() -> None:
+    remember_secret(TOKEN)
+    planted = {
+        "shape": "key whsec_c2VjcmV0",
+        "upper bearer": "sent BEARER abc.def",
+        "mixed bearer": "sent bEaReR\tabc",
+        "value": f"prefix{TOKEN}suffix",
+        "quoted": json.dumps(QUOTED)[1:-1],
+    }
+    remember_secret(QUOTED)
+    for name, text in planted.items():
+        clean = {"outcome": "accepted", "status": 202, "nested": [{"Name": "m"}, 1.0, None]}
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "handled", None, None)
+        vars(record).update({"clean": clean, "deep": {"a": [("b", {"c": text})]}})
+
+        RedactingFilter().filter(record)
+
+        deep = vars(record)["deep"]["a"][0][1]["c"]
+        assert REDACTED in deep, name
+        assert vars(record)["clean"] is clean  # a clean extra is left as it was
+
+
+def test_strings_side_by_side_never_make_a_secret_together() -> None:
+    # The search runs over every string of a record joined: a word ending one string
+    # and the next string must not read as a bearer credential.
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "a bearer", None, None)
+    vars(record).update({"next": "token-looking", "list": ["bearer", "x"]})
+
+    RedactingFilter().filter(record)
+
+    assert record.getMessage() == "a bearer"
+    assert vars(record)["next"] == "token-looking" and vars(record)["list"] == ["bearer", "x"]

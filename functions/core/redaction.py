@@ -39,6 +39,8 @@ _STANDARD_ATTRIBUTES: Final = frozenset(vars(logging.makeLogRecord({}))) | {"mes
 # Only "bearer" ignores case, and no character but B or b matches (?i:b) (nor for
 # e, a, r), so the lower-cased text holds "bearer" wherever the pattern finds it.
 _SHAPE_MARK: Final = "whsec_"
+# Values walked in one search before giving up on it; a log record holds a few dozen.
+_MAX_WALKED: Final = 100_000
 _BEARER_MARK: Final = "bearer"
 
 
@@ -104,7 +106,9 @@ def holds_secret(value: object) -> bool:
     """
     strings: list[str] = []
     pending = [value]
-    while pending:
+    for _ in range(_MAX_WALKED):
+        if not pending:
+            break
         item = pending.pop()
         if isinstance(item, str):
             strings.append(item)
@@ -113,6 +117,10 @@ def holds_secret(value: object) -> bool:
             pending.extend(item.values())
         elif isinstance(item, (list, tuple)):
             pending.extend(item)
+    else:
+        # Too much to walk, or a container that holds itself: the caller rebuilds,
+        # as it does for a secret (and as this filter always has for such a value).
+        return True
     text = "\0".join(strings)
     pattern = _SECRETS.pattern_if_needed(text)
     return pattern is not None and pattern.search(text) is not None

@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 
+import pytest
+
 from functions.core.redaction import REDACTED, RedactingFilter, install_on, remember_secret
 
 # Planted values, each only in this module (the log audit knows none of them, and
@@ -156,3 +158,15 @@ def test_strings_side_by_side_never_make_a_secret_together() -> None:
 
     assert record.getMessage() == "a bearer"
     assert vars(record)["next"] == "token-looking" and vars(record)["list"] == ["bearer", "x"]
+
+
+def test_a_record_holding_itself_ends_the_search_as_it_always_has() -> None:
+    # Walking a container that holds itself would never end: the search gives up and
+    # the rebuild fails as the recursive walk always did, without hanging the caller.
+    looped: dict[str, object] = {"outcome": "accepted"}
+    looped["self"] = [looped]
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "handled", None, None)
+    vars(record)["looped"] = looped
+
+    with pytest.raises(RecursionError):
+        RedactingFilter().filter(record)

@@ -147,13 +147,18 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
     return data
 
 
+# json.loads with options builds this decoder for every call; one is kept (as json.loads
+# keeps its default one, shared by every thread).
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_object, parse_int=float)
+
+
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
         # Decode explicitly: json.loads(bytes) would also guess UTF-16/32, which the
         # contract does not allow (docs/contract.md, Body: UTF-8 only).
-        # parse_int=float: the receiver reads no number, and int() refuses more than
+        # parse_int=float (_DECODER): the receiver reads no number, and int() refuses more than
         # 4,300 digits, which would make a valid body "not JSON".
-        data: Any = json.loads(body.decode("utf-8"), object_pairs_hook=_object, parse_int=float)
+        data: Any = _DECODER.decode(body.decode("utf-8"))
     except RecursionError:
         # Valid JSON, maybe, but nested beyond what the parser can hold.
         raise InvalidDelivery(InvalidReason.TOO_DEEP) from None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Final
@@ -32,6 +33,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from functions.core import metric_names, redaction
+from functions.core.log_formatter import JsonLineFormatter
 from functions.core.log_levels import function_log_level
 
 # Loggers of the libraries that can print what they send or receive: botocore (every
@@ -62,7 +64,9 @@ def hold_payload_loggers() -> None:
 
 
 hold_payload_loggers()  # before Powertools logs its own set-up below
-logger = Logger(service=metric_names.SERVICE)
+logger = Logger(service=metric_names.SERVICE, logger_formatter=JsonLineFormatter())
+# The standard logger under Powertools' (the one its methods log through).
+_LINES: Final = logging.getLogger(logger.name)
 metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)
 
 
@@ -109,7 +113,8 @@ def log_with_counts(
     """
     metric_list = sorted(set(counted))
     extra = dict(fields)
-    if level >= logger.log_level and not is_metrics_disabled():
+    written = _LINES.isEnabledFor(level)
+    if written and not is_metrics_disabled():
         extra.update(_emf(metric_list))
     else:
         # The line is filtered out (log level) or metrics are off: the metric takes
@@ -123,14 +128,25 @@ def log_with_counts(
                 default_dimensions={"service": metric_names.SERVICE},
             ):
                 pass
-    log = {
-        logging.DEBUG: logger.debug,
-        logging.INFO: logger.info,
-        logging.WARNING: logger.warning,
-        logging.ERROR: logger.error,
-    }[level]
-    # stacklevel 3: the line's location is the caller's, not this function's.
-    log(message, extra=extra, stacklevel=3)
+    if not written:
+        return
+    # The record is made here, as logger.info would make it, with the caller's frame as
+    # the line's location: logging's own search up the stack for it is not needed.
+    caller = sys._getframe(1)
+    code = caller.f_code
+    _LINES.handle(
+        _LINES.makeRecord(
+            _LINES.name,
+            level,
+            code.co_filename,
+            caller.f_lineno,
+            message,
+            (),
+            None,
+            code.co_name,
+            extra,
+        )
+    )
 
 
 def _emf(metric_list: list[str]) -> dict[str, object]:

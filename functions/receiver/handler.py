@@ -7,6 +7,7 @@ Request: the receiver URL may itself hold a token).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -177,9 +178,16 @@ def _response(result: Acceptance) -> dict[str, Any]:
     return {
         "statusCode": result.status,
         "headers": dict(_JSON_HEADERS),
-        "body": json.dumps({"outcome": result.outcome.value, "reason": result.reason}),
+        "body": _response_body(result.outcome, result.reason),
         "isBase64Encoded": False,
     }
+
+
+@functools.lru_cache(maxsize=128)
+def _response_body(outcome: Outcome, reason: str | None) -> str:
+    """The body for one outcome and reason: a fixed code each, so few bodies exist and
+    each is serialized once per container."""
+    return json.dumps({"outcome": outcome.value, "reason": reason})
 
 
 def _api_request_id(event: object) -> str | None:

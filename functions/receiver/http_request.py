@@ -82,17 +82,22 @@ def _body(event: Mapping[str, Any], limit: int) -> bytes:
 
 
 def _headers(event: Mapping[str, Any]) -> dict[str, str]:
-    collected: dict[str, list[str]] = {}
     multi = event.get("multiValueHeaders")
     if isinstance(multi, Mapping) and multi:  # REST API (1.0): every value, in order
+        collected: dict[str, list[str]] = {}
         for name, values in multi.items():
             if isinstance(name, str) and isinstance(values, list):
                 bucket = collected.setdefault(name.lower(), [])
                 bucket.extend(v for v in values if isinstance(v, str))
-    else:  # HTTP API (2.0), or 1.0 without multiValueHeaders
-        single = event.get("headers")
-        if isinstance(single, Mapping):
-            for name, value in single.items():
-                if isinstance(name, str) and isinstance(value, str):
-                    collected.setdefault(name.lower(), []).append(value)
-    return {name: ",".join(values) for name, values in collected.items() if values}
+        return {name: ",".join(values) for name, values in collected.items() if values}
+    # HTTP API (2.0), or 1.0 without multiValueHeaders: one value per name, joined
+    # only where two names differ in case (the HTTP API has already joined the rest).
+    headers: dict[str, str] = {}
+    single = event.get("headers")
+    if isinstance(single, Mapping):
+        for name, value in single.items():
+            if isinstance(name, str) and isinstance(value, str):
+                key = name.lower()
+                earlier = headers.get(key)
+                headers[key] = value if earlier is None else f"{earlier},{value}"
+    return headers

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,6 +169,26 @@ def test_handler_emits_one_metric_per_outcome(
         # EMF: every metric named in the directive has its value as a top-level member.
         assert all(r[m["Name"]] == [1.0] for m in directive["Metrics"])
         assert isinstance(r["_aws"]["Timestamp"], int)
+
+
+def test_the_request_line_is_located_where_the_handler_logs_it(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = receiver_factory([builders.SECRET], now=NOW)
+    caplog.clear()
+    receiver.invoke(builders.event_for(builders.signed_request(timestamp=NOW)))
+
+    (record,) = caplog.records
+    assert (record.name, record.levelno, record.getMessage()) == (
+        logger.name,
+        logging.INFO,
+        "delivery handled",
+    )
+    assert record.pathname == handler.__file__ and record.funcName == "_record"
+    source = Path(handler.__file__).read_text().splitlines()
+    assert "log_with_counts(" in source[record.lineno - 1]
+    line = json.loads(logger.registered_formatter.format(record))
+    assert line["location"] == f"_record:{record.lineno}"
 
 
 def test_handler_metric_takes_powertools_path_when_the_line_is_filtered(

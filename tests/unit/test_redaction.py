@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 
+import pytest
+
 from functions.core.redaction import REDACTED, RedactingFilter, install_on, remember_secret
 
 # Planted values, each only in this module (the log audit knows none of them, and
@@ -122,3 +124,49 @@ def test_install_on_puts_one_filter_on_each_handler() -> None:
     install_on(handlers)
 
     assert [sum(isinstance(f, RedactingFilter) for f in h.filters) for h in handlers] == [1, 1]
+
+
+def test_every_shape_and_value_is_found_deep_in_a_record_and_nothing_else_is_touched() -> None:
+    remember_secret(TOKEN)
+    planted = {
+        "shape": "key whsec_c2VjcmV0",
+        "upper bearer": "sent BEARER abc.def",
+        "mixed bearer": "sent bEaReR\tabc",
+        "value": f"prefix{TOKEN}suffix",
+        "quoted": json.dumps(QUOTED)[1:-1],
+    }
+    remember_secret(QUOTED)
+    for name, text in planted.items():
+        clean = {"outcome": "accepted", "status": 202, "nested": [{"Name": "m"}, 1.0, None]}
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "handled", None, None)
+        vars(record).update({"clean": clean, "deep": {"a": [("b", {"c": text})]}})
+
+        RedactingFilter().filter(record)
+
+        deep = vars(record)["deep"]["a"][0][1]["c"]
+        assert REDACTED in deep, name
+        assert vars(record)["clean"] is clean  # a clean extra is left as it was
+
+
+def test_strings_side_by_side_never_make_a_secret_together() -> None:
+    # The search runs over every string of a record joined: a word ending one string
+    # and the next string must not read as a bearer credential.
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "a bearer", None, None)
+    vars(record).update({"next": "token-looking", "list": ["bearer", "x"]})
+
+    RedactingFilter().filter(record)
+
+    assert record.getMessage() == "a bearer"
+    assert vars(record)["next"] == "token-looking" and vars(record)["list"] == ["bearer", "x"]
+
+
+def test_a_record_holding_itself_ends_the_search_as_it_always_has() -> None:
+    # Walking a container that holds itself would never end: the search gives up and
+    # the rebuild fails as the recursive walk always did, without hanging the caller.
+    looped: dict[str, object] = {"outcome": "accepted"}
+    looped["self"] = [looped]
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "handled", None, None)
+    vars(record)["looped"] = looped
+
+    with pytest.raises(RecursionError):
+        RedactingFilter().filter(record)

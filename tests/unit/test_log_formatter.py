@@ -1,0 +1,100 @@
+"""The shared formatter writes exactly what Powertools' stock formatter writes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+from functions.core import metric_names
+from functions.core.log_formatter import JsonLineFormatter
+from functions.core.observability import logger
+
+
+def _pair() -> tuple[LambdaPowertoolsFormatter, JsonLineFormatter]:
+    """Both formatters configured as Powertools' Logger configures the shared one."""
+    stock = LambdaPowertoolsFormatter()
+    ours = JsonLineFormatter()
+    for formatter in (stock, ours):
+        formatter.append_keys(service=metric_names.SERVICE, sampling_rate=None)
+    return stock, ours
+
+
+def _record(msg: object, *args: object, **extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("relaylink", logging.INFO, __file__, 7, msg, args or None, None)
+    vars(record).update(extra)
+    return record
+
+
+MESSAGES = [
+    "delivery handled",
+    "",
+    "  plain words after spaces",
+    '{"looks": "like an object"}',
+    ' \n{"after": "whitespace"}',
+    "[1, 2]",
+    "42",
+    "-7 degrees",
+    "true",
+    "null",
+    "NaN",
+    "Infinity and beyond",
+    '"a JSON string"',
+    "{not json",
+    {"a dict": ["message"]},
+    ["a", "list"],
+    7,
+]
+
+
+@pytest.mark.parametrize("msg", MESSAGES, ids=repr)
+def test_the_line_is_the_stock_formatters_for_every_kind_of_message(msg: object) -> None:
+    stock, ours = _pair()
+    extra = {"outcome": "accepted", "reason": None, "status": 202, "_aws": {"Timestamp": 1}}
+
+    record = _record(msg, **extra)
+
+    assert ours.format(record) == stock.format(record)
+
+
+def test_a_message_with_arguments_an_exception_and_a_stack_is_the_stock_line() -> None:
+    stock, ours = _pair()
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        exc_info = sys.exc_info()
+    record = _record("found %s of %d", "three", 3, key="value")
+    record.exc_info = exc_info
+    record.stack_info = "Stack (most recent call last): here"
+
+    line = ours.format(record)
+
+    assert line == stock.format(record)
+    assert json.loads(line)["message"] == "found three of 3"
+
+
+def test_appended_and_thread_local_keys_come_out_as_they_do_from_stock() -> None:
+    stock, ours = _pair()
+    for formatter in (stock, ours):
+        formatter.append_keys(cold_start=True, level_name="%(levelname)s")
+    ours.thread_safe_append_keys(request="r-1", where="%(funcName)s")
+    record = _record("line")
+    try:
+        assert ours.format(record) == stock.format(record)
+    finally:
+        ours.thread_safe_clear_keys()
+
+
+def test_a_reserved_key_holding_a_non_string_is_refused_like_stock() -> None:
+    stock, ours = _pair()
+    for formatter in (stock, ours):
+        formatter.append_keys(name=3)
+        with pytest.raises(ValueError, match="need to be type 'str'"):
+            formatter.format(_record("line"))
+
+
+def test_the_shared_logger_uses_it() -> None:
+    assert isinstance(logger.registered_formatter, JsonLineFormatter)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import copy
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from bench.report import Figure, Row, Target
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
+from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
 from functions.core.models import Outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -88,6 +89,12 @@ MCP_CALL_MS: Final = Quantity(300.0, "assumed: the partner MCP server answers in
 NOTIFY_MS: Final = Quantity(50.0, "assumed: the notification endpoint answers in 50 ms")
 S3_PUT_MS: Final = Quantity(20.0, "assumed: one small S3 PUT")
 EGRESS_BYTES: Final = Quantity(2500.0, "assumed: MCP request + notification sent, per delivery")
+# What figure 7 cannot see of the data sent out: TLS (a handshake per MCP session of a
+# batch of 10, about 30 B per record) and the receiver's answer to RelayLink through
+# API Gateway (status line, headers, a short JSON body).
+EGRESS_OVERHEAD_BYTES: Final = Quantity(
+    400.0, "assumed: TLS on the MCP requests and the receiver's HTTP answer, per delivery"
+)
 REFERENCE_CPU_MB: Final = 1769  # Lambda gives one full vCPU at 1,769 MB
 # The agent workflow's model tokens, shown apart from the pipeline (the default
 # workflow calls no model): a stated assumption, not a measurement.
@@ -150,17 +157,23 @@ class DynamoDbInputs:
     """Every DynamoDB quantity the model bills, in one place.
 
     Attributes:
-        wru: write request units per delivery, by function (table + index writes).
+        wru: the pipeline's write request units per delivery, by function (table +
+            index writes), without the workflow's effect and step records.
         index_wru: of those, the index writes (all functions).
+        effect_wru: write units of the workflow's effect and step records per delivery
+            (billed as a workflow effect, outside the pipeline).
         rru: read request units per delivery (all functions).
-        bytes_at_rest: stored per delivery, items + index entries, 100 B overhead each.
+        bytes_at_rest: the pipeline's items + index entries per delivery, 100 B overhead each.
+        effect_bytes_at_rest: the workflow's effect and step records per delivery.
         source: where the figures come from.
     """
 
     wru: dict[str, float]
     index_wru: float
+    effect_wru: float
     rru: float
     bytes_at_rest: float
+    effect_bytes_at_rest: float
     source: str
 
     @property
@@ -168,27 +181,53 @@ class DynamoDbInputs:
         return sum(self.wru.values())
 
 
-def dynamodb_inputs(pipeline: dict[str, Any]) -> DynamoDbInputs:
-    """Figure 7's counts (``bench.pipeline_calls``: DynamoDB's capacity rules applied to
-    every call the functions made, item sizes of what stayed in the table)."""
+WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX)
+WORKFLOW_RECORD_KINDS: Final = (table_layout.KIND_EFFECT, "step")
+# "receiver: Transact Put inbox (new, pending)": the function, then the record's sort key.
+_WRITE_LABEL: Final = re.compile(r"^(?P<function>[^:]+): (?:Transact )?\S+ (?P<record>\S+) \(")
+
+
+def _workflow_record(record: str) -> bool:
+    return record.startswith(WORKFLOW_RECORD_PREFIXES)
+
+
+def dynamodb_inputs(pipeline: dict[str, Any], write_units: dict[str, Any]) -> DynamoDbInputs:
+    """Write units from figure 11 (the default workflow, metered from the items each write
+    changed), reads and item sizes from figure 7 (the same pipeline, more deliveries).
+    The workflow's effect and step records are split off: they are what the workflow
+    does, not what carrying a delivery costs."""
+    wru: dict[str, float] = {}
+    index_wru = effect_wru = 0.0
+    for row in write_units["writes_per_delivery"]:
+        found = _WRITE_LABEL.match(row["write"])
+        function = row.get("function") or (found["function"] if found else "?")
+        record = row.get("record") or (found["record"] if found else "?")
+        units = row["table_wru"] + row["index_wru"]
+        if _workflow_record(record):
+            effect_wru += units
+            continue
+        wru[function] = wru.get(function, 0.0) + units
+        index_wru += row["index_wru"]
     capacity: dict[str, dict[str, float]] = pipeline["dynamodb_capacity_units_per_delivery"]
     items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
-    item_bytes = sum(k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in items.values())
+
+    def stored(kinds: dict[str, dict[str, float]]) -> float:
+        return sum(k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in kinds.values())
+
     # The state index is sparse and keys-only: a completed delivery has left it, so at
     # rest it holds only failed, quarantined and in-flight records (none here).
-    index_bytes = 0
     return DynamoDbInputs(
-        wru={f: c.get("table_wru", 0) + c.get("index_wru", 0) for f, c in capacity.items()},
-        index_wru=sum(c.get("index_wru", 0) for c in capacity.values()),
+        wru=wru,
+        index_wru=index_wru,
+        effect_wru=effect_wru,
         rru=sum(c.get("rru", 0) for c in capacity.values()),
-        bytes_at_rest=item_bytes + index_bytes,
-        source="measured: figure 7 (model of DynamoDB's rules)",
+        bytes_at_rest=stored({k: v for k, v in items.items() if k not in WORKFLOW_RECORD_KINDS}),
+        effect_bytes_at_rest=stored({k: v for k, v in items.items() if k in WORKFLOW_RECORD_KINDS}),
+        source=(
+            "measured: write units figure 11 (default workflow, metered by DynamoDB's "
+            "rules), reads and item sizes figure 7"
+        ),
     )
-
-
-# Figures measured elsewhere (e.g. a data model's own count of write units) replace
-# figure 7's here; None: figure 7's.
-DYNAMODB_OVERRIDE: Final[DynamoDbInputs | None] = None
 
 
 def _alarm_count() -> int:
@@ -237,7 +276,24 @@ class Model:
         self.capacity: dict[str, dict[str, float]] = pipeline[
             "dynamodb_capacity_units_per_delivery"
         ]
-        self.dynamodb = DYNAMODB_OVERRIDE or dynamodb_inputs(pipeline)
+        self.dynamodb = dynamodb_inputs(pipeline, figures[11].details)
+        self.workflow: str = pipeline.get("workflow", "notify")
+        applied = pipeline.get("notify_applications", {}).get("total", 0)
+        # Runs before the field existed measured the notify workflow: one per delivery.
+        self.notifications: float = pipeline.get(
+            "notifications_per_delivery", 1.0 if applied or "workflow" not in pipeline else 0.0
+        )
+        measured_egress = pipeline.get("mcp_request_bytes_per_delivery")
+        self.egress = (
+            Quantity(
+                measured_egress + EGRESS_OVERHEAD_BYTES.value,
+                f"measured: figure 7, {measured_egress:,.0f} B sent to the MCP server per "
+                f"delivery; + {EGRESS_OVERHEAD_BYTES.value:,.0f} B "
+                f"({EGRESS_OVERHEAD_BYTES.source})",
+            )
+            if measured_egress is not None
+            else EGRESS_BYTES
+        )
         self.log_bytes: dict[str, float] = pipeline["log_bytes_per_delivery"]
         self.items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
         self.archive_bytes: float = pipeline["archive_bytes_per_delivery"]
@@ -274,7 +330,7 @@ class Model:
         dynamodb_calls = sum(n for op, n in calls.items() if op.startswith("dynamodb."))
         return (
             MCP_CALL_MS.value * (2 if batch > 1 else 1)
-            + NOTIFY_MS.value
+            + NOTIFY_MS.value * self.notifications
             + S3_PUT_MS.value * calls.get("s3.PutObject", 0)
             + DYNAMODB_CALL_MS.value * dynamodb_calls
         )
@@ -357,7 +413,15 @@ class Model:
             "DynamoDB writes (table + state index)",
             "DynamoDB",
             d * wru / 1e6 * PRICES["ddb_wru"].usd,
-            f"{wru:g} WRU per delivery",
+            f"{wru:g} WRU per delivery (figure 11, without the workflow's effect records)",
+        )
+        effect_wru = self.dynamodb.effect_wru
+        add(
+            "DynamoDB effect records (writes)",
+            WORKFLOW_EFFECTS,
+            d * effect_wru / 1e6 * PRICES["ddb_wru"].usd,
+            f"{effect_wru:g} WRU per delivery (figure 11: the {self.workflow} workflow's "
+            "effect and step records)",
         )
         add(
             "DynamoDB reads",
@@ -379,6 +443,13 @@ class Model:
             "DynamoDB",
             stored_gb * PRICES["ddb_pitr"].usd,
             f"{stored_gb:,.1f} GB",
+        )
+        effect_gb = d * retention_months * self.dynamodb.effect_bytes_at_rest / GB
+        add(
+            "DynamoDB effect records (storage + point-in-time recovery)",
+            WORKFLOW_EFFECTS,
+            effect_gb * (PRICES["ddb_storage"].usd + PRICES["ddb_pitr"].usd),
+            f"{effect_gb:,.1f} GB ({self.dynamodb.effect_bytes_at_rest:,.0f} B per delivery)",
         )
         add("DynamoDB Streams (read by the relay's trigger)", "DynamoDB", 0.0, "free for Lambda")
 
@@ -452,9 +523,9 @@ class Model:
             f"{setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS} s)",
         )
         add("KMS key of the alarm topic", "Other", PRICES["kms_key"].usd, "1 key")
-        egress_gb = d * EGRESS_BYTES.value / GB
+        egress_gb = d * self.egress.value / GB
         add(
-            "Data transfer out (MCP, notifications)",
+            "Data transfer out (MCP requests, the receiver's answers)",
             "Other",
             egress_gb * PRICES["egress"].usd,
             f"{egress_gb:,.1f} GB",
@@ -537,16 +608,21 @@ TARGETS_FIGURE: Final = 9
 def targets_figure(figures: list[Figure]) -> Figure:
     """Figure 9: the cost targets, from the model fed by this run's figures."""
     model = Model({f.number: f for f in figures}, stack_config())
-    pipeline = model.pipeline_usd(TARGET_VOLUME) / (TARGET_VOLUME / 1e6)
+    per_m = TARGET_VOLUME / 1e6
+    pipeline = model.pipeline_usd(TARGET_VOLUME) / per_m
+    bill = model.lines(TARGET_VOLUME)
+    effects = sum(x.usd_per_month for x in bill if x.group == WORKFLOW_EFFECTS) / per_m
+    tokens = sum(x.usd_per_month for x in bill if x.group == MODEL_TOKENS) / per_m
     gb_s = model.worker_gb_s_per_delivery()
     traced = model_with_tracing(model)
     return Figure(
         TARGETS_FIGURE,
         "Cost targets (docs/cost.md)",
-        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8) and the "
+        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8, 11) and the "
         "stated assumptions (in-region AWS latencies, a 300 ms MCP answer), at the "
-        "stack's defaults. The pipeline: every AWS line of the bill except what the "
-        "workflow itself does (the default workflow's S3 archive) and model tokens. The "
+        "stack's defaults. The pipeline: every AWS line of the bill for the default "
+        f"workflow (`{model.workflow}`) except what the workflow itself does (its S3 "
+        "archive, its effect records) and model tokens, which are rows of their own. The "
         f"worker: a full batch of {WORKER_BATCH} messages run concurrently, billed as its "
         "waiting plus every message's CPU time at the worker's memory.",
         [
@@ -555,6 +631,18 @@ def targets_figure(figures: list[Figure]) -> Figure:
                 "$",
                 value=round(pipeline, 3),
                 target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
+            ),
+            Row(
+                "workflow effects per 1 M deliveries at 100 M / month (default workflow)",
+                "$",
+                value=round(effects, 3),
+            ),
+            Row(
+                f"model tokens per 1 M deliveries (agent workflow, "
+                f"{MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens at "
+                f"${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000, assumed)",
+                "$",
+                value=round(tokens, 2),
             ),
             Row(
                 "the same with tracing on (Lambda's default sampling)",
@@ -580,7 +668,12 @@ def targets_figure(figures: list[Figure]) -> Figure:
             Row(
                 "DynamoDB write request units per delivery, as billed here",
                 "WRU",
-                value=model.dynamodb.wru_total,
+                value=round(model.dynamodb.wru_total, 3),
+            ),
+            Row(
+                "DynamoDB write request units per delivery of the workflow's effect records",
+                "WRU",
+                value=round(model.dynamodb.effect_wru, 3),
             ),
         ],
         notes=[
@@ -594,19 +687,26 @@ def targets_figure(figures: list[Figure]) -> Figure:
 
 
 def _pipeline_bound(model: Model) -> str:
-    """What the pipeline's cost is made of at the target volume, and DynamoDB's part."""
+    """What the pipeline's cost is made of at the target volume, and what bounds it."""
     per_m = TARGET_VOLUME / 1e6
     bill = [
         x for x in model.lines(TARGET_VOLUME) if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
     ]
     ranked = sorted(bill, key=lambda x: -x.usd_per_month)[:3]
     top = ", ".join(f"{x.component} {_usd(x.usd_per_month / per_m)}" for x in ranked)
-    at_nine = copy.copy(model)
-    at_nine.dynamodb = replace(model.dynamodb, wru={"all": 9.0})
+    total = sum(x.usd_per_month for x in bill) / per_m
+    writes = next(x for x in bill if x.component.startswith("DynamoDB writes")).usd_per_month
+    fixed_by_requests = sum(x.usd_per_month for x in bill if x.component == "API Gateway HTTP API")
+    verdict = (
+        f"met with {_usd(TARGET_PIPELINE_USD_PER_MILLION_AT_100M - total)} to spare"
+        if total <= TARGET_PIPELINE_USD_PER_MILLION_AT_100M
+        else f"missed by {_usd(total - TARGET_PIPELINE_USD_PER_MILLION_AT_100M)}"
+    )
     return (
-        f"At 100 M / month the largest lines per 1 M are {top}. With 9 WRU per delivery "
-        f"(the data model's target) instead of {model.dynamodb.wru_total:g}, the pipeline "
-        f"would cost {_usd(at_nine.pipeline_usd(TARGET_VOLUME) / per_m)} per 1 M."
+        f"At 100 M / month the largest lines per 1 M are {top}; the target is {verdict}. "
+        f"DynamoDB writes ({model.dynamodb.wru_total:g} WRU, {_usd(writes / per_m)}) and "
+        f"API Gateway's per-request price ({_usd(fixed_by_requests / per_m)}) are "
+        f"{100 * (writes + fixed_by_requests) / per_m / total:.0f} % of it."
     )
 
 
@@ -633,9 +733,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "",
         "## Dollars per million deliveries",
         "",
-        "A delivery: one accepted `package.received`, processed once by the default "
-        "workflow (archive to S3, one notification). Variable cost at 1 M deliveries a "
-        "month, per million; the fixed monthly items (alarms, metrics, dashboard, "
+        f"A delivery: one accepted `package.received`, processed once by the default "
+        f"workflow (`{model.workflow}`: the package archived to S3). Variable cost at 1 M "
+        "deliveries a month, per million; the fixed monthly items (alarms, metrics, dashboard, "
         "secrets, key) are listed at the end of the same table (the SQS line includes "
         "the event-source mapping's idle polling). The workflow's own effects and model "
         "tokens are lines of their own, outside the pipeline's total.",
@@ -739,7 +839,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"({model.worker_ms_per_message():.0f} ms per message) | waits "
         f"{model.worker_wait_ms(WORKER_BATCH):.0f} ms (messages side by side; two MCP "
         f"answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), the first message "
-        f"probing the server; notification {NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), "
+        f"probing the server; {model.notifications:g} notification(s) of "
+        f"{NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), the {model.workflow} workflow's "
+        "effects' waits billed to the pipeline, "
         f"S3 {S3_PUT_MS.value:.0f} ms, {DYNAMODB_CALL_MS.value:.0f} ms per DynamoDB call) + "
         f"{WORKER_BATCH} x CPU {model.worker_cpu_ms.value:.1f} ms "
         f"({model.worker_cpu_ms.source}) x {model._cpu_scale('worker'):.1f} (CPU share at "
@@ -768,7 +870,7 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{config['log_retention_days']} days | infra/config.py defaults |",
         f"| cold starts | {COLD_START_RATE.value:g} per request x {model.cold_ms.value:.0f} ms "
         f"| {COLD_START_RATE.source}; {model.cold_ms.source} |",
-        f"| data transfer out | {EGRESS_BYTES.value:,.0f} B per delivery | {EGRESS_BYTES.source} |",
+        f"| data transfer out | {model.egress.value:,.0f} B per delivery | {model.egress.source} |",
         f"| idle SQS polling | {SQS_EMPTY_RECEIVES_PER_MONTH.value:,.0f} receives / month "
         f"| {SQS_EMPTY_RECEIVES_PER_MONTH.source} |",
         f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per delivery "
@@ -850,7 +952,8 @@ def model_with_tracing(model: Model) -> Model:
 def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     worker_s = model.worker_ms_per_message() / 1000
     worker_rps = config["worker_max_concurrency"] / worker_s
-    wru = model.dynamodb.wru_total
+    # The table's quota sees every write, the workflow's effect records too.
+    wru = model.dynamodb.wru_total + model.dynamodb.effect_wru
 
     batch_ms = 20 + event_source_limits.RELAY_BATCH_SIZE * model.relay_ms_per_record()
     relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms

@@ -367,13 +367,21 @@ def cost_inputs(sizes: Sizes) -> Figure:
         )
     rows.append(Row("archived package per delivery", "bytes", value=result.archive_bytes))
     rows.append(Row("MCP HTTP requests per delivery", "requests", value=result.mcp_requests))
+    rows.append(
+        Row(
+            "bytes sent to the MCP server per delivery (HTTP/1.1, before TLS)",
+            "bytes",
+            value=round(result.mcp_request_bytes),
+        )
+    )
     return Figure(
         7,
         "Cost inputs: what one delivery uses, end to end (docs/cost.md)",
         f"{sizes.pipeline_deliveries} accepted deliveries through the production handlers in "
         "process, on moto, the demo MCP server and the notify sink: receiver, stream (read as "
         "the event-source mapping would, after its filter), relay, SQS, worker (batches of "
-        "10, default workflow). Every AWS call is counted per function through botocore "
+        f"10, the default workflow `{result.workflow}`: the pipeline the cost model bills; "
+        "figure 11 has its write units). Every AWS call is counted per function through botocore "
         "events on boto3's default session; DynamoDB write units are metered from the item "
         "images around every write (figure 11 gives the rules), read units follow DynamoDB's "
         "rules for items under 4 KB (0.5 RRU per eventually consistent read, 1 per "
@@ -386,7 +394,8 @@ def cost_inputs(sizes: Sizes) -> Figure:
             "`ReceiveMessage` and `DeleteMessageBatch` (one each per batch) and its idle "
             "long polls, the reconciler's schedule, Secrets Manager refreshes per warm "
             "container.",
-            f"Every delivery's notification was applied once: {result.notify_applications}.",
+            f"Notifications applied (the {result.workflow} workflow sends none): "
+            f"{result.notify_applications}.",
         ],
         details=result.to_json(),
     )

@@ -27,6 +27,7 @@ from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
 from bench.write_units import WriteMeter, WriteUnits, item_size
 from functions.core import env_keys, table_layout
+from functions.core.setting_defaults import DEFAULT_WORKFLOW
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
@@ -108,6 +109,8 @@ class PipelineCalls:
     items: dict[str, dict[str, float]]  # item kind -> {"count", "mean_bytes", "max_bytes"}
     archive_bytes: float  # S3 object bytes per delivery
     mcp_requests: float  # per delivery
+    mcp_request_bytes: float  # per delivery: what the worker sent the MCP server
+    workflow: str
     notify_applications: dict[str, int]
     capacity: dict[str, dict[str, float]]  # function -> table_wru/index_wru/rru per delivery
     write_units: WriteUnits  # every write, metered from the items it changed
@@ -122,12 +125,17 @@ class PipelineCalls:
             "items_at_rest": self.items,
             "archive_bytes_per_delivery": self.archive_bytes,
             "mcp_requests_per_delivery": self.mcp_requests,
+            "mcp_request_bytes_per_delivery": self.mcp_request_bytes,
+            "workflow": self.workflow,
+            "notifications_per_delivery": self.notify_applications["total"] / self.deliveries,
             "dynamodb_capacity_units_per_delivery": self.capacity,
             "dynamodb_writes_per_delivery": self.write_units.breakdown(),
         }
 
 
-def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") -> PipelineCalls:
+def measure(
+    *, deliveries: int = 20, batch: int = 10, workflow: str = DEFAULT_WORKFLOW
+) -> PipelineCalls:
     """``deliveries`` accepted deliveries, relayed in one stream batch, worked in batches
     by ``workflow``."""
     offline_environment()
@@ -179,6 +187,7 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
             )
             stream = StreamReader(aws.streams, aws.stream_arn)
             mcp_before = mcp.requests
+            mcp_bytes_before = mcp.request_bytes
 
             counter.phase = "receiver"
             for _ in range(deliveries):
@@ -217,6 +226,7 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
             objects = aws.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
             archive = sum(o["Size"] for o in objects)
             mcp_requests = mcp.requests - mcp_before
+            mcp_bytes = mcp.request_bytes - mcp_bytes_before
             applications = sink.sink.counts()
     finally:
         receiver_handler.container_deps.reset()
@@ -228,6 +238,8 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
         items,
         archive,
         mcp_requests,
+        mcp_bytes,
+        workflow,
         applications,
         WriteUnits(deliveries, [w for w in meter.writes if w.phase != "setup"]),
     )
@@ -239,6 +251,8 @@ def _summarize(
     items: list[dict[str, Any]],
     archive: int,
     mcp_requests: int,
+    mcp_bytes: int,
+    workflow: str,
     applications: dict[str, int],
     write_units: WriteUnits,
 ) -> PipelineCalls:
@@ -268,6 +282,8 @@ def _summarize(
         },
         archive_bytes=archive / deliveries,
         mcp_requests=mcp_requests / deliveries,
+        mcp_request_bytes=mcp_bytes / deliveries,
+        workflow=workflow,
         notify_applications={"keys": len(applications), "total": sum(applications.values())},
         capacity=_capacity(counter, write_units),
         write_units=write_units,

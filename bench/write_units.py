@@ -242,7 +242,14 @@ class WriteUnits:
         for write in self.writes:
             row = rows.setdefault(
                 write.label,
-                {"write": write.label, "count": 0.0, "table_wru": 0.0, "index_wru": 0.0},
+                {
+                    "write": write.label,
+                    "function": write.phase,
+                    "record": write.record,
+                    "count": 0.0,
+                    "table_wru": 0.0,
+                    "index_wru": 0.0,
+                },
             )
             row["count"] += 1 / self.deliveries
             row["table_wru"] += write.table_wru / self.deliveries

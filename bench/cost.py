@@ -18,6 +18,7 @@ from typing import Any, Final
 from bench.report import Figure, Row, Target
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
+from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.models import Outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -347,8 +348,15 @@ class Model:
     def worker_gb_s_per_delivery(self, batch: float = WORKER_BATCH) -> float:
         return self.worker_ms_per_message(batch) / 1000 * self.memory["worker"] / 1024
 
-    def relay_ms_per_record(self) -> float:
-        return DYNAMODB_CALL_MS.value * self.calls["relay"].get("sqs.SendMessage", 1)
+    def relay_sends(self, records: float) -> float:
+        """SQS requests for one relay invocation of ``records``: one per record, or one
+        per ten when the relay batches (figure 7 shows which call it makes)."""
+        if "sqs.SendMessageBatch" in self.calls["relay"]:
+            return float(math.ceil(records / SEND_BATCH_LIMIT))
+        return records * self.calls["relay"].get("sqs.SendMessage", 1)
+
+    def relay_batch_ms(self, records: float) -> float:
+        return 20 + DYNAMODB_CALL_MS.value * self.relay_sends(records)
 
     def lines(self, deliveries: int) -> list[Line]:
         d = deliveries
@@ -380,7 +388,7 @@ class Model:
         }
         seconds = {
             "receiver": d * self.receiver_ms() / 1000,
-            "relay": invocations["relay"] * (20 + relay_batch * self.relay_ms_per_record()) / 1000,
+            "relay": invocations["relay"] * self.relay_batch_ms(relay_batch) / 1000,
             "worker": invocations["worker"] * self.worker_batch_ms(worker_batch) / 1000,
             "reconciler": invocations["reconciler"] * 0.2,
         }
@@ -454,13 +462,14 @@ class Model:
         add("DynamoDB Streams (read by the relay's trigger)", "DynamoDB", 0.0, "free for Lambda")
 
         # SQS: the relay's send, the event-source mapping's receive and delete per batch.
-        sends = d * self.calls["relay"].get("sqs.SendMessage", 1)
+        sends = invocations["relay"] * self.relay_sends(relay_batch)
         polls = d / worker_batch * 2 + SQS_EMPTY_RECEIVES_PER_MONTH.value
         add(
             "SQS",
             "SQS",
             (sends + polls) / 1e6 * PRICES["sqs"].usd,
-            f"{sends + polls:,.0f} requests",
+            f"{sends + polls:,.0f} requests ({sends:,.0f} relay sends, {relay_batch:.1f} "
+            "records per relay batch)",
         )
 
         # S3 archive (the default workflow keeps the package for the retention period).
@@ -955,7 +964,7 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     # The table's quota sees every write, the workflow's effect records too.
     wru = model.dynamodb.wru_total + model.dynamodb.effect_wru
 
-    batch_ms = 20 + event_source_limits.RELAY_BATCH_SIZE * model.relay_ms_per_record()
+    batch_ms = model.relay_batch_ms(event_source_limits.RELAY_BATCH_SIZE)
     relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms
 
     def per_month(rps: float) -> float:
@@ -1007,10 +1016,11 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
         "it) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
-        f"{event_source_limits.RELAY_BATCH_SIZE}, one SQS send per record | ~{relay_rps:.0f} "
+        f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "
+        f"{SEND_BATCH_LIMIT} records | ~{relay_rps:.0f} "
         "records/s per shard; shards follow table partitions, so more traffic brings "
         "more shards | `parallelization_factor` on the stream event source (up to 10), "
-        "`event_source_limits.RELAY_BATCH_SIZE`, or `SendMessageBatch` in the relay |",
+        "`event_source_limits.RELAY_BATCH_SIZE` |",
         "| SQS standard queue: nearly unlimited throughput; 120,000 in-flight messages | "
         "only if the worker falls behind by more than 120,000 messages | scale the worker "
         "(above); the queue's retention (the backlog's time budget) |",

@@ -8,7 +8,9 @@ reserved capacity.
 
 from __future__ import annotations
 
+import ast
 import copy
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -96,6 +98,9 @@ EGRESS_BYTES: Final = Quantity(2500.0, "assumed: MCP request + notification sent
 EGRESS_OVERHEAD_BYTES: Final = Quantity(
     400.0, "assumed: TLS on the MCP requests and the receiver's HTTP answer, per delivery"
 )
+TTL_DELETION_LAG_DAYS: Final = Quantity(
+    2.0, "assumed: DynamoDB deletes an expired item within a few days of its TTL"
+)
 REFERENCE_CPU_MB: Final = 1769  # Lambda gives one full vCPU at 1,769 MB
 # The agent workflow's model tokens, shown apart from the pipeline (the default
 # workflow calls no model): a stated assumption, not a measurement.
@@ -164,8 +169,9 @@ class DynamoDbInputs:
         effect_wru: write units of the workflow's effect and step records per delivery
             (billed as a workflow effect, outside the pipeline).
         rru: read request units per delivery (all functions).
-        bytes_at_rest: the pipeline's items + index entries per delivery, 100 B overhead each.
-        effect_bytes_at_rest: the workflow's effect and step records per delivery.
+        kinds_at_rest: the pipeline's items per delivery by kind (``inbox``, ``outbox``,
+            ...), bytes with DynamoDB's 100 B overhead per item.
+        effect_kinds_at_rest: the same for the workflow's effect and step records.
         source: where the figures come from.
     """
 
@@ -173,13 +179,21 @@ class DynamoDbInputs:
     index_wru: float
     effect_wru: float
     rru: float
-    bytes_at_rest: float
-    effect_bytes_at_rest: float
+    kinds_at_rest: dict[str, float]
+    effect_kinds_at_rest: dict[str, float]
     source: str
 
     @property
     def wru_total(self) -> float:
         return sum(self.wru.values())
+
+    @property
+    def bytes_at_rest(self) -> float:
+        return sum(self.kinds_at_rest.values())
+
+    @property
+    def effect_bytes_at_rest(self) -> float:
+        return sum(self.effect_kinds_at_rest.values())
 
 
 WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX)
@@ -212,8 +226,7 @@ def dynamodb_inputs(pipeline: dict[str, Any], write_units: dict[str, Any]) -> Dy
     capacity: dict[str, dict[str, float]] = pipeline["dynamodb_capacity_units_per_delivery"]
     items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
 
-    def stored(kinds: dict[str, dict[str, float]]) -> float:
-        return sum(k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in kinds.values())
+    stored = {k: v["count_per_delivery"] * (v["mean_bytes"] + 100) for k, v in items.items()}
 
     # The state index is sparse and keys-only: a completed delivery has left it, so at
     # rest it holds only failed, quarantined and in-flight records (none here).
@@ -222,12 +235,50 @@ def dynamodb_inputs(pipeline: dict[str, Any], write_units: dict[str, Any]) -> Dy
         index_wru=index_wru,
         effect_wru=effect_wru,
         rru=sum(c.get("rru", 0) for c in capacity.values()),
-        bytes_at_rest=stored({k: v for k, v in items.items() if k not in WORKFLOW_RECORD_KINDS}),
-        effect_bytes_at_rest=stored({k: v for k, v in items.items() if k in WORKFLOW_RECORD_KINDS}),
+        kinds_at_rest={k: v for k, v in stored.items() if k not in WORKFLOW_RECORD_KINDS},
+        effect_kinds_at_rest={k: v for k, v in stored.items() if k in WORKFLOW_RECORD_KINDS},
         source=(
             "measured: write units figure 11 (default workflow, metered by DynamoDB's "
             "rules), reads and item sizes figure 7"
         ),
+    )
+
+
+# What an access-log line of the HTTP API stage holds for an accepted delivery, by
+# variable (the rest of the line is infra/receiver.py's format, as deployed).
+ACCESS_LOG_SAMPLE: Final = {
+    "$context.requestId": "Jk2LmhzxoAMEbXw=",
+    "$context.extendedRequestId": "Jk2LmhzxoAMEbXw=",
+    "$context.requestTimeEpoch": "1796346007819",
+    "$context.httpMethod": "POST",
+    "$context.routeKey": "POST /relaylink",
+    "$context.status": "202",
+    "$context.protocol": "HTTP/1.1",
+    "$context.responseLength": "40",
+    "$context.responseLatency": "25",
+    "$context.integrationStatus": "200",
+    "$context.integrationLatency": "24",
+    "$context.error.message": "-",
+    "$context.identity.sourceIp": "203.0.113.120",
+    "$context.identity.userAgent": "RelayLink-Webhooks/1.0",
+}
+
+
+def access_log_bytes() -> Quantity:
+    """One access-log line of the receiver's HTTP API stage: the deployed format
+    (``ACCESS_LOG_FIELDS`` of infra/receiver.py, read without importing CDK) with
+    :data:`ACCESS_LOG_SAMPLE`'s values."""
+    tree = ast.parse((REPO_ROOT / "infra" / "receiver.py").read_text(encoding="utf-8"))
+    fields = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "ACCESS_LOG_FIELDS" for t in node.targets)
+    )
+    line = json.dumps({name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in fields.items()})
+    return Quantity(
+        float(len(line.encode()) + 1),
+        "assumed: infra/receiver.py's access-log format with an accepted delivery's values",
     )
 
 
@@ -313,6 +364,7 @@ class Model:
         cold = figures[3].details["receiver"]["receiver_ms"]
         self.cold_ms = Quantity(cold["total_ms"]["median"], "measured: figure 3, receiver total")
         self.alarms = _alarm_count()
+        self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
 
     def _cpu_scale(self, function: str) -> float:
@@ -347,6 +399,19 @@ class Model:
 
     def worker_gb_s_per_delivery(self, batch: float = WORKER_BATCH) -> float:
         return self.worker_ms_per_message(batch) / 1000 * self.memory["worker"] / 1024
+
+    def lifetime_days(self, kind: str) -> float:
+        """How long a record of ``kind`` is stored: its TTL, plus DynamoDB's lag in
+        deleting expired items."""
+        if kind == table_layout.KIND_OUTBOX:
+            ttl_days = table_layout.OUTBOX_TTL_SECONDS / 86_400
+        else:
+            ttl_days = self.config["inbox_retention_days"]
+        return ttl_days + TTL_DELETION_LAG_DAYS.value
+
+    def byte_months(self, kinds: dict[str, float]) -> float:
+        """Bytes x months stored per delivery (a month's deliveries at rest, steady state)."""
+        return sum(size * self.lifetime_days(kind) / 30 for kind, size in kinds.items())
 
     def relay_sends(self, records: float) -> float:
         """SQS requests for one relay invocation of ``records``: one per record, or one
@@ -438,13 +503,17 @@ class Model:
             f"{rru:g} RRU per delivery",
         )
         retention_months = self.config["inbox_retention_days"] / 30
-        stored_gb = d * retention_months * self.dynamodb.bytes_at_rest / GB
+        stored_gb = d * self.byte_months(self.dynamodb.kinds_at_rest) / GB
+        lifetimes = ", ".join(
+            f"{kind} {self.lifetime_days(kind):g}" for kind in self.dynamodb.kinds_at_rest
+        )
         add(
             "DynamoDB storage (retention period)",
             "DynamoDB",
             stored_gb * PRICES["ddb_storage"].usd,
             f"{stored_gb:,.1f} GB at rest ({self.dynamodb.bytes_at_rest:,.0f} B per delivery "
-            "incl. 100 B/item overhead; a completed delivery has no index entry)",
+            f"incl. 100 B/item overhead, kept for days: {lifetimes}; a completed delivery "
+            "has no index entry)",
         )
         add(
             "DynamoDB point-in-time recovery",
@@ -452,7 +521,7 @@ class Model:
             stored_gb * PRICES["ddb_pitr"].usd,
             f"{stored_gb:,.1f} GB",
         )
-        effect_gb = d * retention_months * self.dynamodb.effect_bytes_at_rest / GB
+        effect_gb = d * self.byte_months(self.dynamodb.effect_kinds_at_rest) / GB
         add(
             "DynamoDB effect records (storage + point-in-time recovery)",
             WORKFLOW_EFFECTS,
@@ -489,14 +558,17 @@ class Model:
         )
 
         # CloudWatch: logs (measured bytes), metrics, alarms, dashboard; X-Ray.
-        log_gb = d * sum(self.log_bytes.values()) / GB
+        function_bytes = sum(self.log_bytes.values())
+        log_bytes = function_bytes + self.access_log_bytes.value
+        log_gb = d * log_bytes / GB
         log_usd = _tiered(log_gb, [(10_240, PRICES["logs_ingest"].usd), (math.inf, 0.25)])
         retention = self.config["log_retention_days"] / 30
         add(
             "CloudWatch Logs ingestion + storage",
             "CloudWatch",
             log_usd + log_gb * retention * PRICES["logs_storage"].usd,
-            f"{log_gb:,.1f} GB ({sum(self.log_bytes.values()):,.0f} B per delivery)",
+            f"{log_gb:,.1f} GB ({log_bytes:,.0f} B per delivery: the functions' "
+            f"{function_bytes:,.0f}, the HTTP API's access log {self.access_log_bytes.value:,.0f})",
         )
         add(
             "CloudWatch metrics (EMF), alarms, dashboard",
@@ -873,10 +945,15 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"| DynamoDB per delivery | WRU {model.dynamodb.wru_total:g} ({wru_text}; "
         f"{model.dynamodb.index_wru:g} of them index writes), RRU {model.dynamodb.rru:g}, "
         f"{model.dynamodb.bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
-        f"| log bytes per delivery | {log_text} | measured: figure 7 |",
+        f"| log bytes per delivery | {log_text}; HTTP API access log "
+        f"{model.access_log_bytes.value:,.0f} | measured: figure 7; "
+        f"{model.access_log_bytes.source} |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
-        f"| retention | inbox {config['inbox_retention_days']} days, logs "
-        f"{config['log_retention_days']} days | infra/config.py defaults |",
+        f"| retention | inbox {config['inbox_retention_days']} days, outbox "
+        f"{table_layout.OUTBOX_TTL_SECONDS // 3600} h, logs {config['log_retention_days']} "
+        f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
+        f"item | infra/config.py defaults, functions/core/table_layout.py; "
+        f"{TTL_DELETION_LAG_DAYS.source} |",
         f"| cold starts | {COLD_START_RATE.value:g} per request x {model.cold_ms.value:.0f} ms "
         f"| {COLD_START_RATE.source}; {model.cold_ms.source} |",
         f"| data transfer out | {model.egress.value:,.0f} B per delivery | {model.egress.source} |",

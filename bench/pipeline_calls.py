@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -21,12 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import boto3
+from aws_lambda_powertools.logging.filters import SuppressFilter
 
 from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
 from bench.write_units import WriteMeter, WriteUnits, item_size
-from functions.core import env_keys, table_layout
+from functions.core import env_keys, metric_names, table_layout
 from functions.core.setting_defaults import DEFAULT_WORKFLOW
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
@@ -150,6 +152,11 @@ def measure(
         ):
             # After mock_aws started (it resets boto3's default session): every client
             # made from here on, by any function, reports its calls to the counter.
+            # Lambda's runtime puts its handler on the root logger before the function's
+            # code is imported, and Powertools' logger then filters its own records out
+            # of it; the in-process MCP server gave the root logger a handler later, so
+            # the same filter goes on it here: a line is counted once, as Lambda ships it.
+            _suppress_service_on_root()
             boto3.setup_default_session(region_name=REGION)
             assert boto3.DEFAULT_SESSION is not None
             events = boto3.DEFAULT_SESSION.events
@@ -243,6 +250,11 @@ def measure(
         applications,
         WriteUnits(deliveries, [w for w in meter.writes if w.phase != "setup"]),
     )
+
+
+def _suppress_service_on_root() -> None:
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(SuppressFilter(metric_names.SERVICE))
 
 
 def _summarize(

@@ -41,10 +41,21 @@ for i, event in enumerate(events):
             "wall_ms": (time.perf_counter() - t) * 1000,
             "cpu_ms": (time.process_time() - c) * 1000,
         })
+def peak_mb():
+    # VmHWM is this process's own peak; ru_maxrss also keeps the peak of the process
+    # that forked it (Linux carries it across exec), the bench's, not the worker's.
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 sys.stderr.write("BENCH-RESULT " + json.dumps({
     "samples": samples,
     "failures": failures,
-    "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "max_rss_mb": peak_mb(),
 }) + "\\n")
 """
 

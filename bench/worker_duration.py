@@ -18,6 +18,7 @@ from typing import Any, Final
 from bench.cold_start import run_script, worker_world
 from bench.stats import Summary, summarize
 from functions.core import setting_defaults
+from functions.core.setting_defaults import DEFAULT_WORKFLOW
 
 MCP_LATENCY_MS: Final = 300
 BATCH: Final = 10
@@ -82,11 +83,12 @@ class WorkerDuration:
         }
 
 
-def measure(*, batches: int) -> WorkerDuration:
-    """One warm-up batch and ``batches`` timed batches of ten in one worker process."""
+def measure(*, batches: int, package_prefix: str = "pkg_") -> WorkerDuration:
+    """One warm-up batch and ``batches`` timed batches of ten in one worker process,
+    for the demo MCP server's packages whose ids start with ``package_prefix``."""
     # The default workflow (figure 7, docs/cost.md).
-    with worker_world(workflow="archive", mcp_latency_ms=MCP_LATENCY_MS) as stack:
-        events = [stack.event(BATCH) for _ in range(batches + 1)]
+    with worker_world(workflow=DEFAULT_WORKFLOW, mcp_latency_ms=MCP_LATENCY_MS) as stack:
+        events = [stack.event(BATCH, package_prefix=package_prefix) for _ in range(batches + 1)]
         result, _wall = run_script(SCRIPT, stack.env, json.dumps(events))
     if result["failures"]:
         raise RuntimeError(f"the worker failed {result['failures']} messages")

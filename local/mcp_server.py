@@ -54,6 +54,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MCP_PATH: Final = "/mcp"
 TOOL_NAME: Final = "get_package"
 OVERSIZED_BRIEFING_BYTES: Final = 2 * 1024 * 1024
+# ``pkg_large*``: a briefing that, sent as structured content and as text, brings the
+# answer near the worker's 1 MB result cap (its memory is sized for batches of these).
+LARGE_BRIEFING_BYTES: Final = 400 * 1024
 _STARTUP_DEADLINE_SECONDS: Final = 10.0
 _STOP_DEADLINE_SECONDS: Final = 10.0
 
@@ -339,6 +342,8 @@ def _result_for(package_id: str, *, published: bool = False) -> CallToolResult:
     package = demo_package(package_id)
     if package_id.startswith("pkg_oversized"):
         package["briefing"] = "x" * OVERSIZED_BRIEFING_BYTES
+    if package_id.startswith("pkg_large"):
+        package["briefing"] = "x" * LARGE_BRIEFING_BYTES
     if package_id.startswith("pkg_malformed"):
         del package["title"]
         package["attachments"] = "not a list"

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.report import Figure, Row, Target
+from bench.write_units import WORKFLOW_PHASE, WORKFLOW_RECORD_PREFIXES
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
-from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.models import Outcome
 
@@ -137,6 +137,26 @@ BEFORE_USD_PER_MILLION: Final = {
     "Data transfer out": 0.210,
 }
 BEFORE_PIPELINE_AT_100M: Final = 19.70  # $ per 1 M at 100 M / month without the S3 archive
+# $ per 1 M at 100 M / month per component in the last committed run before the
+# pipeline was billed with the default workflow (docs/cost.md of commit 3917c4b: the
+# notify workflow's pipeline, 13 WRU, its effects' worker time and data inside).
+BEFORE_100M_COMMIT: Final = "3917c4b"
+BEFORE_USD_PER_MILLION_AT_100M: Final = {
+    "DynamoDB writes": 8.125,
+    "API Gateway HTTP API": 1.000,
+    "Lambda worker": 0.796,
+    "SQS": 0.483,
+    "CloudWatch Logs": 0.405,
+    "DynamoDB storage": 0.338,
+    "Lambda receiver": 0.293,
+    "DynamoDB point-in-time recovery": 0.270,
+    "DynamoDB reads": 0.250,
+    "Data transfer out": 0.210,
+    "CloudWatch metrics": 0.124,
+    "Lambda relay": 0.044,
+    "Secrets Manager": 0.012,
+    "KMS key": 0.010,
+}
 COLD_START_RATE: Final = Quantity(
     1 / 10_000, "assumed: one cold start per 10,000 receiver requests (steady traffic)"
 )
@@ -168,7 +188,8 @@ class DynamoDbInputs:
         index_wru: of those, the index writes (all functions).
         effect_wru: write units of the workflow's effect and step records per delivery
             (billed as a workflow effect, outside the pipeline).
-        rru: read request units per delivery (all functions).
+        rru: read request units per delivery (all functions), without the workflow's.
+        effect_rru: read units of the workflow's records (its effect ledger's reads).
         kinds_at_rest: the pipeline's items per delivery by kind (``inbox``, ``outbox``,
             ...), bytes with DynamoDB's 100 B overhead per item.
         effect_kinds_at_rest: the same for the workflow's effect and step records.
@@ -179,6 +200,7 @@ class DynamoDbInputs:
     index_wru: float
     effect_wru: float
     rru: float
+    effect_rru: float
     kinds_at_rest: dict[str, float]
     effect_kinds_at_rest: dict[str, float]
     source: str
@@ -196,7 +218,6 @@ class DynamoDbInputs:
         return sum(self.effect_kinds_at_rest.values())
 
 
-WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX)
 WORKFLOW_RECORD_KINDS: Final = (table_layout.KIND_EFFECT, "step")
 # "receiver: Transact Put inbox (new, pending)": the function, then the record's sort key.
 _WRITE_LABEL: Final = re.compile(r"^(?P<function>[^:]+): (?:Transact )?\S+ (?P<record>\S+) \(")
@@ -234,7 +255,8 @@ def dynamodb_inputs(pipeline: dict[str, Any], write_units: dict[str, Any]) -> Dy
         wru=wru,
         index_wru=index_wru,
         effect_wru=effect_wru,
-        rru=sum(c.get("rru", 0) for c in capacity.values()),
+        rru=sum(c.get("rru", 0) for f, c in capacity.items() if f != WORKFLOW_PHASE),
+        effect_rru=capacity.get(WORKFLOW_PHASE, {}).get("rru", 0.0),
         kinds_at_rest={k: v for k, v in stored.items() if k not in WORKFLOW_RECORD_KINDS},
         effect_kinds_at_rest={k: v for k, v in stored.items() if k in WORKFLOW_RECORD_KINDS},
         source=(
@@ -360,6 +382,15 @@ class Model:
             "measured: figure 8, the worker process's CPU time per message in a batch of "
             f"{worker['batch_size']} (this machine's CPU)",
         )
+        # Without the workflow's work (runs before figure 8 measured it: all of it).
+        bare = worker.get("no_workflow", worker)
+        self.worker_bare_cpu_ms = Quantity(
+            min(bare["cpu_ms_per_message"]["median"], self.worker_cpu_ms.value),
+            "measured: figure 8, the same with a workflow that does nothing",
+        )
+        self.workflow_calls: dict[str, float] = pipeline.get("workflow_calls_per_delivery", {}).get(
+            "worker", {}
+        )
         self.worker_rss_mb = float(worker["max_rss_mb"])
         cold = figures[3].details["receiver"]["receiver_ms"]
         self.cold_ms = Quantity(cold["total_ms"]["median"], "measured: figure 3, receiver total")
@@ -375,24 +406,35 @@ class Model:
         cpu = self.receiver_cpu_ms.value * self._cpu_scale("receiver")
         return math.ceil(cpu + DYNAMODB_WRITE_MS.value)  # billed in whole milliseconds
 
-    def worker_wait_ms(self, batch: float) -> float:
+    def worker_wait_ms(self, batch: float, *, effects: bool = True) -> float:
         """A batch's waiting: one message's calls one after another, the messages side by
         side. In a batch of more than one, the first message to a server fetches alone
-        (it probes the server for the others), so two MCP answers are waited for."""
-        calls = self.calls["worker"]
-        dynamodb_calls = sum(n for op, n in calls.items() if op.startswith("dynamodb."))
+        (it probes the server for the others), so two MCP answers are waited for.
+        ``effects=False``: without the calls made for the workflow's effects."""
+
+        def dynamodb(calls: dict[str, float]) -> float:
+            return sum(n for op, n in calls.items() if op.startswith("dynamodb."))
+
+        effect_calls = dynamodb(self.workflow_calls)
+        pipeline = MCP_CALL_MS.value * (2 if batch > 1 else 1) + DYNAMODB_CALL_MS.value * (
+            dynamodb(self.calls["worker"]) - effect_calls
+        )
+        if not effects:
+            return pipeline
         return (
-            MCP_CALL_MS.value * (2 if batch > 1 else 1)
+            pipeline
             + NOTIFY_MS.value * self.notifications
-            + S3_PUT_MS.value * calls.get("s3.PutObject", 0)
-            + DYNAMODB_CALL_MS.value * dynamodb_calls
+            + S3_PUT_MS.value * self.calls["worker"].get("s3.PutObject", 0)
+            + DYNAMODB_CALL_MS.value * effect_calls
         )
 
-    def worker_batch_ms(self, batch: float) -> float:
+    def worker_batch_ms(self, batch: float, *, effects: bool = True) -> float:
         """Billed time of one invocation: the waiting, plus every message's CPU time
-        (threads share the function's CPU share), none of it assumed to overlap."""
-        cpu = batch * self.worker_cpu_ms.value * self._cpu_scale("worker")
-        return self.worker_wait_ms(batch) + cpu
+        (threads share the function's CPU share), none of it assumed to overlap.
+        ``effects=False``: the pipeline's part, without the workflow's work."""
+        cpu_ms = self.worker_cpu_ms if effects else self.worker_bare_cpu_ms
+        cpu = batch * cpu_ms.value * self._cpu_scale("worker")
+        return self.worker_wait_ms(batch, effects=effects) + cpu
 
     def worker_ms_per_message(self, batch: float = WORKER_BATCH) -> float:
         return self.worker_batch_ms(batch) / batch
@@ -454,7 +496,9 @@ class Model:
         seconds = {
             "receiver": d * self.receiver_ms() / 1000,
             "relay": invocations["relay"] * self.relay_batch_ms(relay_batch) / 1000,
-            "worker": invocations["worker"] * self.worker_batch_ms(worker_batch) / 1000,
+            "worker": invocations["worker"]
+            * self.worker_batch_ms(worker_batch, effects=False)
+            / 1000,
             "reconciler": invocations["reconciler"] * 0.2,
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
@@ -469,6 +513,23 @@ class Model:
                 f"{invocations[function]:,.0f} invocations, {gb_s:,.0f} GB-s "
                 f"({self.memory[function]} MB)",
             )
+        effect_gb_s = (
+            invocations["worker"]
+            * (
+                self.worker_batch_ms(worker_batch)
+                - self.worker_batch_ms(worker_batch, effects=False)
+            )
+            / 1000
+            * self.memory["worker"]
+            / 1024
+        )
+        add(
+            "Lambda worker time of the effects",
+            WORKFLOW_EFFECTS,
+            effect_gb_s * PRICES["lambda_arm_gbs"].usd,
+            f"{effect_gb_s:,.0f} GB-s: the {self.workflow} workflow's CPU time (figure 8, "
+            "beside a workflow that does nothing) and its calls' waits",
+        )
         cold_gbs = (
             d * COLD_START_RATE.value * self.cold_ms.value / 1000 * self.memory["receiver"] / 1024
         )
@@ -501,6 +562,13 @@ class Model:
             "DynamoDB",
             d * rru / 1e6 * PRICES["ddb_rru"].usd,
             f"{rru:g} RRU per delivery",
+        )
+        effect_rru = self.dynamodb.effect_rru
+        add(
+            "DynamoDB effect records (reads)",
+            WORKFLOW_EFFECTS,
+            d * effect_rru / 1e6 * PRICES["ddb_rru"].usd,
+            f"{effect_rru:g} RRU per delivery (the effect ledger's reads, figure 7)",
         )
         retention_months = self.config["inbox_retention_days"] / 30
         stored_gb = d * self.byte_months(self.dynamodb.kinds_at_rest) / GB
@@ -904,7 +972,10 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         )
         lines.append(f"- **{_volume(v)} / month:** {top}.")
     lines += _reading(model, bills)
-    lines += _before_after(bills[VOLUMES[0]])
+    lines += _before_after(bills[VOLUMES[0]], bills[TARGET_VOLUME])
+    effect_wait_ms = model.worker_wait_ms(WORKER_BATCH) - model.worker_wait_ms(
+        WORKER_BATCH, effects=False
+    )
     lines += [
         "",
         "## Inputs",
@@ -917,17 +988,21 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{DYNAMODB_WRITE_MS.value:.0f} ms ({DYNAMODB_WRITE_MS.source}) |",
         f"| worker billed duration per batch of {WORKER_BATCH} | "
         f"{model.worker_batch_ms(WORKER_BATCH):.0f} ms "
-        f"({model.worker_ms_per_message():.0f} ms per message) | waits "
-        f"{model.worker_wait_ms(WORKER_BATCH):.0f} ms (messages side by side; two MCP "
-        f"answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), the first message "
-        f"probing the server; {model.notifications:g} notification(s) of "
-        f"{NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), the {model.workflow} workflow's "
-        "effects' waits billed to the pipeline, "
-        f"S3 {S3_PUT_MS.value:.0f} ms, {DYNAMODB_CALL_MS.value:.0f} ms per DynamoDB call) + "
-        f"{WORKER_BATCH} x CPU {model.worker_cpu_ms.value:.1f} ms "
-        f"({model.worker_cpu_ms.source}) x {model._cpu_scale('worker'):.1f} (CPU share at "
-        f"{model.memory['worker']} MB); a batch of one: "
-        f"{model.worker_batch_ms(1):.0f} ms |",
+        f"({model.worker_ms_per_message():.0f} ms per message), of which the pipeline's "
+        f"{model.worker_batch_ms(WORKER_BATCH, effects=False):.0f} ms | the pipeline: "
+        f"waits {model.worker_wait_ms(WORKER_BATCH, effects=False):.0f} ms (messages side "
+        f"by side; two MCP answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), "
+        f"the first message probing the server; {DYNAMODB_CALL_MS.value:.0f} ms per "
+        f"DynamoDB call) + {WORKER_BATCH} x CPU {model.worker_bare_cpu_ms.value:.1f} ms "
+        f"({model.worker_bare_cpu_ms.source}); the {model.workflow} workflow's effects: "
+        f"waits {effect_wait_ms:.0f} ms "
+        f"(S3 {S3_PUT_MS.value:.0f} ms per PUT, {model.notifications:g} notification(s) of "
+        f"{NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), its records' DynamoDB calls) + "
+        f"{WORKER_BATCH} x CPU "
+        f"{model.worker_cpu_ms.value - model.worker_bare_cpu_ms.value:.1f} ms (figure 8: "
+        f"{model.worker_cpu_ms.value:.1f} ms with it, {model.worker_cpu_ms.source}); CPU "
+        f"x {model._cpu_scale('worker'):.1f} (CPU share at {model.memory['worker']} MB); a "
+        f"batch of one: {model.worker_batch_ms(1):.0f} ms |",
         f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
@@ -944,7 +1019,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     lines += [
         f"| DynamoDB per delivery | WRU {model.dynamodb.wru_total:g} ({wru_text}; "
         f"{model.dynamodb.index_wru:g} of them index writes), RRU {model.dynamodb.rru:g}, "
-        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
+        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest; the workflow's records: WRU "
+        f"{model.dynamodb.effect_wru:g}, RRU {model.dynamodb.effect_rru:g}, "
+        f"{model.dynamodb.effect_bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
         f"| log bytes per delivery | {log_text}; HTTP API access log "
         f"{model.access_log_bytes.value:,.0f} | measured: figure 7; "
         f"{model.access_log_bytes.source} |",
@@ -973,16 +1050,44 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _before_after(bill: list[Line]) -> list[str]:
-    """One line per component: $ per 1 M at 1 M / month, before and in this run."""
+def _before_after(bill: list[Line], at_target: list[Line]) -> list[str]:
+    """One line per component, before and in this run: $ per 1 M at 1 M / month against
+    the issue's starting point, and at 100 M / month against the last committed run."""
+
+    def after(lines: list[Line], prefix: str) -> float:
+        # A component's own line(s); a workflow effect only where it is the component.
+        return sum(
+            x.usd_per_month
+            for x in lines
+            if x.component.startswith(prefix)
+            and (x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS) or x.component == prefix)
+        )
+
     out = [
         "",
         f"## Before → after (per 1 M deliveries at 1 M / month; before: commit {BEFORE_COMMIT})",
         "",
     ]
     for prefix, before in BEFORE_USD_PER_MILLION.items():
-        after = sum(x.usd_per_month for x in bill if x.component.startswith(prefix))
-        out.append(f"- {prefix}: {_usd(before)} → {_usd(after)}")
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(bill, prefix))}")
+    per_m = TARGET_VOLUME / 1e6
+    effects = sum(x.usd_per_month for x in at_target if x.group == WORKFLOW_EFFECTS) / per_m
+    out += [
+        "",
+        f"Per 1 M deliveries at 100 M / month, before: commit {BEFORE_100M_COMMIT}, whose "
+        "pipeline was the notify workflow's with its effects' DynamoDB records, worker time "
+        "and data inside; after: the default workflow's pipeline, its effects on lines of "
+        "their own.",
+        "",
+    ]
+    for prefix, before in BEFORE_USD_PER_MILLION_AT_100M.items():
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(at_target, prefix) / per_m)}")
+    pipeline = _pipeline(at_target) / per_m
+    out += [
+        f"- **pipeline total: {_usd(sum(BEFORE_USD_PER_MILLION_AT_100M.values()))} → "
+        f"{_usd(pipeline)}**",
+        f"- workflow effects (outside the total): inside the pipeline's lines → {_usd(effects)}",
+    ]
     return out
 
 
@@ -991,6 +1096,9 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
 
     def usd(volume: int, component: str) -> float:
         return sum(x.usd_per_month for x in bills[volume] if x.component.startswith(component))
+
+    def exact(volume: int, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.component == component)
 
     dynamodb = model.dynamodb
     low, mid, high = VOLUMES
@@ -1008,8 +1116,10 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
         "Lambda's default sampling (1 request/s and 5 % above it, per function) it would "
         f"add {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at that "
         "volume.",
-        f"- **The worker's Lambda time** ({_usd(usd(mid, 'Lambda worker') / (mid / 1e6))} "
-        f"per 1 M at 100 M / month) runs a batch's messages side by side: a full batch "
+        f"- **The worker's Lambda time** ({_usd(exact(mid, 'Lambda worker') / (mid / 1e6))} "
+        f"per 1 M at 100 M / month for the pipeline, "
+        f"{_usd(exact(mid, 'Lambda worker time of the effects') / (mid / 1e6))} for the "
+        "workflow's effects) runs a batch's messages side by side: a full batch "
         f"bills {model.worker_ms_per_message():.0f} ms per message at "
         f"{model.memory['worker']} MB, against 526 ms at 512 MB when they ran one after "
         "another. At 1 M / month batches hold about one message, so each bills the whole "

@@ -15,6 +15,7 @@ from bench import (
     calls,
     cold_start,
     local_figures,
+    no_workflow,
     overhead,
     pipeline_calls,
     worker_duration,
@@ -352,6 +353,11 @@ def cost_inputs(sizes: Sizes) -> Figure:
     for function, ops in result.calls.items():
         for op, n in ops.items():
             rows.append(Row(f"{function}: {op} per delivery", "calls", value=n))
+    for function, ops in result.workflow_calls.items():
+        for op, n in ops.items():
+            rows.append(
+                Row(f"{function}, for the workflow's effects: {op} per delivery", "calls", value=n)
+            )
     for function, units in result.capacity.items():
         for unit, n in units.items():
             rows.append(Row(f"{function}: DynamoDB {unit} per delivery", "units", value=n))
@@ -419,6 +425,8 @@ def _p99_bound(ours_p99_ms: float, baseline_p99_ms: float) -> str:
 
 def worker_time_at_mcp_latency(sizes: Sizes) -> Figure:
     result = worker_duration.measure(batches=sizes.worker_batches)
+    # The same without the workflow's work: docs/cost.md bills the difference to it.
+    bare = worker_duration.measure(batches=sizes.worker_batches, workflow=no_workflow.SPEC)
     return Figure(
         8,
         f"Worker time per message at a {result.mcp_latency_ms} ms MCP answer",
@@ -442,6 +450,11 @@ def worker_time_at_mcp_latency(sizes: Sizes) -> Figure:
             Row(
                 "worker CPU time per message, batch of 10", "ms", summary=result.cpu_ms_per_message
             ),
+            Row(
+                "worker CPU time per message, batch of 10, a workflow that does nothing",
+                "ms",
+                summary=bare.cpu_ms_per_message,
+            ),
             Row("worker peak resident memory", "MB", value=result.max_rss_mb),
             Row(
                 "worker memory setting / peak resident memory",
@@ -454,8 +467,12 @@ def worker_time_at_mcp_latency(sizes: Sizes) -> Figure:
             "(`worker_memory_mb`, infra/config.py): the waiting part of its bill grows "
             "with memory, the CPU part does not (Lambda's CPU share grows with memory "
             "up to one vCPU at 1,769 MB).",
+            "A workflow that does nothing (`bench/no_workflow.py`) completes each delivery "
+            "once its package is fetched: the worker's own work (claim, fetch, complete); "
+            "the default workflow's extra CPU time is its effects' (docs/cost.md bills it "
+            "as a workflow effect).",
         ],
-        details=result.to_json(),
+        details={**result.to_json(), "no_workflow": bare.to_json()},
     )
 
 

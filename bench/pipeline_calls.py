@@ -27,7 +27,13 @@ from aws_lambda_powertools.logging.filters import SuppressFilter
 from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
-from bench.write_units import WriteMeter, WriteUnits, item_size
+from bench.write_units import (
+    WORKFLOW_PHASE,
+    WORKFLOW_RECORD_PREFIXES,
+    WriteMeter,
+    WriteUnits,
+    item_size,
+)
 from functions.core import env_keys, metric_names, table_layout
 from functions.core.setting_defaults import DEFAULT_WORKFLOW
 from functions.receiver import handler as receiver_handler
@@ -65,13 +71,19 @@ class PhaseCounter:
         self._lock = threading.Lock()
         self.phase = "setup"
         self.calls: Counter[tuple[str, str, str]] = Counter()  # (phase, service, operation)
+        # Of those, the calls made for the workflow's effects: its effect and step
+        # records, and its objects (the pipeline itself never calls S3).
+        self.workflow_calls: Counter[tuple[str, str, str]] = Counter()
         self.transact_items: Counter[str] = Counter()  # phase -> items in transactions
         self.log_bytes: Counter[str] = Counter()
         self.units: dict[str, defaultdict[str, float]] = {}  # phase -> capacity units
 
     def on_call(self, model: OperationModel, **_: object) -> None:
+        service = model.service_model.service_name
         with self._lock:
-            self.calls[(self.phase, model.service_model.service_name, model.name)] += 1
+            self.calls[(self.phase, service, model.name)] += 1
+            if service == "s3":
+                self.workflow_calls[(self.phase, service, model.name)] += 1
 
     def on_transact(self, params: dict[str, Any], **_: Any) -> None:
         with self._lock:
@@ -83,14 +95,21 @@ class PhaseCounter:
     def on_dynamodb(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
         if operation in ("PutItem", "UpdateItem", "DeleteItem", "GetItem", "Query"):
+            workflow = _workflow_record(params)
             with self._lock:
-                self._capacity(operation.removesuffix("Item"), params)
+                # A workflow record's reads are the workflow's (its effect ledger's).
+                self._capacity(
+                    operation.removesuffix("Item"), params, WORKFLOW_PHASE if workflow else None
+                )
+                if workflow:
+                    self.workflow_calls[(self.phase, "dynamodb", operation)] += 1
 
-    def _capacity(self, action: str, request: dict[str, Any]) -> None:
+    def _capacity(self, action: str, request: dict[str, Any], phase: str | None = None) -> None:
         """Read units of one request: 0.5 RRU eventually consistent, 1 strongly consistent
-        (items under 4 KB). Write units come from :class:`bench.write_units.WriteMeter`,
-        which sees the items each write changed."""
-        units = self.units.setdefault(self.phase, defaultdict(float))
+        (items under 4 KB), counted for ``phase`` (the running function's by default).
+        Write units come from :class:`bench.write_units.WriteMeter`, which sees the items
+        each write changed."""
+        units = self.units.setdefault(phase or self.phase, defaultdict(float))
         if action in ("Get", "Query"):
             units["rru"] += 1.0 if request.get("ConsistentRead") else 0.5
 
@@ -105,6 +124,7 @@ class PhaseCounter:
 class PipelineCalls:
     deliveries: int
     calls: dict[str, dict[str, float]]  # function -> "service.Operation" -> per delivery
+    workflow_calls: dict[str, dict[str, float]]  # of those, the workflow's effects'
     transact_items: dict[str, float]  # function -> transaction items per delivery
     invocations: dict[str, float]  # function -> Lambda invocations per delivery
     log_bytes: dict[str, float]  # function -> log bytes per delivery
@@ -121,6 +141,7 @@ class PipelineCalls:
         return {
             "deliveries": self.deliveries,
             "calls_per_delivery": self.calls,
+            "workflow_calls_per_delivery": self.workflow_calls,
             "transaction_items_per_delivery": self.transact_items,
             "invocations_per_delivery": self.invocations,
             "log_bytes_per_delivery": self.log_bytes,
@@ -252,6 +273,13 @@ def measure(
     )
 
 
+def _workflow_record(params: dict[str, Any]) -> bool:
+    """Whether a single-item request is for a workflow's effect or step record."""
+    key = params.get("Key") or params.get("Item") or {}
+    sort_key = str(key.get(table_layout.TABLE_SORT_KEY, {}).get("S", ""))
+    return sort_key.startswith(WORKFLOW_RECORD_PREFIXES)
+
+
 def _suppress_service_on_root() -> None:
     for handler in logging.getLogger().handlers:
         handler.addFilter(SuppressFilter(metric_names.SERVICE))
@@ -269,18 +297,22 @@ def _summarize(
     write_units: WriteUnits,
 ) -> PipelineCalls:
     deliveries = write_units.deliveries
-    calls: dict[str, dict[str, float]] = {}
-    for (phase, service, operation), n in sorted(counter.calls.items()):
-        if phase == "setup":
-            continue
-        calls.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
+
+    def per_delivery(counted: Counter[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
+        found: dict[str, dict[str, float]] = {}
+        for (phase, service, operation), n in sorted(counted.items()):
+            if phase != "setup":
+                found.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
+        return found
+
     kinds: dict[str, list[int]] = {}
     for item in items:
         kind = item.get(table_layout.KIND_ATTRIBUTE, {}).get("S", "?")
         kinds.setdefault(kind, []).append(item_size(item))
     return PipelineCalls(
         deliveries=deliveries,
-        calls=calls,
+        calls=per_delivery(counter.calls),
+        workflow_calls=per_delivery(counter.workflow_calls),
         transact_items={p: n / deliveries for p, n in counter.transact_items.items()},
         invocations={f: n / deliveries for f, n in invocations.items()},
         log_bytes={p: n / deliveries for p, n in counter.log_bytes.items() if p != "setup"},

@@ -83,11 +83,13 @@ class WorkerDuration:
         }
 
 
-def measure(*, batches: int, package_prefix: str = "pkg_") -> WorkerDuration:
+def measure(
+    *, batches: int, package_prefix: str = "pkg_", workflow: str = DEFAULT_WORKFLOW
+) -> WorkerDuration:
     """One warm-up batch and ``batches`` timed batches of ten in one worker process,
-    for the demo MCP server's packages whose ids start with ``package_prefix``."""
-    # The default workflow (figure 7, docs/cost.md).
-    with worker_world(workflow=DEFAULT_WORKFLOW, mcp_latency_ms=MCP_LATENCY_MS) as stack:
+    for the demo MCP server's packages whose ids start with ``package_prefix``, with
+    ``workflow`` (the default one: figure 7, docs/cost.md)."""
+    with worker_world(workflow=workflow, mcp_latency_ms=MCP_LATENCY_MS) as stack:
         events = [stack.event(BATCH, package_prefix=package_prefix) for _ in range(batches + 1)]
         result, _wall = run_script(SCRIPT, stack.env, json.dumps(events))
     if result["failures"]:

@@ -68,7 +68,7 @@ def _figures(**changes: Any) -> dict[int, Figure]:
     }
     pipeline.update(changes.pop("pipeline", {}))
     worker.update(changes.pop("worker", {}))
-    details = {
+    details: dict[int, dict[str, Any]] = {
         2: {"canned": {"handler_us": {"median": 1000.0}}},
         3: {"receiver": {"receiver_ms": {"total_ms": {"median": 350.0}}}},
         7: pipeline,

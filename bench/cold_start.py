@@ -253,13 +253,13 @@ class WorkerWorld:
     mcp: RunningServer
     env: dict[str, str]  # the worker process's environment, Lambda-like
 
-    def event(self, batch: int) -> dict[str, Any]:
+    def event(self, batch: int, *, package_prefix: str = "pkg_") -> dict[str, Any]:
         """An SQS event of ``batch`` new deliveries (taken off the queue: the event holds
-        them)."""
+        them), for packages whose ids start with ``package_prefix`` (local/mcp_server.py)."""
         from bench.worker_mcp import _submit  # noqa: PLC0415
         from local.event_sources import sqs_event  # noqa: PLC0415
 
-        messages = _submit(self.world, self.mcp, batch)
+        messages = _submit(self.world, self.mcp, batch, prefix=package_prefix)
         for m in messages:
             self.world.sqs.delete_message(
                 QueueUrl=self.world.queue_url, ReceiptHandle=m["ReceiptHandle"]

@@ -8,17 +8,20 @@ reserved capacity.
 
 from __future__ import annotations
 
+import ast
 import copy
+import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from bench.report import Figure, Row, Target
-from bench.write_units import item_size
+from bench.write_units import WORKFLOW_PHASE, WORKFLOW_RECORD_PREFIXES, item_size
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.models import Outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -90,6 +93,15 @@ MCP_CALL_MS: Final = Quantity(300.0, "assumed: the partner MCP server answers in
 NOTIFY_MS: Final = Quantity(50.0, "assumed: the notification endpoint answers in 50 ms")
 S3_PUT_MS: Final = Quantity(20.0, "assumed: one small S3 PUT")
 EGRESS_BYTES: Final = Quantity(2500.0, "assumed: MCP request + notification sent, per delivery")
+# What figure 7 cannot see of the data sent out: TLS (a handshake per MCP session of a
+# batch of 10, about 30 B per record) and the receiver's answer to RelayLink through
+# API Gateway (status line, headers, a short JSON body).
+EGRESS_OVERHEAD_BYTES: Final = Quantity(
+    400.0, "assumed: TLS on the MCP requests and the receiver's HTTP answer, per delivery"
+)
+TTL_DELETION_LAG_DAYS: Final = Quantity(
+    2.0, "assumed: DynamoDB deletes an expired item within a few days of its TTL"
+)
 REFERENCE_CPU_MB: Final = 1769  # Lambda gives one full vCPU at 1,769 MB
 # The agent workflow's model tokens, shown apart from the pipeline (the default
 # workflow calls no model): a stated assumption, not a measurement.
@@ -126,6 +138,26 @@ BEFORE_USD_PER_MILLION: Final = {
     "Data transfer out": 0.210,
 }
 BEFORE_PIPELINE_AT_100M: Final = 19.70  # $ per 1 M at 100 M / month without the S3 archive
+# $ per 1 M at 100 M / month per component in the last committed run before the
+# pipeline was billed with the default workflow (docs/cost.md of commit 3917c4b: the
+# notify workflow's pipeline, 13 WRU, its effects' worker time and data inside).
+BEFORE_100M_COMMIT: Final = "3917c4b"
+BEFORE_USD_PER_MILLION_AT_100M: Final = {
+    "DynamoDB writes": 8.125,
+    "API Gateway HTTP API": 1.000,
+    "Lambda worker": 0.796,
+    "SQS": 0.483,
+    "CloudWatch Logs": 0.405,
+    "DynamoDB storage": 0.338,
+    "Lambda receiver": 0.293,
+    "DynamoDB point-in-time recovery": 0.270,
+    "DynamoDB reads": 0.250,
+    "Data transfer out": 0.210,
+    "CloudWatch metrics": 0.124,
+    "Lambda relay": 0.044,
+    "Secrets Manager": 0.012,
+    "KMS key": 0.010,
+}
 COLD_START_RATE: Final = Quantity(
     1 / 10_000, "assumed: one cold start per 10,000 receiver requests (steady traffic)"
 )
@@ -152,39 +184,89 @@ class DynamoDbInputs:
     """Every DynamoDB quantity the model bills, in one place.
 
     Attributes:
-        wru: write request units per delivery, by function (table + index writes).
+        wru: the pipeline's write request units per delivery, by function (table +
+            index writes), without the workflow's effect and step records.
         index_wru: of those, the index writes (all functions).
-        rru: read request units per delivery (all functions).
-        bytes_at_rest: stored per delivery, items + index entries, 100 B overhead each.
+        effect_wru: write units of the workflow's effect and step records per delivery
+            (billed as a workflow effect, outside the pipeline).
+        rru: read request units per delivery (all functions), without the workflow's.
+        effect_rru: read units of the workflow's records (its effect ledger's reads).
+        kinds_at_rest: the pipeline's items per delivery by kind (``inbox``, ``outbox``,
+            ...), bytes with DynamoDB's 100 B overhead per item.
+        effect_kinds_at_rest: the same for the workflow's effect and step records.
         source: where the figures come from.
     """
 
     wru: dict[str, float]
     index_wru: float
+    effect_wru: float
     rru: float
-    bytes_at_rest: float
+    effect_rru: float
+    kinds_at_rest: dict[str, float]
+    effect_kinds_at_rest: dict[str, float]
     source: str
 
     @property
     def wru_total(self) -> float:
         return sum(self.wru.values())
 
+    @property
+    def bytes_at_rest(self) -> float:
+        return sum(self.kinds_at_rest.values())
 
-def dynamodb_inputs(pipeline: dict[str, Any]) -> DynamoDbInputs:
-    """Figure 7's counts (``bench.pipeline_calls``: DynamoDB's capacity rules applied to
-    every call the functions made, item sizes of what stayed in the table)."""
+    @property
+    def effect_bytes_at_rest(self) -> float:
+        return sum(self.effect_kinds_at_rest.values())
+
+
+WORKFLOW_RECORD_KINDS: Final = (table_layout.KIND_EFFECT, "step")
+# Items at rest are counted by kind; the index entries of completed deliveries too.
+INDEX_ENTRY_KIND: Final = "listing index entry"
+# "receiver: Transact Put inbox (new, pending)": the function, then the record's sort key.
+_WRITE_LABEL: Final = re.compile(r"^(?P<function>[^:]+): (?:Transact )?\S+ (?P<record>\S+) \(")
+
+
+def _workflow_record(record: str) -> bool:
+    return record.startswith(WORKFLOW_RECORD_PREFIXES)
+
+
+def dynamodb_inputs(pipeline: dict[str, Any], write_units: dict[str, Any]) -> DynamoDbInputs:
+    """Write units from figure 11 (the default workflow, metered from the items each write
+    changed), reads and item sizes from figure 7 (the same pipeline, more deliveries).
+    The workflow's effect and step records are split off: they are what the workflow
+    does, not what carrying a delivery costs."""
+    wru: dict[str, float] = {}
+    index_wru = effect_wru = 0.0
+    for row in write_units["writes_per_delivery"]:
+        found = _WRITE_LABEL.match(row["write"])
+        function = row.get("function") or (found["function"] if found else "?")
+        record = row.get("record") or (found["record"] if found else "?")
+        units = row["table_wru"] + row["index_wru"]
+        if _workflow_record(record):
+            effect_wru += units
+            continue
+        wru[function] = wru.get(function, 0.0) + units
+        index_wru += row["index_wru"]
     capacity: dict[str, dict[str, float]] = pipeline["dynamodb_capacity_units_per_delivery"]
     items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
-    item_bytes = sum(k["count_per_delivery"] * (k["mean_bytes"] + 100) for k in items.values())
+
+    stored = {k: v["count_per_delivery"] * (v["mean_bytes"] + 100) for k, v in items.items()}
     # The state index is sparse and keys-only: at rest a completed delivery keeps one
-    # keys-only entry under the completed label (table keys, state_shard, listed_at).
-    index_bytes = _completed_entry_bytes() + 100
+    # keys-only entry under the completed label (table keys, state_shard, listed_at),
+    # for as long as its inbox item.
+    stored[INDEX_ENTRY_KIND] = _completed_entry_bytes() + 100
     return DynamoDbInputs(
-        wru={f: c.get("table_wru", 0) + c.get("index_wru", 0) for f, c in capacity.items()},
-        index_wru=sum(c.get("index_wru", 0) for c in capacity.values()),
-        rru=sum(c.get("rru", 0) for c in capacity.values()),
-        bytes_at_rest=item_bytes + index_bytes,
-        source="measured: figure 7 (model of DynamoDB's rules)",
+        wru=wru,
+        index_wru=index_wru,
+        effect_wru=effect_wru,
+        rru=sum(c.get("rru", 0) for f, c in capacity.items() if f != WORKFLOW_PHASE),
+        effect_rru=capacity.get(WORKFLOW_PHASE, {}).get("rru", 0.0),
+        kinds_at_rest={k: v for k, v in stored.items() if k not in WORKFLOW_RECORD_KINDS},
+        effect_kinds_at_rest={k: v for k, v in stored.items() if k in WORKFLOW_RECORD_KINDS},
+        source=(
+            "measured: write units figure 11 (default workflow, metered by DynamoDB's "
+            "rules), reads and item sizes figure 7"
+        ),
     )
 
 
@@ -202,9 +284,42 @@ def _completed_entry_bytes() -> int:
     )
 
 
-# Figures measured elsewhere (e.g. a data model's own count of write units) replace
-# figure 7's here; None: figure 7's.
-DYNAMODB_OVERRIDE: Final[DynamoDbInputs | None] = None
+# What an access-log line of the HTTP API stage holds for an accepted delivery, by
+# variable (the rest of the line is infra/receiver.py's format, as deployed).
+ACCESS_LOG_SAMPLE: Final = {
+    "$context.requestId": "Jk2LmhzxoAMEbXw=",
+    "$context.extendedRequestId": "Jk2LmhzxoAMEbXw=",
+    "$context.requestTimeEpoch": "1796346007819",
+    "$context.httpMethod": "POST",
+    "$context.routeKey": "POST /relaylink",
+    "$context.status": "202",
+    "$context.protocol": "HTTP/1.1",
+    "$context.responseLength": "40",
+    "$context.responseLatency": "25",
+    "$context.integrationStatus": "200",
+    "$context.integrationLatency": "24",
+    "$context.error.message": "-",
+    "$context.identity.sourceIp": "203.0.113.120",
+    "$context.identity.userAgent": "RelayLink-Webhooks/1.0",
+}
+
+
+def access_log_bytes() -> Quantity:
+    """One access-log line of the receiver's HTTP API stage: the deployed format
+    (``ACCESS_LOG_FIELDS`` of infra/receiver.py, read without importing CDK) with
+    :data:`ACCESS_LOG_SAMPLE`'s values."""
+    tree = ast.parse((REPO_ROOT / "infra" / "receiver.py").read_text(encoding="utf-8"))
+    fields = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "ACCESS_LOG_FIELDS" for t in node.targets)
+    )
+    line = json.dumps({name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in fields.items()})
+    return Quantity(
+        float(len(line.encode()) + 1),
+        "assumed: infra/receiver.py's access-log format with an accepted delivery's values",
+    )
 
 
 def _alarm_count() -> int:
@@ -253,7 +368,24 @@ class Model:
         self.capacity: dict[str, dict[str, float]] = pipeline[
             "dynamodb_capacity_units_per_delivery"
         ]
-        self.dynamodb = DYNAMODB_OVERRIDE or dynamodb_inputs(pipeline)
+        self.dynamodb = dynamodb_inputs(pipeline, figures[11].details)
+        self.workflow: str = pipeline.get("workflow", "notify")
+        applied = pipeline.get("notify_applications", {}).get("total", 0)
+        # Runs before the field existed measured the notify workflow: one per delivery.
+        self.notifications: float = pipeline.get(
+            "notifications_per_delivery", 1.0 if applied or "workflow" not in pipeline else 0.0
+        )
+        measured_egress = pipeline.get("mcp_request_bytes_per_delivery")
+        self.egress = (
+            Quantity(
+                measured_egress + EGRESS_OVERHEAD_BYTES.value,
+                f"measured: figure 7, {measured_egress:,.0f} B sent to the MCP server per "
+                f"delivery; + {EGRESS_OVERHEAD_BYTES.value:,.0f} B "
+                f"({EGRESS_OVERHEAD_BYTES.source})",
+            )
+            if measured_egress is not None
+            else EGRESS_BYTES
+        )
         self.log_bytes: dict[str, float] = pipeline["log_bytes_per_delivery"]
         self.items: dict[str, dict[str, float]] = pipeline["items_at_rest"]
         self.archive_bytes: float = pipeline["archive_bytes_per_delivery"]
@@ -268,10 +400,20 @@ class Model:
             "measured: figure 8, the worker process's CPU time per message in a batch of "
             f"{worker['batch_size']} (this machine's CPU)",
         )
+        # Without the workflow's work (runs before figure 8 measured it: all of it).
+        bare = worker.get("no_workflow", worker)
+        self.worker_bare_cpu_ms = Quantity(
+            min(bare["cpu_ms_per_message"]["median"], self.worker_cpu_ms.value),
+            "measured: figure 8, the same with a workflow that does nothing",
+        )
+        self.workflow_calls: dict[str, float] = pipeline.get("workflow_calls_per_delivery", {}).get(
+            "worker", {}
+        )
         self.worker_rss_mb = float(worker["max_rss_mb"])
         cold = figures[3].details["receiver"]["receiver_ms"]
         self.cold_ms = Quantity(cold["total_ms"]["median"], "measured: figure 3, receiver total")
         self.alarms = _alarm_count()
+        self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
 
     def _cpu_scale(self, function: str) -> float:
@@ -282,24 +424,35 @@ class Model:
         cpu = self.receiver_cpu_ms.value * self._cpu_scale("receiver")
         return math.ceil(cpu + DYNAMODB_WRITE_MS.value)  # billed in whole milliseconds
 
-    def worker_wait_ms(self, batch: float) -> float:
+    def worker_wait_ms(self, batch: float, *, effects: bool = True) -> float:
         """A batch's waiting: one message's calls one after another, the messages side by
         side. In a batch of more than one, the first message to a server fetches alone
-        (it probes the server for the others), so two MCP answers are waited for."""
-        calls = self.calls["worker"]
-        dynamodb_calls = sum(n for op, n in calls.items() if op.startswith("dynamodb."))
+        (it probes the server for the others), so two MCP answers are waited for.
+        ``effects=False``: without the calls made for the workflow's effects."""
+
+        def dynamodb(calls: dict[str, float]) -> float:
+            return sum(n for op, n in calls.items() if op.startswith("dynamodb."))
+
+        effect_calls = dynamodb(self.workflow_calls)
+        pipeline = MCP_CALL_MS.value * (2 if batch > 1 else 1) + DYNAMODB_CALL_MS.value * (
+            dynamodb(self.calls["worker"]) - effect_calls
+        )
+        if not effects:
+            return pipeline
         return (
-            MCP_CALL_MS.value * (2 if batch > 1 else 1)
-            + NOTIFY_MS.value
-            + S3_PUT_MS.value * calls.get("s3.PutObject", 0)
-            + DYNAMODB_CALL_MS.value * dynamodb_calls
+            pipeline
+            + NOTIFY_MS.value * self.notifications
+            + S3_PUT_MS.value * self.calls["worker"].get("s3.PutObject", 0)
+            + DYNAMODB_CALL_MS.value * effect_calls
         )
 
-    def worker_batch_ms(self, batch: float) -> float:
+    def worker_batch_ms(self, batch: float, *, effects: bool = True) -> float:
         """Billed time of one invocation: the waiting, plus every message's CPU time
-        (threads share the function's CPU share), none of it assumed to overlap."""
-        cpu = batch * self.worker_cpu_ms.value * self._cpu_scale("worker")
-        return self.worker_wait_ms(batch) + cpu
+        (threads share the function's CPU share), none of it assumed to overlap.
+        ``effects=False``: the pipeline's part, without the workflow's work."""
+        cpu_ms = self.worker_cpu_ms if effects else self.worker_bare_cpu_ms
+        cpu = batch * cpu_ms.value * self._cpu_scale("worker")
+        return self.worker_wait_ms(batch, effects=effects) + cpu
 
     def worker_ms_per_message(self, batch: float = WORKER_BATCH) -> float:
         return self.worker_batch_ms(batch) / batch
@@ -307,8 +460,28 @@ class Model:
     def worker_gb_s_per_delivery(self, batch: float = WORKER_BATCH) -> float:
         return self.worker_ms_per_message(batch) / 1000 * self.memory["worker"] / 1024
 
-    def relay_ms_per_record(self) -> float:
-        return DYNAMODB_CALL_MS.value * self.calls["relay"].get("sqs.SendMessage", 1)
+    def lifetime_days(self, kind: str) -> float:
+        """How long a record of ``kind`` is stored: its TTL, plus DynamoDB's lag in
+        deleting expired items."""
+        if kind == table_layout.KIND_OUTBOX:
+            ttl_days = table_layout.OUTBOX_TTL_SECONDS / 86_400
+        else:
+            ttl_days = self.config["inbox_retention_days"]
+        return ttl_days + TTL_DELETION_LAG_DAYS.value
+
+    def byte_months(self, kinds: dict[str, float]) -> float:
+        """Bytes x months stored per delivery (a month's deliveries at rest, steady state)."""
+        return sum(size * self.lifetime_days(kind) / 30 for kind, size in kinds.items())
+
+    def relay_sends(self, records: float) -> float:
+        """SQS requests for one relay invocation of ``records``: one per record, or one
+        per ten when the relay batches (figure 7 shows which call it makes)."""
+        if "sqs.SendMessageBatch" in self.calls["relay"]:
+            return float(math.ceil(records / SEND_BATCH_LIMIT))
+        return records * self.calls["relay"].get("sqs.SendMessage", 1)
+
+    def relay_batch_ms(self, records: float) -> float:
+        return 20 + DYNAMODB_CALL_MS.value * self.relay_sends(records)
 
     def lines(self, deliveries: int) -> list[Line]:
         d = deliveries
@@ -340,8 +513,10 @@ class Model:
         }
         seconds = {
             "receiver": d * self.receiver_ms() / 1000,
-            "relay": invocations["relay"] * (20 + relay_batch * self.relay_ms_per_record()) / 1000,
-            "worker": invocations["worker"] * self.worker_batch_ms(worker_batch) / 1000,
+            "relay": invocations["relay"] * self.relay_batch_ms(relay_batch) / 1000,
+            "worker": invocations["worker"]
+            * self.worker_batch_ms(worker_batch, effects=False)
+            / 1000,
             "reconciler": invocations["reconciler"] * 0.2,
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
@@ -356,6 +531,23 @@ class Model:
                 f"{invocations[function]:,.0f} invocations, {gb_s:,.0f} GB-s "
                 f"({self.memory[function]} MB)",
             )
+        effect_gb_s = (
+            invocations["worker"]
+            * (
+                self.worker_batch_ms(worker_batch)
+                - self.worker_batch_ms(worker_batch, effects=False)
+            )
+            / 1000
+            * self.memory["worker"]
+            / 1024
+        )
+        add(
+            "Lambda worker time of the effects",
+            WORKFLOW_EFFECTS,
+            effect_gb_s * PRICES["lambda_arm_gbs"].usd,
+            f"{effect_gb_s:,.0f} GB-s: the {self.workflow} workflow's CPU time (figure 8, "
+            "beside a workflow that does nothing) and its calls' waits",
+        )
         cold_gbs = (
             d * COLD_START_RATE.value * self.cold_ms.value / 1000 * self.memory["receiver"] / 1024
         )
@@ -373,7 +565,15 @@ class Model:
             "DynamoDB writes (table + state index)",
             "DynamoDB",
             d * wru / 1e6 * PRICES["ddb_wru"].usd,
-            f"{wru:g} WRU per delivery",
+            f"{wru:g} WRU per delivery (figure 11, without the workflow's effect records)",
+        )
+        effect_wru = self.dynamodb.effect_wru
+        add(
+            "DynamoDB effect records (writes)",
+            WORKFLOW_EFFECTS,
+            d * effect_wru / 1e6 * PRICES["ddb_wru"].usd,
+            f"{effect_wru:g} WRU per delivery (figure 11: the {self.workflow} workflow's "
+            "effect and step records)",
         )
         add(
             "DynamoDB reads",
@@ -381,14 +581,25 @@ class Model:
             d * rru / 1e6 * PRICES["ddb_rru"].usd,
             f"{rru:g} RRU per delivery",
         )
+        effect_rru = self.dynamodb.effect_rru
+        add(
+            "DynamoDB effect records (reads)",
+            WORKFLOW_EFFECTS,
+            d * effect_rru / 1e6 * PRICES["ddb_rru"].usd,
+            f"{effect_rru:g} RRU per delivery (the effect ledger's reads, figure 7)",
+        )
         retention_months = self.config["inbox_retention_days"] / 30
-        stored_gb = d * retention_months * self.dynamodb.bytes_at_rest / GB
+        stored_gb = d * self.byte_months(self.dynamodb.kinds_at_rest) / GB
+        lifetimes = ", ".join(
+            f"{kind} {self.lifetime_days(kind):g}" for kind in self.dynamodb.kinds_at_rest
+        )
         add(
             "DynamoDB storage (retention period)",
             "DynamoDB",
             stored_gb * PRICES["ddb_storage"].usd,
             f"{stored_gb:,.1f} GB at rest ({self.dynamodb.bytes_at_rest:,.0f} B per delivery "
-            "incl. 100 B/item overhead and its keys-only entry in the state index)",
+            f"incl. 100 B/item overhead and a completed delivery's keys-only index entry, "
+            f"kept for days: {lifetimes})",
         )
         add(
             "DynamoDB point-in-time recovery",
@@ -396,16 +607,24 @@ class Model:
             stored_gb * PRICES["ddb_pitr"].usd,
             f"{stored_gb:,.1f} GB",
         )
+        effect_gb = d * self.byte_months(self.dynamodb.effect_kinds_at_rest) / GB
+        add(
+            "DynamoDB effect records (storage + point-in-time recovery)",
+            WORKFLOW_EFFECTS,
+            effect_gb * (PRICES["ddb_storage"].usd + PRICES["ddb_pitr"].usd),
+            f"{effect_gb:,.1f} GB ({self.dynamodb.effect_bytes_at_rest:,.0f} B per delivery)",
+        )
         add("DynamoDB Streams (read by the relay's trigger)", "DynamoDB", 0.0, "free for Lambda")
 
         # SQS: the relay's send, the event-source mapping's receive and delete per batch.
-        sends = d * self.calls["relay"].get("sqs.SendMessage", 1)
+        sends = invocations["relay"] * self.relay_sends(relay_batch)
         polls = d / worker_batch * 2 + SQS_EMPTY_RECEIVES_PER_MONTH.value
         add(
             "SQS",
             "SQS",
             (sends + polls) / 1e6 * PRICES["sqs"].usd,
-            f"{sends + polls:,.0f} requests",
+            f"{sends + polls:,.0f} requests ({sends:,.0f} relay sends, {relay_batch:.1f} "
+            "records per relay batch)",
         )
 
         # S3 archive (the default workflow keeps the package for the retention period).
@@ -425,14 +644,17 @@ class Model:
         )
 
         # CloudWatch: logs (measured bytes), metrics, alarms, dashboard; X-Ray.
-        log_gb = d * sum(self.log_bytes.values()) / GB
+        function_bytes = sum(self.log_bytes.values())
+        log_bytes = function_bytes + self.access_log_bytes.value
+        log_gb = d * log_bytes / GB
         log_usd = _tiered(log_gb, [(10_240, PRICES["logs_ingest"].usd), (math.inf, 0.25)])
         retention = self.config["log_retention_days"] / 30
         add(
             "CloudWatch Logs ingestion + storage",
             "CloudWatch",
             log_usd + log_gb * retention * PRICES["logs_storage"].usd,
-            f"{log_gb:,.1f} GB ({sum(self.log_bytes.values()):,.0f} B per delivery)",
+            f"{log_gb:,.1f} GB ({log_bytes:,.0f} B per delivery: the functions' "
+            f"{function_bytes:,.0f}, the HTTP API's access log {self.access_log_bytes.value:,.0f})",
         )
         add(
             "CloudWatch metrics (EMF), alarms, dashboard",
@@ -468,9 +690,9 @@ class Model:
             f"{setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS} s)",
         )
         add("KMS key of the alarm topic", "Other", PRICES["kms_key"].usd, "1 key")
-        egress_gb = d * EGRESS_BYTES.value / GB
+        egress_gb = d * self.egress.value / GB
         add(
-            "Data transfer out (MCP, notifications)",
+            "Data transfer out (MCP requests, the receiver's answers)",
             "Other",
             egress_gb * PRICES["egress"].usd,
             f"{egress_gb:,.1f} GB",
@@ -553,16 +775,21 @@ TARGETS_FIGURE: Final = 9
 def targets_figure(figures: list[Figure]) -> Figure:
     """Figure 9: the cost targets, from the model fed by this run's figures."""
     model = Model({f.number: f for f in figures}, stack_config())
-    pipeline = model.pipeline_usd(TARGET_VOLUME) / (TARGET_VOLUME / 1e6)
+    per_m = TARGET_VOLUME / 1e6
+    pipeline = model.pipeline_usd(TARGET_VOLUME) / per_m
+    bill = model.lines(TARGET_VOLUME)
+    effects = sum(x.usd_per_month for x in bill if x.group == WORKFLOW_EFFECTS) / per_m
+    tokens = sum(x.usd_per_month for x in bill if x.group == MODEL_TOKENS) / per_m
     gb_s = model.worker_gb_s_per_delivery()
     traced = model_with_tracing(model)
     return Figure(
         TARGETS_FIGURE,
         "Cost targets (docs/cost.md)",
-        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8) and the "
+        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8, 11) and the "
         "stated assumptions (in-region AWS latencies, a 300 ms MCP answer), at the "
-        "stack's defaults. The pipeline: every AWS line of the bill except what the "
-        "workflow itself does (the default workflow's S3 archive) and model tokens. The "
+        "stack's defaults. The pipeline: every AWS line of the bill for the default "
+        f"workflow (`{model.workflow}`) except what the workflow itself does (its S3 "
+        "archive, its effect records) and model tokens, which are rows of their own. The "
         f"worker: a full batch of {WORKER_BATCH} messages run concurrently, billed as its "
         "waiting plus every message's CPU time at the worker's memory.",
         [
@@ -571,6 +798,18 @@ def targets_figure(figures: list[Figure]) -> Figure:
                 "$",
                 value=round(pipeline, 3),
                 target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
+            ),
+            Row(
+                "workflow effects per 1 M deliveries at 100 M / month (default workflow)",
+                "$",
+                value=round(effects, 3),
+            ),
+            Row(
+                f"model tokens per 1 M deliveries (agent workflow, "
+                f"{MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens at "
+                f"${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000, assumed)",
+                "$",
+                value=round(tokens, 2),
             ),
             Row(
                 "the same with tracing on (Lambda's default sampling)",
@@ -596,7 +835,12 @@ def targets_figure(figures: list[Figure]) -> Figure:
             Row(
                 "DynamoDB write request units per delivery, as billed here",
                 "WRU",
-                value=model.dynamodb.wru_total,
+                value=round(model.dynamodb.wru_total, 3),
+            ),
+            Row(
+                "DynamoDB write request units per delivery of the workflow's effect records",
+                "WRU",
+                value=round(model.dynamodb.effect_wru, 3),
             ),
         ],
         notes=[
@@ -610,19 +854,26 @@ def targets_figure(figures: list[Figure]) -> Figure:
 
 
 def _pipeline_bound(model: Model) -> str:
-    """What the pipeline's cost is made of at the target volume, and DynamoDB's part."""
+    """What the pipeline's cost is made of at the target volume, and what bounds it."""
     per_m = TARGET_VOLUME / 1e6
     bill = [
         x for x in model.lines(TARGET_VOLUME) if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
     ]
     ranked = sorted(bill, key=lambda x: -x.usd_per_month)[:3]
     top = ", ".join(f"{x.component} {_usd(x.usd_per_month / per_m)}" for x in ranked)
-    at_nine = copy.copy(model)
-    at_nine.dynamodb = replace(model.dynamodb, wru={"all": 9.0})
+    total = sum(x.usd_per_month for x in bill) / per_m
+    writes = next(x for x in bill if x.component.startswith("DynamoDB writes")).usd_per_month
+    fixed_by_requests = sum(x.usd_per_month for x in bill if x.component == "API Gateway HTTP API")
+    verdict = (
+        f"met with {_usd(TARGET_PIPELINE_USD_PER_MILLION_AT_100M - total)} to spare"
+        if total <= TARGET_PIPELINE_USD_PER_MILLION_AT_100M
+        else f"missed by {_usd(total - TARGET_PIPELINE_USD_PER_MILLION_AT_100M)}"
+    )
     return (
-        f"At 100 M / month the largest lines per 1 M are {top}. With 9 WRU per delivery "
-        f"(the data model's target) instead of {model.dynamodb.wru_total:g}, the pipeline "
-        f"would cost {_usd(at_nine.pipeline_usd(TARGET_VOLUME) / per_m)} per 1 M."
+        f"At 100 M / month the largest lines per 1 M are {top}; the target is {verdict}. "
+        f"DynamoDB writes ({model.dynamodb.wru_total:g} WRU, {_usd(writes / per_m)}) and "
+        f"API Gateway's per-request price ({_usd(fixed_by_requests / per_m)}) are "
+        f"{100 * (writes + fixed_by_requests) / per_m / total:.0f} % of it."
     )
 
 
@@ -649,9 +900,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "",
         "## Dollars per million deliveries",
         "",
-        "A delivery: one accepted `package.received`, processed once by the default "
-        "workflow (archive to S3, one notification). Variable cost at 1 M deliveries a "
-        "month, per million; the fixed monthly items (alarms, metrics, dashboard, "
+        f"A delivery: one accepted `package.received`, processed once by the default "
+        f"workflow (`{model.workflow}`: the package archived to S3). Variable cost at 1 M "
+        "deliveries a month, per million; the fixed monthly items (alarms, metrics, dashboard, "
         "secrets, key) are listed at the end of the same table (the SQS line includes "
         "the event-source mapping's idle polling). The workflow's own effects and model "
         "tokens are lines of their own, outside the pipeline's total.",
@@ -739,7 +990,10 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         )
         lines.append(f"- **{_volume(v)} / month:** {top}.")
     lines += _reading(model, bills)
-    lines += _before_after(bills[VOLUMES[0]])
+    lines += _before_after(bills[VOLUMES[0]], bills[TARGET_VOLUME])
+    effect_wait_ms = model.worker_wait_ms(WORKER_BATCH) - model.worker_wait_ms(
+        WORKER_BATCH, effects=False
+    )
     lines += [
         "",
         "## Inputs",
@@ -752,15 +1006,21 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{DYNAMODB_WRITE_MS.value:.0f} ms ({DYNAMODB_WRITE_MS.source}) |",
         f"| worker billed duration per batch of {WORKER_BATCH} | "
         f"{model.worker_batch_ms(WORKER_BATCH):.0f} ms "
-        f"({model.worker_ms_per_message():.0f} ms per message) | waits "
-        f"{model.worker_wait_ms(WORKER_BATCH):.0f} ms (messages side by side; two MCP "
-        f"answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), the first message "
-        f"probing the server; notification {NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), "
-        f"S3 {S3_PUT_MS.value:.0f} ms, {DYNAMODB_CALL_MS.value:.0f} ms per DynamoDB call) + "
-        f"{WORKER_BATCH} x CPU {model.worker_cpu_ms.value:.1f} ms "
-        f"({model.worker_cpu_ms.source}) x {model._cpu_scale('worker'):.1f} (CPU share at "
-        f"{model.memory['worker']} MB); a batch of one: "
-        f"{model.worker_batch_ms(1):.0f} ms |",
+        f"({model.worker_ms_per_message():.0f} ms per message), of which the pipeline's "
+        f"{model.worker_batch_ms(WORKER_BATCH, effects=False):.0f} ms | the pipeline: "
+        f"waits {model.worker_wait_ms(WORKER_BATCH, effects=False):.0f} ms (messages side "
+        f"by side; two MCP answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), "
+        f"the first message probing the server; {DYNAMODB_CALL_MS.value:.0f} ms per "
+        f"DynamoDB call) + {WORKER_BATCH} x CPU {model.worker_bare_cpu_ms.value:.1f} ms "
+        f"({model.worker_bare_cpu_ms.source}); the {model.workflow} workflow's effects: "
+        f"waits {effect_wait_ms:.0f} ms "
+        f"(S3 {S3_PUT_MS.value:.0f} ms per PUT, {model.notifications:g} notification(s) of "
+        f"{NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), its records' DynamoDB calls) + "
+        f"{WORKER_BATCH} x CPU "
+        f"{model.worker_cpu_ms.value - model.worker_bare_cpu_ms.value:.1f} ms (figure 8: "
+        f"{model.worker_cpu_ms.value:.1f} ms with it, {model.worker_cpu_ms.source}); CPU "
+        f"x {model._cpu_scale('worker'):.1f} (CPU share at {model.memory['worker']} MB); a "
+        f"batch of one: {model.worker_batch_ms(1):.0f} ms |",
         f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
@@ -777,14 +1037,21 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     lines += [
         f"| DynamoDB per delivery | WRU {model.dynamodb.wru_total:g} ({wru_text}; "
         f"{model.dynamodb.index_wru:g} of them index writes), RRU {model.dynamodb.rru:g}, "
-        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
-        f"| log bytes per delivery | {log_text} | measured: figure 7 |",
+        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest; the workflow's records: WRU "
+        f"{model.dynamodb.effect_wru:g}, RRU {model.dynamodb.effect_rru:g}, "
+        f"{model.dynamodb.effect_bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
+        f"| log bytes per delivery | {log_text}; HTTP API access log "
+        f"{model.access_log_bytes.value:,.0f} | measured: figure 7; "
+        f"{model.access_log_bytes.source} |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
-        f"| retention | inbox {config['inbox_retention_days']} days, logs "
-        f"{config['log_retention_days']} days | infra/config.py defaults |",
+        f"| retention | inbox {config['inbox_retention_days']} days, outbox "
+        f"{table_layout.OUTBOX_TTL_SECONDS // 3600} h, logs {config['log_retention_days']} "
+        f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
+        f"item | infra/config.py defaults, functions/core/table_layout.py; "
+        f"{TTL_DELETION_LAG_DAYS.source} |",
         f"| cold starts | {COLD_START_RATE.value:g} per request x {model.cold_ms.value:.0f} ms "
         f"| {COLD_START_RATE.source}; {model.cold_ms.source} |",
-        f"| data transfer out | {EGRESS_BYTES.value:,.0f} B per delivery | {EGRESS_BYTES.source} |",
+        f"| data transfer out | {model.egress.value:,.0f} B per delivery | {model.egress.source} |",
         f"| idle SQS polling | {SQS_EMPTY_RECEIVES_PER_MONTH.value:,.0f} receives / month "
         f"| {SQS_EMPTY_RECEIVES_PER_MONTH.source} |",
         f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per delivery "
@@ -801,16 +1068,44 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _before_after(bill: list[Line]) -> list[str]:
-    """One line per component: $ per 1 M at 1 M / month, before and in this run."""
+def _before_after(bill: list[Line], at_target: list[Line]) -> list[str]:
+    """One line per component, before and in this run: $ per 1 M at 1 M / month against
+    the issue's starting point, and at 100 M / month against the last committed run."""
+
+    def after(lines: list[Line], prefix: str) -> float:
+        # A component's own line(s); a workflow effect only where it is the component.
+        return sum(
+            x.usd_per_month
+            for x in lines
+            if x.component.startswith(prefix)
+            and (x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS) or x.component == prefix)
+        )
+
     out = [
         "",
         f"## Before → after (per 1 M deliveries at 1 M / month; before: commit {BEFORE_COMMIT})",
         "",
     ]
     for prefix, before in BEFORE_USD_PER_MILLION.items():
-        after = sum(x.usd_per_month for x in bill if x.component.startswith(prefix))
-        out.append(f"- {prefix}: {_usd(before)} → {_usd(after)}")
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(bill, prefix))}")
+    per_m = TARGET_VOLUME / 1e6
+    effects = sum(x.usd_per_month for x in at_target if x.group == WORKFLOW_EFFECTS) / per_m
+    out += [
+        "",
+        f"Per 1 M deliveries at 100 M / month, before: commit {BEFORE_100M_COMMIT}, whose "
+        "pipeline was the notify workflow's with its effects' DynamoDB records, worker time "
+        "and data inside; after: the default workflow's pipeline, its effects on lines of "
+        "their own.",
+        "",
+    ]
+    for prefix, before in BEFORE_USD_PER_MILLION_AT_100M.items():
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(at_target, prefix) / per_m)}")
+    pipeline = _pipeline(at_target) / per_m
+    out += [
+        f"- **pipeline total: {_usd(sum(BEFORE_USD_PER_MILLION_AT_100M.values()))} → "
+        f"{_usd(pipeline)}**",
+        f"- workflow effects (outside the total): inside the pipeline's lines → {_usd(effects)}",
+    ]
     return out
 
 
@@ -819,6 +1114,9 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
 
     def usd(volume: int, component: str) -> float:
         return sum(x.usd_per_month for x in bills[volume] if x.component.startswith(component))
+
+    def exact(volume: int, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.component == component)
 
     dynamodb = model.dynamodb
     low, mid, high = VOLUMES
@@ -836,8 +1134,10 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
         "Lambda's default sampling (1 request/s and 5 % above it, per function) it would "
         f"add {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at that "
         "volume.",
-        f"- **The worker's Lambda time** ({_usd(usd(mid, 'Lambda worker') / (mid / 1e6))} "
-        f"per 1 M at 100 M / month) runs a batch's messages side by side: a full batch "
+        f"- **The worker's Lambda time** ({_usd(exact(mid, 'Lambda worker') / (mid / 1e6))} "
+        f"per 1 M at 100 M / month for the pipeline, "
+        f"{_usd(exact(mid, 'Lambda worker time of the effects') / (mid / 1e6))} for the "
+        "workflow's effects) runs a batch's messages side by side: a full batch "
         f"bills {model.worker_ms_per_message():.0f} ms per message at "
         f"{model.memory['worker']} MB, against 526 ms at 512 MB when they ran one after "
         "another. At 1 M / month batches hold about one message, so each bills the whole "
@@ -866,9 +1166,10 @@ def model_with_tracing(model: Model) -> Model:
 def _limits(model: Model, config: dict[str, Any]) -> list[str]:
     worker_s = model.worker_ms_per_message() / 1000
     worker_rps = config["worker_max_concurrency"] / worker_s
-    wru = model.dynamodb.wru_total
+    # The table's quota sees every write, the workflow's effect records too.
+    wru = model.dynamodb.wru_total + model.dynamodb.effect_wru
 
-    batch_ms = 20 + event_source_limits.RELAY_BATCH_SIZE * model.relay_ms_per_record()
+    batch_ms = model.relay_batch_ms(event_source_limits.RELAY_BATCH_SIZE)
     relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms
 
     def per_month(rps: float) -> float:
@@ -921,10 +1222,11 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
         "it) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
-        f"{event_source_limits.RELAY_BATCH_SIZE}, one SQS send per record | ~{relay_rps:.0f} "
+        f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "
+        f"{SEND_BATCH_LIMIT} records | ~{relay_rps:.0f} "
         "records/s per shard; shards follow table partitions, so more traffic brings "
         "more shards | `parallelization_factor` on the stream event source (up to 10), "
-        "`event_source_limits.RELAY_BATCH_SIZE`, or `SendMessageBatch` in the relay |",
+        "`event_source_limits.RELAY_BATCH_SIZE` |",
         "| SQS standard queue: nearly unlimited throughput; 120,000 in-flight messages | "
         "only if the worker falls behind by more than 120,000 messages | scale the worker "
         "(above); the queue's retention (the backlog's time budget) |",

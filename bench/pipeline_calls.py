@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -21,12 +22,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import boto3
+from aws_lambda_powertools.logging.filters import SuppressFilter
 
 from bench.output import redirect_output
 from bench.receiver_rig import offline_environment
 from bench.worker_mcp import MCP_TOKEN
-from bench.write_units import WriteMeter, WriteUnits, item_size
-from functions.core import env_keys, table_layout
+from bench.write_units import (
+    WORKFLOW_PHASE,
+    WORKFLOW_RECORD_PREFIXES,
+    WriteMeter,
+    WriteUnits,
+    item_size,
+)
+from functions.core import env_keys, metric_names, table_layout
+from functions.core.setting_defaults import DEFAULT_WORKFLOW
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
@@ -62,13 +71,19 @@ class PhaseCounter:
         self._lock = threading.Lock()
         self.phase = "setup"
         self.calls: Counter[tuple[str, str, str]] = Counter()  # (phase, service, operation)
+        # Of those, the calls made for the workflow's effects: its effect and step
+        # records, and its objects (the pipeline itself never calls S3).
+        self.workflow_calls: Counter[tuple[str, str, str]] = Counter()
         self.transact_items: Counter[str] = Counter()  # phase -> items in transactions
         self.log_bytes: Counter[str] = Counter()
         self.units: dict[str, defaultdict[str, float]] = {}  # phase -> capacity units
 
     def on_call(self, model: OperationModel, **_: object) -> None:
+        service = model.service_model.service_name
         with self._lock:
-            self.calls[(self.phase, model.service_model.service_name, model.name)] += 1
+            self.calls[(self.phase, service, model.name)] += 1
+            if service == "s3":
+                self.workflow_calls[(self.phase, service, model.name)] += 1
 
     def on_transact(self, params: dict[str, Any], **_: Any) -> None:
         with self._lock:
@@ -80,14 +95,21 @@ class PhaseCounter:
     def on_dynamodb(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
         if operation in ("PutItem", "UpdateItem", "DeleteItem", "GetItem", "Query"):
+            workflow = _workflow_record(params)
             with self._lock:
-                self._capacity(operation.removesuffix("Item"), params)
+                # A workflow record's reads are the workflow's (its effect ledger's).
+                self._capacity(
+                    operation.removesuffix("Item"), params, WORKFLOW_PHASE if workflow else None
+                )
+                if workflow:
+                    self.workflow_calls[(self.phase, "dynamodb", operation)] += 1
 
-    def _capacity(self, action: str, request: dict[str, Any]) -> None:
+    def _capacity(self, action: str, request: dict[str, Any], phase: str | None = None) -> None:
         """Read units of one request: 0.5 RRU eventually consistent, 1 strongly consistent
-        (items under 4 KB). Write units come from :class:`bench.write_units.WriteMeter`,
-        which sees the items each write changed."""
-        units = self.units.setdefault(self.phase, defaultdict(float))
+        (items under 4 KB), counted for ``phase`` (the running function's by default).
+        Write units come from :class:`bench.write_units.WriteMeter`, which sees the items
+        each write changed."""
+        units = self.units.setdefault(phase or self.phase, defaultdict(float))
         if action in ("Get", "Query"):
             units["rru"] += 1.0 if request.get("ConsistentRead") else 0.5
 
@@ -102,12 +124,15 @@ class PhaseCounter:
 class PipelineCalls:
     deliveries: int
     calls: dict[str, dict[str, float]]  # function -> "service.Operation" -> per delivery
+    workflow_calls: dict[str, dict[str, float]]  # of those, the workflow's effects'
     transact_items: dict[str, float]  # function -> transaction items per delivery
     invocations: dict[str, float]  # function -> Lambda invocations per delivery
     log_bytes: dict[str, float]  # function -> log bytes per delivery
     items: dict[str, dict[str, float]]  # item kind -> {"count", "mean_bytes", "max_bytes"}
     archive_bytes: float  # S3 object bytes per delivery
     mcp_requests: float  # per delivery
+    mcp_request_bytes: float  # per delivery: what the worker sent the MCP server
+    workflow: str
     notify_applications: dict[str, int]
     capacity: dict[str, dict[str, float]]  # function -> table_wru/index_wru/rru per delivery
     write_units: WriteUnits  # every write, metered from the items it changed
@@ -116,18 +141,24 @@ class PipelineCalls:
         return {
             "deliveries": self.deliveries,
             "calls_per_delivery": self.calls,
+            "workflow_calls_per_delivery": self.workflow_calls,
             "transaction_items_per_delivery": self.transact_items,
             "invocations_per_delivery": self.invocations,
             "log_bytes_per_delivery": self.log_bytes,
             "items_at_rest": self.items,
             "archive_bytes_per_delivery": self.archive_bytes,
             "mcp_requests_per_delivery": self.mcp_requests,
+            "mcp_request_bytes_per_delivery": self.mcp_request_bytes,
+            "workflow": self.workflow,
+            "notifications_per_delivery": self.notify_applications["total"] / self.deliveries,
             "dynamodb_capacity_units_per_delivery": self.capacity,
             "dynamodb_writes_per_delivery": self.write_units.breakdown(),
         }
 
 
-def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") -> PipelineCalls:
+def measure(
+    *, deliveries: int = 20, batch: int = 10, workflow: str = DEFAULT_WORKFLOW
+) -> PipelineCalls:
     """``deliveries`` accepted deliveries, relayed in one stream batch, worked in batches
     by ``workflow``."""
     offline_environment()
@@ -142,6 +173,11 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
         ):
             # After mock_aws started (it resets boto3's default session): every client
             # made from here on, by any function, reports its calls to the counter.
+            # Lambda's runtime puts its handler on the root logger before the function's
+            # code is imported, and Powertools' logger then filters its own records out
+            # of it; the in-process MCP server gave the root logger a handler later, so
+            # the same filter goes on it here: a line is counted once, as Lambda ships it.
+            _suppress_service_on_root()
             boto3.setup_default_session(region_name=REGION)
             assert boto3.DEFAULT_SESSION is not None
             events = boto3.DEFAULT_SESSION.events
@@ -179,6 +215,7 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
             )
             stream = StreamReader(aws.streams, aws.stream_arn)
             mcp_before = mcp.requests
+            mcp_bytes_before = mcp.request_bytes
 
             counter.phase = "receiver"
             for _ in range(deliveries):
@@ -217,6 +254,7 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
             objects = aws.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
             archive = sum(o["Size"] for o in objects)
             mcp_requests = mcp.requests - mcp_before
+            mcp_bytes = mcp.request_bytes - mcp_bytes_before
             applications = sink.sink.counts()
     finally:
         receiver_handler.container_deps.reset()
@@ -228,9 +266,23 @@ def measure(*, deliveries: int = 20, batch: int = 10, workflow: str = "notify") 
         items,
         archive,
         mcp_requests,
+        mcp_bytes,
+        workflow,
         applications,
         WriteUnits(deliveries, [w for w in meter.writes if w.phase != "setup"]),
     )
+
+
+def _workflow_record(params: dict[str, Any]) -> bool:
+    """Whether a single-item request is for a workflow's effect or step record."""
+    key = params.get("Key") or params.get("Item") or {}
+    sort_key = str(key.get(table_layout.TABLE_SORT_KEY, {}).get("S", ""))
+    return sort_key.startswith(WORKFLOW_RECORD_PREFIXES)
+
+
+def _suppress_service_on_root() -> None:
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(SuppressFilter(metric_names.SERVICE))
 
 
 def _summarize(
@@ -239,22 +291,28 @@ def _summarize(
     items: list[dict[str, Any]],
     archive: int,
     mcp_requests: int,
+    mcp_bytes: int,
+    workflow: str,
     applications: dict[str, int],
     write_units: WriteUnits,
 ) -> PipelineCalls:
     deliveries = write_units.deliveries
-    calls: dict[str, dict[str, float]] = {}
-    for (phase, service, operation), n in sorted(counter.calls.items()):
-        if phase == "setup":
-            continue
-        calls.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
+
+    def per_delivery(counted: Counter[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
+        found: dict[str, dict[str, float]] = {}
+        for (phase, service, operation), n in sorted(counted.items()):
+            if phase != "setup":
+                found.setdefault(phase, {})[f"{service}.{operation}"] = n / deliveries
+        return found
+
     kinds: dict[str, list[int]] = {}
     for item in items:
         kind = item.get(table_layout.KIND_ATTRIBUTE, {}).get("S", "?")
         kinds.setdefault(kind, []).append(item_size(item))
     return PipelineCalls(
         deliveries=deliveries,
-        calls=calls,
+        calls=per_delivery(counter.calls),
+        workflow_calls=per_delivery(counter.workflow_calls),
         transact_items={p: n / deliveries for p, n in counter.transact_items.items()},
         invocations={f: n / deliveries for f, n in invocations.items()},
         log_bytes={p: n / deliveries for p, n in counter.log_bytes.items() if p != "setup"},
@@ -268,6 +326,8 @@ def _summarize(
         },
         archive_bytes=archive / deliveries,
         mcp_requests=mcp_requests / deliveries,
+        mcp_request_bytes=mcp_bytes / deliveries,
+        workflow=workflow,
         notify_applications={"keys": len(applications), "total": sum(applications.values())},
         capacity=_capacity(counter, write_units),
         write_units=write_units,

@@ -102,11 +102,14 @@ class WorkerMcp:
         }
 
 
-def _submit(aws: MotoWorld, server: RunningServer, n: int) -> list[MessageTypeDef]:
-    """``n`` accepted deliveries on the queue; returns them as received SQS messages."""
+def _submit(
+    aws: MotoWorld, server: RunningServer, n: int, *, prefix: str = "pkg_"
+) -> list[MessageTypeDef]:
+    """``n`` accepted deliveries on the queue (package ids starting with ``prefix``);
+    returns them as received SQS messages."""
     for _ in range(n):
         item = WorkItem(
-            str(uuid.uuid4()), "package.received", f"pkg_{uuid.uuid4().hex[:8]}", server.url
+            str(uuid.uuid4()), "package.received", f"{prefix}{uuid.uuid4().hex[:8]}", server.url
         )
         aws.accept(item)
         aws.enqueue(item)

@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
+from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
 from infra.schema import TABLE as TABLE_SCHEMA
 from infra.schema import GlobalIndex
 
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 KB: Final = 1024
+# The records a workflow writes for itself (its effects and steps), not the pipeline's.
+WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX)
+# Where figure 7 counts the capacity units of those records' reads.
+WORKFLOW_PHASE: Final = "workflow"
 _SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
 _TABLE_KEYS: Final = (table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY)
 
@@ -242,7 +247,14 @@ class WriteUnits:
         for write in self.writes:
             row = rows.setdefault(
                 write.label,
-                {"write": write.label, "count": 0.0, "table_wru": 0.0, "index_wru": 0.0},
+                {
+                    "write": write.label,
+                    "function": write.phase,
+                    "record": write.record,
+                    "count": 0.0,
+                    "table_wru": 0.0,
+                    "index_wru": 0.0,
+                },
             )
             row["count"] += 1 / self.deliveries
             row["table_wru"] += write.table_wru / self.deliveries

@@ -172,11 +172,11 @@ class StackConfig:
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
     worker_timeout_seconds: int = 180
-    # Right-sized from the worker's measured peak resident memory with the default
-    # workflow (docs/benchmarks.md, figure 8: 160 to 210 MB), with a third to spare: a
-    # batch waits on its messages concurrently, and the waiting is billed per MB
-    # (docs/cost.md).
-    worker_memory_mb: int = 320
+    # Right-sized from the worker process's own measured peak with the default workflow
+    # (docs/benchmarks.md, figure 8: about 100 MB), with room for a batch of ten
+    # packages near the 1 MB result cap: a batch waits on its messages concurrently,
+    # and the waiting is billed per MB (docs/cost.md).
+    worker_memory_mb: int = 256
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None

@@ -31,9 +31,9 @@ RECEIVER_TIMEOUT = Duration.seconds(8)
 INTEGRATION_TIMEOUT = Duration.seconds(9)
 
 # Every field is a fixed $context variable; none of them holds the path or query string.
+# (An HTTP API's $context.extendedRequestId equals its requestId: not logged twice.)
 ACCESS_LOG_FIELDS = {
     "requestId": "$context.requestId",
-    "extendedRequestId": "$context.extendedRequestId",
     "requestTime": "$context.requestTimeEpoch",
     "httpMethod": "$context.httpMethod",
     "routeKey": "$context.routeKey",

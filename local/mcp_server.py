@@ -54,6 +54,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MCP_PATH: Final = "/mcp"
 TOOL_NAME: Final = "get_package"
 OVERSIZED_BRIEFING_BYTES: Final = 2 * 1024 * 1024
+# ``pkg_large*``: a briefing that, sent as structured content and as text, brings the
+# answer near the worker's 1 MB result cap (its memory is sized for batches of these).
+LARGE_BRIEFING_BYTES: Final = 400 * 1024
 _STARTUP_DEADLINE_SECONDS: Final = 10.0
 _STOP_DEADLINE_SECONDS: Final = 10.0
 
@@ -89,6 +92,7 @@ class ServerControls:
         self._packages: Counter[str] = Counter()
         self._published: set[str] = set()
         self._requests = 0
+        self._request_bytes = 0
         self._tool_calls = 0
         self._failures_injected = 0
         self._unauthorized = 0
@@ -152,6 +156,13 @@ class ServerControls:
             return self._requests
 
     @property
+    def request_bytes(self) -> int:
+        """What clients sent: request lines, headers and bodies as HTTP/1.1 carries them
+        (the cost model's data transfer out, before TLS)."""
+        with self._lock:
+            return self._request_bytes
+
+    @property
     def tool_calls(self) -> int:
         """``get_package`` invocations that reached the tool."""
         with self._lock:
@@ -181,6 +192,7 @@ class ServerControls:
     def reset_counters(self) -> None:
         with self._lock:
             self._requests = 0
+            self._request_bytes = 0
             self._tool_calls = 0
             self._failures_injected = 0
             self._unauthorized = 0
@@ -191,6 +203,10 @@ class ServerControls:
     def _count_request(self) -> None:
         with self._lock:
             self._requests += 1
+
+    def _count_request_bytes(self, n: int) -> None:
+        with self._lock:
+            self._request_bytes += n
 
     def _count_unauthorized(self) -> None:
         with self._lock:
@@ -237,6 +253,8 @@ class _Gate:
             await self._app(scope, receive, send)
             return
         self._controls._count_request()
+        self._controls._count_request_bytes(_head_bytes(scope))
+        receive = self._counting(receive)
         headers = dict(scope["headers"])
         if not self._controls._authorized(headers.get(b"authorization")):
             self._controls._count_unauthorized()
@@ -253,6 +271,23 @@ class _Gate:
             await _plain_answer(send, 400, b"unsupported protocol version")
             return
         await self._app(scope, receive, send)
+
+    def _counting(self, receive: Receive) -> Receive:
+        async def counted() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                self._controls._count_request_bytes(len(message.get("body", b"")))
+            return message
+
+        return counted
+
+
+def _head_bytes(scope: Scope) -> int:
+    """The request line and headers of ``scope`` as HTTP/1.1 puts them on the wire."""
+    target = len(scope.get("raw_path") or scope["path"].encode()) + len(scope["query_string"])
+    line = len(scope["method"]) + 1 + target + len(b" HTTP/1.1\r\n")
+    fields = sum(len(name) + 2 + len(value) + 2 for name, value in scope["headers"])
+    return line + fields + 2
 
 
 async def _plain_answer(
@@ -307,6 +342,8 @@ def _result_for(package_id: str, *, published: bool = False) -> CallToolResult:
     package = demo_package(package_id)
     if package_id.startswith("pkg_oversized"):
         package["briefing"] = "x" * OVERSIZED_BRIEFING_BYTES
+    if package_id.startswith("pkg_large"):
+        package["briefing"] = "x" * LARGE_BRIEFING_BYTES
     if package_id.startswith("pkg_malformed"):
         del package["title"]
         package["attachments"] = "not a list"
@@ -344,6 +381,11 @@ class RunningServer:
     def requests(self) -> int:
         """HTTP requests received so far (all methods, all answers)."""
         return self.controls.requests
+
+    @property
+    def request_bytes(self) -> int:
+        """Bytes clients sent so far (request lines, headers, bodies)."""
+        return self.controls.request_bytes
 
     def set_latency_ms(self, value: int) -> None:
         self.controls.set_latency_ms(value)

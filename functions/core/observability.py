@@ -65,6 +65,10 @@ def hold_payload_loggers() -> None:
 
 hold_payload_loggers()  # before Powertools logs its own set-up below
 logger = Logger(service=metric_names.SERVICE, logger_formatter=JsonLineFormatter())
+# CloudWatch stamps every log event with its time, and an exception's stack trace says
+# where it was raised: the formatter's own timestamp and code location would only
+# repeat them on every line (log ingestion is billed per byte, docs/cost.md).
+logger.remove_keys(["timestamp", "location"])
 # The standard logger under Powertools' (the one its methods log through).
 _LINES: Final = logging.getLogger(logger.name)
 metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Final
 
-DEFAULT_INBOX_RETENTION_DAYS: Final = 30
+# RelayLink retries a delivery for up to 3 days (docs/contract.md): a week keeps every
+# retry deduplicated with four days to spare, and a failed or quarantined delivery
+# for an operator's week (its alarm fires at once). Storage is billed per day kept.
+DEFAULT_INBOX_RETENTION_DAYS: Final = 7
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 # An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside
 # the stack, so a bare deployment starts and completes deliveries.

@@ -1,35 +1,33 @@
 """The relay Lambda: outbox records from the table's stream become work-queue messages.
 
 The event-source mapping already filters the stream to ``INSERT`` events of
-``kind = outbox``; the checks here are the second line. Each record is sent on its
-own, and Powertools reports failed records by sequence number, so one bad record
-never blocks or repeats the whole batch (Lambda resumes from the first failure; a
-record sent twice is harmless because a claim is idempotent). The outbox record
-itself is not deleted: the receiver wrote it with a 24-hour TTL
+``kind = outbox``; the checks here are the second line. A batch's work items go to
+SQS ten to a ``SendMessageBatch`` call (one request instead of ten: SQS bills per
+request), and every record SQS did not take is reported by its sequence number, so
+one bad record never blocks or repeats the whole batch (Lambda resumes from the first
+failure; a record sent twice is harmless because a claim is idempotent). The outbox
+record itself is not deleted: the receiver wrote it with a 24-hour TTL
 (``dynamodb_items.outbox_to_item``), the stream's own retention.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from botocore.config import Config
 
 from functions.core import metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
-from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.adapters.work_queue import SEND_BATCH_LIMIT, SqsWorkQueue
+from functions.core.errors import StorageUnavailable
 from functions.core.lazy_deps import LazyDeps
+from functions.core.models import WorkItem
 from functions.core.observability import logger
-from functions.core.reconcile import Enqueue
+from functions.core.reconcile import EnqueueBatch
 from functions.relay.settings import Settings
 
 if TYPE_CHECKING:
@@ -41,7 +39,7 @@ METRIC_SKIPPED = "OutboxRecordsSkipped"
 
 @dataclass(frozen=True, slots=True)
 class Deps:
-    queue: Enqueue
+    queue: EnqueueBatch
     metrics: EmfMetrics
 
 
@@ -60,40 +58,73 @@ def build_deps(settings: Settings, *, sqs: SQSClient | None = None) -> Deps:
 container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ)))
 
 
-def relay_record(record: DynamoDBRecord, deps: Deps) -> None:
-    """Send one outbox insert's work item; raise (a record failure) if SQS refuses."""
-    raw = record.raw_event
-    image = raw.get("dynamodb", {}).get("NewImage") or {}
-    if raw.get("eventName") != "INSERT" or image.get(table_layout.KIND_ATTRIBUTE) != {
+@dataclass(frozen=True, slots=True)
+class _Outgoing:
+    sequence_number: str
+    work: WorkItem
+
+
+def work_of(record: dict[str, Any], deps: Deps) -> WorkItem | None:
+    """The work item of one outbox insert; None for anything else (skipped)."""
+    image = record.get("dynamodb", {}).get("NewImage") or {}
+    if record.get("eventName") != "INSERT" or image.get(table_layout.KIND_ATTRIBUTE) != {
         "S": table_layout.KIND_OUTBOX
     }:
-        return  # not a work item (the filter should have dropped it)
+        return None  # not a work item (the filter should have dropped it)
     try:
-        work = dynamodb_items.work_item_from_outbox(image)
+        return dynamodb_items.work_item_from_outbox(image)
     except (KeyError, TypeError):
         # Retrying cannot repair it, and failing it would hold up the shard until
         # the record expires: count it, and the reconciler finds the pending inbox item.
-        logger.warning("malformed outbox record skipped", extra={"event_id": raw.get("eventID")})
+        logger.warning("malformed outbox record skipped", extra={"event_id": record.get("eventID")})
         deps.metrics.count(METRIC_SKIPPED)
-        return
-    deps.queue.send(work)
-    deps.metrics.count(metric_names.METRIC_WORK_RELAYED)
+        return None
 
 
-def lambda_handler(event: dict[str, Any], context: Any) -> Any:
+def _send_all(outgoing: Sequence[_Outgoing], deps: Deps) -> list[str]:
+    """Send ``outgoing`` in chunks of :data:`SEND_BATCH_LIMIT`; the sequence numbers of
+    the records SQS did not take (a refused entry, or every entry of a failed call)."""
+    failed: list[str] = []
+    for start in range(0, len(outgoing), SEND_BATCH_LIMIT):
+        chunk = outgoing[start : start + SEND_BATCH_LIMIT]
+        try:
+            unsent = deps.queue.send_batch([o.work for o in chunk])
+        except StorageUnavailable as exc:
+            logger.warning(
+                "work queue unavailable", extra={"records": len(chunk), "code": exc.code}
+            )
+            failed += [o.sequence_number for o in chunk]
+            continue
+        refused = {id(u.work): u.reason for u in unsent}
+        for o in chunk:
+            if id(o.work) in refused:
+                logger.warning(
+                    "work item refused by the queue",
+                    extra={"delivery_id": o.work.delivery_id, "code": refused[id(o.work)]},
+                )
+                failed.append(o.sequence_number)
+        deps.metrics.count(metric_names.METRIC_WORK_RELAYED, len(chunk) - len(refused))
+    return failed
+
+
+def relay(records: Sequence[dict[str, Any]], deps: Deps) -> list[str]:
+    """Relay a stream batch; the sequence numbers of the records to retry."""
+    outgoing = [
+        _Outgoing(str(record["dynamodb"]["SequenceNumber"]), work)
+        for record in records
+        if (work := work_of(record, deps)) is not None
+    ]
+    return _send_all(outgoing, deps)
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point (DynamoDB stream, ``ReportBatchItemFailures``)."""
-    if not event.get("Records"):
-        return {"batchItemFailures": []}  # Powertools refuses an empty batch
+    records = event.get("Records") or []
+    if not records:
+        return {"batchItemFailures": []}
     deps = container_deps.get()
-    processor = BatchProcessor(
-        event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
-    )
     try:
-        return process_partial_response(
-            event=event,
-            record_handler=lambda record: relay_record(record, deps),
-            processor=processor,
-            context=context,
-        )
+        failed = relay(records, deps)
     finally:
         deps.metrics.flush()
+    return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

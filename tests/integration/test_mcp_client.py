@@ -409,3 +409,17 @@ def test_fetcher_outside_its_block_refuses(mcp_server: RunningServer) -> None:
     with pytest.raises(RuntimeError):
         _run(go)
     assert mcp_server.requests == 0
+
+
+def test_the_server_counts_the_bytes_clients_send(mcp_server: RunningServer) -> None:
+    """The cost model's data transfer out: request lines, headers and bodies."""
+
+    def sent(package_id: str) -> int:
+        before = mcp_server.request_bytes
+        _fetch_one(_fetcher(mcp_server), mcp_server.url, package_id)
+        return mcp_server.request_bytes - before
+
+    short, long = sent("pkg_bytes"), sent("pkg_bytes" + "x" * 100)
+    # Only the tools/call body (and at most its Content-Length digits) differs.
+    assert 100 <= long - short <= 103
+    assert short > mcp_server.controls.tool_calls * len(b"POST / HTTP/1.1\r\n")

@@ -35,14 +35,45 @@ def relay(aws: MotoWorld) -> Any:
     handler.container_deps.reset()
 
 
-def fail_sends_of(aws: MotoWorld, delivery_id: str) -> None:
-    """SQS refuses (a connection error) any message about ``delivery_id``."""
+def refuse_entries_of(aws: MotoWorld, delivery_id: str) -> None:
+    """SQS refuses, entry by entry, any message about ``delivery_id`` in a batch send."""
+    refused: list[str] = []
+
+    def drop(params: dict[str, Any], **_: Any) -> None:
+        refused[:] = [e["Id"] for e in params["Entries"] if delivery_id in e["MessageBody"]]
+        params["Entries"] = [e for e in params["Entries"] if e["Id"] not in refused]
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.setdefault("Failed", []).extend(
+            {"Id": i, "Code": "InternalError", "SenderFault": False} for i in refused
+        )
+
+    aws.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch", drop)
+    aws.sqs.meta.events.register("after-call.sqs.SendMessageBatch", answer)
+
+
+def fail_batch_sends_containing(aws: MotoWorld, delivery_id: str) -> None:
+    """A batch send with a message about ``delivery_id`` fails as a whole."""
 
     def refuse(params: dict[str, Any], **_: Any) -> None:
-        if delivery_id in params.get("MessageBody", ""):
+        if any(delivery_id in e["MessageBody"] for e in params["Entries"]):
             raise EndpointConnectionError(endpoint_url="https://sqs.invalid")
 
-    aws.sqs.meta.events.register("provide-client-params.sqs.SendMessage", refuse)
+    aws.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch", refuse)
+
+
+def count_sends(aws: MotoWorld) -> list[str]:
+    """The SQS operations the relay calls, in order."""
+    calls: list[str] = []
+    aws.sqs.meta.events.register("before-call.sqs", lambda model, **_: calls.append(model.name))
+    return calls
+
+
+def sequence_of(records: list[dict[str, Any]], delivery_id: str) -> str:
+    record = next(
+        r for r in records if r["dynamodb"]["NewImage"]["delivery_id"]["S"] == delivery_id
+    )
+    return str(record["dynamodb"]["SequenceNumber"])
 
 
 def test_relay_sends_each_outbox_insert_as_its_work_item(
@@ -81,23 +112,60 @@ def test_relay_ignores_records_the_filter_should_have_dropped(
     assert aws.receive() == []
 
 
-def test_relay_reports_only_the_failed_record(
-    aws: MotoWorld, stream: StreamReader, relay: Any
+def test_relay_sends_ten_work_items_per_request(
+    aws: MotoWorld, stream: StreamReader, relay: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(25):
+        aws.accept(work(n))
+    records = StreamReader.filtered(stream.new_records())
+    calls = count_sends(aws)
+    response = relay.lambda_handler(stream_event(records), LambdaContext())
+    assert response == {"batchItemFailures": []}
+    assert calls == ["SendMessageBatch"] * 3  # 10 + 10 + 5: SQS bills per request
+    bodies = sorted(m["Body"] for m in aws.receive(limit=25))
+    assert bodies == sorted(work(n).to_json() for n in range(25))
+    assert emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_WORK_RELAYED] == 25
+
+
+def test_relay_reports_only_the_refused_record(
+    aws: MotoWorld,
+    stream: StreamReader,
+    relay: Any,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     for n in range(3):
         aws.accept(work(n))
     records = StreamReader.filtered(stream.new_records())
-    fail_sends_of(aws, work(1).delivery_id)
+    refuse_entries_of(aws, work(1).delivery_id)
     response = relay.lambda_handler(stream_event(records), LambdaContext())
-    failed = next(
-        r for r in records if r["dynamodb"]["NewImage"]["delivery_id"]["S"] == work(1).delivery_id
-    )
     assert response == {
-        "batchItemFailures": [{"itemIdentifier": failed["dynamodb"]["SequenceNumber"]}]
+        "batchItemFailures": [{"itemIdentifier": sequence_of(records, work(1).delivery_id)}]
     }
     assert sorted(m["Body"] for m in aws.receive()) == sorted(
         [work(0).to_json(), work(2).to_json()]
     )
+    assert emitted_metrics(capsys.readouterr().out)[metric_names.METRIC_WORK_RELAYED] == 2
+    (warning,) = [r for r in caplog.records if r.getMessage() == "work item refused by the queue"]
+    assert vars(warning)["code"] == "InternalError"
+
+
+def test_a_failed_batch_send_reports_its_records_and_the_others_go_out(
+    aws: MotoWorld, stream: StreamReader, relay: Any
+) -> None:
+    for n in range(12):
+        aws.accept(work(n))
+    records = StreamReader.filtered(stream.new_records())
+    fail_batch_sends_containing(aws, work(11).delivery_id)
+    response = relay.lambda_handler(stream_event(records), LambdaContext())
+    # The second request (records 11 and 12) failed as a whole: both are retried.
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": str(r["dynamodb"]["SequenceNumber"])} for r in records[10:]
+        ]
+    }
+    sent = {json.loads(m["Body"])["delivery_id"] for m in aws.receive(limit=12)}
+    assert sent == {r["dynamodb"]["NewImage"]["delivery_id"]["S"] for r in records[:10]}
 
 
 def test_relay_skips_a_malformed_outbox_record_without_blocking(

@@ -1,0 +1,153 @@
+"""docs/cost.md's model: what it bills to the pipeline and what to the workflow."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from bench import cost
+from bench.report import Figure
+from bench.write_units import WORKFLOW_PHASE
+from infra.receiver import ACCESS_LOG_FIELDS
+
+VOLUME = cost.TARGET_VOLUME
+
+
+def _write(function: str, record: str, table: float, index: float = 0.0) -> dict[str, Any]:
+    return {
+        "write": f"{function}: Put {record} (new)",
+        "function": function,
+        "record": record,
+        "count": 1.0,
+        "table_wru": table,
+        "index_wru": index,
+    }
+
+
+def _figures(**changes: Any) -> dict[int, Figure]:
+    pipeline: dict[str, Any] = {
+        "calls_per_delivery": {
+            "receiver": {"dynamodb.TransactWriteItems": 1.0},
+            "relay": {"sqs.SendMessageBatch": 0.1},
+            "worker": {
+                "dynamodb.GetItem": 1.0,
+                "dynamodb.PutItem": 1.0,
+                "dynamodb.UpdateItem": 2.0,
+                "s3.PutObject": 1.0,
+            },
+        },
+        "workflow_calls_per_delivery": {
+            "worker": {"dynamodb.GetItem": 1.0, "dynamodb.PutItem": 1.0, "s3.PutObject": 1.0}
+        },
+        "dynamodb_capacity_units_per_delivery": {WORKFLOW_PHASE: {"rru": 1.0}},
+        "log_bytes_per_delivery": {"receiver": 450.0, "worker": 180.0},
+        "items_at_rest": {
+            "effect": {"count_per_delivery": 1.0, "mean_bytes": 235.0},
+            "inbox": {"count_per_delivery": 1.0, "mean_bytes": 361.0},
+            "outbox": {"count_per_delivery": 1.0, "mean_bytes": 223.0},
+        },
+        "archive_bytes_per_delivery": 500.0,
+        "workflow": "archive",
+        "notifications_per_delivery": 0.0,
+        "mcp_request_bytes_per_delivery": 800.0,
+    }
+    writes = [
+        _write("receiver", "inbox", 2.0, 1.0),
+        _write("receiver", "outbox", 2.0),
+        _write("worker", "inbox", 2.0, 1.0),
+        _write("worker", "effect#archive", 1.0),
+    ]
+    worker = {
+        "cpu_ms_per_message": {"median": 16.0},
+        "batch_size": 10,
+        "max_rss_mb": 100.0,
+        "no_workflow": {"cpu_ms_per_message": {"median": 11.0}},
+    }
+    pipeline.update(changes.pop("pipeline", {}))
+    worker.update(changes.pop("worker", {}))
+    details: dict[int, dict[str, Any]] = {
+        2: {"canned": {"handler_us": {"median": 1000.0}}},
+        3: {"receiver": {"receiver_ms": {"total_ms": {"median": 350.0}}}},
+        7: pipeline,
+        8: worker,
+        11: {"writes_per_delivery": changes.pop("writes", writes)},
+    }
+    return {n: Figure(n, "t", "m", [], details=d) for n, d in details.items()}
+
+
+def _model(**changes: Any) -> cost.Model:
+    return cost.Model(_figures(**changes), cost.stack_config())
+
+
+def _line(model: cost.Model, component: str) -> cost.Line:
+    return next(x for x in model.lines(VOLUME) if x.component == component)
+
+
+def test_the_workflows_effect_records_are_billed_apart_from_the_pipeline() -> None:
+    model = _model()
+    assert model.dynamodb.wru == {"receiver": 4.0 + 1.0, "worker": 3.0}
+    assert model.dynamodb.effect_wru == 1.0
+    assert model.dynamodb.rru == 0.0 and model.dynamodb.effect_rru == 1.0
+    assert _line(model, "DynamoDB effect records (writes)").group == cost.WORKFLOW_EFFECTS
+    assert _line(model, "DynamoDB effect records (reads)").group == cost.WORKFLOW_EFFECTS
+    # The same unit written as a pipeline record costs the pipeline.
+    as_pipeline = _model(
+        writes=[*_figures()[11].details["writes_per_delivery"][:3], _write("worker", "x", 1.0)]
+    )
+    pipeline = model.pipeline_usd(VOLUME)
+    assert as_pipeline.pipeline_usd(VOLUME) - pipeline == pytest.approx(
+        VOLUME / 1e6 * cost.PRICES["ddb_wru"].usd
+    )
+
+
+def test_the_workflows_worker_time_is_its_cpu_and_its_calls_waits() -> None:
+    model = _model()
+    full, bare = model.worker_batch_ms(10), model.worker_batch_ms(10, effects=False)
+    scale = model._cpu_scale("worker")
+    assert full - bare == pytest.approx(
+        10 * (16.0 - 11.0) * scale + cost.S3_PUT_MS.value + 2 * cost.DYNAMODB_CALL_MS.value
+    )
+    effects = _line(model, "Lambda worker time of the effects")
+    assert effects.group == cost.WORKFLOW_EFFECTS and effects.usd_per_month > 0
+    # Without a measurement of the bare worker, all its CPU time is the pipeline's.
+    unsplit = _model(worker={"no_workflow": {"cpu_ms_per_message": {"median": 16.0}}})
+    assert unsplit.pipeline_usd(VOLUME) > model.pipeline_usd(VOLUME)
+
+
+def test_the_relay_is_billed_one_request_per_ten_records_when_it_batches() -> None:
+    assert _model().relay_sends(9.6) == 1
+    assert _model().relay_sends(10) == 1
+    assert _model().relay_sends(11) == 2
+    one_each = _model(
+        pipeline={
+            "calls_per_delivery": {
+                **_figures()[7].details["calls_per_delivery"],
+                "relay": {"sqs.SendMessage": 1.0},
+            }
+        }
+    )
+    assert one_each.relay_sends(9.6) == pytest.approx(9.6)
+    assert _line(one_each, "SQS").usd_per_month > _line(_model(), "SQS").usd_per_month
+
+
+def test_records_are_stored_for_their_ttl() -> None:
+    model = _model()
+    lag = cost.TTL_DELETION_LAG_DAYS.value
+    assert model.lifetime_days("outbox") == 1 + lag
+    assert model.lifetime_days("inbox") == model.config["inbox_retention_days"] + lag
+    longer = copy.copy(model)
+    longer.config = {**model.config, "inbox_retention_days": 30}
+    assert longer.byte_months({"outbox": 323.0}) == model.byte_months({"outbox": 323.0})
+    assert longer.byte_months({"inbox": 461.0}) > model.byte_months({"inbox": 461.0})
+
+
+def test_the_access_log_is_priced_from_the_deployed_format() -> None:
+    expected = json.dumps(
+        {k: cost.ACCESS_LOG_SAMPLE.get(v, v) for k, v in ACCESS_LOG_FIELDS.items()}
+    )
+    assert cost.access_log_bytes().value == len(expected.encode()) + 1
+    logs = _line(_model(), "CloudWatch Logs ingestion + storage")
+    assert f"access log {len(expected) + 1:,}" in logs.basis

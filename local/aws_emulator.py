@@ -15,24 +15,59 @@ Three things are added in front of moto, all local-only:
   Transactions of ``Put``/``Delete``/``ConditionCheck`` only (the receiver's) are
   checked first and applied after, under the lock, which is atomic without a copy.
   ``docs/local.md`` has the measured effect.
+* **Queries that do not sort the table.** moto sorts every item of a table before
+  each ``Query`` (and then sorts the matches again); a ``Query`` here reads only the
+  partition it names, or, on an index, every item unsorted, and moto sorts the
+  matches as before. Same answers, same pages.
+* **Per-request work done once.** For every request moto lists its own package
+  directory on disk, lists its response class's methods, and parses an update
+  expression twice; the emulator remembers each answer (they never change while it
+  runs).
+
+The emulator runs in its own process (``python -m local.aws_emulator``, started by
+:class:`AwsEmulatorProcess`): moto serves one request at a time with the Python
+interpreter lock to itself, and its callers (the stack's supervisor, a benchmark's
+load) keep theirs. Faults are set, and the requests served per operation read, over
+HTTP on :data:`CONTROL_PATH`, a path no AWS API uses.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import contextvars
+import functools
+import importlib
 import io
 import json
 import logging
+import os
 import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local.child import Stop, announce_ready, exit_with_parent, install_stop_signals, quiet_exit
+
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
+# The emulator's own controls (fault rate, delays; counts): a path no AWS API uses.
+CONTROL_PATH = "/_relaylink-local/control"
+READY_SECONDS = 60.0
+STOP_SECONDS = 5.0
+# "" in the repository, "relaylink_receiver." when installed from the wheel.
+_PREFIX = (__package__ or "local").removesuffix("local")
 _FAULTS = {
     "throttling": (
         "400 Bad Request",
@@ -93,6 +128,19 @@ class FaultInjector:
         with self._lock:
             return dict(self._counts)
 
+    def control(self, command: dict[str, Any]) -> None:
+        """Apply one command sent to :data:`CONTROL_PATH` (see :class:`EmulatorControls`)."""
+        if "rate" in command:
+            self.set_rate(float(command["rate"]))
+        if "delay" in command:
+            delay = command["delay"]
+            self.delay_next(
+                str(delay["operation"]),
+                float(delay["seconds"]),
+                count=int(delay.get("count", 1)),
+                containing=delay.get("containing"),
+            )
+
     def pick(self) -> str | None:
         """The fault for the next DynamoDB request, or None to let it through."""
         with self._lock:
@@ -110,8 +158,11 @@ class _Gate:
         self._app = app
         self._faults = faults
         self._lock = threading.Lock()
+        self._calls: Counter[str] = Counter()  # requests moto served, per operation
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == CONTROL_PATH:
+            return self._control(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith(DYNAMODB_TARGET_PREFIX):
             operation = target.removeprefix(DYNAMODB_TARGET_PREFIX)
@@ -135,6 +186,7 @@ class _Gate:
                 )
                 return [body]
         with self._lock:
+            self._calls[_operation(environ)] += 1
             result = self._app(environ, start_response)
             try:
                 return [b"".join(result)]
@@ -142,6 +194,33 @@ class _Gate:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+
+    def _control(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        if environ.get("REQUEST_METHOD") == "POST":
+            try:
+                self._faults.control(json.loads(_read_body(environ) or b"{}"))
+            except (ValueError, KeyError, TypeError) as exc:
+                return _json_answer(start_response, "400 Bad Request", {"error": str(exc)})
+        with self._lock:
+            calls = dict(self._calls)
+        answer = {"counts": self._faults.counts(), "calls": calls}
+        return _json_answer(start_response, "200 OK", answer)
+
+
+def _operation(environ: dict[str, Any]) -> str:
+    """``DynamoDB_20120810.Query`` -> ``Query``; a REST call (S3) -> ``s3 PUT``."""
+    target: str = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        return target.rpartition(".")[2]
+    return f"s3 {environ.get('REQUEST_METHOD', '')}"
+
+
+def _json_answer(start_response: StartResponse, status: str, payload: object) -> list[bytes]:
+    body = json.dumps(payload).encode()
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
@@ -177,6 +256,8 @@ class AwsEmulator:
         )
 
         install_fast_transactions()
+        install_fast_queries()
+        install_request_caches()
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -268,3 +349,232 @@ def install_fast_transactions() -> None:
 
     DynamoDBBackend.transact_write_items = check_then_apply  # type: ignore[method-assign]
     _installed = True
+
+
+_query_scope: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
+    "query_scope", default=None
+)
+
+
+def install_fast_queries() -> None:
+    """Make moto's ``Query`` read without sorting the table (see module doc).
+
+    moto's ``Table.query`` gathers candidates from ``all_items()``, which sorts the
+    whole table, then sorts the candidates itself. During a query (and only while an
+    emulator runs) ``all_items()`` of that table returns the named partition, or on an
+    index every item, unsorted; the scan and everything else keep the sorted list.
+    """
+    global _queries_installed  # noqa: PLW0603 (patch once per process)
+    if _queries_installed:
+        return
+    from moto.dynamodb.models.table import Table  # noqa: PLC0415
+
+    sorted_items = Table.all_items
+    moto_query = Table.query
+
+    def all_items(self: Any) -> list[Any]:
+        scope = _query_scope.get()
+        if scope is None or scope[0] is not self:
+            return sorted_items(self)
+        partition_key = scope[1]
+        if self.range_key_attr is None:
+            if partition_key is not None:
+                item = self.items.get(partition_key)
+                return [item] if item is not None else []
+            return list(self.items.values())
+        if partition_key is not None:
+            return list(self.items.get(partition_key, {}).values())
+        return [item for partition in self.items.values() for item in partition.values()]
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _fast_path_users:
+            return moto_query(self, hash_key, *args, **kwargs)
+        # Positional as moto's backend calls it: index_name is the 8th argument.
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        token = _query_scope.set((self, None if index_name else hash_key))
+        try:
+            return moto_query(self, hash_key, *args, **kwargs)
+        finally:
+            _query_scope.reset(token)
+
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+    _queries_installed = True
+
+
+_queries_installed = False
+
+
+def install_request_caches() -> None:
+    """Remember what moto recomputes on every request (see module doc).
+
+    For the emulator's process only (``main``, or an in-process emulator's start):
+    the answers are pure functions of their arguments, so the cache changes no
+    answer; an update expression's parse tree is only read by moto's callers (its
+    validator works on a deep copy).
+    """
+    global _caches_installed  # noqa: PLW0603 (patch once per process)
+    if _caches_installed:
+        return
+    # Typed Any: moto's stubs do not export these names.
+    backends: Any = importlib.import_module("moto.backends")
+    responses: Any = importlib.import_module("moto.core.responses")
+    parser: Any = importlib.import_module("moto.dynamodb.parsing.expressions")
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    responses.method_names_from_class = functools.cache(responses.method_names_from_class)
+    parse = functools.lru_cache(maxsize=256)(parser.UpdateExpressionParser.make)
+    parser.UpdateExpressionParser.make = staticmethod(parse)
+    _caches_installed = True
+
+
+_caches_installed = False
+
+
+class EmulatorControls:
+    """An emulator in another process, over :data:`CONTROL_PATH`: its fault injector's
+    ``set_rate``/``delay_next``/``counts`` (as :class:`FaultInjector`'s), and ``calls``."""
+
+    def __init__(self, endpoint_url: str) -> None:
+        self._url = endpoint_url + CONTROL_PATH
+
+    def set_rate(self, rate: float) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("fault rate must be between 0 and 1")
+        self._send({"rate": rate})
+
+    def delay_next(
+        self, operation: str, seconds: float, *, count: int = 1, containing: str | None = None
+    ) -> None:
+        delay = {"operation": operation, "seconds": seconds, "count": count}
+        self._send({"delay": {**delay, "containing": containing}})
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = self._send(None)["counts"]
+        return counts
+
+    def calls(self) -> dict[str, int]:
+        """Requests moto has served, per operation (``Query``, ``SendMessage``, ...)."""
+        calls: dict[str, int] = self._send(None)["calls"]
+        return calls
+
+    def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
+        data = None if command is None else json.dumps(command).encode()
+        request = urllib.request.Request(self._url, data=data)  # noqa: S310 (loopback only)
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            answered: dict[str, Any] = json.load(answer)
+        return answered
+
+
+class AwsEmulatorProcess:
+    """The emulator in a child process of its own; stops with its parent.
+
+    ``start()`` returns once it serves; ``faults`` controls it; ``pid`` and
+    ``cpu_seconds()`` are for the benchmarks' accounting.
+    """
+
+    def __init__(self, *, seed: int = 0, log_file: Path | None = None) -> None:
+        self._seed = seed
+        self._log_file = log_file
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port = 0
+        self.faults = EmulatorControls("http://127.0.0.1:0")
+
+    @property
+    def endpoint_url(self) -> str:
+        if self._process is None:
+            raise RuntimeError("the emulator is not running")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid if self._process is not None else 0
+
+    def start(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self._port = int(probe.getsockname()[1])
+        ready = Path(tempfile.mkdtemp(prefix="relaylink-aws-")) / "ready"
+        log = self._log_file.open("ab") if self._log_file else subprocess.DEVNULL
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    f"{_PREFIX}local.aws_emulator",
+                    "--port",
+                    str(self._port),
+                    "--seed",
+                    str(self._seed),
+                    "--ready-file",
+                    str(ready),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor only
+            )
+        finally:
+            if not isinstance(log, int):
+                log.close()
+        deadline = time.monotonic() + READY_SECONDS
+        while not ready.exists():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the AWS emulator did not start")
+            time.sleep(0.02)
+        ready.unlink()
+        ready.parent.rmdir()
+        self.faults = EmulatorControls(self.endpoint_url)
+
+    def calls(self) -> dict[str, int]:
+        """Requests moto has served, per operation."""
+        return self.faults.calls()
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the emulator process has used so far."""
+        return process_cpu_seconds(self.pid)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    # After the command: state is field 3, utime 14 and stime 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.aws_emulator", description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    install_stop_signals()
+    exit_with_parent()
+    emulator = AwsEmulator(port=args.port, seed=args.seed)
+    emulator.start()
+    announce_ready(args.ready_file)
+    with contextlib.suppress(Stop):
+        while True:
+            time.sleep(3600)
+    quiet_exit()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -5,7 +5,12 @@ Three things are added in front of moto, all local-only:
 * **One request at a time.** moto's backends are not thread-safe; DynamoDB is
   linearizable per item. A lock around each request gives the emulator that
   property, so two racing ``TransactWriteItems`` cannot both pass their conditions.
-  Nothing local long-polls SQS (a long poll would hold the lock).
+* **SQS long polling that does not hold that lock.** A ``ReceiveMessage`` with
+  ``WaitTimeSeconds`` is asked of moto as a short poll, again after every request
+  that can make a message visible (a send, a visibility change) and every
+  :data:`LONG_POLL_RECHECK_SECONDS` (delays and visibility timeouts end by
+  themselves), until a message comes, the wait ends or the caller hangs up. moto's
+  own long poll would sleep inside the lock and stop every other request.
 * **Fault injection.** At a settable rate, a DynamoDB request is answered with
   ``ThrottlingException`` (400) or ``InternalServerError`` (500) *before* moto sees
   it, so the caller learns of a failure that wrote nothing, as DynamoDB promises.
@@ -66,6 +71,19 @@ DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 CONTROL_PATH = "/_relaylink-local/control"
 READY_SECONDS = 60.0
 STOP_SECONDS = 5.0
+SQS_RECEIVE = "AmazonSQS.ReceiveMessage"
+# Requests after which a long poll asks again at once: they can make a message visible.
+SQS_ARRIVALS = frozenset(
+    f"AmazonSQS.{action}"
+    for action in (
+        "SendMessage",
+        "SendMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+    )
+)
+LONG_POLL_RECHECK_SECONDS = 0.2
+MAX_WAIT_TIME_SECONDS = 20  # SQS's limit; other values go to moto, which refuses them
 # "" in the repository, "relaylink_receiver." when installed from the wheel.
 _PREFIX = (__package__ or "local").removesuffix("local")
 _FAULTS = {
@@ -159,6 +177,9 @@ class _Gate:
         self._faults = faults
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()  # requests moto served, per operation
+        # Counts requests that can make an SQS message visible; long polls wait on it.
+        self._arrivals = threading.Condition()
+        self._arrived = 0
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == CONTROL_PATH:
@@ -185,6 +206,19 @@ class _Gate:
                     ],
                 )
                 return [body]
+        if target == SQS_RECEIVE:
+            body = _read_body(environ)
+            wait = _long_poll_seconds(body)
+            if wait:
+                return self._long_poll(environ, start_response, body, wait)
+        answer = self._serve(environ, start_response)
+        if target in SQS_ARRIVALS:
+            with self._arrivals:
+                self._arrived += 1
+                self._arrivals.notify_all()
+        return answer
+
+    def _serve(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         with self._lock:
             self._calls[_operation(environ)] += 1
             result = self._app(environ, start_response)
@@ -194,6 +228,41 @@ class _Gate:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+
+    def _long_poll(
+        self, environ: dict[str, Any], start_response: StartResponse, body: bytes, wait: int
+    ) -> list[bytes]:
+        request = json.loads(body)
+        request["WaitTimeSeconds"] = 0
+        short_poll = json.dumps(request).encode()
+        deadline = time.monotonic() + wait
+        answered: list[Any] = []  # status and headers of the last attempt
+
+        def keep(status: str, headers: list[tuple[str, str]], *_: Any) -> Callable[..., None]:
+            answered[:] = [status, headers]
+            return lambda _data: None
+
+        while True:
+            with self._arrivals:
+                seen = self._arrived
+            attempt = {
+                **environ,
+                "wsgi.input": io.BytesIO(short_poll),
+                "CONTENT_LENGTH": str(len(short_poll)),
+            }
+            answer = self._serve(attempt, keep)
+            remaining = deadline - time.monotonic()
+            if (
+                remaining <= 0
+                or not str(answered[0]).startswith("200")
+                or _has_messages(answer[0])
+                or _hung_up(environ)
+            ):
+                start_response(*answered)
+                return answer
+            with self._arrivals:
+                if self._arrived == seen:
+                    self._arrivals.wait(min(remaining, LONG_POLL_RECHECK_SECONDS))
 
     def _control(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         if environ.get("REQUEST_METHOD") == "POST":
@@ -205,6 +274,37 @@ class _Gate:
             calls = dict(self._calls)
         answer = {"counts": self._faults.counts(), "calls": calls}
         return _json_answer(start_response, "200 OK", answer)
+
+
+def _long_poll_seconds(body: bytes) -> int:
+    """A valid ``WaitTimeSeconds`` above 0 in a JSON ``ReceiveMessage``; else 0."""
+    try:
+        wait = json.loads(body).get("WaitTimeSeconds", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return wait if isinstance(wait, int) and 0 < wait <= MAX_WAIT_TIME_SECONDS else 0
+
+
+def _has_messages(body: bytes) -> bool:
+    try:
+        return bool(json.loads(body).get("Messages"))
+    except (ValueError, AttributeError):
+        return True  # not an answer to wait on: hand it over
+
+
+def _hung_up(environ: dict[str, Any]) -> bool:
+    """Whether the caller closed its connection (a killed worker): the poll ends, so
+    that no message is received for nobody. A waiting caller sends nothing, so a
+    readable socket that peeks empty is closed."""
+    connection: socket.socket | None = environ.get("werkzeug.socket")
+    if connection is None:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _operation(environ: dict[str, Any]) -> str:
@@ -351,18 +451,26 @@ def install_fast_transactions() -> None:
     _installed = True
 
 
-_query_scope: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
-    "query_scope", default=None
+# During a Query: (the table, the partition it names or None, an index's key conditions).
+_query_scope: contextvars.ContextVar[tuple[Any, Any, list[tuple[str, Any]]] | None] = (
+    contextvars.ContextVar("query_scope", default=None)
 )
+
+
+def _has(item: Any, key: tuple[str, Any]) -> bool:
+    """Whether the item's attribute ``key[0]`` is ``key[1]`` (a moto ``DynamoType``)."""
+    value = item.attrs.get(key[0])
+    return value is not None and bool(value == key[1])
 
 
 def install_fast_queries() -> None:
     """Make moto's ``Query`` read without sorting the table (see module doc).
 
     moto's ``Table.query`` gathers candidates from ``all_items()``, which sorts the
-    whole table, then sorts the candidates itself. During a query (and only while an
-    emulator runs) ``all_items()`` of that table returns the named partition, or on an
-    index every item, unsorted; the scan and everything else keep the sorted list.
+    whole table, then checks and sorts the candidates itself. During a query (and only
+    while an emulator runs) ``all_items()`` of that table returns, unsorted, the
+    partition it names, or on an index the items whose index key attributes equal the
+    query's (moto checks them again); the scan and everything else keep the sorted list.
     """
     global _queries_installed  # noqa: PLW0603 (patch once per process)
     if _queries_installed:
@@ -376,22 +484,24 @@ def install_fast_queries() -> None:
         scope = _query_scope.get()
         if scope is None or scope[0] is not self:
             return sorted_items(self)
-        partition_key = scope[1]
-        if self.range_key_attr is None:
-            if partition_key is not None:
-                item = self.items.get(partition_key)
-                return [item] if item is not None else []
-            return list(self.items.values())
+        _, partition_key, index_keys = scope
+        partitions = self.items.values()
         if partition_key is not None:
-            return list(self.items.get(partition_key, {}).values())
-        return [item for partition in self.items.values() for item in partition.values()]
+            partitions = [self.items[partition_key]] if partition_key in self.items else []
+        if self.range_key_attr is None:
+            items = list(partitions)
+        else:
+            items = [item for partition in partitions for item in partition.values()]
+        return [item for item in items if all(_has(item, key) for key in index_keys)]
 
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         if not _fast_path_users:
             return moto_query(self, hash_key, *args, **kwargs)
         # Positional as moto's backend calls it: index_name is the 8th argument.
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
-        token = _query_scope.set((self, None if index_name else hash_key))
+        index_keys = list(kwargs.get("hash_key_conditions") or []) if index_name else []
+        scope = (self, None if index_name else hash_key, index_keys)
+        token = _query_scope.set(scope)
         try:
             return moto_query(self, hash_key, *args, **kwargs)
         finally:

@@ -24,6 +24,15 @@ Three things are added in front of moto, all local-only:
   each ``Query`` (and then sorts the matches again); a ``Query`` here reads only the
   partition it names, or, on an index, every item unsorted, and moto sorts the
   matches as before. Same answers, same pages.
+* **DynamoDB item answers written straight to JSON.** moto's response serializer
+  walks every attribute of every item against the API's shapes; an answer to an item
+  operation that is already plain JSON data (strings, numbers, lists, maps; no binary
+  attribute) is written with the serializer's own framing, without the walk. Same
+  bytes on the wire.
+* **SQS without recounting the queue.** moto computes every attribute of a queue,
+  its three approximate message counts included (each a pass over every message),
+  whenever it reads one attribute: on every send, and for every message it receives.
+  Here the counts are computed only for a ``GetQueueAttributes`` that asks for them.
 * **Per-request work done once.** For every request moto lists its own package
   directory on disk, lists its response class's methods, and parses an update
   expression twice; the emulator remembers each answer (they never change while it
@@ -358,6 +367,8 @@ class AwsEmulator:
         install_fast_transactions()
         install_fast_queries()
         install_request_caches()
+        install_plain_dynamodb_answers()
+        install_sqs_without_recounts()
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -540,6 +551,123 @@ def install_request_caches() -> None:
 
 
 _caches_installed = False
+
+# The item operations whose answers may skip the serializer's walk.
+PLAIN_ANSWERS = frozenset(
+    {
+        "BatchGetItem",
+        "BatchWriteItem",
+        "DeleteItem",
+        "GetItem",
+        "PutItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "TransactWriteItems",
+        "UpdateItem",
+    }
+)
+_BINARY_TYPES = frozenset({"B", "BS"})
+
+
+class _NotPlain(Exception):
+    """A value the serializer must convert (bytes, a date, an object, a binary attribute)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data, maps without None members (as the serializer drops them).
+
+    Raises:
+        _NotPlain: it holds anything else.
+    """
+    if isinstance(value, dict):
+        if _BINARY_TYPES.intersection(value):
+            raise _NotPlain
+        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | bool | int | float):
+        return value
+    raise _NotPlain
+
+
+def install_plain_dynamodb_answers() -> None:
+    """Write plain DynamoDB item answers without the serializer's walk (see module doc)."""
+    global _answers_installed  # noqa: PLW0603 (patch once per process)
+    if _answers_installed:
+        return
+    # Typed Any: moto's stubs do not export these names.
+    responses: Any = importlib.import_module("moto.dynamodb.responses")
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    settings: Any = importlib.import_module("moto.settings")
+    moto_answer = responses.DynamoResult.execute_result
+
+    def execute_result(self: Any, context: Any) -> Any:
+        operation = context.operation_model
+        if not _fast_path_users or str(operation.name) not in PLAIN_ANSWERS:
+            return moto_answer(self, context)
+        try:
+            plain = _plain(self.result)
+        except _NotPlain:
+            return moto_answer(self, context)
+        serializer = context.serializer_class(
+            operation_model=operation,
+            pretty_print=settings.PRETTIFY_RESPONSES,
+            value_picker=serialize.XFormedAttributePicker(),
+        )
+        answer = serializer._serialized_result_to_response(
+            serializer._create_default_response(), self.result, operation.output_shape, plain
+        )
+        return answer["status_code"], answer["headers"], answer["body"]
+
+    responses.DynamoResult.execute_result = execute_result
+    _answers_installed = True
+
+
+_answers_installed = False
+
+_counts_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "counts_wanted", default=False
+)
+
+
+def install_sqs_without_recounts() -> None:
+    """Compute a queue's approximate counts only when asked for (see module doc)."""
+    global _sqs_installed  # noqa: PLW0603 (patch once per process)
+    if _sqs_installed:
+        return
+    # Typed Any: moto's stubs do not export these names.
+    models: Any = importlib.import_module("moto.sqs.models")
+    queue_class, backend_class = models.Queue, models.SQSBackend
+    without_counts = [
+        name for name in queue_class.BASE_ATTRIBUTES if not name.startswith("Approximate")
+    ]
+    moto_attributes = queue_class.attributes.fget
+    moto_get_attributes = backend_class.get_queue_attributes
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if _counts_wanted.get() or not _fast_path_users:
+            return dict(moto_attributes(self))
+        self.BASE_ATTRIBUTES = without_counts  # this queue, this request (under the lock)
+        try:
+            return dict(moto_attributes(self))
+        finally:
+            del self.BASE_ATTRIBUTES
+
+    def get_queue_attributes(self: Any, queue_name: str, names: list[str]) -> Any:
+        wanted = any(name == "All" or name.startswith("Approximate") for name in names or ())
+        token = _counts_wanted.set(wanted)
+        try:
+            return moto_get_attributes(self, queue_name, names)
+        finally:
+            _counts_wanted.reset(token)
+
+    queue_class.attributes = property(attributes)
+    backend_class.get_queue_attributes = get_queue_attributes
+    _sqs_installed = True
+
+
+_sqs_installed = False
 
 
 class EmulatorControls:

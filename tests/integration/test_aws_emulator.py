@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -15,6 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from functions.core import table_layout
+from local import aws_emulator
 from local.aws_emulator import AwsEmulator, AwsEmulatorProcess, EmulatorControls
 from local.aws_resources import create_table
 from tests.polling import poll
@@ -116,6 +118,23 @@ def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
     assert time.monotonic() - started < 3.0
 
 
+def test_a_queue_counts_its_messages_when_asked(emulator: AwsEmulator) -> None:
+    sqs = _sqs(emulator.endpoint_url)
+    queue_url = sqs.create_queue(QueueName=f"counted-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=queue_url, MessageBody=f"m{n}")
+    sqs.send_message(QueueUrl=queue_url, MessageBody="delayed", DelaySeconds=60)
+    received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=1)["Messages"]
+
+    counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+
+    assert len(received) == 1
+    assert counts["ApproximateNumberOfMessages"] == "2"
+    assert counts["ApproximateNumberOfMessagesNotVisible"] == "1"
+    assert counts["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert counts["MessageRetentionPeriod"] == str(4 * 86400)
+
+
 def _listed(pk: str, sk: str, shard: str, listed_at: int) -> dict[str, Any]:
     return {
         table_layout.TABLE_PARTITION_KEY: {"S": pk},
@@ -205,3 +224,67 @@ def test_the_emulator_process_serves_and_reports_its_cpu_time() -> None:
     assert emulator.pid == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _raw_answers(client: DynamoDBClient) -> list[bytes]:
+    """Collects the HTTP body of every answer ``client`` gets."""
+    bodies: list[bytes] = []
+
+    def keep(http_response: Any, **_: Any) -> None:
+        bodies.append(http_response.content)
+
+    client.meta.events.register("after-call.dynamodb.*", keep)
+    return bodies
+
+
+def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    table = f"answers-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    for delivery in ("d1", "d2"):  # one for each path to update
+        item = {
+            pk: {"S": delivery},
+            sk: {"S": "inbox"},
+            "count": {"N": "3"},
+            "flag": {"BOOL": True},
+            "nothing": {"NULL": True},
+            "tags": {"SS": ["a", "b"]},
+            "nested": {"M": {"list": {"L": [{"S": "x"}, {"N": "1.5"}]}}},
+        }
+        dynamodb.put_item(TableName=table, Item=item)
+
+    def ask(delivery: str) -> None:
+        key = {pk: {"S": delivery}, sk: {"S": "inbox"}}
+        dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+        dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": pk},
+            ExpressionAttributeValues={":pk": {"S": delivery}},
+            ReturnConsumedCapacity="TOTAL",
+        )
+        dynamodb.batch_get_item(RequestItems={table: {"Keys": [key]}})
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #c = #c + :one",
+            ExpressionAttributeNames={"#c": "count"},
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="ALL_NEW",
+        )
+
+    bodies = _raw_answers(dynamodb)
+    ask("d1")
+    plain = [body.replace(b'"d1"', b'"d2"') for body in bodies]
+    bodies.clear()
+    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    try:
+        ask("d2")
+    finally:
+        aws_emulator._fast_path_users.append(emulator)
+
+    assert len(plain) == 4
+    assert b'"count": {"N": "4"}' in plain[-1]
+    # The same documents; members may come in another order.
+    assert [json.loads(body) for body in plain] == [json.loads(body) for body in bodies]

@@ -393,17 +393,14 @@ class AwsEmulator:
         self._thread = None
 
 
-_installed = False
-# moto's backends are process-wide: the copy-free path is on only while an emulator
+# moto's backends are process-wide: the faster paths are on only while an emulator
 # runs, so that in-process moto tests (mock_aws) keep moto's own implementation.
 _fast_path_users: list[AwsEmulator] = []
 
 
+@functools.cache  # patch once per process
 def install_fast_transactions() -> None:
     """Replace moto's ``transact_write_items`` with a copy-free path (see module doc)."""
-    global _installed  # noqa: PLW0603 (patch once per process)
-    if _installed:
-        return
     from moto.dynamodb.comparisons import get_filter_expression  # noqa: PLC0415
     from moto.dynamodb.exceptions import (  # noqa: PLC0415
         ConditionalCheckFailed,
@@ -459,7 +456,6 @@ def install_fast_transactions() -> None:
                 self.delete_item(op["TableName"], op["Key"])
 
     DynamoDBBackend.transact_write_items = check_then_apply  # type: ignore[method-assign]
-    _installed = True
 
 
 # During a Query: (the table, the partition it names or None, an index's key conditions).
@@ -474,6 +470,7 @@ def _has(item: Any, key: tuple[str, Any]) -> bool:
     return value is not None and bool(value == key[1])
 
 
+@functools.cache  # patch once per process
 def install_fast_queries() -> None:
     """Make moto's ``Query`` read without sorting the table (see module doc).
 
@@ -483,9 +480,6 @@ def install_fast_queries() -> None:
     partition it names, or on an index the items whose index key attributes equal the
     query's (moto checks them again); the scan and everything else keep the sorted list.
     """
-    global _queries_installed  # noqa: PLW0603 (patch once per process)
-    if _queries_installed:
-        return
     from moto.dynamodb.models.table import Table  # noqa: PLC0415
 
     sorted_items = Table.all_items
@@ -520,12 +514,9 @@ def install_fast_queries() -> None:
 
     Table.all_items = all_items  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
-    _queries_installed = True
 
 
-_queries_installed = False
-
-
+@functools.cache  # patch once per process
 def install_request_caches() -> None:
     """Remember what moto recomputes on every request (see module doc).
 
@@ -534,9 +525,6 @@ def install_request_caches() -> None:
     answer; an update expression's parse tree is only read by moto's callers (its
     validator works on a deep copy).
     """
-    global _caches_installed  # noqa: PLW0603 (patch once per process)
-    if _caches_installed:
-        return
     # Typed Any: moto's stubs do not export these names.
     backends: Any = importlib.import_module("moto.backends")
     responses: Any = importlib.import_module("moto.core.responses")
@@ -547,10 +535,7 @@ def install_request_caches() -> None:
     responses.method_names_from_class = functools.cache(responses.method_names_from_class)
     parse = functools.lru_cache(maxsize=256)(parser.UpdateExpressionParser.make)
     parser.UpdateExpressionParser.make = staticmethod(parse)
-    _caches_installed = True
 
-
-_caches_installed = False
 
 # The item operations whose answers may skip the serializer's walk.
 PLAIN_ANSWERS = frozenset(
@@ -591,11 +576,9 @@ def _plain(value: Any) -> Any:
     raise _NotPlain
 
 
+@functools.cache  # patch once per process
 def install_plain_dynamodb_answers() -> None:
     """Write plain DynamoDB item answers without the serializer's walk (see module doc)."""
-    global _answers_installed  # noqa: PLW0603 (patch once per process)
-    if _answers_installed:
-        return
     # Typed Any: moto's stubs do not export these names.
     responses: Any = importlib.import_module("moto.dynamodb.responses")
     serialize: Any = importlib.import_module("moto.core.serialize")
@@ -621,21 +604,16 @@ def install_plain_dynamodb_answers() -> None:
         return answer["status_code"], answer["headers"], answer["body"]
 
     responses.DynamoResult.execute_result = execute_result
-    _answers_installed = True
 
-
-_answers_installed = False
 
 _counts_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "counts_wanted", default=False
 )
 
 
+@functools.cache  # patch once per process
 def install_sqs_without_recounts() -> None:
     """Compute a queue's approximate counts only when asked for (see module doc)."""
-    global _sqs_installed  # noqa: PLW0603 (patch once per process)
-    if _sqs_installed:
-        return
     # Typed Any: moto's stubs do not export these names.
     models: Any = importlib.import_module("moto.sqs.models")
     queue_class, backend_class = models.Queue, models.SQSBackend
@@ -664,10 +642,6 @@ def install_sqs_without_recounts() -> None:
 
     queue_class.attributes = property(attributes)
     backend_class.get_queue_attributes = get_queue_attributes
-    _sqs_installed = True
-
-
-_sqs_installed = False
 
 
 class EmulatorControls:

@@ -243,7 +243,7 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmula
     create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
     for delivery in ("d1", "d2"):  # one for each path to update
-        item = {
+        item: dict[str, Any] = {
             pk: {"S": delivery},
             sk: {"S": "inbox"},
             "count": {"N": "3"},

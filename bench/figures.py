@@ -23,7 +23,7 @@ from bench import (
 )
 from bench.report import Figure, Row, Target
 from bench.stats import Summary
-from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from functions.core.setting_defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_WORKFLOW
 from infra.config import StackConfig
 from ops import bulk
 
@@ -565,8 +565,9 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
             "baseline answers after the whole workflow, so every MCP millisecond is in "
             "RelayLink's 10 s budget.",
             "Until every effect is applied, ours is bounded by the worker side's "
-            f"concurrency ({r.e2e['worker_concurrency']} batches at a time here, the "
-            "messages of a batch one after another at 300 ms of MCP each), the baseline "
+            f"concurrency ({r.e2e['worker_concurrency']} batches at a time here, "
+            f"{DEFAULT_BATCH_CONCURRENCY} messages of a batch at a time, 300 ms of MCP "
+            "each), the baseline "
             "by the sender's (5 requests in flight, each doing the whole work): throughput "
             "is a setting for ours (`worker_max_concurrency`) that does not touch the "
             "answer time RelayLink sees.",

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from bench.stats import Summary, quantile, summarize
 from functions.core import env_keys, table_layout
+from local.aws_emulator import process_cpu_seconds
 from local.sender import Delivery, SenderConfig, send_all
 from local.sender import Summary as SendSummary
 from local.stack import LocalStack
@@ -70,6 +71,10 @@ class BaselineProcess:
         self.url = f"http://127.0.0.1:{self.port}/relaylink"
         self._process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid if self._process is not None else 0
 
     def start(self) -> None:
         self._ready.unlink(missing_ok=True)
@@ -132,6 +137,51 @@ def create_idempotency_table(stack: LocalStack) -> None:
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+
+
+class CpuMeter:
+    """CPU seconds each process of the stack used between :meth:`start` and :meth:`stop`
+    (user + system, from ``/proc``): a load-independent cost, unlike elapsed time.
+
+    "bench" is this process: the simulator, the MCP server and the notify sink.
+    """
+
+    def __init__(self, stack: LocalStack, baseline: BaselineProcess | None = None) -> None:
+        pids = dict(stack.state.pids)
+        self._pids = {
+            "bench": os.getpid(),
+            "AWS emulator": pids.get("aws_emulator", 0),
+            "front door": pids.get("front_door", 0),
+            "worker side": pids.get("worker", 0),
+        }
+        if baseline is not None:
+            self._pids["baseline"] = baseline.pid
+        self._emulator = stack.emulator
+        self._started: dict[str, float] = {}
+        self._calls: dict[str, int] = {}
+        self.calls_per_delivery: dict[str, float] = {}
+
+    def start(self) -> CpuMeter:
+        self._started = self._now()
+        self._calls = self._emulator.calls() if self._emulator is not None else {}
+        return self
+
+    def stop(self, deliveries: int) -> dict[str, float]:
+        """CPU seconds per delivery, by process (processes of no pid left out); the
+        emulator's requests per delivery, by operation, in ``calls_per_delivery``."""
+        now = self._now()
+        calls = self._emulator.calls() if self._emulator is not None else {}
+        self.calls_per_delivery = {
+            operation: (n - self._calls.get(operation, 0)) / deliveries
+            for operation, n in sorted(calls.items())
+            if n > self._calls.get(operation, 0)
+        }
+        return {name: (now[name] - self._started[name]) / deliveries for name in now}
+
+    def _now(self) -> dict[str, float]:
+        seconds = {name: process_cpu_seconds(pid) for name, pid in self._pids.items() if pid}
+        seconds["bench"] = time.process_time()  # this process: exact, all threads
+        return seconds
 
 
 def _deliveries(stack: LocalStack, n: int, rng: random.Random) -> list[Delivery]:
@@ -355,10 +405,12 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 seed=3,
             )
             before = _inbox_items(stack)
+            meter = CpuMeter(stack).start()
             started, started_epoch = time.monotonic(), time.time()
             sent = send_all(config, deliveries)
             accepted_s = time.monotonic() - started
             _wait_quiet(stack, expected=before + len(deliveries))
+            e2e_cpu = meter.stop(len(deliveries))
             # From the items themselves (whole seconds): the polling above is coarse.
             last = _last_completed_at(stack, {d.delivery_id for d in deliveries})
             completed_s = max(accepted_s, last + 0.5 - started_epoch)
@@ -375,6 +427,8 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 "effects": e2e_effects.to_json(),
                 "worker_concurrency": options.worker_concurrency,
                 "sender_concurrency": sizes.e2e_concurrency,
+                "cpu_seconds_per_delivery": e2e_cpu,
+                "aws_requests_per_delivery": meter.calls_per_delivery,
             }
 
             # --- figure 5: latency, same load, MCP at 300 ms -------------------------
@@ -396,14 +450,18 @@ def measure(sizes: LocalSizes) -> LocalResults:
             # The worker side waits while ours are timed: in AWS it never shares a CPU
             # or the emulator with the receiver; the baseline's load, which does its
             # work in the request, runs after it, alone too.
+            meter = CpuMeter(stack).start()
             with stack.paused("worker"):
                 ours = send_all(load(state.webhook_url), ours_in)
+            ours_cpu = meter.stop(len(ours_in))
             _wait_quiet(stack, expected=before + len(ours_in))
             last = _last_completed_at(stack, {d.delivery_id for d in ours_in})
             ours_completed = last + 0.5 - started_epoch  # completed_at: whole seconds
             started = time.monotonic()
+            meter = CpuMeter(stack, baseline).start()
             base = send_all(load(baseline.url), base_in)
             base_completed = time.monotonic() - started
+            base_cpu = meter.stop(len(base_in))
             if ours.acknowledged != len(ours_in) or base.acknowledged != len(base_in):
                 raise RuntimeError("the latency load was not fully acknowledged")
             ours_ms, base_ms = _latencies_ms(ours), _latencies_ms(base)
@@ -489,6 +547,8 @@ def measure(sizes: LocalSizes) -> LocalResults:
             "baseline_kills": base_kills.to_json(),
             "baseline_kills_after_effect": effect_kills.to_json(),
             "e2e": e2e,
+            "ours_latency_cpu_seconds_per_delivery": ours_cpu,
+            "baseline_latency_cpu_seconds_per_delivery": base_cpu,
             "e2e_latency_ms": summarize(e2e_latency).to_json(1),
             "e2e_p99_ms": round(quantile(e2e_latency, 0.99), 1),
             "sizes": sizes.__dict__,

@@ -14,9 +14,10 @@ import threading
 from collections import Counter
 from typing import Any
 
-# Short polls this far apart: a long poll would hold the emulator's lock (every AWS
-# request of the stack waits behind it), as the worker's own pollers know.
-_POLL_SECONDS = 0.2
+# Long polls this long (the emulator serves other requests meanwhile): a stop is
+# noticed within one.
+_WAIT_SECONDS = 1
+_RETRY_SECONDS = 0.2  # after a failed poll
 
 
 class AlertCounter:
@@ -52,13 +53,11 @@ class AlertCounter:
                 messages = self._sqs.receive_message(
                     QueueUrl=self._queue_url,
                     MaxNumberOfMessages=10,
-                    WaitTimeSeconds=0,
+                    WaitTimeSeconds=_WAIT_SECONDS,
                 ).get("Messages", [])
             except Exception:  # noqa: BLE001 (the emulator stopping under us: try again)
-                self._stopping.wait(_POLL_SECONDS)
+                self._stopping.wait(_RETRY_SECONDS)
                 continue
-            if not messages:
-                self._stopping.wait(_POLL_SECONDS)
             for message in messages:
                 key, text = _key_and_text(message.get("Body", ""))
                 with self._lock:

@@ -5,7 +5,12 @@ Three things are added in front of moto, all local-only:
 * **One request at a time.** moto's backends are not thread-safe; DynamoDB is
   linearizable per item. A lock around each request gives the emulator that
   property, so two racing ``TransactWriteItems`` cannot both pass their conditions.
-  Nothing local long-polls SQS (a long poll would hold the lock).
+* **SQS long polling that does not hold that lock.** A ``ReceiveMessage`` with
+  ``WaitTimeSeconds`` is asked of moto as a short poll, again after every request
+  that can make a message visible (a send, a visibility change) and every
+  :data:`LONG_POLL_RECHECK_SECONDS` (delays and visibility timeouts end by
+  themselves), until a message comes, the wait ends or the caller hangs up. moto's
+  own long poll would sleep inside the lock and stop every other request.
 * **Fault injection.** At a settable rate, a DynamoDB request is answered with
   ``ThrottlingException`` (400) or ``InternalServerError`` (500) *before* moto sees
   it, so the caller learns of a failure that wrote nothing, as DynamoDB promises.
@@ -15,24 +20,81 @@ Three things are added in front of moto, all local-only:
   Transactions of ``Put``/``Delete``/``ConditionCheck`` only (the receiver's) are
   checked first and applied after, under the lock, which is atomic without a copy.
   ``docs/local.md`` has the measured effect.
+* **Queries that do not sort the table.** moto sorts every item of a table before
+  each ``Query`` (and then sorts the matches again); a ``Query`` here reads only the
+  partition it names, or, on an index, every item unsorted, and moto sorts the
+  matches as before. Same answers, same pages.
+* **DynamoDB item answers written straight to JSON.** moto's response serializer
+  walks every attribute of every item against the API's shapes; an answer to an item
+  operation that is already plain JSON data (strings, numbers, lists, maps; no binary
+  attribute) is written with the serializer's own framing, without the walk. Same
+  bytes on the wire.
+* **SQS without recounting the queue.** moto computes every attribute of a queue,
+  its three approximate message counts included (each a pass over every message),
+  whenever it reads one attribute: on every send, and for every message it receives.
+  Here the counts are computed only for a ``GetQueueAttributes`` that asks for them.
+* **Per-request work done once.** For every request moto lists its own package
+  directory on disk, lists its response class's methods, and parses an update
+  expression twice; the emulator remembers each answer (they never change while it
+  runs).
+
+The emulator runs in its own process (``python -m local.aws_emulator``, started by
+:class:`AwsEmulatorProcess`): moto serves one request at a time with the Python
+interpreter lock to itself, and its callers (the stack's supervisor, a benchmark's
+load) keep theirs. Faults are set, and the requests served per operation read, over
+HTTP on :data:`CONTROL_PATH`, a path no AWS API uses.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import contextvars
+import functools
+import importlib
 import io
 import json
 import logging
+import os
 import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local.child import Stop, announce_ready, exit_with_parent, install_stop_signals, quiet_exit
+
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
+# The emulator's own controls (fault rate, delays; counts): a path no AWS API uses.
+CONTROL_PATH = "/_relaylink-local/control"
+READY_SECONDS = 60.0
+STOP_SECONDS = 5.0
+SQS_RECEIVE = "AmazonSQS.ReceiveMessage"
+# Requests after which a long poll asks again at once: they can make a message visible.
+SQS_ARRIVALS = frozenset(
+    f"AmazonSQS.{action}"
+    for action in (
+        "SendMessage",
+        "SendMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+    )
+)
+LONG_POLL_RECHECK_SECONDS = 0.2
+MAX_WAIT_TIME_SECONDS = 20  # SQS's limit; other values go to moto, which refuses them
+# "" in the repository, "relaylink_receiver." when installed from the wheel.
+_PREFIX = (__package__ or "local").removesuffix("local")
 _FAULTS = {
     "throttling": (
         "400 Bad Request",
@@ -93,6 +155,19 @@ class FaultInjector:
         with self._lock:
             return dict(self._counts)
 
+    def control(self, command: dict[str, Any]) -> None:
+        """Apply one command sent to :data:`CONTROL_PATH` (see :class:`EmulatorControls`)."""
+        if "rate" in command:
+            self.set_rate(float(command["rate"]))
+        if "delay" in command:
+            delay = command["delay"]
+            self.delay_next(
+                str(delay["operation"]),
+                float(delay["seconds"]),
+                count=int(delay.get("count", 1)),
+                containing=delay.get("containing"),
+            )
+
     def pick(self) -> str | None:
         """The fault for the next DynamoDB request, or None to let it through."""
         with self._lock:
@@ -110,8 +185,14 @@ class _Gate:
         self._app = app
         self._faults = faults
         self._lock = threading.Lock()
+        self._calls: Counter[str] = Counter()  # requests moto served, per operation
+        # Counts requests that can make an SQS message visible; long polls wait on it.
+        self._arrivals = threading.Condition()
+        self._arrived = 0
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == CONTROL_PATH:
+            return self._control(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith(DYNAMODB_TARGET_PREFIX):
             operation = target.removeprefix(DYNAMODB_TARGET_PREFIX)
@@ -134,7 +215,21 @@ class _Gate:
                     ],
                 )
                 return [body]
+        if target == SQS_RECEIVE:
+            body = _read_body(environ)
+            wait = _long_poll_seconds(body)
+            if wait:
+                return self._long_poll(environ, start_response, body, wait)
+        answer = self._serve(environ, start_response)
+        if target in SQS_ARRIVALS:
+            with self._arrivals:
+                self._arrived += 1
+                self._arrivals.notify_all()
+        return answer
+
+    def _serve(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         with self._lock:
+            self._calls[_operation(environ)] += 1
             result = self._app(environ, start_response)
             try:
                 return [b"".join(result)]
@@ -142,6 +237,99 @@ class _Gate:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+
+    def _long_poll(
+        self, environ: dict[str, Any], start_response: StartResponse, body: bytes, wait: int
+    ) -> list[bytes]:
+        request = json.loads(body)
+        request["WaitTimeSeconds"] = 0
+        short_poll = json.dumps(request).encode()
+        deadline = time.monotonic() + wait
+        answered: list[Any] = []  # status and headers of the last attempt
+
+        def keep(status: str, headers: list[tuple[str, str]], *_: Any) -> Callable[..., None]:
+            answered[:] = [status, headers]
+            return lambda _data: None
+
+        while True:
+            with self._arrivals:
+                seen = self._arrived
+            attempt = {
+                **environ,
+                "wsgi.input": io.BytesIO(short_poll),
+                "CONTENT_LENGTH": str(len(short_poll)),
+            }
+            answer = self._serve(attempt, keep)
+            remaining = deadline - time.monotonic()
+            if (
+                remaining <= 0
+                or not str(answered[0]).startswith("200")
+                or _has_messages(answer[0])
+                or _hung_up(environ)
+            ):
+                start_response(*answered)
+                return answer
+            with self._arrivals:
+                if self._arrived == seen:
+                    self._arrivals.wait(min(remaining, LONG_POLL_RECHECK_SECONDS))
+
+    def _control(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        if environ.get("REQUEST_METHOD") == "POST":
+            try:
+                self._faults.control(json.loads(_read_body(environ) or b"{}"))
+            except (ValueError, KeyError, TypeError) as exc:
+                return _json_answer(start_response, "400 Bad Request", {"error": str(exc)})
+        with self._lock:
+            calls = dict(self._calls)
+        answer = {"counts": self._faults.counts(), "calls": calls}
+        return _json_answer(start_response, "200 OK", answer)
+
+
+def _long_poll_seconds(body: bytes) -> int:
+    """A valid ``WaitTimeSeconds`` above 0 in a JSON ``ReceiveMessage``; else 0."""
+    try:
+        wait = json.loads(body).get("WaitTimeSeconds", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return wait if isinstance(wait, int) and 0 < wait <= MAX_WAIT_TIME_SECONDS else 0
+
+
+def _has_messages(body: bytes) -> bool:
+    try:
+        return bool(json.loads(body).get("Messages"))
+    except (ValueError, AttributeError):
+        return True  # not an answer to wait on: hand it over
+
+
+def _hung_up(environ: dict[str, Any]) -> bool:
+    """Whether the caller closed its connection (a killed worker): the poll ends, so
+    that no message is received for nobody. A waiting caller sends nothing, so a
+    readable socket that peeks empty is closed."""
+    connection: socket.socket | None = environ.get("werkzeug.socket")
+    if connection is None:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _operation(environ: dict[str, Any]) -> str:
+    """``DynamoDB_20120810.Query`` -> ``Query``; a REST call (S3) -> ``s3 PUT``."""
+    target: str = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        return target.rpartition(".")[2]
+    return f"s3 {environ.get('REQUEST_METHOD', '')}"
+
+
+def _json_answer(start_response: StartResponse, status: str, payload: object) -> list[bytes]:
+    body = json.dumps(payload).encode()
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
@@ -177,6 +365,10 @@ class AwsEmulator:
         )
 
         install_fast_transactions()
+        install_fast_queries()
+        install_request_caches()
+        install_plain_dynamodb_answers()
+        install_sqs_without_recounts()
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -201,17 +393,14 @@ class AwsEmulator:
         self._thread = None
 
 
-_installed = False
-# moto's backends are process-wide: the copy-free path is on only while an emulator
+# moto's backends are process-wide: the faster paths are on only while an emulator
 # runs, so that in-process moto tests (mock_aws) keep moto's own implementation.
 _fast_path_users: list[AwsEmulator] = []
 
 
+@functools.cache  # patch once per process
 def install_fast_transactions() -> None:
     """Replace moto's ``transact_write_items`` with a copy-free path (see module doc)."""
-    global _installed  # noqa: PLW0603 (patch once per process)
-    if _installed:
-        return
     from moto.dynamodb.comparisons import get_filter_expression  # noqa: PLC0415
     from moto.dynamodb.exceptions import (  # noqa: PLC0415
         ConditionalCheckFailed,
@@ -267,4 +456,337 @@ def install_fast_transactions() -> None:
                 self.delete_item(op["TableName"], op["Key"])
 
     DynamoDBBackend.transact_write_items = check_then_apply  # type: ignore[method-assign]
-    _installed = True
+
+
+# During a Query: (the table, the partition it names or None, an index's key conditions).
+_query_scope: contextvars.ContextVar[tuple[Any, Any, list[tuple[str, Any]]] | None] = (
+    contextvars.ContextVar("query_scope", default=None)
+)
+
+
+def _has(item: Any, key: tuple[str, Any]) -> bool:
+    """Whether the item's attribute ``key[0]`` is ``key[1]`` (a moto ``DynamoType``)."""
+    value = item.attrs.get(key[0])
+    return value is not None and bool(value == key[1])
+
+
+@functools.cache  # patch once per process
+def install_fast_queries() -> None:
+    """Make moto's ``Query`` read without sorting the table (see module doc).
+
+    moto's ``Table.query`` gathers candidates from ``all_items()``, which sorts the
+    whole table, then checks and sorts the candidates itself. During a query (and only
+    while an emulator runs) ``all_items()`` of that table returns, unsorted, the
+    partition it names, or on an index the items whose index key attributes equal the
+    query's (moto checks them again); the scan and everything else keep the sorted list.
+    """
+    from moto.dynamodb.models.table import Table  # noqa: PLC0415
+
+    sorted_items = Table.all_items
+    moto_query = Table.query
+
+    def all_items(self: Any) -> list[Any]:
+        scope = _query_scope.get()
+        if scope is None or scope[0] is not self:
+            return sorted_items(self)
+        _, partition_key, index_keys = scope
+        partitions = self.items.values()
+        if partition_key is not None:
+            partitions = [self.items[partition_key]] if partition_key in self.items else []
+        if self.range_key_attr is None:
+            items = list(partitions)
+        else:
+            items = [item for partition in partitions for item in partition.values()]
+        return [item for item in items if all(_has(item, key) for key in index_keys)]
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _fast_path_users:
+            return moto_query(self, hash_key, *args, **kwargs)
+        # Positional as moto's backend calls it: index_name is the 8th argument.
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        index_keys = list(kwargs.get("hash_key_conditions") or []) if index_name else []
+        scope = (self, None if index_name else hash_key, index_keys)
+        token = _query_scope.set(scope)
+        try:
+            return moto_query(self, hash_key, *args, **kwargs)
+        finally:
+            _query_scope.reset(token)
+
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+
+
+@functools.cache  # patch once per process
+def install_request_caches() -> None:
+    """Remember what moto recomputes on every request (see module doc).
+
+    For the emulator's process only (``main``, or an in-process emulator's start):
+    the answers are pure functions of their arguments, so the cache changes no
+    answer; an update expression's parse tree is only read by moto's callers (its
+    validator works on a deep copy).
+    """
+    # Typed Any: moto's stubs do not export these names.
+    backends: Any = importlib.import_module("moto.backends")
+    responses: Any = importlib.import_module("moto.core.responses")
+    parser: Any = importlib.import_module("moto.dynamodb.parsing.expressions")
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    responses.method_names_from_class = functools.cache(responses.method_names_from_class)
+    parse = functools.lru_cache(maxsize=256)(parser.UpdateExpressionParser.make)
+    parser.UpdateExpressionParser.make = staticmethod(parse)
+
+
+# The item operations whose answers may skip the serializer's walk.
+PLAIN_ANSWERS = frozenset(
+    {
+        "BatchGetItem",
+        "BatchWriteItem",
+        "DeleteItem",
+        "GetItem",
+        "PutItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "TransactWriteItems",
+        "UpdateItem",
+    }
+)
+_BINARY_TYPES = frozenset({"B", "BS"})
+
+
+class _NotPlain(Exception):
+    """A value the serializer must convert (bytes, a date, an object, a binary attribute)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data, maps without None members (as the serializer drops them).
+
+    Raises:
+        _NotPlain: it holds anything else.
+    """
+    if isinstance(value, dict):
+        if _BINARY_TYPES.intersection(value):
+            raise _NotPlain
+        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | bool | int | float):
+        return value
+    raise _NotPlain
+
+
+@functools.cache  # patch once per process
+def install_plain_dynamodb_answers() -> None:
+    """Write plain DynamoDB item answers without the serializer's walk (see module doc)."""
+    # Typed Any: moto's stubs do not export these names.
+    responses: Any = importlib.import_module("moto.dynamodb.responses")
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    settings: Any = importlib.import_module("moto.settings")
+    moto_answer = responses.DynamoResult.execute_result
+
+    def execute_result(self: Any, context: Any) -> Any:
+        operation = context.operation_model
+        if not _fast_path_users or str(operation.name) not in PLAIN_ANSWERS:
+            return moto_answer(self, context)
+        try:
+            plain = _plain(self.result)
+        except _NotPlain:
+            return moto_answer(self, context)
+        serializer = context.serializer_class(
+            operation_model=operation,
+            pretty_print=settings.PRETTIFY_RESPONSES,
+            value_picker=serialize.XFormedAttributePicker(),
+        )
+        answer = serializer._serialized_result_to_response(
+            serializer._create_default_response(), self.result, operation.output_shape, plain
+        )
+        return answer["status_code"], answer["headers"], answer["body"]
+
+    responses.DynamoResult.execute_result = execute_result
+
+
+_counts_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "counts_wanted", default=False
+)
+
+
+@functools.cache  # patch once per process
+def install_sqs_without_recounts() -> None:
+    """Compute a queue's approximate counts only when asked for (see module doc)."""
+    # Typed Any: moto's stubs do not export these names.
+    models: Any = importlib.import_module("moto.sqs.models")
+    queue_class, backend_class = models.Queue, models.SQSBackend
+    without_counts = [
+        name for name in queue_class.BASE_ATTRIBUTES if not name.startswith("Approximate")
+    ]
+    moto_attributes = queue_class.attributes.fget
+    moto_get_attributes = backend_class.get_queue_attributes
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if _counts_wanted.get() or not _fast_path_users:
+            return dict(moto_attributes(self))
+        self.BASE_ATTRIBUTES = without_counts  # this queue, this request (under the lock)
+        try:
+            return dict(moto_attributes(self))
+        finally:
+            del self.BASE_ATTRIBUTES
+
+    def get_queue_attributes(self: Any, queue_name: str, names: list[str]) -> Any:
+        wanted = any(name == "All" or name.startswith("Approximate") for name in names or ())
+        token = _counts_wanted.set(wanted)
+        try:
+            return moto_get_attributes(self, queue_name, names)
+        finally:
+            _counts_wanted.reset(token)
+
+    queue_class.attributes = property(attributes)
+    backend_class.get_queue_attributes = get_queue_attributes
+
+
+class EmulatorControls:
+    """An emulator in another process, over :data:`CONTROL_PATH`: its fault injector's
+    ``set_rate``/``delay_next``/``counts`` (as :class:`FaultInjector`'s), and ``calls``."""
+
+    def __init__(self, endpoint_url: str) -> None:
+        self._url = endpoint_url + CONTROL_PATH
+
+    def set_rate(self, rate: float) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("fault rate must be between 0 and 1")
+        self._send({"rate": rate})
+
+    def delay_next(
+        self, operation: str, seconds: float, *, count: int = 1, containing: str | None = None
+    ) -> None:
+        delay = {"operation": operation, "seconds": seconds, "count": count}
+        self._send({"delay": {**delay, "containing": containing}})
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = self._send(None)["counts"]
+        return counts
+
+    def calls(self) -> dict[str, int]:
+        """Requests moto has served, per operation (``Query``, ``SendMessage``, ...)."""
+        calls: dict[str, int] = self._send(None)["calls"]
+        return calls
+
+    def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
+        data = None if command is None else json.dumps(command).encode()
+        request = urllib.request.Request(self._url, data=data)  # noqa: S310 (loopback only)
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            answered: dict[str, Any] = json.load(answer)
+        return answered
+
+
+class AwsEmulatorProcess:
+    """The emulator in a child process of its own; stops with its parent.
+
+    ``start()`` returns once it serves; ``faults`` controls it; ``pid`` and
+    ``cpu_seconds()`` are for the benchmarks' accounting.
+    """
+
+    def __init__(self, *, seed: int = 0, log_file: Path | None = None) -> None:
+        self._seed = seed
+        self._log_file = log_file
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port = 0
+        self.faults = EmulatorControls("http://127.0.0.1:0")
+
+    @property
+    def endpoint_url(self) -> str:
+        if self._process is None:
+            raise RuntimeError("the emulator is not running")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid if self._process is not None else 0
+
+    def start(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self._port = int(probe.getsockname()[1])
+        ready = Path(tempfile.mkdtemp(prefix="relaylink-aws-")) / "ready"
+        log = self._log_file.open("ab") if self._log_file else subprocess.DEVNULL
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    f"{_PREFIX}local.aws_emulator",
+                    "--port",
+                    str(self._port),
+                    "--seed",
+                    str(self._seed),
+                    "--ready-file",
+                    str(ready),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor only
+            )
+        finally:
+            if not isinstance(log, int):
+                log.close()
+        deadline = time.monotonic() + READY_SECONDS
+        while not ready.exists():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the AWS emulator did not start")
+            time.sleep(0.02)
+        ready.unlink()
+        ready.parent.rmdir()
+        self.faults = EmulatorControls(self.endpoint_url)
+
+    def calls(self) -> dict[str, int]:
+        """Requests moto has served, per operation."""
+        return self.faults.calls()
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the emulator process has used so far."""
+        return process_cpu_seconds(self.pid)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    # After the command: state is field 3, utime 14 and stime 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.aws_emulator", description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    install_stop_signals()
+    exit_with_parent()
+    emulator = AwsEmulator(port=args.port, seed=args.seed)
+    emulator.start()
+    announce_ready(args.ready_file)
+    with contextlib.suppress(Stop):
+        while True:
+            time.sleep(3600)
+    quiet_exit()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

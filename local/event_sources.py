@@ -4,15 +4,16 @@ Runs as its own process (``python -m local.event_sources``), so that it can be
 killed and restarted without the front door. Three mappings call the real
 handlers, configured from the environment exactly as in Lambda:
 
-* **stream → relay**: reads the table's stream shard by shard from a persisted
+* **stream → relay**: reads the table's stream shard by shard (an idle shard four
+  times a second, Lambda's base rate) from a persisted
   checkpoint, applies the mapping's filter (outbox inserts), invokes the relay
   with batches of ``RELAY_BATCH_SIZE``, honours partial batch responses (retry
   from the first failed record), halves the batch after a function error (bisect),
   and after ``RELAY_RETRY_ATTEMPTS`` sends the batch's metadata to the relay
   failure queue and moves on. The checkpoint is written only after a batch is
   done, so a kill re-relays at most one batch (at-least-once, as in Lambda).
-* **SQS → worker**: ``worker_concurrency`` pollers receive up to
-  ``WORKER_BATCH_SIZE`` messages, invoke the worker, delete what succeeded and
+* **SQS → worker**: ``worker_concurrency`` pollers long-poll (20 s, as Lambda's
+  pollers do) for up to ``WORKER_BATCH_SIZE`` messages, invoke the worker, delete what succeeded and
   leave reported failures to the visibility timeout; the queue's redrive policy
   (maxReceiveCount) moves poison messages to the dead-letter queue.
 * **schedule → reconciler**: every ``reconcile_interval`` seconds.
@@ -61,7 +62,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("relaylink.local.event_sources")
 
 Handler = Callable[[dict[str, Any], Any], Any]
-IDLE_WAIT_SECONDS = 0.05
+IDLE_WAIT_SECONDS = 0.05  # after a failed or empty long poll
+STREAM_IDLE_SECONDS = 0.25  # Lambda polls a shard four times a second
+RECEIVE_WAIT_SECONDS = 20  # Lambda's SQS pollers long-poll
 SHARD_REFRESH_SECONDS = 5.0
 INJECTED_RELAY_FAILURE = "injected fault"
 
@@ -162,14 +165,19 @@ class StreamMapping:
         self._refreshed_at = time.monotonic()
 
     def _step(self, shard: _Shard) -> bool:
+        """One read and invocation; True when records were read (more may be waiting)."""
+        read = False
         if not shard.buffer and shard.iterator is not None:
             response = self._streams.get_records(ShardIterator=shard.iterator, Limit=100)
             shard.iterator = response.get("NextShardIterator")
             shard.buffer.extend(response.get("Records", []))
-        while shard.buffer and not is_outbox_insert(shard.buffer[0]):
-            self._done(shard, 1)
+            read = bool(shard.buffer)
+        skipped = 0  # records the filter drops, checkpointed at once
+        while skipped < len(shard.buffer) and not is_outbox_insert(shard.buffer[skipped]):
+            skipped += 1
+        self._done(shard, skipped)
         if not shard.buffer:
-            return False
+            return read
         window: list[RecordTypeDef] = []
         matching = 0
         for record in shard.buffer:
@@ -303,7 +311,7 @@ class QueueMapping:
             MaxNumberOfMessages=event_source_limits.WORKER_BATCH_SIZE,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
-            WaitTimeSeconds=0,  # a long poll would hold the emulator's lock
+            WaitTimeSeconds=RECEIVE_WAIT_SECONDS,
         ).get("Messages", [])
         if not messages:
             return False
@@ -332,8 +340,10 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, SettingsError) else type(exc).__name__
 
 
-def _run(poll: Callable[[], bool], stop: threading.Event, name: str) -> None:
-    """Poll until stopped; wait briefly when idle. A failing poll is retried, not fatal."""
+def _run(
+    poll: Callable[[], bool], stop: threading.Event, name: str, idle: float = IDLE_WAIT_SECONDS
+) -> None:
+    """Poll until stopped; wait ``idle`` seconds when idle. A failing poll is retried."""
     while not stop.is_set():
         try:
             worked = poll()
@@ -341,7 +351,7 @@ def _run(poll: Callable[[], bool], stop: threading.Event, name: str) -> None:
             log.warning("%s poll failed: %s", name, type(exc).__name__)
             worked = False
         if not worked:
-            stop.wait(IDLE_WAIT_SECONDS)
+            stop.wait(idle)
 
 
 def _run_every(call: Callable[[], Any], interval: float, stop: threading.Event) -> None:
@@ -411,7 +421,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         region=region,
     )
     stop = threading.Event()
-    threads = [threading.Thread(target=_run, args=(stream.poll, stop, "stream"), daemon=True)]
+    threads = [
+        threading.Thread(
+            target=_run, args=(stream.poll, stop, "stream", STREAM_IDLE_SECONDS), daemon=True
+        )
+    ]
     threads += [
         threading.Thread(target=_run, args=(queue.poll, stop, "queue"), daemon=True)
         for _ in range(args.worker_concurrency)

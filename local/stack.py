@@ -1,10 +1,11 @@
 """The whole pipeline on one machine: the supervisor of the local stack.
 
-This process hosts what stands in for other people's systems — AWS (moto's
-server, :mod:`local.aws_emulator`), RelayLink's MCP server
-(:mod:`local.mcp_server`) and the notification target that counts effects
-(:mod:`local.notify_sink`) — and runs our code in two child processes, as Lambda
-would run it in separate containers:
+This process hosts what stands in for other people's systems — RelayLink's MCP
+server (:mod:`local.mcp_server`) and the notification target that counts effects
+(:mod:`local.notify_sink`) — and starts AWS (moto's server,
+:mod:`local.aws_emulator`) in a process of its own, so that moto, which serves one
+request at a time, has an interpreter lock to itself. Our code runs in two child
+processes, as Lambda would run it in separate containers:
 
 * the **front door** (:mod:`local.front_door`): API Gateway + the receiver;
 * the **worker side** (:mod:`local.event_sources`): stream → relay,
@@ -38,7 +39,7 @@ from typing import Literal, TypeVar
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
 from local.aws_clients import AwsClients
-from local.aws_emulator import AwsEmulator
+from local.aws_emulator import AwsEmulatorProcess
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
@@ -135,7 +136,7 @@ class LocalStack:
     """Start with ``with LocalStack(options) as stack:``; everything stops on exit."""
 
     options: StackOptions = field(default_factory=StackOptions)
-    emulator: AwsEmulator | None = None
+    emulator: AwsEmulatorProcess | None = None
     mcp: RunningServer | None = None
     sink: NotifySinkServer | None = None
     bedrock: bedrock_emulator.RunningEmulator | None = None
@@ -169,7 +170,9 @@ class LocalStack:
         else:
             self._run_dir = Path(tempfile.mkdtemp(prefix="relaylink-local-"))
             self._owns_run_dir = True
-        self.emulator = AwsEmulator(seed=options.seed)
+        self.emulator = AwsEmulatorProcess(
+            seed=options.seed, log_file=self._run_dir / "aws_emulator.log"
+        )
         self.emulator.start()
         signing = list(options.signing_secrets) or [generate_signing_secret()]
         token = options.mcp_token or "mcp_" + secrets.token_urlsafe(24)
@@ -364,7 +367,7 @@ class LocalStack:
         assert self.emulator is not None
         return create_stack_resources(
             emulator_clients(self.emulator.endpoint_url, region=REGION),
-            # Unique per stack: stacks in one process share moto's in-memory backends.
+            # Unique per stack: names stay apart in logs and state files of several runs.
             prefix=f"{PREFIX}-{secrets.token_hex(3)}",
             signing_secrets=signing,
             mcp_token=token,
@@ -422,7 +425,9 @@ class LocalStack:
         )
 
     def _pids(self) -> dict[str, int]:
-        return {"supervisor": os.getpid(), **{r: c.pid for r, c in self._children.items()}}
+        emulator = {"aws_emulator": self.emulator.pid} if self.emulator is not None else {}
+        children: dict[str, int] = {r: c.pid for r, c in self._children.items()}
+        return {"supervisor": os.getpid(), **emulator, **children}
 
     def _write_state(self) -> None:
         if self.options.state_file:

@@ -1,0 +1,290 @@
+"""The local stack's AWS emulator: its long polls, its queries and its controls, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from functions.core import table_layout
+from local import aws_emulator
+from local.aws_emulator import AwsEmulator, AwsEmulatorProcess, EmulatorControls
+from local.aws_resources import create_table
+from tests.polling import poll
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
+
+REGION = "us-east-1"
+NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"})
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[AwsEmulator]:
+    running = AwsEmulator()
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _sqs(endpoint_url: str) -> SQSClient:
+    return boto3.client("sqs", region_name=REGION, endpoint_url=endpoint_url)
+
+
+def _dynamodb(endpoint_url: str) -> DynamoDBClient:
+    return boto3.client(
+        "dynamodb", region_name=REGION, endpoint_url=endpoint_url, config=NO_RETRIES
+    )
+
+
+def _receive_in_thread(sqs: SQSClient, queue_url: str, wait: int) -> dict[str, Any]:
+    """Starts a long poll; the dict gets its messages and elapsed seconds when it ends."""
+    outcome: dict[str, Any] = {}
+
+    def receive() -> None:
+        started = time.monotonic()
+        answer = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=wait)
+        outcome["seconds"] = time.monotonic() - started
+        outcome["messages"] = answer.get("Messages", [])
+
+    threading.Thread(target=receive, daemon=True).start()
+    return outcome
+
+
+def test_a_long_poll_answers_when_a_message_arrives_and_holds_up_no_other_request(
+    emulator: AwsEmulator,
+) -> None:
+    sqs = _sqs(emulator.endpoint_url)
+    queue_url = sqs.create_queue(QueueName=f"long-poll-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    controls = EmulatorControls(emulator.endpoint_url)
+    polls_before = controls.calls().get("ReceiveMessage", 0)
+
+    outcome = _receive_in_thread(_sqs(emulator.endpoint_url), queue_url, wait=10)
+    asked = poll(
+        lambda: controls.calls().get("ReceiveMessage", 0),
+        lambda n: n > polls_before,
+        deadline_seconds=10,
+    )
+    assert asked > polls_before
+    # While the poll waits, other requests are served at once (moto's own long poll
+    # would sleep holding the emulator's lock).
+    started = time.monotonic()
+    sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
+    assert time.monotonic() - started < 1.0
+    assert "messages" not in outcome
+
+    sqs.send_message(QueueUrl=queue_url, MessageBody="hello")
+    done = poll(lambda: dict(outcome), lambda o: "messages" in o, deadline_seconds=5)
+    assert [m["Body"] for m in done["messages"]] == ["hello"]
+    assert done["seconds"] < 5
+
+
+def test_a_long_poll_on_an_empty_queue_waits_its_time_then_answers_empty(
+    emulator: AwsEmulator,
+) -> None:
+    sqs = _sqs(emulator.endpoint_url)
+    queue_url = sqs.create_queue(QueueName=f"empty-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+
+    started = time.monotonic()
+    answer = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1)
+
+    assert answer.get("Messages", []) == []
+    assert 1.0 <= time.monotonic() - started < 3.0
+
+
+def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
+    emulator: AwsEmulator,
+) -> None:
+    sqs = _sqs(emulator.endpoint_url)
+    queue_url = sqs.create_queue(QueueName=f"delayed-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    sqs.send_message(QueueUrl=queue_url, MessageBody="later", DelaySeconds=1)
+
+    started = time.monotonic()
+    answer = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=5)
+
+    assert [m["Body"] for m in answer.get("Messages", [])] == ["later"]
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_queue_counts_its_messages_when_asked(emulator: AwsEmulator) -> None:
+    sqs = _sqs(emulator.endpoint_url)
+    queue_url = sqs.create_queue(QueueName=f"counted-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=queue_url, MessageBody=f"m{n}")
+    sqs.send_message(QueueUrl=queue_url, MessageBody="delayed", DelaySeconds=60)
+    received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=1)["Messages"]
+
+    counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+
+    assert len(received) == 1
+    assert counts["ApproximateNumberOfMessages"] == "2"
+    assert counts["ApproximateNumberOfMessagesNotVisible"] == "1"
+    assert counts["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert counts["MessageRetentionPeriod"] == str(4 * 86400)
+
+
+def _listed(pk: str, sk: str, shard: str, listed_at: int) -> dict[str, Any]:
+    return {
+        table_layout.TABLE_PARTITION_KEY: {"S": pk},
+        table_layout.TABLE_SORT_KEY: {"S": sk},
+        table_layout.STATE_INDEX_PARTITION_KEY: {"S": shard},
+        table_layout.STATE_INDEX_SORT_KEY: {"N": str(listed_at)},
+    }
+
+
+def test_queries_read_a_partition_or_an_index_shard_in_key_order_and_page(
+    emulator: AwsEmulator,
+) -> None:
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    table = f"queries-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    for sort_key in ("c", "a", "b"):
+        dynamodb.put_item(TableName=table, Item={pk: {"S": "one"}, sk: {"S": sort_key}})
+    dynamodb.put_item(TableName=table, Item={pk: {"S": "other"}, sk: {"S": "a"}})
+    # Listed in two shards, out of order; one item is not listed at all.
+    for index, (shard, listed_at) in enumerate([("s#01", 30), ("s#02", 5), ("s#01", 10)]):
+        dynamodb.put_item(TableName=table, Item=_listed(f"d{index}", "inbox", shard, listed_at))
+
+    partition = dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": pk},
+        ExpressionAttributeValues={":pk": {"S": "one"}},
+    )
+    assert [item[sk]["S"] for item in partition["Items"]] == ["a", "b", "c"]
+
+    def shard_page(**more: Any) -> Any:
+        return dynamodb.query(
+            TableName=table,
+            IndexName=table_layout.STATE_INDEX,
+            KeyConditionExpression="#shard = :shard AND #listed < :before",
+            ExpressionAttributeNames={
+                "#shard": table_layout.STATE_INDEX_PARTITION_KEY,
+                "#listed": table_layout.STATE_INDEX_SORT_KEY,
+            },
+            ExpressionAttributeValues={":shard": {"S": "s#01"}, ":before": {"N": "100"}},
+            Limit=1,
+            **more,
+        )
+
+    pages = [shard_page()]
+    while "LastEvaluatedKey" in pages[-1] and len(pages) < 5:
+        pages.append(shard_page(ExclusiveStartKey=pages[-1]["LastEvaluatedKey"]))
+    assert [len(page["Items"]) for page in pages][:2] == [1, 1]
+    assert [item[pk]["S"] for page in pages for item in page["Items"]] == ["d2", "d0"]
+
+
+def test_the_control_path_sets_faults_and_counts_requests(emulator: AwsEmulator) -> None:
+    controls = EmulatorControls(emulator.endpoint_url)
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    listed_before = controls.calls().get("ListTables", 0)
+    faults_before = sum(controls.counts().values())
+
+    controls.set_rate(1.0)
+    try:
+        with pytest.raises(ClientError) as refused:
+            dynamodb.list_tables()
+    finally:
+        controls.set_rate(0.0)
+    dynamodb.list_tables()
+
+    assert refused.value.response["Error"]["Code"] in {"ThrottlingException", "InternalServerError"}
+    assert sum(controls.counts().values()) == faults_before + 1
+    # The refused request never reached moto; the one after did.
+    assert controls.calls().get("ListTables", 0) == listed_before + 1
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        controls.set_rate(1.5)
+
+
+def test_the_emulator_process_serves_and_reports_its_cpu_time() -> None:
+    emulator = AwsEmulatorProcess()
+    emulator.start()
+    try:
+        dynamodb = _dynamodb(emulator.endpoint_url)
+        create_table(dynamodb, "in-its-own-process")
+        assert dynamodb.list_tables()["TableNames"] == ["in-its-own-process"]
+        assert emulator.calls()["CreateTable"] == 1
+        assert emulator.cpu_seconds() > 0
+        pid = emulator.pid
+    finally:
+        emulator.stop()
+    assert emulator.pid == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def _raw_answers(client: DynamoDBClient) -> list[bytes]:
+    """Collects the HTTP body of every answer ``client`` gets."""
+    bodies: list[bytes] = []
+
+    def keep(http_response: Any, **_: Any) -> None:
+        bodies.append(http_response.content)
+
+    client.meta.events.register("after-call.dynamodb.*", keep)
+    return bodies
+
+
+def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    table = f"answers-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    for delivery in ("d1", "d2"):  # one for each path to update
+        item: dict[str, Any] = {
+            pk: {"S": delivery},
+            sk: {"S": "inbox"},
+            "count": {"N": "3"},
+            "flag": {"BOOL": True},
+            "nothing": {"NULL": True},
+            "tags": {"SS": ["a", "b"]},
+            "nested": {"M": {"list": {"L": [{"S": "x"}, {"N": "1.5"}]}}},
+        }
+        dynamodb.put_item(TableName=table, Item=item)
+
+    def ask(delivery: str) -> None:
+        key = {pk: {"S": delivery}, sk: {"S": "inbox"}}
+        dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+        dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": pk},
+            ExpressionAttributeValues={":pk": {"S": delivery}},
+            ReturnConsumedCapacity="TOTAL",
+        )
+        dynamodb.batch_get_item(RequestItems={table: {"Keys": [key]}})
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #c = #c + :one",
+            ExpressionAttributeNames={"#c": "count"},
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="ALL_NEW",
+        )
+
+    bodies = _raw_answers(dynamodb)
+    ask("d1")
+    plain = [body.replace(b'"d1"', b'"d2"') for body in bodies]
+    bodies.clear()
+    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    try:
+        ask("d2")
+    finally:
+        aws_emulator._fast_path_users.append(emulator)
+
+    assert len(plain) == 4
+    assert b'"count": {"N": "4"}' in plain[-1]
+    # The same documents; members may come in another order.
+    assert [json.loads(body) for body in plain] == [json.loads(body) for body in bodies]

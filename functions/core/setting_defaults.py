@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Final
 
-# RelayLink retries a delivery for up to 3 days (docs/contract.md): a week keeps every
-# retry deduplicated with four days to spare, and a failed or quarantined delivery
-# for an operator's week (its alarm fires at once). Storage is billed per day kept.
-DEFAULT_INBOX_RETENTION_DAYS: Final = 7
+# RelayLink retries a delivery for up to 3 days (docs/contract.md), and a dead letter
+# lives 14 days from its first enqueue (SQS keeps that timestamp in the DLQ): two
+# weeks keep every retry deduplicated and every dead letter's inbox item there for
+# its redrive. Storage is billed per day kept.
+DEFAULT_INBOX_RETENTION_DAYS: Final = 14
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 # An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside
 # the stack, so a bare deployment starts and completes deliveries.

@@ -52,8 +52,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
+
+from local.loopback_http import LoopbackHTTPServer
 
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
 REFUSE_MARKER: Final = "[[bedrock-emulator:refuse]]"
@@ -508,7 +510,7 @@ class RunningEmulator:
 
     url: str
     emulator: BedrockEmulator
-    _server: ThreadingHTTPServer = field(repr=False)
+    _server: LoopbackHTTPServer = field(repr=False)
     _thread: threading.Thread = field(repr=False)
 
     @property
@@ -552,13 +554,11 @@ def start_in_thread(
     )
 
 
-def _server(host: str, port: int, emulator: BedrockEmulator) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), _handler(emulator))
-    server.daemon_threads = True  # a call sleeping out its latency must not hold exit
-    return server
+def _server(host: str, port: int, emulator: BedrockEmulator) -> LoopbackHTTPServer:
+    return LoopbackHTTPServer((host, port), _handler(emulator))
 
 
-def _url(host: str, server: ThreadingHTTPServer) -> str:
+def _url(host: str, server: LoopbackHTTPServer) -> str:
     url_host = f"[{host}]" if ":" in host else host
     return f"http://{url_host}:{server.server_address[1]}"
 

@@ -20,8 +20,10 @@ import json
 import threading
 import urllib.parse
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
+
+from local.loopback_http import LoopbackHTTPServer
 
 NOTIFY_PATH: Final = "/notify"
 KEY_HEADER: Final = "Idempotency-Key"
@@ -115,8 +117,7 @@ class NotifySinkServer:
 
     def __init__(self, *, port: int = 0, path: str = NOTIFY_PATH) -> None:
         self.sink = NotifySink()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self.sink, path))
-        self._server.daemon_threads = True
+        self._server = LoopbackHTTPServer(("127.0.0.1", port), _handler(self.sink, path))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.path = path
 

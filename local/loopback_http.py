@@ -1,0 +1,22 @@
+"""An HTTP server for the local stack's own endpoints, quiet about callers that vanish.
+
+The worker side is killed on purpose (chaos, the demo): a request it had open to an
+emulator then ends in a reset, which the standard library's server reports with a
+traceback on stderr. That is the expected end of a killed caller, not an error.
+"""
+
+from __future__ import annotations
+
+import sys
+from http.server import ThreadingHTTPServer
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` in daemon threads, silent when a caller drops the line."""
+
+    daemon_threads = True  # a call sleeping out its latency must not hold exit
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # reset or broken pipe: the caller was killed or gave up
+        super().handle_error(request, client_address)  # type: ignore[arg-type]

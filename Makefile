@@ -55,7 +55,7 @@ pytest: $(DEV_STAMP) node_modules/.package-lock.json
 LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
 	--ignore=tests/unit/test_declared_dependencies.py \
 	--ignore=tests/unit/test_local_state.py --ignore=tests/unit/test_sender.py \
-	--ignore=tests/unit/test_loopback_http.py \
+	--ignore=tests/unit/test_loopback_http.py --ignore=tests/unit/test_cost_model.py \
 	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \
 	--ignore=tests/integration/test_operator_effects.py --ignore=tests/integration/test_sender_http.py \
 	--ignore=tests/integration/test_bedrock_emulator.py

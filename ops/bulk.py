@@ -44,6 +44,9 @@ class NotChanged(StrEnum):
     """Why a matched delivery was not requeued."""
 
     ALREADY_REQUEUED = "already_requeued"  # pending again: requeued since the listing
+    # Failed again after an operator's requeue inside the window: running the same
+    # command again changes nothing; a --since after that requeue takes it again.
+    REQUEUED_IN_WINDOW = "requeued_in_window"
     STATE_MOVED = "state_moved"  # processing, completed or ignored since the listing
     MISSING = "missing"  # its item expired since the listing
     NO_WORK_ITEM = "no_work_item"  # it has no package: there is nothing to run
@@ -152,7 +155,9 @@ def requeue_matching(
 
     Only ``failed`` deliveries can be requeued. The match is listed first (the index),
     then each is reset with its own conditional update: one that changed meanwhile
-    is counted under a :class:`NotChanged` reason, never overwritten.
+    is counted under a :class:`NotChanged` reason, never overwritten. One that failed
+    again after an operator requeued it inside the window is left alone
+    (``requeued_in_window``), so the same command run twice requeues once.
 
     Raises:
         BulkLimitExceeded: not a dry run, not ``yes``, and more than ``limit`` match.
@@ -168,16 +173,24 @@ def requeue_matching(
         if reason is None or item.last_error == reason
     ]
     matched.sort(key=lambda i: (i.state_changed_at, i.delivery_id))
-    needs_yes = len(matched) > limit and not yes
-    if needs_yes and not dry_run:
-        raise BulkLimitExceeded("requeue", len(matched), limit, narrow="--reason, --since, --until")
     tally = _Tally()
+    to_requeue: list[InboxItem] = []
+    for item in matched:
+        if _requeued_in_window(item, since):
+            tally.keep(item.delivery_id, NotChanged.REQUEUED_IN_WINDOW)
+        else:
+            to_requeue.append(item)
+    needs_yes = len(to_requeue) > limit and not yes
+    if needs_yes and not dry_run:
+        raise BulkLimitExceeded(
+            "requeue", len(to_requeue), limit, narrow="--reason, --since, --until"
+        )
     with ThreadPoolExecutor(concurrency, thread_name_prefix="bulk-requeue") as pool:
         if dry_run:
-            _preview(target, matched, tally, pool)
+            _preview(target, to_requeue, tally, pool)
         else:
-            for start in range(0, len(matched), _SEND_CHUNK):
-                chunk = matched[start : start + _SEND_CHUNK]
+            for start in range(0, len(to_requeue), _SEND_CHUNK):
+                chunk = to_requeue[start : start + _SEND_CHUNK]
                 _requeue_chunk(target, chunk, tally, pool, now=now)
     filters = {"state": state.value, "reason": reason, "since": since, "until": until}
     return _result(
@@ -189,6 +202,12 @@ def requeue_matching(
         needs_yes=needs_yes,
         filters=filters,
     )
+
+
+def _requeued_in_window(item: InboxItem, since: int | None) -> bool:
+    """An operator requeued it inside the window (any time, for an open window): the
+    same command run again must not requeue what failed again since."""
+    return item.requeued_at is not None and (since is None or item.requeued_at >= since)
 
 
 def _listing(

@@ -99,6 +99,9 @@ class InboxItem:
     transient_failures: int = 0  # attempts that ended in a known-transient failure
     # An operator's last reset of the failed delivery, or its last wait for the budget.
     reset_at: int | None = None
+    # An operator's last requeue or redrive of the failed delivery (a bulk requeue does
+    # not requeue it again within a window that began before it).
+    requeued_at: int | None = None
     # The repeatable effects the completing attempt applied (marked by the completion).
     effects_done: frozenset[str] = frozenset()
 

@@ -94,6 +94,38 @@ def test_requeue_then_rerun_changes_nothing_more(stack: Stack, calls: AwsCalls) 
     _no_scan(calls)
 
 
+def test_what_failed_again_after_a_requeue_in_the_window_is_not_requeued_again(
+    stack: Stack, calls: AwsCalls
+) -> None:
+    # A cause that outlasts the requeue: every requeued delivery fails again.
+    failed = [_fail(stack, at=NOW + 10) for _ in range(3)]
+    first = bulk.requeue_matching(stack.target, now=NOW + 100, since=NOW, dry_run=False)
+    assert (first.matched, first.changed) == (3, 3)
+    for delivery_id in failed:
+        claim = stack.claims.claim(delivery_id, owner="w2", now=NOW + 110, lease_seconds=0).claim
+        stack.claims.fail(claim, now=NOW + 120, error_code="package_not_found")
+    stack.drain(stack.target.work_queue_url)
+    requeued = dynamodb_items.inbox_from_item(stack.stored(failed[0]))
+    assert (requeued.state, requeued.requeued_at) == (State.FAILED, NOW + 100)
+
+    # The same command again (its window still begins before the requeue): nothing.
+    for dry_run in (True, False):
+        again = bulk.requeue_matching(stack.target, now=NOW + 200, since=NOW, dry_run=dry_run)
+        assert (again.matched, again.changed) == (3, 0)
+        assert again.not_changed == {"requeued_in_window": 3}
+    assert stack.drain(stack.target.work_queue_url) == []
+    assert set(_states(stack, failed).values()) == {"failed"}
+    # Without a window, a delivery an operator ever requeued is left alone too.
+    open_ended = bulk.requeue_matching(stack.target, now=NOW + 200, dry_run=False)
+    assert (open_ended.changed, open_ended.not_changed) == (0, {"requeued_in_window": 3})
+
+    # A window that begins after that requeue takes them again, once.
+    later = bulk.requeue_matching(stack.target, now=NOW + 300, since=NOW + 101, dry_run=False)
+    assert (later.matched, later.changed, later.not_changed) == (3, 3, {})
+    assert sorted(stack.drain(stack.target.work_queue_url)) == sorted(_work(d) for d in failed)
+    _no_scan(calls)
+
+
 @dataclass(frozen=True, slots=True)
 class _StaleIndex(Target):
     """A target whose index answers with a listing taken earlier (as a lagging GSI may)."""

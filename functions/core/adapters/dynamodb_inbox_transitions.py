@@ -202,8 +202,14 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
     ),
     to_state=State.PENDING,
     # last_error is kept: it says why the delivery failed until the next attempt ends.
-    # reset_at restarts the retry horizon, which otherwise runs from received_at.
-    sets=(("attempts", ":zero"), ("transient_failures", ":zero"), ("reset_at", ":now")),
+    # reset_at restarts the retry horizon, which otherwise runs from received_at;
+    # requeued_at tells a bulk requeue run again that an operator already did this.
+    sets=(
+        ("attempts", ":zero"),
+        ("transient_failures", ":zero"),
+        ("reset_at", ":now"),
+        ("requeued_at", ":now"),
+    ),
 )
 
 TRANSITIONS: Final = (

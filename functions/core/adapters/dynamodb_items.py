@@ -119,6 +119,8 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["transient_failures"] = _n(inbox.transient_failures)
     if inbox.reset_at is not None:
         item["reset_at"] = _n(inbox.reset_at)
+    if inbox.requeued_at is not None:
+        item["requeued_at"] = _n(inbox.requeued_at)
     if inbox.effects_done:
         item[EFFECTS_DONE] = {"SS": sorted(inbox.effects_done)}
     return item
@@ -152,6 +154,7 @@ def inbox_from_item(item: Item) -> InboxItem:
         completed_at=_opt_n(item, "completed_at"),
         transient_failures=_opt_n(item, "transient_failures") or 0,
         reset_at=_opt_n(item, "reset_at"),
+        requeued_at=_opt_n(item, "requeued_at"),
         effects_done=frozenset(item.get(EFFECTS_DONE, {}).get("SS", ())),
     )
 

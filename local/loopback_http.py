@@ -1,8 +1,9 @@
-"""An HTTP server for the local stack's own endpoints, quiet about callers that vanish.
+"""An HTTP server on loopback, quiet about callers that vanish.
 
-The worker side is killed on purpose (chaos, the demo): a request it had open to an
-emulator then ends in a reset, which the standard library's server reports with a
-traceback on stderr. That is the expected end of a killed caller, not an error.
+The worker side is killed on purpose (chaos, the demo), and a browser drops
+connections it no longer needs (the operator console): a request then ends in a
+reset, which the standard library's server reports with a traceback on stderr. That
+is the expected end of such a caller, not an error.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ scripts and styles from the console itself only, nothing cached.
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
+from local.loopback_http import LoopbackHTTPServer
 from ops.console.routes import Console, Request, Response
 
 LOOPBACK: Final = "127.0.0.1"
@@ -78,9 +79,8 @@ def _handler_for(console: Console) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def bind(console: Console, port: int = 0) -> ThreadingHTTPServer:
+def bind(console: Console, port: int = 0) -> LoopbackHTTPServer:
     """A server bound to 127.0.0.1:``port`` (0: a free port); the console learns its port."""
-    server = ThreadingHTTPServer((LOOPBACK, port), _handler_for(console))
-    server.daemon_threads = True
+    server = LoopbackHTTPServer((LOOPBACK, port), _handler_for(console))
     console.port = server.server_address[1]
     return server

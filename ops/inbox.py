@@ -161,22 +161,26 @@ def inbox_in_state(
         changed_before=until,
         page_size=page_size,
     ):
-        # The labels list only inbox items, but read defensively; one label may hold
-        # more than one state (pending and processing are both open).
-        if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
-            inbox = dynamodb_items.inbox_from_item(item)
-            if inbox.state is state:
-                yield inbox
+        if (inbox := _inbox_in(item, state)) is not None:
+            yield inbox
 
 
 def _newest_in_state(target: Target, state: State, *, batch: int) -> Iterator[InboxItem]:
     """Inbox items in ``state``, the most recently listed first, read lazily."""
     label = dynamodb_items.state_label(state)
     for _listed_at, item in target.newest_listed([label], batch=min(batch, 100)):
-        if item[table_layout.TABLE_SORT_KEY]["S"] == table_layout.SK_INBOX:
-            inbox = dynamodb_items.inbox_from_item(item)
-            if inbox.state is state:
-                yield inbox
+        if (inbox := _inbox_in(item, state)) is not None:
+            yield inbox
+
+
+def _inbox_in(item: dynamodb_items.Item, state: State) -> InboxItem | None:
+    """The listed record as an inbox item in ``state``, else None. The labels list only
+    inbox items, but read defensively; one label may hold more than one state (pending
+    and processing are both open)."""
+    if item[table_layout.TABLE_SORT_KEY]["S"] != table_layout.SK_INBOX:
+        return None
+    inbox = dynamodb_items.inbox_from_item(item)
+    return inbox if inbox.state is state else None
 
 
 def _scan_inbox(target: Target) -> Iterator[dynamodb_items.Item]:

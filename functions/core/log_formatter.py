@@ -12,6 +12,11 @@ nearly every record, and :class:`JsonLineFormatter` skips only that work:
   tuple; a frozen set answers the same question;
 * ``json.dumps`` with options builds a new encoder for every line; one is kept.
 
+:meth:`JsonLineFormatter.fields_line` goes further for the commonest record (a plain
+sentence and a few extras, no arguments, exception or stack): it builds that line from
+the values themselves, without a ``LogRecord``, for a caller that writes it directly
+(:func:`functions.core.observability.log_with_counts`).
+
 The output is the stock formatter's, key for key (tests/unit/test_log_formatter.py
 compares them).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Final
 
 from aws_lambda_powertools.logging.formatter import (
@@ -33,6 +39,10 @@ _RESERVED: Final = frozenset(RESERVED_LOG_ATTRS)
 # skips, and the start of an object, array, string, number, literal, NaN or Infinity.
 # A text starting with anything else is not JSON.
 _JSON_FIRST: Final = frozenset(' \t\n\r{["-0123456789tfnNI')
+# The one reserved-attribute key :meth:`JsonLineFormatter.fields_line` fills in itself.
+_LEVEL_NAME: Final = "%(levelname)s"
+# Keys the stock format() sets after the extras (None without an exception or a stack).
+_AFTER_EXTRAS: Final = ("exception", "exception_name", "exception_notes")
 
 
 class JsonLineFormatter(LambdaPowertoolsFormatter):
@@ -78,3 +88,37 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                     formatted_log[key] = value
         formatted_log.update({k: v for k, v in record_dict.items() if k not in _RESERVED})
         return formatted_log
+
+    def fields_line(self, level: int, message: str, fields: Mapping[str, Any]) -> str | None:
+        """What :meth:`format` writes for a record of ``level`` and ``message`` with
+        ``fields`` as its extras (no arguments, exception or stack), made without one.
+
+        None when the line needs the record after all: a message that may be JSON, or a
+        key (appended, or from the thread context) that formats a record attribute
+        other than the level name. The caller then logs the record as usual.
+        """
+        if (
+            message[:1] in _JSON_FIRST
+            or self.json_deserializer is not json.loads
+            # A record refuses "message" as an extra, and the formatter drops reserved ones.
+            or "message" in fields
+            or not _RESERVED.isdisjoint(fields)
+        ):
+            return None
+        line: dict[str, Any] = {}
+        for keys in (self.log_format, _get_context().get()):
+            for key, value in keys.items():
+                if value and key in _RESERVED:
+                    if value != _LEVEL_NAME:
+                        return None
+                    line[key] = logging.getLevelName(level)
+                else:
+                    line[key] = value
+        line.update(fields)
+        line["message"] = message
+        for key in _AFTER_EXTRAS:
+            line[key] = line.get(key)
+        if self.serialize_stacktrace:
+            line["stack_trace"] = None
+        line["xray_trace_id"] = self._get_latest_trace_id()
+        return self.serialize({k: v for k, v in line.items() if v is not None})

@@ -26,9 +26,10 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Final, TextIO
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.filters import SuppressFilter
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -64,14 +65,19 @@ def hold_payload_loggers() -> None:
 
 
 hold_payload_loggers()  # before Powertools logs its own set-up below
-logger = Logger(service=metric_names.SERVICE, logger_formatter=JsonLineFormatter())
+_FORMATTER: Final = JsonLineFormatter()
+logger = Logger(service=metric_names.SERVICE, logger_formatter=_FORMATTER)
 # CloudWatch stamps every log event with its time, and an exception's stack trace says
 # where it was raised: the formatter's own timestamp and code location would only
 # repeat them on every line (log ingestion is billed per byte, docs/cost.md).
 logger.remove_keys(["timestamp", "location"])
 # The standard logger under Powertools' (the one its methods log through).
 _LINES: Final = logging.getLogger(logger.name)
+_HANDLER: Final = logger.registered_handler
 metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)
+# Read once: a function's environment is fixed for its container's life, and reading
+# it on every request is a tenth of the receiver's per-request line (figure 2).
+_METRICS_DISABLED: Final = is_metrics_disabled()
 
 
 def apply_log_level(environ: Mapping[str, str]) -> None:
@@ -118,7 +124,7 @@ def log_with_counts(
     metric_list = sorted(set(counted))
     extra = dict(fields)
     written = _LINES.isEnabledFor(level)
-    if written and not is_metrics_disabled():
+    if written and not _METRICS_DISABLED:
         extra.update(_emf(metric_list))
     else:
         # The line is filtered out (log level) or metrics are off: the metric takes
@@ -133,6 +139,8 @@ def log_with_counts(
             ):
                 pass
     if not written:
+        return
+    if _write_directly(level, message, extra):
         return
     # The record is made here, as logger.info would make it, with the caller's frame as
     # the line's location: logging's own search up the stack for it is not needed.
@@ -151,6 +159,54 @@ def log_with_counts(
             extra,
         )
     )
+
+
+def _write_directly(level: int, message: str, extra: Mapping[str, object]) -> bool:
+    """Write the line Powertools' handler would write for this record, without the
+    record, when that handler is the only place the record would go (as in Lambda,
+    where Powertools' filter on the root handlers drops our records). False: nothing
+    was written; the caller logs the record as usual.
+
+    Why: a ``LogRecord``, its way through ``logging`` and the redacting filter's walk
+    over its values cost three quarters of the receiver's per-request line, which is
+    the largest part of its own code over the bare DynamoDB write (docs/benchmarks.md,
+    figure 2). The redaction is kept: a line that may hold a secret takes the record's
+    way, through the filter, exactly as before.
+    """
+    handler = _sole_handler()
+    if handler is None or level < handler.level:
+        return False
+    line = _FORMATTER.fields_line(level, message, extra)
+    if line is None or redaction.may_hold_secret(line):
+        return False
+    handler.acquire()
+    try:
+        handler.stream.write(line + handler.terminator)
+        handler.flush()
+    finally:
+        handler.release()
+    return True
+
+
+def _sole_handler() -> logging.StreamHandler[TextIO] | None:
+    """Powertools' handler, when it is the only one our records reach and nothing but
+    the redacting filter sits on it."""
+    handlers = _LINES.handlers
+    handler = _HANDLER
+    if len(handlers) != 1 or handlers[0] is not handler or _LINES.filters:
+        return None
+    if not isinstance(handler, logging.StreamHandler) or handler.formatter is not _FORMATTER:
+        return None
+    if any(not isinstance(f, redaction.RedactingFilter) for f in handler.filters):
+        return None
+    if _LINES.propagate:
+        for root_handler in logging.getLogger().handlers:
+            if not any(
+                isinstance(f, SuppressFilter) and f.logger in _LINES.name
+                for f in root_handler.filters
+            ):
+                return None
+    return handler
 
 
 def _emf(metric_list: list[str]) -> dict[str, object]:

@@ -57,9 +57,10 @@ class _Secrets:
         self.state: tuple[re.Pattern[str], tuple[str, ...]] = (re.compile(_SHAPES), ())
 
     def add(self, value: str) -> None:
-        # Also the form json.dumps gives it (a quote or a backslash escaped), as it
-        # appears inside a logged JSON document.
-        forms = {value, json.dumps(value)[1:-1]}
+        # Also the forms json.dumps gives it (a quote or a backslash escaped, other
+        # characters as they are or as \u escapes), as it appears inside a logged JSON
+        # document: a JSON line holds a secret's value exactly when it holds one of them.
+        forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
         with self._lock:
             new = {f for f in forms if len(f) >= MIN_REMEMBERED_LENGTH} - self._values
             if not new:
@@ -88,6 +89,15 @@ _SECRETS: Final = _Secrets()
 def remember_secret(value: str) -> None:
     """Mask ``value`` wherever it appears from now on (a secret this container loaded)."""
     _SECRETS.add(value)
+
+
+def may_hold_secret(text: str) -> bool:
+    """False when ``text`` surely holds no secret shape and no remembered secret.
+
+    Sound for a JSON document too: escaping leaves the shapes' marks as they are, and
+    every remembered secret is also remembered in its escaped forms.
+    """
+    return _SECRETS.pattern_if_needed(text) is not None
 
 
 def redact(text: str) -> str:

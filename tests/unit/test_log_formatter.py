@@ -98,3 +98,68 @@ def test_a_reserved_key_holding_a_non_string_is_refused_like_stock() -> None:
 
 def test_the_shared_logger_uses_it() -> None:
     assert isinstance(logger.registered_formatter, JsonLineFormatter)
+
+
+def _shared_pair() -> tuple[LambdaPowertoolsFormatter, JsonLineFormatter]:
+    """The pair without the timestamp and location, as the shared logger writes lines."""
+    stock, ours = _pair()
+    for formatter in (stock, ours):
+        formatter.remove_keys(["timestamp", "location"])
+    return stock, ours
+
+
+FIELD_SETS = [
+    {"outcome": "accepted", "reason": None, "status": 202, "_aws": {"Timestamp": 1}, "n": [1.0]},
+    {"note": 'Zürich ✓ "quoted" \\ back\nslash', "delivery_id": None},
+    {"stack_trace": "an extra the stock format drops", "exception": "kept as an extra"},
+    {"xray_trace_id": "an extra the stock format replaces", "service": "overrides in place"},
+    {},
+]
+
+
+@pytest.mark.parametrize("fields", FIELD_SETS, ids=repr)
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO, logging.WARNING])
+def test_a_line_from_fields_is_the_stock_line_of_the_same_record(
+    fields: dict[str, object], level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stock, ours = _shared_pair()
+    for trace in (None, "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f;Sampled=1"):
+        if trace is None:
+            monkeypatch.delenv("_X_AMZN_TRACE_ID", raising=False)
+        else:
+            monkeypatch.setenv("_X_AMZN_TRACE_ID", trace)
+        record = _record("delivery handled", **fields)
+        record.levelno, record.levelname = level, logging.getLevelName(level)
+
+        assert ours.fields_line(level, "delivery handled", fields) == stock.format(record)
+
+
+def test_a_line_from_fields_carries_appended_and_thread_local_keys_as_stock_does() -> None:
+    stock, ours = _shared_pair()
+    for formatter in (stock, ours):
+        formatter.append_keys(cold_start=True, level_name="%(levelname)s")
+    ours.thread_safe_append_keys(request="r-1")
+    try:
+        line = ours.fields_line(logging.INFO, "line", {"outcome": "accepted"})
+        assert line == stock.format(_record("line", outcome="accepted"))
+    finally:
+        ours.thread_safe_clear_keys()
+
+
+@pytest.mark.parametrize(
+    ("message", "fields", "appended"),
+    [
+        ('{"a": 1}', {}, {}),  # may be JSON: the formatter logs it as an object
+        (" 7", {}, {}),
+        ("line", {"message": "x"}, {}),  # a record refuses it
+        ("line", {"location": "x"}, {}),  # reserved: the formatter drops it
+        ("line", {}, {"location": "%(funcName)s:%(lineno)d"}),  # the record's attributes
+    ],
+)
+def test_a_line_that_needs_the_record_is_left_to_it(
+    message: str, fields: dict[str, object], appended: dict[str, object]
+) -> None:
+    _stock, ours = _shared_pair()
+    ours.append_keys(**appended)
+
+    assert ours.fields_line(logging.INFO, message, fields) is None

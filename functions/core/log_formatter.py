@@ -41,8 +41,6 @@ _RESERVED: Final = frozenset(RESERVED_LOG_ATTRS)
 _JSON_FIRST: Final = frozenset(' \t\n\r{["-0123456789tfnNI')
 # The one reserved-attribute key :meth:`JsonLineFormatter.fields_line` fills in itself.
 _LEVEL_NAME: Final = "%(levelname)s"
-# Keys the stock format() sets after the extras (None without an exception or a stack).
-_AFTER_EXTRAS: Final = ("exception", "exception_name", "exception_notes")
 
 
 class JsonLineFormatter(LambdaPowertoolsFormatter):
@@ -116,9 +114,13 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                     line[key] = value
         line.update(fields)
         line["message"] = message
-        for key in _AFTER_EXTRAS:
-            line[key] = line.get(key)
+        # format() then sets the exception keys to what the record's extras hold (no
+        # change here), the stack trace to None, and the trace id; None is left out.
         if self.serialize_stacktrace:
-            line["stack_trace"] = None
-        line["xray_trace_id"] = self._get_latest_trace_id()
+            line.pop("stack_trace", None)
+        trace_id = self._get_latest_trace_id()
+        if trace_id is None:
+            line.pop("xray_trace_id", None)
+        else:
+            line["xray_trace_id"] = trace_id
         return self.serialize({k: v for k, v in line.items() if v is not None})

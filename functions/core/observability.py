@@ -21,6 +21,7 @@ above INFO (``infra.environments.application_log_level``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -74,6 +75,7 @@ logger.remove_keys(["timestamp", "location"])
 # The standard logger under Powertools' (the one its methods log through).
 _LINES: Final = logging.getLogger(logger.name)
 _HANDLER: Final = logger.registered_handler
+_ROOT: Final = logging.getLogger()
 metrics = Metrics(namespace=metric_names.METRICS_NAMESPACE, service=metric_names.SERVICE)
 # Read once: a function's environment is fixed for its container's life, and reading
 # it on every request is a tenth of the receiver's per-request line (figure 2).
@@ -122,11 +124,11 @@ def log_with_counts(
     never share a metrics buffer.
     """
     metric_list = sorted(set(counted))
-    extra = dict(fields)
     written = _LINES.isEnabledFor(level)
     if written and not _METRICS_DISABLED:
-        extra.update(_emf(metric_list))
+        extra = {**fields, **_emf(metric_list)}
     else:
+        extra = dict(fields)
         # The line is filtered out (log level) or metrics are off: the metric takes
         # Powertools' own path, which honours POWERTOOLS_METRICS_DISABLED.
         for name in metric_list:
@@ -197,16 +199,22 @@ def _sole_handler() -> logging.StreamHandler[TextIO] | None:
         return None
     if not isinstance(handler, logging.StreamHandler) or handler.formatter is not _FORMATTER:
         return None
-    if any(not isinstance(f, redaction.RedactingFilter) for f in handler.filters):
-        return None
+    for own_filter in handler.filters:
+        if not isinstance(own_filter, redaction.RedactingFilter):
+            return None
     if _LINES.propagate:
-        for root_handler in logging.getLogger().handlers:
-            if not any(
-                isinstance(f, SuppressFilter) and f.logger in _LINES.name
-                for f in root_handler.filters
-            ):
+        for root_handler in _ROOT.handlers:
+            if not _suppresses_ours(root_handler):
                 return None
     return handler
+
+
+def _suppresses_ours(handler: logging.Handler) -> bool:
+    """Whether Powertools' filter on ``handler`` drops every record of our logger."""
+    for candidate in handler.filters:
+        if isinstance(candidate, SuppressFilter) and candidate.logger in _LINES.name:
+            return True
+    return False
 
 
 def _emf(metric_list: list[str]) -> dict[str, object]:
@@ -218,15 +226,26 @@ def _emf(metric_list: list[str]) -> dict[str, object]:
     members: dict[str, object] = {
         "_aws": {
             "Timestamp": time.time_ns() // 1_000_000,
-            "CloudWatchMetrics": [
-                {
-                    "Namespace": metric_names.METRICS_NAMESPACE,
-                    "Dimensions": [["service"]],
-                    "Metrics": [{"Name": name, "Unit": "Count"} for name in metric_list],
-                }
-            ],
+            "CloudWatchMetrics": _directives(tuple(metric_list)),
         }
     }
     for name in metric_list:
-        members[name] = [1.0]
+        members[name] = _ONE
     return members
+
+
+# A count of 1, shared by every line (a tuple: no line can change another's).
+_ONE: Final = (1.0,)
+
+
+@functools.lru_cache(maxsize=64)
+def _directives(names: tuple[str, ...]) -> tuple[dict[str, object], ...]:
+    """The EMF directive for these metric names: built once per set of names (a
+    function counts a few fixed sets), shared by the lines, which only serialize it."""
+    return (
+        {
+            "Namespace": metric_names.METRICS_NAMESPACE,
+            "Dimensions": (("service",),),
+            "Metrics": tuple({"Name": name, "Unit": "Count"} for name in names),
+        },
+    )

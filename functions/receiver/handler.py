@@ -163,15 +163,17 @@ def _record(result: Acceptance, ids: dict[str, str | None]) -> None:
             "status": result.status,
             "delivery_id": result.delivery_id,
         },
-        _counted(result),
+        _counted(result.outcome, result.reason),
     )
 
 
-def _counted(result: Acceptance) -> list[str]:
-    counted = [metric_names.receiver_outcome_metric(result.outcome.value)]
-    if result.reason == InvalidReason.TOO_DEEP.value:
+@functools.lru_cache(maxsize=128)
+def _counted(outcome: Outcome, reason: str | None) -> tuple[str, ...]:
+    """The metrics one outcome and reason count: a fixed set each, named once."""
+    counted = [metric_names.receiver_outcome_metric(outcome.value)]
+    if reason == InvalidReason.TOO_DEEP.value:
         counted.append(metric_names.METRIC_BODY_TOO_DEEP)
-    return counted
+    return tuple(counted)
 
 
 def _response(result: Acceptance) -> dict[str, Any]:

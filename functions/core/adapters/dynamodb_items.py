@@ -90,25 +90,29 @@ def _n(value: int) -> AttributeValue:
 
 
 def inbox_to_item(inbox: InboxItem) -> Item:
+    # Attribute values written out rather than through _s/_n: this runs on every
+    # accepted delivery, and a call per attribute is a fifth of its cost (figure 2).
+    changed_at = str(inbox.state_changed_at or inbox.received_at)
     item: Item = {
-        **inbox_key(inbox.delivery_id),
-        table_layout.KIND_ATTRIBUTE: _s(table_layout.KIND_INBOX),
-        "delivery_id": _s(inbox.delivery_id),
-        "event": _s(inbox.event),
-        "body_sha256": _s(inbox.body_sha256),
-        "received_at": _n(inbox.received_at),
-        "state": _s(inbox.state.value),
-        "attempts": _n(inbox.attempts),
-        table_layout.TTL_ATTRIBUTE: _n(inbox.expires_at),
-        STATE_CHANGED_AT: _n(inbox.state_changed_at or inbox.received_at),
+        table_layout.TABLE_PARTITION_KEY: {"S": inbox.delivery_id},
+        table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_INBOX},
+        table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_INBOX},
+        "delivery_id": {"S": inbox.delivery_id},
+        "event": {"S": inbox.event},
+        "body_sha256": {"S": inbox.body_sha256},
+        "received_at": {"N": str(inbox.received_at)},
+        "state": {"S": inbox.state.value},
+        "attempts": {"N": str(inbox.attempts)},
+        table_layout.TTL_ATTRIBUTE: {"N": str(inbox.expires_at)},
+        STATE_CHANGED_AT: {"N": changed_at},
     }
     label = state_label(inbox.state)
-    item[table_layout.STATE_INDEX_PARTITION_KEY] = _s(state_shard(label, inbox.delivery_id))
-    item[table_layout.STATE_INDEX_SORT_KEY] = _n(inbox.state_changed_at or inbox.received_at)
+    item[table_layout.STATE_INDEX_PARTITION_KEY] = {"S": state_shard(label, inbox.delivery_id)}
+    item[table_layout.STATE_INDEX_SORT_KEY] = {"N": changed_at}
     if inbox.package_id is not None:
-        item["package_id"] = _s(inbox.package_id)
+        item["package_id"] = {"S": inbox.package_id}
     if inbox.mcp_url is not None:
-        item["mcp_url"] = _s(inbox.mcp_url)
+        item["mcp_url"] = {"S": inbox.mcp_url}
     if inbox.last_error is not None:
         item["last_error"] = _s(inbox.last_error)
     if inbox.lease_until is not None:
@@ -160,15 +164,17 @@ def inbox_from_item(item: Item) -> InboxItem:
 
 
 def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
+    # Written out as inbox_to_item is: it runs on every accepted delivery.
     return {
-        **outbox_key(work.delivery_id),
-        table_layout.KIND_ATTRIBUTE: _s(table_layout.KIND_OUTBOX),
-        "delivery_id": _s(work.delivery_id),
-        "event": _s(work.event),
-        "package_id": _s(work.package_id),
-        "mcp_url": _s(work.mcp_url),
-        "created_at": _n(created_at),
-        table_layout.TTL_ATTRIBUTE: _n(created_at + table_layout.OUTBOX_TTL_SECONDS),
+        table_layout.TABLE_PARTITION_KEY: {"S": work.delivery_id},
+        table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_OUTBOX},
+        table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
+        "delivery_id": {"S": work.delivery_id},
+        "event": {"S": work.event},
+        "package_id": {"S": work.package_id},
+        "mcp_url": {"S": work.mcp_url},
+        "created_at": {"N": str(created_at)},
+        table_layout.TTL_ATTRIBUTE: {"N": str(created_at + table_layout.OUTBOX_TTL_SECONDS)},
     }
 
 

@@ -56,6 +56,8 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                 indent=self.json_indent,
                 ensure_ascii=False,
             ).encode
+        # Only our own compact serializer's output can have members spliced into it.
+        self._spliceable = options.get("json_serializer") is None and self.json_indent is None
 
     def _extract_log_message(self, log_record: logging.LogRecord) -> Any:
         message = log_record.msg
@@ -87,9 +89,15 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
         formatted_log.update({k: v for k, v in record_dict.items() if k not in _RESERVED})
         return formatted_log
 
-    def fields_line(self, level: int, message: str, fields: Mapping[str, Any]) -> str | None:
+    def fields_line(
+        self, level: int, message: str, fields: Mapping[str, Any], encoded: str = ""
+    ) -> str | None:
         """What :meth:`format` writes for a record of ``level`` and ``message`` with
         ``fields`` as its extras (no arguments, exception or stack), made without one.
+
+        ``encoded``: more extras after ``fields``, already JSON members (``"k":v,...``),
+        for a part that never changes and is serialized once (an EMF directive); their
+        names must be new to the line.
 
         None when the line needs the record after all: a message that may be JSON, or a
         key (appended, or from the thread context) that formats a record attribute
@@ -97,6 +105,7 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
         """
         if (
             message[:1] in _JSON_FIRST
+            or (encoded and not self._spliceable)
             or self.json_deserializer is not json.loads
             # A record refuses "message" as an extra, and the formatter drops reserved ones.
             or "message" in fields
@@ -113,14 +122,19 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                 else:
                     line[key] = value
         line.update(fields)
+        # Keys format() adds after the extras: the message unless a key placed it before,
+        # and the trace id unless an extra holds it (then it is replaced in place).
+        after = [key for key in ("message", "xray_trace_id") if key not in line]
         line["message"] = message
-        # format() then sets the exception keys to what the record's extras hold (no
-        # change here), the stack trace to None, and the trace id; None is left out.
+        # format() sets the exception keys to what the extras hold (no change here), the
+        # stack trace to None and the trace id to the current one; None is left out.
         if self.serialize_stacktrace:
             line.pop("stack_trace", None)
-        trace_id = self._get_latest_trace_id()
-        if trace_id is None:
-            line.pop("xray_trace_id", None)
-        else:
-            line["xray_trace_id"] = trace_id
-        return self.serialize({k: v for k, v in line.items() if v is not None})
+        line["xray_trace_id"] = self._get_latest_trace_id()
+        if not encoded:
+            return self.serialize({k: v for k, v in line.items() if v is not None})
+        tail = {key: line.pop(key) for key in after}
+        head = self.serialize({k: v for k, v in line.items() if v is not None})
+        text = f"{head[:-1]},{encoded}}}" if len(head) > 2 else f"{{{encoded}}}"
+        tail = {k: v for k, v in tail.items() if v is not None}
+        return f"{text[:-1]},{self.serialize(tail)[1:]}" if tail else text

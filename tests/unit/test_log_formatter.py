@@ -163,3 +163,34 @@ def test_a_line_that_needs_the_record_is_left_to_it(
     ours.append_keys(**appended)
 
     assert ours.fields_line(logging.INFO, message, fields) is None
+
+
+@pytest.mark.parametrize("order", [None, ["level", "service"]], ids=["default", "no message"])
+@pytest.mark.parametrize("trace", [None, "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0"])
+def test_members_given_as_json_come_out_where_stock_puts_the_same_extras(
+    order: list[str] | None, trace: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if trace is None:
+        monkeypatch.delenv("_X_AMZN_TRACE_ID", raising=False)
+    else:
+        monkeypatch.setenv("_X_AMZN_TRACE_ID", trace)
+    stock = LambdaPowertoolsFormatter(log_record_order=order)
+    ours = JsonLineFormatter(log_record_order=order)
+    for formatter in (stock, ours):
+        formatter.append_keys(service=metric_names.SERVICE, sampling_rate=None)
+        formatter.remove_keys(["timestamp", "location"])
+    fields = {"outcome": "accepted", "reason": None, "note": "Zürich ✓"}
+    encoded = '"_aws":{"Timestamp":1,"M":[["service"]]},"Count":[1.0]'
+    extras = {**fields, "_aws": {"Timestamp": 1, "M": [["service"]]}, "Count": [1.0]}
+
+    line = ours.fields_line(logging.INFO, "delivery handled", fields, encoded)
+
+    assert line == stock.format(_record("delivery handled", **extras))
+
+
+def test_members_given_as_json_need_the_compact_serializer() -> None:
+    ours = JsonLineFormatter(json_serializer=json.dumps)
+    ours.remove_keys(["timestamp", "location"])
+
+    assert ours.fields_line(logging.INFO, "line", {}, '"a":1') is None
+    assert ours.fields_line(logging.INFO, "line", {}) is not None

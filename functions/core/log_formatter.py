@@ -103,9 +103,43 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
         key (appended, or from the thread context) that formats a record attribute
         other than the level name. The caller then logs the record as usual.
         """
+        line = self._fields_head(level, message, fields)
+        if line is None or (encoded and not self._spliceable):
+            return None
+        # format() then sets the message (in its place, else after the extras), the
+        # exception keys to what the extras hold (no change here), the stack trace to
+        # None and the trace id (replaced in place, else after the extras); None is left
+        # out. Written without comprehensions: each one is a function call per line.
+        tail: dict[str, Any] = {}
+        if encoded and "message" not in line:
+            tail["message"] = message
+        else:
+            line["message"] = message
+        if self.serialize_stacktrace:
+            line.pop("stack_trace", None)
+        trace_id = self._get_latest_trace_id()
+        if trace_id is None:
+            line.pop("xray_trace_id", None)
+        elif encoded and "xray_trace_id" not in line:
+            tail["xray_trace_id"] = trace_id
+        else:
+            line["xray_trace_id"] = trace_id
+        for key, value in list(line.items()):
+            if value is None:
+                del line[key]
+        head = self.serialize(line)
+        if not encoded:
+            return head
+        text = f"{head[:-1]},{encoded}}}" if line else f"{{{encoded}}}"
+        return f"{text[:-1]},{self.serialize(tail)[1:]}" if tail else text
+
+    def _fields_head(
+        self, level: int, message: str, fields: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The formatter's keys (level name filled in) and then ``fields``, as
+        :meth:`format` collects them; None when that needs a record."""
         if (
             message[:1] in _JSON_FIRST
-            or (encoded and not self._spliceable)
             or self.json_deserializer is not json.loads
             # A record refuses "message" as an extra, and the formatter drops reserved ones.
             or "message" in fields
@@ -122,19 +156,4 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                 else:
                     line[key] = value
         line.update(fields)
-        # Keys format() adds after the extras: the message unless a key placed it before,
-        # and the trace id unless an extra holds it (then it is replaced in place).
-        after = [key for key in ("message", "xray_trace_id") if key not in line]
-        line["message"] = message
-        # format() sets the exception keys to what the extras hold (no change here), the
-        # stack trace to None and the trace id to the current one; None is left out.
-        if self.serialize_stacktrace:
-            line.pop("stack_trace", None)
-        line["xray_trace_id"] = self._get_latest_trace_id()
-        if not encoded:
-            return self.serialize({k: v for k, v in line.items() if v is not None})
-        tail = {key: line.pop(key) for key in after}
-        head = self.serialize({k: v for k, v in line.items() if v is not None})
-        text = f"{head[:-1]},{encoded}}}" if len(head) > 2 else f"{{{encoded}}}"
-        tail = {k: v for k, v in tail.items() if v is not None}
-        return f"{text[:-1]},{self.serialize(tail)[1:]}" if tail else text
+        return line

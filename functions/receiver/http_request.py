@@ -95,10 +95,14 @@ def _headers(event: Mapping[str, Any]) -> dict[str, str]:
     headers: dict[str, str] = {}
     single = event.get("headers")
     if type(single) is dict:
-        # What an HTTP API sends: string names (lower-cased already) and values. Checked
-        # at C speed, and then lower-cased in one pass: the loop below costs a call per
-        # header on every request.
-        lowered = {name.lower(): value for name, value in single.items() if type(name) is str}
+        # What an HTTP API sends: string names (lower-cased already) and values, taken
+        # in one pass at C speed (the loop below runs Python per header on every
+        # request); a non-string name, a non-string value or two names that differ
+        # only in case take the loop.
+        try:
+            lowered = dict(zip(map(str.lower, single), single.values(), strict=True))
+        except TypeError:
+            lowered = {}
         if len(lowered) == len(single) and set(map(type, lowered.values())) <= {str}:
             return lowered
     if isinstance(single, Mapping):

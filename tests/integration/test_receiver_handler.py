@@ -253,6 +253,16 @@ def test_parse_event_joins_repeated_and_case_variant_headers_with_commas() -> No
     assert parse_event(rest, max_body_bytes=LIMIT).headers == {"x-dup": "a,b", "other": "c"}
 
 
+def test_parse_event_takes_only_string_headers_whatever_their_case() -> None:
+    as_sent = {"X-Upper": "1", "x-lower": "2"}
+    assert parse_event({"headers": as_sent}, max_body_bytes=LIMIT).headers == {
+        "x-upper": "1",
+        "x-lower": "2",
+    }
+    odd: dict[Any, Any] = {"X-A": "1", "x-b": 2, 3: "c", "x-c": None}
+    assert parse_event({"headers": odd}, max_body_bytes=LIMIT).headers == {"x-a": "1"}
+
+
 @pytest.mark.parametrize(
     "event", [None, [], {"body": 1}, {"body": "!", "isBase64Encoded": True}, {"body": "\udc80"}]
 )

@@ -178,19 +178,16 @@ def _write_directly(level: int, message: str, fields: Mapping[str, object], emf:
     way, through the filter, exactly as before.
     """
     handler = _sole_handler()
-    if handler is None or level < handler.level:
+    if handler is None or level < handler.level or handler.lock is None:
         return False
     line = _FORMATTER.fields_line(level, message, fields, emf)
     if line is None or redaction.may_hold_secret(line):
         return False
-    handler.acquire()
-    try:
-        # StreamHandler.emit's write and flush (the lock is already held).
+    with handler.lock:  # what handler.acquire() takes, without its Python frames
+        # StreamHandler.emit's write and flush.
         stream = handler.stream
         stream.write(line + handler.terminator)
         stream.flush()
-    finally:
-        handler.release()
     return True
 
 

@@ -315,7 +315,10 @@ def access_log_bytes() -> Quantity:
         if isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == "ACCESS_LOG_FIELDS" for t in node.targets)
     )
-    line = json.dumps({name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in fields.items()})
+    # Compact, as infra/receiver.py's ACCESS_LOG_FORMAT writes it.
+    line = json.dumps(
+        {name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in fields.items()}, separators=(",", ":")
+    )
     return Quantity(
         float(len(line.encode()) + 1),
         "assumed: infra/receiver.py's access-log format with an accepted delivery's values",

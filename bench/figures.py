@@ -207,7 +207,7 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "the same configuration. The changes: the request's "
             "metric rides in its log line (one JSON line instead of a log line plus an EMF "
             "record) and the parameter validation above.",
-            "Then (commit 2559e95 → this run; two runs each on a quiet machine): 1.40 → "
+            "Then (commit 2559e95, two runs on a quiet machine → this run): 1.40 → "
             f"{canned.ratios[overhead.SAME_CONFIG].median:.3g} against the same "
             "configuration; handler 487 µs over a 347 µs bare call → "
             f"{canned.handler_us.median:,.0f} over "

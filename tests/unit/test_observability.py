@@ -6,12 +6,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
 from aws_lambda_powertools.logging.filters import SuppressFilter
 
-from functions.core import metric_names
+from functions.core import env_keys, metric_names, observability
 from functions.core.observability import log_with_counts, logger
 from functions.core.redaction import REDACTED, remember_secret
 
@@ -147,3 +148,22 @@ def test_a_line_below_the_loggers_level_is_not_written(
     log_with_counts(logging.INFO, "delivery handled", FIELDS, [])
 
     assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize(("disabled", "logged"), [("true", False), ("false", True), ("x", True)])
+def test_the_trace_id_is_logged_only_while_tracing_is_on(
+    lambda_like: LambdaLike, monkeypatch: pytest.MonkeyPatch, disabled: str, logged: bool
+) -> None:
+    stream, _ = lambda_like()
+    trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0"
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", trace)
+    try:
+        observability.apply_trace_setting({env_keys.ENV_POWERTOOLS_TRACE_DISABLED: disabled})
+        log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC])
+    finally:
+        observability.apply_trace_setting(os.environ)
+
+    (line,) = _lines(stream)
+    assert ("xray_trace_id" in line) is logged
+    if logged:
+        assert line["xray_trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"

@@ -23,6 +23,7 @@ from functions.core import event_source_limits, metric_names, setting_defaults, 
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.models import Outcome
+from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 REGION: Final = "us-east-1"
@@ -473,6 +474,27 @@ class Model:
         """Bytes x months stored per delivery (a month's deliveries at rest, steady state)."""
         return sum(size * self.lifetime_days(kind) / 30 for kind, size in kinds.items())
 
+    def reconciler_log_reads(self) -> tuple[float, float, float]:
+        """The reconciler's reads of the received log, by DynamoDB's metering rules:
+        ``(RRU per delivery, RRU per month, WRU per month)``.
+
+        Per receipt: its inbox item read consistently by BatchGetItem (1 RRU per 4 KB,
+        rounded up per item) and its share of the log's Query (eventually consistent:
+        0.5 RRU per 4 KB of records read), looked at again within the overlap of the next
+        run. Per run: the watermark's read (1 RRU) and its update (1 WRU), and a Query
+        per log shard per window (at least 0.5 RRU each, empty or not).
+        """
+        period = 60 * self.config["reconcile_every_minutes"]
+        looked_at = 1 + table_layout.RECEIVED_LOG_OVERLAP_SECONDS / period
+        inbox = max(1, math.ceil(self.items["inbox"]["mean_bytes"] / 4096))
+        log = 0.5 * self.items["outbox"]["mean_bytes"] / 4096
+        runs = SECONDS_PER_MONTH / period
+        windows = math.ceil(
+            (period + table_layout.RECEIVED_LOG_OVERLAP_SECONDS) / RECEIVED_WINDOW_SECONDS
+        )
+        per_run = 1 + windows * table_layout.RECEIVED_LOG_SHARDS * 0.5
+        return looked_at * (inbox + log), runs * per_run, runs
+
     def relay_sends(self, records: float) -> float:
         """SQS requests for one relay invocation of ``records``: one per record, or one
         per ten when the relay batches (figure 7 shows which call it makes)."""
@@ -580,6 +602,17 @@ class Model:
             "DynamoDB",
             d * rru / 1e6 * PRICES["ddb_rru"].usd,
             f"{rru:g} RRU per delivery",
+        )
+        log_rru, run_rru, run_wru = self.reconciler_log_reads()
+        add(
+            "DynamoDB reads of the received log (reconciler)",
+            "DynamoDB",
+            (d * log_rru + run_rru) / 1e6 * PRICES["ddb_rru"].usd
+            + run_wru / 1e6 * PRICES["ddb_wru"].usd,
+            f"{log_rru:.3g} RRU per delivery (each receipt's inbox item, read consistently "
+            f"once it is older than the received age, and its log record) + "
+            f"{run_rru:,.0f} RRU and {run_wru:,.0f} WRU a month for the runs' log queries "
+            "and watermark",
         )
         effect_rru = self.dynamodb.effect_rru
         add(

@@ -1083,7 +1083,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.access_log_bytes.source} |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
         f"| retention | inbox {config['inbox_retention_days']} days, outbox "
-        f"{table_layout.OUTBOX_TTL_SECONDS // 3600} h, logs {config['log_retention_days']} "
+        f"{table_layout.OUTBOX_TTL_SECONDS / 86_400:g} days (the received log), logs "
+        f"{config['log_retention_days']} "
         f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
         f"item | infra/config.py defaults, functions/core/table_layout.py; "
         f"{TTL_DELETION_LAG_DAYS.source} |",
@@ -1250,15 +1251,15 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         f"month), ~{4_000 / wru:,.0f}/s on a cold new table | table max throughput quota; "
         "warm throughput (pre-warming) before a launch |",
         "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
-        "delivery ids (spread evenly); the state index's partition key is "
-        f"`label#shard` with {table_layout.STATE_INDEX_SHARDS} shards, and every delivery "
-        f"writes the `open` label's {table_layout.STATE_INDEX_SHARDS} partitions twice "
-        "(its receipt puts the entry, its completion removes it) and the `completed` "
-        "label's once (the completion's new entry): "
-        f"~{table_layout.STATE_INDEX_SHARDS * 1000 / 2:,.0f} "
-        "deliveries/s | "
-        "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
-        "it) |",
+        "delivery ids (spread evenly), but the received log's partition key is "
+        f"`received#shard` with {table_layout.RECEIVED_LOG_SHARDS} shards, each receipt's "
+        "outbox record 2 WRU (in the transaction): "
+        f"~{table_layout.RECEIVED_LOG_SHARDS * 1000 / 2:,.0f} deliveries/s; the state "
+        f"index's partition key is `label#shard` with {table_layout.STATE_INDEX_SHARDS} "
+        "shards, and a delivery writes the `completed` label's once (the completion's "
+        f"entry): ~{table_layout.STATE_INDEX_SHARDS * 1000:,.0f} deliveries/s | "
+        "`table_layout.RECEIVED_LOG_SHARDS`, `table_layout.STATE_INDEX_SHARDS` (the "
+        "reconciler and operator queries fan out over them) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
         f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "
         f"{SEND_BATCH_LIMIT} records | ~{relay_rps:.0f} "

@@ -90,6 +90,9 @@ DYNAMODB_WRITE_MS: Final = Quantity(
     10.0, "assumed: TransactWriteItems of 2 items in-region, p50 (single writes ~5 ms)"
 )
 DYNAMODB_CALL_MS: Final = Quantity(5.0, "assumed: one GetItem/PutItem/UpdateItem in-region")
+DYNAMODB_BATCH_GET_MS: Final = Quantity(
+    20.0, "assumed: one consistent BatchGetItem of 100 small items in-region"
+)
 MCP_CALL_MS: Final = Quantity(300.0, "assumed: the partner MCP server answers in 300 ms (figure 5)")
 NOTIFY_MS: Final = Quantity(50.0, "assumed: the notification endpoint answers in 50 ms")
 S3_PUT_MS: Final = Quantity(20.0, "assumed: one small S3 PUT")
@@ -539,7 +542,10 @@ class Model:
             "worker": invocations["worker"]
             * self.worker_batch_ms(worker_batch, effects=False)
             / 1000,
-            "reconciler": invocations["reconciler"] * 0.2,
+            # A run's fixed time, and its reads of the received log: a BatchGetItem per
+            # 100 receipts (and their share of the log's Query pages).
+            "reconciler": invocations["reconciler"] * 0.2
+            + d * self.reconciler_log_reads()[0] / 100 * DYNAMODB_BATCH_GET_MS.value / 1000,
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
             gb_s = seconds[function] * self.memory[function] / 1024
@@ -1059,6 +1065,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.worker_cpu_ms.value:.1f} ms with it, {model.worker_cpu_ms.source}); CPU "
         f"x {model._cpu_scale('worker'):.1f} (CPU share at {model.memory['worker']} MB); a "
         f"batch of one: {model.worker_batch_ms(1):.0f} ms |",
+        f"| reconciler billed duration | 200 ms per run, + "
+        f"{DYNAMODB_BATCH_GET_MS.value:.0f} ms per 100 receipts of the received log | "
+        f"assumed: a run's fixed work; {DYNAMODB_BATCH_GET_MS.source} |",
         f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "

@@ -1,26 +1,26 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at three lists of the state index, and at the received log:
+It looks at three lists of the state index, and at the received log, in this order:
 
 * ``processing`` items whose lease ran out: their worker died (a lease outlives the
   worker's timeout). Back to ``pending``, then re-enqueued.
 * ``pending`` items unchanged for longer than a threshold: their work item never
   reached the queue or was lost. Re-enqueued.
-* effect intents older than a threshold: a retry of a ``pending`` delivery resolves
-  them with the effect's own reconcile check, so that delivery is re-enqueued now;
-  one whose delivery is over (failed, completed) is flagged for an operator.
 * receipts not yet looked at (after the watermark) and older than the received age
   (the pending age or the lease, whichever is shorter): the receiver does not list a
   new item in the index, so each one still open then is listed ``open`` here, and
-  recovered at once if it is a stale pending item or an expired lease. The watermark
-  advances only past windows fully handled, so a run that stops (deadline, crash)
-  leaves the rest to the next run, which looks again (listing is idempotent).
+  recovered at once by the two rules above if they apply. The watermark advances only
+  past windows fully handled, so a run that stops (deadline, crash) leaves the rest to
+  the next run, which looks again (listing is idempotent).
+* effect intents older than a threshold: a retry of a ``pending`` delivery resolves
+  them with the effect's own reconcile check, so that delivery is re-enqueued now;
+  one whose delivery is over (failed, completed) is flagged for an operator.
 
 Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
 twice is harmless because a claim is idempotent.
 
-A run pages through every item of the three lists, in that order, until its deadline
+A run pages through every item of the lists, in that order, until its deadline
 (the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`); then it stops before
 the next item and the next run continues where it stopped (what this run handled is no
 longer listed: its write restarted the item's clock or moved it). Work items whose

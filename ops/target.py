@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import (
@@ -57,6 +57,11 @@ class Target:
     # SQS long-poll wait of redrive's receives: short polls may miss messages on SQS,
     # while the local emulator serves one request at a time and must not be held.
     receive_wait_seconds: int = 1
+    # Fresh receipts already read listed or ended: a console refreshing every few
+    # seconds then reads only the new and the still open ones (fresh_open).
+    settled: dynamodb_received_log.SettledReceipts = field(
+        default_factory=dynamodb_received_log.SettledReceipts, compare=False, repr=False
+    )
 
     @classmethod
     def from_stack(cls, stack_name: str, *, region: str | None = None) -> Target:
@@ -160,11 +165,14 @@ class Target:
             self.table_name,
             since=self._fresh_since(changed_since),
             before=changed_before,
+            settled=self.settled,
         )
 
     def _fresh_since(self, changed_since: int | None) -> int | None:
         mark = dynamodb_received_log.read_watermark(self.dynamodb, self.table_name)
         fresh = None if mark is None else mark - table_layout.RECEIVED_LOG_OVERLAP_SECONDS
+        if fresh is not None:
+            self.settled.forget_before(fresh)
         return max((t for t in (fresh, changed_since) if t is not None), default=None)
 
     def count_listed(
@@ -211,6 +219,7 @@ class Target:
             since=self._fresh_since(changed_since),
             before=changed_before,
             batch=batch,
+            settled=self.settled,
         )
         return heapq.merge(listed, fresh, key=lambda entry: entry[0], reverse=True)
 

@@ -98,10 +98,21 @@ def test_open_work_is_the_open_label_and_the_fresh_receipts_each_once(
     assert dynamodb_items.is_listed(stack.stored(old))
     assert not dynamodb_items.is_listed(stack.stored(fresh))
 
+    read: list[str] = []
+    stack.target.dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.BatchGetItem",
+        lambda params, **_: read.extend(
+            key["pk"]["S"] for request in params["RequestItems"].values() for key in request["Keys"]
+        ),
+    )
     assert [i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)] == [old, fresh]
     newest = list_inbox(stack.target, state=State.PENDING, limit=1)
     assert [i.delivery_id for i in newest] == [fresh]  # by receipt, merged with the index
     assert stack.target.count_listed(table_layout.STATE_LABEL_OPEN) == 2
+    assert stack.target.count_listed(table_layout.STATE_LABEL_OPEN) == 2
+    # The completed receipt is read once: a refreshing console reads only what may be open.
+    assert read.count(done) == 1
+    assert read.count(fresh) == 4
     stack.claims.claim(fresh, owner="w", now=NOW, lease_seconds=60)
     assert [i.delivery_id for i in list_inbox(stack.target, state=State.PROCESSING)] == [fresh]
     status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--state", "pending", "--json"))

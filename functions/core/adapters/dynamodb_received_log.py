@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -75,6 +76,30 @@ def receipts(
             arguments["ExclusiveStartKey"] = last
 
 
+class SettledReceipts:
+    """Receipts whose inbox item was read listed, ended or gone: read again, it could
+    only say so again (no row removes an index entry; completed and ignored are final;
+    a failed item leaves failed only by reset_failed, which lists it). A reader that
+    keeps one across reads (the console, refreshing) reads only the other items."""
+
+    def __init__(self) -> None:
+        self._received: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, delivery_id: object) -> bool:
+        with self._lock:
+            return delivery_id in self._received
+
+    def add(self, delivery_id: str, received_at: int) -> None:
+        with self._lock:
+            self._received[delivery_id] = received_at
+
+    def forget_before(self, received_at: int) -> None:
+        """Drop the receipts no window from ``received_at`` on can name: it stays small."""
+        with self._lock:
+            self._received = {d: t for d, t in self._received.items() if t >= received_at}
+
+
 def unlisted_open(
     client: DynamoDBClient,
     table: str,
@@ -82,14 +107,13 @@ def unlisted_open(
     since: int | None,
     before: int | None,
     page_size: int = LOG_PAGE_SIZE,
+    settled: SettledReceipts | None = None,
 ) -> Iterator[dynamodb_items.Item]:
     """The inbox items received in ``[since, before)`` that are open (pending or
-    processing) and have no state index entry, each read consistently."""
+    processing) and have no state index entry, each read consistently (except those
+    ``settled`` knows; those read settled are added to it)."""
     for page in receipts(client, table, since=since, before=before, page_size=page_size):
-        keys = [dynamodb_items.inbox_key(delivery_id) for _at, delivery_id in page]
-        for item in dynamodb_state_index.read_items(client, table, keys):
-            if _open_unlisted(item):
-                yield item
+        yield from _read_open_unlisted(client, table, page, settled)
 
 
 def newest_unlisted_open(
@@ -99,25 +123,40 @@ def newest_unlisted_open(
     since: int | None,
     before: int | None,
     batch: int = 25,
+    settled: SettledReceipts | None = None,
 ) -> Iterator[tuple[int, dynamodb_items.Item]]:
     """``(received_at, item)`` of the open, unlisted inbox items received in
-    ``[since, before)``, the most recently received first, read lazily."""
+    ``[since, before)``, the most recently received first, read lazily (``settled``: as
+    for :func:`unlisted_open`)."""
     streams = [
         _newest_in_shard(client, table, shard, since=since, before=before, batch=batch)
         for shard in dynamodb_items.all_received_log_shards()
     ]
     merged = heapq.merge(*streams, reverse=True)
     while chunk := list(itertools.islice(merged, batch)):
-        keys = [dynamodb_items.inbox_key(delivery_id) for _at, delivery_id in chunk]
-        for item in dynamodb_state_index.read_items(client, table, keys):
-            if _open_unlisted(item):
-                yield int(item["received_at"]["N"]), item
+        for item in _read_open_unlisted(client, table, chunk, settled):
+            yield int(item["received_at"]["N"]), item
 
 
-def count_unlisted_open(
-    client: DynamoDBClient, table: str, *, since: int | None, before: int | None
-) -> int:
-    return sum(1 for _ in unlisted_open(client, table, since=since, before=before))
+def _read_open_unlisted(
+    client: DynamoDBClient,
+    table: str,
+    page: list[tuple[int, str]],
+    settled: SettledReceipts | None,
+) -> Iterator[dynamodb_items.Item]:
+    """The page's inbox items that are open and unlisted, in the page's order."""
+    wanted = [(at, d) for at, d in page if settled is None or d not in settled]
+    keys = [dynamodb_items.inbox_key(delivery_id) for _at, delivery_id in wanted]
+    found = {
+        str(item["delivery_id"]["S"]): item
+        for item in dynamodb_state_index.read_items(client, table, keys)
+    }
+    for received_at, delivery_id in wanted:
+        item = found.get(delivery_id)
+        if item is not None and _open_unlisted(item):
+            yield item
+        elif settled is not None:
+            settled.add(delivery_id, received_at)
 
 
 class DynamoDbReceivedLog:

@@ -85,8 +85,8 @@ def all_received_log_shards() -> list[str]:
 
 
 def received_log_position(received_at: int, delivery_id: str = "") -> str:
-    """The sort key of a receipt in its log partition; with no id, the first position of
-    the second ``received_at`` (a window's bound: '#' sorts after no character)."""
+    """The sort key of a receipt in its log partition; with no id, a window's bound: the
+    bare second is a prefix of, so sorts before, every receipt of that second."""
     return f"{received_at:010d}#{delivery_id}" if delivery_id else f"{received_at:010d}"
 
 

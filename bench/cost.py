@@ -23,6 +23,7 @@ from functions.core import event_source_limits, metric_names, setting_defaults, 
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.models import Outcome
+from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 REGION: Final = "us-east-1"
@@ -89,6 +90,9 @@ DYNAMODB_WRITE_MS: Final = Quantity(
     10.0, "assumed: TransactWriteItems of 2 items in-region, p50 (single writes ~5 ms)"
 )
 DYNAMODB_CALL_MS: Final = Quantity(5.0, "assumed: one GetItem/PutItem/UpdateItem in-region")
+DYNAMODB_BATCH_GET_MS: Final = Quantity(
+    20.0, "assumed: one consistent BatchGetItem of 100 small items in-region"
+)
 MCP_CALL_MS: Final = Quantity(300.0, "assumed: the partner MCP server answers in 300 ms (figure 5)")
 NOTIFY_MS: Final = Quantity(50.0, "assumed: the notification endpoint answers in 50 ms")
 S3_PUT_MS: Final = Quantity(20.0, "assumed: one small S3 PUT")
@@ -476,6 +480,27 @@ class Model:
         """Bytes x months stored per delivery (a month's deliveries at rest, steady state)."""
         return sum(size * self.lifetime_days(kind) / 30 for kind, size in kinds.items())
 
+    def reconciler_log_reads(self) -> tuple[float, float, float]:
+        """The reconciler's reads of the received log, by DynamoDB's metering rules:
+        ``(RRU per delivery, RRU per month, WRU per month)``.
+
+        Per receipt: its inbox item read consistently by BatchGetItem (1 RRU per 4 KB,
+        rounded up per item) and its share of the log's Query (eventually consistent:
+        0.5 RRU per 4 KB of records read), looked at again within the overlap of the next
+        run. Per run: the watermark's read (1 RRU) and its update (1 WRU), and a Query
+        per log shard per window (at least 0.5 RRU each, empty or not).
+        """
+        period = 60 * self.config["reconcile_every_minutes"]
+        looked_at = 1 + table_layout.RECEIVED_LOG_OVERLAP_SECONDS / period
+        inbox = max(1, math.ceil(self.items["inbox"]["mean_bytes"] / 4096))
+        log = 0.5 * self.items["outbox"]["mean_bytes"] / 4096
+        runs = SECONDS_PER_MONTH / period
+        windows = math.ceil(
+            (period + table_layout.RECEIVED_LOG_OVERLAP_SECONDS) / RECEIVED_WINDOW_SECONDS
+        )
+        per_run = 1 + windows * table_layout.RECEIVED_LOG_SHARDS * 0.5
+        return looked_at * (inbox + log), runs * per_run, runs
+
     def relay_sends(self, records: float) -> float:
         """SQS requests for one relay invocation of ``records``: one per record, or one
         per ten when the relay batches (figure 7 shows which call it makes)."""
@@ -520,7 +545,10 @@ class Model:
             "worker": invocations["worker"]
             * self.worker_batch_ms(worker_batch, effects=False)
             / 1000,
-            "reconciler": invocations["reconciler"] * 0.2,
+            # A run's fixed time, and its reads of the received log: a BatchGetItem per
+            # 100 receipts (and their share of the log's Query pages).
+            "reconciler": invocations["reconciler"] * 0.2
+            + d * self.reconciler_log_reads()[0] / 100 * DYNAMODB_BATCH_GET_MS.value / 1000,
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
             gb_s = seconds[function] * self.memory[function] / 1024
@@ -583,6 +611,17 @@ class Model:
             "DynamoDB",
             d * rru / 1e6 * PRICES["ddb_rru"].usd,
             f"{rru:g} RRU per delivery",
+        )
+        log_rru, run_rru, run_wru = self.reconciler_log_reads()
+        add(
+            "DynamoDB reads of the received log (reconciler)",
+            "DynamoDB",
+            (d * log_rru + run_rru) / 1e6 * PRICES["ddb_rru"].usd
+            + run_wru / 1e6 * PRICES["ddb_wru"].usd,
+            f"{log_rru:.3g} RRU per delivery (each receipt's inbox item, read consistently "
+            f"once it is older than the received age, and its log record) + "
+            f"{run_rru:,.0f} RRU and {run_wru:,.0f} WRU a month for the runs' log queries "
+            "and watermark",
         )
         effect_rru = self.dynamodb.effect_rru
         add(
@@ -1029,6 +1068,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.worker_cpu_ms.value:.1f} ms with it, {model.worker_cpu_ms.source}); CPU "
         f"x {model._cpu_scale('worker'):.1f} (CPU share at {model.memory['worker']} MB); a "
         f"batch of one: {model.worker_batch_ms(1):.0f} ms |",
+        f"| reconciler billed duration | 200 ms per run, + "
+        f"{DYNAMODB_BATCH_GET_MS.value:.0f} ms per 100 receipts of the received log | "
+        f"assumed: a run's fixed work; {DYNAMODB_BATCH_GET_MS.source} |",
         f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
@@ -1053,7 +1095,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.access_log_bytes.source} |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
         f"| retention | inbox {config['inbox_retention_days']} days, outbox "
-        f"{table_layout.OUTBOX_TTL_SECONDS // 3600} h, logs {config['log_retention_days']} "
+        f"{table_layout.OUTBOX_TTL_SECONDS / 86_400:g} days (the received log), logs "
+        f"{config['log_retention_days']} "
         f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
         f"item | infra/config.py defaults, functions/core/table_layout.py; "
         f"{TTL_DELETION_LAG_DAYS.source} |",
@@ -1220,15 +1263,15 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         f"month), ~{4_000 / wru:,.0f}/s on a cold new table | table max throughput quota; "
         "warm throughput (pre-warming) before a launch |",
         "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
-        "delivery ids (spread evenly); the state index's partition key is "
-        f"`label#shard` with {table_layout.STATE_INDEX_SHARDS} shards, and every delivery "
-        f"writes the `open` label's {table_layout.STATE_INDEX_SHARDS} partitions twice "
-        "(its receipt puts the entry, its completion removes it) and the `completed` "
-        "label's once (the completion's new entry): "
-        f"~{table_layout.STATE_INDEX_SHARDS * 1000 / 2:,.0f} "
-        "deliveries/s | "
-        "`table_layout.STATE_INDEX_SHARDS` (the reconciler and operator queries fan out over "
-        "it) |",
+        "delivery ids (spread evenly), but the received log's partition key is "
+        f"`received#shard` with {table_layout.RECEIVED_LOG_SHARDS} shards, each receipt's "
+        "outbox record 2 WRU (in the transaction): "
+        f"~{table_layout.RECEIVED_LOG_SHARDS * 1000 / 2:,.0f} deliveries/s; the state "
+        f"index's partition key is `label#shard` with {table_layout.STATE_INDEX_SHARDS} "
+        "shards, and a delivery writes the `completed` label's once (the completion's "
+        f"entry): ~{table_layout.STATE_INDEX_SHARDS * 1000:,.0f} deliveries/s | "
+        "`table_layout.RECEIVED_LOG_SHARDS`, `table_layout.STATE_INDEX_SHARDS` (the "
+        "reconciler and operator queries fan out over them) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
         f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "
         f"{SEND_BATCH_LIMIT} records | ~{relay_rps:.0f} "

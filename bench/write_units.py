@@ -185,7 +185,7 @@ class WriteMeter:
         metered = Write(
             phase=self._phase(),
             action=("Transact " if write.transactional else "") + write.action,
-            record=str(write.key[table_layout.TABLE_SORT_KEY]["S"]),
+            record=_record(write.key),
             change="refused" if refused else _change(before, after),
             table_wru=table_wru,
             index_wru=index_wru,
@@ -197,6 +197,14 @@ class WriteMeter:
         response = self._reader.get_item(TableName=self._table, Key=key, ConsistentRead=True)
         item: dict[str, Any] | None = response.get("Item")
         return item
+
+
+def _record(key: dict[str, Any]) -> str:
+    """Which record a key names: its sort key, or ``outbox`` for an outbox record (keyed
+    by its place in the received log, which differs for every delivery)."""
+    if str(key[table_layout.TABLE_PARTITION_KEY]["S"]).startswith(table_layout.RECEIVED_LOG_PREFIX):
+        return table_layout.KIND_OUTBOX
+    return str(key[table_layout.TABLE_SORT_KEY]["S"])
 
 
 def _key_of(item: dict[str, Any]) -> dict[str, Any]:

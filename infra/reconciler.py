@@ -13,7 +13,12 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
-from infra.table_access import ItemAction, grant_item_actions, grant_state_index_query
+from infra.table_access import (
+    ItemAction,
+    grant_item_actions,
+    grant_received_log_query,
+    grant_state_index_query,
+)
 
 RECONCILER_TIMEOUT = Duration.seconds(120)
 
@@ -54,8 +59,10 @@ class Reconciler(Construct):
         )
         # It lists by the state index (keys only: it reads the listed items by key with
         # BatchGetItem), reads an inbox item consistently, and updates the items it
-        # re-enqueues or flags.
+        # re-enqueues or flags; it reads the received log (a Query of the table) and
+        # updates its watermark there.
         grant_state_index_query(self.function, table)
+        grant_received_log_query(self.function, table)
         grant_item_actions(
             self.function,
             table,

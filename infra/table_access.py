@@ -40,6 +40,14 @@ def grant_item_actions(
     )
 
 
+def grant_received_log_query(grantee: iam.IGrantable, table: dynamodb.ITable) -> iam.Grant:
+    """Allow Query on the table itself: the received log is read by its keys (the
+    outbox records' partitions), no index."""
+    return iam.Grant.add_to_principal(
+        grantee=grantee, actions=["dynamodb:Query"], resource_arns=[table.table_arn]
+    )
+
+
 def grant_state_index_query(grantee: iam.IGrantable, table: dynamodb.ITable) -> iam.Grant:
     """Allow Query on the state index alone (a Query by index is authorised on its ARN)."""
     return iam.Grant.add_to_principal(

@@ -7,8 +7,10 @@ A :class:`Target` holds boto3 clients and the stack's resource names; the operat
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import (
@@ -20,7 +22,7 @@ from botocore.exceptions import (
 )
 
 from functions.core import table_layout
-from functions.core.adapters import dynamodb_items, dynamodb_state_index
+from functions.core.adapters import dynamodb_items, dynamodb_received_log, dynamodb_state_index
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 
@@ -55,6 +57,11 @@ class Target:
     # SQS long-poll wait of redrive's receives: short polls may miss messages on SQS,
     # while the local emulator serves one request at a time and must not be held.
     receive_wait_seconds: int = 1
+    # Fresh receipts already read listed or ended: a console refreshing every few
+    # seconds then reads only the new and the still open ones (fresh_open).
+    settled: dynamodb_received_log.SettledReceipts = field(
+        default_factory=dynamodb_received_log.SettledReceipts, compare=False, repr=False
+    )
 
     @classmethod
     def from_stack(cls, stack_name: str, *, region: str | None = None) -> Target:
@@ -132,8 +139,9 @@ class Target:
     ) -> Iterator[dynamodb_items.Item]:
         """The records the state index lists under ``label`` (by default every one,
         however recent), read a page at a time, each consistently by its key (the
-        index holds keys only)."""
-        return dynamodb_state_index.query_index(
+        index holds keys only). ``open`` also holds the fresh open items the index does
+        not list yet (:meth:`fresh_open`), by when they were received."""
+        listed = dynamodb_state_index.query_index(
             self.dynamodb,
             self.table_name,
             label=label,
@@ -141,18 +149,47 @@ class Target:
             changed_before=_END_OF_TIME if changed_before is None else changed_before,
             page_size=page_size,
         )
+        if label != table_layout.STATE_LABEL_OPEN:
+            return listed
+        return itertools.chain(listed, self.fresh_open(changed_since, changed_before))
+
+    def fresh_open(
+        self, changed_since: int | None = None, changed_before: int | None = None
+    ) -> Iterator[dynamodb_items.Item]:
+        """Open inbox items the state index does not list yet: the receiver lists no
+        new item, the reconciler lists those still open past their age. They are in the
+        received log after the reconciler's watermark (looked at a little before it, as
+        the reconciler does), each read consistently."""
+        return dynamodb_received_log.unlisted_open(
+            self.dynamodb,
+            self.table_name,
+            since=self._fresh_since(changed_since),
+            before=changed_before,
+            settled=self.settled,
+        )
+
+    def _fresh_since(self, changed_since: int | None) -> int | None:
+        mark = dynamodb_received_log.read_watermark(self.dynamodb, self.table_name)
+        fresh = None if mark is None else mark - table_layout.RECEIVED_LOG_OVERLAP_SECONDS
+        if fresh is not None:
+            self.settled.forget_before(fresh)
+        return max((t for t in (fresh, changed_since) if t is not None), default=None)
 
     def count_listed(
         self, label: str, *, changed_since: int | None = None, changed_before: int | None = None
     ) -> int:
-        """How many records the state index lists under ``label`` (no item read)."""
-        return dynamodb_state_index.count(
+        """How many records the state index lists under ``label`` (no item read); for
+        ``open``, with the fresh open items (:meth:`fresh_open`, each read)."""
+        listed = dynamodb_state_index.count(
             self.dynamodb,
             self.table_name,
             label=label,
             changed_since=changed_since,
             changed_before=_END_OF_TIME if changed_before is None else changed_before,
         )
+        if label != table_layout.STATE_LABEL_OPEN:
+            return listed
+        return listed + sum(1 for _ in self.fresh_open(changed_since, changed_before))
 
     def newest_listed(
         self,
@@ -163,8 +200,10 @@ class Target:
         batch: int = 25,
     ) -> Iterator[tuple[int, dynamodb_items.Item]]:
         """``(listed_at, record)`` under any of ``labels``, most recently listed first,
-        read lazily ``batch`` records at a time, each consistently by its key."""
-        return dynamodb_state_index.newest(
+        read lazily ``batch`` records at a time, each consistently by its key. With
+        ``open``, the fresh open items (:meth:`fresh_open`) are merged in by when they
+        were received."""
+        listed = dynamodb_state_index.newest(
             self.dynamodb,
             self.table_name,
             labels=labels,
@@ -172,6 +211,17 @@ class Target:
             changed_before=_END_OF_TIME if changed_before is None else changed_before,
             batch=batch,
         )
+        if table_layout.STATE_LABEL_OPEN not in labels:
+            return listed
+        fresh = dynamodb_received_log.newest_unlisted_open(
+            self.dynamodb,
+            self.table_name,
+            since=self._fresh_since(changed_since),
+            before=changed_before,
+            batch=batch,
+            settled=self.settled,
+        )
+        return heapq.merge(listed, fresh, key=lambda entry: entry[0], reverse=True)
 
 
 def paginate(

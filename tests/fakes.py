@@ -99,9 +99,14 @@ class FakeClaims:
 
     items: dict[str, InboxItem] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
+    # Open items the state index does not list yet (as the receiver writes them): the
+    # index's lists leave them out until the reconciler lists them (FakeReceivedLog).
+    unlisted: set[str] = field(default_factory=set)
 
-    def add(self, item: InboxItem) -> None:
+    def add(self, item: InboxItem, *, listed: bool = True) -> None:
         self.items[item.delivery_id] = item
+        if not listed:
+            self.unlisted.add(item.delivery_id)
 
     def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> ClaimAttempt:
         item = self.items.get(delivery_id)
@@ -177,6 +182,7 @@ class FakeClaims:
         item = self.items.get(delivery_id)
         if item is None or item.state is not State.FAILED:
             return False
+        self.unlisted.discard(delivery_id)  # (reset_failed lists it open)
         self.items[delivery_id] = dataclasses.replace(
             item,
             state=State.PENDING,
@@ -200,7 +206,7 @@ class FakeClaims:
         return self._where(lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now)
 
     def _where(self, keep: Callable[[InboxItem], bool]) -> list[InboxItem]:
-        return [i for i in self.items.values() if keep(i)]
+        return [i for i in self.items.values() if i.delivery_id not in self.unlisted and keep(i)]
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         current = self.items.get(item.delivery_id)
@@ -231,6 +237,56 @@ class FakeClaims:
             last_error="lease_expired",
         )
         return True
+
+
+@dataclass
+class FakeReceivedLog:
+    """The received log over :class:`FakeClaims`: every item's receipt, by received_at.
+
+    ``fail_advance``: the next advances raise (a crash after the listing, before the
+    watermark moved)."""
+
+    claims: FakeClaims
+    mark: int | None = None
+    windows: list[tuple[int, int]] = field(default_factory=list)
+    fail_advance: int = 0
+
+    def watermark(self) -> int | None:
+        return self.mark
+
+    def oldest(self) -> int | None:
+        return min((i.received_at for i in self.claims.items.values()), default=None)
+
+    def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
+        self.windows.append((since, before))
+        return sorted(
+            (
+                i
+                for i in self.claims.items.values()
+                if since <= i.received_at < before
+                and i.state in (State.PENDING, State.PROCESSING)
+                and i.delivery_id in self.claims.unlisted
+            ),
+            key=lambda i: (i.received_at, i.delivery_id),
+        )
+
+    def list_open(self, item: InboxItem) -> bool:
+        current = self.claims.items.get(item.delivery_id)
+        if (
+            current is None
+            or current.state not in (State.PENDING, State.PROCESSING)
+            or item.delivery_id not in self.claims.unlisted
+        ):
+            return False
+        self.claims.unlisted.discard(item.delivery_id)
+        return True
+
+    def advance(self, watermark: int) -> None:
+        if self.fail_advance:
+            self.fail_advance -= 1
+            raise StorageUnavailable()
+        if self.mark is None or watermark > self.mark:
+            self.mark = watermark
 
 
 @dataclass

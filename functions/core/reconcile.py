@@ -1,11 +1,17 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at three lists of the state index:
+It looks at three lists of the state index, and at the received log, in this order:
 
 * ``processing`` items whose lease ran out: their worker died (a lease outlives the
   worker's timeout). Back to ``pending``, then re-enqueued.
 * ``pending`` items unchanged for longer than a threshold: their work item never
   reached the queue or was lost. Re-enqueued.
+* receipts not yet looked at (after the watermark) and older than the received age
+  (the pending age or the lease, whichever is shorter): the receiver does not list a
+  new item in the index, so each one still open then is listed ``open`` here, and
+  recovered at once by the two rules above if they apply. The watermark advances only
+  past windows fully handled, so a run that stops (deadline, crash) leaves the rest to
+  the next run, which looks again (listing is idempotent).
 * effect intents older than a threshold: a retry of a ``pending`` delivery resolves
   them with the effect's own reconcile check, so that delivery is re-enqueued now;
   one whose delivery is over (failed, completed) is flagged for an operator.
@@ -14,7 +20,7 @@ Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
 twice is harmless because a claim is idempotent.
 
-A run pages through every item of the three lists, in that order, until its deadline
+A run pages through every item of the lists, in that order, until its deadline
 (the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`); then it stops before
 the next item and the next run continues where it stopped (what this run handled is no
 longer listed: its write restarted the item's clock or moved it). Work items whose
@@ -30,7 +36,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
-from functions.core import metric_names
+from functions.core import metric_names, table_layout
 from functions.core.clock import Clock
 from functions.core.deadline import Deadline
 from functions.core.effects import EffectRecord
@@ -49,6 +55,11 @@ SEND_BATCH_SIZE: Final = 10
 # the last batch's send and the metrics flush fit in it many times over at normal
 # latencies.
 SAFETY_MARGIN_SECONDS: Final = 5.0
+# The received log is looked at a window of this many seconds at a time; the watermark
+# advances after each, so a run cut short keeps what it finished.
+RECEIVED_WINDOW_SECONDS: Final = 60
+# Each run looks again a little before its watermark (table_layout).
+RECEIVED_OVERLAP_SECONDS: Final = table_layout.RECEIVED_LOG_OVERLAP_SECONDS
 
 _T = TypeVar("_T")
 
@@ -65,6 +76,22 @@ class RecoveryStore(Protocol):
     def touch_pending(self, item: InboxItem, *, now: int) -> bool: ...
 
     def release_expired(self, item: InboxItem, *, now: int) -> bool: ...
+
+
+class ReceivedLog(Protocol):
+    """Port: the receipts by time, and how far the reconciler has looked at them."""
+
+    def watermark(self) -> int | None: ...
+
+    def oldest(self) -> int | None: ...
+
+    def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterable[InboxItem]:
+        """Items received in ``[since, before)``, still open and not listed."""
+        ...
+
+    def list_open(self, item: InboxItem) -> bool: ...
+
+    def advance(self, watermark: int) -> None: ...
 
 
 class UncertainEffects(Protocol):
@@ -89,6 +116,9 @@ class EnqueueBatch(Protocol):
 class ReconcileConfig:
     pending_age_seconds: int
     effect_age_seconds: int
+    # A receipt older than this and still open is listed: the shorter of the pending age
+    # and the lease, the first moment either rule could apply to it.
+    received_age_seconds: int
     page_size: int = LIST_PAGE_SIZE  # tests page small to cross many page boundaries
 
 
@@ -98,6 +128,7 @@ class ReconcileReport:
     pending_requeued: int = 0
     effects_requeued: int = 0
     effects_flagged: int = 0
+    received_listed: int = 0  # open receipts listed from the received log
     requeues_unsent: int = 0  # written but refused by the queue: back after a pending age
     budget_spent: bool = False  # stopped before the lists' end: the next run continues
 
@@ -105,6 +136,7 @@ class ReconcileReport:
 def reconcile(
     *,
     store: RecoveryStore,
+    received: ReceivedLog,
     effects: UncertainEffects,
     queue: EnqueueBatch,
     clock: Clock,
@@ -115,17 +147,21 @@ def reconcile(
     """One reconciler run, until the lists are worked off or ``deadline`` has passed."""
     now = clock.now()  # one time for the run: what it touches is not listed again
     budget = _Budget(deadline)
-    with _Batch(queue) as leases:
+    stale_before = now - config.pending_age_seconds
+    listed = 0
+    with _Batch(queue) as leases, _Batch(queue) as pending:
         for item in budget.within(store.expired_leases(now=now, page_size=config.page_size)):
             if store.release_expired(item, now=now):
                 leases.add(item)
-    with _Batch(queue) as pending:
-        stale = store.stale_pending(
-            changed_before=now - config.pending_age_seconds, page_size=config.page_size
-        )
+        stale = store.stale_pending(changed_before=stale_before, page_size=config.page_size)
         for item in budget.within(stale):
             if store.touch_pending(item, now=now):
                 pending.add(item)
+        for item in _list_received(received, budget, now=now, config=config):
+            listed += 1
+            # Listed now, so later runs see it in the index; what is due already is
+            # recovered in this run by the rules above.
+            _recover(store, item, now=now, stale_before=stale_before, batches=(leases, pending))
     flagged = 0
     with _Batch(queue) as requeued:
         uncertain = effects.uncertain(
@@ -157,9 +193,56 @@ def reconcile(
         pending_requeued=pending.sent,
         effects_requeued=requeued.sent,
         effects_flagged=flagged,
+        received_listed=listed,
         requeues_unsent=leases.unsent + pending.unsent + requeued.unsent,
         budget_spent=budget.spent,
     )
+
+
+def _recover(
+    store: RecoveryStore,
+    item: InboxItem,
+    *,
+    now: int,
+    stale_before: int,
+    batches: tuple[_Batch, _Batch],
+) -> None:
+    """The expired-lease and stale-pending rules for one item just listed."""
+    leases, pending = batches
+    if item.state is State.PROCESSING:
+        expired = item.lease_until is not None and item.lease_until <= now
+        if expired and store.release_expired(item, now=now):
+            leases.add(item)
+    elif item.state_changed_at < stale_before and store.touch_pending(item, now=now):
+        pending.add(item)
+
+
+def _list_received(
+    received: ReceivedLog, budget: _Budget, *, now: int, config: ReconcileConfig
+) -> Iterator[InboxItem]:
+    """The open receipts after the watermark and older than the received age, each
+    listed by this run as it is yielded; the watermark then advances past each window
+    whose items were all yielded (and so handled by the caller) before the deadline."""
+    if budget.spent:
+        return
+    end = now - config.received_age_seconds
+    mark = received.watermark()
+    start = received.oldest() if mark is None else mark - RECEIVED_OVERLAP_SECONDS
+    if start is None:  # nothing received yet: later receipts are all after the end
+        received.advance(end)
+        return
+    done = mark
+    while start < end:
+        stop = min(start + RECEIVED_WINDOW_SECONDS, end)
+        window = received.unlisted_open(since=start, before=stop, page_size=config.page_size)
+        for item in budget.within(window):
+            if received.list_open(item):
+                yield item
+        if budget.spent:
+            break
+        done, start = stop, stop
+    if done is not None and (mark is None or done > mark):
+        received.advance(done)
 
 
 @dataclass

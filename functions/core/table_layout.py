@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Final
 
-TABLE_PARTITION_KEY: Final = "pk"  # the delivery id
+TABLE_PARTITION_KEY: Final = "pk"  # the delivery id (or a received-log shard, see below)
 TABLE_SORT_KEY: Final = "sk"  # which record of the delivery, see SK_*
 TTL_ATTRIBUTE: Final = "expires_at"  # epoch seconds; DynamoDB TTL
 KIND_ATTRIBUTE: Final = "kind"  # the stream filter reads this
 
 SK_INBOX: Final = "inbox"
-SK_OUTBOX: Final = "outbox"
 SK_QUARANTINE_PREFIX: Final = "quarantine#"  # + digest of the conflicting body
 SK_EFFECT_PREFIX: Final = "effect#"  # + effect name
 
@@ -30,17 +29,19 @@ KIND_EFFECT: Final = "effect"
 # effects that cannot be repeated blindly. Each label is its own set of shards, so the
 # reconciler reads only open work and a bulk requeue only failed work, while the console
 # and ``inbox list`` can still list (and count) completed deliveries without a Scan.
-# The happy path writes one index entry at the receipt and moves it once, to
-# ``completed``, at the completion; no write in between touches an index key
-# (docs/cost.md). Keys only: a listing reads the items themselves (consistently) by
-# key, and no update of a non-key attribute (claim, touch, release) rewrites an entry.
+# The happy path writes one index entry, ``completed``, at the completion: a new open
+# item is not listed at its receipt (the received log below stands in for it), and the
+# reconciler lists it ``open`` only once it is older than it should still be open, so
+# only work that needs attention pays for an ``open`` entry (docs/cost.md). Keys only:
+# a listing reads the items themselves (consistently) by key, and no update of a non-key
+# attribute (claim, touch, release) rewrites an entry.
 # The partition key is sharded so that no single GSI partition takes every write.
 STATE_INDEX: Final = "listing"
 STATE_INDEX_PARTITION_KEY: Final = "state_shard"  # f"{label}#{shard:02d}"
 STATE_INDEX_SORT_KEY: Final = "listed_at"  # epoch seconds (number): when it entered the label
 STATE_INDEX_SHARDS: Final = 8
 STATE_INDEX_PROJECTION: Final = "KEYS_ONLY"
-STATE_LABEL_OPEN: Final = "open"  # inbox items pending or processing
+STATE_LABEL_OPEN: Final = "open"  # inbox items pending or processing, once listed
 STATE_LABEL_FAILED: Final = "failed"  # inbox items failed
 STATE_LABEL_COMPLETED: Final = "completed"  # inbox items completed, since their completion
 # Inbox items acknowledged without processing (ping, unknown event): their own label, so
@@ -48,5 +49,25 @@ STATE_LABEL_COMPLETED: Final = "completed"  # inbox items completed, since their
 STATE_LABEL_IGNORED: Final = "ignored"
 STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect in doubt
 
-# Outbox records only need to live as long as the stream that carries them (24 h).
-OUTBOX_TTL_SECONDS: Final = 24 * 3600
+# The received log: the outbox record (the receipt's work item, which the stream carries
+# to the relay) is keyed by when it was received, so that a Query reads the receipts of
+# a time window in order: pk = f"received#{shard:02d}" (crc32 of the delivery id, as the
+# index shards), sk = f"{received_at:010d}#{delivery_id}". The reconciler reads it from
+# its watermark (one item, below) to list the receipts still open after their age;
+# operators read the part after the watermark to see fresh open work. Nothing looks an
+# outbox record up by its delivery id.
+RECEIVED_LOG_PREFIX: Final = "received#"
+RECEIVED_LOG_SHARDS: Final = 8
+# The reconciler's watermark: every receipt before it that is still open is listed.
+WATERMARK_PARTITION: Final = "reconciler"
+WATERMARK_SORT_KEY: Final = "received_watermark"
+KIND_WATERMARK: Final = "watermark"
+# Readers of the log look again this far before the watermark: a receipt stamped a little
+# earlier than it was written (a clock behind, a slow transaction) is still seen. Read
+# twice, it is never listed twice (the listing is conditional).
+RECEIVED_LOG_OVERLAP_SECONDS: Final = 30
+
+# Outbox records live longer than the stream that carries them (24 h): the reconciler
+# reads them as the received log, and a week lets it catch up after a long outage. TTL
+# deletes are free.
+OUTBOX_TTL_SECONDS: Final = 7 * 24 * 3600

@@ -17,6 +17,7 @@ from botocore.config import Config
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.clock import Clock, SystemClock
 from functions.core.deadline import Deadline
@@ -40,6 +41,7 @@ AWS_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standar
 @dataclass(frozen=True, slots=True)
 class Deps:
     claims: DynamoDbClaims
+    received: DynamoDbReceivedLog
     effects: DynamoDbEffects
     queue: SqsWorkQueue
     clock: Clock
@@ -49,6 +51,7 @@ class Deps:
     def run(self, *, deadline: Deadline) -> ReconcileReport:
         return reconcile(
             store=self.claims,
+            received=self.received,
             effects=self.effects,
             queue=self.queue,
             clock=self.clock,
@@ -72,6 +75,7 @@ def build_deps(
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
     return Deps(
         claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
+        received=DynamoDbReceivedLog(client=dynamodb, table_name=settings.table_name),
         effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
         queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url),
         clock=clock or SystemClock(),
@@ -79,6 +83,7 @@ def build_deps(
         config=ReconcileConfig(
             pending_age_seconds=settings.pending_age_seconds,
             effect_age_seconds=settings.effect_age_seconds,
+            received_age_seconds=min(settings.pending_age_seconds, settings.lease_seconds),
         ),
     )
 

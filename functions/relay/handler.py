@@ -6,8 +6,8 @@ SQS ten to a ``SendMessageBatch`` call (one request instead of ten: SQS bills pe
 request), and every record SQS did not take is reported by its sequence number, so
 one bad record never blocks or repeats the whole batch (Lambda resumes from the first
 failure; a record sent twice is harmless because a claim is idempotent). The outbox
-record itself is not deleted: the receiver wrote it with a 24-hour TTL
-(``dynamodb_items.outbox_to_item``), the stream's own retention.
+record itself is not deleted: it is also the received log the reconciler reads, and
+the receiver wrote it with a 7-day TTL (``dynamodb_items.outbox_to_item``).
 """
 
 from __future__ import annotations

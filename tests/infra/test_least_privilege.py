@@ -28,7 +28,14 @@ RECEIVER_TABLE = {"dynamodb:PutItem"}
 WORKER_TABLE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 # BatchGetItem: the state index holds keys only, and a listing reads its items by key.
 # It is a read; it can neither delete nor overwrite an item.
-RECONCILER_TABLE = {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}
+# Query on the table itself: the received log (the outbox records, read by their keys);
+# its watermark is an UpdateItem (no PutItem: one could overwrite a receipt).
+RECONCILER_TABLE = {
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+}
 RECONCILER_INDEX = {"dynamodb:Query"}
 # What no function may hold: deleting an inbox item (or overwriting items in bulk)
 # would let a retried delivery be accepted and run a second time.

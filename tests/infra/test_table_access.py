@@ -24,6 +24,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord
 from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
 from tests.unit.test_claim import LEASE, NOW, pending
@@ -46,6 +47,7 @@ USE_CASE_PORTS: dict[str, tuple[tuple[Any, str, type], ...]] = {
     ),
     "reconciler": (
         (reconcile.reconcile, "store", reconcile.RecoveryStore),
+        (reconcile.reconcile, "received", reconcile.ReceivedLog),
         (reconcile.reconcile, "effects", reconcile.UncertainEffects),
     ),
 }
@@ -64,6 +66,7 @@ class Adapters:
     inbox: DynamoDbInbox
     claims: DynamoDbClaims
     effects: DynamoDbEffects
+    received: DynamoDbReceivedLog
 
 
 def _adapters(client: DynamoDBClient, table: str) -> Adapters:
@@ -71,6 +74,7 @@ def _adapters(client: DynamoDBClient, table: str) -> Adapters:
         inbox=DynamoDbInbox(client, table),
         claims=DynamoDbClaims(client=client, table_name=table),
         effects=DynamoDbEffects(client=client, table_name=table),
+        received=DynamoDbReceivedLog(client=client, table_name=table),
     )
 
 
@@ -149,6 +153,14 @@ CALLS: dict[tuple[type, str], Call] = {
     (reconcile.RecoveryStore, "release_expired"): lambda t, s, d: t.claims.release_expired(
         pending(d, lease_until=_claimed(s, d).lease_until), now=NOW + LEASE
     ),
+    (reconcile.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
+    (reconcile.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
+    (reconcile.ReceivedLog, "unlisted_open"): lambda t, s, d: (
+        s.inbox.record(pending(f"{d}-new"), pending(f"{d}-new").work_item()),
+        list(t.received.unlisted_open(since=0, before=NOW + 1, page_size=10)),
+    ),
+    (reconcile.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
+    (reconcile.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
     (reconcile.UncertainEffects, "uncertain"): lambda t, s, d: list(
         t.effects.uncertain(intended_before=NOW + 1, page_size=10)
     ),

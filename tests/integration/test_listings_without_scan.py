@@ -2,9 +2,10 @@
 
 The state index holds keys only, each record under a label (open, failed, completed and
 ignored inbox items, quarantine records, effect intents); each listing below must still
-find exactly its items, and read only the labels it needs (the reconciler never reads a
-completed entry). A botocore hook on the target's client records every DynamoDB
-operation.
+find exactly its items, and read only the labels it needs (the reconciler's index lists
+never read a completed entry). Open items the receiver did not list are found in the
+received log (a Query of the table by time). A botocore hook on the target's client
+records every DynamoDB operation.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.effects import idempotency_key
 from functions.core.models import QuarantineRecord, State
 from ops.budget import set_budget, show_budget
@@ -42,7 +44,7 @@ class Operations:
         self.names.append(model.name)
 
     def _asked(self, model: OperationModel, params: dict[str, Any], **_: Any) -> None:
-        if model.name == "Query" and "IndexName" in params:
+        if model.name == "Query":
             self.shards.append(params["ExpressionAttributeValues"][":shard"]["S"])
         if model.name == "BatchGetItem":
             for request in params["RequestItems"].values():
@@ -54,6 +56,15 @@ class Operations:
 
 def ids(items: Any) -> list[str]:
     return [item.delivery_id for item in items]
+
+
+def list_received(stack: Stack) -> list[str]:
+    """What the reconciler does with the received log: list every open receipt (here,
+    every one before now) under ``open``; the ids it listed."""
+    log = DynamoDbReceivedLog(client=stack.target.dynamodb, table_name=stack.target.table_name)
+    found = list(log.unlisted_open(since=0, before=NOW, page_size=2))
+    assert all(log.list_open(item) for item in found)
+    return sorted(ids(found))
 
 
 def test_reconciler_and_operator_listings_query_the_index_never_scan(stack: Stack) -> None:
@@ -82,7 +93,8 @@ def test_reconciler_and_operator_listings_query_the_index_never_scan(stack: Stac
     assert ids(list_quarantine(stack.target)) == [done]
     in_doubt = list_effects(stack.target, now=NOW, effect_age_seconds=60)
     assert [(e.record.delivery_id, e.record.name) for e in in_doubt] == [(failed, "notify")]
-    # The reconciler's lists.
+    # The reconciler's lists: the received log first (the receiver lists no open item).
+    assert list_received(stack) == sorted([pending, processing])
     claims = stack.claims
     assert ids(claims.stale_pending(changed_before=NOW - HOUR, page_size=2)) == [pending]
     assert ids(claims.expired_leases(now=NOW, page_size=2)) == [processing]
@@ -109,6 +121,12 @@ def test_the_reconciler_reads_only_open_work_and_effect_intents(stack: Stack) ->
         stack.finish(delivery_id, State.COMPLETED)
     ping = stack.accept(received_at=NOW - HOUR, package=False)
     pending = stack.accept(received_at=NOW - 2 * HOUR)
+    # The received log names every receipt with work (not the ping): each is read once,
+    # and only the open one is listed.
+    seen = Operations(stack)
+    assert list_received(stack) == [pending]
+    assert sorted(seen.read_keys) == sorted([*done, pending])
+    assert seen.labels() == {"received"}
     seen = Operations(stack)
     claims, effects = stack.claims, stack.target.effects()
     assert ids(claims.stale_pending(changed_before=NOW - HOUR, page_size=2)) == [pending]

@@ -16,6 +16,7 @@ import pytest
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord, State, WorkItem
 from local.state import LocalState
 from ops.inbox import inbox_view, list_inbox, show_inbox
@@ -81,6 +82,42 @@ def test_inbox_list_by_state_with_a_limit_reads_only_the_most_recently_listed(
     )
     assert status == 0 and err == ""
     assert [i["delivery_id"] for i in json.loads(out)["items"]] == [done[2]]
+
+
+def test_open_work_is_the_open_label_and_the_fresh_receipts_each_once(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, fresh = stack.accept(received_at=NOW - 3600), stack.accept(received_at=NOW - 10)
+    done = stack.accept(received_at=NOW - 20)
+    stack.finish(done, State.COMPLETED)
+    # The reconciler looked at the log up to NOW - 900: it listed the old receipt open.
+    log = DynamoDbReceivedLog(client=stack.target.dynamodb, table_name=stack.target.table_name)
+    for item in log.unlisted_open(since=0, before=NOW - 900, page_size=10):
+        assert log.list_open(item)
+    log.advance(NOW - 900)
+    assert dynamodb_items.is_listed(stack.stored(old))
+    assert not dynamodb_items.is_listed(stack.stored(fresh))
+
+    read: list[str] = []
+    stack.target.dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.BatchGetItem",
+        lambda params, **_: read.extend(
+            key["pk"]["S"] for request in params["RequestItems"].values() for key in request["Keys"]
+        ),
+    )
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.PENDING)] == [old, fresh]
+    newest = list_inbox(stack.target, state=State.PENDING, limit=1)
+    assert [i.delivery_id for i in newest] == [fresh]  # by receipt, merged with the index
+    assert stack.target.count_listed(table_layout.STATE_LABEL_OPEN) == 2
+    assert stack.target.count_listed(table_layout.STATE_LABEL_OPEN) == 2
+    # The completed receipt is read once: a refreshing console reads only what may be open.
+    assert read.count(done) == 1
+    assert read.count(fresh) == 4
+    stack.claims.claim(fresh, owner="w", now=NOW, lease_seconds=60)
+    assert [i.delivery_id for i in list_inbox(stack.target, state=State.PROCESSING)] == [fresh]
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "list", "--state", "pending", "--json"))
+    assert status == 0
+    assert [i["delivery_id"] for i in json.loads(out)["items"]] == [old]
 
 
 def test_inbox_list_by_state_uses_the_index_and_orders_by_received_time(

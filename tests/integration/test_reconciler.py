@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import WriteRequestOutputTypeDef, WriteRequestTypeDef
     from mypy_boto3_sqs.client import SQSClient
 
-from functions.core import env_keys, metric_names
+from functions.core import env_keys, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
 from functions.core.deadline import Deadline
+from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
 from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
@@ -90,17 +92,85 @@ def test_stale_pending_is_requeued_once(
     assert metrics[metric_names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
 
 
+def listed_label(aws: MotoWorld, delivery_id: str) -> str | None:
+    shard = aws.raw_inbox(delivery_id).get(table_layout.STATE_INDEX_PARTITION_KEY)
+    return None if shard is None else str(shard["S"]).split("#")[0]
+
+
+def test_a_receipt_whose_relay_message_was_lost_is_found_in_the_received_log(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    aws.accept(work(1))  # as the receiver writes it: no index entry, its outbox record
+    aws.accept(work(2))
+    store = claims(aws)
+    attempt = store.claim(work(2).delivery_id, owner="w", now=aws.clock.value, lease_seconds=60)
+    assert attempt.claim is not None
+    store.complete(attempt.claim, now=aws.clock.value)
+    assert (listed_label(aws, work(1).delivery_id), listed_label(aws, work(2).delivery_id)) == (
+        None,
+        "completed",
+    )
+    aws.clock.advance(PENDING_AGE + 1)
+    report = reconciler()
+    assert (report["received_listed"], report["pending_requeued"]) == (1, 1)
+    assert sent(aws) == [work(1).delivery_id]
+    # Listed open as of its receipt; the completed one keeps its completed entry.
+    raw = aws.raw_inbox(work(1).delivery_id)
+    assert raw[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(aws.clock.value - PENDING_AGE - 1)}
+    assert listed_label(aws, work(1).delivery_id) == "open"
+    assert listed_label(aws, work(2).delivery_id) == "completed"
+    watermark = read_watermark(aws.dynamodb, TABLE)
+    assert watermark == aws.clock.value - min(PENDING_AGE, LEASE_SECONDS)
+    # The next run finds it by the index, once it is stale again, and the log no more.
+    aws.clock.advance(PENDING_AGE + 1)
+    again = reconciler()
+    assert (again["received_listed"], again["pending_requeued"]) == (0, 1)
+    assert sent(aws) == [work(1).delivery_id]
+
+
+def test_a_crash_between_listing_and_watermark_reads_the_window_again_safely(
+    aws: MotoWorld,
+) -> None:
+    for n in range(3):
+        aws.accept(work(n))
+    aws.clock.advance(PENDING_AGE + 1)
+
+    class CrashingLog(DynamoDbReceivedLog):
+        def advance(self, watermark: int) -> None:
+            raise StorageUnavailable()
+
+    deps = handler.build_deps(settings(aws), dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)
+    crashing = dataclasses.replace(
+        deps, received=CrashingLog(client=aws.dynamodb, table_name=TABLE)
+    )
+    with pytest.raises(StorageUnavailable):
+        crashing.run(deadline=Deadline.never())
+    # Listed and re-enqueued before the crash (the won writes are sent); no watermark.
+    assert {listed_label(aws, work(n).delivery_id) for n in range(3)} == {"open"}
+    assert sent(aws) == sorted(work(n).delivery_id for n in range(3))
+    assert read_watermark(aws.dynamodb, TABLE) is None
+    report = deps.run(deadline=Deadline.never())
+    # The window is read again: nothing is listed or sent twice, and the watermark moves.
+    assert (report.received_listed, report.pending_requeued) == (0, 0)
+    assert aws.receive() == []
+    assert read_watermark(aws.dynamodb, TABLE) == aws.clock.value - min(PENDING_AGE, LEASE_SECONDS)
+
+
 def test_expired_lease_goes_back_to_pending_and_is_requeued(
     aws: MotoWorld, reconciler: Any
 ) -> None:
     aws.accept(work(1))
     aws.accept(work(2))
     store = claims(aws)
-    store.claim(work(1).delivery_id, owner="dead", now=aws.clock.value, lease_seconds=60)
+    # The workers' lease: the receipts are not listed yet, and the reconciler looks at
+    # them once they are older than it (the received age), the first moment a lease
+    # taken on them can have run out.
+    store.claim(work(1).delivery_id, owner="dead", now=aws.clock.value, lease_seconds=LEASE_SECONDS)
+    aws.clock.advance(LEASE_SECONDS - 10)
     store.claim(work(2).delivery_id, owner="alive", now=aws.clock.value, lease_seconds=600)
-    aws.clock.advance(61)
+    aws.clock.advance(11)
     report = reconciler()
-    assert report["leases_requeued"] == 1
+    assert (report["leases_requeued"], report["received_listed"]) == (1, 2)
     assert sent(aws) == [work(1).delivery_id]
     dead = aws.inbox(work(1).delivery_id)
     assert (dead.state, dead.last_error, dead.attempts, dead.lease_until) == (
@@ -110,6 +180,10 @@ def test_expired_lease_goes_back_to_pending_and_is_requeued(
         None,
     )
     assert aws.inbox(work(2).delivery_id).state is State.PROCESSING
+    # Listed open now: when its lease runs out, the index finds it.
+    aws.clock.advance(600)
+    assert reconciler()["leases_requeued"] == 1
+    assert sent(aws) == [work(2).delivery_id]
 
 
 def test_concurrent_runs_requeue_each_item_once(aws: MotoWorld) -> None:
@@ -220,7 +294,9 @@ class LongContext(LambdaContext):
 
 
 def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
-    """``count`` pending inbox items whose work items got lost (written in batches)."""
+    """``count`` pending inbox items whose work items got lost (written in batches), each
+    with its outbox record, as the receiver writes them: the reconciler finds them in the
+    received log (the receiver lists none in the state index)."""
     ids: list[str] = []
     puts: list[WriteRequestTypeDef] = []
     for n in range(count):
@@ -228,6 +304,8 @@ def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
         ids.append(w.delivery_id)
         inbox = builders.inbox_item(w.delivery_id, received_at=aws.clock.value)
         puts.append({"PutRequest": {"Item": dynamodb_items.inbox_to_item(inbox)}})
+        outbox = dynamodb_items.outbox_to_item(w, created_at=aws.clock.value)
+        puts.append({"PutRequest": {"Item": outbox}})
     for start in range(0, len(puts), 25):  # BatchWriteItem's maximum
         unprocessed: Mapping[str, Sequence[WriteRequestTypeDef | WriteRequestOutputTypeDef]] = {
             TABLE: puts[start : start + 25]
@@ -283,6 +361,7 @@ def test_backlog_is_requeued_whole_in_one_run(aws: MotoWorld, workers: Workers) 
     report = handler.lambda_handler({"source": "aws.events"}, LongContext())
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert (report["pending_requeued"], report["budget_spent"]) == (BACKLOG, False)
+    assert report["received_listed"] == BACKLOG
     assert workers.seen == Counter(dict.fromkeys(ids, 1))
     # The drain rate over in-process moto, for the record (-s shows it); never asserted.
     print(

@@ -175,7 +175,7 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
     aws.dynamodb.put_item(
         TableName=TABLE,
         Item={
-            **dynamodb_items.outbox_key("broken"),
+            **dynamodb_items.outbox_key("broken", 0),
             table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )
@@ -189,4 +189,4 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
 def test_outbox_record_carries_its_ttl(aws: MotoWorld, stream: StreamReader) -> None:
     aws.accept(work(1))
     image = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
-    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 24 * 3600
+    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 7 * 86400

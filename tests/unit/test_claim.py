@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from functions.core import table_layout
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.claim import ClaimLost, ClaimStatus, new_owner_token
@@ -51,10 +52,21 @@ def subject(request: pytest.FixtureRequest) -> Subject:
 
     return Subject(
         DynamoDbClaims(client=client, table_name=table),
-        lambda item: client.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item)),
+        lambda item: seed_listed(client, table, item),
         lambda d: dynamodb_items.inbox_from_item(raw(d)),
         raw,
     )
+
+
+def seed_listed(client: DynamoDBClient, table: str, item: InboxItem) -> None:
+    """Put the item as listed in the state index: an open one as the reconciler lists
+    it (the receiver does not), so the recovery lists see it."""
+    client.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+    if item.state in dynamodb_items.OPEN_STATES:
+        listed = transitions.apply(
+            client, table, transitions.LIST_OPEN, item.delivery_id, now=0, listed=item.received_at
+        )
+        assert listed.moved
 
 
 def claim(subject: Subject, *, now: int = NOW, owner: str | None = None) -> Any:
@@ -80,6 +92,27 @@ def test_claim_pending_takes_a_lease_and_counts_an_attempt(subject: Subject) -> 
             table_layout.STATE_LABEL_OPEN, DELIVERY
         )
         assert raw[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(pending().received_at)}
+
+
+def test_an_unlisted_item_stays_unlisted_until_its_completion_lists_it(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    store = DynamoDbClaims(client=dynamodb, table_name=table)
+    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(pending()))
+
+    def raw() -> dynamodb_items.Item:
+        key = dynamodb_items.inbox_key(DELIVERY)
+        return dynamodb.get_item(TableName=table, Key=key)["Item"]
+
+    attempt = store.claim(DELIVERY, owner="w", now=NOW, lease_seconds=LEASE)
+    assert attempt.claim is not None
+    assert not dynamodb_items.is_listed(raw())  # the claim writes no index entry
+    assert list(store.expired_leases(now=NOW + LEASE, page_size=10)) == []  # (not listed)
+    store.complete(attempt.claim, now=NOW + 1)
+    assert raw()[table_layout.STATE_INDEX_PARTITION_KEY]["S"] == dynamodb_items.state_shard(
+        table_layout.STATE_LABEL_COMPLETED, DELIVERY
+    )
+    assert raw()[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(NOW + 1)}
 
 
 def test_claim_leased_by_a_live_worker_does_not_burn_an_attempt(subject: Subject) -> None:
@@ -266,8 +299,7 @@ def test_recovery_lists_read_every_item_page_by_page(subject: Subject) -> None:
 def test_recovery_lists_query_one_page_at_a_time(dynamodb: DynamoDBClient, table: str) -> None:
     store = DynamoDbClaims(client=dynamodb, table_name=table)
     for n in range(40):
-        item = pending(f"11111111-1111-4111-8111-{n:012d}")
-        dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+        seed_listed(dynamodb, table, pending(f"11111111-1111-4111-8111-{n:012d}"))
     queries: list[int] = []
     dynamodb.meta.events.register(
         "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params["Limit"])

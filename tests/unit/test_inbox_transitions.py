@@ -39,7 +39,14 @@ def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
     to_label = dynamodb_items.state_label(row.to_state)
     from_labels = {dynamodb_items.state_label(state) for state in row.from_states}
     update = row.update_expression()
-    if from_labels == {to_label}:
+    if row.listing_only:
+        # Only the listing: the state and the clock are not written, the time is given.
+        assert row.index is IndexMove.LIST
+        assert update == (
+            f"SET {table_layout.STATE_INDEX_PARTITION_KEY} = :shard,"
+            f" {table_layout.STATE_INDEX_SORT_KEY} = :listed"
+        )
+    elif from_labels == {to_label}:
         # An open item stays open: no index key in the update, so no index write.
         assert row.index is IndexMove.KEEP
         assert table_layout.STATE_INDEX_PARTITION_KEY not in update
@@ -50,8 +57,15 @@ def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
         assert f"{table_layout.STATE_INDEX_SORT_KEY} = :now" in update
 
 
-def test_the_happy_path_writes_the_index_three_times() -> None:
-    # accept lists the item (open); claim keeps it; complete moves it to completed.
+def test_the_happy_path_writes_the_index_once() -> None:
+    # accept does not list the item; claim keeps it so; complete lists it completed.
+    put = transitions.accept_put("t", inbox())
+    assert table_layout.STATE_INDEX_PARTITION_KEY not in put["Item"]
+    assert table_layout.STATE_INDEX_SORT_KEY not in put["Item"]
+    ignored = transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]
+    assert ignored[table_layout.STATE_INDEX_PARTITION_KEY] == {
+        "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_IGNORED, DELIVERY)
+    }
     assert dynamodb_items.state_label(State.PENDING) == table_layout.STATE_LABEL_OPEN
     assert transitions.CLAIM.index is IndexMove.KEEP
     assert transitions.COMPLETE.index is IndexMove.LIST
@@ -98,6 +112,9 @@ def test_table_keeps_the_exactly_once_argument() -> None:
     # Leaving processing: only the lease owner, or the reconciler once the lease ran out.
     for row in ROWS:
         if State.PROCESSING in row.from_states and row is not transitions.CLAIM:
+            if row.listing_only:
+                assert "#state" not in row.update_expression(), row.name
+                continue
             parts = {part for part, _reason in row.condition}
             assert "lease_owner = :owner" in parts or "lease_until <= :now" in parts, row.name
     # Only the operator's reset leaves failed.
@@ -190,3 +207,37 @@ def test_reset_failed_moves_a_failed_item_once(dynamodb: DynamoDBClient, table: 
 def test_a_refused_row_on_a_missing_item_reports_none(dynamodb: DynamoDBClient, table: str) -> None:
     refused = transitions.apply(dynamodb, table, transitions.RESET_FAILED, DELIVERY, now=NOW)
     assert refused == transitions.Applied(moved=False, item=None)
+
+
+def test_list_open_lists_an_unlisted_open_item_once_as_of_its_receipt(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(inbox()))
+    received_at = NOW - 10
+
+    def list_open() -> transitions.Applied:
+        return transitions.apply(
+            dynamodb, table, transitions.LIST_OPEN, DELIVERY, now=NOW, listed=received_at
+        )
+
+    first = list_open()
+    assert first.moved and first.item is not None
+    assert first.item[table_layout.STATE_INDEX_PARTITION_KEY] == {
+        "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_OPEN, DELIVERY)
+    }
+    assert first.item[table_layout.STATE_INDEX_SORT_KEY] == {"N": str(received_at)}
+    # Neither the state nor the reconciler's clock changed.
+    assert dynamodb_items.inbox_from_item(first.item) == inbox()
+    assert not list_open().moved  # listed already
+
+
+def test_list_open_leaves_an_ended_item_alone(dynamodb: DynamoDBClient, table: str) -> None:
+    done = inbox(state=State.COMPLETED, completed_at=NOW)
+    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(done))
+    refused = transitions.apply(
+        dynamodb, table, transitions.LIST_OPEN, DELIVERY, now=NOW, listed=NOW - 10
+    )
+    assert not refused.moved and refused.item is not None
+    assert refused.item[table_layout.STATE_INDEX_PARTITION_KEY] == {
+        "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_COMPLETED, DELIVERY)
+    }

@@ -11,14 +11,26 @@ import pytest
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
-from functions.core.reconcile import SEND_BATCH_SIZE, ReconcileConfig, ReconcileReport, reconcile
+from functions.core.reconcile import (
+    RECEIVED_OVERLAP_SECONDS,
+    RECEIVED_WINDOW_SECONDS,
+    SEND_BATCH_SIZE,
+    ReconcileConfig,
+    ReconcileReport,
+    reconcile,
+)
 from local.testkit import builders
 from local.testkit.clock import FakeClock, deadline_after_looks
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue
+from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue, FakeReceivedLog
 
 PENDING_AGE = 600
 EFFECT_AGE = 1200
-CONFIG = ReconcileConfig(pending_age_seconds=PENDING_AGE, effect_age_seconds=EFFECT_AGE)
+LEASE = 300
+CONFIG = ReconcileConfig(
+    pending_age_seconds=PENDING_AGE,
+    effect_age_seconds=EFFECT_AGE,
+    received_age_seconds=min(PENDING_AGE, LEASE),
+)
 
 
 def delivery(n: int) -> str:
@@ -32,11 +44,17 @@ class World:
     effects: FakeEffects = dataclasses.field(default_factory=FakeEffects)
     queue: FakeQueue = dataclasses.field(default_factory=FakeQueue)
     metrics: FakeMetrics = dataclasses.field(default_factory=FakeMetrics)
+    received: FakeReceivedLog = dataclasses.field(init=False)
 
-    def pending(self, count: int, *, start: int = 0) -> None:
-        """``count`` pending items, each past the pending age after one ``age()``."""
+    def __post_init__(self) -> None:
+        self.received = FakeReceivedLog(self.claims)
+
+    def pending(self, count: int, *, start: int = 0, listed: bool = True) -> None:
+        """``count`` pending items, each past the pending age after one ``age()``;
+        ``listed=False``: as the receiver writes them, known only by the received log."""
         for n in range(start, start + count):
-            self.claims.add(builders.inbox_item(delivery(n), received_at=self.clock.value))
+            item = builders.inbox_item(delivery(n), received_at=self.clock.value)
+            self.claims.add(item, listed=listed)
 
     def expired_lease(self, n: int) -> None:
         item = builders.inbox_item(delivery(n), received_at=self.clock.value)
@@ -50,6 +68,7 @@ class World:
     def run(self, deadline: Deadline | None = None) -> ReconcileReport:
         return reconcile(
             store=self.claims,
+            received=self.received,
             effects=self.effects,
             queue=self.queue,
             clock=self.clock,
@@ -151,3 +170,100 @@ def test_reconcile_requeues_pending_deliveries_of_uncertain_effects_in_batches()
     assert (report.pending_requeued, report.effects_requeued) == (0, 12)
     assert world.queue.batches == [SEND_BATCH_SIZE, 2]
     assert world.sent_ids() == Counter({delivery(n): 1 for n in range(12)})
+
+
+def test_a_lost_receipt_is_found_by_the_received_log_listed_and_requeued() -> None:
+    world = World()
+    world.pending(3, listed=False)  # their relay messages were lost
+    world.age()
+    report = world.run()
+    assert (report.received_listed, report.pending_requeued) == (3, 3)
+    assert world.sent_ids() == Counter({delivery(n): 1 for n in range(3)})
+    assert world.claims.unlisted == set()  # listed open: later runs find them by the index
+    world.age()
+    again = world.run()
+    assert (again.received_listed, again.pending_requeued) == (0, 3)
+
+
+def test_only_receipts_older_than_the_received_age_are_looked_at() -> None:
+    world = World()
+    world.pending(2, listed=False)
+    world.clock.advance(CONFIG.received_age_seconds - 1)
+    world.pending(1, start=2, listed=False)
+    world.clock.advance(2)  # the first two are older than the received age, not the third
+    report = world.run()
+    assert (report.received_listed, report.pending_requeued) == (2, 0)  # not stale yet
+    assert world.claims.unlisted == {delivery(2)}
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+    assert world.queue.sent == []
+
+
+def test_an_expired_lease_found_by_the_received_log_is_released_and_requeued() -> None:
+    world = World()
+    item = builders.inbox_item(delivery(1), received_at=world.clock.value)
+    world.claims.add(item, listed=False)
+    claimed = world.claims.claim(delivery(1), owner="dead", now=world.clock.value, lease_seconds=60)
+    assert claimed.claim is not None
+    world.clock.advance(LEASE + 1)
+    report = world.run()
+    assert (report.received_listed, report.leases_requeued) == (1, 1)
+    assert world.claims.items[delivery(1)].state is State.PENDING
+    assert world.sent_ids() == Counter({delivery(1): 1})
+
+
+def test_a_completed_receipt_in_the_window_is_not_listed() -> None:
+    world = World()
+    world.pending(2, listed=False)
+    claimed = world.claims.claim(delivery(0), owner="w", now=world.clock.value, lease_seconds=60)
+    assert claimed.claim is not None
+    world.claims.complete(claimed.claim, now=world.clock.value)
+    world.age()
+    report = world.run()
+    assert (report.received_listed, report.pending_requeued) == (1, 1)
+    assert world.claims.unlisted == {delivery(0)}  # its completion lists it, not the run
+    assert world.sent_ids() == Counter({delivery(1): 1})
+
+
+def test_a_crash_before_the_watermark_moves_reads_the_window_again_safely() -> None:
+    world = World()
+    world.pending(4, listed=False)
+    world.age()
+    world.received.fail_advance = 1
+    with pytest.raises(StorageUnavailable):
+        world.run()
+    # Listed and requeued before the crash; the won writes were sent.
+    assert world.claims.unlisted == set()
+    assert world.sent_ids() == Counter({delivery(n): 1 for n in range(4)})
+    assert world.received.mark is None
+    world.received.windows.clear()
+    report = world.run()
+    # The same receipts are looked at again, none listed or sent twice.
+    assert world.received.windows[0][0] <= world.claims.items[delivery(0)].received_at
+    assert (report.received_listed, report.pending_requeued) == (0, 0)
+    assert world.sent_ids() == Counter({delivery(n): 1 for n in range(4)})
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+
+
+def test_the_watermark_advances_by_whole_windows_and_a_run_looks_back_a_little() -> None:
+    world = World()
+    world.pending(1, listed=False)
+    start = world.clock.value
+    world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
+    # The deadline ends the run in its second window: only the first one counts as done.
+    # (Looks: one per index list, two in the first window, the next in the second.)
+    world.pending(1, start=1, listed=False)  # (young: not in any window yet)
+    first = world.run(deadline_after_looks(4))
+    assert first.budget_spent is True
+    assert world.received.mark == start + RECEIVED_WINDOW_SECONDS
+    world.received.windows.clear()
+    world.run()
+    assert world.received.windows[0][0] == start + RECEIVED_WINDOW_SECONDS - (
+        RECEIVED_OVERLAP_SECONDS
+    )
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+
+
+def test_an_empty_log_sets_the_watermark_to_the_received_age() -> None:
+    world = World()
+    world.run()
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds

@@ -20,6 +20,8 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
   starts from ``failed``.
+* ``list_open`` (reconciler) changes no state: it only gives an open item the receiver
+  did not list its ``open`` index entry, and only while it is open and unlisted.
 
 Each update and its condition are one atomic request, so a row either happens whole
 or not at all; a refused row reports the item as it was (``ALL_OLD``), with no read.
@@ -65,16 +67,26 @@ class Transition:
     to_state: State
     sets: tuple[tuple[str, str], ...] = ()  # (attribute, value expression)
     removes: tuple[str, ...] = ()
+    # Only lists the item under its state's label (``:listed`` for ``listed_at``): no
+    # state, no clock (``state_changed_at``) changes.
+    listing_only: bool = False
 
     @property
     def index(self) -> IndexMove:
         """Derived from the states' labels, so no row can forget to move the item."""
+        if self.listing_only:
+            return IndexMove.LIST
         to_label = dynamodb_items.state_label(self.to_state)
         if {dynamodb_items.state_label(state) for state in self.from_states} == {to_label}:
             return IndexMove.KEEP
         return IndexMove.LIST
 
     def update_expression(self) -> str:
+        if self.listing_only:
+            return (
+                f"SET {table_layout.STATE_INDEX_PARTITION_KEY} = :shard,"
+                f" {table_layout.STATE_INDEX_SORT_KEY} = :listed"
+            )
         sets = list(self.sets)
         if self.from_states != (self.to_state,):
             sets.insert(0, ("#state", f":{self.to_state.value}"))
@@ -181,6 +193,22 @@ TOUCH_PENDING: Final = Transition(  # reconciler: re-enqueues a pending item it 
     ),
     to_state=State.PENDING,
 )
+LIST_OPEN: Final = Transition(  # reconciler: an open receipt older than its age
+    name="list_open",
+    from_states=(State.PENDING, State.PROCESSING),
+    condition=(
+        (
+            "#state = :pending OR #state = :processing",
+            "an item that completed, failed or was ignored meanwhile is listed by its end",
+        ),
+        (
+            f"attribute_not_exists({table_layout.STATE_INDEX_PARTITION_KEY})",
+            "listed already (an earlier run, a reset): its entry and time are kept",
+        ),
+    ),
+    to_state=State.PENDING,  # (its label: open; the state itself is not written)
+    listing_only=True,
+)
 RELEASE_EXPIRED: Final = Transition(  # reconciler: the lease holder died
     name="release_expired",
     from_states=(State.PROCESSING,),
@@ -221,6 +249,7 @@ TRANSITIONS: Final = (
     DEFER,
     FAIL,
     TOUCH_PENDING,
+    LIST_OPEN,
     RELEASE_EXPIRED,
     RESET_FAILED,
 )
@@ -291,7 +320,8 @@ def update_request(
         TypeError: a placeholder of the row has no value, or a value no placeholder.
     """
     given = {f":{name}": _attribute(value) for name, value in values.items()}
-    given[":now"] = _attribute(now)
+    if not transition.listing_only:  # (a listing changes no clock)
+        given[":now"] = _attribute(now)
     if transition.index is IndexMove.LIST:
         label = dynamodb_items.state_label(transition.to_state)
         given[":shard"] = _attribute(dynamodb_items.state_shard(label, delivery_id))

@@ -46,6 +46,10 @@ _STATE_LABELS: Final[dict[State, str]] = {
 }
 
 
+# The states of open work: listed ``open`` only once the reconciler lists them.
+OPEN_STATES: Final = frozenset({State.PENDING, State.PROCESSING})
+
+
 def state_label(state: State) -> str:
     """The index label listing inbox items in ``state``."""
     return _STATE_LABELS[state]
@@ -62,8 +66,32 @@ def inbox_key(delivery_id: str) -> Item:
     return key(delivery_id, table_layout.SK_INBOX)
 
 
-def outbox_key(delivery_id: str) -> Item:
-    return key(delivery_id, table_layout.SK_OUTBOX)
+def outbox_key(delivery_id: str, received_at: int) -> Item:
+    """The outbox record's key: its place in the received log (table_layout)."""
+    return key(received_log_shard(delivery_id), received_log_position(received_at, delivery_id))
+
+
+def received_log_shard(delivery_id: str) -> str:
+    """The received log's partition of one delivery."""
+    shard = zlib.crc32(delivery_id.encode()) % table_layout.RECEIVED_LOG_SHARDS
+    return f"{table_layout.RECEIVED_LOG_PREFIX}{shard:02d}"
+
+
+def all_received_log_shards() -> list[str]:
+    return [
+        f"{table_layout.RECEIVED_LOG_PREFIX}{shard:02d}"
+        for shard in range(table_layout.RECEIVED_LOG_SHARDS)
+    ]
+
+
+def received_log_position(received_at: int, delivery_id: str = "") -> str:
+    """The sort key of a receipt in its log partition; with no id, a window's bound: the
+    bare second is a prefix of, so sorts before, every receipt of that second."""
+    return f"{received_at:010d}#{delivery_id}" if delivery_id else f"{received_at:010d}"
+
+
+def watermark_key() -> Item:
+    return key(table_layout.WATERMARK_PARTITION, table_layout.WATERMARK_SORT_KEY)
 
 
 def state_shard(label: str, delivery_id: str) -> str:
@@ -74,6 +102,13 @@ def state_shard(label: str, delivery_id: str) -> str:
     """
     shard = zlib.crc32(delivery_id.encode()) % table_layout.STATE_INDEX_SHARDS
     return f"{label}#{shard:02d}"
+
+
+def is_listed(item: Item) -> bool:
+    """Whether the item has an entry in the state index (both of its keys)."""
+    return (
+        table_layout.STATE_INDEX_PARTITION_KEY in item and table_layout.STATE_INDEX_SORT_KEY in item
+    )
 
 
 def all_state_shards(label: str) -> list[str]:
@@ -106,9 +141,12 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         table_layout.TTL_ATTRIBUTE: {"N": str(inbox.expires_at)},
         STATE_CHANGED_AT: {"N": changed_at},
     }
-    label = state_label(inbox.state)
-    item[table_layout.STATE_INDEX_PARTITION_KEY] = {"S": state_shard(label, inbox.delivery_id)}
-    item[table_layout.STATE_INDEX_SORT_KEY] = {"N": changed_at}
+    if inbox.state not in OPEN_STATES:
+        # An open item is not listed when it is written: its receipt is in the received
+        # log, and the reconciler lists it once it has been open too long (table_layout).
+        label = state_label(inbox.state)
+        item[table_layout.STATE_INDEX_PARTITION_KEY] = {"S": state_shard(label, inbox.delivery_id)}
+        item[table_layout.STATE_INDEX_SORT_KEY] = {"N": changed_at}
     if inbox.package_id is not None:
         item["package_id"] = {"S": inbox.package_id}
     if inbox.mcp_url is not None:
@@ -164,10 +202,9 @@ def inbox_from_item(item: Item) -> InboxItem:
 
 
 def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
-    # Written out as inbox_to_item is: it runs on every accepted delivery.
+    # Values written out as inbox_to_item's are: it runs on every accepted delivery.
     return {
-        table_layout.TABLE_PARTITION_KEY: {"S": work.delivery_id},
-        table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_OUTBOX},
+        **outbox_key(work.delivery_id, created_at),
         table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         "delivery_id": {"S": work.delivery_id},
         "event": {"S": work.event},

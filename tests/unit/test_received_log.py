@@ -1,0 +1,71 @@
+"""The received log on moto: windows by receipt time, open and unlisted items only, a
+watermark that only moves forward."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from functions.core.adapters import dynamodb_items, dynamodb_received_log
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
+from local.testkit import builders
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+NOW = 1_760_000_000
+
+
+def receive(dynamodb: DynamoDBClient, table: str, n: int, received_at: int) -> str:
+    """What the receiver writes: the inbox item and its outbox record, in one transaction."""
+    delivery_id = f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}"
+    item = builders.inbox_item(delivery_id, received_at=received_at)
+    assert DynamoDbInbox(dynamodb, table).record(item, item.work_item()) is None
+    return delivery_id
+
+
+def test_a_window_holds_every_receipt_of_its_seconds_and_none_of_the_next(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    before = receive(dynamodb, table, 0, NOW - 1)
+    same = [receive(dynamodb, table, n, NOW) for n in range(1, 12)]  # over all the shards
+    after = receive(dynamodb, table, 12, NOW + 1)
+    log = DynamoDbReceivedLog(client=dynamodb, table_name=table)
+    window = log.unlisted_open(since=NOW, before=NOW + 1, page_size=2)
+    assert sorted(item.delivery_id for item in window) == sorted(same)
+    assert log.oldest() == NOW - 1
+    every = log.unlisted_open(since=NOW - 1, before=NOW + 2, page_size=500)
+    assert {item.delivery_id for item in every} == {before, *same, after}
+
+
+def test_only_open_unlisted_items_are_named(dynamodb: DynamoDBClient, table: str) -> None:
+    pending, processing, done, listed = (receive(dynamodb, table, n, NOW) for n in range(4))
+    claims = DynamoDbClaims(client=dynamodb, table_name=table)
+    claims.claim(processing, owner="w", now=NOW, lease_seconds=60)
+    claim = claims.claim(done, owner="w", now=NOW, lease_seconds=60).claim
+    assert claim is not None
+    claims.complete(claim, now=NOW + 1)
+    log = DynamoDbReceivedLog(client=dynamodb, table_name=table)
+    (to_list,) = [
+        i
+        for i in log.unlisted_open(since=NOW, before=NOW + 1, page_size=10)
+        if i.delivery_id == listed
+    ]
+    assert log.list_open(to_list)
+    assert not log.list_open(to_list)  # once
+    found = log.unlisted_open(since=NOW, before=NOW + 1, page_size=10)
+    assert sorted(i.delivery_id for i in found) == sorted([pending, processing])
+    raw = dynamodb.get_item(TableName=table, Key=dynamodb_items.inbox_key(done))["Item"]
+    assert not log.list_open(dynamodb_items.inbox_from_item(raw))  # ended: left as it is
+
+
+def test_the_watermark_only_moves_forward(dynamodb: DynamoDBClient, table: str) -> None:
+    log = DynamoDbReceivedLog(client=dynamodb, table_name=table)
+    assert log.watermark() is None
+    assert log.oldest() is None
+    log.advance(NOW)
+    log.advance(NOW - 60)  # a slower run that overlapped a faster one
+    assert log.watermark() == NOW == dynamodb_received_log.read_watermark(dynamodb, table)
+    log.advance(NOW + 60)
+    assert log.watermark() == NOW + 60

@@ -29,6 +29,9 @@ Three things are added in front of moto, all local-only:
   operation that is already plain JSON data (strings, numbers, lists, maps; no binary
   attribute) is written with the serializer's own framing, without the walk. Same
   bytes on the wire.
+* **Stream records written straight to JSON.** The same for ``GetRecords``: each
+  record's images went through that walk (about 1 ms a record); its one timestamp is
+  written as the serializer writes it, in epoch seconds.
 * **SQS without recounting the queue.** moto computes every attribute of a queue,
   its three approximate message counts included (each a pass over every message),
   whenever it reads one attribute: on every send, and for every message it receives.
@@ -42,7 +45,8 @@ The emulator runs in its own process (``python -m local.aws_emulator``, started 
 :class:`AwsEmulatorProcess`): moto serves one request at a time with the Python
 interpreter lock to itself, and its callers (the stack's supervisor, a benchmark's
 load) keep theirs. Faults are set, and the requests served per operation read, over
-HTTP on :data:`CONTROL_PATH`, a path no AWS API uses.
+HTTP on :data:`CONTROL_PATH`, a path no AWS API uses, with the CPU time spent
+answering them, per operation.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import datetime
 import functools
 import importlib
 import io
@@ -186,6 +191,9 @@ class _Gate:
         self._faults = faults
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()  # requests moto served, per operation
+        # CPU seconds of the threads that answered them (WSGI call to answer), per operation.
+        self._cpu: dict[str, float] = {}
+        self._cpu_lock = threading.Lock()  # not moto's: a tally must not wait for a request
         # Counts requests that can make an SQS message visible; long polls wait on it.
         self._arrivals = threading.Condition()
         self._arrived = 0
@@ -193,6 +201,16 @@ class _Gate:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == CONTROL_PATH:
             return self._control(environ, start_response)
+        began = time.thread_time()
+        try:
+            return self._answer(environ, start_response)
+        finally:
+            spent = time.thread_time() - began
+            with self._cpu_lock:
+                operation = _operation(environ)
+                self._cpu[operation] = self._cpu.get(operation, 0.0) + spent
+
+    def _answer(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith(DYNAMODB_TARGET_PREFIX):
             operation = target.removeprefix(DYNAMODB_TARGET_PREFIX)
@@ -281,7 +299,9 @@ class _Gate:
                 return _json_answer(start_response, "400 Bad Request", {"error": str(exc)})
         with self._lock:
             calls = dict(self._calls)
-        answer = {"counts": self._faults.counts(), "calls": calls}
+        with self._cpu_lock:
+            cpu = dict(self._cpu)
+        answer = {"counts": self._faults.counts(), "calls": calls, "cpu_seconds": cpu}
         return _json_answer(start_response, "200 OK", answer)
 
 
@@ -368,6 +388,7 @@ class AwsEmulator:
         install_fast_queries()
         install_request_caches()
         install_plain_dynamodb_answers()
+        install_plain_stream_records()
         install_sqs_without_recounts()
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
@@ -559,8 +580,9 @@ class _NotPlain(Exception):
     """A value the serializer must convert (bytes, a date, an object, a binary attribute)."""
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON data, maps without None members (as the serializer drops them).
+def _plain(value: Any, timestamp: Callable[[Any], Any] | None = None) -> Any:
+    """``value`` as JSON data, maps without None members (as the serializer drops them);
+    with ``timestamp``, a ``datetime`` becomes what it returns.
 
     Raises:
         _NotPlain: it holds anything else.
@@ -568,12 +590,32 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         if _BINARY_TYPES.intersection(value):
             raise _NotPlain
-        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+        return {str(k): _plain(v, timestamp) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, timestamp) for v in value]
     if isinstance(value, str | bool | int | float):
         return value
+    if timestamp is not None and isinstance(value, datetime.datetime):
+        return timestamp(value)
     raise _NotPlain
+
+
+def _framed(context: Any, result: Any, plain: Any) -> tuple[Any, Any, Any]:
+    """The answer moto's serializer would give ``result``, from its JSON data ``plain``:
+    the serializer's own framing (status, content type, body) without its walk."""
+    # Typed Any: moto's stubs do not export these names.
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    settings: Any = importlib.import_module("moto.settings")
+    operation = context.operation_model
+    serializer = context.serializer_class(
+        operation_model=operation,
+        pretty_print=settings.PRETTIFY_RESPONSES,
+        value_picker=serialize.XFormedAttributePicker(),
+    )
+    answer = serializer._serialized_result_to_response(
+        serializer._create_default_response(), result, operation.output_shape, plain
+    )
+    return answer["status_code"], answer["headers"], answer["body"]
 
 
 @functools.cache  # patch once per process
@@ -581,8 +623,6 @@ def install_plain_dynamodb_answers() -> None:
     """Write plain DynamoDB item answers without the serializer's walk (see module doc)."""
     # Typed Any: moto's stubs do not export these names.
     responses: Any = importlib.import_module("moto.dynamodb.responses")
-    serialize: Any = importlib.import_module("moto.core.serialize")
-    settings: Any = importlib.import_module("moto.settings")
     moto_answer = responses.DynamoResult.execute_result
 
     def execute_result(self: Any, context: Any) -> Any:
@@ -593,17 +633,40 @@ def install_plain_dynamodb_answers() -> None:
             plain = _plain(self.result)
         except _NotPlain:
             return moto_answer(self, context)
-        serializer = context.serializer_class(
-            operation_model=operation,
-            pretty_print=settings.PRETTIFY_RESPONSES,
-            value_picker=serialize.XFormedAttributePicker(),
-        )
-        answer = serializer._serialized_result_to_response(
-            serializer._create_default_response(), self.result, operation.output_shape, plain
-        )
-        return answer["status_code"], answer["headers"], answer["body"]
+        return _framed(context, self.result, plain)
 
     responses.DynamoResult.execute_result = execute_result
+
+
+@functools.cache  # patch once per process
+def install_plain_stream_records() -> None:
+    """Write ``GetRecords`` answers without the serializer's walk (see module doc).
+
+    A stream record is plain JSON data but for its ``ApproximateCreationDateTime``, which
+    becomes epoch seconds as the serializer writes it (the JSON protocols' default
+    format; the shape sets no other).
+    """
+    # Typed Any: moto's stubs do not export these names.
+    core: Any = importlib.import_module("moto.core.responses")
+    streams: Any = importlib.import_module("moto.dynamodbstreams.responses")
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    unix_seconds = serialize.TimestampSerializer._timestamp_unixtimestamp
+    moto_get_records = streams.DynamoDBStreamsHandler.get_records
+
+    class PlainRecords(core.ActionResult):  # type: ignore[misc]
+        def execute_result(self, context: Any) -> Any:
+            if not _fast_path_users:
+                return super().execute_result(context)
+            try:
+                plain = _plain(self.result, unix_seconds)
+            except _NotPlain:
+                return super().execute_result(context)
+            return _framed(context, self.result, plain)
+
+    def get_records(self: Any) -> Any:
+        return PlainRecords(moto_get_records(self).result)
+
+    streams.DynamoDBStreamsHandler.get_records = get_records
 
 
 _counts_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -670,6 +733,12 @@ class EmulatorControls:
         """Requests moto has served, per operation (``Query``, ``SendMessage``, ...)."""
         calls: dict[str, int] = self._send(None)["calls"]
         return calls
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds spent answering requests, per operation (see :meth:`calls`): from
+        the WSGI call to its answer, so HTTP parsing and writing are left out."""
+        cpu: dict[str, float] = self._send(None)["cpu_seconds"]
+        return cpu
 
     def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
         data = None if command is None else json.dumps(command).encode()

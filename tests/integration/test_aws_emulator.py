@@ -205,6 +205,8 @@ def test_the_control_path_sets_faults_and_counts_requests(emulator: AwsEmulator)
     assert sum(controls.counts().values()) == faults_before + 1
     # The refused request never reached moto; the one after did.
     assert controls.calls().get("ListTables", 0) == listed_before + 1
+    # The CPU time spent answering, per operation (the refused one spent some too).
+    assert controls.cpu_seconds()["ListTables"] > 0
     with pytest.raises(ValueError, match="between 0 and 1"):
         controls.set_rate(1.5)
 
@@ -288,3 +290,64 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmula
     assert b'"count": {"N": "4"}' in plain[-1]
     # The same documents; members may come in another order.
     assert [json.loads(body) for body in plain] == [json.loads(body) for body in bodies]
+
+
+def test_stream_records_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    streams = boto3.client(
+        "dynamodbstreams", region_name=REGION, endpoint_url=emulator.endpoint_url
+    )
+    table = f"records-{uuid.uuid4().hex[:8]}"
+    stream_arn = create_table(dynamodb, table)
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    key = {pk: {"S": "d1"}, sk: {"S": "inbox"}}
+    item: dict[str, Any] = {
+        **key,
+        "count": {"N": "3"},
+        "nested": {"M": {"list": {"L": [{"S": "x"}]}}},
+    }
+    dynamodb.put_item(TableName=table, Item=item)  # INSERT
+    dynamodb.update_item(  # MODIFY: both images
+        TableName=table,
+        Key=key,
+        UpdateExpression="SET #c = #c + :one, flag = :t REMOVE nested",
+        ExpressionAttributeNames={"#c": "count"},
+        ExpressionAttributeValues={":one": {"N": "1"}, ":t": {"BOOL": True}},
+    )
+    dynamodb.delete_item(TableName=table, Key=key)  # REMOVE
+    shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]
+    bodies: list[bytes] = []
+
+    def keep(http_response: Any, **_: Any) -> None:
+        bodies.append(http_response.content)
+
+    streams.meta.events.register("after-call.dynamodbstreams.GetRecords", keep)
+
+    def read() -> list[Any]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        answer = streams.get_records(ShardIterator=iterator)
+        streams.get_records(ShardIterator=answer["NextShardIterator"])  # nothing new
+        return answer["Records"]
+
+    records = read()
+    plain = list(bodies)
+    bodies.clear()
+    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    try:
+        assert read() == records
+    finally:
+        aws_emulator._fast_path_users.append(emulator)
+
+    assert [r["eventName"] for r in records] == ["INSERT", "MODIFY", "REMOVE"]
+    assert records[1]["dynamodb"]["NewImage"]["flag"] == {"BOOL": True}
+    assert "nested" not in records[1]["dynamodb"]["NewImage"]
+    assert b'"ApproximateCreationDateTime": ' in plain[0]
+    assert json.loads(plain[1])["Records"] == []
+    # The same documents (iterators are new each time); members may come in another order.
+    documents = [json.loads(body) for body in plain], [json.loads(body) for body in bodies]
+    for answers in documents:
+        for answer in answers:
+            answer.pop("NextShardIterator")
+    assert documents[0] == documents[1]

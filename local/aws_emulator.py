@@ -36,6 +36,14 @@ Three things are added in front of moto, all local-only:
   its three approximate message counts included (each a pass over every message),
   whenever it reads one attribute: on every send, and for every message it receives.
   Here the counts are computed only for a ``GetQueueAttributes`` that asks for them.
+* **Update and condition expressions checked once.** For every ``UpdateItem`` moto
+  deep-copies the expression's parse tree and walks it with ten processors, three of
+  which read only the expression, its names and the table's keys; and it parses each
+  condition expression from its text on every request (twice for a conditional
+  write). Here the copy is unpickled, those three checks run once per expression
+  that passes them, the walk tests node types once per class, and a condition's
+  syntax tree is kept per expression and names and given each request's values.
+  Same answers, the same errors (a test replays valid and invalid requests both ways).
 * **Per-request work done once.** For every request moto lists its own package
   directory on disk, lists its response class's methods, and parses an update
   expression twice; the emulator remembers each answer (they never change while it
@@ -387,6 +395,9 @@ class AwsEmulator:
         install_fast_transactions()
         install_fast_queries()
         install_request_caches()
+        install_fast_update_validation()
+        install_fast_tree_walks()
+        install_condition_templates()
         install_plain_dynamodb_answers()
         install_plain_stream_records()
         install_sqs_without_recounts()
@@ -556,6 +567,184 @@ def install_request_caches() -> None:
     responses.method_names_from_class = functools.cache(responses.method_names_from_class)
     parse = functools.lru_cache(maxsize=256)(parser.UpdateExpressionParser.make)
     parser.UpdateExpressionParser.make = staticmethod(parse)
+
+
+# Update expressions whose expression-only checks passed: (the parse tree's pickle, the
+# attribute names, the table's key attributes).
+_checked_updates: set[tuple[bytes, tuple[tuple[str, str], ...], tuple[str, ...]]] = set()
+MAX_REMEMBERED_EXPRESSIONS = 256
+
+
+@functools.cache  # patch once per process
+def install_fast_update_validation() -> None:
+    """Validate an ``UpdateItem``'s expression without moto's repeated work (see module doc).
+
+    moto's validator deep-copies the cached parse tree, then walks it with ten
+    processors. Here the copy is unpickled from the tree's pickle (made once per tree;
+    the cached tree is never changed, see :func:`install_request_caches`); the three
+    processors that read only the expression, its attribute names and the table's key
+    attributes (action counts, overlapping paths, key attributes) run once for each
+    combination that passes them (they change nothing, they raise or not); the other
+    seven run as before, on every request.
+    """
+    import pickle  # noqa: PLC0415
+
+    # Typed Any: moto's stubs do not export these names.
+    validators: Any = importlib.import_module("moto.dynamodb.parsing.validators")
+    nodes: Any = importlib.import_module("moto.dynamodb.parsing.ast_nodes")
+    expression_only = (
+        validators.ActionCountValidator,
+        validators.OverlappingPathsValidator,
+        validators.UpdateHashRangeKeyValidator,
+    )
+    moto_copy = validators.deepcopy
+    moto_init = validators.Validator.__init__
+    moto_validate = validators.Validator.validate
+    pickled: dict[int, tuple[Any, bytes]] = {}  # id(tree) -> (tree, its pickle)
+
+    def pickle_of(tree: Any) -> bytes:
+        entry = pickled.get(id(tree))
+        if entry is None or entry[0] is not tree:
+            if len(pickled) >= MAX_REMEMBERED_EXPRESSIONS:
+                pickled.clear()
+            entry = pickled[id(tree)] = (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL))
+        return entry[1]
+
+    def copy(value: Any, memo: Any = None) -> Any:
+        # The validator's copy of a whole parse tree; anything else as moto copies it.
+        if _fast_path_users and type(value) is nodes.UpdateExpression:
+            return pickle.loads(pickle_of(value))  # noqa: S301 (our own pickle of moto's tree)
+        return moto_copy(value, memo)
+
+    def init(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
+        moto_init(self, expression, *args, **kwargs)
+        self.relaylink_tree = expression
+
+    def validate(self: Any) -> Any:
+        tree = getattr(self, "relaylink_tree", None)
+        if not _fast_path_users or type(tree) is not nodes.UpdateExpression:
+            return moto_validate(self)
+        key = (
+            pickle_of(tree),
+            tuple(sorted((self.expression_attribute_names or {}).items())),
+            tuple(self.table.table_key_attrs),
+        )
+        checked = key in _checked_updates
+        node = self.node_to_validate
+        for processor in self.processors:
+            if not (checked and isinstance(processor, expression_only)):
+                node = processor.traverse(node)
+        if not checked:
+            if len(_checked_updates) >= MAX_REMEMBERED_EXPRESSIONS:
+                _checked_updates.clear()
+            _checked_updates.add(key)
+        return node
+
+    validators.deepcopy = copy
+    validators.Validator.__init__ = init
+    validators.Validator.validate = validate
+
+
+@functools.cache  # patch once per process
+def install_fast_tree_walks() -> None:
+    """moto's ``traverse_node_recursively``, with its two type tests (each through
+    ``ABCMeta``) answered once per node class and processor class: every processor's
+    node classes are the keys of a literal map (see module doc)."""
+    # Typed Any: moto's stubs do not export these names.
+    nodes: Any = importlib.import_module("moto.dynamodb.parsing.ast_nodes")
+    traverser = nodes.DepthFirstTraverser
+    moto_traverse = traverser.traverse_node_recursively
+    is_node: dict[type, bool] = {}
+    wanted: dict[tuple[type, type], bool] = {}
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        if not _fast_path_users:
+            return moto_traverse(self, node, child_id)
+        kind = type(node)
+        if kind not in is_node:
+            is_node[kind] = isinstance(node, nodes.Node)
+        if not is_node[kind]:
+            return node
+        parent_node = node.parent
+        if node.children is not None:
+            for i, child_node in enumerate(node.children):
+                self.pre_processing_of_child(node, i)
+                self.traverse_node_recursively(child_node, i)
+        pair = (type(self), kind)
+        if pair not in wanted:
+            wanted[pair] = isinstance(node, self.nodes_to_be_processed())
+        if wanted[pair]:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    traverser.traverse_node_recursively = traverse_node_recursively
+
+
+@functools.cache  # patch once per process
+def install_condition_templates() -> None:
+    """Parse a condition expression once per expression and attribute names (see
+    module doc).
+
+    moto parses a condition (or filter) expression on every request, twice for a
+    conditional write, and writes each ``:value``'s value into its syntax tree as it
+    reads the text. The tree of the first successful parse is kept (its nodes are
+    tuples, never changed); a later request with the same expression and names gets a
+    copy with its own values, then moto's own last step makes the condition. A request
+    whose values the copy cannot take (a missing value) is parsed by moto from scratch,
+    so it fails exactly as it would have.
+    """
+    # Typed Any: moto's stubs do not export these names.
+    comparisons: Any = importlib.import_module("moto.dynamodb.comparisons")
+    parser_class = comparisons.ConditionExpressionParser
+    value_kind = parser_class.Kind.EXPRESSION_ATTRIBUTE_VALUE
+    moto_parse = parser_class.parse
+    trees: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+    def with_values(parser: Any, node: Any) -> Any:
+        if node.kind == value_kind:
+            return node._replace(value=parser._lookup_expression_attribute_value(node.text))
+        if not node.children:
+            return node
+        return node._replace(children=[with_values(parser, child) for child in node.children])
+
+    def parse(self: Any) -> Any:
+        if not _fast_path_users or not self.condition_expression:
+            return moto_parse(self)
+        key = (
+            self.condition_expression,
+            tuple(sorted((self.expression_attribute_names or {}).items())),
+        )
+        tree = trees.get(key)
+        if tree is None:
+            make_op = self._make_op_condition
+            roots: list[Any] = []
+
+            def first_is_root(node: Any) -> Any:
+                if not roots:
+                    roots.append(node)
+                return make_op(node)
+
+            self._make_op_condition = first_is_root  # moto's last step, given the tree
+            try:
+                op = moto_parse(self)
+            finally:
+                del self._make_op_condition
+            if len(trees) >= MAX_REMEMBERED_EXPRESSIONS:
+                trees.clear()
+            trees[key] = roots[0]
+            return op
+        try:
+            node = with_values(self, tree)
+        except Exception:  # noqa: BLE001 (moto's parse raises what it would have)
+            return moto_parse(self)
+        self.expr_attr_names_found.extend(self._find_literals(node))
+        self.expr_attr_values_found.extend(self._find_expr_attr_values(node))
+        return self._make_op_condition(node)
+
+    parser_class.parse = parse
 
 
 # The item operations whose answers may skip the serializer's walk.

@@ -351,3 +351,117 @@ def test_stream_records_skip_moto_serializer_with_the_same_json(emulator: AwsEmu
         for answer in answers:
             answer.pop("NextShardIterator")
     assert documents[0] == documents[1]
+
+
+def _conditional_writes(dynamodb: DynamoDBClient, table: str) -> list[Any]:
+    """Updates and conditional writes, each sent twice (the second finds what the first
+    left remembered), valid and not; every answer or error, in order."""
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    key = {pk: {"S": "d1"}, sk: {"S": "inbox"}}
+    claim = "(attribute_exists(pk)) AND (#s = :pending OR (#s = :processing AND lease <= :now))"
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("put_item", {"Item": {**key, "state": {"S": "pending"}, "c": {"S": "x"}}}),
+        (
+            "put_item",
+            {
+                "Item": key,
+                "ConditionExpression": "attribute_not_exists(#p)",
+                "ExpressionAttributeNames": {"#p": pk},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            },
+        ),
+    ]
+    for now in ("10", "20", "5"):  # claimed, then past its lease, then not yet
+        requests.append(
+            (
+                "update_item",
+                {
+                    "Key": key,
+                    "UpdateExpression": "SET #s = :processing, lease = :lease, "
+                    "attempts = if_not_exists(attempts, :zero) + :one, history = list_append("
+                    "if_not_exists(history, :empty), :entry) REMOVE c",
+                    "ConditionExpression": claim,
+                    "ExpressionAttributeNames": {"#s": "state"},
+                    "ExpressionAttributeValues": {
+                        ":processing": {"S": "processing"},
+                        ":pending": {"S": "pending"},
+                        ":lease": {"N": str(int(now) + 5)},
+                        ":now": {"N": now},
+                        ":zero": {"N": "0"},
+                        ":one": {"N": "1"},
+                        ":empty": {"L": []},
+                        ":entry": {"L": [{"N": now}]},
+                    },
+                    "ReturnValues": "ALL_NEW",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                },
+            )
+        )
+    refused = [
+        ("SET #p = :v", {"#p": pk}, {":v": {"S": "other"}}, None),  # a key attribute
+        ("SET a = :v, a = :w", None, {":v": {"S": "1"}, ":w": {"S": "2"}}, None),  # twice
+        ("SET a = :v SET b = :v", None, {":v": {"S": "1"}}, None),  # two SET clauses
+        ("SET a.b = :v, a = :v", None, {":v": {"S": "1"}}, None),  # overlapping paths
+        ("SET a = :v", {"#s": "nothing"}, {":v": {"S": "1"}, ":p": {"S": "processing"}}, "#s = :p"),
+        # The same condition on another attribute, then without its value (moto fails).
+        ("SET a = :v", {"#s": "state"}, {":v": {"S": "1"}, ":p": {"S": "processing"}}, "#s = :p"),
+        ("SET a = :v", {"#s": "state"}, {":v": {"S": "1"}}, "#s = :p"),
+    ]
+    for update, names, values, condition in refused:
+        request: dict[str, Any] = {"Key": key, "UpdateExpression": update}
+        if names:
+            request["ExpressionAttributeNames"] = names
+        if values:
+            request["ExpressionAttributeValues"] = values
+        if condition:
+            request["ConditionExpression"] = condition
+        requests.append(("update_item", request))
+    requests.append(
+        (
+            "query",
+            {
+                "KeyConditionExpression": "#p = :d",
+                "FilterExpression": "attempts BETWEEN :lo AND :hi",
+                "ExpressionAttributeNames": {"#p": pk},
+                "ExpressionAttributeValues": {
+                    ":d": {"S": "d1"},
+                    ":lo": {"N": "1"},
+                    ":hi": {"N": "9"},
+                },
+            },
+        )
+    )
+    answers: list[Any] = []
+    for operation, request in requests:
+        for _ in range(2):
+            try:
+                answer = getattr(dynamodb, operation)(TableName=table, **request)
+                answer.pop("ResponseMetadata")
+                answers.append(answer)
+            except ClientError as error:
+                answers.append(error.response["Error"] | {"Item": error.response.get("Item")})
+    return answers
+
+
+def test_updates_and_conditions_answer_as_moto_does(emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(emulator.endpoint_url)
+    table = f"updates-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    fast = _conditional_writes(dynamodb, table)
+    aws_emulator._fast_path_users.remove(emulator)  # moto's own parsing and validation
+    try:
+        dynamodb.delete_table(TableName=table)
+        create_table(dynamodb, table)  # the same name: answers name their table
+        own = _conditional_writes(dynamodb, table)
+    finally:
+        aws_emulator._fast_path_users.append(emulator)
+
+    assert fast == own
+    # Claimed, claimed again past its lease, refused before it; every bad update refused.
+    claims = [answer.get("Attributes", {}).get("attempts") for answer in fast[4:10]]
+    assert claims == [{"N": "1"}, None, {"N": "2"}, None, None, None]
+    assert fast[9]["Code"] == "ConditionalCheckFailedException"
+    assert all("Code" in answer for answer in fast[10:20])
+    assert "Code" not in fast[20]  # the same condition on "state" holds
+    assert "Internal Server Error" in fast[22]["Message"]  # moto's answer to a missing value
+    assert fast[-1]["Count"] == 1

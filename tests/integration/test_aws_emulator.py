@@ -7,7 +7,6 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -16,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from functions.core import table_layout
-from local import aws_emulator
+from local import aws_emulator as emulator_module
 from local.aws_emulator import AwsEmulator, AwsEmulatorProcess, EmulatorControls
 from local.aws_resources import create_table
 from tests.polling import poll
@@ -27,16 +26,6 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"})
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[AwsEmulator]:
-    running = AwsEmulator()
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def _sqs(endpoint_url: str) -> SQSClient:
@@ -64,14 +53,14 @@ def _receive_in_thread(sqs: SQSClient, queue_url: str, wait: int) -> dict[str, A
 
 
 def test_a_long_poll_answers_when_a_message_arrives_and_holds_up_no_other_request(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"long-poll-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    controls = EmulatorControls(emulator.endpoint_url)
+    controls = EmulatorControls(aws_emulator.endpoint_url)
     polls_before = controls.calls().get("ReceiveMessage", 0)
 
-    outcome = _receive_in_thread(_sqs(emulator.endpoint_url), queue_url, wait=10)
+    outcome = _receive_in_thread(_sqs(aws_emulator.endpoint_url), queue_url, wait=10)
     asked = poll(
         lambda: controls.calls().get("ReceiveMessage", 0),
         lambda n: n > polls_before,
@@ -92,9 +81,9 @@ def test_a_long_poll_answers_when_a_message_arrives_and_holds_up_no_other_reques
 
 
 def test_a_long_poll_on_an_empty_queue_waits_its_time_then_answers_empty(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"empty-{uuid.uuid4().hex[:8]}")["QueueUrl"]
 
     started = time.monotonic()
@@ -105,9 +94,9 @@ def test_a_long_poll_on_an_empty_queue_waits_its_time_then_answers_empty(
 
 
 def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"delayed-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     sqs.send_message(QueueUrl=queue_url, MessageBody="later", DelaySeconds=1)
 
@@ -118,8 +107,8 @@ def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
     assert time.monotonic() - started < 3.0
 
 
-def test_a_queue_counts_its_messages_when_asked(emulator: AwsEmulator) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+def test_a_queue_counts_its_messages_when_asked(aws_emulator: AwsEmulator) -> None:
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"counted-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     for n in range(3):
         sqs.send_message(QueueUrl=queue_url, MessageBody=f"m{n}")
@@ -145,9 +134,9 @@ def _listed(pk: str, sk: str, shard: str, listed_at: int) -> dict[str, Any]:
 
 
 def test_queries_read_a_partition_or_an_index_shard_in_key_order_and_page(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     table = f"queries-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
@@ -187,9 +176,9 @@ def test_queries_read_a_partition_or_an_index_shard_in_key_order_and_page(
     assert [item[pk]["S"] for page in pages for item in page["Items"]] == ["d2", "d0"]
 
 
-def test_the_control_path_sets_faults_and_counts_requests(emulator: AwsEmulator) -> None:
-    controls = EmulatorControls(emulator.endpoint_url)
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_the_control_path_sets_faults_and_counts_requests(aws_emulator: AwsEmulator) -> None:
+    controls = EmulatorControls(aws_emulator.endpoint_url)
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     listed_before = controls.calls().get("ListTables", 0)
     faults_before = sum(controls.counts().values())
 
@@ -239,8 +228,8 @@ def _raw_answers(client: DynamoDBClient) -> list[bytes]:
     return bodies
 
 
-def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_item_answers_skip_moto_serializer_with_the_same_json(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     table = f"answers-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
@@ -280,11 +269,11 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmula
     ask("d1")
     plain = [body.replace(b'"d1"', b'"d2"') for body in bodies]
     bodies.clear()
-    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
     try:
         ask("d2")
     finally:
-        aws_emulator._fast_path_users.append(emulator)
+        emulator_module._fast_path_users.append(aws_emulator)
 
     assert len(plain) == 4
     assert b'"count": {"N": "4"}' in plain[-1]
@@ -292,10 +281,10 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmula
     assert [json.loads(body) for body in plain] == [json.loads(body) for body in bodies]
 
 
-def test_stream_records_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_stream_records_skip_moto_serializer_with_the_same_json(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     streams = boto3.client(
-        "dynamodbstreams", region_name=REGION, endpoint_url=emulator.endpoint_url
+        "dynamodbstreams", region_name=REGION, endpoint_url=aws_emulator.endpoint_url
     )
     table = f"records-{uuid.uuid4().hex[:8]}"
     stream_arn = create_table(dynamodb, table)
@@ -334,11 +323,11 @@ def test_stream_records_skip_moto_serializer_with_the_same_json(emulator: AwsEmu
     records = read()
     plain = list(bodies)
     bodies.clear()
-    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
     try:
         assert read() == records
     finally:
-        aws_emulator._fast_path_users.append(emulator)
+        emulator_module._fast_path_users.append(aws_emulator)
 
     assert [r["eventName"] for r in records] == ["INSERT", "MODIFY", "REMOVE"]
     assert records[1]["dynamodb"]["NewImage"]["flag"] == {"BOOL": True}
@@ -443,18 +432,18 @@ def _conditional_writes(dynamodb: DynamoDBClient, table: str) -> list[Any]:
     return answers
 
 
-def test_updates_and_conditions_answer_as_moto_does(emulator: AwsEmulator) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_updates_and_conditions_answer_as_moto_does(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     table = f"updates-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     fast = _conditional_writes(dynamodb, table)
-    aws_emulator._fast_path_users.remove(emulator)  # moto's own parsing and validation
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own parsing and validation
     try:
         dynamodb.delete_table(TableName=table)
         create_table(dynamodb, table)  # the same name: answers name their table
         own = _conditional_writes(dynamodb, table)
     finally:
-        aws_emulator._fast_path_users.append(emulator)
+        emulator_module._fast_path_users.append(aws_emulator)
 
     assert fast == own
     # Claimed, claimed again past its lease, refused before it; every bad update refused.

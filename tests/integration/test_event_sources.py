@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -17,19 +16,9 @@ from local.event_sources import Checkpoints, StreamMapping, records_as_json
 REGION = "us-east-1"
 
 
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[AwsEmulator]:
-    running = AwsEmulator()
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-def test_the_relay_gets_outbox_inserts_as_lambda_hands_them(emulator: AwsEmulator) -> None:
-    dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=emulator.endpoint_url)
-    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=emulator.endpoint_url)
+def test_the_relay_gets_outbox_inserts_as_lambda_hands_them(aws_emulator: AwsEmulator) -> None:
+    dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=aws_emulator.endpoint_url)
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=aws_emulator.endpoint_url)
     table = f"stream-{uuid.uuid4().hex[:8]}"
     stream_arn = create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
@@ -45,7 +34,7 @@ def test_the_relay_gets_outbox_inserts_as_lambda_hands_them(emulator: AwsEmulato
         return {"batchItemFailures": []}
 
     streams = boto3.client(
-        "dynamodbstreams", region_name=REGION, endpoint_url=emulator.endpoint_url
+        "dynamodbstreams", region_name=REGION, endpoint_url=aws_emulator.endpoint_url
     )
     records_as_json(streams)
     mapping = StreamMapping(
@@ -60,7 +49,9 @@ def test_the_relay_gets_outbox_inserts_as_lambda_hands_them(emulator: AwsEmulato
         pass
 
     # Botocore's own reading of the same records, for comparison.
-    parsed = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=emulator.endpoint_url)
+    parsed = boto3.client(
+        "dynamodbstreams", region_name=REGION, endpoint_url=aws_emulator.endpoint_url
+    )
     shard = parsed.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]
     iterator = parsed.get_shard_iterator(
         StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"

@@ -44,6 +44,10 @@ Three things are added in front of moto, all local-only:
   that passes them, the walk tests node types once per class, and a condition's
   syntax tree is kept per expression and names and given each request's values.
   Same answers, the same errors (a test replays valid and invalid requests both ways).
+* **Connections kept open.** werkzeug closes the connection after every answer, so
+  each AWS call cost a new connection, a thread here and a socket in its caller;
+  here a request's body is read whole before moto sees it, and the connection stays
+  open for the caller's next request (see :func:`_keep_alive_handler`).
 * **Per-request work done once.** For every request moto lists its own package
   directory on disk, lists its response class's methods, and parses an update
   expression twice; the emulator remembers each answer (they never change while it
@@ -84,7 +88,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from local.child import Stop, announce_ready, exit_with_parent, install_stop_signals, quiet_exit
 
@@ -377,6 +381,7 @@ class AwsEmulator:
         self._port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._silent: tuple[socket.socket, ...] = ()  # see _keep_alive_handler
 
     @property
     def endpoint_url(self) -> str:
@@ -404,9 +409,14 @@ class AwsEmulator:
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        self._silent = socket.socketpair()
         app = _Gate(DomainDispatcherApplication(create_backend_app), self.faults)
         self._server = make_server(
-            self._host, self._port, app, threaded=True, request_handler=MotoRequestHandler
+            self._host,
+            self._port,
+            app,
+            threaded=True,
+            request_handler=_keep_alive_handler(MotoRequestHandler, self._silent[0]),
         )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="aws-emulator", daemon=True
@@ -421,8 +431,60 @@ class AwsEmulator:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        for end in self._silent:
+            end.close()
         self._server = None
         self._thread = None
+        self._silent = ()
+
+
+def _keep_alive_handler(
+    handler: type[WSGIRequestHandler], nothing_to_read: socket.socket
+) -> type[WSGIRequestHandler]:
+    """``handler`` (werkzeug's, as moto customises it) keeping HTTP/1.1 connections open.
+
+    werkzeug answers every request with ``Connection: close`` and then reads whatever
+    else the caller sends, because the standard library's server cannot skip a body
+    the application left unread; so every AWS call paid for a new connection, a new
+    thread here and a new socket in its caller. This handler reads each body whole
+    before the application sees it (from memory then), so that the stream stands at
+    the next request line when the answer is out; it lets werkzeug's after-answer read
+    look at a socket that never has anything, and keeps the connection open unless the
+    caller asked to close it. ``nothing_to_read`` is that socket: one end of a pair
+    whose other end stays open and silent.
+    """
+
+    class KeepAlive(handler):  # type: ignore[misc,valid-type]
+        peer: socket.socket
+        connection: socket.socket
+
+        def run_wsgi(self) -> None:
+            self.peer = self.connection
+            if self.close_connection:  # werkzeug's read after the answer harms nothing
+                super().run_wsgi()
+                return
+            self.connection = nothing_to_read
+            try:
+                super().run_wsgi()
+            finally:
+                self.connection = self.peer
+
+        def make_environ(self) -> dict[str, Any]:
+            environ: dict[str, Any] = super().make_environ()
+            environ["werkzeug.socket"] = self.peer  # a long poll watches it for a hang-up
+            if environ.get("wsgi.input_terminated"):  # chunked: read to its last chunk
+                environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read())
+            else:
+                _read_body(environ)
+            return environ
+
+        def send_header(self, keyword: str, value: str) -> None:
+            # werkzeug's "Connection: close" on every answer; the caller's wish stands.
+            if keyword.lower() == "connection" and not self.close_connection:
+                return
+            super().send_header(keyword, value)
+
+    return KeepAlive
 
 
 # moto's backends are process-wide: the faster paths are on only while an emulator

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -454,3 +456,39 @@ def test_updates_and_conditions_answer_as_moto_does(aws_emulator: AwsEmulator) -
     assert "Code" not in fast[20]  # the same condition on "state" holds
     assert "Internal Server Error" in fast[22]["Message"]  # moto's answer to a missing value
     assert fast[-1]["Count"] == 1
+
+
+def test_one_connection_carries_request_after_request(aws_emulator: AwsEmulator) -> None:
+    host, port = aws_emulator.endpoint_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    auth = (
+        "AWS4-HMAC-SHA256 Credential=x/20250101/us-east-1/{}/aws4_request, "
+        "SignedHeaders=host, Signature=0"
+    )
+
+    def ask(target: str, body: bytes | Iterator[bytes], **headers: str) -> tuple[int, Any]:
+        connection.request(
+            "POST",
+            "/",
+            body=body,
+            headers={
+                "X-Amz-Target": target,
+                "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": auth.format("dynamodb"),
+                **headers,
+            },
+        )
+        answer = connection.getresponse()
+        return answer.status, (json.loads(answer.read()), answer.getheader("Connection"))
+
+    listed = ask("DynamoDB_20120810.ListTables", b"{}")
+    missing = ask("DynamoDB_20120810.GetItem", b'{"TableName": "none", "Key": {}}')
+    chunked = ask("DynamoDB_20120810.ListTables", iter([b"{", b"}"]))  # no length: chunks
+    closing = ask("DynamoDB_20120810.ListTables", b"{}", Connection="close")
+
+    assert listed[0] == 200 and "TableNames" in listed[1][0]
+    assert listed[1][1] is None  # kept open
+    assert missing[0] == 400 and "ResourceNotFound" in missing[1][0]["__type"]
+    assert chunked[0] == 200 and chunked[1] == listed[1]
+    assert closing[0] == 200 and closing[1][1] == "close"  # as the caller asked
+    assert connection.sock is None  # http.client saw the close

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -162,29 +162,45 @@ class CpuMeter:
         self._emulator = stack.emulator
         self._started: dict[str, float] = {}
         self._calls: dict[str, int] = {}
+        self._answering: dict[str, float] = {}
         self.calls_per_delivery: dict[str, float] = {}
+        self.answer_cpu_per_delivery: dict[str, float] = {}
 
     def start(self) -> CpuMeter:
         self._started = self._now()
-        self._calls = self._emulator.calls() if self._emulator is not None else {}
+        if self._emulator is not None:
+            self._calls = self._emulator.calls()
+            self._answering = self._emulator.cpu_seconds_by_operation()
         return self
 
     def stop(self, deliveries: int) -> dict[str, float]:
         """CPU seconds per delivery, by process (processes of no pid left out); the
-        emulator's requests per delivery, by operation, in ``calls_per_delivery``."""
+        emulator's requests per delivery, by operation, in ``calls_per_delivery``, and
+        its CPU seconds answering them, per delivery, in ``answer_cpu_per_delivery``."""
         now = self._now()
-        calls = self._emulator.calls() if self._emulator is not None else {}
-        self.calls_per_delivery = {
-            operation: (n - self._calls.get(operation, 0)) / deliveries
-            for operation, n in sorted(calls.items())
-            if n > self._calls.get(operation, 0)
-        }
+        calls, answering = {}, {}
+        if self._emulator is not None:
+            calls = self._emulator.calls()
+            answering = self._emulator.cpu_seconds_by_operation()
+        self.calls_per_delivery = _per_delivery(calls, self._calls, deliveries)
+        self.answer_cpu_per_delivery = _per_delivery(answering, self._answering, deliveries)
         return {name: (now[name] - self._started[name]) / deliveries for name in now}
 
     def _now(self) -> dict[str, float]:
         seconds = {name: process_cpu_seconds(pid) for name, pid in self._pids.items() if pid}
         seconds["bench"] = time.process_time()  # this process: exact, all threads
         return seconds
+
+
+def _per_delivery(
+    now: Mapping[str, float], before: Mapping[str, float], deliveries: int
+) -> dict[str, float]:
+    """What grew between two readings of a counter per operation, per delivery."""
+    return {
+        operation: (value - before.get(operation, 0)) / deliveries
+        for operation, value in sorted(now.items())
+        if value > before.get(operation, 0)
+    }
 
 
 def _deliveries(stack: LocalStack, n: int, rng: random.Random) -> list[Delivery]:
@@ -441,6 +457,8 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 "sender_concurrency": sizes.e2e_concurrency,
                 "cpu_seconds_per_delivery": e2e_cpu,
                 "aws_requests_per_delivery": meter.calls_per_delivery,
+                "aws_answer_cpu_seconds_per_delivery": meter.answer_cpu_per_delivery,
+                "load_average_at_end": os.getloadavg()[0],
             }
 
             # --- figure 5: latency, same load, MCP at 300 ms -------------------------

@@ -1068,6 +1068,11 @@ class AwsEmulatorProcess:
         """User + system CPU time the emulator process has used so far."""
         return process_cpu_seconds(self.pid)
 
+    def cpu_seconds_by_operation(self) -> dict[str, float]:
+        """CPU time spent answering requests so far, per operation (the rest of
+        :meth:`cpu_seconds` is its HTTP server's)."""
+        return self.faults.cpu_seconds()
+
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:

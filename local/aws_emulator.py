@@ -44,6 +44,10 @@ Three things are added in front of moto, all local-only:
   that passes them, the walk tests node types once per class, and a condition's
   syntax tree is kept per expression and names and given each request's values.
   Same answers, the same errors (a test replays valid and invalid requests both ways).
+* **One size check per item built.** moto checks an item's size as each attribute
+  goes in, measuring all the others every time; here once, when it is built (the
+  last check is the largest; a refused item is built by moto again, so it fails as
+  it would have).
 * **Connections kept open.** werkzeug closes the connection after every answer, so
   each AWS call cost a new connection, a thread here and a socket in its caller;
   here a request's body is read whole before moto sees it, and the connection stays
@@ -403,6 +407,7 @@ class AwsEmulator:
         install_fast_update_validation()
         install_fast_tree_walks()
         install_condition_templates()
+        install_one_size_check_per_item()
         install_plain_dynamodb_answers()
         install_plain_stream_records()
         install_sqs_without_recounts()
@@ -635,6 +640,7 @@ def install_request_caches() -> None:
 # attribute names, the table's key attributes).
 _checked_updates: set[tuple[bytes, tuple[tuple[str, str], ...], tuple[str, ...]]] = set()
 MAX_REMEMBERED_EXPRESSIONS = 256
+ITEM_SIZE_LIMIT = 405000  # moto's (DynamoDB's 400 KB, as moto measures it)
 
 
 @functools.cache  # patch once per process
@@ -807,6 +813,48 @@ def install_condition_templates() -> None:
         return self._make_op_condition(node)
 
     parser_class.parse = parse
+
+
+@functools.cache  # patch once per process
+def install_one_size_check_per_item() -> None:
+    """Build an item checking its size once, not once per attribute (see module doc).
+
+    moto's item dict checks, as each attribute goes in, that the attributes already in
+    plus the new one stay under DynamoDB's limit, each time measuring every one of them:
+    quadratic in the attributes. Sizes are never negative, so while an item is built
+    the last check is the largest: it alone decides. An item whose attributes moto
+    refuses (too large, or a value it cannot read) is built by moto's own code, so it
+    fails exactly as it would have.
+    """
+    # Typed Any: moto's stubs do not export these names.
+    types: Any = importlib.import_module("moto.dynamodb.models.dynamo_type")
+    utilities: Any = importlib.import_module("moto.dynamodb.models.utilities")
+    item_class, limited, dynamo_type = types.Item, types.LimitedSizeDict, types.DynamoType
+    moto_init = item_class.__init__
+
+    def size_of(value: Any) -> int:  # as LimitedSizeDict measures keys and values
+        return int(value.size() if type(value) is dynamo_type else utilities.bytesize(str(value)))
+
+    def init(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        if not _fast_path_users:
+            moto_init(self, hash_key, range_key, attrs)
+            return
+        built = limited.__new__(limited)
+        dict.__init__(built)
+        try:
+            for key, value in attrs.items():
+                dict.__setitem__(built, key, dynamo_type(value))
+            fits = sum(size_of(k) + size_of(v) for k, v in built.items()) <= ITEM_SIZE_LIMIT
+        except Exception:  # noqa: BLE001 (moto's own build raises what it would have)
+            fits = False
+        if not fits:
+            moto_init(self, hash_key, range_key, attrs)
+            return
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = built
+
+    item_class.__init__ = init
 
 
 # The item operations whose answers may skip the serializer's walk.

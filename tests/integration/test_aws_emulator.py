@@ -492,3 +492,44 @@ def test_one_connection_carries_request_after_request(aws_emulator: AwsEmulator)
     assert chunked[0] == 200 and chunked[1] == listed[1]
     assert closing[0] == 200 and closing[1][1] == "close"  # as the caller asked
     assert connection.sock is None  # http.client saw the close
+
+
+def _sized_puts(dynamodb: DynamoDBClient, table: str) -> list[Any]:
+    """Items of many attributes, one just under moto's size limit and one just over."""
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    many = {f"a{i}": {"S": "x" * i} for i in range(40)}
+    # Measured as moto measures: each name and value in bytes ("fits" and "over": 4).
+    room = emulator_module.ITEM_SIZE_LIMIT - len(pk + "fits") - len(sk + "inbox") - len("big")
+    answers: list[Any] = []
+    for name, extra in (
+        ("many", many),
+        ("fits", {"big": {"S": "y" * room}}),
+        ("over", {"big": {"S": "y" * (room + 1)}}),
+    ):
+        item = {pk: {"S": name}, sk: {"S": "inbox"}, **extra}
+        try:
+            dynamodb.put_item(TableName=table, Item=item)
+            answers.append(
+                dynamodb.get_item(TableName=table, Key={pk: item[pk], sk: item[sk]})["Item"]
+            )
+        except ClientError as error:
+            answers.append(error.response["Error"])
+    return answers
+
+
+def test_items_are_sized_as_moto_sizes_them(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
+    table = f"sizes-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    fast = _sized_puts(dynamodb, table)
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own item building
+    try:
+        dynamodb.delete_table(TableName=table)
+        create_table(dynamodb, table)
+        own = _sized_puts(dynamodb, table)
+    finally:
+        emulator_module._fast_path_users.append(aws_emulator)
+
+    assert fast == own
+    assert len(fast[0]) == 42 and len(fast[1]["big"]["S"]) > 400_000
+    assert "Item size has exceeded" in fast[2]["Message"]

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -434,18 +434,27 @@ def _conditional_writes(dynamodb: DynamoDBClient, table: str) -> list[Any]:
     return answers
 
 
-def test_updates_and_conditions_answer_as_moto_does(aws_emulator: AwsEmulator) -> None:
+def _both_ways(
+    aws_emulator: AwsEmulator, requests: Callable[[DynamoDBClient, str], list[Any]]
+) -> tuple[list[Any], list[Any]]:
+    """The answers to ``requests`` on a new table through the emulator's faster paths,
+    then through moto's own code on a new table of the same name (answers name it)."""
     dynamodb = _dynamodb(aws_emulator.endpoint_url)
-    table = f"updates-{uuid.uuid4().hex[:8]}"
+    table = f"both-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
-    fast = _conditional_writes(dynamodb, table)
-    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own parsing and validation
+    fast = requests(dynamodb, table)
+    emulator_module._fast_path_users.remove(aws_emulator)
     try:
         dynamodb.delete_table(TableName=table)
-        create_table(dynamodb, table)  # the same name: answers name their table
-        own = _conditional_writes(dynamodb, table)
+        create_table(dynamodb, table)
+        own = requests(dynamodb, table)
     finally:
         emulator_module._fast_path_users.append(aws_emulator)
+    return fast, own
+
+
+def test_updates_and_conditions_answer_as_moto_does(aws_emulator: AwsEmulator) -> None:
+    fast, own = _both_ways(aws_emulator, _conditional_writes)
 
     assert fast == own
     # Claimed, claimed again past its lease, refused before it; every bad update refused.
@@ -518,17 +527,7 @@ def _sized_puts(dynamodb: DynamoDBClient, table: str) -> list[Any]:
 
 
 def test_items_are_sized_as_moto_sizes_them(aws_emulator: AwsEmulator) -> None:
-    dynamodb = _dynamodb(aws_emulator.endpoint_url)
-    table = f"sizes-{uuid.uuid4().hex[:8]}"
-    create_table(dynamodb, table)
-    fast = _sized_puts(dynamodb, table)
-    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own item building
-    try:
-        dynamodb.delete_table(TableName=table)
-        create_table(dynamodb, table)
-        own = _sized_puts(dynamodb, table)
-    finally:
-        emulator_module._fast_path_users.append(aws_emulator)
+    fast, own = _both_ways(aws_emulator, _sized_puts)
 
     assert fast == own
     assert len(fast[0]) == 42 and len(fast[1]["big"]["S"]) > 400_000

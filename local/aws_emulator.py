@@ -385,7 +385,7 @@ class AwsEmulator:
         self._port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
-        self._silent: tuple[socket.socket, ...] = ()  # see _keep_alive_handler
+        self._ended: socket.socket | None = None  # see _keep_alive_handler
 
     @property
     def endpoint_url(self) -> str:
@@ -414,14 +414,15 @@ class AwsEmulator:
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        self._silent = socket.socketpair()
+        self._ended, other_end = socket.socketpair()
+        other_end.close()
         app = _Gate(DomainDispatcherApplication(create_backend_app), self.faults)
         self._server = make_server(
             self._host,
             self._port,
             app,
             threaded=True,
-            request_handler=_keep_alive_handler(MotoRequestHandler, self._silent[0]),
+            request_handler=_keep_alive_handler(MotoRequestHandler, self._ended),
         )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="aws-emulator", daemon=True
@@ -436,43 +437,53 @@ class AwsEmulator:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        for end in self._silent:
-            end.close()
+        if self._ended is not None:
+            self._ended.close()
         self._server = None
         self._thread = None
-        self._silent = ()
+        self._ended = None
 
 
 def _keep_alive_handler(
-    handler: type[WSGIRequestHandler], nothing_to_read: socket.socket
+    handler: type[WSGIRequestHandler], ended: socket.socket
 ) -> type[WSGIRequestHandler]:
     """``handler`` (werkzeug's, as moto customises it) keeping HTTP/1.1 connections open.
 
     werkzeug answers every request with ``Connection: close`` and then reads whatever
-    else the caller sends, because the standard library's server cannot skip a body
-    the application left unread; so every AWS call paid for a new connection, a new
-    thread here and a new socket in its caller. This handler reads each body whole
-    before the application sees it (from memory then), so that the stream stands at
-    the next request line when the answer is out; it lets werkzeug's after-answer read
-    look at a socket that never has anything, and keeps the connection open unless the
-    caller asked to close it. ``nothing_to_read`` is that socket: one end of a pair
-    whose other end stays open and silent.
+    else the caller sends (waiting up to 10 ms for it), because the standard library's
+    server cannot skip a body the application left unread; so every AWS call paid for
+    a new connection, a new thread here and a new socket in its caller. This handler
+    reads each body whole before the application sees it (from memory then), so that
+    the stream stands at the next request line when the answer is out; werkzeug's
+    after-answer read then finds an empty stream on ``ended`` (a socket whose other end
+    is closed: at its end at once), and the connection stays open unless the caller
+    asked to close it.
     """
 
     class KeepAlive(handler):  # type: ignore[misc,valid-type]
         peer: socket.socket
         connection: socket.socket
+        rfile: io.BufferedIOBase
+
+        def setup(self) -> None:
+            super().setup()
+            # An answer goes out in two writes (head, then body); on an open connection
+            # Nagle's algorithm would hold the body until the caller acknowledges the
+            # head, which it delays by 40 ms. A closed connection flushed it at once.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def run_wsgi(self) -> None:
             self.peer = self.connection
             if self.close_connection:  # werkzeug's read after the answer harms nothing
                 super().run_wsgi()
                 return
-            self.connection = nothing_to_read
+            stream = self.rfile
+            self.connection = ended
             try:
-                super().run_wsgi()
+                super().run_wsgi()  # its make_environ leaves an empty stream in rfile
             finally:
                 self.connection = self.peer
+                self.rfile = stream
 
         def make_environ(self) -> dict[str, Any]:
             environ: dict[str, Any] = super().make_environ()
@@ -481,6 +492,8 @@ def _keep_alive_handler(
                 environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read())
             else:
                 _read_body(environ)
+            if not self.close_connection:
+                self.rfile = io.BytesIO()  # what werkzeug reads after the answer: nothing
             return environ
 
         def send_header(self, keyword: str, value: str) -> None:

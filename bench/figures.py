@@ -468,22 +468,51 @@ def _throughput_bound(e2e: dict[str, Any]) -> str:
     cpu: dict[str, float] = e2e["cpu_seconds_per_delivery"]
     total = sum(cpu.values())
     emulator = cpu.get("AWS emulator", 0.0)
+    worker = cpu.get("worker side", 0.0)
     cores = os.cpu_count() or 1
     target = local_figures.TARGET_COMPLETED_PER_SECOND
-    requests = sum(e2e.get("aws_requests_per_delivery", {}).values())
-    return (
+    requests: dict[str, float] = e2e.get("aws_requests_per_delivery", {})
+    answering: dict[str, float] = e2e.get("aws_answer_cpu_seconds_per_delivery", {})
+    elapsed = e2e["seconds_until_all_completed"]
+    used = total * e2e["deliveries"] / max(elapsed, 1e-9)
+    text = (
         "What bounds deliveries completed per second here is CPU time, measured per "
         f"process (user + system, load-independent): {_cpu_text(cpu)} per delivery. "
         f"With all {cores} CPUs to itself the stack could complete at most "
-        f"{cores / total:.0f} deliveries per second, and the emulator, which serves one "
-        f"request at a time ({requests:.1f} AWS requests per delivery, "
-        f"{1000 * emulator / max(requests, 1e-9):.1f} ms each), at most "
-        f"{1 / max(emulator, 1e-9):.0f} on one CPU. The target of {target:g} per second "
-        f"needs at most {1000 * cores / target:.1f} ms of CPU per delivery in all, "
-        f"{total * target / cores:.1f} times less than now: the worker side's share is the "
-        "real handlers with boto3 (an AWS call costs the caller about a millisecond of "
-        "CPU, as in Lambda), the emulator's is moto's per-request work. The receiver "
-        f"accepted {e2e['accepted_per_second']:.0f} deliveries per second meanwhile."
+        f"{cores / total:.0f} deliveries per second; each process is one Python "
+        "interpreter, which runs Python on one CPU at a time, so the emulator alone "
+        f"allows at most {1 / max(emulator, 1e-9):.0f} and the worker side "
+        f"{1 / max(worker, 1e-9):.0f}. Meanwhile the stack used {used:.2f} of the "
+        f"{cores} CPUs on average"
+    )
+    if "load_average_at_end" in e2e:
+        text += (
+            f"; the load average at the end was {e2e['load_average_at_end']:.1f} "
+            "(everything runnable on the machine, other work included)"
+        )
+    text += "."
+    if answering:
+        moto = sum(answering.values())
+        top = sorted(answering, key=lambda op: -answering[op])[:5]
+        each = ", ".join(
+            f"{op} {requests.get(op, 0):.1f} x {1000 * answering[op] / requests[op]:.1f} ms"
+            for op in top
+            if requests.get(op)
+        )
+        text += (
+            f" Of the emulator's {1000 * emulator:.1f} ms, moto's answers take "
+            f"{1000 * moto:.1f} ms ({sum(requests.values()):.1f} AWS requests per delivery; "
+            f"the largest: {each}) and its HTTP server the other "
+            f"{1000 * max(emulator - moto, 0.0):.1f} ms."
+        )
+    return text + (
+        f" The target of {target:g} per second needs at most {1000 * cores / target:.1f} "
+        f"ms of CPU per delivery in all, {total * target / cores:.1f} times less than now; "
+        f"the worker side alone takes {1000 * worker:.1f} ms: the real handlers with "
+        "boto3 (an AWS call costs the caller about a millisecond of CPU, as in Lambda), "
+        "the demo MCP client and the notification, which no emulator change reaches. "
+        f"The receiver accepted {e2e['accepted_per_second']:.0f} deliveries per second "
+        "meanwhile."
     )
 
 

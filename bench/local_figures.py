@@ -19,13 +19,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from bench.stats import Summary, quantile, summarize
 from functions.core import env_keys, table_layout
+from functions.core.models import State
+from local import stack_probes
 from local.aws_emulator import process_cpu_seconds
 from local.sender import Delivery, SenderConfig, send_all
 from local.sender import Summary as SendSummary
@@ -40,6 +42,7 @@ TARGET_P99_RATIO: Final = 10.0
 # Figure 6: twice the 69 deliveries per second the run before these targets accepted.
 TARGET_COMPLETED_PER_SECOND: Final = 2 * 69.0
 READY_SECONDS: Final = 60.0
+FINISHED_STATES: Final = frozenset({State.COMPLETED.value, State.FAILED.value})
 
 
 class BaselineProcess:
@@ -159,29 +162,45 @@ class CpuMeter:
         self._emulator = stack.emulator
         self._started: dict[str, float] = {}
         self._calls: dict[str, int] = {}
+        self._answering: dict[str, float] = {}
         self.calls_per_delivery: dict[str, float] = {}
+        self.answer_cpu_per_delivery: dict[str, float] = {}
 
     def start(self) -> CpuMeter:
         self._started = self._now()
-        self._calls = self._emulator.calls() if self._emulator is not None else {}
+        if self._emulator is not None:
+            self._calls = self._emulator.calls()
+            self._answering = self._emulator.cpu_seconds_by_operation()
         return self
 
     def stop(self, deliveries: int) -> dict[str, float]:
         """CPU seconds per delivery, by process (processes of no pid left out); the
-        emulator's requests per delivery, by operation, in ``calls_per_delivery``."""
+        emulator's requests per delivery, by operation, in ``calls_per_delivery``, and
+        its CPU seconds answering them, per delivery, in ``answer_cpu_per_delivery``."""
         now = self._now()
-        calls = self._emulator.calls() if self._emulator is not None else {}
-        self.calls_per_delivery = {
-            operation: (n - self._calls.get(operation, 0)) / deliveries
-            for operation, n in sorted(calls.items())
-            if n > self._calls.get(operation, 0)
-        }
+        calls, answering = {}, {}
+        if self._emulator is not None:
+            calls = self._emulator.calls()
+            answering = self._emulator.cpu_seconds_by_operation()
+        self.calls_per_delivery = _per_delivery(calls, self._calls, deliveries)
+        self.answer_cpu_per_delivery = _per_delivery(answering, self._answering, deliveries)
         return {name: (now[name] - self._started[name]) / deliveries for name in now}
 
     def _now(self) -> dict[str, float]:
         seconds = {name: process_cpu_seconds(pid) for name, pid in self._pids.items() if pid}
         seconds["bench"] = time.process_time()  # this process: exact, all threads
         return seconds
+
+
+def _per_delivery(
+    now: Mapping[str, float], before: Mapping[str, float], deliveries: int
+) -> dict[str, float]:
+    """What grew between two readings of a counter per operation, per delivery."""
+    return {
+        operation: (value - before.get(operation, 0)) / deliveries
+        for operation, value in sorted(now.items())
+        if value > before.get(operation, 0)
+    }
 
 
 def _deliveries(stack: LocalStack, n: int, rng: random.Random) -> list[Delivery]:
@@ -345,21 +364,35 @@ class LocalResults:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _wait_quiet(stack: LocalStack, expected: int, timeout: float = 400.0) -> float:
-    """Until the stack has nothing left to do; returns the seconds waited.
+def _wait_done(stack: LocalStack, deliveries: list[Delivery], timeout: float = 400.0) -> float:
+    """Until every one of ``deliveries`` is finished (completed or failed) and the work
+    queue is empty; returns the seconds waited.
 
-    Asks every 2 s: each question scans the table through the emulator, which serves
-    one request at a time, so asking often would slow the very work being waited for.
+    Reads these deliveries' inbox items (100 keys a request), and only once the work
+    queue is empty: a scan of the whole table would hold the emulator's lock for most of
+    a second on a big table, slowing the very work being waited for (and its CPU time
+    would count as the stack's).
     """
     started = time.monotonic()
     deadline = started + timeout
-    while not stack.quiet(0.2, expected=expected):
+    ids = [d.delivery_id for d in deliveries]
+    while not _done(stack, ids):
         if time.monotonic() > deadline:
             raise RuntimeError(
-                f"the local stack did not finish {expected} deliveries in {timeout} s"
+                f"the local stack did not finish {len(ids)} deliveries in {timeout} s"
             )
-        time.sleep(2.0)
+        time.sleep(0.5)
     return time.monotonic() - started
+
+
+def _done(stack: LocalStack, delivery_ids: list[str]) -> bool:
+    with contextlib.suppress(Exception):  # the emulator busy or a fault: ask again
+        if stack_probes.queue_depths(stack.state)["work"]:
+            return False
+        states = stack_probes.delivery_states(stack.state, delivery_ids)
+        finished = all(states.get(i) in FINISHED_STATES for i in delivery_ids)
+        return finished and not stack_probes.queue_depths(stack.state)["work"]
+    return False
 
 
 def _last_completed_at(stack: LocalStack, delivery_ids: set[str]) -> int:
@@ -376,10 +409,6 @@ def _last_completed_at(stack: LocalStack, delivery_ids: set[str]) -> int:
             if item["pk"]["S"] in delivery_ids and "completed_at" in item:
                 latest = max(latest, int(item["completed_at"]["N"]))
     return latest
-
-
-def _inbox_items(stack: LocalStack) -> int:
-    return len(stack.inbox_states())
 
 
 def measure(sizes: LocalSizes) -> LocalResults:
@@ -404,12 +433,11 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 time_scale=sizes.time_scale,
                 seed=3,
             )
-            before = _inbox_items(stack)
             meter = CpuMeter(stack).start()
             started, started_epoch = time.monotonic(), time.time()
             sent = send_all(config, deliveries)
             accepted_s = time.monotonic() - started
-            _wait_quiet(stack, expected=before + len(deliveries))
+            _wait_done(stack, deliveries)
             e2e_cpu = meter.stop(len(deliveries))
             # From the items themselves (whole seconds): the polling above is coarse.
             last = _last_completed_at(stack, {d.delivery_id for d in deliveries})
@@ -429,6 +457,8 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 "sender_concurrency": sizes.e2e_concurrency,
                 "cpu_seconds_per_delivery": e2e_cpu,
                 "aws_requests_per_delivery": meter.calls_per_delivery,
+                "aws_answer_cpu_seconds_per_delivery": meter.answer_cpu_per_delivery,
+                "load_average_at_end": os.getloadavg()[0],
             }
 
             # --- figure 5: latency, same load, MCP at 300 ms -------------------------
@@ -445,7 +475,6 @@ def measure(sizes: LocalSizes) -> LocalResults:
                     seed=5,
                 )
 
-            before = _inbox_items(stack)
             started_epoch = time.time()
             # The worker side waits while ours are timed: in AWS it never shares a CPU
             # or the emulator with the receiver; the baseline's load, which does its
@@ -454,7 +483,7 @@ def measure(sizes: LocalSizes) -> LocalResults:
             with stack.paused("worker"):
                 ours = send_all(load(state.webhook_url), ours_in)
             ours_cpu = meter.stop(len(ours_in))
-            _wait_quiet(stack, expected=before + len(ours_in))
+            _wait_done(stack, ours_in)
             last = _last_completed_at(stack, {d.delivery_id for d in ours_in})
             ours_completed = last + 0.5 - started_epoch  # completed_at: whole seconds
             started = time.monotonic()
@@ -477,7 +506,6 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 )
 
             batch = _deliveries(stack, sizes.kill_deliveries_ours, rng)
-            before = _inbox_items(stack)
             ours_kills = _kill_run(
                 stack,
                 kill_load(state.webhook_url, sizes.kill_time_scale_ours),
@@ -485,7 +513,7 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 kills=sizes.kills,
                 kill=kill_ours,
                 spacing_s=0.2,
-                wait_done=lambda: _wait_quiet(stack, expected=before + len(batch)),
+                wait_done=lambda: _wait_done(stack, batch),
             )
             base_config = kill_load(baseline.url, sizes.kill_time_scale)
             base_kills = _kill_run(

@@ -29,10 +29,29 @@ Three things are added in front of moto, all local-only:
   operation that is already plain JSON data (strings, numbers, lists, maps; no binary
   attribute) is written with the serializer's own framing, without the walk. Same
   bytes on the wire.
+* **Stream records written straight to JSON.** The same for ``GetRecords``: each
+  record's images went through that walk (about 1 ms a record); its one timestamp is
+  written as the serializer writes it, in epoch seconds.
 * **SQS without recounting the queue.** moto computes every attribute of a queue,
   its three approximate message counts included (each a pass over every message),
   whenever it reads one attribute: on every send, and for every message it receives.
   Here the counts are computed only for a ``GetQueueAttributes`` that asks for them.
+* **Update and condition expressions checked once.** For every ``UpdateItem`` moto
+  deep-copies the expression's parse tree and walks it with ten processors, three of
+  which read only the expression, its names and the table's keys; and it parses each
+  condition expression from its text on every request (twice for a conditional
+  write). Here the copy is unpickled, those three checks run once per expression
+  that passes them, the walk tests node types once per class, and a condition's
+  syntax tree is kept per expression and names and given each request's values.
+  Same answers, the same errors (a test replays valid and invalid requests both ways).
+* **One size check per item built.** moto checks an item's size as each attribute
+  goes in, measuring all the others every time; here once, when it is built (the
+  last check is the largest; a refused item is built by moto again, so it fails as
+  it would have).
+* **Connections kept open.** werkzeug closes the connection after every answer, so
+  each AWS call cost a new connection, a thread here and a socket in its caller;
+  here a request's body is read whole before moto sees it, and the connection stays
+  open for the caller's next request (see :func:`_keep_alive_handler`).
 * **Per-request work done once.** For every request moto lists its own package
   directory on disk, lists its response class's methods, and parses an update
   expression twice; the emulator remembers each answer (they never change while it
@@ -42,7 +61,8 @@ The emulator runs in its own process (``python -m local.aws_emulator``, started 
 :class:`AwsEmulatorProcess`): moto serves one request at a time with the Python
 interpreter lock to itself, and its callers (the stack's supervisor, a benchmark's
 load) keep theirs. Faults are set, and the requests served per operation read, over
-HTTP on :data:`CONTROL_PATH`, a path no AWS API uses.
+HTTP on :data:`CONTROL_PATH`, a path no AWS API uses, with the CPU time spent
+answering them, per operation.
 """
 
 from __future__ import annotations
@@ -50,6 +70,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import datetime
 import functools
 import importlib
 import io
@@ -71,7 +92,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from local.child import Stop, announce_ready, exit_with_parent, install_stop_signals, quiet_exit
 
@@ -186,6 +207,9 @@ class _Gate:
         self._faults = faults
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()  # requests moto served, per operation
+        # CPU seconds of the threads that answered them (WSGI call to answer), per operation.
+        self._cpu: dict[str, float] = {}
+        self._cpu_lock = threading.Lock()  # not moto's: a tally must not wait for a request
         # Counts requests that can make an SQS message visible; long polls wait on it.
         self._arrivals = threading.Condition()
         self._arrived = 0
@@ -193,6 +217,16 @@ class _Gate:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == CONTROL_PATH:
             return self._control(environ, start_response)
+        began = time.thread_time()
+        try:
+            return self._answer(environ, start_response)
+        finally:
+            spent = time.thread_time() - began
+            with self._cpu_lock:
+                operation = _operation(environ)
+                self._cpu[operation] = self._cpu.get(operation, 0.0) + spent
+
+    def _answer(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith(DYNAMODB_TARGET_PREFIX):
             operation = target.removeprefix(DYNAMODB_TARGET_PREFIX)
@@ -281,7 +315,9 @@ class _Gate:
                 return _json_answer(start_response, "400 Bad Request", {"error": str(exc)})
         with self._lock:
             calls = dict(self._calls)
-        answer = {"counts": self._faults.counts(), "calls": calls}
+        with self._cpu_lock:
+            cpu = dict(self._cpu)
+        answer = {"counts": self._faults.counts(), "calls": calls, "cpu_seconds": cpu}
         return _json_answer(start_response, "200 OK", answer)
 
 
@@ -349,6 +385,7 @@ class AwsEmulator:
         self._port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._ended: socket.socket | None = None  # see _keep_alive_handler
 
     @property
     def endpoint_url(self) -> str:
@@ -367,14 +404,25 @@ class AwsEmulator:
         install_fast_transactions()
         install_fast_queries()
         install_request_caches()
+        install_fast_update_validation()
+        install_fast_tree_walks()
+        install_condition_templates()
+        install_one_size_check_per_item()
         install_plain_dynamodb_answers()
+        install_plain_stream_records()
         install_sqs_without_recounts()
         _fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        self._ended, other_end = socket.socketpair()
+        other_end.close()
         app = _Gate(DomainDispatcherApplication(create_backend_app), self.faults)
         self._server = make_server(
-            self._host, self._port, app, threaded=True, request_handler=MotoRequestHandler
+            self._host,
+            self._port,
+            app,
+            threaded=True,
+            request_handler=_keep_alive_handler(MotoRequestHandler, self._ended),
         )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="aws-emulator", daemon=True
@@ -389,8 +437,72 @@ class AwsEmulator:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._ended is not None:
+            self._ended.close()
         self._server = None
         self._thread = None
+        self._ended = None
+
+
+def _keep_alive_handler(
+    handler: type[WSGIRequestHandler], ended: socket.socket
+) -> type[WSGIRequestHandler]:
+    """``handler`` (werkzeug's, as moto customises it) keeping HTTP/1.1 connections open.
+
+    werkzeug answers every request with ``Connection: close`` and then reads whatever
+    else the caller sends (waiting up to 10 ms for it), because the standard library's
+    server cannot skip a body the application left unread; so every AWS call paid for
+    a new connection, a new thread here and a new socket in its caller. This handler
+    reads each body whole before the application sees it (from memory then), so that
+    the stream stands at the next request line when the answer is out; werkzeug's
+    after-answer read then finds an empty stream on ``ended`` (a socket whose other end
+    is closed: at its end at once), and the connection stays open unless the caller
+    asked to close it.
+    """
+
+    class KeepAlive(handler):  # type: ignore[misc,valid-type]
+        peer: socket.socket
+        connection: socket.socket
+        rfile: io.BufferedIOBase
+
+        def setup(self) -> None:
+            super().setup()
+            # An answer goes out in two writes (head, then body); on an open connection
+            # Nagle's algorithm would hold the body until the caller acknowledges the
+            # head, which it delays by 40 ms. A closed connection flushed it at once.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def run_wsgi(self) -> None:
+            self.peer = self.connection
+            if self.close_connection:  # werkzeug's read after the answer harms nothing
+                super().run_wsgi()
+                return
+            stream = self.rfile
+            self.connection = ended
+            try:
+                super().run_wsgi()  # its make_environ leaves an empty stream in rfile
+            finally:
+                self.connection = self.peer
+                self.rfile = stream
+
+        def make_environ(self) -> dict[str, Any]:
+            environ: dict[str, Any] = super().make_environ()
+            environ["werkzeug.socket"] = self.peer  # a long poll watches it for a hang-up
+            if environ.get("wsgi.input_terminated"):  # chunked: read to its last chunk
+                environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read())
+            else:
+                _read_body(environ)
+            if not self.close_connection:
+                self.rfile = io.BytesIO()  # what werkzeug reads after the answer: nothing
+            return environ
+
+        def send_header(self, keyword: str, value: str) -> None:
+            # werkzeug's "Connection: close" on every answer; the caller's wish stands.
+            if keyword.lower() == "connection" and not self.close_connection:
+                return
+            super().send_header(keyword, value)
+
+    return KeepAlive
 
 
 # moto's backends are process-wide: the faster paths are on only while an emulator
@@ -537,6 +649,227 @@ def install_request_caches() -> None:
     parser.UpdateExpressionParser.make = staticmethod(parse)
 
 
+# Update expressions whose expression-only checks passed: (the parse tree's pickle, the
+# attribute names, the table's key attributes).
+_checked_updates: set[tuple[bytes, tuple[tuple[str, str], ...], tuple[str, ...]]] = set()
+MAX_REMEMBERED_EXPRESSIONS = 256
+ITEM_SIZE_LIMIT = 405000  # moto's (DynamoDB's 400 KB, as moto measures it)
+
+
+@functools.cache  # patch once per process
+def install_fast_update_validation() -> None:
+    """Validate an ``UpdateItem``'s expression without moto's repeated work (see module doc).
+
+    moto's validator deep-copies the cached parse tree, then walks it with ten
+    processors. Here the copy is unpickled from the tree's pickle (made once per tree;
+    the cached tree is never changed, see :func:`install_request_caches`); the three
+    processors that read only the expression, its attribute names and the table's key
+    attributes (action counts, overlapping paths, key attributes) run once for each
+    combination that passes them (they change nothing, they raise or not); the other
+    seven run as before, on every request.
+    """
+    import pickle  # noqa: PLC0415
+
+    # Typed Any: moto's stubs do not export these names.
+    validators: Any = importlib.import_module("moto.dynamodb.parsing.validators")
+    nodes: Any = importlib.import_module("moto.dynamodb.parsing.ast_nodes")
+    expression_only = (
+        validators.ActionCountValidator,
+        validators.OverlappingPathsValidator,
+        validators.UpdateHashRangeKeyValidator,
+    )
+    moto_copy = validators.deepcopy
+    moto_init = validators.Validator.__init__
+    moto_validate = validators.Validator.validate
+    pickled: dict[int, tuple[Any, bytes]] = {}  # id(tree) -> (tree, its pickle)
+
+    def pickle_of(tree: Any) -> bytes:
+        entry = pickled.get(id(tree))
+        if entry is None or entry[0] is not tree:
+            if len(pickled) >= MAX_REMEMBERED_EXPRESSIONS:
+                pickled.clear()
+            entry = pickled[id(tree)] = (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL))
+        return entry[1]
+
+    def copy(value: Any, memo: Any = None) -> Any:
+        # The validator's copy of a whole parse tree; anything else as moto copies it.
+        if _fast_path_users and type(value) is nodes.UpdateExpression:
+            return pickle.loads(pickle_of(value))  # noqa: S301 (our own pickle of moto's tree)
+        return moto_copy(value, memo)
+
+    def init(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
+        moto_init(self, expression, *args, **kwargs)
+        self.relaylink_tree = expression
+
+    def validate(self: Any) -> Any:
+        tree = getattr(self, "relaylink_tree", None)
+        if not _fast_path_users or type(tree) is not nodes.UpdateExpression:
+            return moto_validate(self)
+        key = (
+            pickle_of(tree),
+            tuple(sorted((self.expression_attribute_names or {}).items())),
+            tuple(self.table.table_key_attrs),
+        )
+        checked = key in _checked_updates
+        node = self.node_to_validate
+        for processor in self.processors:
+            if not (checked and isinstance(processor, expression_only)):
+                node = processor.traverse(node)
+        if not checked:
+            if len(_checked_updates) >= MAX_REMEMBERED_EXPRESSIONS:
+                _checked_updates.clear()
+            _checked_updates.add(key)
+        return node
+
+    validators.deepcopy = copy
+    validators.Validator.__init__ = init
+    validators.Validator.validate = validate
+
+
+@functools.cache  # patch once per process
+def install_fast_tree_walks() -> None:
+    """moto's ``traverse_node_recursively``, with its two type tests (each through
+    ``ABCMeta``) answered once per node class and processor class: every processor's
+    node classes are the keys of a literal map (see module doc)."""
+    # Typed Any: moto's stubs do not export these names.
+    nodes: Any = importlib.import_module("moto.dynamodb.parsing.ast_nodes")
+    traverser = nodes.DepthFirstTraverser
+    moto_traverse = traverser.traverse_node_recursively
+    is_node: dict[type, bool] = {}
+    wanted: dict[tuple[type, type], bool] = {}
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        if not _fast_path_users:
+            return moto_traverse(self, node, child_id)
+        kind = type(node)
+        if kind not in is_node:
+            is_node[kind] = isinstance(node, nodes.Node)
+        if not is_node[kind]:
+            return node
+        parent_node = node.parent
+        if node.children is not None:
+            for i, child_node in enumerate(node.children):
+                self.pre_processing_of_child(node, i)
+                self.traverse_node_recursively(child_node, i)
+        pair = (type(self), kind)
+        if pair not in wanted:
+            wanted[pair] = isinstance(node, self.nodes_to_be_processed())
+        if wanted[pair]:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    traverser.traverse_node_recursively = traverse_node_recursively
+
+
+@functools.cache  # patch once per process
+def install_condition_templates() -> None:
+    """Parse a condition expression once per expression and attribute names (see
+    module doc).
+
+    moto parses a condition (or filter) expression on every request, twice for a
+    conditional write, and writes each ``:value``'s value into its syntax tree as it
+    reads the text. The tree of the first successful parse is kept (its nodes are
+    tuples, never changed); a later request with the same expression and names gets a
+    copy with its own values, then moto's own last step makes the condition. A request
+    whose values the copy cannot take (a missing value) is parsed by moto from scratch,
+    so it fails exactly as it would have.
+    """
+    # Typed Any: moto's stubs do not export these names.
+    comparisons: Any = importlib.import_module("moto.dynamodb.comparisons")
+    parser_class = comparisons.ConditionExpressionParser
+    value_kind = parser_class.Kind.EXPRESSION_ATTRIBUTE_VALUE
+    moto_parse = parser_class.parse
+    trees: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+    def with_values(parser: Any, node: Any) -> Any:
+        if node.kind == value_kind:
+            return node._replace(value=parser._lookup_expression_attribute_value(node.text))
+        if not node.children:
+            return node
+        return node._replace(children=[with_values(parser, child) for child in node.children])
+
+    def parse(self: Any) -> Any:
+        if not _fast_path_users or not self.condition_expression:
+            return moto_parse(self)
+        key = (
+            self.condition_expression,
+            tuple(sorted((self.expression_attribute_names or {}).items())),
+        )
+        tree = trees.get(key)
+        if tree is None:
+            make_op = self._make_op_condition
+            roots: list[Any] = []
+
+            def first_is_root(node: Any) -> Any:
+                if not roots:
+                    roots.append(node)
+                return make_op(node)
+
+            self._make_op_condition = first_is_root  # moto's last step, given the tree
+            try:
+                op = moto_parse(self)
+            finally:
+                del self._make_op_condition
+            if len(trees) >= MAX_REMEMBERED_EXPRESSIONS:
+                trees.clear()
+            trees[key] = roots[0]
+            return op
+        try:
+            node = with_values(self, tree)
+        except Exception:  # noqa: BLE001 (moto's parse raises what it would have)
+            return moto_parse(self)
+        self.expr_attr_names_found.extend(self._find_literals(node))
+        self.expr_attr_values_found.extend(self._find_expr_attr_values(node))
+        return self._make_op_condition(node)
+
+    parser_class.parse = parse
+
+
+@functools.cache  # patch once per process
+def install_one_size_check_per_item() -> None:
+    """Build an item checking its size once, not once per attribute (see module doc).
+
+    moto's item dict checks, as each attribute goes in, that the attributes already in
+    plus the new one stay under DynamoDB's limit, each time measuring every one of them:
+    quadratic in the attributes. Sizes are never negative, so while an item is built
+    the last check is the largest: it alone decides. An item whose attributes moto
+    refuses (too large, or a value it cannot read) is built by moto's own code, so it
+    fails exactly as it would have.
+    """
+    # Typed Any: moto's stubs do not export these names.
+    types: Any = importlib.import_module("moto.dynamodb.models.dynamo_type")
+    utilities: Any = importlib.import_module("moto.dynamodb.models.utilities")
+    item_class, limited, dynamo_type = types.Item, types.LimitedSizeDict, types.DynamoType
+    moto_init = item_class.__init__
+
+    def size_of(value: Any) -> int:  # as LimitedSizeDict measures keys and values
+        return int(value.size() if type(value) is dynamo_type else utilities.bytesize(str(value)))
+
+    def init(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        if not _fast_path_users:
+            moto_init(self, hash_key, range_key, attrs)
+            return
+        built = limited.__new__(limited)
+        dict.__init__(built)
+        try:
+            for key, value in attrs.items():
+                dict.__setitem__(built, key, dynamo_type(value))
+            fits = sum(size_of(k) + size_of(v) for k, v in built.items()) <= ITEM_SIZE_LIMIT
+        except Exception:  # noqa: BLE001 (moto's own build raises what it would have)
+            fits = False
+        if not fits:
+            moto_init(self, hash_key, range_key, attrs)
+            return
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = built
+
+    item_class.__init__ = init
+
+
 # The item operations whose answers may skip the serializer's walk.
 PLAIN_ANSWERS = frozenset(
     {
@@ -559,8 +892,9 @@ class _NotPlain(Exception):
     """A value the serializer must convert (bytes, a date, an object, a binary attribute)."""
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON data, maps without None members (as the serializer drops them).
+def _plain(value: Any, timestamp: Callable[[Any], Any] | None = None) -> Any:
+    """``value`` as JSON data, maps without None members (as the serializer drops them);
+    with ``timestamp``, a ``datetime`` becomes what it returns.
 
     Raises:
         _NotPlain: it holds anything else.
@@ -568,12 +902,32 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         if _BINARY_TYPES.intersection(value):
             raise _NotPlain
-        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+        return {str(k): _plain(v, timestamp) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, timestamp) for v in value]
     if isinstance(value, str | bool | int | float):
         return value
+    if timestamp is not None and isinstance(value, datetime.datetime):
+        return timestamp(value)
     raise _NotPlain
+
+
+def _framed(context: Any, result: Any, plain: Any) -> tuple[Any, Any, Any]:
+    """The answer moto's serializer would give ``result``, from its JSON data ``plain``:
+    the serializer's own framing (status, content type, body) without its walk."""
+    # Typed Any: moto's stubs do not export these names.
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    settings: Any = importlib.import_module("moto.settings")
+    operation = context.operation_model
+    serializer = context.serializer_class(
+        operation_model=operation,
+        pretty_print=settings.PRETTIFY_RESPONSES,
+        value_picker=serialize.XFormedAttributePicker(),
+    )
+    answer = serializer._serialized_result_to_response(
+        serializer._create_default_response(), result, operation.output_shape, plain
+    )
+    return answer["status_code"], answer["headers"], answer["body"]
 
 
 @functools.cache  # patch once per process
@@ -581,8 +935,6 @@ def install_plain_dynamodb_answers() -> None:
     """Write plain DynamoDB item answers without the serializer's walk (see module doc)."""
     # Typed Any: moto's stubs do not export these names.
     responses: Any = importlib.import_module("moto.dynamodb.responses")
-    serialize: Any = importlib.import_module("moto.core.serialize")
-    settings: Any = importlib.import_module("moto.settings")
     moto_answer = responses.DynamoResult.execute_result
 
     def execute_result(self: Any, context: Any) -> Any:
@@ -593,17 +945,40 @@ def install_plain_dynamodb_answers() -> None:
             plain = _plain(self.result)
         except _NotPlain:
             return moto_answer(self, context)
-        serializer = context.serializer_class(
-            operation_model=operation,
-            pretty_print=settings.PRETTIFY_RESPONSES,
-            value_picker=serialize.XFormedAttributePicker(),
-        )
-        answer = serializer._serialized_result_to_response(
-            serializer._create_default_response(), self.result, operation.output_shape, plain
-        )
-        return answer["status_code"], answer["headers"], answer["body"]
+        return _framed(context, self.result, plain)
 
     responses.DynamoResult.execute_result = execute_result
+
+
+@functools.cache  # patch once per process
+def install_plain_stream_records() -> None:
+    """Write ``GetRecords`` answers without the serializer's walk (see module doc).
+
+    A stream record is plain JSON data but for its ``ApproximateCreationDateTime``, which
+    becomes epoch seconds as the serializer writes it (the JSON protocols' default
+    format; the shape sets no other).
+    """
+    # Typed Any: moto's stubs do not export these names.
+    core: Any = importlib.import_module("moto.core.responses")
+    streams: Any = importlib.import_module("moto.dynamodbstreams.responses")
+    serialize: Any = importlib.import_module("moto.core.serialize")
+    unix_seconds = serialize.TimestampSerializer._timestamp_unixtimestamp
+    moto_get_records = streams.DynamoDBStreamsHandler.get_records
+
+    class PlainRecords(core.ActionResult):  # type: ignore[misc]
+        def execute_result(self, context: Any) -> Any:
+            if not _fast_path_users:
+                return super().execute_result(context)
+            try:
+                plain = _plain(self.result, unix_seconds)
+            except _NotPlain:
+                return super().execute_result(context)
+            return _framed(context, self.result, plain)
+
+    def get_records(self: Any) -> Any:
+        return PlainRecords(moto_get_records(self).result)
+
+    streams.DynamoDBStreamsHandler.get_records = get_records
 
 
 _counts_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -670,6 +1045,12 @@ class EmulatorControls:
         """Requests moto has served, per operation (``Query``, ``SendMessage``, ...)."""
         calls: dict[str, int] = self._send(None)["calls"]
         return calls
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds spent answering requests, per operation (see :meth:`calls`): from
+        the WSGI call to its answer, so HTTP parsing and writing are left out."""
+        cpu: dict[str, float] = self._send(None)["cpu_seconds"]
+        return cpu
 
     def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
         data = None if command is None else json.dumps(command).encode()
@@ -747,6 +1128,11 @@ class AwsEmulatorProcess:
     def cpu_seconds(self) -> float:
         """User + system CPU time the emulator process has used so far."""
         return process_cpu_seconds(self.pid)
+
+    def cpu_seconds_by_operation(self) -> dict[str, float]:
+        """CPU time spent answering requests so far, per operation (the rest of
+        :meth:`cpu_seconds` is its HTTP server's)."""
+        return self.faults.cpu_seconds()
 
     def stop(self) -> None:
         process, self._process = self._process, None

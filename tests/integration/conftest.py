@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from local.aws_emulator import AwsEmulator
 from local.bedrock_emulator import RunningEmulator
 from local.bedrock_emulator import start_in_thread as start_bedrock_emulator
 from local.mcp_server import RunningServer, start_in_thread
@@ -97,3 +98,14 @@ def black_hole() -> Iterator[BlackHole]:
     hole = BlackHole()
     yield hole
     hole.close()
+
+
+@pytest.fixture(scope="module")
+def aws_emulator() -> Iterator[AwsEmulator]:
+    """The local stack's AWS emulator (moto's server behind its gate) in this process."""
+    running = AwsEmulator()
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()

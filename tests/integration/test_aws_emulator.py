@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -16,7 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from functions.core import table_layout
-from local import aws_emulator
+from local import aws_emulator as emulator_module
 from local.aws_emulator import AwsEmulator, AwsEmulatorProcess, EmulatorControls
 from local.aws_resources import create_table
 from tests.polling import poll
@@ -27,16 +28,6 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"})
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[AwsEmulator]:
-    running = AwsEmulator()
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def _sqs(endpoint_url: str) -> SQSClient:
@@ -64,14 +55,14 @@ def _receive_in_thread(sqs: SQSClient, queue_url: str, wait: int) -> dict[str, A
 
 
 def test_a_long_poll_answers_when_a_message_arrives_and_holds_up_no_other_request(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"long-poll-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    controls = EmulatorControls(emulator.endpoint_url)
+    controls = EmulatorControls(aws_emulator.endpoint_url)
     polls_before = controls.calls().get("ReceiveMessage", 0)
 
-    outcome = _receive_in_thread(_sqs(emulator.endpoint_url), queue_url, wait=10)
+    outcome = _receive_in_thread(_sqs(aws_emulator.endpoint_url), queue_url, wait=10)
     asked = poll(
         lambda: controls.calls().get("ReceiveMessage", 0),
         lambda n: n > polls_before,
@@ -92,9 +83,9 @@ def test_a_long_poll_answers_when_a_message_arrives_and_holds_up_no_other_reques
 
 
 def test_a_long_poll_on_an_empty_queue_waits_its_time_then_answers_empty(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"empty-{uuid.uuid4().hex[:8]}")["QueueUrl"]
 
     started = time.monotonic()
@@ -105,9 +96,9 @@ def test_a_long_poll_on_an_empty_queue_waits_its_time_then_answers_empty(
 
 
 def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"delayed-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     sqs.send_message(QueueUrl=queue_url, MessageBody="later", DelaySeconds=1)
 
@@ -118,8 +109,8 @@ def test_a_long_poll_finds_a_message_whose_delay_ends_while_it_waits(
     assert time.monotonic() - started < 3.0
 
 
-def test_a_queue_counts_its_messages_when_asked(emulator: AwsEmulator) -> None:
-    sqs = _sqs(emulator.endpoint_url)
+def test_a_queue_counts_its_messages_when_asked(aws_emulator: AwsEmulator) -> None:
+    sqs = _sqs(aws_emulator.endpoint_url)
     queue_url = sqs.create_queue(QueueName=f"counted-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     for n in range(3):
         sqs.send_message(QueueUrl=queue_url, MessageBody=f"m{n}")
@@ -145,9 +136,9 @@ def _listed(pk: str, sk: str, shard: str, listed_at: int) -> dict[str, Any]:
 
 
 def test_queries_read_a_partition_or_an_index_shard_in_key_order_and_page(
-    emulator: AwsEmulator,
+    aws_emulator: AwsEmulator,
 ) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     table = f"queries-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
@@ -187,9 +178,9 @@ def test_queries_read_a_partition_or_an_index_shard_in_key_order_and_page(
     assert [item[pk]["S"] for page in pages for item in page["Items"]] == ["d2", "d0"]
 
 
-def test_the_control_path_sets_faults_and_counts_requests(emulator: AwsEmulator) -> None:
-    controls = EmulatorControls(emulator.endpoint_url)
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_the_control_path_sets_faults_and_counts_requests(aws_emulator: AwsEmulator) -> None:
+    controls = EmulatorControls(aws_emulator.endpoint_url)
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     listed_before = controls.calls().get("ListTables", 0)
     faults_before = sum(controls.counts().values())
 
@@ -205,6 +196,8 @@ def test_the_control_path_sets_faults_and_counts_requests(emulator: AwsEmulator)
     assert sum(controls.counts().values()) == faults_before + 1
     # The refused request never reached moto; the one after did.
     assert controls.calls().get("ListTables", 0) == listed_before + 1
+    # The CPU time spent answering, per operation (the refused one spent some too).
+    assert controls.cpu_seconds()["ListTables"] > 0
     with pytest.raises(ValueError, match="between 0 and 1"):
         controls.set_rate(1.5)
 
@@ -237,8 +230,8 @@ def _raw_answers(client: DynamoDBClient) -> list[bytes]:
     return bodies
 
 
-def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmulator) -> None:
-    dynamodb = _dynamodb(emulator.endpoint_url)
+def test_item_answers_skip_moto_serializer_with_the_same_json(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
     table = f"answers-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
@@ -278,13 +271,272 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(emulator: AwsEmula
     ask("d1")
     plain = [body.replace(b'"d1"', b'"d2"') for body in bodies]
     bodies.clear()
-    aws_emulator._fast_path_users.remove(emulator)  # moto's own serializer
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
     try:
         ask("d2")
     finally:
-        aws_emulator._fast_path_users.append(emulator)
+        emulator_module._fast_path_users.append(aws_emulator)
 
     assert len(plain) == 4
     assert b'"count": {"N": "4"}' in plain[-1]
     # The same documents; members may come in another order.
     assert [json.loads(body) for body in plain] == [json.loads(body) for body in bodies]
+
+
+def test_stream_records_skip_moto_serializer_with_the_same_json(aws_emulator: AwsEmulator) -> None:
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
+    streams = boto3.client(
+        "dynamodbstreams", region_name=REGION, endpoint_url=aws_emulator.endpoint_url
+    )
+    table = f"records-{uuid.uuid4().hex[:8]}"
+    stream_arn = create_table(dynamodb, table)
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    key = {pk: {"S": "d1"}, sk: {"S": "inbox"}}
+    item: dict[str, Any] = {
+        **key,
+        "count": {"N": "3"},
+        "nested": {"M": {"list": {"L": [{"S": "x"}]}}},
+    }
+    dynamodb.put_item(TableName=table, Item=item)  # INSERT
+    dynamodb.update_item(  # MODIFY: both images
+        TableName=table,
+        Key=key,
+        UpdateExpression="SET #c = #c + :one, flag = :t REMOVE nested",
+        ExpressionAttributeNames={"#c": "count"},
+        ExpressionAttributeValues={":one": {"N": "1"}, ":t": {"BOOL": True}},
+    )
+    dynamodb.delete_item(TableName=table, Key=key)  # REMOVE
+    shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]
+    bodies: list[bytes] = []
+
+    def keep(http_response: Any, **_: Any) -> None:
+        bodies.append(http_response.content)
+
+    streams.meta.events.register("after-call.dynamodbstreams.GetRecords", keep)
+
+    def read() -> list[Any]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        answer = streams.get_records(ShardIterator=iterator)
+        streams.get_records(ShardIterator=answer["NextShardIterator"])  # nothing new
+        return answer["Records"]
+
+    records = read()
+    plain = list(bodies)
+    bodies.clear()
+    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
+    try:
+        assert read() == records
+    finally:
+        emulator_module._fast_path_users.append(aws_emulator)
+
+    assert [r["eventName"] for r in records] == ["INSERT", "MODIFY", "REMOVE"]
+    assert records[1]["dynamodb"]["NewImage"]["flag"] == {"BOOL": True}
+    assert "nested" not in records[1]["dynamodb"]["NewImage"]
+    assert b'"ApproximateCreationDateTime": ' in plain[0]
+    assert json.loads(plain[1])["Records"] == []
+    # The same documents (iterators are new each time); members may come in another order.
+    documents = [json.loads(body) for body in plain], [json.loads(body) for body in bodies]
+    for answers in documents:
+        for answer in answers:
+            answer.pop("NextShardIterator")
+    assert documents[0] == documents[1]
+
+
+def _conditional_writes(dynamodb: DynamoDBClient, table: str) -> list[Any]:
+    """Updates and conditional writes, each sent twice (the second finds what the first
+    left remembered), valid and not; every answer or error, in order."""
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    key = {pk: {"S": "d1"}, sk: {"S": "inbox"}}
+    claim = "(attribute_exists(pk)) AND (#s = :pending OR (#s = :processing AND lease <= :now))"
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("put_item", {"Item": {**key, "state": {"S": "pending"}, "c": {"S": "x"}}}),
+        (
+            "put_item",
+            {
+                "Item": key,
+                "ConditionExpression": "attribute_not_exists(#p)",
+                "ExpressionAttributeNames": {"#p": pk},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            },
+        ),
+    ]
+    for now in ("10", "20", "5"):  # claimed, then past its lease, then not yet
+        requests.append(
+            (
+                "update_item",
+                {
+                    "Key": key,
+                    "UpdateExpression": "SET #s = :processing, lease = :lease, "
+                    "attempts = if_not_exists(attempts, :zero) + :one, history = list_append("
+                    "if_not_exists(history, :empty), :entry) REMOVE c",
+                    "ConditionExpression": claim,
+                    "ExpressionAttributeNames": {"#s": "state"},
+                    "ExpressionAttributeValues": {
+                        ":processing": {"S": "processing"},
+                        ":pending": {"S": "pending"},
+                        ":lease": {"N": str(int(now) + 5)},
+                        ":now": {"N": now},
+                        ":zero": {"N": "0"},
+                        ":one": {"N": "1"},
+                        ":empty": {"L": []},
+                        ":entry": {"L": [{"N": now}]},
+                    },
+                    "ReturnValues": "ALL_NEW",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                },
+            )
+        )
+    refused = [
+        ("SET #p = :v", {"#p": pk}, {":v": {"S": "other"}}, None),  # a key attribute
+        ("SET a = :v, a = :w", None, {":v": {"S": "1"}, ":w": {"S": "2"}}, None),  # twice
+        ("SET a = :v SET b = :v", None, {":v": {"S": "1"}}, None),  # two SET clauses
+        ("SET a.b = :v, a = :v", None, {":v": {"S": "1"}}, None),  # overlapping paths
+        ("SET a = :v", {"#s": "nothing"}, {":v": {"S": "1"}, ":p": {"S": "processing"}}, "#s = :p"),
+        # The same condition on another attribute, then without its value (moto fails).
+        ("SET a = :v", {"#s": "state"}, {":v": {"S": "1"}, ":p": {"S": "processing"}}, "#s = :p"),
+        ("SET a = :v", {"#s": "state"}, {":v": {"S": "1"}}, "#s = :p"),
+    ]
+    for update, names, values, condition in refused:
+        request: dict[str, Any] = {"Key": key, "UpdateExpression": update}
+        if names:
+            request["ExpressionAttributeNames"] = names
+        if values:
+            request["ExpressionAttributeValues"] = values
+        if condition:
+            request["ConditionExpression"] = condition
+        requests.append(("update_item", request))
+    requests.append(
+        (
+            "query",
+            {
+                "KeyConditionExpression": "#p = :d",
+                "FilterExpression": "attempts BETWEEN :lo AND :hi",
+                "ExpressionAttributeNames": {"#p": pk},
+                "ExpressionAttributeValues": {
+                    ":d": {"S": "d1"},
+                    ":lo": {"N": "1"},
+                    ":hi": {"N": "9"},
+                },
+            },
+        )
+    )
+    answers: list[Any] = []
+    for operation, request in requests:
+        for _ in range(2):
+            try:
+                answer = getattr(dynamodb, operation)(TableName=table, **request)
+                answer.pop("ResponseMetadata")
+                answers.append(answer)
+            except ClientError as error:
+                answers.append(error.response["Error"] | {"Item": error.response.get("Item")})
+    return answers
+
+
+def _both_ways(
+    aws_emulator: AwsEmulator, requests: Callable[[DynamoDBClient, str], list[Any]]
+) -> tuple[list[Any], list[Any]]:
+    """The answers to ``requests`` on a new table through the emulator's faster paths,
+    then through moto's own code on a new table of the same name (answers name it)."""
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
+    table = f"both-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    fast = requests(dynamodb, table)
+    emulator_module._fast_path_users.remove(aws_emulator)
+    try:
+        dynamodb.delete_table(TableName=table)
+        create_table(dynamodb, table)
+        own = requests(dynamodb, table)
+    finally:
+        emulator_module._fast_path_users.append(aws_emulator)
+    return fast, own
+
+
+def test_updates_and_conditions_answer_as_moto_does(aws_emulator: AwsEmulator) -> None:
+    fast, own = _both_ways(aws_emulator, _conditional_writes)
+
+    assert fast == own
+    # Claimed, claimed again past its lease, refused before it; every bad update refused.
+    claims = [answer.get("Attributes", {}).get("attempts") for answer in fast[4:10]]
+    assert claims == [{"N": "1"}, None, {"N": "2"}, None, None, None]
+    assert fast[9]["Code"] == "ConditionalCheckFailedException"
+    assert all("Code" in answer for answer in fast[10:20])
+    assert "Code" not in fast[20]  # the same condition on "state" holds
+    assert "Internal Server Error" in fast[22]["Message"]  # moto's answer to a missing value
+    assert fast[-1]["Count"] == 1
+
+
+def test_one_connection_carries_request_after_request(aws_emulator: AwsEmulator) -> None:
+    host, port = aws_emulator.endpoint_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    auth = (
+        "AWS4-HMAC-SHA256 Credential=x/20250101/us-east-1/{}/aws4_request, "
+        "SignedHeaders=host, Signature=0"
+    )
+
+    def ask(target: str, body: bytes | Iterator[bytes], **headers: str) -> tuple[int, Any]:
+        connection.request(
+            "POST",
+            "/",
+            body=body,
+            headers={
+                "X-Amz-Target": target,
+                "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": auth.format("dynamodb"),
+                **headers,
+            },
+        )
+        answer = connection.getresponse()
+        return answer.status, (json.loads(answer.read()), answer.getheader("Connection"))
+
+    listed = ask("DynamoDB_20120810.ListTables", b"{}")
+    # Answers on an open connection come at once: no 40 ms delayed-ACK stall (Nagle on
+    # the answer's two writes) and no wait for a next request after each answer.
+    seconds = []
+    for _ in range(9):
+        started = time.monotonic()
+        ask("DynamoDB_20120810.ListTables", b"{}")
+        seconds.append(time.monotonic() - started)
+    assert sorted(seconds)[4] < 0.03  # the median; a stall alone would be 0.04
+    missing = ask("DynamoDB_20120810.GetItem", b'{"TableName": "none", "Key": {}}')
+    chunked = ask("DynamoDB_20120810.ListTables", iter([b"{", b"}"]))  # no length: chunks
+    closing = ask("DynamoDB_20120810.ListTables", b"{}", Connection="close")
+
+    assert listed[0] == 200 and "TableNames" in listed[1][0]
+    assert listed[1][1] is None  # kept open
+    assert missing[0] == 400 and "ResourceNotFound" in missing[1][0]["__type"]
+    assert chunked[0] == 200 and chunked[1] == listed[1]
+    assert closing[0] == 200 and closing[1][1] == "close"  # as the caller asked
+    assert connection.sock is None  # http.client saw the close
+
+
+def _sized_puts(dynamodb: DynamoDBClient, table: str) -> list[Any]:
+    """Items of many attributes, one just under moto's size limit and one just over."""
+    pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
+    many = {f"a{i}": {"S": "x" * i} for i in range(40)}
+    # Measured as moto measures: each name and value in bytes ("fits" and "over": 4).
+    room = emulator_module.ITEM_SIZE_LIMIT - len(pk + "fits") - len(sk + "inbox") - len("big")
+    answers: list[Any] = []
+    for name, extra in (
+        ("many", many),
+        ("fits", {"big": {"S": "y" * room}}),
+        ("over", {"big": {"S": "y" * (room + 1)}}),
+    ):
+        item = {pk: {"S": name}, sk: {"S": "inbox"}, **extra}
+        try:
+            dynamodb.put_item(TableName=table, Item=item)
+            answers.append(
+                dynamodb.get_item(TableName=table, Key={pk: item[pk], sk: item[sk]})["Item"]
+            )
+        except ClientError as error:
+            answers.append(error.response["Error"])
+    return answers
+
+
+def test_items_are_sized_as_moto_sizes_them(aws_emulator: AwsEmulator) -> None:
+    fast, own = _both_ways(aws_emulator, _sized_puts)
+
+    assert fast == own
+    assert len(fast[0]) == 42 and len(fast[1]["big"]["S"]) > 400_000
+    assert "Item size has exceeded" in fast[2]["Message"]

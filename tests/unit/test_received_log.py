@@ -69,3 +69,12 @@ def test_the_watermark_only_moves_forward(dynamodb: DynamoDBClient, table: str) 
     assert log.watermark() == NOW == dynamodb_received_log.read_watermark(dynamodb, table)
     log.advance(NOW + 60)
     assert log.watermark() == NOW + 60
+
+
+def test_an_outbox_record_sits_under_its_received_log_key() -> None:
+    item = builders.inbox_item("6f1c2a9e-3b7d-4c1e-9a52-000000000007", received_at=NOW)
+    work = item.work_item()
+    assert work is not None
+    record = dynamodb_items.outbox_to_item(work, created_at=NOW)
+    key = dynamodb_items.outbox_key(work.delivery_id, NOW)
+    assert {name: record[name] for name in key} == key

@@ -202,9 +202,11 @@ def inbox_from_item(item: Item) -> InboxItem:
 
 
 def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
-    # Values written out as inbox_to_item's are: it runs on every accepted delivery.
+    # Values (and outbox_key's two) written out as inbox_to_item's are: it runs on every
+    # accepted delivery.
     return {
-        **outbox_key(work.delivery_id, created_at),
+        table_layout.TABLE_PARTITION_KEY: {"S": received_log_shard(work.delivery_id)},
+        table_layout.TABLE_SORT_KEY: {"S": received_log_position(created_at, work.delivery_id)},
         table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         "delivery_id": {"S": work.delivery_id},
         "event": {"S": work.event},

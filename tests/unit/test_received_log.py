@@ -21,7 +21,7 @@ def receive(dynamodb: DynamoDBClient, table: str, n: int, received_at: int) -> s
     """What the receiver writes: the inbox item and its outbox record, in one transaction."""
     delivery_id = f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}"
     item = builders.inbox_item(delivery_id, received_at=received_at)
-    assert DynamoDbInbox(dynamodb, table).record(item, item.work_item()) is None
+    assert builders.record_new(DynamoDbInbox(dynamodb, table), item) is None
     return delivery_id
 
 

@@ -39,7 +39,8 @@ from bench.stats import Summary, summarize
 from functions.core import metric_names, setting_defaults, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
-from functions.core.models import InboxItem, Outcome, QuarantineRecord, WorkItem
+from functions.core.delivery import Delivery
+from functions.core.models import Outcome, QuarantineRecord, WorkItem
 from functions.core.observability import logger
 from functions.receiver import handler
 from local.aws_resources import create_table
@@ -265,10 +266,20 @@ def against_moto(*, blocks: int, per_block: int) -> OverheadResult:
 class _NoStorageInbox:
     """An inbox that builds the items (as the real adapter does) and stores nothing."""
 
-    def record(self, inbox: InboxItem, work: WorkItem | None) -> None:
-        dynamodb_items.inbox_to_item(inbox)
+    def record(
+        self,
+        delivery: Delivery,
+        work: WorkItem | None,
+        *,
+        body_sha256: str,
+        received_at: int,
+        expires_at: int,
+    ) -> None:
+        dynamodb_items.accepted_to_item(
+            delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
+        )
         if work is not None:
-            dynamodb_items.outbox_to_item(work, created_at=inbox.received_at)
+            dynamodb_items.outbox_to_item(work, created_at=received_at)
 
     def quarantine(self, record: QuarantineRecord) -> None:
         dynamodb_items.quarantine_to_item(record)

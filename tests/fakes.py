@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core import accept
 from functions.core.budget import BudgetDay
 from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
@@ -44,10 +46,21 @@ class FakeInbox:
     fail: bool = False
     fail_quarantine: bool = False
 
-    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
+    def record(
+        self,
+        delivery: Delivery,
+        work: WorkItem | None,
+        *,
+        body_sha256: str,
+        received_at: int,
+        expires_at: int,
+    ) -> InboxItem | None:
         self.calls += 1
         if self.fail:
             raise StorageUnavailable()
+        inbox = accept.inbox_item(
+            delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
+        )
         if inbox.delivery_id in self.inbox:
             return self.inbox[inbox.delivery_id]
         self.inbox[inbox.delivery_id] = inbox

@@ -22,6 +22,7 @@ from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.models import InboxItem, State
 from local.aws_resources import create_queues, create_table
 from local.state import LocalState, Resources
+from local.testkit import builders
 from ops.cli import main
 from ops.target import Target
 
@@ -63,8 +64,7 @@ class Stack:
             mcp_url=MCP if package else None,
             state_changed_at=received_at,
         )
-        work = inbox.work_item()
-        DynamoDbInbox(self.target.dynamodb, self.target.table_name).record(inbox, work)
+        builders.record_new(DynamoDbInbox(self.target.dynamodb, self.target.table_name), inbox)
         return delivery_id
 
     def finish(self, delivery_id: str, state: State, *, attempts: int = 1) -> None:

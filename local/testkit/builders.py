@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core.accept import InboxWriter
+from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, State
 
 # Secrets for tests and the bench only (never a deployment's). Two, for rotation tests.
@@ -232,3 +234,15 @@ def inbox_item(delivery_id: str, *, received_at: int, **changes: Any) -> InboxIt
         state_changed_at=received_at,
     )
     return dataclasses.replace(item, **changes)
+
+
+def record_new(writer: InboxWriter, item: InboxItem) -> InboxItem | None:
+    """Record ``item`` (new: pending or ignored, never changed) through the writer's
+    port, as the receiver records an accepted delivery."""
+    return writer.record(
+        Delivery(item.delivery_id, item.event, item.package_id, item.mcp_url),
+        item.work_item(),
+        body_sha256=item.body_sha256,
+        received_at=item.received_at,
+        expires_at=item.expires_at,
+    )

@@ -26,6 +26,7 @@ from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord
+from local.testkit import builders
 from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
 from tests.unit.test_claim import LEASE, NOW, pending
 
@@ -105,8 +106,8 @@ def _record_done(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
 # unrecorded adapter that puts the item where the call expects it.
 Call = Callable[[Adapters, Adapters, str], object]
 CALLS: dict[tuple[type, str], Call] = {
-    (accept.InboxWriter, "record"): lambda t, s, d: t.inbox.record(
-        pending(f"{d}-new"), pending(f"{d}-new").work_item()
+    (accept.InboxWriter, "record"): lambda t, s, d: builders.record_new(
+        t.inbox, pending(f"{d}-new")
     ),
     (accept.InboxWriter, "quarantine"): lambda t, s, d: t.inbox.quarantine(
         QuarantineRecord(d, "package.received", "0" * 64, "1" * 64, NOW, NOW + 86400)
@@ -156,7 +157,7 @@ CALLS: dict[tuple[type, str], Call] = {
     (reconcile.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
     (reconcile.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
     (reconcile.ReceivedLog, "unlisted_open"): lambda t, s, d: (
-        s.inbox.record(pending(f"{d}-new"), pending(f"{d}-new").work_item()),
+        builders.record_new(s.inbox, pending(f"{d}-new")),
         list(t.received.unlisted_open(since=0, before=NOW + 1, page_size=10)),
     ),
     (reconcile.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),

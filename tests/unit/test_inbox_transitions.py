@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core import table_layout
+from functions.core import accept, table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox_transitions import IndexMove
+from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, State
 from local.testkit import builders
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef
 
 NOW = 1_760_000_000
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
@@ -59,10 +61,10 @@ def test_row_moves_the_item_in_the_index_only_when_its_label_changes(
 
 def test_the_happy_path_writes_the_index_once() -> None:
     # accept does not list the item; claim keeps it so; complete lists it completed.
-    put = transitions.accept_put("t", inbox())
+    put = accept_put()
     assert table_layout.STATE_INDEX_PARTITION_KEY not in put["Item"]
     assert table_layout.STATE_INDEX_SORT_KEY not in put["Item"]
-    ignored = transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]
+    ignored = accept_put(state=State.IGNORED)["Item"]
     assert ignored[table_layout.STATE_INDEX_PARTITION_KEY] == {
         "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_IGNORED, DELIVERY)
     }
@@ -166,15 +168,17 @@ def inbox(**changes: Any) -> InboxItem:
     return builders.inbox_item(DELIVERY, received_at=NOW - 10, **changes)
 
 
+def accept_put(**changes: Any) -> PutTypeDef:
+    return transitions.accept_put("t", dynamodb_items.inbox_to_item(inbox(**changes)))
+
+
 def test_accept_put_creates_only_pending_or_ignored_items() -> None:
-    put = transitions.accept_put("t", inbox())
+    put = accept_put()
     assert put["ConditionExpression"] == "(attribute_not_exists(#pk))"
     assert put["ExpressionAttributeNames"] == {"#pk": table_layout.TABLE_PARTITION_KEY}
-    assert transitions.accept_put("t", inbox(state=State.IGNORED))["Item"]["state"] == {
-        "S": "ignored"
-    }
+    assert accept_put(state=State.IGNORED)["Item"]["state"] == {"S": "ignored"}
     with pytest.raises(ValueError, match="pending or ignored"):
-        transitions.accept_put("t", inbox(state=State.FAILED))
+        accept_put(state=State.FAILED)
 
 
 def test_reset_failed_moves_a_failed_item_once(dynamodb: DynamoDBClient, table: str) -> None:
@@ -241,3 +245,25 @@ def test_list_open_leaves_an_ended_item_alone(dynamodb: DynamoDBClient, table: s
     assert refused.item[table_layout.STATE_INDEX_PARTITION_KEY] == {
         "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_COMPLETED, DELIVERY)
     }
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        Delivery(DELIVERY, "package.received", builders.PACKAGE_ID, builders.MCP_URL),
+        Delivery(DELIVERY, "ping"),
+    ],
+)
+def test_the_receivers_item_is_the_accepted_inbox_items(delivery: Delivery) -> None:
+    # The receiver builds its item from the delivery's fields (no InboxItem per request):
+    # it must be exactly the stored form of the item the port describes.
+    work = delivery.work_item()
+    digest, expires = "ab" * 32, NOW + 86400
+    built = dynamodb_items.accepted_to_item(
+        delivery, work, body_sha256=digest, received_at=NOW, expires_at=expires
+    )
+    stored = accept.inbox_item(
+        delivery, work, body_sha256=digest, received_at=NOW, expires_at=expires
+    )
+    assert built == dynamodb_items.inbox_to_item(stored)
+    assert built["state"] == {"S": "pending" if work is not None else "ignored"}

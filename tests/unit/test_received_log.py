@@ -21,7 +21,7 @@ def receive(dynamodb: DynamoDBClient, table: str, n: int, received_at: int) -> s
     """What the receiver writes: the inbox item and its outbox record, in one transaction."""
     delivery_id = f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}"
     item = builders.inbox_item(delivery_id, received_at=received_at)
-    assert DynamoDbInbox(dynamodb, table).record(item, item.work_item()) is None
+    assert builders.record_new(DynamoDbInbox(dynamodb, table), item) is None
     return delivery_id
 
 
@@ -69,3 +69,12 @@ def test_the_watermark_only_moves_forward(dynamodb: DynamoDBClient, table: str) 
     assert log.watermark() == NOW == dynamodb_received_log.read_watermark(dynamodb, table)
     log.advance(NOW + 60)
     assert log.watermark() == NOW + 60
+
+
+def test_an_outbox_record_sits_under_its_received_log_key() -> None:
+    item = builders.inbox_item("6f1c2a9e-3b7d-4c1e-9a52-000000000007", received_at=NOW)
+    work = item.work_item()
+    assert work is not None
+    record = dynamodb_items.outbox_to_item(work, created_at=NOW)
+    key = dynamodb_items.outbox_key(work.delivery_id, NOW)
+    assert {name: record[name] for name in key} == key

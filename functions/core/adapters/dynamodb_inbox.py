@@ -23,6 +23,7 @@ from functions.core.adapters.dynamodb_errors import (
     is_transaction_conflict,
     storage_error,
 )
+from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
 
 if TYPE_CHECKING:
@@ -59,7 +60,15 @@ class DynamoDbInbox:
         self._client = client
         self._table = table_name
 
-    def record(self, inbox: InboxItem, work: WorkItem | None) -> InboxItem | None:
+    def record(
+        self,
+        delivery: Delivery,
+        work: WorkItem | None,
+        *,
+        body_sha256: str,
+        received_at: int,
+        expires_at: int,
+    ) -> InboxItem | None:
         """Put the inbox item and its outbox record in one transaction, if new.
 
         Returns:
@@ -69,11 +78,14 @@ class DynamoDbInbox:
         Raises:
             StorageUnavailable: throttled, failed or still conflicting; nothing written.
         """
+        inbox = items.accepted_to_item(
+            delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
+        )
         transact: list[TransactWriteItemTypeDef] = [
             {"Put": transitions.accept_put(self._table, inbox)}
         ]
         if work is not None:
-            outbox = items.outbox_to_item(work, created_at=inbox.received_at)
+            outbox = items.outbox_to_item(work, created_at=received_at)
             transact.append({"Put": {"TableName": self._table, "Item": outbox}})
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
             try:

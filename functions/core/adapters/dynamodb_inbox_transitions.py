@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.models import InboxItem, State
+from functions.core.models import State
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -295,13 +295,14 @@ class Applied:
     item: dynamodb_items.Item | None
 
 
-def accept_put(table: str, inbox: InboxItem) -> PutTypeDef:
-    """The ``Put`` action (for ``TransactWriteItems``) that creates the inbox item."""
-    if inbox.state not in ACCEPT_STATES:
-        raise ValueError(f"an inbox item is created pending or ignored, not {inbox.state}")
+def accept_put(table: str, item: dynamodb_items.Item) -> PutTypeDef:
+    """The ``Put`` action (for ``TransactWriteItems``) that creates the inbox ``item``."""
+    state = item["state"]["S"]
+    if state not in ACCEPT_STATES:
+        raise ValueError(f"an inbox item is created pending or ignored, not {state}")
     return {
         "TableName": table,
-        "Item": dynamodb_items.inbox_to_item(inbox),
+        "Item": item,
         "ConditionExpression": _ACCEPT_CONDITION,
         "ExpressionAttributeNames": dict(_ACCEPT_NAMES),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

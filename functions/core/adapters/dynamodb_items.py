@@ -11,6 +11,7 @@ import zlib
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from functions.core import table_layout
+from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, QuarantineRecord, State, WorkItem
 
 if TYPE_CHECKING:
@@ -125,32 +126,18 @@ def _n(value: int) -> AttributeValue:
 
 
 def inbox_to_item(inbox: InboxItem) -> Item:
-    # Attribute values written out rather than through _s/_n: this runs on every
-    # accepted delivery, and a call per attribute is a fifth of its cost (figure 2).
-    changed_at = str(inbox.state_changed_at or inbox.received_at)
-    item: Item = {
-        table_layout.TABLE_PARTITION_KEY: {"S": inbox.delivery_id},
-        table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_INBOX},
-        table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_INBOX},
-        "delivery_id": {"S": inbox.delivery_id},
-        "event": {"S": inbox.event},
-        "body_sha256": {"S": inbox.body_sha256},
-        "received_at": {"N": str(inbox.received_at)},
-        "state": {"S": inbox.state.value},
-        "attempts": {"N": str(inbox.attempts)},
-        table_layout.TTL_ATTRIBUTE: {"N": str(inbox.expires_at)},
-        STATE_CHANGED_AT: {"N": changed_at},
-    }
-    if inbox.state not in OPEN_STATES:
-        # An open item is not listed when it is written: its receipt is in the received
-        # log, and the reconciler lists it once it has been open too long (table_layout).
-        label = state_label(inbox.state)
-        item[table_layout.STATE_INDEX_PARTITION_KEY] = {"S": state_shard(label, inbox.delivery_id)}
-        item[table_layout.STATE_INDEX_SORT_KEY] = {"N": changed_at}
-    if inbox.package_id is not None:
-        item["package_id"] = {"S": inbox.package_id}
-    if inbox.mcp_url is not None:
-        item["mcp_url"] = {"S": inbox.mcp_url}
+    item = _inbox_item(
+        inbox.delivery_id,
+        inbox.event,
+        inbox.body_sha256,
+        inbox.received_at,
+        inbox.state,
+        inbox.attempts,
+        inbox.expires_at,
+        inbox.state_changed_at or inbox.received_at,
+        inbox.package_id,
+        inbox.mcp_url,
+    )
     if inbox.last_error is not None:
         item["last_error"] = _s(inbox.last_error)
     if inbox.lease_until is not None:
@@ -165,6 +152,71 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["requeued_at"] = _n(inbox.requeued_at)
     if inbox.effects_done:
         item[EFFECTS_DONE] = {"SS": sorted(inbox.effects_done)}
+    return item
+
+
+def accepted_to_item(
+    delivery: Delivery,
+    work: WorkItem | None,
+    *,
+    body_sha256: str,
+    received_at: int,
+    expires_at: int,
+) -> Item:
+    """``inbox_to_item(accept.inbox_item(...))`` of the same arguments, without the
+    :class:`InboxItem` (the receiver writes one per request; see ``InboxWriter.record``)."""
+    return _inbox_item(
+        delivery.delivery_id,
+        delivery.event,
+        body_sha256,
+        received_at,
+        State.PENDING if work is not None else State.IGNORED,
+        0,
+        expires_at,
+        received_at,
+        delivery.package_id,
+        delivery.mcp_url,
+    )
+
+
+def _inbox_item(  # noqa: PLR0917 (every attribute an inbox item is created with)
+    delivery_id: str,
+    event: str,
+    body_sha256: str,
+    received_at: int,
+    state: State,
+    attempts: int,
+    expires_at: int,
+    state_changed_at: int,
+    package_id: str | None,
+    mcp_url: str | None,
+) -> Item:
+    # Attribute values written out rather than through _s/_n: this runs on every
+    # accepted delivery, and a call per attribute is a fifth of its cost (figure 2).
+    changed_at = str(state_changed_at)
+    item: Item = {
+        table_layout.TABLE_PARTITION_KEY: {"S": delivery_id},
+        table_layout.TABLE_SORT_KEY: {"S": table_layout.SK_INBOX},
+        table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_INBOX},
+        "delivery_id": {"S": delivery_id},
+        "event": {"S": event},
+        "body_sha256": {"S": body_sha256},
+        "received_at": {"N": str(received_at)},
+        "state": {"S": state.value},
+        "attempts": {"N": str(attempts)},
+        table_layout.TTL_ATTRIBUTE: {"N": str(expires_at)},
+        STATE_CHANGED_AT: {"N": changed_at},
+    }
+    if state not in OPEN_STATES:
+        # An open item is not listed when it is written: its receipt is in the received
+        # log, and the reconciler lists it once it has been open too long (table_layout).
+        label = state_label(state)
+        item[table_layout.STATE_INDEX_PARTITION_KEY] = {"S": state_shard(label, delivery_id)}
+        item[table_layout.STATE_INDEX_SORT_KEY] = {"N": changed_at}
+    if package_id is not None:
+        item["package_id"] = {"S": package_id}
+    if mcp_url is not None:
+        item["mcp_url"] = {"S": mcp_url}
     return item
 
 
@@ -202,9 +254,11 @@ def inbox_from_item(item: Item) -> InboxItem:
 
 
 def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
-    # Values written out as inbox_to_item's are: it runs on every accepted delivery.
+    # Values (and outbox_key's two) written out as inbox_to_item's are: it runs on every
+    # accepted delivery.
     return {
-        **outbox_key(work.delivery_id, created_at),
+        table_layout.TABLE_PARTITION_KEY: {"S": received_log_shard(work.delivery_id)},
+        table_layout.TABLE_SORT_KEY: {"S": received_log_position(created_at, work.delivery_id)},
         table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         "delivery_id": {"S": work.delivery_id},
         "event": {"S": work.event},

@@ -470,11 +470,9 @@ class Model:
     def lifetime_days(self, kind: str) -> float:
         """How long a record of ``kind`` is stored: its TTL, plus DynamoDB's lag in
         deleting expired items."""
-        if kind == table_layout.KIND_OUTBOX:
-            ttl_days = table_layout.OUTBOX_TTL_SECONDS / 86_400
-        else:
-            ttl_days = self.config["inbox_retention_days"]
-        return ttl_days + TTL_DELETION_LAG_DAYS.value
+        # Every record expires with its inbox item, the outbox record (the received log) too.
+        del kind
+        return float(self.config["inbox_retention_days"]) + TTL_DELETION_LAG_DAYS.value
 
     def byte_months(self, kinds: dict[str, float]) -> float:
         """Bytes x months stored per delivery (a month's deliveries at rest, steady state)."""
@@ -487,8 +485,9 @@ class Model:
         Per receipt: its inbox item read consistently by BatchGetItem (1 RRU per 4 KB,
         rounded up per item) and its share of the log's Query (eventually consistent:
         0.5 RRU per 4 KB of records read), looked at again within the overlap of the next
-        run. Per run: the watermark's read (1 RRU) and its update (1 WRU), and a Query
-        per log shard per window (at least 0.5 RRU each, empty or not).
+        run. Per run: the watermark's read (1 RRU), its update after each window that
+        moves it (1 WRU each: the run's period in windows), and a Query per log shard per
+        window (at least 0.5 RRU each, empty or not).
         """
         period = 60 * self.config["reconcile_every_minutes"]
         looked_at = 1 + table_layout.RECEIVED_LOG_OVERLAP_SECONDS / period
@@ -499,7 +498,8 @@ class Model:
             (period + table_layout.RECEIVED_LOG_OVERLAP_SECONDS) / RECEIVED_WINDOW_SECONDS
         )
         per_run = 1 + windows * table_layout.RECEIVED_LOG_SHARDS * 0.5
-        return looked_at * (inbox + log), runs * per_run, runs
+        advances = math.ceil(period / RECEIVED_WINDOW_SECONDS)
+        return looked_at * (inbox + log), runs * per_run, runs * advances
 
     def relay_sends(self, records: float) -> float:
         """SQS requests for one relay invocation of ``records``: one per record, or one
@@ -1094,8 +1094,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"{model.access_log_bytes.value:,.0f} | measured: figure 7; "
         f"{model.access_log_bytes.source} |",
         f"| items at rest per delivery | {items_text} | measured: figure 7 |",
-        f"| retention | inbox {config['inbox_retention_days']} days, outbox "
-        f"{table_layout.OUTBOX_TTL_SECONDS / 86_400:g} days (the received log), logs "
+        f"| retention | inbox and outbox (the received log) "
+        f"{config['inbox_retention_days']} days, logs "
         f"{config['log_retention_days']} "
         f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
         f"item | infra/config.py defaults, functions/core/table_layout.py; "

@@ -279,7 +279,7 @@ class _NoStorageInbox:
             delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
         )
         if work is not None:
-            dynamodb_items.outbox_to_item(work, created_at=received_at)
+            dynamodb_items.outbox_to_item(work, created_at=received_at, expires_at=expires_at)
 
     def quarantine(self, record: QuarantineRecord) -> None:
         dynamodb_items.quarantine_to_item(record)

@@ -257,12 +257,14 @@ class FakeReceivedLog:
     """The received log over :class:`FakeClaims`: every item's receipt, by received_at.
 
     ``fail_advance``: the next advances raise (a crash after the listing, before the
-    watermark moved)."""
+    watermark moved). ``fail_window``: reading the window of that (1-based) number
+    raises (storage weather in the middle of a run)."""
 
     claims: FakeClaims
     mark: int | None = None
     windows: list[tuple[int, int]] = field(default_factory=list)
     fail_advance: int = 0
+    fail_window: int | None = None
 
     def watermark(self) -> int | None:
         return self.mark
@@ -272,6 +274,8 @@ class FakeReceivedLog:
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
         self.windows.append((since, before))
+        if len(self.windows) == self.fail_window:
+            raise StorageUnavailable("throttled")
         return sorted(
             (
                 i

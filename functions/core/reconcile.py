@@ -221,8 +221,8 @@ def _list_received(
     received: ReceivedLog, budget: _Budget, *, now: int, config: ReconcileConfig
 ) -> Iterator[InboxItem]:
     """The open receipts after the watermark and older than the received age, each
-    listed by this run as it is yielded; the watermark then advances past each window
-    whose items were all yielded (and so handled by the caller) before the deadline."""
+    listed by this run as it is yielded; the watermark advances past each window as soon
+    as all its items were yielded (and so listed) before the deadline."""
     if budget.spent:
         return
     end = now - config.received_age_seconds
@@ -231,7 +231,6 @@ def _list_received(
     if start is None:  # nothing received yet: later receipts are all after the end
         received.advance(end)
         return
-    done = mark
     while start < end:
         stop = min(start + RECEIVED_WINDOW_SECONDS, end)
         window = received.unlisted_open(since=start, before=stop, page_size=config.page_size)
@@ -240,9 +239,11 @@ def _list_received(
                 yield item
         if budget.spent:
             break
-        done, start = stop, stop
-    if done is not None and (mark is None or done > mark):
-        received.advance(done)
+        # Every open item of the window is listed now: moving the watermark past it at
+        # once keeps this window's work even if a later window ends the run in an error.
+        if mark is None or stop > mark:
+            received.advance(stop)
+        start = stop
 
 
 @dataclass

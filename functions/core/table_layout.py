@@ -67,7 +67,6 @@ KIND_WATERMARK: Final = "watermark"
 # twice, it is never listed twice (the listing is conditional).
 RECEIVED_LOG_OVERLAP_SECONDS: Final = 30
 
-# Outbox records live longer than the stream that carries them (24 h): the reconciler
-# reads them as the received log, and a week lets it catch up after a long outage. TTL
-# deletes are free.
-OUTBOX_TTL_SECONDS: Final = 7 * 24 * 3600
+# Outbox records live as long as their inbox item, not just as long as the stream that
+# carries them (24 h): the reconciler reads them as the received log, so a receipt is
+# found however long the reconciler was down while its item exists. TTL deletes are free.

@@ -118,7 +118,9 @@ class MotoWorld:
                 {
                     "Put": {
                         "TableName": TABLE,
-                        "Item": dynamodb_items.outbox_to_item(work, created_at=now),
+                        "Item": dynamodb_items.outbox_to_item(
+                            work, created_at=now, expires_at=inbox.expires_at
+                        ),
                     }
                 },
             ]

@@ -304,7 +304,9 @@ def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
         ids.append(w.delivery_id)
         inbox = builders.inbox_item(w.delivery_id, received_at=aws.clock.value)
         puts.append({"PutRequest": {"Item": dynamodb_items.inbox_to_item(inbox)}})
-        outbox = dynamodb_items.outbox_to_item(w, created_at=aws.clock.value)
+        outbox = dynamodb_items.outbox_to_item(
+            w, created_at=aws.clock.value, expires_at=inbox.expires_at
+        )
         puts.append({"PutRequest": {"Item": outbox}})
     for start in range(0, len(puts), 25):  # BatchWriteItem's maximum
         unprocessed: Mapping[str, Sequence[WriteRequestTypeDef | WriteRequestOutputTypeDef]] = {

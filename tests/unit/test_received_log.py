@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_received_log
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
@@ -75,6 +76,30 @@ def test_an_outbox_record_sits_under_its_received_log_key() -> None:
     item = builders.inbox_item("6f1c2a9e-3b7d-4c1e-9a52-000000000007", received_at=NOW)
     work = item.work_item()
     assert work is not None
-    record = dynamodb_items.outbox_to_item(work, created_at=NOW)
+    record = dynamodb_items.outbox_to_item(work, created_at=NOW, expires_at=item.expires_at)
     key = dynamodb_items.outbox_key(work.delivery_id, NOW)
     assert {name: record[name] for name in key} == key
+    # It expires with its inbox item: a receipt outlives no open item it could name.
+    assert record[table_layout.TTL_ATTRIBUTE] == {"N": str(item.expires_at)}
+
+
+def test_an_empty_window_asks_dynamodb_nothing(dynamodb: DynamoDBClient, table: str) -> None:
+    receive(dynamodb, table, 0, NOW)
+    asked: list[str] = []
+    dynamodb.meta.events.register(
+        "before-call.dynamodb.Query", lambda **kwargs: asked.append("Query")
+    )
+    # An operator's "until" before the watermark: DynamoDB would refuse the inverted
+    # BETWEEN (moto does not), so nothing may be asked.
+    assert list(dynamodb_received_log.receipts(dynamodb, table, since=NOW, before=NOW)) == []
+    newest = dynamodb_received_log.newest_unlisted_open(
+        dynamodb, table, since=NOW + 5, before=NOW - 5
+    )
+    assert list(newest) == []
+    assert asked == []
+    assert [
+        r
+        for page in dynamodb_received_log.receipts(dynamodb, table, since=NOW, before=NOW + 1)
+        for r in page
+    ]
+    assert asked == ["Query"] * table_layout.RECEIVED_LOG_SHARDS

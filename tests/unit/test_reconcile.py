@@ -263,6 +263,27 @@ def test_the_watermark_advances_by_whole_windows_and_a_run_looks_back_a_little()
     assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
 
 
+def test_a_failure_in_a_later_window_keeps_the_windows_the_run_finished() -> None:
+    world = World()
+    start = world.clock.value
+    world.pending(1, listed=False)
+    world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
+    world.received.fail_window = 3
+    with pytest.raises(StorageUnavailable):
+        world.run()
+    # Two windows were worked off before the third failed: the next run starts there.
+    assert world.received.mark == start + 2 * RECEIVED_WINDOW_SECONDS
+    assert world.claims.unlisted == set()
+    world.received.windows.clear()
+    world.received.fail_window = None
+    again = world.run()
+    assert world.received.windows[0][0] == start + 2 * RECEIVED_WINDOW_SECONDS - (
+        RECEIVED_OVERLAP_SECONDS
+    )
+    assert again.received_listed == 0  # listed once, by the run that failed later
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+
+
 def test_an_empty_log_sets_the_watermark_to_the_received_age() -> None:
     world = World()
     world.run()

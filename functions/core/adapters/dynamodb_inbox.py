@@ -85,7 +85,7 @@ class DynamoDbInbox:
             {"Put": transitions.accept_put(self._table, inbox)}
         ]
         if work is not None:
-            outbox = items.outbox_to_item(work, created_at=received_at)
+            outbox = items.outbox_to_item(work, created_at=received_at, expires_at=expires_at)
             transact.append({"Put": {"TableName": self._table, "Item": outbox}})
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
             try:

@@ -253,7 +253,10 @@ def inbox_from_item(item: Item) -> InboxItem:
     )
 
 
-def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
+def outbox_to_item(work: WorkItem, *, created_at: int, expires_at: int) -> Item:
+    """The outbox record of an accepted delivery. It expires with its inbox item
+    (``expires_at``): as the received log it is how the reconciler finds an open item
+    that was never listed, so it must outlive none of them."""
     # Values (and outbox_key's two) written out as inbox_to_item's are: it runs on every
     # accepted delivery.
     return {
@@ -265,7 +268,7 @@ def outbox_to_item(work: WorkItem, *, created_at: int) -> Item:
         "package_id": {"S": work.package_id},
         "mcp_url": {"S": work.mcp_url},
         "created_at": {"N": str(created_at)},
-        table_layout.TTL_ATTRIBUTE: {"N": str(created_at + table_layout.OUTBOX_TTL_SECONDS)},
+        table_layout.TTL_ATTRIBUTE: {"N": str(expires_at)},
     }
 
 

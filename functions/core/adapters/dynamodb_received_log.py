@@ -62,6 +62,8 @@ def receipts(
 ) -> Iterator[list[tuple[int, str]]]:
     """``(received_at, delivery id)`` of the receipts in ``[since, before)``, a page of
     one shard at a time, shard after shard (each page in time order)."""
+    if _empty(since, before):
+        return
     for shard in dynamodb_items.all_received_log_shards():
         arguments = _window(table, shard, since=since, before=before)
         arguments["Limit"] = page_size
@@ -231,6 +233,8 @@ def _newest_in_shard(
     before: int | None,
     batch: int,
 ) -> Iterator[tuple[int, str]]:
+    if _empty(since, before):
+        return
     arguments = _window(table, shard, since=since, before=before)
     arguments["ScanIndexForward"] = False
     arguments["Limit"] = batch
@@ -241,6 +245,12 @@ def _newest_in_shard(
         if not last:
             return
         arguments["ExclusiveStartKey"] = last
+
+
+def _empty(since: int | None, before: int | None) -> bool:
+    """An empty window (an operator's ``until`` before the watermark): DynamoDB refuses
+    a BETWEEN whose low end is above its high end, so no Query is made."""
+    return since is not None and before is not None and since >= before
 
 
 def _window(table: str, shard: str, *, since: int | None, before: int | None) -> dict[str, Any]:

@@ -186,7 +186,12 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
     assert emitted_metrics(capsys.readouterr().out)[handler.METRIC_SKIPPED] == 1
 
 
-def test_outbox_record_carries_its_ttl(aws: MotoWorld, stream: StreamReader) -> None:
+def test_outbox_record_expires_with_its_inbox_item(aws: MotoWorld, stream: StreamReader) -> None:
     aws.accept(work(1))
-    image = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
-    assert int(image[table_layout.TTL_ATTRIBUTE]["N"]) == int(image["created_at"]["N"]) + 7 * 86400
+    outbox = StreamReader.filtered(stream.new_records())[0]["dynamodb"]["NewImage"]
+    inbox = aws.dynamodb.get_item(
+        TableName=TABLE, Key=dynamodb_items.inbox_key(work(1).delivery_id)
+    )
+    expires_at = int(outbox[table_layout.TTL_ATTRIBUTE]["N"])
+    assert expires_at == int(inbox["Item"][table_layout.TTL_ATTRIBUTE]["N"])
+    assert expires_at > int(outbox["created_at"]["N"])

@@ -7,7 +7,7 @@ request), and every record SQS did not take is reported by its sequence number, 
 one bad record never blocks or repeats the whole batch (Lambda resumes from the first
 failure; a record sent twice is harmless because a claim is idempotent). The outbox
 record itself is not deleted: it is also the received log the reconciler reads, and
-the receiver wrote it with a 7-day TTL (``dynamodb_items.outbox_to_item``).
+the receiver wrote it to expire with its inbox item (``dynamodb_items.outbox_to_item``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Every alarm goes to one encrypted topic; an optional e-mail address subscribes t
 and each alarm's description points to its runbook entry in docs/operations.md.
 Custom metrics are the ones Powertools Metrics emits: namespace ``METRICS_NAMESPACE``,
 dimension ``service = SERVICE``. Missing data means "nothing happened" for every
-count alarm, so it never breaches.
+count alarm, so it never breaches; only the received log's lag, which every reconciler
+run reports, reads missing data as behind.
 """
 
 from __future__ import annotations
@@ -38,15 +39,43 @@ def runbook(alarm: str) -> str:
     return f"Runbook: {RUNBOOK}, section {alarm}."
 
 
-def custom_metric(metric_name: str, *, period: Duration = FIVE_MINUTES) -> cloudwatch.Metric:
-    """A count emitted by the functions through Powertools Metrics (EMF)."""
+def custom_metric(
+    metric_name: str, *, period: Duration = FIVE_MINUTES, statistic: str = cloudwatch.Stats.SUM
+) -> cloudwatch.Metric:
+    """A metric emitted by the functions through Powertools Metrics (EMF)."""
     return cloudwatch.Metric(
         namespace=metric_names.METRICS_NAMESPACE,
         metric_name=metric_name,
         dimensions_map={"service": metric_names.SERVICE},
-        statistic=cloudwatch.Stats.SUM,
+        statistic=statistic,
         period=period,
     )
+
+
+# Runs that fall this many schedule periods behind, or report nothing for as long, page.
+RECEIVED_LOG_RUNS_BEHIND = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLogWatch:
+    """How far behind the reconciler's received log may fall before someone is paged.
+
+    Every finished run leaves it ``received_age`` behind; the alarm allows
+    :data:`RECEIVED_LOG_RUNS_BEHIND` schedule periods more, and the same span without a
+    report from any run (a reconciler that fails, is throttled or no longer scheduled)
+    counts as behind.
+    """
+
+    received_age: Duration
+    reconcile_every: Duration
+
+    @property
+    def period(self) -> Duration:
+        return Duration.minutes(RECEIVED_LOG_RUNS_BEHIND * self.reconcile_every.to_minutes())
+
+    @property
+    def max_lag_seconds(self) -> float:
+        return self.received_age.to_seconds() + self.period.to_seconds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +111,7 @@ class Monitoring(Construct):
         alarm_email: str | None,
         stage: str,
         work_queue_max_age: Duration,
+        received_log: ReceivedLogWatch,
         topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -173,6 +203,21 @@ class Monitoring(Construct):
             "ReconcilerErrors",
             watched.reconciler.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
             "The reconciler failed: lost work is not being re-enqueued.",
+        )
+        self._alarm(
+            "ReceivedLogLag",
+            custom_metric(
+                metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG,
+                period=received_log.period,
+                statistic=cloudwatch.Stats.MAXIMUM,
+            ),
+            f"The reconciler's received log is more than "
+            f"{int(received_log.max_lag_seconds // 60)} minutes behind, or no run reported "
+            f"it for {int(received_log.period.to_minutes())} minutes: receipts whose relay "
+            "message was lost are not being found.",
+            threshold=received_log.max_lag_seconds,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            missing=cloudwatch.TreatMissingData.BREACHING,
         )
 
         self.dashboard = cloudwatch.Dashboard(
@@ -277,6 +322,7 @@ class Monitoring(Construct):
         comparison: cloudwatch.ComparisonOperator = (
             cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         ),
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
     ) -> None:
         alarm = cloudwatch.Alarm(
             self,
@@ -288,7 +334,7 @@ class Monitoring(Construct):
             comparison_operator=comparison,
             evaluation_periods=1,
             datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=missing,
         )
         action = actions.SnsAction(self.topic)
         alarm.add_alarm_action(action)

@@ -10,6 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from functions.core import setting_defaults
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
@@ -29,6 +30,10 @@ class Reconciler(Construct):
     Attributes:
         function: The reconciler Lambda.
         schedule: The EventBridge rule.
+        every: The schedule's period.
+        received_age: How old a receipt gets before a run looks at it: the shorter of
+            the pending age and the lease (the reconciler's own rule). A run that
+            finishes leaves the received log this far behind.
     """
 
     def __init__(
@@ -43,6 +48,10 @@ class Reconciler(Construct):
         effect_age_seconds: int,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.every = Duration.minutes(config.reconcile_every_minutes)
+        self.received_age = Duration.seconds(
+            min(setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS, lease_seconds)
+        )
         self.function: lambda_.Function = python_function(
             self,
             "Function",
@@ -75,12 +84,12 @@ class Reconciler(Construct):
             self,
             "Schedule",
             description="Runs the reconciler",
-            schedule=events.Schedule.rate(Duration.minutes(config.reconcile_every_minutes)),
+            schedule=events.Schedule.rate(self.every),
             targets=[
                 targets.LambdaFunction(
                     self.function,
                     # The next run repeats the sweep; a stale invocation only adds load.
-                    max_event_age=Duration.minutes(config.reconcile_every_minutes),
+                    max_event_age=self.every,
                     retry_attempts=2,
                 )
             ],

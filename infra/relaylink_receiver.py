@@ -17,7 +17,7 @@ from functions.worker.settings import message_seconds
 from infra.alerts import Alerts
 from infra.archive import Archive
 from infra.config import StackConfig
-from infra.monitoring import Monitored, Monitoring
+from infra.monitoring import Monitored, Monitoring, ReceivedLogWatch
 from infra.queues import WorkQueues
 from infra.receiver import Receiver
 from infra.reconciler import Reconciler
@@ -136,6 +136,9 @@ class RelayLinkReceiver(Construct):
             alarm_email=config.alarm_email,
             stage=config.stage,
             work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
+            received_log=ReceivedLogWatch(
+                received_age=self.reconciler.received_age, reconcile_every=self.reconciler.every
+            ),
             topic=alarm_topic,
         )
 

@@ -394,9 +394,13 @@ class FakeQueue:
 @dataclass
 class FakeMetrics:
     counts: Counter[str] = field(default_factory=Counter)
+    durations: dict[str, list[float]] = field(default_factory=dict)
 
     def count(self, name: str, value: int = 1) -> None:
         self.counts[name] += value
+
+    def seconds(self, name: str, value: float) -> None:
+        self.durations.setdefault(name, []).append(value)
 
 
 @dataclass

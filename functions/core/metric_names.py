@@ -32,6 +32,11 @@ METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
 METRIC_RECONCILER_LEASES_REQUEUED: Final = "ReconcilerExpiredLeasesRequeued"
 METRIC_RECONCILER_EFFECTS_REQUEUED: Final = "ReconcilerUncertainEffectsRequeued"
 METRIC_RECONCILER_EFFECTS_FLAGGED: Final = "ReconcilerUncertainEffectsFlagged"
+# Open receipts a run listed from the received log (none while workers keep up).
+METRIC_RECONCILER_RECEIVED_LISTED: Final = "ReconcilerReceivedListed"
+# Seconds from the received log's watermark to the run's time: about the received age
+# when every run finishes; more when runs fall behind, or when they stopped.
+METRIC_RECONCILER_RECEIVED_LOG_LAG: Final = "ReconcilerReceivedLogLag"
 # Durable steps and the agent workflow.
 METRIC_STEP_RERUNS: Final = "StepReruns"  # a step run again after its worker died inside it
 METRIC_BUDGET_EXHAUSTED: Final = "BudgetExhausted"  # a delivery waits for the token budget

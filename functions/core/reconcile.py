@@ -94,6 +94,12 @@ class ReceivedLog(Protocol):
     def advance(self, watermark: int) -> None: ...
 
 
+class ReconcilerMetrics(MetricsSink, Protocol):
+    """Port: counts, and how far behind the received log is (CloudWatch EMF)."""
+
+    def seconds(self, name: str, value: float) -> None: ...
+
+
 class UncertainEffects(Protocol):
     """Port: effect intents without a done record."""
 
@@ -129,6 +135,9 @@ class ReconcileReport:
     effects_requeued: int = 0
     effects_flagged: int = 0
     received_listed: int = 0  # open receipts listed from the received log
+    # Seconds from the received log's watermark to the run's time; None: the run's time
+    # was spent before it read the watermark.
+    received_lag_seconds: int | None = None
     requeues_unsent: int = 0  # written but refused by the queue: back after a pending age
     budget_spent: bool = False  # stopped before the lists' end: the next run continues
 
@@ -140,7 +149,7 @@ def reconcile(
     effects: UncertainEffects,
     queue: EnqueueBatch,
     clock: Clock,
-    metrics: MetricsSink,
+    metrics: ReconcilerMetrics,
     config: ReconcileConfig,
     deadline: Deadline,
 ) -> ReconcileReport:
@@ -149,6 +158,7 @@ def reconcile(
     budget = _Budget(deadline)
     stale_before = now - config.pending_age_seconds
     listed = 0
+    progress = _Progress()
     with _Batch(queue) as leases, _Batch(queue) as pending:
         for item in budget.within(store.expired_leases(now=now, page_size=config.page_size)):
             if store.release_expired(item, now=now):
@@ -157,7 +167,7 @@ def reconcile(
         for item in budget.within(stale):
             if store.touch_pending(item, now=now):
                 pending.add(item)
-        for item in _list_received(received, budget, now=now, config=config):
+        for item in _list_received(received, budget, progress, now=now, config=config):
             listed += 1
             # Listed now, so later runs see it in the index; what is due already is
             # recovered in this run by the rules above.
@@ -186,14 +196,19 @@ def reconcile(
         (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending.sent),
         (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued.sent),
         (metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED, flagged),
+        (metric_names.METRIC_RECONCILER_RECEIVED_LISTED, listed),
     ):
         metrics.count(metric, value)
+    lag = None if progress.watermark is None else now - progress.watermark
+    if lag is not None:
+        metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
     return ReconcileReport(
         leases_requeued=leases.sent,
         pending_requeued=pending.sent,
         effects_requeued=requeued.sent,
         effects_flagged=flagged,
         received_listed=listed,
+        received_lag_seconds=lag,
         requeues_unsent=leases.unsent + pending.unsent + requeued.unsent,
         budget_spent=budget.spent,
     )
@@ -217,8 +232,20 @@ def _recover(
         pending.add(item)
 
 
+@dataclass
+class _Progress:
+    """How far the received log has been looked at, as this run knows it."""
+
+    watermark: int | None = None
+
+
 def _list_received(
-    received: ReceivedLog, budget: _Budget, *, now: int, config: ReconcileConfig
+    received: ReceivedLog,
+    budget: _Budget,
+    progress: _Progress,
+    *,
+    now: int,
+    config: ReconcileConfig,
 ) -> Iterator[InboxItem]:
     """The open receipts after the watermark and older than the received age, each
     listed by this run as it is yielded; the watermark advances past each window as soon
@@ -228,8 +255,11 @@ def _list_received(
     end = now - config.received_age_seconds
     mark = received.watermark()
     start = received.oldest() if mark is None else mark - RECEIVED_OVERLAP_SECONDS
+    # Without a watermark yet, nothing before the oldest receipt is left to look at.
+    progress.watermark = start if mark is None else mark
     if start is None:  # nothing received yet: later receipts are all after the end
         received.advance(end)
+        progress.watermark = end
         return
     while start < end:
         stop = min(start + RECEIVED_WINDOW_SECONDS, end)
@@ -243,6 +273,7 @@ def _list_received(
         # once keeps this window's work even if a later window ends the run in an error.
         if mark is None or stop > mark:
             received.advance(stop)
+            progress.watermark = stop
         start = stop
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from functions.core import metric_names
+from functions.core import metric_names, setting_defaults
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.deadline import Deadline
 from functions.core.errors import (
     HostNotAllowed,
     McpAuthError,
@@ -21,9 +22,10 @@ from functions.core.errors import (
 )
 from functions.core.models import Outcome
 from functions.core.process import ProcessConfig, Processor
+from functions.core.reconcile import ReconcileConfig, reconcile
 from infra.monitoring import RUNBOOK
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects
+from tests.fakes import FakeClaims, FakeEffects, FakeQueue, FakeReceivedLog
 from tests.infra.conftest import ROOT, Synthesized, get_att, ref
 from tests.unit.test_claim import LEASE, pending
 from tests.unit.test_process import RecordingWorkflow
@@ -52,8 +54,52 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(synthesized: Synthesized
     for props in (a["Properties"] for a in alarms.values()):
         assert props["AlarmActions"] == [_topic_ref(synthesized)]
         assert props["OKActions"] == [_topic_ref(synthesized)]
-        assert props["TreatMissingData"] == "notBreaching"
         assert props["EvaluationPeriods"] == 1
+    # Missing data is "nothing happened" for every count; only a lag every run reports
+    # reads its absence as behind.
+    missing = {name: props["TreatMissingData"] for name, props in _alarms(synthesized).items()}
+    assert {name for name, treat in missing.items() if treat != "notBreaching"} == {
+        "ReceivedLogLag"
+    }
+    assert missing["ReceivedLogLag"] == "breaching"
+
+
+def test_the_received_log_alarm_pages_three_schedule_periods_behind(
+    synthesized: Synthesized, capsys: pytest.CaptureFixture[str]
+) -> None:
+    props = _alarms(synthesized)["ReceivedLogLag"]
+    every = synthesized.context["reconcile_every_minutes"] * 60
+    received_age = min(
+        setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+        synthesized.stack.timing.lease_seconds,
+    )
+    assert (props["Statistic"], props["Period"]) == ("Maximum", 3 * every)
+    assert props["Threshold"] == received_age + 3 * every
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+    # The metric a real run emits, through the reconciler's own EMF sink.
+    metrics = EmfMetrics()
+    claims = FakeClaims()
+    reconcile(
+        store=claims,
+        received=FakeReceivedLog(claims),
+        effects=FakeEffects(),
+        queue=FakeQueue(),
+        clock=FakeClock(),
+        metrics=metrics,
+        config=ReconcileConfig(
+            pending_age_seconds=setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+            effect_age_seconds=2 * received_age,
+            received_age_seconds=received_age,
+        ),
+        deadline=Deadline.never(),
+    )
+    metrics.flush()
+    watched = (
+        props["Namespace"],
+        props["MetricName"],
+        tuple(sorted((d["Name"], d["Value"]) for d in props["Dimensions"])),
+    )
+    assert watched in _emitted(capsys.readouterr().out)
 
 
 def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) -> None:

@@ -92,13 +92,28 @@ def test_stale_pending_is_requeued_once(
     assert metrics[metric_names.METRIC_RECONCILER_PENDING_REQUEUED] == 1
 
 
+def emitted_seconds(output: str) -> dict[str, list[float]]:
+    """The values of every EMF metric in seconds that the run printed, by name."""
+    values: dict[str, list[float]] = {}
+    for line in output.splitlines():
+        blob = json.loads(line) if line.startswith("{") else {}
+        for directive in blob.get("_aws", {}).get("CloudWatchMetrics", []):
+            for metric in directive["Metrics"]:
+                if metric["Unit"] == "Seconds":
+                    value = blob[metric["Name"]]
+                    values.setdefault(metric["Name"], []).extend(
+                        value if isinstance(value, list) else [value]
+                    )
+    return values
+
+
 def listed_label(aws: MotoWorld, delivery_id: str) -> str | None:
     shard = aws.raw_inbox(delivery_id).get(table_layout.STATE_INDEX_PARTITION_KEY)
     return None if shard is None else str(shard["S"]).split("#")[0]
 
 
 def test_a_receipt_whose_relay_message_was_lost_is_found_in_the_received_log(
-    aws: MotoWorld, reconciler: Any
+    aws: MotoWorld, reconciler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.accept(work(1))  # as the receiver writes it: no index entry, its outbox record
     aws.accept(work(2))
@@ -121,6 +136,10 @@ def test_a_receipt_whose_relay_message_was_lost_is_found_in_the_received_log(
     assert listed_label(aws, work(2).delivery_id) == "completed"
     watermark = read_watermark(aws.dynamodb, TABLE)
     assert watermark == aws.clock.value - min(PENDING_AGE, LEASE_SECONDS)
+    assert report["received_lag_seconds"] == min(PENDING_AGE, LEASE_SECONDS)
+    assert emitted_seconds(capsys.readouterr().out) == {
+        metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG: [min(PENDING_AGE, LEASE_SECONDS)]
+    }
     # The next run finds it by the index, once it is stale again, and the log no more.
     aws.clock.advance(PENDING_AGE + 1)
     again = reconciler()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from functions.core import metric_names
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
@@ -288,3 +289,38 @@ def test_an_empty_log_sets_the_watermark_to_the_received_age() -> None:
     world = World()
     world.run()
     assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+
+
+def test_each_run_reports_how_far_behind_the_received_log_is() -> None:
+    world = World()
+    world.pending(1, listed=False)
+    start = world.clock.value
+    world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
+    behind = world.run(deadline_after_looks(4))  # ends in its second window
+    assert behind.budget_spent is True
+    assert behind.received_lag_seconds == world.clock.value - (start + RECEIVED_WINDOW_SECONDS)
+    caught_up = world.run()
+    assert caught_up.received_lag_seconds == CONFIG.received_age_seconds
+    assert world.metrics.durations[metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG] == [
+        behind.received_lag_seconds,
+        CONFIG.received_age_seconds,
+    ]
+    assert world.metrics.counts[metric_names.METRIC_RECONCILER_RECEIVED_LISTED] == 1
+
+
+def test_a_first_run_cut_short_counts_its_lag_from_the_oldest_receipt() -> None:
+    world = World()
+    world.pending(3, listed=False)
+    oldest = world.clock.value
+    world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
+    report = world.run(deadline_after_looks(3))  # inside its first window: no watermark
+    assert (report.budget_spent, world.received.mark) == (True, None)
+    assert report.received_lag_seconds == world.clock.value - oldest
+
+
+def test_a_run_that_never_reaches_the_received_log_reports_no_lag() -> None:
+    # No figure rather than a stale one: the lag alarm reads missing data as behind.
+    world = World()
+    report = world.run(Deadline.after(0))
+    assert report.received_lag_seconds is None
+    assert metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG not in world.metrics.durations

@@ -1,4 +1,4 @@
-"""Counting through Powertools' EMF metrics (the use cases' ``MetricsSink`` port)."""
+"""Counts and durations through Powertools' EMF metrics (the use cases' metrics ports)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ class EmfMetrics:
     def count(self, name: str, value: int = 1) -> None:
         with self._lock:
             self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+    def seconds(self, name: str, value: float) -> None:
+        with self._lock:
+            self._metrics.add_metric(name=name, unit=MetricUnit.Seconds, value=value)
 
     def flush(self) -> None:
         with self._lock:

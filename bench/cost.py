@@ -838,7 +838,8 @@ def targets_figure(figures: list[Figure]) -> Figure:
             Row(
                 "pipeline cost per 1 M deliveries at 100 M / month",
                 "$",
-                value=round(pipeline, 3),
+                # Cents, as docs/cost.md shows it: rounding twice could show another cent.
+                value=round(pipeline, 2),
                 target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
             ),
             Row(

@@ -52,7 +52,8 @@ def custom_metric(
     )
 
 
-# Runs that fall this many schedule periods behind, or report nothing for as long, page.
+# Runs that leave the received log this many schedule periods further behind than a
+# finished run does page; so do runs that stop reporting it.
 RECEIVED_LOG_RUNS_BEHIND = 3
 
 
@@ -61,9 +62,10 @@ class ReceivedLogWatch:
     """How far behind the reconciler's received log may fall before someone is paged.
 
     Every finished run leaves it ``received_age`` behind; the alarm allows
-    :data:`RECEIVED_LOG_RUNS_BEHIND` schedule periods more, and the same span without a
-    report from any run (a reconciler that fails, is throttled or no longer scheduled)
-    counts as behind.
+    :data:`RECEIVED_LOG_RUNS_BEHIND` schedule periods more, taking the largest lag
+    reported in a period that long. Missing reports (a reconciler that fails, spends its
+    time before it reaches the log, or is no longer invoked) count as behind once
+    CloudWatch's evaluation range holds none.
     """
 
     received_age: Duration
@@ -212,9 +214,8 @@ class Monitoring(Construct):
                 statistic=cloudwatch.Stats.MAXIMUM,
             ),
             f"The reconciler's received log is more than "
-            f"{int(received_log.max_lag_seconds // 60)} minutes behind, or no run reported "
-            f"it for {int(received_log.period.to_minutes())} minutes: receipts whose relay "
-            "message was lost are not being found.",
+            f"{int(received_log.max_lag_seconds // 60)} minutes behind, or runs stopped "
+            "reporting it: receipts whose relay message was lost are not being found.",
             threshold=received_log.max_lag_seconds,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             missing=cloudwatch.TreatMissingData.BREACHING,

@@ -49,9 +49,8 @@ class Reconciler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.every = Duration.minutes(config.reconcile_every_minutes)
-        self.received_age = Duration.seconds(
-            min(setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS, lease_seconds)
-        )
+        pending_age_seconds = setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS
+        self.received_age = Duration.seconds(min(pending_age_seconds, lease_seconds))
         self.function: lambda_.Function = python_function(
             self,
             "Function",
@@ -63,6 +62,7 @@ class Reconciler(Construct):
                 table_name=table.table_name,
                 work_queue_url=work_queue.queue_url,
                 lease_seconds=lease_seconds,
+                pending_age_seconds=pending_age_seconds,
                 effect_age_seconds=effect_age_seconds,
             ),
         )

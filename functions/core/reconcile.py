@@ -172,6 +172,11 @@ def reconcile(
             # Listed now, so later runs see it in the index; what is due already is
             # recovered in this run by the rules above.
             _recover(store, item, now=now, stale_before=stale_before, batches=(leases, pending))
+    # Reported once the log is read, so that a later failure (the effects below) does not
+    # hide how far the log got: its alarm reads a missing figure as behind.
+    lag = None if progress.watermark is None else now - progress.watermark
+    if lag is not None:
+        metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
     flagged = 0
     with _Batch(queue) as requeued:
         uncertain = effects.uncertain(
@@ -199,9 +204,6 @@ def reconcile(
         (metric_names.METRIC_RECONCILER_RECEIVED_LISTED, listed),
     ):
         metrics.count(metric, value)
-    lag = None if progress.watermark is None else now - progress.watermark
-    if lag is not None:
-        metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
     return ReconcileReport(
         leases_requeued=leases.sent,
         pending_requeued=pending.sent,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import metric_names, setting_defaults
+from functions.core import env_keys, metric_names, setting_defaults
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.deadline import Deadline
 from functions.core.errors import (
@@ -69,9 +69,11 @@ def test_the_received_log_alarm_pages_three_schedule_periods_behind(
 ) -> None:
     props = _alarms(synthesized)["ReceivedLogLag"]
     every = synthesized.context["reconcile_every_minutes"] * 60
+    # The reconciler's own rule, from the settings the function is deployed with.
+    deployed = synthesized.environment("reconciler")
     received_age = min(
-        setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-        synthesized.stack.timing.lease_seconds,
+        int(deployed[env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS]),
+        int(deployed[env_keys.ENV_LEASE_SECONDS]),
     )
     assert (props["Statistic"], props["Period"]) == ("Maximum", 3 * every)
     assert props["Threshold"] == received_age + 3 * every

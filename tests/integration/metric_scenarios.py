@@ -181,7 +181,7 @@ def worker_results(world: MotoWorld) -> None:
 
 
 def reconciler_run(world: MotoWorld) -> None:
-    """One run: it counts all four of its metrics, zeros included."""
+    """One run: it counts all five of its counts, zeros included (and reports its lag)."""
     settings = ReconcilerSettings.from_env(
         {
             env_keys.ENV_TABLE_NAME: TABLE,

@@ -10,6 +10,7 @@ import pytest
 
 from functions.core import metric_names
 from functions.core.deadline import Deadline
+from functions.core.effects import EffectRecord
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
 from functions.core.reconcile import (
@@ -324,3 +325,41 @@ def test_a_run_that_never_reaches_the_received_log_reports_no_lag() -> None:
     report = world.run(Deadline.after(0))
     assert report.received_lag_seconds is None
     assert metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG not in world.metrics.durations
+
+
+def test_a_run_cut_short_after_a_watermark_counts_its_lag_from_the_saved_watermark() -> None:
+    world = World()
+    world.run()  # an empty log: the watermark is set at the received age
+    mark = world.received.mark
+    assert mark is not None
+    # Received just before the watermark: the look-back window finds it, and the run
+    # ends inside that first window, before it saves a watermark of its own.
+    late = builders.inbox_item(delivery(0), received_at=mark - RECEIVED_OVERLAP_SECONDS // 2)
+    world.claims.add(late, listed=False)
+    world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
+    report = world.run(deadline_after_looks(3))
+    assert (report.budget_spent, world.received.mark) == (True, mark)
+    assert world.received.windows == [
+        (mark - RECEIVED_OVERLAP_SECONDS, mark - RECEIVED_OVERLAP_SECONDS + RECEIVED_WINDOW_SECONDS)
+    ]
+    assert report.received_listed == 1
+    # From the watermark itself, not from where the run looked back to.
+    assert report.received_lag_seconds == world.clock.value - mark
+
+
+def test_an_empty_log_reports_the_received_age_as_its_lag() -> None:
+    world = World()
+    assert world.run().received_lag_seconds == CONFIG.received_age_seconds
+
+
+def test_a_failure_after_the_log_is_read_still_reports_its_lag() -> None:
+    class Failing(FakeEffects):
+        def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
+            raise StorageUnavailable("throttled")
+
+    world = World(effects=Failing())
+    with pytest.raises(StorageUnavailable):
+        world.run()
+    assert world.metrics.durations[metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG] == [
+        CONFIG.received_age_seconds
+    ]

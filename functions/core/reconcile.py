@@ -174,8 +174,9 @@ def reconcile(
             _recover(store, item, now=now, stale_before=stale_before, batches=(leases, pending))
     # Reported once the log is read, so that a later failure (the effects below) does not
     # hide how far the log got: its alarm reads a missing figure as behind.
-    lag = None if progress.watermark is None else now - progress.watermark
-    if lag is not None:
+    lag = None
+    if progress.watermark is not None:
+        lag = now - progress.watermark
         metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
     flagged = 0
     with _Batch(queue) as requeued:

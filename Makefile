@@ -14,7 +14,7 @@ LAMBDA_STAMP := $(LAMBDA_VENV)/.stamp-test
 BOOTSTRAP_INPUTS := pyproject.toml constraints.txt bootstrap.py
 
 .DEFAULT_GOAL := setup
-.PHONY: setup test test-lambda check unit integration coverage lint typecheck pytest demo chaos bench clean build synth cfn-lint
+.PHONY: setup test test-lambda check unit integration coverage lint typecheck pytest demo chaos bench clean build synth deploy cfn-lint
 # jsii silences its end-of-life warning only for the node majors listed here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 # A shell that sets PYTHONDONTWRITEBYTECODE makes every run compile every module again
@@ -105,11 +105,16 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 # Writes the templates and the assets (bundled from what is on disk) to cdk.out/
 # with the pinned CDK CLI; offline once build/deps/ holds the pip step's wheels.
-# Node 22 or 24 (docs/deploy.md); an older one still synthesizes here, with a warning.
-NODE_MAJOR = $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+# Node 22 or 24 (docs/deploy.md); with an older one the app warns in one line and goes on.
+# Extra context for both: CDK_ARGS='-c key=value ...' (docs/deploy.md lists the keys).
+CDK_ARGS ?=
 synth: $(DEV_STAMP) node_modules/.package-lock.json
-	@test $(NODE_MAJOR) -ge 22 || echo "warning: Node $(NODE_MAJOR) is end-of-life for the CDK; deploy with Node 22 or 24 (docs/deploy.md)" >&2
-	npx --no-install cdk synth --quiet --no-notices
+	npx --no-install cdk synth --quiet --no-notices $(CDK_ARGS)
+
+# Needs AWS credentials for the target account (and `npx cdk bootstrap` once per
+# account and region, docs/deploy.md).
+deploy: $(DEV_STAMP) node_modules/.package-lock.json
+	npx --no-install cdk deploy --no-notices $(CDK_ARGS)
 
 # W3005: CDK itself adds DependsOn on each function's role next to the GetAtt; redundant, harmless.
 cfn-lint: synth

@@ -6,10 +6,12 @@ it hands over to the project's ``.venv`` (which ``make`` builds), or says what t
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 VENV = Path(__file__).resolve().parent / ".venv"
+MIN_NODE_MAJOR = 22  # the CDK's supported releases (docs/deploy.md)
 
 
 def _in_an_interpreter_with_the_cdk() -> None:
@@ -28,10 +30,48 @@ def _in_an_interpreter_with_the_cdk() -> None:
 
 def main() -> None:
     _in_an_interpreter_with_the_cdk()
-    from infra.application import build_app  # noqa: PLC0415 (needs the CDK: after the check)
+    _node_notice()
+    # Both need the CDK: imported after the check.
+    from infra import refusals  # noqa: PLC0415
+    from infra.application import build_app  # noqa: PLC0415
 
-    app, _stack = build_app()
-    app.synth()
+    _say("building the stack: every function's asset is bundled (the first synth installs wheels)")
+    try:
+        app, _stack = build_app()
+        _say("writing the cloud assembly (cdk-nag checks every resource)")
+        app.synth()
+    except Exception as error:  # a refusal may arrive wrapped by jsii: re-raised unless one
+        # A refused setting or workflow is the deployer's to fix: one line, no traceback.
+        refusal = error if isinstance(error, refusals.REFUSALS) else refusals.noted()
+        if refusal is None:
+            raise
+        sys.exit(f"cdk app: error: {refusal}")
+    _say("synthesized")
+
+
+def _node_notice() -> None:
+    """One line about an end-of-life Node instead of jsii's boxed notice (which the
+    CLI's pipe turns into Python byte strings)."""
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+    try:
+        major = int(
+            subprocess.run(
+                # The node on PATH: the one jsii itself runs.
+                ["node", "-p", "process.versions.node.split('.')[0]"],  # noqa: S607
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return  # jsii reports a missing or broken node itself
+    if major < MIN_NODE_MAJOR:
+        _say(f"warning: Node {major} is end-of-life for the CDK; deploy with Node 22 or 24")
+
+
+def _say(line: str) -> None:
+    print(f"cdk app: {line}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ already in ``cdk.out`` and bundles only what changed; the pip step is cached in
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from infra import refusals
 from infra.bundle import AssetRecipe
 
 # CDK requires an image even when local bundling always succeeds; it is never pulled.
@@ -33,7 +35,12 @@ class LocalBundling:
     def try_bundle(self, output_dir: str, *, image: DockerImage, **options: Any) -> bool:
         """Always bundles here: a failure raises (naming the cause), never falls back
         to Docker. (jsii passes the bundling options as keywords; none matter here.)"""
-        self._recipe.write(Path(output_dir))
+        print(f"cdk app: bundling {self._recipe.asset.name}", file=sys.stderr, flush=True)
+        try:
+            self._recipe.write(Path(output_dir))
+        except refusals.REFUSALS as refusal:
+            refusals.note(refusal)
+            raise
         return True
 
 

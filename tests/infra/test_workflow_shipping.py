@@ -88,6 +88,15 @@ def _project_copy(destination: Path) -> Path:
 
 def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     """What ``npx cdk synth -c key=value ...`` does: run the app with the context."""
+    completed = _run_app(project, outdir, overrides)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    stack = "relaylink-receiver-prod"
+    return dict(json.loads((outdir / f"{stack}.template.json").read_text()))
+
+
+def _run_app(
+    project: Path, outdir: Path, overrides: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     context = json.loads((project / "cdk.json").read_text())["context"] | overrides
     environment = {
         **os.environ,
@@ -96,7 +105,7 @@ def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) 
         "PYTHONPATH": str(project),
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "18,20",
     }
-    completed = subprocess.run(
+    return subprocess.run(
         [sys.executable, "app.py"],
         cwd=project,
         env=environment,
@@ -105,9 +114,6 @@ def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) 
         timeout=600,
         check=False,
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    stack = "relaylink-receiver-prod"
-    return dict(json.loads((outdir / f"{stack}.template.json").read_text()))
 
 
 def _function(template: dict[str, Any], handler: str) -> dict[str, Any]:
@@ -226,6 +232,33 @@ def test_an_import_no_requirement_provides_fails_the_synth(
             | {"workflow": FACTORY, "workflow_source": str(workflow_folder)},
             outdir=str(tmp_path / "cdk.out"),
         )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        (
+            {"worker_max_concurrency": "many"},
+            "cdk app: error: worker_max_concurrency: an integer from 2 to 1000",
+        ),
+        # Refused inside CDK's bundling callback, where jsii wraps every exception.
+        (
+            {"workflow": FACTORY},
+            "cdk app: error: worker imports sortedcontainers but does not bundle it"
+            " (add it to workflow_requirements)",
+        ),
+    ],
+)
+def test_a_refused_synth_says_why_in_one_line_without_a_traceback(
+    tmp_path: Path, workflow_folder: Path, overrides: dict[str, Any], line: str
+) -> None:
+    project = _project_copy(tmp_path / "project")
+    if "workflow" in overrides:
+        overrides = overrides | {"workflow_source": str(workflow_folder)}
+    completed = _run_app(project, tmp_path / "cdk.out", overrides)
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr
+    assert [text for text in completed.stderr.splitlines() if "error" in text] == [line]
 
 
 def test_a_requirement_at_odds_with_the_worker_pins_fails_naming_it() -> None:

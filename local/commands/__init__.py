@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     RECEIVER_UNREACHABLE = "receiver_unreachable"  # send: nothing answers at the URL
     ATTEMPT_REFUSED = "attempt_refused"  # send: the receiver answered, not with a 2xx
     WAIT_DEADLINE = "wait_deadline"  # send --wait: deliveries not final in time
+    INTERRUPTED = "interrupted"  # send: Ctrl-C, with what was sent so far
     AWS_REGION = "aws_region"
     AWS_CREDENTIALS = "aws_credentials"
     AWS_UNAVAILABLE = "aws_unavailable"  # throttling, or the endpoint unreachable

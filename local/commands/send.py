@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SECRET_ENV = "RELAYLINK_SIGNING_SECRET"  # noqa: S105 (a variable name)
 # A person at a terminal wants an answer, not three days of retries.
-TERMINAL_GIVE_UP_SECONDS = 30.0
+GIVE_UP_SECONDS = 30.0
 CONTRACT_SCHEDULE = "contract"
 DEFAULT_WAIT_DEADLINE_SECONDS = 120.0
 FINAL_STATES = frozenset({"completed", "failed", "ignored"})
@@ -39,9 +39,9 @@ def register(subparsers: Any) -> None:
             "does: body serialized once, a fresh timestamp and signature per attempt, "
             "retries on non-2xx, connection errors or no answer within --timeout, on the "
             "contract's back-off (30 s, 2 min, 10 min, 1 h, 6 h, then 12 h, up to 3 days) "
-            "divided by --time-scale; from a terminal it gives up after 30 s instead "
-            "(--give-up-after). Exit 0 only if every delivery was acknowledged (and, with "
-            "--wait, reached a final state in time)."
+            "divided by --time-scale; by default it gives up after 30 s instead "
+            "(--give-up-after contract: the whole schedule). Exit 0 only if every delivery "
+            "was acknowledged (and, with --wait, reached a final state in time)."
         ),
     )
     parser.add_argument("--url", help="receiver URL (default: the --local stack's webhook_url)")
@@ -99,8 +99,8 @@ def register(subparsers: Any) -> None:
         "--give-up-after",
         metavar="SECONDS",
         help="retry a delivery only while the retry starts within SECONDS of its first "
-        f"attempt (default {TERMINAL_GIVE_UP_SECONDS:g} when stdout is a terminal, else "
-        "'contract': the contract's whole 3-day schedule)",
+        f"attempt (default {GIVE_UP_SECONDS:g}; 'contract': the contract's whole 3-day "
+        "schedule, as RelayLink retries)",
     )
     parser.add_argument(
         "--wait",
@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     show_progress = args.progress or sys.stderr.isatty()
     bar = ProgressBar(args.count, sys.stderr) if show_progress else None
     first_failure = FirstFailure(url, timeout=args.timeout, give_up_after=give_up_after)
+    tally = Tally(args.count, bar)
 
     async def send() -> Summary:
         async with Sender(config, on_attempt=first_failure.report) as sender:
@@ -156,10 +157,19 @@ def run(args: argparse.Namespace) -> int:
                 mcp_url=mcp_url,
                 receiver_id=args.receiver_id,
                 package_prefix=args.package_prefix,
-                progress=bar.update if bar else None,
+                progress=tally.update,
             )
 
-    summary = asyncio.run(send())
+    try:
+        summary = asyncio.run(send())
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.finish()
+        print(
+            format_line("send", ErrorCode.INTERRUPTED, tally.said(), level="warning"),
+            file=sys.stderr,
+        )
+        raise
     if bar is not None:
         bar.finish()
     states = _wait_final(summary, state, args.wait_deadline) if state and args.wait else None
@@ -211,7 +221,8 @@ def _give_up_after(args: argparse.Namespace) -> float | None:
     from local.commands import CommandError
 
     if args.give_up_after is None:
-        return TERMINAL_GIVE_UP_SECONDS if sys.stdout.isatty() else None
+        # Whether or not a terminal is attached: a script or CI job must not hang for days.
+        return GIVE_UP_SECONDS
     if args.give_up_after == CONTRACT_SCHEDULE:
         return None
     try:
@@ -323,6 +334,30 @@ def _targets(args: argparse.Namespace) -> tuple[str, list[str], str, LocalState 
     if not mcp_url:
         raise CommandError("--mcp-url is required (or --local STATE_FILE)")
     return url, secrets, mcp_url, state
+
+
+class Tally:
+    """What a run has finished so far: said when it is interrupted."""
+
+    def __init__(self, total: int, bar: ProgressBar | None) -> None:
+        self._total = total
+        self._bar = bar
+        self._done = 0
+        self._acknowledged = 0
+
+    def update(self, result: DeliveryResult) -> None:
+        self._done += 1
+        self._acknowledged += result.acknowledged
+        if self._bar is not None:
+            self._bar.update(result)
+
+    def said(self) -> str:
+        unfinished = self._total - self._done
+        return (
+            f"{self._acknowledged} of {self._total} deliveries acknowledged,"
+            f" {self._done - self._acknowledged} gave up, {unfinished} not finished"
+            " (a delivery not finished may still have reached the receiver)"
+        )
 
 
 class ProgressBar:

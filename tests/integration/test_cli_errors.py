@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -418,10 +418,11 @@ def test_send_says_at_the_first_failed_attempt_that_nothing_answers() -> None:
     assert "s3cr3t-path" not in done.stdout + done.stderr
 
 
-def _first_warning(stdout_is_a_terminal: bool) -> tuple[str, int]:
-    """Send to nothing; the first warning line, then Ctrl-C and the exit status."""
+def _first_warning(stdout_is_a_terminal: bool, extra: Sequence[str] = ()) -> tuple[str, int, str]:
+    """Send to nothing; the first warning line, then Ctrl-C: the exit status and the
+    rest of stderr."""
     port = free_port()
-    argv = [*CLI, "send", "--url", f"http://127.0.0.1:{port}/r", "--secret", SECRET]
+    argv = [*CLI, "send", "--url", f"http://127.0.0.1:{port}/r", "--secret", SECRET, *extra]
     terminal, other_end = pty.openpty() if stdout_is_a_terminal else (-1, -1)
     try:
         with subprocess.Popen(
@@ -436,22 +437,34 @@ def _first_warning(stdout_is_a_terminal: bool) -> tuple[str, int]:
             line = sending.stderr.readline()
             sending.send_signal(signal.SIGINT)
             status = sending.wait(timeout=SUBPROCESS_SECONDS)
-            assert "Traceback" not in sending.stderr.read()
+            rest = sending.stderr.read()
+            assert "Traceback" not in rest
     finally:
         if stdout_is_a_terminal:
             os.close(terminal)
             os.close(other_end)
-    return line, status
+    return line, status, rest
 
 
-def test_send_from_a_terminal_gives_up_after_30_seconds_by_default() -> None:
-    line, status = _first_warning(stdout_is_a_terminal=True)
+@pytest.mark.parametrize("stdout_is_a_terminal", [True, False])
+def test_send_gives_up_after_30_seconds_by_default_terminal_or_not(
+    stdout_is_a_terminal: bool,
+) -> None:
+    line, status, rest = _first_warning(stdout_is_a_terminal=stdout_is_a_terminal)
     assert line.endswith("retrying for up to 30 s (--give-up-after)\n")
-    assert status == 130  # Ctrl-C: quiet, the shell's status for SIGINT
+    assert status == 130  # Ctrl-C: the shell's status for SIGINT
+    # Interrupted, it says what it had sent (nothing was acknowledged: nothing answers).
+    assert rest == (
+        "relaylink-receiver send: warning: interrupted: 0 of 1 deliveries acknowledged,"
+        " 0 gave up, 1 not finished (a delivery not finished may still have reached the"
+        " receiver)\n"
+    )
 
 
-def test_send_from_a_script_keeps_the_contract_schedule() -> None:
-    line, status = _first_warning(stdout_is_a_terminal=False)
+def test_send_keeps_the_contract_schedule_when_asked() -> None:
+    line, status, _rest = _first_warning(
+        stdout_is_a_terminal=False, extra=["--give-up-after", "contract"]
+    )
     assert line.endswith("retrying on the contract's schedule for up to 3 days (Ctrl-C stops)\n")
     assert status == 130
 

@@ -10,6 +10,7 @@ import time
 import uuid
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 
 class Stop(Exception):
@@ -45,6 +46,29 @@ def announce_ready(path: str | None) -> None:
     temporary = target.with_suffix(".tmp")
     temporary.write_text(str(os.getpid()))
     temporary.replace(target)
+
+
+# The last line a child writes to its log when it refuses to start; the supervisor
+# reports it as the stack's reason.
+REFUSAL_PREFIX = "refused to start: "
+REFUSED_EXIT_STATUS = 3
+
+
+def refuse_start(reason: str) -> NoReturn:
+    """Say why this child cannot serve (one line, for the supervisor) and exit."""
+    print(REFUSAL_PREFIX + " ".join(reason.split()), file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(REFUSED_EXIT_STATUS)
+
+
+def refusal_in(log_file: Path) -> str | None:
+    """The reason a child gave for refusing to start, from the end of its log."""
+    try:
+        lines = log_file.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return None
+    last = lines[-1] if lines else ""
+    return last.removeprefix(REFUSAL_PREFIX) if last.startswith(REFUSAL_PREFIX) else None
 
 
 def quiet_exit() -> None:

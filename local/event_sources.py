@@ -49,9 +49,12 @@ from local.child import (
     exit_with_parent,
     install_stop_signals,
     quiet_exit,
+    refuse_start,
 )
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from mypy_boto3_dynamodbstreams.client import DynamoDBStreamsClient
     from mypy_boto3_dynamodbstreams.type_defs import (
         GetShardIteratorInputTypeDef,
@@ -427,6 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from functions.relay import handler as relay  # noqa: PLC0415
     from functions.worker import handler as worker  # noqa: PLC0415
 
+    _build_the_worker(worker)
     region = os.environ.get("AWS_REGION", "us-east-1")
     sqs = boto3.client("sqs")
     streams = boto3.client("dynamodbstreams")
@@ -478,6 +482,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop.set()
     quiet_exit()
     return 0
+
+
+def _build_the_worker(worker: ModuleType) -> None:
+    """Build the worker's dependencies, its workflow included, before serving: a
+    workflow that cannot be loaded or built refuses the start, naming it, instead of
+    leaving every delivery pending behind a ready stack."""
+    try:
+        worker.container_deps.get()
+    except Exception as exc:  # noqa: BLE001 (whatever the team's factory raises: reported)
+        workflow = os.environ.get(env_keys.ENV_WORKFLOW, "")
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        refuse_start(f"the worker cannot build workflow {workflow!r}: {detail}")
 
 
 if __name__ == "__main__":

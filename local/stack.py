@@ -41,6 +41,7 @@ from local.alert_counter import AlertCounter
 from local.aws_clients import AwsClients
 from local.aws_emulator import AwsEmulatorProcess
 from local.aws_resources import create_alert_topic, create_stack_resources
+from local.child import refusal_in
 from local.function_environments import front_door_environment, worker_side_environment
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
@@ -80,6 +81,10 @@ class KilledProcess:
     pid: int
     started_at: float
     killed_at: float
+
+
+class StartRefused(RuntimeError):
+    """A child refused to start for a reason the user fixes (its one line)."""
 
 
 @dataclass
@@ -323,6 +328,8 @@ class LocalStack:
         while not all(child.ready() and not child.exited() for child in self._children.values()):
             for child in self._children.values():
                 if child.exited() and (self._monitor is None or self._stopping.is_set()):
+                    if (reason := refusal_in(child.log_file)) is not None:
+                        raise StartRefused(reason)
                     raise RuntimeError(
                         f"{child.role} exited before serving (log: {child.log_file})"
                     )

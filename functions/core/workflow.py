@@ -83,9 +83,14 @@ def load_workflow(spec: str, context: WorkflowContext) -> Workflow:
         )
     try:
         module = importlib.import_module(_importable(module_name))
+    except ImportError as exc:
+        raise ValueError(
+            f"workflow {spec!r}: module {module_name!r} cannot be imported ({exc})"
+        ) from exc
+    try:
         target: object = getattr(module, attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"workflow {spec!r} cannot be imported") from exc
+    except AttributeError as exc:
+        raise ValueError(f"workflow {spec!r}: module {module_name!r} has no {attribute!r}") from exc
     if not hasattr(target, "run") and callable(target):
         target = target(context)
     if not callable(getattr(target, "run", None)):

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     STACK_UNREACHABLE = "stack_unreachable"  # the local stack is stopped
     PORT_IN_USE = "port_in_use"
     START_FAILED = "start_failed"
+    WORKFLOW_INVALID = "workflow_invalid"  # local: the worker cannot load or build it
     RECEIVER_UNREACHABLE = "receiver_unreachable"  # send: nothing answers at the URL
     ATTEMPT_REFUSED = "attempt_refused"  # send: the receiver answered, not with a 2xx
     WAIT_DEADLINE = "wait_deadline"  # send --wait: deliveries not final in time

@@ -151,7 +151,7 @@ def _port_free(port: int) -> bool:
 
 def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
     from local.commands import CommandError, ErrorCode  # noqa: PLC0415
-    from local.stack import LocalStack  # noqa: PLC0415
+    from local.stack import LocalStack, StartRefused  # noqa: PLC0415
     from local.stack_options import StackOptions  # noqa: PLC0415
 
     options = StackOptions(
@@ -186,6 +186,8 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
         raise CommandError(
             f"cannot start: {exc.strerror or exc}", code=ErrorCode.START_FAILED
         ) from None
+    except StartRefused as refusal:
+        raise CommandError(str(refusal), code=ErrorCode.WORKFLOW_INVALID) from None
     except (RuntimeError, TimeoutError):
         # Their message names the run folder, deleted by now unless --run-dir kept it.
         raise CommandError(

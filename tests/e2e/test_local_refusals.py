@@ -1,0 +1,44 @@
+"""``local`` builds the worker's workflow before it says ready: a workflow that cannot
+be loaded or built refuses the start in one line naming it, instead of a stack whose
+deliveries all stay pending."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "ops.cli"]
+DEADLINE_SECONDS = 60.0
+FACTORY_THAT_RAISES = "def build(context):\n    raise ValueError()\n"
+
+
+@pytest.mark.parametrize(
+    ("workflow", "reason"),
+    [
+        ("team_flow_absent:build", "module 'team_flow_absent' cannot be imported"),
+        ("team_flow:absent", "module 'team_flow' has no 'absent'"),
+        ("team_flow:build", ": ValueError"),
+    ],
+)
+def test_local_refuses_to_start_a_workflow_it_cannot_build(
+    tmp_path: Path, workflow: str, reason: str
+) -> None:
+    (tmp_path / "team_flow.py").write_text(FACTORY_THAT_RAISES)
+    started = subprocess.run(
+        [*CLI, "local", "--workflow", workflow, "--workflow-source", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_SECONDS,
+        check=False,
+    )
+    assert started.returncode == 2
+    assert "ready" not in started.stdout
+    (line,) = started.stderr.splitlines()
+    assert line.startswith(
+        "relaylink-receiver local: error: workflow_invalid: the worker cannot build"
+        f" workflow {workflow!r}: "
+    )
+    assert reason in line

@@ -30,6 +30,9 @@ WAIT_SECONDS = 30.0
 TIME_SCALE = 100.0  # RelayLink's 30 s back-off becomes 0.3 s
 
 
+NOT_STORED = "(not stored)"  # how a delivery the receiver refused is narrated
+
+
 @dataclass
 class Row:
     """One scenario step and what it should end in."""
@@ -94,9 +97,8 @@ class Scenario:
         if row.expect_answers is not None and set(row.answers) != row.expect_answers:
             row.failures.append(f"answers {row.answers}, expected {sorted(row.expect_answers)}")
         verdict = "ok" if not row.failures else "FAILED: " + "; ".join(row.failures)
-        self.say(
-            f"   -> answers {' '.join(row.answers)}; {row.state}; effects {row.effects}; {verdict}"
-        )
+        answers, state = " ".join(row.answers), row.state or NOT_STORED
+        self.say(f"   -> answers {answers}; {state}; effects {row.effects}; {verdict}")
 
     # --- the steps ---------------------------------------------------------------
     async def normal(self, sender: Sender) -> None:
@@ -246,7 +248,7 @@ class Scenario:
                 row.label,
                 str(len(row.attempts)),
                 " ".join(row.answers),
-                row.state or "(not stored)",
+                row.state or NOT_STORED,
                 str(row.effects),
                 "ok" if not row.failures else "FAILED",
             )

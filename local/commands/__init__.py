@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     ATTEMPT_REFUSED = "attempt_refused"  # send: the receiver answered, not with a 2xx
     WAIT_DEADLINE = "wait_deadline"  # send --wait: deliveries not final in time
     INTERRUPTED = "interrupted"  # send: Ctrl-C, with what was sent so far
+    UNKNOWN_DELIVERY = "unknown_delivery"  # inbox show: no such delivery id
     AWS_REGION = "aws_region"
     AWS_CREDENTIALS = "aws_credentials"
     AWS_UNAVAILABLE = "aws_unavailable"  # throttling, or the endpoint unreachable

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import secrets
 from typing import Any
@@ -38,12 +39,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from local.commands import CommandError, ErrorCode
     from ops.console.routes import Console
     from ops.console.server import bind
 
     if not 0 <= args.port <= 65535:
-        raise CommandError("--port must be between 0 and 65535")
+        raise CommandError("--port must be between 0 and 65535", code=ErrorCode.BAD_OPTION)
     target = open_target(args)
     cloudwatch = None
     stack = None
@@ -63,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = bind(console, args.port)
     except OSError as exc:
-        raise CommandError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}") from None
+        busy = exc.errno == errno.EADDRINUSE
+        raise CommandError(
+            f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}",
+            code=ErrorCode.PORT_IN_USE if busy else ErrorCode.START_FAILED,
+        ) from None
     port = server.server_address[1]
     print(f"console http://127.0.0.1:{port}/?token={console.token}", flush=True)
     try:

@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from local.commands import ErrorCode, format_line
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
@@ -64,7 +65,8 @@ def run_show(args: argparse.Namespace) -> int:
     target = open_target(args)
     item = operator_call(inbox.show_inbox, target, args.delivery_id)
     if item is None:
-        print(f"inbox show: no delivery {args.delivery_id}", file=sys.stderr)
+        message = f"no delivery {args.delivery_id} in the inbox"
+        print(format_line("inbox", ErrorCode.UNKNOWN_DELIVERY, message), file=sys.stderr)
         return 1
     view = inbox.inbox_view(item)
     progress = operator_call(inbox.show_progress, target, args.delivery_id, item)

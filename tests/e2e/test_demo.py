@@ -18,6 +18,9 @@ def test_demo_scenario_ends_with_every_invariant_holding() -> None:
     rows = [line for line in text.splitlines() if line.endswith("  ok") or "FAILED" in line]
     assert len(rows) == 12, text
     assert "receiver killed mid-flight" in text
+    # The forged request is narrated as never stored, not as a Python None.
+    assert "answers 401; (not stored); effects 0; ok" in text
+    assert "None" not in text
     # The agent table: delivery, model calls, alerts, final state, check.
     agent = {
         label: cells.split()

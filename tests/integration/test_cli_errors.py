@@ -227,6 +227,19 @@ def test_local_on_a_busy_port_names_it_and_how_to_pick_another() -> None:
     assert "relaylink-local-" not in message  # no run folder (deleted on exit) named
 
 
+def test_console_on_a_busy_port_says_so_in_the_one_form(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, out, err = run_cli(capsys, stack.cli("console", "--port", str(port)))
+    assert (status, out) == (2, "")
+    message = one_error(err, "console", ErrorCode.PORT_IN_USE)
+    assert message == f"cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
 # --- a closed pipe -------------------------------------------------------------------------
 
 

@@ -63,7 +63,9 @@ def test_inbox_show_text_and_unknown_id(stack: Stack, capsys: pytest.CaptureFixt
     unknown = str(uuid.uuid4())
     status, out, err = run_cli(capsys, stack.cli("inbox", "show", unknown))
     assert status == 1 and out == ""
-    assert f"no delivery {unknown}" in err
+    assert err == (
+        f"relaylink-receiver inbox: error: unknown_delivery: no delivery {unknown} in the inbox\n"
+    )
 
 
 def test_inbox_list_by_state_with_a_limit_reads_only_the_most_recently_listed(

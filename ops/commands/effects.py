@@ -77,6 +77,7 @@ def register(subparsers: Any) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     from local.commands import CommandError, ErrorCode
+    from local.text_table import aligned
     from ops import effects
 
     if args.older_than < 0:
@@ -92,16 +93,20 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"count": len(found), "effects": [e.to_dict() for e in found]})
         return 0
-    print(
-        f"{'intent_at':<20}  {'flagged_at':<20}  {'doubt':<9}  {'delivery_id':<36}"
-        "  effect  idempotency_key"
-    )
-    for effect in found:
-        record = effect.record
-        print(
-            f"{iso(record.intent_at):<20}  {iso(record.flagged_at) or '-':<20}"
-            f"  {effect.doubt.value:<9}  {record.delivery_id:<36}  {record.name}  {record.key}"
+    rows = [
+        (
+            iso(e.record.intent_at),
+            iso(e.record.flagged_at) or "-",
+            e.doubt.value,
+            e.record.delivery_id,
+            e.record.name,
+            e.record.key,
         )
+        for e in found
+    ]
+    header = ("intent_at", "flagged_at", "doubt", "delivery_id", "effect", "idempotency_key")
+    for line in aligned(header, rows):
+        print(line)
     print(f"{len(found)} effect(s) in doubt")
     return 0
 

@@ -103,6 +103,12 @@ def test_effects_list_finds_intents_not_done_or_cleared_effects(
     status, out, _ = run_cli(capsys, stack.cli("effects", "list"))
     assert status == 0
     assert out.strip().endswith("3 effect(s) in doubt")
+    # Every column starts where its header does, whatever the effect names' lengths.
+    header, _rule, *rows, _count = out.splitlines()
+    starts = [header.index(name) for name in ("doubt", "effect ", "idempotency_key")]
+    for row in rows:
+        assert [row[start - 2 : start] for start in starts] == ["  "] * 3
+        assert row[starts[-1]] != " " and row[starts[1]] != " "
     assert f"{stale}:notify" in out and done not in out and cleared not in out
     status, out, err = run_cli(capsys, stack.cli("effects", "list", "--older-than", "-1"))
     assert (status, out) == (2, "")

@@ -455,17 +455,22 @@ class FakeBudget:
     default_limit: int
     configured: int | None = None
     days: dict[str, BudgetDay] = field(default_factory=dict)
+    open_reservations: set[str] = field(default_factory=set)
 
-    def reserve(self, day: str, tokens: int) -> bool:
+    def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
+        if reservation_id in self.open_reservations:
+            return True
         current = self.get(day)
         if current.reserved + tokens > current.limit:
             return False
         self.days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+        self.open_reservations.add(reservation_id)
         return True
 
-    def settle(self, day: str, *, reserved: int, used: int) -> None:
+    def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
         current = self.days.get(day)
-        if current is not None:
+        if current is not None and reservation_id in self.open_reservations:
+            self.open_reservations.discard(reservation_id)
             self.days[day] = dataclasses.replace(
                 current, reserved=current.reserved - reserved + used, used=current.used + used
             )

@@ -34,7 +34,7 @@ from functions.core.budget import TokenBudget
 from functions.core.models import State, WorkItem
 from functions.core.steps import StepStatus
 from functions.workflows.agent import MODEL_STEP
-from local.bedrock_emulator import RunningEmulator
+from local.bedrock_emulator import ConverseError, RunningEmulator
 from local.mcp_server import RunningServer
 from local.testkit.moto_world import REGION, TABLE, MotoWorld
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
@@ -353,3 +353,30 @@ def test_budget_below_one_call_fails_every_delivery_at_once_naming_the_budget(
     named = [r for r in caplog.records if "daily_token_budget" in r.getMessage()]
     assert len(named) == len(works)
     assert {getattr(r, "daily_token_limit", None) for r in named} == {50}
+
+
+def test_a_model_call_that_may_have_run_stays_counted_at_its_estimate(
+    stack: AgentStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Bedrock answers the first call with a 500: the model may have run (and been paid).
+    stack.emulator.emulator.fail_next(1, ConverseError.INTERNAL_SERVER)
+    work = stack.deliver()
+    messages = stack.aws.receive()
+    stack.worker().run(messages)
+    inbox = stack.aws.inbox(work.delivery_id)
+    assert (inbox.state, inbox.last_error) == (State.PENDING, "model_unavailable")
+    assert stack.emulator.calls() == {work.delivery_id: 1}  # one HTTP request, no SDK retry
+    day = stack.budget().show(stack.aws.clock.now())
+    estimate = day.reserved
+    assert estimate > 0 and day.used == 0  # at its estimate, not settled at 0
+    # The retry calls again and settles its own reservation; the first stays counted.
+    stack.aws.clock.advance(LEASE_SECONDS + 1)
+    stack.aws.make_visible(messages)
+    stack.worker().run_visible()
+    assert stack.aws.inbox(work.delivery_id).state is State.COMPLETED
+    assert stack.emulator.calls() == {work.delivery_id: 2}
+    day = stack.budget().show(stack.aws.clock.now())
+    assert 0 < day.used < estimate
+    assert day.reserved == estimate + day.used
+    metrics = emitted_metrics(capsys.readouterr().out)
+    assert metrics[metric_names.METRIC_MODEL_CALLS] == 2

@@ -8,15 +8,14 @@ its own process); deliveries come in signed over HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State
-from local.sender import Sender, SenderConfig
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 from tests.e2e.stacks import audited
+from tests.e2e.test_pipeline_over_http import _send as send
 from tests.polling import poll
 
 COUNT = 4
@@ -42,23 +41,10 @@ def test_a_daily_budget_below_one_call_fails_every_delivery_at_once_naming_it() 
         seed=13, workflow="agent", workflow_settings={"daily_token_budget": str(BUDGET)}
     )
     with audited(options) as stack:
-        state = stack.state
-
-        async def send() -> list[str]:
-            config = SenderConfig(
-                url=state.webhook_url,
-                secrets=tuple(state.signing_secrets),
-                timeout_seconds=10.0,
-                concurrency=COUNT,
-                seed=13,
-            )
-            async with Sender(config) as sender:
-                summary = await sender.send_new(COUNT, mcp_url=state.mcp_url)
-            assert summary.all_acknowledged
-            return [result.delivery_id for result in summary.results]
-
         started = time.monotonic()
-        ids = asyncio.run(send())
+        summary = send(stack, COUNT)
+        assert summary.all_acknowledged
+        ids = [result.delivery_id for result in summary.results]
         items = poll(
             lambda: _inbox(stack, ids),
             lambda seen: all(i is not None and i.state is State.FAILED for i in seen),

@@ -59,12 +59,16 @@ class BudgetDay:
         reserved: tokens counted against the limit: open reservations at their
             estimate, settled ones at what they used.
         used: tokens that settled calls actually used.
+        open_reservations: reservations not settled: calls in flight, and those
+            counted at their estimate for good (their worker died, or their outcome
+            is unknown).
     """
 
     day: str
     limit: int
     reserved: int
     used: int
+    open_reservations: int = 0
 
     @property
     def remaining(self) -> int:

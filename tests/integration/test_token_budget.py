@@ -67,7 +67,9 @@ def test_operator_limit_applies_today_and_to_days_not_opened_yet(store: DynamoDb
     budget = TokenBudget(store)
     budget.require(1000, NOW)
     budget.set_limit(1500, NOW)
-    assert budget.show(NOW) == BudgetDay(TODAY, limit=1500, reserved=1000, used=0)
+    assert budget.show(NOW) == BudgetDay(
+        TODAY, limit=1500, reserved=1000, used=0, open_reservations=1
+    )
     assert budget.reserve(500, NOW) is not None
     assert budget.reserve(1, NOW) is None
     tomorrow = next_day_starts(NOW)
@@ -150,7 +152,9 @@ def test_reservation_and_settlement_whose_answers_are_lost_count_once(
     lost = LostAnswers(dynamodb, how)
     lost.arm()
     reservation = budget.require(4_000, NOW)
-    assert budget.show(NOW) == BudgetDay(TODAY, limit=10_000, reserved=4_000, used=0)
+    assert budget.show(NOW) == BudgetDay(
+        TODAY, limit=10_000, reserved=4_000, used=0, open_reservations=1
+    )
     lost.arm()
     budget.settle(reservation, 1_000)
     assert lost.lost == 2
@@ -268,7 +272,9 @@ def test_concurrent_reservations_admit_exactly_the_limit(
 
     admitted = reserve_concurrently(budgets, one_token)
     assert len(admitted) == limit
-    assert budgets[0].show(NOW) == BudgetDay(TODAY, limit=limit, reserved=limit, used=0)
+    assert budgets[0].show(NOW) == BudgetDay(
+        TODAY, limit=limit, reserved=limit, used=0, open_reservations=limit
+    )
 
 
 def test_concurrent_reservations_and_settlements_keep_the_counters_exact(

@@ -35,7 +35,9 @@ def test_reserve_admits_until_the_limit_then_refuses() -> None:
     assert budget.reserve(600, NOW) == Reservation(TODAY, 600, "r0")
     assert budget.reserve(400, NOW) == Reservation(TODAY, 400, "r1")
     assert budget.reserve(1, NOW) is None
-    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=1000, used=0)
+    assert budget.show(NOW) == BudgetDay(
+        TODAY, limit=1000, reserved=1000, used=0, open_reservations=2
+    )
     assert budget.reserve(1000, TOMORROW_STARTS) == Reservation("2025-10-10", 1000, "r3")
 
 

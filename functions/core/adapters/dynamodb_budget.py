@@ -94,6 +94,7 @@ def day_from_item(day: str, item: dynamodb_items.Item) -> BudgetDay:
         limit=int(item["limit"]["N"]),
         reserved=int(item["reserved"]["N"]),
         used=int(item["used"]["N"]),
+        open_reservations=len(item.get(OPEN_RESERVATIONS, {}).get("SS", [])),
     )
 
 

@@ -29,7 +29,7 @@ class BudgetStatus:
     limit: int | None
     reserved: int
     used: int
-    open_reservations: int = 0  # counted at their estimate: in flight, or never settled
+    open_reservations: int = 0  # at their estimate: in flight, or left by a dead worker
 
     @property
     def remaining(self) -> int | None:

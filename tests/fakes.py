@@ -482,6 +482,12 @@ class FakeBudget:
                 open_reservations=len(opened),
             )
 
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        opened = self.opened.get(day, set())
+        opened.discard(reservation_id)
+        if day in self.days:
+            self.days[day] = dataclasses.replace(self.days[day], open_reservations=len(opened))
+
     def set_limit(self, day: str, tokens: int) -> None:
         self.configured = tokens
         self.days[day] = dataclasses.replace(self.get(day), limit=tokens)

@@ -59,9 +59,8 @@ class BudgetDay:
         reserved: tokens counted against the limit: open reservations at their
             estimate, settled ones at what they used.
         used: tokens that settled calls actually used.
-        open_reservations: reservations not settled: calls in flight, and those
-            counted at their estimate for good (their worker died, or their outcome
-            is unknown).
+        open_reservations: reservations neither settled nor kept: calls in flight,
+            and those whose worker died (counted at their estimate for good).
     """
 
     day: str
@@ -88,6 +87,10 @@ class BudgetStore(Protocol):
     def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
         """Replace the open reservation of ``reserved`` tokens by the ``used`` ones, once;
         nothing when it is settled already (or its day expired)."""
+        ...
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        """Close the open reservation at its estimate for good, once (the counters stay)."""
         ...
 
     def set_limit(self, day: str, tokens: int) -> None:
@@ -160,6 +163,11 @@ class TokenBudget:
             reserved=reservation.tokens,
             used=used_tokens,
         )
+
+    def keep(self, reservation: Reservation) -> None:
+        """Count the reservation at its estimate for good: its call's outcome is unknown
+        (it may have run). Its id leaves the day's open reservations; nothing is freed."""
+        self._store.keep(reservation.day, reservation_id=reservation.id)
 
     def show(self, now: int) -> BudgetDay:
         return self._store.get(budget_day(now))

@@ -20,12 +20,12 @@ The delivery completes once ``run`` returns, that is after the alert's done reco
 the prompt's estimate plus ``max_tokens`` (:meth:`TokenBudget.require`); after the
 call the reservation is settled with the tokens the answer reports, once. A call the
 service refused before the model ran (throttled, rejected) is settled at zero. A
-reservation whose worker died before settling it (or whose call failed in a way that
-may have run the model: a 5xx, a timeout, a connection lost) stays counted at its
-estimate: the budget errs towards spending less. A spent budget raises
-:class:`~functions.core.errors.BudgetExhausted` and the worker lets the delivery wait
-for the next UTC day or a higher limit. A call larger than the day's whole limit
-(``daily_token_budget``, or the limit an operator set) raises
+reservation whose worker died before settling it stays counted at its estimate, and
+so does one whose call failed in a way that may have run the model (a 5xx, a timeout,
+a connection lost: :meth:`TokenBudget.keep`): the budget errs towards spending less.
+A spent budget raises :class:`~functions.core.errors.BudgetExhausted` and the worker
+lets the delivery wait for the next UTC day or a higher limit. A call larger than
+the day's whole limit (``daily_token_budget``, or the limit an operator set) raises
 :class:`~functions.core.errors.BudgetTooSmall` (``budget_too_small``): the delivery
 fails at once, and the log line says the call's reservation, the limit and the setting.
 
@@ -349,7 +349,10 @@ class AgentWorkflow:
         except (NotApplied, PermanentError):
             self._settle(reservation, 0)  # refused before the model ran: nothing used
             raise
-        # Any other failure may have run the model: its reservation stays as it is.
+        except Exception:
+            # Any other failure may have run the model: counted at its estimate for good.
+            self._settle(reservation, None)
+            raise
         self._settle(reservation, answer.input_tokens + answer.output_tokens)
         summary = ModelSummary.of(answer)
         logger.info(
@@ -383,11 +386,15 @@ class AgentWorkflow:
             )
             raise
 
-    def _settle(self, reservation: Reservation | None, used: int) -> None:
+    def _settle(self, reservation: Reservation | None, used: int | None) -> None:
+        """Settle at ``used`` tokens; None: the outcome is unknown, keep the estimate."""
         if reservation is None or self._budget is None:
             return
         try:
-            self._budget.settle(reservation, used)
+            if used is None:
+                self._budget.keep(reservation)
+            else:
+                self._budget.settle(reservation, used)
         except TransientError:
             # The answer is paid for either way: a failed settlement must not fail the
             # step (which would call the model again). The reservation stays counted

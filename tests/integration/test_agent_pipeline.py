@@ -369,6 +369,7 @@ def test_a_model_call_that_may_have_run_stays_counted_at_its_estimate(
     day = stack.budget().show(stack.aws.clock.now())
     estimate = day.reserved
     assert estimate > 0 and day.used == 0  # at its estimate, not settled at 0
+    assert day.open_reservations == 0  # kept for good, not left open
     # The retry calls again and settles its own reservation; the first stays counted.
     stack.aws.clock.advance(LEASE_SECONDS + 1)
     stack.aws.make_visible(messages)

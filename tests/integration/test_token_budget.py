@@ -183,6 +183,18 @@ def test_open_reservations_are_listed_on_the_day_until_settled(
     assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=30, used=30)
 
 
+def test_a_kept_reservation_stays_counted_and_leaves_the_open_ones(
+    store: DynamoDbBudget,
+) -> None:
+    budget = TokenBudget(store)
+    reservation = budget.require(300, NOW)
+    budget.keep(reservation)  # the call's outcome is unknown
+    budget.keep(reservation)
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=300, used=0)
+    budget.settle(reservation, 10)  # closed already: nothing moves
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=300, used=0)
+
+
 def test_a_call_larger_than_the_day_limit_is_refused_as_too_small(store: DynamoDbBudget) -> None:
     budget = TokenBudget(store)
     with pytest.raises(BudgetTooSmall) as raised:

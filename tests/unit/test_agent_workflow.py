@@ -310,6 +310,7 @@ def test_call_that_may_have_run_keeps_its_reservation(world: World) -> None:
     with pytest.raises(TransientError, match="model_unavailable"):
         world.attempt()
     assert world.day().reserved == world.estimate()
+    assert world.day().open_reservations == 0  # kept at its estimate, not left open
     world.attempt()
     assert (world.day().reserved, world.day().used) == (world.estimate() + 940, 940)
 

@@ -22,12 +22,14 @@ tokens that were spent. So the same UpdateItem that moves the counters adds the
 reservation's id to ``open_reservations`` (on condition that it is not there yet), and
 its settlement removes it (on condition that it is there). A resent reservation finds
 its id and is reported admitted; a resent settlement finds it gone and does nothing.
+A call whose outcome is unknown is *kept*: its id leaves the set, its tokens stay
+counted at the estimate.
 The ids live on the day item itself, not in items of their own written in a
 transaction: a day is one hot item that every worker writes, single-item updates on
 it never conflict (concurrent transactions on one item cancel each other) and cost a
 quarter of a two-item transaction's write units. The set holds only the reservations
-in flight and the few never settled (a worker that died, a call of unknown outcome),
-which stay counted at their estimate anyway.
+in flight and the few a dead worker left (counted at their estimate for good), so the
+item stays small: a write's units grow with the item's size.
 """
 
 from __future__ import annotations
@@ -144,6 +146,15 @@ class DynamoDbBudget:
             },
             sends=_SENDS,
         )  # refused when settled already (a resent write) or the day expired: nothing to do
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        self._update(
+            day,
+            "DELETE #open :ids",
+            _OPEN,
+            {":ids": {"SS": [reservation_id]}, ":id": {"S": reservation_id}},
+            sends=_SENDS,
+        )  # refused when settled or kept already: nothing to do
 
     def set_limit(self, day: str, tokens: int) -> None:
         dynamodb_requests.conditional(

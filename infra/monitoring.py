@@ -202,6 +202,12 @@ class Monitoring(Construct):
             "An external effect's outcome is uncertain and awaits reconciliation.",
         )
         self._alarm(
+            "BudgetExhausted",
+            custom_metric(metric_names.METRIC_BUDGET_EXHAUSTED),
+            "Model calls wait for the daily token budget (spent, or paused at 0): their "
+            "deliveries are deferred until the next UTC day or a higher limit.",
+        )
+        self._alarm(
             "ReconcilerErrors",
             watched.reconciler.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
             "The reconciler failed: lost work is not being re-enqueued.",

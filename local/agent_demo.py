@@ -230,7 +230,8 @@ class AgentScenario:
             "until the operator raises the limit and requeues it; one model call, one alert."
         )
         row = AgentRow("budget spent, then raised", self.new(), 1, None)
-        await asyncio.to_thread(self.budget_store.set_limit, 1, int(time.time()))
+        # A limit of 0 pauses model calls (a limit above 0 but below one call fails them).
+        await asyncio.to_thread(self.budget_store.set_limit, 0, int(time.time()))
         await sender.deliver(row.delivery)
         waiting = await self.until(
             "the delivery deferred", lambda: self.inbox(row)[1] == BudgetExhausted.code

@@ -29,6 +29,7 @@ class BudgetStatus:
     limit: int | None
     reserved: int
     used: int
+    open_reservations: int = 0  # at their estimate: in flight, or left by a dead worker
 
     @property
     def remaining(self) -> int | None:
@@ -38,9 +39,10 @@ class BudgetStatus:
         return {
             "day": self.day,
             "limit": self.limit,
+            "open_reservations": self.open_reservations,
+            "remaining": self.remaining,
             "reserved": self.reserved,
             "used": self.used,
-            "remaining": self.remaining,
         }
 
 
@@ -52,7 +54,7 @@ def _budget(target: Target) -> TokenBudget:
 
 def _status(day: BudgetDay) -> BudgetStatus:
     limit = None if day.limit == _NOT_SET else day.limit
-    return BudgetStatus(day.day, limit, day.reserved, day.used)
+    return BudgetStatus(day.day, limit, day.reserved, day.used, day.open_reservations)
 
 
 def show_budget(target: Target, *, now: int) -> BudgetStatus:

@@ -455,20 +455,38 @@ class FakeBudget:
     default_limit: int
     configured: int | None = None
     days: dict[str, BudgetDay] = field(default_factory=dict)
+    opened: dict[str, set[str]] = field(default_factory=dict)  # the open ids of each day
 
-    def reserve(self, day: str, tokens: int) -> bool:
+    def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
         current = self.get(day)
+        opened = self.opened.setdefault(day, set())
+        if reservation_id in opened:
+            return True
         if current.reserved + tokens > current.limit:
             return False
-        self.days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+        opened.add(reservation_id)
+        self.days[day] = dataclasses.replace(
+            current, reserved=current.reserved + tokens, open_reservations=len(opened)
+        )
         return True
 
-    def settle(self, day: str, *, reserved: int, used: int) -> None:
+    def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
         current = self.days.get(day)
-        if current is not None:
+        opened = self.opened.get(day, set())
+        if current is not None and reservation_id in opened:
+            opened.discard(reservation_id)
             self.days[day] = dataclasses.replace(
-                current, reserved=current.reserved - reserved + used, used=current.used + used
+                current,
+                reserved=current.reserved - reserved + used,
+                used=current.used + used,
+                open_reservations=len(opened),
             )
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        opened = self.opened.get(day, set())
+        opened.discard(reservation_id)
+        if day in self.days:
+            self.days[day] = dataclasses.replace(self.days[day], open_reservations=len(opened))
 
     def set_limit(self, day: str, tokens: int) -> None:
         self.configured = tokens

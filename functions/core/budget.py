@@ -4,33 +4,50 @@ Before a call, a workflow reserves the most tokens the call may use; the store a
 the reservation only if the day's total stays within the limit, atomically, so any
 number of concurrent workers never spend more than the limit between them. After the
 call it settles the reservation with the tokens actually used, which frees (or, for an
-underestimate, takes) the difference. A reservation never settled (the worker died)
-stays counted at its estimate: the budget errs towards spending less.
+underestimate, takes) the difference. A reservation never settled (the worker died,
+or the call's outcome is unknown) stays counted at its estimate: the budget errs
+towards spending less.
+
+Each reservation carries an id of its own, and the store applies its reservation and
+its settlement once each, however often a write is sent: an SDK retry (or our own)
+after a write that committed but whose answer was lost never counts tokens twice,
+nor frees tokens that were spent.
 
 When the day's budget is spent, :meth:`TokenBudget.require` raises
 :class:`~functions.core.errors.BudgetExhausted` with the next UTC midnight, so the
-worker can delay the delivery until the new day's budget opens. Operators raise (or
-lower) the limit with :meth:`TokenBudget.set_limit`; it applies to the current day at
-once and to every later day.
+worker can delay the delivery until the new day's budget opens. A call larger than
+the day's whole limit could wait forever: it raises
+:class:`~functions.core.errors.BudgetTooSmall` (permanent) instead. A limit of 0 is
+a pause (``budget set 0``): every call waits. Operators raise (or lower) the limit
+with :meth:`TokenBudget.set_limit`; it applies to the current day at once and to
+every later day.
 """
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-from functions.core.errors import BudgetExhausted
+from functions.core.errors import BudgetExhausted, BudgetTooSmall
 
 DAY_SECONDS: Final = 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """Tokens set aside on one day for one call."""
+    """Tokens set aside on one day for one call.
+
+    Attributes:
+        id: this reservation's own token: the store applies the reservation and its
+            settlement once each, whatever number of times either write is sent.
+    """
 
     day: str  # YYYY-MM-DD, UTC
     tokens: int
+    id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +59,15 @@ class BudgetDay:
         reserved: tokens counted against the limit: open reservations at their
             estimate, settled ones at what they used.
         used: tokens that settled calls actually used.
+        open_reservations: reservations neither settled nor kept: calls in flight,
+            and those whose worker died (counted at their estimate for good).
     """
 
     day: str
     limit: int
     reserved: int
     used: int
+    open_reservations: int = 0
 
     @property
     def remaining(self) -> int:
@@ -57,12 +77,20 @@ class BudgetDay:
 class BudgetStore(Protocol):
     """Port: the day records and the configured limit (the table in production)."""
 
-    def reserve(self, day: str, tokens: int) -> bool:
-        """Count ``tokens`` against ``day`` if the total stays within its limit, atomically."""
+    def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
+        """Count ``tokens`` against ``day`` if the total stays within its limit, atomically.
+
+        True also when this reservation was already counted (a resent write).
+        """
         ...
 
-    def settle(self, day: str, *, reserved: int, used: int) -> None:
-        """Replace a reservation of ``reserved`` tokens by the ``used`` ones."""
+    def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
+        """Replace the open reservation of ``reserved`` tokens by the ``used`` ones, once;
+        nothing when it is settled already (or its day expired)."""
+        ...
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        """Close the open reservation at its estimate for good, once (the counters stay)."""
         ...
 
     def set_limit(self, day: str, tokens: int) -> None:
@@ -84,35 +112,62 @@ def next_day_starts(now: int) -> int:
     return (now // DAY_SECONDS + 1) * DAY_SECONDS
 
 
+def new_reservation_id() -> str:
+    """A fresh reservation id (unguessable is not needed; unique is)."""
+    return secrets.token_hex(8)
+
+
 class TokenBudget:
     """The daily token budget: one instance serves every call of a warm worker."""
 
-    def __init__(self, store: BudgetStore) -> None:
+    def __init__(
+        self, store: BudgetStore, *, new_id: Callable[[], str] = new_reservation_id
+    ) -> None:
         self._store = store
+        self._new_id = new_id
 
     def reserve(self, tokens: int, now: int) -> Reservation | None:
         """Set ``tokens`` aside for a call at ``now``; None when the day cannot afford it."""
         if tokens <= 0:
             raise ValueError("a reservation is for a positive number of tokens")
-        day = budget_day(now)
-        return Reservation(day, tokens) if self._store.reserve(day, tokens) else None
+        reservation = Reservation(budget_day(now), tokens, self._new_id())
+        admitted = self._store.reserve(reservation.day, tokens, reservation_id=reservation.id)
+        return reservation if admitted else None
 
     def require(self, tokens: int, now: int) -> Reservation:
-        """Like :meth:`reserve`, but a spent budget raises.
+        """Like :meth:`reserve`, but a refusal raises.
 
         Raises:
-            BudgetExhausted: with ``retry_at`` at the next UTC midnight.
+            BudgetTooSmall: ``tokens`` exceed the day's whole limit (not 0): waiting
+                cannot help.
+            BudgetExhausted: the day is spent (or paused: a limit of 0); ``retry_at``
+                is the next UTC midnight.
         """
         reservation = self.reserve(tokens, now)
         if reservation is None:
+            # Read on the refusal only: admitted calls pay no extra request.
+            limit = self._store.get(budget_day(now)).limit
+            if 0 < limit < tokens:
+                raise BudgetTooSmall(tokens=tokens, limit=limit)
             raise BudgetExhausted(retry_at=next_day_starts(now))
         return reservation
 
     def settle(self, reservation: Reservation, used_tokens: int) -> None:
-        """Count what the call used instead of what was reserved (on the reservation's day)."""
+        """Count what the call used instead of what was reserved (on the reservation's
+        day), once: settling it again changes nothing."""
         if used_tokens < 0:
             raise ValueError("used tokens cannot be negative")
-        self._store.settle(reservation.day, reserved=reservation.tokens, used=used_tokens)
+        self._store.settle(
+            reservation.day,
+            reservation_id=reservation.id,
+            reserved=reservation.tokens,
+            used=used_tokens,
+        )
+
+    def keep(self, reservation: Reservation) -> None:
+        """Count the reservation at its estimate for good: its call's outcome is unknown
+        (it may have run). Its id leaves the day's open reservations; nothing is freed."""
+        self._store.keep(reservation.day, reservation_id=reservation.id)
 
     def show(self, now: int) -> BudgetDay:
         return self._store.get(budget_day(now))

@@ -72,6 +72,26 @@ class PermanentError(ProcessingError):
     code = "permanent"
 
 
+class BudgetTooSmall(PermanentError):
+    """One call needs more tokens than the day's whole token budget: no day can afford it.
+
+    Waiting would not help (every day opens with the same limit), so the delivery fails
+    at once. The fix is a higher limit (``budget set``, or the workflow's own budget
+    setting) or a smaller call, then a requeue.
+
+    Attributes:
+        tokens: what the call would reserve.
+        limit: the day's limit it exceeds.
+    """
+
+    code = "budget_too_small"
+
+    def __init__(self, *, tokens: int, limit: int) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.limit = limit
+
+
 class HostNotAllowed(PermanentError):
     """``mcp_url`` is not on the allowlist, or its scheme is not allowed."""
 

@@ -190,14 +190,27 @@ class Processor:
         return self._decide(work, Decision(Result.COMPLETED, Disposition.ACK))
 
     def _wait_for_budget(self, work: WorkItem, claim: Claim, exc: BudgetExhausted) -> Decision:
-        """Let the delivery wait for the token budget: never failed, never dead-lettered.
+        """Let the delivery wait for the token budget, but never past its expiry.
 
         The attempt is given back (waiting is no failure), and a fresh copy of the
         message comes back within 15 minutes, to wait again until ``retry_at`` (the next
-        UTC day) or until an operator raises the limit.
+        UTC day) or until an operator raises the limit. A delivery whose item expires
+        before ``retry_at`` would wait until it silently vanished: it fails instead,
+        visibly (``WorkFailed``), with the budget's code.
         """
         self.metrics.count(metric_names.METRIC_BUDGET_EXHAUSTED)
         now = self.clock.now()
+        if claim.expires_at and exc.retry_at >= claim.expires_at:
+            logger.warning(
+                "the token budget opens after the delivery expires: failed, not deferred",
+                extra={
+                    "delivery_id": work.delivery_id,
+                    "retry_at": exc.retry_at,
+                    "expires_at": claim.expires_at,
+                },
+            )
+            self.claims.fail(claim, now=now, error_code=exc.code)
+            return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
         self.claims.defer(claim, now=now, error_code=exc.code)
         delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, exc.retry_at - now))
         return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay, exc.code))

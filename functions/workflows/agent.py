@@ -20,10 +20,14 @@ The delivery completes once ``run`` returns, that is after the alert's done reco
 the prompt's estimate plus ``max_tokens`` (:meth:`TokenBudget.require`); after the
 call the reservation is settled with the tokens the answer reports, once. A call the
 service refused before the model ran (throttled, rejected) is settled at zero. A
-reservation whose worker died before settling it (or whose call failed in a way that
-may have run the model) stays counted at its estimate: the budget errs towards
-spending less. A spent budget raises :class:`~functions.core.errors.BudgetExhausted`
-and the worker lets the delivery wait for the next UTC day or a higher limit.
+reservation whose worker died before settling it stays counted at its estimate, and
+so does one whose call failed in a way that may have run the model (a 5xx, a timeout,
+a connection lost: :meth:`TokenBudget.keep`): the budget errs towards spending less.
+A spent budget raises :class:`~functions.core.errors.BudgetExhausted` and the worker
+lets the delivery wait for the next UTC day or a higher limit. A call larger than
+the day's whole limit (``daily_token_budget``, or the limit an operator set) raises
+:class:`~functions.core.errors.BudgetTooSmall` (``budget_too_small``): the delivery
+fails at once, and the log line says the call's reservation, the limit and the setting.
 
 **Errors.** The model adapter raises :class:`~functions.core.errors.NotApplied` when
 the call certainly did not run (throttled), a ``TransientError`` when it may have
@@ -43,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from functions.core import metric_names, setting_defaults
 from functions.core.effects import idempotency_key
-from functions.core.errors import NotApplied, PermanentError, TransientError
+from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
 from functions.core.observability import logger
 from functions.core.settings_env import SettingsError, integer, number, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt, sanitize_model_output
@@ -333,8 +337,7 @@ class AgentWorkflow:
         prompt = self.prompt(package)
         reservation = None
         if self._budget is not None:
-            estimate = token_estimate(prompt) + self._settings.max_tokens
-            reservation = self._budget.require(estimate, self._clock.now())
+            reservation = self._reserve(work, prompt, self._budget)
         self._metrics.count(metric_names.METRIC_MODEL_CALLS)
         try:
             answer = self._model.converse(
@@ -346,7 +349,10 @@ class AgentWorkflow:
         except (NotApplied, PermanentError):
             self._settle(reservation, 0)  # refused before the model ran: nothing used
             raise
-        # Any other failure may have run the model: its reservation stays as it is.
+        except Exception:
+            # Any other failure may have run the model: counted at its estimate for good.
+            self._settle(reservation, None)
+            raise
         self._settle(reservation, answer.input_tokens + answer.output_tokens)
         summary = ModelSummary.of(answer)
         logger.info(
@@ -361,11 +367,34 @@ class AgentWorkflow:
         )
         return summary
 
-    def _settle(self, reservation: Reservation | None, used: int) -> None:
+    def _reserve(self, work: WorkItem, prompt: AgentPrompt, budget: TokenBudget) -> Reservation:
+        estimate = token_estimate(prompt) + self._settings.max_tokens
+        try:
+            return budget.require(estimate, self._clock.now())
+        except BudgetTooSmall as exc:
+            logger.error(
+                "the model call needs more tokens than the whole daily token budget: raise"
+                f" {SETTING_DAILY_TOKEN_BUDGET} (or the limit: budget set) or lower"
+                f" {SETTING_MAX_TOKENS}, then requeue",
+                extra={
+                    "delivery_id": work.delivery_id,
+                    "reservation_tokens": exc.tokens,
+                    "daily_token_limit": exc.limit,
+                    "setting": SETTING_DAILY_TOKEN_BUDGET,
+                    "max_tokens": self._settings.max_tokens,
+                },
+            )
+            raise
+
+    def _settle(self, reservation: Reservation | None, used: int | None) -> None:
+        """Settle at ``used`` tokens; None: the outcome is unknown, keep the estimate."""
         if reservation is None or self._budget is None:
             return
         try:
-            self._budget.settle(reservation, used)
+            if used is None:
+                self._budget.keep(reservation)
+            else:
+                self._budget.settle(reservation, used)
         except TransientError:
             # The answer is paid for either way: a failed settlement must not fail the
             # step (which would call the model again). The reservation stays counted

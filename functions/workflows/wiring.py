@@ -8,7 +8,7 @@ worker calls it once per container with the
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import boto3
 from botocore.config import Config
@@ -26,12 +26,17 @@ from functions.workflows.agent import AgentSettings, AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
 
-# Two tries at most, each within 50 s (connect and read): a summary of a few hundred
-# tokens takes seconds, one hung call ends within the default workflow allowance
-# (WORKER_WORKFLOW_SECONDS, 60 s), and a retry after a fast failure (throttled, 5xx)
-# still fits. Our own back-off retries what is left.
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
+
+# One HTTP attempt per Converse call, within 50 s (connect and read): a summary of a
+# few hundred tokens takes seconds, and one hung call ends within the default workflow
+# allowance (WORKER_WORKFLOW_SECONDS, 60 s). No botocore retry: a resent call after a
+# 5xx or a timeout may run the model twice, and its answer would hide the first call
+# from the token budget (a 500 then a throttle looked like a call that never ran). The
+# adapter maps the one answer; our own back-off retries, each call reserved anew.
 BEDROCK_CONFIG: Final = Config(
-    connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 2}
+    connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 1}
 )
 # One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).
@@ -98,9 +103,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
             timeout_seconds=context.timeout_seconds,
             allow_insecure_loopback=context.allow_insecure_loopback,
         )
-    bedrock = boto3.client(
-        "bedrock-runtime", endpoint_url=settings.bedrock_endpoint_url, config=BEDROCK_CONFIG
-    )
+    bedrock = bedrock_client(settings.bedrock_endpoint_url)
     return AgentWorkflow(
         settings=settings,
         archive=_archive(context, "agent"),
@@ -112,6 +115,11 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         # The worker's own metric set: it is flushed after every batch.
         metrics=EmfMetrics(),
     )
+
+
+def bedrock_client(endpoint_url: str | None) -> BedrockRuntimeClient:
+    """The agent's ``bedrock-runtime`` client: one HTTP attempt per call (``BEDROCK_CONFIG``)."""
+    return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=BEDROCK_CONFIG)
 
 
 def _archive(context: WorkflowContext, workflow: str) -> S3Archive:

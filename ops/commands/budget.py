@@ -58,6 +58,7 @@ def _print(status: BudgetStatus, *, as_json: bool) -> None:
     print(f"reserved   {status.reserved}")
     print(f"used       {status.used}")
     print(f"remaining  {'-' if status.remaining is None else status.remaining}")
+    print(f"open       {status.open_reservations} (reservations at their estimate)")
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from functions.core import env_keys, metric_names, setting_defaults
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.deadline import Deadline
 from functions.core.errors import (
+    BudgetExhausted,
     HostNotAllowed,
     McpAuthError,
     PackageNotFound,
@@ -111,6 +112,7 @@ def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) 
         ("WorkFailed", metric_names.METRIC_WORK_FAILED),
         ("McpAuthFailures", metric_names.METRIC_MCP_AUTH_FAILURES),
         ("UncertainEffects", metric_names.METRIC_UNCERTAIN_EFFECTS),
+        ("BudgetExhausted", metric_names.METRIC_BUDGET_EXHAUSTED),
     ):
         props = alarms[name]
         assert props["Namespace"] == metric_names.METRICS_NAMESPACE, name
@@ -187,6 +189,7 @@ def _emitted(output: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
         ("WorkFailed", HostNotAllowed()),  # e.g. an allowlist that misses the MCP host
         ("McpAuthFailures", McpAuthError()),
         ("UncertainEffects", UncertainEffect()),
+        ("BudgetExhausted", BudgetExhausted(retry_at=1)),  # a deferral, not a failure
     ],
 )
 def test_worker_alarms_watch_a_metric_the_worker_really_emits(

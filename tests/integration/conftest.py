@@ -83,7 +83,10 @@ class BlackHole:
                 connection, _ = self._listener.accept()
             except TimeoutError:
                 continue
-            self._held.append(connection)  # held open, never read, never answered
+            self._take(connection)
+
+    def _take(self, connection: socket.socket) -> None:
+        self._held.append(connection)  # held open, never read, never answered
 
     def close(self) -> None:
         self._stop.set()

@@ -34,7 +34,7 @@ from functions.core.budget import TokenBudget
 from functions.core.models import State, WorkItem
 from functions.core.steps import StepStatus
 from functions.workflows.agent import MODEL_STEP
-from local.bedrock_emulator import RunningEmulator
+from local.bedrock_emulator import ConverseError, RunningEmulator
 from local.mcp_server import RunningServer
 from local.testkit.moto_world import REGION, TABLE, MotoWorld
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
@@ -304,8 +304,10 @@ def test_crash_then_retry_sends_exactly_one_alert(
 def test_spent_budget_makes_the_delivery_wait_not_fail(
     stack: AgentStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Other calls spent all but 100 tokens of the day; one call needs more.
+    stack.budget().require(DAILY_BUDGET - 100, stack.aws.clock.now())
     work = stack.deliver()
-    _, result = stack.worker(budget=10).run_visible()
+    _, result = stack.worker().run_visible()
     assert result == {"batchItemFailures": []}
     inbox = stack.aws.inbox(work.delivery_id)
     assert (inbox.state, inbox.attempts, inbox.last_error) == (
@@ -322,9 +324,60 @@ def test_spent_budget_makes_the_delivery_wait_not_fail(
     assert metrics[metric_names.METRIC_BUDGET_EXHAUSTED] == 1
     # An operator raises the limit; the next copy (re-sent here: moto delays in real
     # time) goes through.
-    stack.budget().set_limit(DAILY_BUDGET, stack.aws.clock.now())
+    stack.budget().set_limit(2 * DAILY_BUDGET, stack.aws.clock.now())
     stack.aws.enqueue(work)
-    stack.worker(budget=10).run_visible()
+    stack.worker().run_visible()
     assert stack.aws.inbox(work.delivery_id).state is State.COMPLETED
     assert len(stack.alerts_for(work.delivery_id)) == 1
     assert stack.emulator.calls() == {work.delivery_id: 1}
+
+
+def test_budget_below_one_call_fails_every_delivery_at_once_naming_the_budget(
+    stack: AgentStack, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    works = [stack.deliver() for _ in range(3)]
+    _, result = stack.worker(budget=50).run_visible()
+    assert result == {"batchItemFailures": []}
+    for work in works:
+        inbox = stack.aws.inbox(work.delivery_id)
+        assert (inbox.state, inbox.last_error) == (State.FAILED, "budget_too_small")
+        assert stack.alerts_for(work.delivery_id) == []
+    assert stack.emulator.calls() == {}
+    # Acknowledged: nothing waits in the queue, nothing in the dead letters.
+    assert stack.aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert stack.aws.dead_letters() == []
+    metrics = emitted_metrics(capsys.readouterr().out)
+    assert metrics[metric_names.METRIC_WORK_FAILED] == len(works)
+    assert metrics[metric_names.METRIC_BUDGET_EXHAUSTED] == 0
+    assert stack.budget().show(stack.aws.clock.now()).reserved == 0
+    named = [r for r in caplog.records if "daily_token_budget" in r.getMessage()]
+    assert len(named) == len(works)
+    assert {getattr(r, "daily_token_limit", None) for r in named} == {50}
+
+
+def test_a_model_call_that_may_have_run_stays_counted_at_its_estimate(
+    stack: AgentStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Bedrock answers the first call with a 500: the model may have run (and been paid).
+    stack.emulator.emulator.fail_next(1, ConverseError.INTERNAL_SERVER)
+    work = stack.deliver()
+    messages = stack.aws.receive()
+    stack.worker().run(messages)
+    inbox = stack.aws.inbox(work.delivery_id)
+    assert (inbox.state, inbox.last_error) == (State.PENDING, "model_unavailable")
+    assert stack.emulator.calls() == {work.delivery_id: 1}  # one HTTP request, no SDK retry
+    day = stack.budget().show(stack.aws.clock.now())
+    estimate = day.reserved
+    assert estimate > 0 and day.used == 0  # at its estimate, not settled at 0
+    assert day.open_reservations == 0  # kept for good, not left open
+    # The retry calls again and settles its own reservation; the first stays counted.
+    stack.aws.clock.advance(LEASE_SECONDS + 1)
+    stack.aws.make_visible(messages)
+    stack.worker().run_visible()
+    assert stack.aws.inbox(work.delivery_id).state is State.COMPLETED
+    assert stack.emulator.calls() == {work.delivery_id: 2}
+    day = stack.budget().show(stack.aws.clock.now())
+    assert 0 < day.used < estimate
+    assert day.reserved == estimate + day.used
+    metrics = emitted_metrics(capsys.readouterr().out)
+    assert metrics[metric_names.METRIC_MODEL_CALLS] == 2

@@ -50,6 +50,8 @@ def test_budget_shows_what_the_workers_spent_and_the_limit_they_opened_the_day_w
     worker.require(200, NOW)  # still open: counted at its estimate
     status = show_budget(stack.target, now=NOW)
     assert (status.limit, status.reserved, status.used, status.remaining) == (1000, 320, 120, 680)
+    assert status.open_reservations == 1
+    assert status.to_dict()["open_reservations"] == 1
     # Another day is not opened yet: no limit the operator could know.
     assert show_budget(stack.target, now=NOW + DAY_SECONDS).limit is None
 

@@ -14,10 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.exceptions import ReadTimeoutError
 
 from functions.core import table_layout
-from functions.core.adapters.dynamodb_budget import KIND_BUDGET, DynamoDbBudget, day_key
+from functions.core.adapters.dynamodb_budget import (
+    KIND_BUDGET,
+    OPEN_RESERVATIONS,
+    DynamoDbBudget,
+    day_key,
+)
 from functions.core.budget import BudgetDay, TokenBudget, next_day_starts
+from functions.core.errors import BudgetTooSmall
 from local.aws_emulator import AwsEmulator
 from local.aws_resources import create_table
 from local.testkit.moto_world import REGION
@@ -60,7 +67,9 @@ def test_operator_limit_applies_today_and_to_days_not_opened_yet(store: DynamoDb
     budget = TokenBudget(store)
     budget.require(1000, NOW)
     budget.set_limit(1500, NOW)
-    assert budget.show(NOW) == BudgetDay(TODAY, limit=1500, reserved=1000, used=0)
+    assert budget.show(NOW) == BudgetDay(
+        TODAY, limit=1500, reserved=1000, used=0, open_reservations=1
+    )
     assert budget.reserve(500, NOW) is not None
     assert budget.reserve(1, NOW) is None
     tomorrow = next_day_starts(NOW)
@@ -96,6 +105,102 @@ def test_limit_change_corrects_a_day_opened_with_the_old_limit_meanwhile(
     assert budget.show(NOW) == BudgetDay(TODAY, limit=500, reserved=10, used=0)
     assert budget.reserve(490, NOW) is not None
     assert budget.reserve(1, NOW) is None
+
+
+class LostAnswers:
+    """The answer to an ``UpdateItem`` that committed goes missing, once per :meth:`arm`.
+
+    ``resend``: botocore's own retry sends the request again (a ``needs-retry`` hook
+    asks for it, as after a 500 or a timeout). ``raise``: the client raises a read
+    timeout, as when botocore's retries are spent, and the caller decides.
+    """
+
+    def __init__(self, client: DynamoDBClient, how: str) -> None:
+        self._armed = False
+        self.lost = 0
+        if how == "resend":
+            client.meta.events.register("needs-retry.dynamodb.UpdateItem", self._resend)
+        else:
+            client.meta.events.register("after-call.dynamodb.UpdateItem", self._raise)
+
+    def arm(self) -> None:
+        self._armed = True
+
+    def _committed(self, status: int) -> bool:
+        if not self._armed or status != 200:
+            return False
+        self._armed = False
+        self.lost += 1
+        return True
+
+    def _resend(self, response: Any, **_: object) -> Any:  # the delay, or None: no resend
+        if response is not None and self._committed(response[0].status_code):
+            return 0  # seconds to wait before sending it again
+        return None
+
+    def _raise(self, http_response: Any, **_: object) -> None:
+        if self._committed(http_response.status_code):
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.invalid")
+
+
+@pytest.mark.parametrize("how", ["resend", "raise"])
+def test_reservation_and_settlement_whose_answers_are_lost_count_once(
+    dynamodb: DynamoDBClient, table: str, how: str
+) -> None:
+    store = DynamoDbBudget(client=dynamodb, table_name=table, default_limit=10_000)
+    budget = TokenBudget(store)
+    lost = LostAnswers(dynamodb, how)
+    lost.arm()
+    reservation = budget.require(4_000, NOW)
+    assert budget.show(NOW) == BudgetDay(
+        TODAY, limit=10_000, reserved=4_000, used=0, open_reservations=1
+    )
+    lost.arm()
+    budget.settle(reservation, 1_000)
+    assert lost.lost == 2
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=10_000, reserved=1_000, used=1_000)
+    # Settled again (our own retry): nothing changes.
+    budget.settle(reservation, 1_000)
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=10_000, reserved=1_000, used=1_000)
+    # Freed tokens are exactly what the call did not use.
+    assert budget.reserve(9_001, NOW) is None
+    assert budget.reserve(9_000, NOW) is not None
+    item = dynamodb.get_item(TableName=table, Key=day_key(TODAY))["Item"]
+    assert item["headroom"]["N"] == "0"
+
+
+def test_open_reservations_are_listed_on_the_day_until_settled(
+    store: DynamoDbBudget, dynamodb: DynamoDBClient, table: str
+) -> None:
+    budget = TokenBudget(store)
+    first, second = budget.require(100, NOW), budget.require(200, NOW)
+    item = dynamodb.get_item(TableName=table, Key=day_key(TODAY))["Item"]
+    assert set(item[OPEN_RESERVATIONS]["SS"]) == {first.id, second.id}
+    budget.settle(first, 10)
+    budget.settle(second, 20)
+    item = dynamodb.get_item(TableName=table, Key=day_key(TODAY))["Item"]
+    assert OPEN_RESERVATIONS not in item
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=30, used=30)
+
+
+def test_a_kept_reservation_stays_counted_and_leaves_the_open_ones(
+    store: DynamoDbBudget,
+) -> None:
+    budget = TokenBudget(store)
+    reservation = budget.require(300, NOW)
+    budget.keep(reservation)  # the call's outcome is unknown
+    budget.keep(reservation)
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=300, used=0)
+    budget.settle(reservation, 10)  # closed already: nothing moves
+    assert budget.show(NOW) == BudgetDay(TODAY, limit=1000, reserved=300, used=0)
+
+
+def test_a_call_larger_than_the_day_limit_is_refused_as_too_small(store: DynamoDbBudget) -> None:
+    budget = TokenBudget(store)
+    with pytest.raises(BudgetTooSmall) as raised:
+        budget.require(1001, NOW)
+    assert (raised.value.tokens, raised.value.limit) == (1001, 1000)
+    assert budget.show(NOW).reserved == 0
 
 
 class OpensDayFirst:
@@ -179,7 +284,9 @@ def test_concurrent_reservations_admit_exactly_the_limit(
 
     admitted = reserve_concurrently(budgets, one_token)
     assert len(admitted) == limit
-    assert budgets[0].show(NOW) == BudgetDay(TODAY, limit=limit, reserved=limit, used=0)
+    assert budgets[0].show(NOW) == BudgetDay(
+        TODAY, limit=limit, reserved=limit, used=0, open_reservations=limit
+    )
 
 
 def test_concurrent_reservations_and_settlements_keep_the_counters_exact(

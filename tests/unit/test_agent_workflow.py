@@ -14,6 +14,7 @@ from functions.core.budget import TokenBudget, budget_day, next_day_starts
 from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import (
     BudgetExhausted,
+    BudgetTooSmall,
     NotApplied,
     PermanentError,
     StorageUnavailable,
@@ -217,7 +218,9 @@ def test_a_retry_reuses_the_recorded_answer_without_a_call_or_a_reservation(worl
 
 
 def test_spent_budget_raises_before_the_call(world: World) -> None:
-    world.budget_store.default_limit = world.estimate() - 1
+    # The day could afford the call, but others spent a token of it already.
+    world.budget_store.default_limit = world.estimate()
+    TokenBudget(world.budget_store).require(1, world.clock.now())
     with pytest.raises(BudgetExhausted) as raised:
         world.attempt()
     assert raised.value.retry_at == next_day_starts(world.clock.now())
@@ -229,6 +232,25 @@ def test_spent_budget_raises_before_the_call(world: World) -> None:
     world.budget_store.set_limit(budget_day(world.clock.now()), 10 * world.estimate())
     world.attempt()
     assert len(_sent(world.topic)) == 1
+
+
+def test_a_call_larger_than_the_daily_budget_fails_at_once_naming_the_setting(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.budget_store.default_limit = 50
+    with pytest.raises(BudgetTooSmall) as raised:
+        world.attempt()
+    assert isinstance(raised.value, PermanentError)
+    assert raised.value.code == "budget_too_small"
+    assert (raised.value.tokens, raised.value.limit) == (world.estimate(), 50)
+    assert world.model.calls == []
+    assert world.day().reserved == 0
+    assert world.effect_status(ALERT_EFFECT) is None
+    (record,) = [r for r in caplog.records if "whole daily token budget" in r.getMessage()]
+    assert record.levelname == "ERROR"
+    assert "daily_token_budget" in record.getMessage()
+    logged = [getattr(record, k) for k in ("setting", "daily_token_limit", "reservation_tokens")]
+    assert logged == ["daily_token_budget", 50, world.estimate()]
 
 
 def test_no_budget_means_no_reservation(world: World) -> None:
@@ -288,6 +310,7 @@ def test_call_that_may_have_run_keeps_its_reservation(world: World) -> None:
     with pytest.raises(TransientError, match="model_unavailable"):
         world.attempt()
     assert world.day().reserved == world.estimate()
+    assert world.day().open_reservations == 0  # kept at its estimate, not left open
     world.attempt()
     assert (world.day().reserved, world.day().used) == (world.estimate() + 940, 940)
 
@@ -295,7 +318,7 @@ def test_call_that_may_have_run_keeps_its_reservation(world: World) -> None:
 def test_failed_settlement_does_not_fail_the_paid_step(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unavailable(day: str, *, reserved: int, used: int) -> None:
+    def unavailable(day: str, *, reservation_id: str, reserved: int, used: int) -> None:
         raise StorageUnavailable()
 
     monkeypatch.setattr(world.budget_store, "settle", unavailable)

@@ -461,6 +461,23 @@ def test_spent_token_budget_defers_without_using_an_attempt(world: World) -> Non
     assert world.state(work()).attempts == 1
 
 
+def test_budget_wait_that_would_outlast_the_item_fails_visibly(world: World) -> None:
+    midnight = next_day_starts(world.clock.value)
+    world.workflow.before = lambda: _raise(BudgetExhausted(retry_at=midnight))
+    # The item outlives the wait: it waits.
+    world.accept(work(), expires_at=midnight + 1)
+    assert world.process(work()).result is Result.DEFERRED
+    # Its TTL falls before the new day's budget opens: waiting would end in silence.
+    other = work(1)
+    world.accept(other, expires_at=midnight)
+    decision = world.process(other)
+    assert decision == Decision(Result.FAILED, Disposition.ACK, 0, "budget_exhausted")
+    item = world.state(other)
+    assert (item.state, item.last_error) == (State.FAILED, "budget_exhausted")
+    assert world.metrics.counts[metric_names.METRIC_WORK_FAILED] == 1
+    assert world.metrics.counts[metric_names.METRIC_BUDGET_EXHAUSTED] == 2
+
+
 @dataclass
 class SteppingWorkflow:
     """Records a step, then fails its first attempts; counts the step's real runs."""

@@ -4,7 +4,9 @@ Two kinds of item, in the table beside the deliveries (never in the state index)
 
 * ``pk = budget#<YYYY-MM-DD>``, ``sk = budget``: one UTC day. ``limit`` is copied
   from the configured limit when the day is first used; ``reserved`` and ``used``
-  count tokens; ``headroom`` is ``limit - reserved``, kept by the same writes.
+  count tokens; ``headroom`` is ``limit - reserved``, kept by the same writes;
+  ``open_reservations`` is the string set of the ids of the reservations not settled
+  yet (absent when there are none).
 * ``pk = budget#limit``, ``sk = budget``: the configured limit, set by an operator;
   without it, the limit the adapter is built with.
 
@@ -12,6 +14,22 @@ A condition expression can compare attributes but cannot add, so a reservation c
 say ``reserved + :n <= limit``. It says ``headroom >= :n`` and moves both counters in
 the same UpdateItem, which DynamoDB applies atomically: concurrent reservations never
 overspend. A limit change moves ``limit`` and ``headroom`` together the same way.
+
+**Each reservation and each settlement applies once.** A write whose answer is lost
+(a timeout, a 500 after the commit) is sent again, by botocore's retries or by this
+adapter, and a plain ``ADD`` would count twice: a settlement applied twice frees
+tokens that were spent. So the same UpdateItem that moves the counters adds the
+reservation's id to ``open_reservations`` (on condition that it is not there yet), and
+its settlement removes it (on condition that it is there). A resent reservation finds
+its id and is reported admitted; a resent settlement finds it gone and does nothing.
+A call whose outcome is unknown is *kept*: its id leaves the set, its tokens stay
+counted at the estimate.
+The ids live on the day item itself, not in items of their own written in a
+transaction: a day is one hot item that every worker writes, single-item updates on
+it never conflict (concurrent transactions on one item cancel each other) and cost a
+quarter of a two-item transaction's write units. The set holds only the reservations
+in flight and the few a dead worker left (counted at their estimate for good), so the
+item stays small: a write's units grow with the item's size.
 """
 
 from __future__ import annotations
@@ -23,7 +41,7 @@ from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.budget import DAY_SECONDS, BudgetDay
-from functions.core.errors import TransientError
+from functions.core.errors import StorageUnavailable, TransientError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -35,6 +53,10 @@ KIND_BUDGET: Final = "budget"
 DAY_RETENTION_SECONDS: Final = 90 * DAY_SECONDS  # a quarter of history to look back on
 # Attempts of a limit change against concurrent ones (each retry re-reads the day).
 _LIMIT_CHANGE_TRIES: Final = 5
+# Sends of one reservation or settlement whose outcome was unknown (the answer lost
+# after botocore's own retries): safe, since each applies once.
+_SENDS: Final = 2
+OPEN_RESERVATIONS: Final = "open_reservations"
 
 _NEW_DAY: Condition = (
     ("attribute_not_exists(pk)", "a day is opened once; its counters are never reset"),
@@ -42,18 +64,21 @@ _NEW_DAY: Condition = (
 _AFFORDABLE: Condition = (
     ("attribute_exists(pk)", "a day is opened with its limit before anything is counted"),
     ("#headroom >= :tokens", "the day's total stays within its limit"),
+    ("NOT contains(#open, :id)", "a reservation resent after it committed counts once"),
 )
 _SAME_LIMIT: Condition = (
     ("#limit = :old", "headroom moves by the change from the limit it was computed with"),
 )
-_OPENED: Condition = (
-    ("attribute_exists(pk)", "a settlement corrects a day that exists, never creates one"),
+_OPEN: Condition = (
+    # Also false when the day does not exist: a settlement never creates one.
+    ("contains(#open, :id)", "a reservation is settled once; a resent settlement finds it gone"),
 )
 _NAMES: Final = {
     "#limit": "limit",
     "#reserved": "reserved",
     "#used": "used",
     "#headroom": "headroom",
+    "#open": OPEN_RESERVATIONS,
 }
 
 
@@ -71,6 +96,7 @@ def day_from_item(day: str, item: dynamodb_items.Item) -> BudgetDay:
         limit=int(item["limit"]["N"]),
         reserved=int(item["reserved"]["N"]),
         used=int(item["used"]["N"]),
+        open_reservations=len(item.get(OPEN_RESERVATIONS, {}).get("SS", [])),
     )
 
 
@@ -82,34 +108,53 @@ class DynamoDbBudget:
         self._table = table_name
         self._default_limit = default_limit
 
-    def reserve(self, day: str, tokens: int) -> bool:
+    def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
         # Two passes: the first finds the day unopened at most once, opens it, retries.
         for _ in range(2):
             written = self._update(
                 day,
-                "ADD #reserved :tokens, #headroom :minus",
+                "ADD #reserved :tokens, #headroom :minus, #open :ids",
                 _AFFORDABLE,
-                {":tokens": _number(tokens), ":minus": _number(-tokens)},
+                {
+                    ":tokens": _number(tokens),
+                    ":minus": _number(-tokens),
+                    ":ids": {"SS": [reservation_id]},
+                    ":id": {"S": reservation_id},
+                },
+                sends=_SENDS,
             )
             if written.written:
                 return True
             if written.item is not None:
-                return False  # opened, and spent
+                # Ours already (an earlier send committed), or opened and spent.
+                return reservation_id in written.item.get(OPEN_RESERVATIONS, {}).get("SS", [])
             self._open(day, self._configured_limit())
         raise TransientError("budget_conflict")  # opened, yet not there: the table changed
 
-    def settle(self, day: str, *, reserved: int, used: int) -> None:
+    def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
         difference = used - reserved
         self._update(
             day,
-            "ADD #reserved :difference, #headroom :minus, #used :used",
-            _OPENED,
+            "DELETE #open :ids ADD #reserved :difference, #headroom :minus, #used :used",
+            _OPEN,
             {
                 ":difference": _number(difference),
                 ":minus": _number(-difference),
                 ":used": _number(used),
+                ":ids": {"SS": [reservation_id]},
+                ":id": {"S": reservation_id},
             },
-        )  # refused only when the day expired: nothing left to correct
+            sends=_SENDS,
+        )  # refused when settled already (a resent write) or the day expired: nothing to do
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        self._update(
+            day,
+            "DELETE #open :ids",
+            _OPEN,
+            {":ids": {"SS": [reservation_id]}, ":id": {"S": reservation_id}},
+            sends=_SENDS,
+        )  # refused when settled or kept already: nothing to do
 
     def set_limit(self, day: str, tokens: int) -> None:
         dynamodb_requests.conditional(
@@ -175,19 +220,29 @@ class DynamoDbBudget:
         update: str,
         condition: Condition,
         values: dynamodb_items.Item,
+        *,
+        sends: int = 1,
     ) -> dynamodb_requests.Written:
+        """One conditional UpdateItem of the day; ``sends`` > 1 only for a write whose
+        condition makes it apply once: it is sent again while its outcome is unknown."""
         expression = condition_expression(condition)
         used = f"{update} {expression}"
-        return dynamodb_requests.conditional(
-            self._client.update_item,
-            TableName=self._table,
-            Key=day_key(day),
-            UpdateExpression=update,
-            ConditionExpression=expression,
-            ExpressionAttributeNames={k: v for k, v in _NAMES.items() if k in used},
-            ExpressionAttributeValues=values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
+        for send in range(1, sends + 1):
+            try:
+                return dynamodb_requests.conditional(
+                    self._client.update_item,
+                    TableName=self._table,
+                    Key=day_key(day),
+                    UpdateExpression=update,
+                    ConditionExpression=expression,
+                    ExpressionAttributeNames={k: v for k, v in _NAMES.items() if k in used},
+                    ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except StorageUnavailable:
+                if send == sends:
+                    raise
+        raise AssertionError("unreachable: the last send returns or raises")
 
 
 def _number(value: int) -> dynamodb_items.AttributeValue:

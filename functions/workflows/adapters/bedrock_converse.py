@@ -3,17 +3,33 @@
 One request per call: the fenced system prompt and user message, ``inferenceConfig``
 (``maxTokens``, ``temperature``), the delivery id as ``requestMetadata`` (it shows in
 Bedrock's invocation logs), and no ``toolConfig``: the model is offered no tools.
-The client brings botocore's own retries (standard mode, bounded); what is left after
-them is translated here:
 
-* throttled (``ThrottlingException``, ``ModelNotReadyException``), or the service never
-  reached: :class:`~functions.core.errors.NotApplied` (``model_throttled``,
-  ``model_unavailable``): the model did not run;
+The client makes **one HTTP attempt per call** (``retries`` off: ``BEDROCK_CONFIG`` in
+:mod:`functions.workflows.wiring`). A botocore retry after an answer that may follow a
+model run would run the model again unseen, and its last answer would decide how the
+token budget settles the call: a 500 then a throttle looked like a call that never
+ran. So each answer maps to one outcome here, and the workflow settles the budget by
+it (:mod:`functions.workflows.agent`):
+
+* an answer: the summary; the budget settles the tokens it reports;
+* throttled (``ThrottlingException``, ``ModelNotReadyException``: 429), or never
+  connected (connection refused, connect timeout): **not applied**,
+  :class:`~functions.core.errors.NotApplied` ``model_throttled`` /
+  ``model_unavailable``; settled at 0;
 * a request that can never succeed (``ValidationException``: a bad model id, a prompt
-  too long; ``AccessDeniedException``; ``ResourceNotFoundException``):
-  :class:`~functions.core.errors.PermanentError` ``model_rejected``;
-* anything else (5xx, a model timeout, a read timeout):
-  :class:`~functions.core.errors.TransientError` ``model_unavailable``.
+  too long; ``AccessDeniedException``; ``ResourceNotFoundException``): **never**,
+  :class:`~functions.core.errors.PermanentError` ``model_rejected``; settled at 0;
+* any 5xx (``InternalServerException``, ``ServiceUnavailableException``),
+  ``ModelTimeoutException`` (408), ``ModelErrorException`` (424), any other error
+  code, a read timeout, the connection lost once the request was sent: **unknown**,
+  :class:`~functions.core.errors.TransientError` ``model_unavailable``; the
+  reservation stays at its estimate;
+* an answer of no usable shape (the model ran): **unknown**, ``model_answer_invalid``;
+  the reservation stays at its estimate.
+
+Unknown outcomes are retried by the worker's own back-off: the model step was never
+recorded, so the next attempt reserves again and calls again; the first call stays
+counted at its estimate, so the budget errs towards spending less.
 """
 
 from __future__ import annotations

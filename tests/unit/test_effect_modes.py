@@ -166,8 +166,18 @@ def test_other_permanent_errors_leave_the_outcome_unknown(store: Any) -> None:
 # --- lost answers: each write of the ledger commits, then its caller hears an error ---------
 
 
-@pytest.mark.parametrize("mode", [EffectMode.OPERATOR, EffectMode.KEYED, EffectMode.CHECKED])
-def test_own_intent_whose_answer_was_lost_is_not_in_doubt(store: Any, mode: EffectMode) -> None:
+def test_own_intent_whose_answer_was_lost_is_not_in_doubt(store: Any) -> None:
+    far = FarSide()
+    losing = LosingStore(store, lose={"record_intent": 1})
+    assert attempt(losing).run("notify", far.apply) is True  # the default mode: operator
+    assert far.calls == [KEY]
+    assert store.get(DELIVERY, "notify").status is EffectStatus.DONE
+
+
+@pytest.mark.parametrize("mode", [EffectMode.KEYED, EffectMode.CHECKED])
+def test_own_intent_whose_answer_was_lost_is_applied_once_in_every_mode(
+    store: Any, mode: EffectMode
+) -> None:
     far = FarSide()
     losing = LosingStore(store, lose={"record_intent": 1})
     reconcile: Callable[[str], bool] | None = (

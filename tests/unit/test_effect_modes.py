@@ -236,6 +236,17 @@ def test_done_record_whose_answer_was_lost_is_skipped_next_time(
     assert far.calls == [KEY]
 
 
+def test_checked_done_record_whose_answer_was_lost_is_skipped_next_time(store: Any) -> None:
+    far = FarSide(then_fail=[TransientError("notify_unconfirmed")])
+    with pytest.raises(TransientError):
+        attempt(store).run("notify", far.apply, reconcile=far.was_applied)
+    losing = LosingStore(store, lose={"record_done": 1})
+    with pytest.raises(StorageUnavailable):  # the lookup said applied; its done write lost
+        attempt(losing).run("notify", far.apply, reconcile=far.was_applied)
+    assert attempt(store).run("notify", far.apply, reconcile=far.was_applied) is False
+    assert far.calls == [KEY]
+
+
 @pytest.mark.parametrize("refusal", [NotApplied("notify_unavailable"), Rejected("x_rejected")])
 def test_cleared_intent_whose_answer_was_lost_runs_as_new_next_time(
     store: Any, refusal: Exception

@@ -7,7 +7,10 @@ effect. ``GET <path>/<key>`` answers 200 (applied) or 404 (not) for the worker's
 reconcile check; ``GET <path>`` returns ``{key: count}``.
 
 Faults for tests: ``fail_next(n, status)`` answers the next ``n`` POSTs with
-``status`` without applying them.
+``status`` without applying them; ``fail_next(n, status, applied=True)`` applies
+them first, as an endpoint behind a gateway that times out after it acted (502, 504).
+``NotifySink(deduplicates=True)`` is an endpoint that honours the key: a POST whose
+key it already applied answers 200 and changes nothing.
 
 Run it alone with ``python -m local.notify_sink --port 8766``.
 """
@@ -33,17 +36,29 @@ _MAX_BODY: Final = 64 * 1024
 class NotifySink:
     """The sink's state; thread-safe (the server handles requests in threads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, deduplicates: bool = False) -> None:
         self._lock = threading.Lock()
         self._applied: Counter[str] = Counter()
         self._bodies: dict[str, Any] = {}
         self._fail_next = 0
         self._fail_status = 503
+        self._fail_applied = False
+        self.deduplicates = deduplicates
         self.requests = 0
+        self.posts: Counter[str] = Counter()  # every POST per key, applied or not
 
-    def fail_next(self, count: int, status: int = 503) -> None:
+    def reset(self, *, deduplicates: bool = False) -> None:
+        """Forget every application and fault (a server shared by several tests)."""
         with self._lock:
-            self._fail_next, self._fail_status = count, status
+            self._applied.clear()
+            self._bodies.clear()
+            self.posts.clear()
+            self._fail_next, self.requests = 0, 0
+            self.deduplicates = deduplicates
+
+    def fail_next(self, count: int, status: int = 503, *, applied: bool = False) -> None:
+        with self._lock:
+            self._fail_next, self._fail_status, self._fail_applied = count, status, applied
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -56,12 +71,15 @@ class NotifySink:
     def apply(self, key: str, body: Any) -> int:
         with self._lock:
             self.requests += 1
-            if self._fail_next:
+            self.posts[key] += 1
+            failing = self._fail_next > 0
+            if failing:
                 self._fail_next -= 1
-                return self._fail_status
-            self._applied[key] += 1
-            self._bodies[key] = body
-            return 200
+            acts = not failing or self._fail_applied
+            if acts and not (self.deduplicates and self._applied[key]):
+                self._applied[key] += 1
+                self._bodies[key] = body
+            return self._fail_status if failing else 200
 
     def was_applied(self, key: str) -> bool:
         with self._lock:
@@ -115,8 +133,10 @@ def _handler(sink: NotifySink, path: str) -> type[BaseHTTPRequestHandler]:
 class NotifySinkServer:
     """The sink on 127.0.0.1 in a background thread; ``with NotifySinkServer() as s:``."""
 
-    def __init__(self, *, port: int = 0, path: str = NOTIFY_PATH) -> None:
-        self.sink = NotifySink()
+    def __init__(
+        self, *, port: int = 0, path: str = NOTIFY_PATH, deduplicates: bool = False
+    ) -> None:
+        self.sink = NotifySink(deduplicates=deduplicates)
         self._server = LoopbackHTTPServer(("127.0.0.1", port), _handler(self.sink, path))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.path = path

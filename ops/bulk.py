@@ -115,8 +115,8 @@ class BulkResult:
 
 
 @dataclass(slots=True)
-class _Tally:
-    """Outcomes as they come: whole counts, bounded id lists."""
+class Tally:
+    """Outcomes as they come: whole counts, bounded id lists (every bulk operation's)."""
 
     changed: list[str] = field(default_factory=list)
     changed_count: int = 0
@@ -173,7 +173,7 @@ def requeue_matching(
         if reason is None or item.last_error == reason
     ]
     matched.sort(key=lambda i: (i.state_changed_at, i.delivery_id))
-    tally = _Tally()
+    tally = Tally()
     to_requeue: list[InboxItem] = []
     for item in matched:
         if _requeued_in_window(item, since):
@@ -193,7 +193,7 @@ def requeue_matching(
                 chunk = to_requeue[start : start + _SEND_CHUNK]
                 _requeue_chunk(target, chunk, tally, pool, now=now)
     filters = {"state": state.value, "reason": reason, "since": since, "until": until}
-    return _result(
+    return bulk_result(
         "requeue",
         tally,
         matched=len(matched),
@@ -219,7 +219,7 @@ def _listing(
         raise OperatorError(f"DynamoDB: cannot list {state} deliveries ({exc})") from None
 
 
-def _preview(target: Target, matched: list[InboxItem], tally: _Tally, pool: Executor) -> None:
+def _preview(target: Target, matched: list[InboxItem], tally: Tally, pool: Executor) -> None:
     """Count what :func:`_requeue_chunk` would do with ``matched``, from fresh reads."""
     runnable: list[InboxItem] = []
     for item in matched:
@@ -236,7 +236,7 @@ def _preview(target: Target, matched: list[InboxItem], tally: _Tally, pool: Exec
 
 
 def _requeue_chunk(
-    target: Target, chunk: list[InboxItem], tally: _Tally, pool: Executor, *, now: int
+    target: Target, chunk: list[InboxItem], tally: Tally, pool: Executor, *, now: int
 ) -> None:
     """Reset each delivery of ``chunk`` (conditionally), then send their work in one batch."""
     runnable: list[tuple[InboxItem, WorkItem]] = []
@@ -305,13 +305,13 @@ def redrive_all(
     if needs_yes and not dry_run:
         raise BulkLimitExceeded("redrive", depth, limit)
     report = requeue.redrive(target, now=now, max_messages=None if yes else limit, dry_run=dry_run)
-    tally = _Tally()
+    tally = Tally()
     for delivery_id, outcome in report.outcomes:
         if outcome is requeue.RedriveOutcome.MOVED and delivery_id is not None:
             tally.change(delivery_id)  # (a malformed letter has no id, and is never moved)
         else:
             tally.keep(delivery_id, outcome.value)
-    return _result(
+    return bulk_result(
         "redrive",
         tally,
         matched=len(report.outcomes),
@@ -322,9 +322,9 @@ def redrive_all(
     )
 
 
-def _result(
+def bulk_result(
     operation: str,
-    tally: _Tally,
+    tally: Tally,
     *,
     matched: int,
     dry_run: bool,

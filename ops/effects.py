@@ -10,10 +10,13 @@ An operator who checked the downstream system resolves one: *applied* records it
 done (every later attempt skips it), *not applied* clears it (the next attempt
 applies it as new). Either way it leaves the index; then ``requeue`` gives a failed
 delivery its next attempt, which skips what is done and reuses recorded steps.
+:func:`resolve_matching` does the same for every uncertain effect that matches a
+name and a window (``effects resolve --all``), bounded like the bulk requeue.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -22,8 +25,9 @@ from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import effect_from_item
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.models import State
+from ops.bulk import CONCURRENCY, DEFAULT_LIMIT, BulkLimitExceeded, BulkResult, Tally, bulk_result
 from ops.inbox import show_inbox
-from ops.target import Target
+from ops.target import OperatorError, Target
 
 
 class Doubt(StrEnum):
@@ -155,3 +159,88 @@ def resolve_effect(
     else:
         reason = _SETTLED[record.status]
     return ResolveResult(delivery_id, name, ResolveOutcome.NOT_IN_DOUBT, state, reason)
+
+
+def resolve_matching(
+    target: Target,
+    *,
+    applied: bool,
+    now: int,
+    effect_age_seconds: int,
+    effect: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    limit: int = DEFAULT_LIMIT,
+    yes: bool = False,
+    dry_run: bool = True,
+    concurrency: int = CONCURRENCY,
+) -> tuple[BulkResult, list[EffectInDoubt]]:
+    """Resolve every uncertain effect that matches as applied (or not applied).
+
+    The match: effects whose doubt is ``flagged`` or ``stale`` (:func:`list_effects`,
+    never one in flight), named ``effect`` (any, if None), intended in ``[since,
+    until)`` (epoch seconds; open ends). Each is then resolved with its own conditional
+    write (:func:`resolve_effect`): one settled meanwhile, or whose delivery a worker
+    holds now, is counted under its :class:`ResolveOutcome`, never overwritten; so the
+    same command run twice changes nothing more.
+
+    Returns:
+        The bulk result (``operation`` ``resolve``), and the matched effects oldest
+        first (what a dry run lists, one line each).
+
+    Raises:
+        BulkLimitExceeded: not a dry run, not ``yes``, and more than ``limit`` match.
+        OperatorError: the limit is below 1.
+    """
+    if limit < 1:
+        raise OperatorError("the limit must be at least 1")
+    matched = [
+        found
+        for found in list_effects(
+            target, now=now, effect_age_seconds=effect_age_seconds, uncertain_only=True
+        )
+        if (effect is None or found.record.name == effect)
+        and (since is None or found.record.intent_at >= since)
+        and (until is None or found.record.intent_at < until)
+    ]
+    needs_yes = len(matched) > limit and not yes
+    if needs_yes and not dry_run:
+        raise BulkLimitExceeded("resolve", len(matched), limit, narrow="--effect, --since, --until")
+    tally = Tally()
+
+    def one(found: EffectInDoubt) -> tuple[str, ResolveOutcome]:
+        record = found.record
+        if dry_run:
+            inbox = show_inbox(target, record.delivery_id)
+            held = inbox is not None and inbox.state is State.PROCESSING
+            return record.delivery_id, ResolveOutcome.REFUSED if held else _finding(applied)
+        result = resolve_effect(target, record.delivery_id, record.name, applied=applied, now=now)
+        return record.delivery_id, result.outcome
+
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="bulk-resolve") as pool:
+        for delivery_id, outcome in pool.map(one, matched):
+            if outcome is _finding(applied):
+                tally.change(delivery_id)
+            else:
+                tally.keep(delivery_id, outcome)
+    filters = {
+        "effect": effect,
+        "since": since,
+        "until": until,
+        "finding": _finding(applied).value,
+        "older_than": effect_age_seconds,
+    }
+    result = bulk_result(
+        "resolve",
+        tally,
+        matched=len(matched),
+        dry_run=dry_run,
+        limit=limit,
+        needs_yes=needs_yes,
+        filters=filters,
+    )
+    return result, matched
+
+
+def _finding(applied: bool) -> ResolveOutcome:
+    return ResolveOutcome.APPLIED if applied else ResolveOutcome.NOT_APPLIED

@@ -314,13 +314,20 @@ class FakeEffects:
         return self.records.get((delivery_id, name))
 
     def record_intent(
-        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+        self,
+        delivery_id: str,
+        name: str,
+        *,
+        key: str,
+        now: int,
+        expires_at: int,
+        attempt: str = "",
     ) -> bool:
         current = self.records.get((delivery_id, name))
         if current is not None and current.status is not EffectStatus.NOT_APPLIED:
             return False
         self.records[(delivery_id, name)] = EffectRecord(
-            delivery_id, name, EffectStatus.INTENT, key, now
+            delivery_id, name, EffectStatus.INTENT, key, now, attempt=attempt
         )
         return True
 

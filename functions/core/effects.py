@@ -1,30 +1,45 @@
 """The effect ledger: an external effect is applied at most once per delivery.
 
-``ledger.run(name, fn)`` writes an *intent* record before calling ``fn`` and a
-*done* record after it, both in the table under the delivery's partition. An effect
-declared ``repeatable`` gets no record at all: for it, "no record" and "intent without
-done" lead to the same retry, a repeat, so a record would buy nothing. The ledger only
-remembers its name (:attr:`EffectLedger.repeated`), and the completion of the delivery
-marks it done on the inbox item (``ClaimStore.complete``); an attempt that does not
-complete leaves no mark, and the next one applies it again. A retry of the same
-delivery knows, per effect that is not repeatable:
+``ledger.run(name, fn, mode=...)`` writes an *intent* record before calling ``fn`` and
+a *done* record after it, both in the table under the delivery's partition. Every
+effect declares its **outcome mode** (:class:`EffectMode`): how an outcome the ledger
+cannot know is settled. It cannot know it when an attempt ends between the intent and
+the done record: the call timed out after sending, the connection was lost, the far
+side answered 5xx after acting, or the worker died. A retry of the same delivery
+then finds the intent, and the mode says what it does:
 
-* done: skip it;
-* intent without done: the previous attempt died somewhere around the call, so
-  the outcome is uncertain. Ask the downstream system with the effect's own
-  ``reconcile`` check when it has one; else repeat it only if it is declared
-  ``repeatable``; else stop and leave it to the reconciler or an operator
-  (:class:`~functions.core.errors.UncertainEffect`), who resolves it as applied
-  or not applied;
-* not applied: ``fn`` raised :class:`~functions.core.errors.NotApplied` (it knows
-  the effect did not happen), or an operator said so: as if there were no record.
+* ``repeatable``: run it again; repeating it reaches the same state (a put of the same
+  bytes). Such an effect gets no record at all: "no record" and "intent without done"
+  would lead to the same repeat. The ledger only remembers its name
+  (:attr:`EffectLedger.repeated`) and the completion of the delivery marks it done on
+  the inbox item (``ClaimStore.complete``);
+* ``keyed``: the far side deduplicates on the idempotency key, so call it again with
+  the *same* key (the one the intent recorded): a copy that already arrived is dropped
+  there;
+* ``checked``: ask the far side with the effect's ``reconcile`` lookup (key -> applied?)
+  and call again only if it says not applied;
+* ``operator`` (the default): stop. The delivery fails with
+  :class:`~functions.core.errors.UncertainEffect`, counted and alarmed; the reconciler
+  flags the intent and an operator resolves it as applied or not applied.
 
-Only a failure whose outcome is unknown (a timeout after sending, a connection lost
-mid-request, a crash) leaves the intent for the next attempt to find uncertain.
+Whatever the mode, an effect the far side certainly did not apply is no doubt at all.
+``fn`` says so by raising :class:`~functions.core.errors.NotApplied` (nothing was
+done, try again later: the connection never opened, a "not processed" answer such as
+429) or :class:`~functions.core.errors.Rejected` (refused for good, e.g. a 400: the
+delivery fails with its code, visibly, and is not retried). Either way the ledger
+clears the intent first, so nothing is left in doubt and a later attempt (after an
+operator's requeue, say) applies the effect as new. Any other failure of ``fn`` leaves
+the intent: its outcome is unknown.
 
 Every call gets an idempotency key, ``<delivery_id>:<name>`` unless the workflow
 chooses another: a downstream system that honours it makes even the uncertain
-window harmless.
+window harmless, and ``keyed`` says it does.
+
+**The ledger's own writes may lose their answers too.** Each ledger (one per attempt)
+writes a random *attempt* token into the intents it puts. An intent put that committed
+but whose answer was lost (the SDK then retries it and finds the record; or the put
+raises after committing) is recognised as this attempt's own by its token, and the
+effect is applied as planned instead of being reported in doubt.
 
 The ledger also records *steps* (:meth:`EffectLedger.step`, :mod:`functions.core.steps`):
 work whose result later effects use, kept so that retries reuse it.
@@ -33,16 +48,26 @@ work whose result later effects use, kept so that retries reuse it.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
 from functions.core.clock import Clock
-from functions.core.errors import NotApplied, TransientError, UncertainEffect
+from functions.core.errors import NotApplied, Rejected, TransientError, UncertainEffect
 from functions.core.steps import StepRecorder, StepStorage
 
 _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+class EffectMode(StrEnum):
+    """How an unknown outcome of an effect is settled (see the module's docstring)."""
+
+    REPEATABLE = "repeatable"  # run it again: repeating it reaches the same state
+    KEYED = "keyed"  # call again with the same key: the far side drops a duplicate
+    CHECKED = "checked"  # the effect's reconcile lookup says whether it was applied
+    OPERATOR = "operator"  # in doubt: the delivery fails, a person resolves it
 
 
 class EffectStatus(StrEnum):
@@ -62,6 +87,8 @@ class EffectRecord:
     intent_at: int
     done_at: int | None = None
     flagged_at: int | None = None  # set by the reconciler when it hands it to an operator
+    # The token of the attempt (ledger) that wrote the intent; "" when not known.
+    attempt: str = ""
 
 
 class EffectStore(Protocol):
@@ -70,10 +97,17 @@ class EffectStore(Protocol):
     def get(self, delivery_id: str, name: str) -> EffectRecord | None: ...
 
     def record_intent(
-        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+        self,
+        delivery_id: str,
+        name: str,
+        *,
+        key: str,
+        now: int,
+        expires_at: int,
+        attempt: str = "",
     ) -> bool:
-        """Write the intent unless a record other than NOT_APPLIED exists; returns
-        False when one did."""
+        """Write the intent, carrying ``attempt``, unless a record other than
+        NOT_APPLIED exists; returns False when one did."""
         ...
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None: ...
@@ -82,6 +116,11 @@ class EffectStore(Protocol):
         """Mark an intent NOT_APPLIED (no longer listed as uncertain); False when the
         record is not an intent (done, already cleared, or missing)."""
         ...
+
+
+def new_attempt_token() -> str:
+    """A fresh token that tells one attempt's intents from every other's."""
+    return secrets.token_hex(8)
 
 
 def idempotency_key(delivery_id: str, name: str) -> str:
@@ -100,8 +139,10 @@ class EffectLedger:
         clock: Clock,
         expires_at: int = 0,
         steps: StepStorage | None = None,
+        attempt: str | None = None,
     ) -> None:
         self.delivery_id = delivery_id
+        self.attempt = attempt or new_attempt_token()
         self._expires_at = expires_at
         self._store = store
         self._clock = clock
@@ -123,6 +164,7 @@ class EffectLedger:
         fn: Callable[[str], object],
         *,
         key: str | None = None,
+        mode: EffectMode | None = None,
         reconcile: Callable[[str], bool] | None = None,
         repeatable: bool = False,
     ) -> bool:
@@ -132,51 +174,82 @@ class EffectLedger:
             name: Stable name of the effect within the workflow (``[a-z0-9_.-]``).
             fn: Applies the effect; called with the idempotency key.
             key: Idempotency key; ``<delivery_id>:<name>`` by default.
-            reconcile: Asks the downstream system whether the effect with this key
-                was applied (True) or not (False); used when an earlier attempt
-                left the outcome uncertain.
-            repeatable: Repeating the effect reaches the same state (e.g. a put): it is
-                applied on every attempt, with no record (see the module's docstring).
+            mode: How an unknown outcome of an earlier attempt is settled. Without
+                it: ``repeatable`` if ``repeatable``, ``checked`` if ``reconcile``
+                is given, else ``operator``.
+            reconcile: The ``checked`` mode's lookup: asks the downstream system
+                whether the effect with this key was applied (True) or not (False).
+            repeatable: The same as ``mode=EffectMode.REPEATABLE`` (kept for workflows
+                written before ``mode``).
 
         Returns:
             True when ``fn`` ran in this call, False when it was skipped.
 
         Raises:
             UncertainEffect: The outcome of an earlier attempt is unknown and the
-                effect can neither be checked nor repeated.
+                effect's mode is ``operator``.
             NotApplied: ``fn`` raised it; the intent is cleared first.
+            Rejected: ``fn`` raised it; the intent is cleared first.
+            ValueError: ``mode`` contradicts ``repeatable`` or ``reconcile``.
         """
         _check_name(name, "effect")
+        mode = outcome_mode(mode, reconcile=reconcile, repeatable=repeatable)
         key = key or idempotency_key(self.delivery_id, name)
-        if repeatable:
+        if mode is EffectMode.REPEATABLE:
             fn(key)  # NotApplied: nothing recorded, the next attempt applies it as new
             self._repeated.add(name)
             return True
         record = _current(self._store.get(self.delivery_id, name))
-        if record is None and not self._store.record_intent(
-            self.delivery_id, name, key=key, now=self._clock.now(), expires_at=self._expires_at
-        ):
-            # Someone wrote a record between our read and our write: only a worker
-            # whose lease expired can, so take the retry path with what it wrote.
-            record = _current(self._store.get(self.delivery_id, name))
-            if record is None:
-                raise TransientError("effect_conflict")
+        if record is None:
+            record = self._write_intent(name, key)
         if record is not None:
             if record.status is EffectStatus.DONE:
                 return False
-            if reconcile is None:
+            if mode is EffectMode.KEYED:
+                key = record.key  # the key the far side may have seen
+            elif mode is EffectMode.OPERATOR:
                 raise UncertainEffect()
-            if reconcile(key):
+            elif reconcile is not None and reconcile(key):
                 self._store.record_done(self.delivery_id, name, now=self._clock.now())
                 return False
         try:
             fn(key)
-        except NotApplied:
-            # Certainly not applied: the next attempt applies it as new, not in doubt.
+        except (NotApplied, Rejected):
+            # Certainly not applied: nothing is in doubt; a later attempt applies it as new.
             self._store.resolve_not_applied(self.delivery_id, name, now=self._clock.now())
             raise
         self._store.record_done(self.delivery_id, name, now=self._clock.now())
         return True
+
+    def _write_intent(self, name: str, key: str) -> EffectRecord | None:
+        """Write this attempt's intent; None when it is written, else the record found.
+
+        A put whose answer was lost may still have committed (the SDK's retry of it
+        then finds the record, or it raises): the record's attempt token tells ours
+        from a rival's, so our own is never taken for an earlier attempt's.
+        """
+        failure: TransientError | None = None
+        try:
+            if self._store.record_intent(
+                self.delivery_id,
+                name,
+                key=key,
+                now=self._clock.now(),
+                expires_at=self._expires_at,
+                attempt=self.attempt,
+            ):
+                return None
+        except TransientError as exc:
+            failure = exc  # committed or not: the read below tells
+        record = _current(self._store.get(self.delivery_id, name))
+        if record is not None and record.attempt == self.attempt:
+            return None
+        if record is None:
+            # Our put failed, or a rival's record vanished between the two calls.
+            raise failure or TransientError("effect_conflict")
+        # Someone else's record: only a worker whose lease expired writes one between
+        # our read and our write; take the retry path with what it wrote.
+        return record
 
     def step(self, name: str, fn: Callable[[], object]) -> Any:
         """The recorded result of step ``name``, calling ``fn`` only when there is none.
@@ -198,6 +271,26 @@ class EffectLedger:
         if self._steps is None:
             raise RuntimeError("this effect ledger was built without step storage")
         return self._steps.run(name, fn)
+
+
+def outcome_mode(
+    mode: EffectMode | None, *, reconcile: Callable[[str], bool] | None, repeatable: bool
+) -> EffectMode:
+    """The mode ``run`` applies: ``mode``, or the one the older keywords stand for.
+
+    Raises:
+        ValueError: ``mode`` says otherwise than ``repeatable`` or ``reconcile``, or
+            ``checked`` comes without ``reconcile``.
+    """
+    if mode is None:
+        if repeatable:
+            return EffectMode.REPEATABLE
+        return EffectMode.OPERATOR if reconcile is None else EffectMode.CHECKED
+    if repeatable and mode is not EffectMode.REPEATABLE:
+        raise ValueError(f"repeatable=True contradicts mode={mode.value}")
+    if (reconcile is not None) != (mode is EffectMode.CHECKED):
+        raise ValueError("reconcile= goes with mode=checked, and mode=checked needs it")
+    return mode
 
 
 def _check_name(name: str, kind: str) -> None:

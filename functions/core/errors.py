@@ -41,8 +41,9 @@ class McpAuthError(TransientError):
 class NotApplied(TransientError):
     """An effect function knows its effect certainly did not happen.
 
-    Raise it only when nothing can have reached the downstream system (the connection
-    was refused, a 503 that promises no change); a timeout after sending is not that.
+    Raise it only when the answer proves that nothing was done: the connection never
+    opened, or the protocol says "not processed" (a 429, an AWS throttling error);
+    a timeout after sending, a 5xx, a 408 or a connection lost mid-request is not that.
     The effect ledger then clears the effect's intent, so the next attempt applies it
     as new instead of finding it uncertain; the attempt is retried with back-off.
     ``code`` says why, e.g. ``notify_unavailable``.
@@ -90,6 +91,20 @@ class BudgetTooSmall(PermanentError):
         super().__init__()
         self.tokens = tokens
         self.limit = limit
+
+
+class Rejected(PermanentError):
+    """The far side refused an effect for good: certainly not applied, and never will be.
+
+    A definite rejection (a 400, 401, 403, 404 or 422 from an HTTP endpoint, an AWS
+    validation or access error): the effect ledger clears the effect's intent, so it is
+    not left in doubt, and the delivery fails now with ``code`` (``WorkFailed``) instead
+    of being retried until its horizon. Once the cause is fixed (the URL, a grant), an
+    operator's requeue applies the effect as new. ``code`` says which, e.g.
+    ``notify_rejected``.
+    """
+
+    code = "rejected"
 
 
 class HostNotAllowed(PermanentError):

@@ -87,6 +87,11 @@ def boolean(env: Mapping[str, str], name: str) -> bool:
     raise SettingsError(f"{name} must be true or false")
 
 
+def flag(env: Mapping[str, str], name: str) -> bool:
+    """An optional ``true``/``false``: False when absent."""
+    return name in env and boolean(env, name)
+
+
 def host_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     """Comma-separated hosts (exact, or ``*.suffix``), lower-cased; at least one."""
     hosts = tuple(h.strip().lower() for h in required(env, name).split(",") if h.strip())

@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from functions.core import metric_names, setting_defaults
-from functions.core.effects import idempotency_key
+from functions.core.effects import EffectMode, idempotency_key
 from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
 from functions.core.observability import logger
-from functions.core.settings_env import SettingsError, integer, number, optional
+from functions.core.settings_env import SettingsError, flag, integer, number, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt, sanitize_model_output
 from functions.workflows.archive import Archive, archive_package
 
@@ -82,6 +82,9 @@ SETTING_SYSTEM_PROMPT: Final = "system_prompt"
 SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_ALERT_URL: Final = "alert_url"
 SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
+# "true": the alert_url endpoint drops a second POST with the same Idempotency-Key, so
+# an alert whose outcome is unknown is posted again with its key (mode keyed).
+SETTING_ALERT_URL_DEDUPLICATES: Final = "alert_url_deduplicates"
 DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_TEMPERATURE: Final = 0.2
@@ -99,6 +102,9 @@ class AgentSettings:
         system_prompt: the operator's extra instructions, appended to the fencing
             system prompt (trusted: it comes from the deployment, not a package).
         bedrock_endpoint_url: another Bedrock Runtime endpoint (the local emulator).
+        alert_url_deduplicates: the ``alert_url`` endpoint drops a repeated
+            ``Idempotency-Key``: an alert POST of unknown outcome is retried with its
+            key instead of being left in doubt for an operator.
     """
 
     model_id: str = DEFAULT_MODEL_ID
@@ -108,6 +114,7 @@ class AgentSettings:
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
     alert_url: str | None = None
     bedrock_endpoint_url: str | None = None
+    alert_url_deduplicates: bool = False
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> AgentSettings:
@@ -140,6 +147,7 @@ class AgentSettings:
             ),
             alert_url=optional(settings, SETTING_ALERT_URL),
             bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
+            alert_url_deduplicates=flag(settings, SETTING_ALERT_URL_DEDUPLICATES),
         )
 
 
@@ -268,14 +276,21 @@ class Alert:
 class AlertChannel(Protocol):
     """Port: one way an alert reaches people (SNS, an HTTP endpoint)."""
 
+    @property
+    def mode(self) -> EffectMode:
+        """How the ledger settles an unknown outcome: ``keyed`` only when the far side
+        drops a repeated idempotency key, else ``operator``."""
+        ...
+
     def send(self, alert: Alert, *, idempotency_key: str) -> None:
         """Deliver ``alert`` once.
 
         Raises:
-            NotApplied: it certainly did not go out (the request was refused, or
-                never reached the service); the ledger then clears the intent.
-            TransientError: the outcome is unknown (a timeout after sending, a
-                connection lost mid-request); a retry finds the effect in doubt.
+            NotApplied: it certainly did not go out (throttled, or never reached the
+                service); the ledger then clears the intent and the worker retries.
+            Rejected: refused for good; the ledger clears the intent, the delivery fails.
+            TransientError: the outcome is unknown (a 5xx, a timeout after sending, a
+                connection lost mid-request); a retry settles it by the channel's mode.
         """
         ...
 
@@ -321,7 +336,12 @@ class AgentWorkflow:
         # One key for the alert on every channel: a subscriber of both sees one alert.
         alert_key = idempotency_key(work.delivery_id, ALERT_EFFECT)
         for name, channel in self._channels:
-            effects.run(name, functools.partial(_send, channel, alert), key=alert_key)
+            send = functools.partial(_send, channel, alert)
+            effects.run(name, send, key=alert_key, mode=channel.mode)
+
+    def channels(self) -> list[AlertChannel]:
+        """The alert channels, in the order each alert goes out (the topic first)."""
+        return [channel for _, channel in self._channels]
 
     def prompt(self, package: Package) -> AgentPrompt:
         """The fenced prompt, with the operator's extra instructions after the rules."""

@@ -2,14 +2,21 @@
 
 The default for a bare deployment: it needs nothing outside the stack. Its one effect,
 ``archive``, is a put of ``packages/<delivery_id>.json``; repeating it writes the same
-bytes to the same key, so it is declared repeatable. The other shipped workflows
-archive the same way first (:func:`archive_package`).
+bytes to the same key, so its outcome mode is ``repeatable``: whatever the answer, a
+retry puts again, and the effect is never in doubt. What an answer proves
+(:mod:`functions.core.adapters.archive_s3`): stored -> applied; throttled, 5xx,
+timeout, connection lost -> ``TransientError`` (``archive_unavailable``), put again
+later; access denied, no such bucket -> ``Rejected`` (``archive_rejected``), the
+delivery fails visibly. The other shipped workflows archive the same way first
+(:func:`archive_package`).
 """
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Final, Protocol
+
+from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
     from functions.core.effects import EffectLedger
@@ -45,7 +52,7 @@ def archive_package(
     """Put the package document through the ledger; returns its key."""
     key = archive_key(work.delivery_id)
     document = package_document(work, package)
-    effects.run(ARCHIVE_EFFECT, lambda _key: archive.put(key, document), repeatable=True)
+    effects.run(ARCHIVE_EFFECT, lambda _key: archive.put(key, document), mode=EffectMode.REPEATABLE)
     return key
 
 

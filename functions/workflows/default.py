@@ -7,9 +7,12 @@ this as it is (``WORKFLOW=notify``). It shows the two kinds of effect a workflow
   the same bytes to the same key, so it is declared repeatable
   (:mod:`functions.workflows.archive`).
 * ``notify``: one HTTP POST to ``NOTIFY_URL`` with ``Idempotency-Key:
-  <delivery_id>:notify``. It is not repeatable, so it has a reconcile check
-  (``GET <NOTIFY_URL>/<key>``) that a retry asks when an earlier attempt's outcome
-  is unknown.
+  <delivery_id>:notify``. It is not repeatable. By default it is ``checked``: a retry
+  asks ``GET <NOTIFY_URL>/<key>`` when an earlier attempt's outcome is unknown. With
+  the setting ``notify_url_deduplicates=true`` (the endpoint drops a second POST with
+  the same key) it is ``keyed``: the retry simply posts again with the same key. What
+  each answer proves is listed in :mod:`functions.core.adapters.notifier_http`; a
+  definite refusal (a 4xx) fails the delivery as ``notify_rejected``, never in doubt.
 
 The workflow takes its archive and notifier as ports; :mod:`functions.workflows.wiring`
 builds it on S3 and HTTP.
@@ -20,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Protocol
 
+from functions.core.effects import EffectMode
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
     from functions.core.package import Package
 
 NOTIFY_EFFECT: Final = "notify"
+# The workflow setting: "true" when NOTIFY_URL drops a repeated Idempotency-Key.
+SETTING_NOTIFY_URL_DEDUPLICATES: Final = "notify_url_deduplicates"
 
 
 class Notifier(Protocol):
@@ -37,11 +43,16 @@ class Notifier(Protocol):
 
 
 class DefaultWorkflow:
-    """Archive, then notify: both through the effect ledger."""
+    """Archive, then notify: both through the effect ledger.
 
-    def __init__(self, *, archive: Archive, notifier: Notifier) -> None:
+    ``deduplicates``: the notifier's endpoint drops a repeated key, so the notification
+    is ``keyed`` (retried with its key) instead of ``checked`` (looked up first).
+    """
+
+    def __init__(self, *, archive: Archive, notifier: Notifier, deduplicates: bool = False) -> None:
         self._archive = archive
         self._notifier = notifier
+        self.notify_mode = EffectMode.KEYED if deduplicates else EffectMode.CHECKED
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
@@ -52,8 +63,10 @@ class DefaultWorkflow:
             "title": package.title,
             "archive_key": key,
         }
+        checked = self.notify_mode is EffectMode.CHECKED
         effects.run(
             NOTIFY_EFFECT,
             lambda idempotency_key: self._notifier.notify(payload, idempotency_key=idempotency_key),
-            reconcile=self._notifier.was_applied,
+            mode=self.notify_mode,
+            reconcile=self._notifier.was_applied if checked else None,
         )

@@ -18,13 +18,14 @@ from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
+from functions.core.settings_env import flag
 from functions.core.workflow import WorkflowContext
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
 from functions.workflows.agent import AgentSettings, AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
-from functions.workflows.default import DefaultWorkflow
+from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -57,11 +58,13 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
     """``WORKFLOW=notify``: archive to S3, notify over HTTP.
 
     Raises:
-        ValueError: ``NOTIFY_URL`` or ``ARCHIVE_BUCKET`` is missing or not allowed.
+        ValueError: ``NOTIFY_URL`` or ``ARCHIVE_BUCKET`` is missing or not allowed, or
+            the setting ``notify_url_deduplicates`` is not ``true`` or ``false``.
     """
     if not context.notify_url:
         raise ValueError("the notify workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
     return DefaultWorkflow(
+        deduplicates=flag(context.settings, SETTING_NOTIFY_URL_DEDUPLICATES),
         archive=_archive(context, "notify"),
         notifier=HttpNotifier(
             url=context.notify_url,
@@ -102,6 +105,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
             url=settings.alert_url,
             timeout_seconds=context.timeout_seconds,
             allow_insecure_loopback=context.allow_insecure_loopback,
+            deduplicates=settings.alert_url_deduplicates,
         )
     bedrock = bedrock_client(settings.bedrock_endpoint_url)
     return AgentWorkflow(

@@ -1,4 +1,5 @@
-"""What the bulk forms of ``requeue`` and ``redrive`` share: their options and their report."""
+"""What the bulk forms of ``requeue``, ``redrive`` and ``effects resolve`` share: their
+options and their report."""
 
 from __future__ import annotations
 
@@ -33,6 +34,27 @@ def add_bulk_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def bulk_window(args: argparse.Namespace, *, now: int) -> dict[str, int | None]:
+    """Check ``--limit`` and read ``--since``/``--until`` (epoch seconds; None: open).
+
+    Raises:
+        CommandError: a limit below 1, or a moment that is not one.
+    """
+    from local.commands import CommandError  # noqa: PLC0415 (kept off --help's path)
+    from ops.time_window import parse_moment  # noqa: PLC0415
+
+    if args.limit < 1:
+        raise CommandError("--limit must be at least 1")
+    window: dict[str, int | None] = {}
+    for name in ("since", "until"):
+        text = getattr(args, name)
+        try:
+            window[name] = None if text is None else parse_moment(text, now=now)
+        except ValueError as exc:
+            raise CommandError(f"--{name}: {exc}") from None
+    return window
+
+
 def print_bulk(result: BulkResult, *, verb: str, done: str, as_json: bool) -> None:
     """The result as JSON (sorted keys) or as lines: counts, then each reason's count."""
     if as_json:
@@ -45,8 +67,12 @@ def print_bulk(result: BulkResult, *, verb: str, done: str, as_json: bool) -> No
         for name, value in result.filters.items()
         if name in ("since", "until") and value is not None
     ]
-    reason = result.filters.get("reason")
-    described = ", ".join([*([f"reason {reason}"] if reason else []), *window])
+    named = [
+        f"{name} {result.filters[name]}"
+        for name in ("reason", "effect")
+        if result.filters.get(name)
+    ]
+    described = ", ".join([*named, *window])
     rows = [
         ("matched", result.matched),
         (f"would {verb}" if result.dry_run else done, result.changed),

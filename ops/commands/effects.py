@@ -11,8 +11,10 @@ from typing import Any
 
 from functions.core.env_keys import ENV_RECONCILE_EFFECT_AGE_SECONDS
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from ops.commands.bulk_options import add_bulk_arguments, bulk_window, print_bulk
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
+from ops.time_window import MOMENT_HELP
 
 
 def register(subparsers: Any) -> None:
@@ -37,14 +39,7 @@ def register(subparsers: Any) -> None:
         help="only those flagged by the reconciler or older than --older-than"
         " (no live worker holds them)",
     )
-    listing.add_argument(
-        "--older-than",
-        type=int,
-        metavar="SECONDS",
-        default=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
-        help="the reconciler's effect age (default %(default)s: the default of its"
-        f" {ENV_RECONCILE_EFFECT_AGE_SECONDS})",
-    )
+    _add_older_than(listing)
     listing.add_argument("--json", action="store_true", help='one JSON object {"effects": [...]}')
     add_target_arguments(listing)
     listing.set_defaults(handler=run_list)
@@ -57,10 +52,19 @@ def register(subparsers: Any) -> None:
             " clears it: the next attempt applies it. Then `requeue DELIVERY_ID` lets a"
             " failed delivery continue. Exit 1 when the effect is not in doubt (done,"
             " cleared, no record) or a worker holds the delivery; nothing changes then."
+            " With --all instead of DELIVERY_ID EFFECT: every uncertain effect (flagged,"
+            " or older than --older-than; never one in flight) that matches --effect and"
+            " the window --since/--until (when its intent was written), each with its own"
+            " conditional write, so a second run changes nothing more. --dry-run lists"
+            " them, one line each. More than --limit matches need --yes."
         ),
     )
-    resolve.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
-    resolve.add_argument("effect", metavar="EFFECT", help="the effect's name, e.g. notify")
+    resolve.add_argument(
+        "delivery_id", metavar="DELIVERY_ID", nargs="?", help="the delivery's id (a uuid)"
+    )
+    resolve.add_argument(
+        "effect", metavar="EFFECT", nargs="?", help="the effect's name, e.g. notify"
+    )
     finding = resolve.add_mutually_exclusive_group(required=True)
     finding.add_argument(
         "--applied", action="store_true", help="the downstream has it: record it done"
@@ -71,8 +75,33 @@ def register(subparsers: Any) -> None:
         help="the downstream does not have it: the next attempt applies it",
     )
     resolve.add_argument("--json", action="store_true", help="one JSON object")
+    bulk = resolve.add_argument_group("bulk (instead of DELIVERY_ID EFFECT)")
+    bulk.add_argument(
+        "--all", action="store_true", help="resolve every uncertain effect that matches"
+    )
+    bulk.add_argument(
+        "--effect",
+        dest="effect_name",
+        metavar="NAME",
+        help="only effects named NAME, e.g. alert.http",
+    )
+    bulk.add_argument("--since", metavar="WHEN", help=f"intended at or after WHEN: {MOMENT_HELP}")
+    bulk.add_argument("--until", metavar="WHEN", help="intended before WHEN (same forms)")
+    _add_older_than(bulk)
+    add_bulk_arguments(resolve)
     add_target_arguments(resolve)
     resolve.set_defaults(handler=run_resolve)
+
+
+def _add_older_than(parser: Any) -> None:
+    parser.add_argument(
+        "--older-than",
+        type=int,
+        metavar="SECONDS",
+        default=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+        help="the reconciler's effect age (default %(default)s: the default of its"
+        f" {ENV_RECONCILE_EFFECT_AGE_SECONDS})",
+    )
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -113,8 +142,20 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_resolve(args: argparse.Namespace) -> int:
     from functions.core.models import State
+    from local.commands import CommandError
     from ops import effects
 
+    named = {"effect_name": "--effect", "since": "--since", "until": "--until"}
+    bulk_only = [option for n, option in named.items() if getattr(args, n) is not None]
+    bulk_only += [f"--{n.replace('_', '-')}" for n in ("dry_run", "yes") if getattr(args, n)]
+    if args.all:
+        if args.delivery_id is not None:
+            raise CommandError("--all resolves every match: name no DELIVERY_ID or EFFECT")
+        return run_resolve_all(args)
+    if args.delivery_id is None or args.effect is None:
+        raise CommandError("name DELIVERY_ID and EFFECT, or --all for every match")
+    if bulk_only:
+        raise CommandError(f"{', '.join(bulk_only)} go(es) with --all, not with DELIVERY_ID")
     target = open_target(args)
     result = operator_call(
         effects.resolve_effect,
@@ -135,3 +176,47 @@ def run_resolve(args: argparse.Namespace) -> int:
             f"effects resolve: {args.delivery_id} {args.effect}: {result.reason}", file=sys.stderr
         )
     return 0 if result.changed else 1
+
+
+def run_resolve_all(args: argparse.Namespace) -> int:
+    from local.commands import CommandError
+    from ops import effects
+
+    if args.older_than < 0:
+        raise CommandError("--older-than must not be negative")
+    now = int(time.time())
+    window = bulk_window(args, now=now)
+    result, matched = operator_call(
+        effects.resolve_matching,
+        open_target(args),
+        applied=args.applied,
+        now=now,
+        effect_age_seconds=args.older_than,
+        effect=args.effect_name,
+        since=window["since"],
+        until=window["until"],
+        limit=args.limit,
+        yes=args.yes,
+        dry_run=args.dry_run,
+    )
+    if args.json:
+        document = result.to_dict()
+        if args.dry_run:
+            document["effects"] = [found.to_dict() for found in matched]
+        print_json(document)
+        return 0
+    if args.dry_run:
+        for found in matched:
+            record = found.record
+            print(
+                f"{record.delivery_id}  {record.name}  intent_at {iso(record.intent_at)}"
+                f"  {found.doubt.value}  key {record.key}"
+            )
+    finding = "applied" if args.applied else "not applied"
+    print_bulk(result, verb=f"resolve as {finding}", done=f"resolved {finding}", as_json=False)
+    if result.changed and not args.dry_run:
+        print(
+            "continue the failed ones with: relaylink-receiver requeue --state failed"
+            " --reason uncertain_effect"
+        )
+    return 0

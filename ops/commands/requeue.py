@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from ops.commands.bulk_options import add_bulk_arguments, print_bulk
+from ops.commands.bulk_options import add_bulk_arguments, bulk_window, print_bulk
 from ops.commands.output import print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 from ops.time_window import MOMENT_HELP
@@ -72,20 +72,10 @@ def run(args: argparse.Namespace) -> int:
 
 def run_bulk(args: argparse.Namespace) -> int:
     from functions.core.models import State
-    from local.commands import CommandError
     from ops import bulk
-    from ops.time_window import parse_moment
 
-    if args.limit < 1:
-        raise CommandError("--limit must be at least 1")
     now = int(time.time())
-    window: dict[str, int | None] = {}
-    for name in ("since", "until"):
-        text = getattr(args, name)
-        try:
-            window[name] = None if text is None else parse_moment(text, now=now)
-        except ValueError as exc:
-            raise CommandError(f"--{name}: {exc}") from None
+    window = bulk_window(args, now=now)
     result = operator_call(
         bulk.requeue_matching,
         open_target(args),

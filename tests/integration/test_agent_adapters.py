@@ -2,7 +2,8 @@
 
 Each failure is checked for the one thing that matters to the ledger: whether it says
 "certainly not applied" (``NotApplied``), "unknown" (a plain ``TransientError``) or
-"never" (``PermanentError``), and how many requests it took to find out.
+"never" (``PermanentError``, ``Rejected``), and how many requests it took to find out.
+The HTTP alert's rows are pinned in tests/integration/test_http_effects.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from functions.core.errors import NotApplied, PermanentError, TransientError
+from functions.core.errors import NotApplied, PermanentError, Rejected, TransientError
 from functions.core.package import Package
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_sns import SnsAlerts
@@ -207,13 +208,35 @@ def test_sns_publish_carries_the_alert_and_its_key(
     assert message["MessageAttributes"]["idempotency_key"]["StringValue"] == KEY
 
 
-def test_sns_refusal_is_not_applied(sns: SNSClient) -> None:
+def test_sns_missing_topic_is_rejected_not_in_doubt(sns: SNSClient) -> None:
     missing = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
-    with pytest.raises(NotApplied, match="alert_rejected"):
+    with pytest.raises(Rejected, match="alert_rejected"):
         SnsAlerts(client=sns, topic_arn=missing).send(ALERT, idempotency_key=KEY)
-    attempts = answer_every_publish(sns, 400, "Throttling")
-    with pytest.raises(NotApplied, match="alert_rejected"):
-        SnsAlerts(client=sns, topic_arn=missing).send(ALERT, idempotency_key=KEY)
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "raised", "error_code"),
+    [
+        (400, "Throttling", NotApplied, "alert_throttled"),
+        (400, "KMSThrottling", NotApplied, "alert_throttled"),
+        (429, "TooManyRequestsException", NotApplied, "alert_throttled"),
+        (403, "ExpiredToken", NotApplied, "alert_throttled"),
+        (403, "AuthorizationError", Rejected, "alert_rejected"),
+        (404, "NotFound", Rejected, "alert_rejected"),
+        (400, "InvalidParameter", Rejected, "alert_rejected"),
+        (400, "KMSDisabled", Rejected, "alert_rejected"),
+        (500, "InternalError", TransientError, "alert_unconfirmed"),
+        (503, "ServiceUnavailable", TransientError, "alert_unconfirmed"),
+    ],
+)
+def test_sns_error_answers_map_to_their_outcome_in_one_attempt(
+    sns: SNSClient, status: int, code: str, raised: type[Exception], error_code: str
+) -> None:
+    attempts = answer_every_publish(sns, status, code)
+    arn = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
+    with pytest.raises(raised, match=error_code) as error:
+        SnsAlerts(client=sns, topic_arn=arn).send(ALERT, idempotency_key=KEY)
+    assert type(error.value) is raised  # an unknown outcome is never NotApplied
     assert attempts == [1]
 
 
@@ -249,23 +272,3 @@ def test_http_alert_posts_the_payload_with_the_key() -> None:
         )
         assert sink.sink.counts() == {KEY: 1}
         assert sink.sink.body(KEY) == json.loads(json.dumps(ALERT.payload()))
-
-
-@pytest.mark.parametrize("status", [400, 404, 500, 503])
-def test_http_alert_answered_with_an_error_is_not_applied(status: int) -> None:
-    with NotifySinkServer() as sink:
-        sink.sink.fail_next(1, status)
-        alerts = HttpAlerts(url=sink.url, timeout_seconds=2, allow_insecure_loopback=True)
-        with pytest.raises(NotApplied, match="alert_rejected"):
-            alerts.send(ALERT, idempotency_key=KEY)
-        assert sink.sink.counts() == {}
-
-
-def test_http_alert_refused_is_not_applied_and_silence_is_unknown(black_hole: BlackHole) -> None:
-    refused = HttpAlerts(url=refused_endpoint(), timeout_seconds=1, allow_insecure_loopback=True)
-    with pytest.raises(NotApplied, match="alert_unavailable"):
-        refused.send(ALERT, idempotency_key=KEY)
-    silent = HttpAlerts(url=black_hole.url, timeout_seconds=0.5, allow_insecure_loopback=True)
-    with pytest.raises(TransientError, match="alert_unconfirmed") as raised:
-        silent.send(ALERT, idempotency_key=KEY)
-    assert not isinstance(raised.value, NotApplied)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus
 from functions.core.errors import NotApplied
+from local.testkit.botocore_hooks import answer_first, aws_response
 from local.testkit.clock import FakeClock
+from local.testkit.moto_world import REGION
 
 if TYPE_CHECKING:
+    from botocore.awsrequest import AWSPreparedRequest, AWSResponse
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DELIVERY = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -73,3 +78,38 @@ def test_not_applied_effect_is_written_as_a_new_intent_next_time(
     assert listed(effects, clock) == ["notify"]
     # An intent (unlike a cleared record) is never overwritten.
     assert not effects.record_intent(DELIVERY, "notify", key="k3", now=clock.value, expires_at=99)
+
+
+def test_intent_put_retried_by_the_sdk_after_a_lost_answer_is_our_own(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    """The first PutItem commits, but its caller hears a 500: botocore puts again, and
+    the condition refuses that copy. The ledger must see its own intent, not a rival's."""
+    client = boto3.client(
+        "dynamodb",
+        region_name=REGION,
+        config=Config(retries={"mode": "standard", "total_max_attempts": 3}),
+    )
+    puts: list[int] = []
+
+    def lose_the_first_answer(request: AWSPreparedRequest, **_: object) -> AWSResponse | None:
+        puts.append(1)
+        if len(puts) > 1:
+            return None
+        # moto still executes the request (every before-send handler runs): it commits.
+        body = b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}'
+        return aws_response(
+            request, 500, body, content_type="application/x-amz-json-1.0", request_id="lost"
+        )
+
+    answer_first(client, "before-send.dynamodb.PutItem", lose_the_first_answer)
+    effects = DynamoDbEffects(client=client, table_name=table)
+    applied: list[str] = []
+    ledger = EffectLedger(DELIVERY, store=effects, clock=FakeClock(), expires_at=99)
+    assert ledger.run("notify", applied.append) is True
+    assert len(puts) == 2  # the retried put happened, and was refused by the condition
+    assert applied == [f"{DELIVERY}:notify"]
+    record = effects.get(DELIVERY, "notify")
+    assert record is not None
+    assert record.status is EffectStatus.DONE
+    assert record.attempt == ledger.attempt

@@ -11,7 +11,7 @@ import pytest
 
 from functions.core import metric_names
 from functions.core.budget import TokenBudget, budget_day, next_day_starts
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger, EffectMode, EffectStatus
 from functions.core.errors import (
     BudgetExhausted,
     BudgetTooSmall,
@@ -83,6 +83,7 @@ class FakeChannel:
     errors: list[Exception] = field(default_factory=list)
     # Raised after the alert went out: the outcome is unknown to the caller.
     lost_answer: Exception | None = None
+    mode: EffectMode = EffectMode.OPERATOR
 
     def send(self, alert: Alert, *, idempotency_key: str) -> None:
         if self.errors:
@@ -361,6 +362,24 @@ def test_each_channel_is_its_own_effect(world: World) -> None:
     assert len(_sent(world.webhook)) == 1
     assert world.webhook.sent[0][1] == f"{DELIVERY}:alert"  # one key for the alert
     assert world.effect_status(ALERT_HTTP_EFFECT) is EffectStatus.DONE
+
+
+def test_keyed_webhook_of_unknown_outcome_is_posted_again_with_its_key(world: World) -> None:
+    world.webhook = FakeChannel(mode=EffectMode.KEYED)
+    world.webhook.lost_answer = TransientError("alert_unconfirmed")
+    with pytest.raises(TransientError, match="alert_unconfirmed"):
+        world.attempt()
+    world.attempt()  # not in doubt: the endpoint drops the repeat
+    assert [key for _, key in world.webhook.sent] == [f"{DELIVERY}:alert"] * 2
+    assert len(_sent(world.topic)) == 1
+    assert world.effect_status(ALERT_HTTP_EFFECT) is EffectStatus.DONE
+
+
+def test_alert_url_deduplicates_is_a_boolean_setting() -> None:
+    assert AgentSettings.from_mapping({}).alert_url_deduplicates is False
+    assert AgentSettings.from_mapping({"alert_url_deduplicates": "true"}).alert_url_deduplicates
+    with pytest.raises(SettingsError, match="alert_url_deduplicates must be true or false"):
+        AgentSettings.from_mapping({"alert_url_deduplicates": "yes please"})
 
 
 def test_workflow_needs_a_channel(world: World) -> None:

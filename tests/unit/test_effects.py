@@ -11,7 +11,6 @@ from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
 from functions.core.errors import NotApplied, TransientError, UncertainEffect
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeEffects
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -37,15 +36,6 @@ class Downstream:
 
 class Crash(BaseException):
     """The process dies here (not an error any code handles)."""
-
-
-@pytest.fixture(params=["fake", "dynamodb"])
-def store(request: pytest.FixtureRequest) -> Any:
-    if request.param == "fake":
-        return FakeEffects()
-    return DynamoDbEffects(
-        client=request.getfixturevalue("dynamodb"), table_name=request.getfixturevalue("table")
-    )
 
 
 def ledger(store: Any, clock: FakeClock | None = None) -> EffectLedger:

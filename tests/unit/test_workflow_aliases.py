@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from functions.core.effects import EffectMode
 from functions.core.workflow import WORKFLOW_ALIASES, WorkflowContext, load_workflow
 from functions.workflows.agent import AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
@@ -67,3 +68,23 @@ def test_agent_budget_needs_the_table_unless_it_is_off() -> None:
 def test_unknown_alias_is_refused() -> None:
     with pytest.raises(ValueError, match="archive"):
         load_workflow("summarise", CONTEXT)
+
+
+def test_http_effects_are_declared_keyed_only_by_their_setting() -> None:
+    notify = load_workflow("notify", CONTEXT)
+    assert isinstance(notify, DefaultWorkflow)
+    assert notify.notify_mode is EffectMode.CHECKED
+    keyed = {"notify_url_deduplicates": "true"}
+    notify = load_workflow("notify", dataclasses.replace(CONTEXT, settings=keyed))
+    assert isinstance(notify, DefaultWorkflow)
+    assert notify.notify_mode is EffectMode.KEYED
+    with pytest.raises(ValueError, match="notify_url_deduplicates must be true or false"):
+        load_workflow(
+            "notify", dataclasses.replace(CONTEXT, settings={"notify_url_deduplicates": "maybe"})
+        )
+    url = {"alert_url": "https://alerts.example/a"}
+    for value, mode in (("false", EffectMode.OPERATOR), ("true", EffectMode.KEYED)):
+        settings = {**url, "alert_url_deduplicates": value}
+        agent = load_workflow("agent", dataclasses.replace(CONTEXT, settings=settings))
+        assert isinstance(agent, AgentWorkflow)
+        assert [channel.mode for channel in agent.channels()] == [EffectMode.OPERATOR, mode]

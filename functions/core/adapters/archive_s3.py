@@ -1,4 +1,18 @@
-"""Archiving packages in S3 (the default workflow's repeatable effect)."""
+"""Archiving packages in S3 (the default workflow's repeatable effect).
+
+A put of the same key and bytes reaches the same state, so whatever its answer the
+next attempt simply puts again (mode ``repeatable``, no ledger record). What an answer
+proves only decides whether the delivery is retried:
+
+* stored: applied;
+* ``SlowDown``, ``InternalError``, ``ServiceUnavailable``, ``RequestTimeout``, any 5xx,
+  a timeout, a connection lost or never opened: maybe not stored ->
+  :class:`~functions.core.errors.TransientError` (``archive_unavailable``), put again later;
+* any other error (``AccessDenied``, ``NoSuchBucket``, a KMS key refused): refused for
+  good -> :class:`~functions.core.errors.Rejected` (``archive_rejected``): the delivery
+  fails now and visibly, not retried until its horizon; fix the bucket or the grant,
+  then requeue (``requeue --state failed --reason archive_rejected``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core.errors import TransientError
+from functions.core.errors import Rejected, TransientError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -32,4 +46,4 @@ class S3Archive:
             status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
             if exc.response.get("Error", {}).get("Code") in _RETRYABLE_CODES or status >= 500:
                 raise TransientError("archive_unavailable") from exc
-            raise  # access denied, no such bucket: a misconfiguration, surfaced as it is
+            raise Rejected("archive_rejected") from exc  # a misconfiguration: fail visibly

@@ -48,6 +48,10 @@ _INDEX_NAMES: dict[str, str] = {
 }
 
 
+# The token of the attempt that wrote an intent (records from before it have none).
+_ATTEMPT = "attempt"
+
+
 def effect_key(delivery_id: str, name: str) -> dynamodb_items.Item:
     return dynamodb_items.key(delivery_id, table_layout.SK_EFFECT_PREFIX + name)
 
@@ -65,6 +69,7 @@ def effect_from_item(item: dynamodb_items.Item) -> EffectRecord:
         intent_at=int(item["intent_at"]["N"]),
         done_at=number("done_at"),
         flagged_at=number("flagged_at"),
+        attempt=str(item.get(_ATTEMPT, {}).get("S", "")),
     )
 
 
@@ -94,9 +99,18 @@ class DynamoDbEffects:
         return None if item is None else effect_from_item(item)
 
     def record_intent(
-        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+        self,
+        delivery_id: str,
+        name: str,
+        *,
+        key: str,
+        now: int,
+        expires_at: int,
+        attempt: str = "",
     ) -> bool:
         item = _record_item(delivery_id, name, status=EffectStatus.INTENT, key=key, intent_at=now)
+        if attempt:
+            item[_ATTEMPT] = {"S": attempt}
         item[table_layout.STATE_INDEX_PARTITION_KEY] = {
             "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_EFFECT_INTENT, delivery_id)
         }

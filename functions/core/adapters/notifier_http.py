@@ -3,20 +3,40 @@
 The target is the configured ``NOTIFY_URL`` only (never a URL from a delivery or a
 package): HTTPS, or plain HTTP to a loopback host when the local runtime allows it.
 Redirects and proxies are refused so that a request cannot be sent elsewhere.
+
+One POST per call. What its answer proves (:mod:`functions.core.adapters.http_effect`):
+
+* 2xx: notified;
+* the connection refused, or the host not found: nothing was sent ->
+  :class:`~functions.core.errors.NotApplied` (``notify_unavailable``);
+* 429 or 425: not processed -> ``NotApplied`` (``notify_throttled``);
+* any other 4xx: refused for good -> :class:`~functions.core.errors.Rejected`
+  (``notify_rejected``): the delivery fails now, and the effect is not left in doubt;
+* 408, 409, any 5xx, a timeout, the connection lost after sending: unknown ->
+  :class:`~functions.core.errors.TransientError` (``notify_unconfirmed``). The next
+  attempt settles it with :meth:`HttpNotifier.was_applied` (the ``checked`` mode), or,
+  when the endpoint deduplicates on the key, posts again with the same key (``keyed``);
+* a redirect (never followed): unknown for good ->
+  :class:`~functions.core.errors.PermanentError` (``notify_redirected``).
+
+The lookup ``GET <NOTIFY_URL>/<key>``: 200 applied, 404 not applied, anything else
+(or no answer) -> ``TransientError`` (``notify_unavailable``), asked again next time.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from typing import Final
 
-from functions.core.errors import PermanentError, TransientError
+from functions.core.adapters import http_effect
+from functions.core.errors import TransientError
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+_EFFECT: Final = "notify"  # the prefix of every code the notifier raises
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -67,38 +87,26 @@ class HttpNotifier:
         self._opener = direct_opener()
 
     def notify(self, payload: Mapping[str, object], *, idempotency_key: str) -> None:
-        """Send the notification once (the receiver side deduplicates on the key)."""
+        """POST the notification once; raise what a failure proves (the module's list)."""
         request = urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
             self._url,
             data=json.dumps(payload, separators=(",", ":"), sort_keys=True).encode(),
             method="POST",
             headers={"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key},
         )
-        status = self._send(request)
-        if 200 <= status < 300:
-            return
-        if status in (408, 425, 429) or status >= 500:
-            raise TransientError("notify_unavailable")
-        raise PermanentError("notify_rejected")
+        status = http_effect.send(self._opener, request, timeout=self._timeout, effect=_EFFECT)
+        http_effect.settle(status, effect=_EFFECT)
 
     def was_applied(self, idempotency_key: str) -> bool:
         """The reconcile check: 200 means applied, 404 means not applied."""
         url = f"{self._url}/{urllib.parse.quote(idempotency_key, safe='')}"
-        status = self._send(urllib.request.Request(url, method="GET"))  # noqa: S310 (checked)
+        request = urllib.request.Request(url, method="GET")  # noqa: S310 (checked)
+        try:
+            status = http_effect.send(self._opener, request, timeout=self._timeout, effect=_EFFECT)
+        except TransientError as exc:  # (NotApplied too): a lookup changes nothing
+            raise TransientError("notify_unavailable") from exc
         if status == 200:
             return True
         if status == 404:
             return False
         raise TransientError("notify_unavailable")
-
-    def _send(self, request: urllib.request.Request) -> int:
-        try:
-            with self._opener.open(request, timeout=self._timeout) as response:
-                response.read()
-                return int(response.status)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            return int(exc.code)
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            # Connection refused, reset, DNS, timeout: the outcome is unknown to us.
-            raise TransientError("notify_unavailable") from exc

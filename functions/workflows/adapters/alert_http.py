@@ -3,71 +3,71 @@
 The JSON of :meth:`~functions.workflows.agent.Alert.payload` with ``Idempotency-Key:
 <delivery_id>:alert``. Only the configured URL is ever contacted (HTTPS, or plain
 HTTP to loopback when the local runtime allows it), with no proxy and no redirects.
-What a POST can end in:
+One POST per call. What its answer proves (:mod:`functions.core.adapters.http_effect`):
 
-* a 2xx answer: sent;
-* any other answer (a refused redirect, 4xx, 5xx): the endpoint answered without
-  taking the alert -> :class:`~functions.core.errors.NotApplied` (``alert_rejected``).
-  An endpoint that did act before failing sees the retry's same idempotency key;
-* the connection refused, or the host not found: nothing was sent -> ``NotApplied``
-  (``alert_unavailable``);
-* a timeout, or the connection lost, once the request may have gone out: the outcome
-  is unknown -> :class:`~functions.core.errors.TransientError` (``alert_unconfirmed``);
-  the next attempt reports the effect in doubt instead of posting again.
+* 2xx: sent;
+* the connection refused, or the host not found: nothing was sent ->
+  :class:`~functions.core.errors.NotApplied` (``alert_unavailable``);
+* 429 or 425: not processed -> ``NotApplied`` (``alert_throttled``); retried with back-off;
+* any other 4xx: refused for good -> :class:`~functions.core.errors.Rejected`
+  (``alert_rejected``): the delivery fails now, nothing left in doubt;
+* 408, 409, any 5xx, a timeout or the connection lost once the request may have gone
+  out: the endpoint may have taken the alert (a gateway's 502 or 504 often follows
+  it) -> :class:`~functions.core.errors.TransientError` (``alert_unconfirmed``). The
+  intent stays: with the default mode the next attempt reports the effect in doubt
+  instead of posting again; declared keyed (:attr:`HttpAlerts.mode`, the setting
+  ``alert_url_deduplicates``) it posts again with the same key;
+* a redirect (never followed): the outcome is unknown and will not change ->
+  :class:`~functions.core.errors.PermanentError` (``alert_redirected``).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from functions.core.adapters import http_effect
 from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_target, direct_opener
-from functions.core.errors import NotApplied, TransientError
+from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
     from functions.workflows.agent import Alert
 
-# Failures to open a connection at all: the request cannot have been sent.
-_NEVER_SENT = (ConnectionRefusedError, socket.gaierror)
+_EFFECT: Final = "alert"  # the prefix of every code this channel raises
 
 
 class HttpAlerts:
-    """POSTs alerts to one configured URL."""
+    """POSTs alerts to one configured URL.
+
+    Attributes:
+        mode: The effect's outcome mode: ``keyed`` when the endpoint deduplicates on
+            ``Idempotency-Key`` (``deduplicates=True``), else ``operator``.
+    """
 
     def __init__(
-        self, *, url: str, timeout_seconds: float, allow_insecure_loopback: bool = False
+        self,
+        *,
+        url: str,
+        timeout_seconds: float,
+        allow_insecure_loopback: bool = False,
+        deduplicates: bool = False,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url
         self._timeout = timeout_seconds
         self._opener = direct_opener()
+        self.mode = EffectMode.KEYED if deduplicates else EffectMode.OPERATOR
 
     def send(self, alert: Alert, *, idempotency_key: str) -> None:
-        request = urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
-            self._url,
-            data=json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key},
+        request = self.request(alert, idempotency_key=idempotency_key)
+        status = http_effect.send(self._opener, request, timeout=self._timeout, effect=_EFFECT)
+        http_effect.settle(status, effect=_EFFECT)
+
+    def request(self, alert: Alert, *, idempotency_key: str) -> urllib.request.Request:
+        """The POST of ``alert``: its body and every header, built in one place."""
+        body = json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode()
+        headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
+        return urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
+            self._url, data=body, method="POST", headers=headers
         )
-        try:
-            with self._opener.open(request, timeout=self._timeout) as response:
-                response.read()
-                status = int(response.status)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            status = int(exc.code)
-        except urllib.error.URLError as exc:
-            # urllib wraps what fails while connecting and sending; only a connection
-            # that never opened is certain to have sent nothing.
-            if isinstance(exc.reason, _NEVER_SENT):
-                raise NotApplied("alert_unavailable") from exc
-            raise TransientError("alert_unconfirmed") from exc
-        except (OSError, http.client.HTTPException) as exc:
-            # A timeout, a reset or a garbled answer while waiting for the response.
-            raise TransientError("alert_unconfirmed") from exc
-        if not 200 <= status < 300:
-            raise NotApplied("alert_rejected")

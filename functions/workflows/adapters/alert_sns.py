@@ -3,11 +3,18 @@
 A standard topic has no idempotency key, so a publish must never be sent twice by
 accident. The client must therefore make one HTTP attempt per call (botocore's
 retries off, see :mod:`functions.workflows.wiring`): a resend after a 5xx or a
-timeout could deliver the alert twice. What a publish can end in:
+timeout could deliver the alert twice. Its effect's mode is therefore ``operator``:
+an unknown outcome is left in doubt for a person. What a publish can end in (an AWS
+error below 500 is a "Sender" fault: the request was not processed):
 
-* an error response below 500 (throttled, access denied, no such topic): SNS refused
-  the request, nothing was published -> :class:`~functions.core.errors.NotApplied`
-  (``alert_rejected``); the worker retries with back-off;
+* published: sent;
+* throttled (``Throttling``, ``KMSThrottling``, HTTP 429...) or credentials that
+  expired in flight: not published, try later ->
+  :class:`~functions.core.errors.NotApplied` (``alert_throttled``), retried with back-off;
+* any other error below 500 (``AuthorizationError``, ``NotFound``, ``InvalidParameter``,
+  ``KMSDisabled``...): refused for good -> :class:`~functions.core.errors.Rejected`
+  (``alert_rejected``): the delivery fails now, nothing in doubt; once the topic or its
+  grant is fixed, an operator's requeue publishes it;
 * the endpoint was never reached -> ``NotApplied`` (``alert_unavailable``);
 * a 5xx, a timeout after sending, a connection lost mid-request: the alert may or may
   not be out -> :class:`~functions.core.errors.TransientError` (``alert_unconfirmed``);
@@ -20,7 +27,7 @@ subscriber can tell one alert from another.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -29,7 +36,8 @@ from botocore.exceptions import (
     EndpointConnectionError,
 )
 
-from functions.core.errors import NotApplied, TransientError
+from functions.core.effects import EffectMode
+from functions.core.errors import NotApplied, Rejected, TransientError
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.client import SNSClient
@@ -37,8 +45,27 @@ if TYPE_CHECKING:
     from functions.workflows.agent import Alert
 
 
+# Error codes of a request SNS did not process and would take later.
+_TRY_LATER: Final = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "KMSThrottling",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "RequestExpired",
+    }
+)
+
+
 class SnsAlerts:
     """Publishes alerts to one topic with a client that makes one attempt per call."""
+
+    # A standard topic cannot drop a repeated key: an unknown outcome needs a person.
+    mode: Final = EffectMode.OPERATOR
 
     def __init__(self, *, client: SNSClient, topic_arn: str) -> None:
         self._client = client
@@ -57,8 +84,11 @@ class SnsAlerts:
             )
         except ClientError as exc:
             status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+            code = exc.response.get("Error", {}).get("Code", "")
+            if status == 429 or (400 <= status < 500 and code in _TRY_LATER):
+                raise NotApplied("alert_throttled") from exc
             if 400 <= status < 500:
-                raise NotApplied("alert_rejected") from exc
+                raise Rejected("alert_rejected") from exc
             raise TransientError("alert_unconfirmed") from exc
         except (EndpointConnectionError, ConnectTimeoutError) as exc:
             raise NotApplied("alert_unavailable") from exc  # never connected

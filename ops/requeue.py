@@ -27,7 +27,7 @@ from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.errors import StorageUnavailable
-from functions.core.models import State, WorkItem
+from functions.core.models import InboxItem, State, WorkItem
 from ops.inbox import show_inbox
 from ops.target import OperatorError, Target, describe_aws_error
 
@@ -49,10 +49,12 @@ def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
 @dataclass(frozen=True, slots=True)
 class Reopened:
     """What :func:`reopen` did: ``moved`` (failed -> pending), else the state the item
-    was in when the reset was refused (None: no such item any more)."""
+    was in when the reset was refused (None: no such item any more), and whether its
+    TTL had passed (``expired``: it can never run again)."""
 
     moved: bool
     refused_in: State | None = None
+    expired: bool = False
 
 
 def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
@@ -68,7 +70,9 @@ def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
     if applied.moved:
         return Reopened(moved=True)
     seen = None if applied.item is None else dynamodb_items.inbox_from_item(applied.item)
-    return Reopened(moved=False, refused_in=None if seen is None else seen.state)
+    if seen is None:
+        return Reopened(moved=False)
+    return Reopened(moved=False, refused_in=seen.state, expired=seen.expires_at <= now)
 
 
 def _send_work(target: Target, work: WorkItem) -> None:
@@ -110,6 +114,8 @@ _REFUSALS: Final = {
     State.PROCESSING: "a worker is processing it now",
     State.IGNORED: "its event needs no processing",
 }
+# Past its TTL a delivery's effect records may be deleted already: it never runs again.
+_EXPIRED: Final = "it has expired: its records are being deleted (TTL), so it never runs again"
 
 
 def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
@@ -122,12 +128,14 @@ def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
     if item.state in _REFUSALS or work is None:
         reason = _REFUSALS.get(item.state, "it has no work item (no package)")
         return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
+    if item.expires_at <= now:
+        return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, _EXPIRED)
     outcome = RequeueOutcome.RESENT
     if item.state is State.FAILED:
-        if not reset_failed(target, delivery_id, now=now):
-            return RequeueResult(
-                delivery_id, RequeueOutcome.REFUSED, previous, "it changed meanwhile; look again"
-            )
+        reopened = reopen(target, delivery_id, now=now)
+        if not reopened.moved:
+            reason = _EXPIRED if reopened.expired else "it changed meanwhile; look again"
+            return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
         outcome = RequeueOutcome.REQUEUED
     # Sending again to a pending delivery is harmless: the claim lets one worker run it.
     _send_work(target, work)
@@ -139,6 +147,7 @@ class RedriveOutcome(StrEnum):
     IN_PROGRESS = "in_progress"  # a worker holds it now: the dead letter is dropped
     ALREADY_DONE = "already_done"  # completed or ignored meanwhile: dropped
     MISSING = "missing"  # no inbox item (expired): nothing can process it; dropped
+    EXPIRED = "expired"  # its item's TTL has passed: it never runs again; dropped
     MALFORMED = "malformed"  # not a work item: left on the dead-letter queue
 
 
@@ -263,18 +272,21 @@ def _redrive_one(
     if item is None:
         return work.delivery_id, RedriveOutcome.MISSING
     if dry_run:
-        return work.delivery_id, _redrive_outcome(item.state)
+        return work.delivery_id, _redrive_outcome(item, now=now)
     if item.state is State.FAILED and not reset_failed(target, work.delivery_id, now=now):
         item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
         if item is None:
             return work.delivery_id, RedriveOutcome.MISSING
-    outcome = _redrive_outcome(item.state)
+    outcome = _redrive_outcome(item, now=now)
     if outcome is RedriveOutcome.MOVED:
         _send_work(target, work)
     return work.delivery_id, outcome
 
 
-def _redrive_outcome(state: State) -> RedriveOutcome:
+def _redrive_outcome(item: InboxItem, *, now: int) -> RedriveOutcome:
+    state = item.state
+    if state in (State.FAILED, State.PENDING) and item.expires_at <= now:
+        return RedriveOutcome.EXPIRED
     if state in (State.FAILED, State.PENDING):
         return RedriveOutcome.MOVED
     if state is State.PROCESSING:

@@ -19,7 +19,7 @@ from typing import Any
 
 from functions.core import accept
 from functions.core.budget import BudgetDay
-from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
@@ -125,16 +125,15 @@ class FakeClaims:
         item = self.items.get(delivery_id)
         if item is None:
             return ClaimAttempt(ClaimStatus.MISSING)
-        free = item.state is State.PENDING or (
-            item.state is State.PROCESSING and (item.lease_until or 0) <= now
-        )
-        if not free:
+        lease = now + lease_seconds
+        if not _free(item, now=now):
             if item.state is State.COMPLETED:
                 return ClaimAttempt(ClaimStatus.COMPLETED)
             if item.state is State.PROCESSING:
                 return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
             return ClaimAttempt(ClaimStatus.CLOSED)
-        lease = now + lease_seconds
+        if item.expires_at <= lease:
+            return ClaimAttempt(ClaimStatus.EXPIRED)
         self.items[delivery_id] = dataclasses.replace(
             item,
             state=State.PROCESSING,
@@ -191,9 +190,24 @@ class FakeClaims:
             claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
         )
 
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
+        item = self.items.get(delivery_id)
+        if item is None or not _free(item, now=now) or item.expires_at > now + lease_seconds:
+            return False
+        self.owners.pop(delivery_id, None)
+        self.unlisted.discard(delivery_id)  # (listed under failed)
+        self.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.FAILED,
+            lease_until=None,
+            state_changed_at=now,
+            last_error=ITEM_EXPIRED,
+        )
+        return True
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         item = self.items.get(delivery_id)
-        if item is None or item.state is not State.FAILED:
+        if item is None or item.state is not State.FAILED or item.expires_at <= now:
             return False
         self.unlisted.discard(delivery_id)  # (reset_failed lists it open)
         self.items[delivery_id] = dataclasses.replace(
@@ -250,6 +264,13 @@ class FakeClaims:
             last_error="lease_expired",
         )
         return True
+
+
+def _free(item: InboxItem, *, now: int) -> bool:
+    """Open and held by no live worker."""
+    return item.state is State.PENDING or (
+        item.state is State.PROCESSING and (item.lease_until or 0) <= now
+    )
 
 
 @dataclass

@@ -17,7 +17,15 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from functions.core import metric_names, setting_defaults
-from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
+from functions.core.claim import (
+    ITEM_EXPIRED,
+    Claim,
+    ClaimAttempt,
+    ClaimLost,
+    ClaimStatus,
+    ClaimStore,
+    new_owner_token,
+)
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
 from functions.core.errors import (
@@ -75,6 +83,7 @@ class Result(StrEnum):
     UNCERTAIN = "uncertain"
     CLAIM_LOST = "claim_lost"
     MISSING = "missing"
+    EXPIRED = "expired"  # past its TTL before it could run again: closed, not run
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +136,8 @@ class Processor:
             now=now,
             lease_seconds=self.config.lease_seconds,
         )
-        if attempt.status in (ClaimStatus.COMPLETED, ClaimStatus.CLOSED):
-            return self._decide(work, Decision(Result.ALREADY_DONE, Disposition.ACK))
-        if attempt.status is ClaimStatus.MISSING:
-            return self._decide(work, Decision(Result.MISSING, Disposition.ACK))
-        if attempt.status is ClaimStatus.LEASED or attempt.claim is None:
-            remaining = (attempt.lease_until or now) - now
-            delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
-            return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
+        if attempt.status is not ClaimStatus.CLAIMED or attempt.claim is None:
+            return self._not_claimed(work, attempt, now=now)
         claim = attempt.claim
         try:
             if claim.unexplained_attempts > self.config.max_attempts:
@@ -149,6 +152,24 @@ class Processor:
             return await self._run(work, source, claim)
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
+
+    def _not_claimed(self, work: WorkItem, attempt: ClaimAttempt, *, now: int) -> Decision:
+        """What to do with a message whose delivery could not be claimed."""
+        if attempt.status in (ClaimStatus.COMPLETED, ClaimStatus.CLOSED):
+            return self._decide(work, Decision(Result.ALREADY_DONE, Disposition.ACK))
+        if attempt.status is ClaimStatus.MISSING:
+            return self._decide(work, Decision(Result.MISSING, Disposition.ACK))
+        if attempt.status is ClaimStatus.EXPIRED:
+            # Past its TTL its effect records may be deleted already: running it could
+            # repeat a done effect. Closed as failed (shown until TTL deletes it), counted.
+            self.claims.close_expired(
+                work.delivery_id, now=now, lease_seconds=self.config.lease_seconds
+            )
+            return self._decide(work, Decision(Result.EXPIRED, Disposition.ACK, 0, ITEM_EXPIRED))
+        # Leased: another live worker holds it; come back when its lease ends.
+        remaining = (attempt.lease_until or now) - now
+        delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
+        return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
 
     async def _run(  # noqa: PLR0911 (one outcome per error class, in one ordered list)
         self, work: WorkItem, source: PackageSource, claim: Claim
@@ -247,6 +268,7 @@ _RESULT_METRICS = {
     Result.COMPLETED: metric_names.METRIC_WORK_COMPLETED,
     Result.ALREADY_DONE: metric_names.METRIC_WORK_ALREADY_DONE,
     Result.MISSING: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.EXPIRED: metric_names.METRIC_WORK_EXPIRED,
     Result.DEFERRED: metric_names.METRIC_WORK_DEFERRED,
     Result.RETRYING: metric_names.METRIC_WORK_RETRIED,
     Result.FAILED: metric_names.METRIC_WORK_FAILED,

@@ -339,6 +339,26 @@ def test_requeue_refusal_reason_for_completed(stack: Stack) -> None:
     assert result.state == "completed" and "completed" in (result.reason or "")
 
 
+def test_requeue_and_redrive_refuse_an_expired_delivery(stack: Stack) -> None:
+    # Past its TTL (accept: a day) its effect records may be deleted already: a retry
+    # could apply a done effect again, so nothing reopens it.
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.FAILED, attempts=5)
+    stack.dead_letter(_work(delivery_id))
+    expired = NOW + 86400
+    result = requeue(stack.target, delivery_id, now=expired)
+    assert result.outcome is RequeueOutcome.REFUSED and "expired" in (result.reason or "")
+    assert not reset_failed(stack.target, delivery_id, now=expired)
+    assert redrive(stack.target, now=expired, dry_run=True).outcomes == [
+        (delivery_id, RedriveOutcome.EXPIRED)
+    ]
+    report = redrive(stack.target, now=expired)
+    assert report.outcomes == [(delivery_id, RedriveOutcome.EXPIRED)]
+    assert stack.drain(stack.target.work_queue_url) == []  # no work item sent
+    assert stack.drain(stack.target.dead_letter_queue_url) == []  # the letter is dropped
+    assert stack.stored(delivery_id)["state"]["S"] == "failed"
+
+
 # --- targets --------------------------------------------------------------------------
 
 

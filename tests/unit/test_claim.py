@@ -320,3 +320,47 @@ def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject:
     claim(subject, now=NOW + 7)
     assert not subject.store.reopen(DELIVERY, now=NOW + 8)  # processing: untouched
     assert subject.read(DELIVERY).state is State.PROCESSING
+
+
+def test_claim_refuses_an_item_whose_ttl_passes_before_its_lease_ends(subject: Subject) -> None:
+    # TTL deletes the delivery's effect records late and in any order: an attempt on an
+    # expired item could find "no record" and apply a done effect again.
+    subject.seed(pending(expires_at=NOW + LEASE))
+    assert claim(subject).status is ClaimStatus.EXPIRED
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts) == (State.PENDING, 0)  # nothing counted, nothing held
+    assert claim(subject, now=NOW - 1).status is ClaimStatus.CLAIMED  # the lease fits
+
+
+def test_claim_refuses_an_abandoned_lease_past_the_ttl(subject: Subject) -> None:
+    subject.seed(pending(expires_at=NOW + 2 * LEASE))
+    assert claim(subject).status is ClaimStatus.CLAIMED
+    # The lease ran out, and the TTL passed: not taken over, and not "leased" either.
+    assert claim(subject, now=NOW + 2 * LEASE).status is ClaimStatus.EXPIRED
+    assert subject.read(DELIVERY).attempts == 1
+
+
+def test_close_expired_fails_the_item_visibly_and_only_an_expired_free_one(
+    subject: Subject,
+) -> None:
+    subject.seed(pending(expires_at=NOW + LEASE + 1))
+    # The lease still fits: not closed.
+    assert not subject.store.close_expired(DELIVERY, now=NOW, lease_seconds=LEASE)
+    held = claim(subject)
+    assert held.status is ClaimStatus.CLAIMED
+    # A live worker holds it: its attempt ends on its own.
+    assert not subject.store.close_expired(DELIVERY, now=NOW + 1, lease_seconds=LEASE)
+    later = NOW + LEASE + 1
+    assert subject.store.close_expired(DELIVERY, now=later, lease_seconds=LEASE)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until) == (State.FAILED, "item_expired", None)
+    assert not subject.store.close_expired(DELIVERY, now=later, lease_seconds=LEASE)
+    with pytest.raises(ClaimLost):  # the old holder records nothing over it
+        subject.store.complete(held.claim, now=later)
+
+
+def test_reopen_refuses_an_expired_delivery(subject: Subject) -> None:
+    subject.seed(pending(state=State.FAILED, last_error="attempts_exhausted", expires_at=NOW))
+    assert not subject.store.reopen(DELIVERY, now=NOW)
+    assert subject.read(DELIVERY).state is State.FAILED
+    assert subject.store.reopen(DELIVERY, now=NOW - 1)  # a second earlier it was not

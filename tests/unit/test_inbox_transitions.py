@@ -117,7 +117,7 @@ def test_table_keeps_the_exactly_once_argument() -> None:
             if row.listing_only:
                 assert "#state" not in row.update_expression(), row.name
                 continue
-            parts = {part for part, _reason in row.condition}
+            parts = " ".join(part for part, _reason in row.condition)
             assert "lease_owner = :owner" in parts or "lease_until <= :now" in parts, row.name
     # Only the operator's reset leaves failed.
     assert [row for row in ROWS if State.FAILED in row.from_states] == [transitions.RESET_FAILED]

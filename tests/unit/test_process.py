@@ -119,6 +119,7 @@ class World:
             package_id=item.package_id,
             mcp_url=item.mcp_url,
             state_changed_at=self.clock.value,
+            expires_at=self.clock.value + setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * DAY,
         )
         self.claims.add(dataclasses.replace(inbox, **changes))
 
@@ -390,6 +391,20 @@ def test_uncertain_effect_fails_the_delivery_and_is_counted(world: World) -> Non
     assert world.state(work()).state is State.FAILED
     assert world.workflow.applied == []
     assert world.metrics.counts[metric_names.METRIC_UNCERTAIN_EFFECTS] == 1
+
+
+def test_expired_delivery_is_closed_visibly_and_never_run(world: World) -> None:
+    # Past its TTL its effect records may be gone while the item is still there: a run
+    # would find "no record" and apply a done effect again.
+    world.accept(work(), expires_at=world.clock.value + LEASE)
+    decision = world.process(work())
+    assert decision == Decision(Result.EXPIRED, Disposition.ACK, 0, "item_expired")
+    item = world.state(work())
+    assert (item.state, item.last_error, item.attempts) == (State.FAILED, "item_expired", 0)
+    assert world.packages.calls == [] and world.workflow.applied == []
+    assert world.metrics.counts[metric_names.METRIC_WORK_EXPIRED] == 1
+    world.clock.advance(LEASE)
+    assert not world.claims.reopen(work().delivery_id, now=world.clock.value)
 
 
 def test_lost_claim_at_completion_is_acknowledged(world: World) -> None:

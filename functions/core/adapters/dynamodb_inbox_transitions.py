@@ -20,6 +20,12 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
   starts from ``failed``.
+* Nothing runs on an item past its TTL (``expires_at``): DynamoDB deletes expired items
+  late and in any order, so the delivery's effect records may be gone while its inbox
+  item is still there, and an attempt would apply a done effect again. ``claim`` takes
+  only a lease that ends before the TTL, ``reset_failed`` reopens only an unexpired
+  item, and ``expire`` closes an open item the claim refused for its TTL (``failed``,
+  ``last_error`` = ``item_expired``): visibly, never silently.
 * ``list_open`` (reconciler) changes no state: it only gives an open item the receiver
   did not list its ``open`` index entry, and only while it is open and unlisted.
 
@@ -118,6 +124,11 @@ CLAIM: Final = Transition(  # worker, before it processes
             "#state = :pending OR (#state = :processing AND lease_until <= :now)",
             "free, or abandoned by a worker whose lease ran out; never two live holders",
         ),
+        (
+            "expires_at > :lease",
+            "the whole lease ends before the TTL: no attempt runs while TTL may delete the"
+            " delivery's effect records, which would let it apply a done effect again",
+        ),
     ),
     to_state=State.PROCESSING,
     sets=(
@@ -184,6 +195,26 @@ FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is s
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
+EXPIRE: Final = Transition(  # worker: the claim was refused for the item's TTL
+    name="expire",
+    from_states=(State.PENDING, State.PROCESSING),
+    condition=(
+        (
+            "#state = :pending OR (#state = :processing AND lease_until <= :now)",
+            "open and held by no live worker: a live attempt ends on its own",
+        ),
+        (
+            "expires_at <= :lease",
+            "exactly the items the claim refuses for their TTL: one whose lease would end"
+            " before it is claimed, never closed",
+        ),
+    ),
+    to_state=State.FAILED,
+    # Failed, so the console, ``failures`` and the state index show it until TTL
+    # deletes it; reset_failed refuses it (expired).
+    sets=(("last_error", ":error"),),
+    removes=_LEASE,
+)
 TOUCH_PENDING: Final = Transition(  # reconciler: re-enqueues a pending item it listed
     name="touch_pending",
     from_states=(State.PENDING,),
@@ -227,6 +258,11 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
     condition=(
         ("attribute_exists(pk)", "an item that expired meanwhile is not re-created"),
         ("#state = :failed", "only a failed delivery is retried; never undo a completion"),
+        (
+            "expires_at > :now",
+            "an expired item's effect records may be deleted already: a retry could apply"
+            " a done effect again",
+        ),
     ),
     to_state=State.PENDING,
     # last_error is kept: it says why the delivery failed until the next attempt ends.
@@ -248,6 +284,7 @@ TRANSITIONS: Final = (
     RELEASE_TRANSIENT,
     DEFER,
     FAIL,
+    EXPIRE,
     TOUCH_PENDING,
     LIST_OPEN,
     RELEASE_EXPIRED,

@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
-from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.adapters.work_queue import DEAD_LETTER_FAILURE_ATTRIBUTE, SqsWorkQueue
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State, WorkItem
 from ops.inbox import show_inbox
@@ -57,11 +57,19 @@ class Reopened:
     expired: bool = False
 
 
-def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
-    """:func:`reset_failed`, saying what stood in the way when it is refused (no extra read)."""
+def reopen(target: Target, delivery_id: str, *, now: int, failure: str | None = None) -> Reopened:
+    """:func:`reset_failed`, saying what stood in the way when it is refused (no extra read).
+
+    Args:
+        failure: reopen only this failure (a worker's dead letter names the one it was
+            sent for); None: whichever failure the delivery is in.
+    """
+    row, values = transitions.RESET_FAILED, {}
+    if failure is not None:
+        row, values = transitions.RESET_DEAD_LETTER, {"failure": failure}
     try:
         applied = transitions.apply(
-            target.dynamodb, target.table_name, transitions.RESET_FAILED, delivery_id, now=now
+            target.dynamodb, target.table_name, row, delivery_id, now=now, **values
         )
     except (StorageUnavailable, ClientError) as exc:
         # StorageUnavailable stands for the SDK error it was raised from: describe that.
@@ -148,6 +156,9 @@ class RedriveOutcome(StrEnum):
     ALREADY_DONE = "already_done"  # completed or ignored meanwhile: dropped
     MISSING = "missing"  # no inbox item (expired): nothing can process it; dropped
     EXPIRED = "expired"  # its item's TTL has passed: it never runs again; dropped
+    # Failed again since the worker sent this letter (after a requeue), for a failure of
+    # its own: not the letter's to reopen (requeue the delivery for that); dropped.
+    SUPERSEDED = "superseded"
     MALFORMED = "malformed"  # not a work item: left on the dead-letter queue
 
 
@@ -213,7 +224,7 @@ def redrive(
                 if delivery_id is not None and _letter_of(message["Body"]) != delivery_id:
                     kept.append(message["ReceiptHandle"])
                     continue
-                letter_id, outcome = _redrive_one(target, message["Body"], now=now, dry_run=dry_run)
+                letter_id, outcome = _redrive_one(target, message, now=now, dry_run=dry_run)
                 report.outcomes.append((letter_id, outcome))
                 if dry_run or outcome is RedriveOutcome.MALFORMED:
                     kept.append(message["ReceiptHandle"])
@@ -241,6 +252,7 @@ def _receive(target: Target, count: int) -> list[MessageTypeDef]:
         MaxNumberOfMessages=count,
         VisibilityTimeout=_REDRIVE_VISIBILITY_SECONDS,
         WaitTimeSeconds=target.receive_wait_seconds,
+        MessageAttributeNames=[DEAD_LETTER_FAILURE_ATTRIBUTE],
     )
     return list(response.get("Messages", []))
 
@@ -261,22 +273,33 @@ def _letter_of(body: str) -> str | None:
 
 
 def _redrive_one(
-    target: Target, body: str, *, now: int, dry_run: bool
+    target: Target, message: MessageTypeDef, *, now: int, dry_run: bool
 ) -> tuple[str | None, RedriveOutcome]:
-    """Redrive one dead letter (a dry run: say what that would come to, change nothing)."""
+    """Redrive one dead letter (a dry run: say what that would come to, change nothing).
+
+    A letter the worker sent names the failure it was sent for: only that failure is
+    reopened. A letter SQS moved (its receive count ran out) names none: whichever
+    failure the delivery is in is.
+    """
     try:
-        work = WorkItem.from_json(body)
+        work = WorkItem.from_json(message["Body"])
     except ValueError:
         return None, RedriveOutcome.MALFORMED
+    mark = message.get("MessageAttributes", {}).get(DEAD_LETTER_FAILURE_ATTRIBUTE)
+    failure_id = (mark.get("StringValue") if mark else None) or None
     item = show_inbox(target, work.delivery_id)
     if item is None:
         return work.delivery_id, RedriveOutcome.MISSING
     if dry_run:
         return work.delivery_id, _redrive_outcome(item, now=now)
-    if item.state is State.FAILED and not reset_failed(target, work.delivery_id, now=now):
-        item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
-        if item is None:
-            return work.delivery_id, RedriveOutcome.MISSING
+    if item.state is State.FAILED:
+        reopened = reopen(target, work.delivery_id, now=now, failure=failure_id)
+        if not reopened.moved and reopened.refused_in is State.FAILED and not reopened.expired:
+            return work.delivery_id, RedriveOutcome.SUPERSEDED
+        if not reopened.moved:
+            item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
+            if item is None:
+                return work.delivery_id, RedriveOutcome.MISSING
     outcome = _redrive_outcome(item, now=now)
     if outcome is RedriveOutcome.MOVED:
         _send_work(target, work)

@@ -112,6 +112,8 @@ class FakeClaims:
 
     items: dict[str, InboxItem] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
+    # Which failure a failed item is in: the owner token of the claim that failed it.
+    failed_by: dict[str, str] = field(default_factory=dict)
     # Open items the state index does not list yet (as the receiver writes them): the
     # index's lists leave them out until the reconciler lists them (FakeReceivedLog).
     unlisted: set[str] = field(default_factory=set)
@@ -183,6 +185,7 @@ class FakeClaims:
 
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
+        self.failed_by[claim.delivery_id] = claim.owner
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
         attempts = self.items[claim.delivery_id].attempts - 1
@@ -205,10 +208,13 @@ class FakeClaims:
         )
         return True
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
         item = self.items.get(delivery_id)
         if item is None or item.state is not State.FAILED or item.expires_at <= now:
             return False
+        if failure is not None and self.failed_by.get(delivery_id) != failure:
+            return False
+        self.failed_by.pop(delivery_id, None)
         self.unlisted.discard(delivery_id)  # (reset_failed lists it open)
         self.items[delivery_id] = dataclasses.replace(
             item,
@@ -392,6 +398,7 @@ class FakeQueue:
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
     dead: list[tuple[str, str]] = field(default_factory=list)  # (body, reason)
+    dead_failures: list[str | None] = field(default_factory=list)  # each letter's failure
     refuse: set[str] = field(default_factory=set)
     batches: list[int] = field(default_factory=list)  # the size of each batch sent
 
@@ -408,8 +415,9 @@ class FakeQueue:
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         self.dead.append((body, reason))
+        self.dead_failures.append(failure)
 
 
 @dataclass

@@ -22,11 +22,13 @@ untouched. Each message runs inside its own error boundary: whatever goes wrong 
 one (its body, its claim, an SQS call) fails that message only, never the messages
 of the batch that are done.
 
-A message the worker dead-letters carries a mark with the reason
-(:meth:`WorkQueue.dead_letter`). SQS's own dead-letter-queue redrive (the console's
-"Start DLQ redrive") moves it back with the mark, and the worker then reopens the
-failed delivery (``failed`` -> ``pending``, attempts reset) before it processes it,
-as the operator's ``redrive`` does.
+A message the worker dead-letters carries a mark with the reason and the failure it
+was sent for (:meth:`WorkQueue.dead_letter`). SQS's own dead-letter-queue redrive (the
+console's "Start DLQ redrive") moves it back with the mark, and the worker then reopens
+that failure (``failed`` -> ``pending``, attempts reset) before it processes it, as the
+operator's ``redrive`` does. A delivery that failed again since (say after a requeue,
+with an effect in doubt an operator settled by hand) is not the letter's to reopen: it
+stays failed, and the letter is acknowledged.
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ class WorkQueue(Protocol):
 
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         """Copy ``body`` to the dead-letter queue, marked as dead-lettered by the worker
-        for ``reason``; the mark comes back with the message if SQS redrives it."""
+        for ``reason`` and ``failure`` (:attr:`Decision.failure`); the mark comes back
+        with the message if SQS redrives it."""
         ...
 
 
@@ -87,12 +90,15 @@ class QueueMessage:
     Attributes:
         dead_lettered: the reason the worker gave when it dead-lettered this message,
             when an SQS redrive has moved it back to the work queue; else None.
+        failure: the failure the worker dead-lettered it for (a mark without one was
+            made before marks named their failure).
     """
 
     message_id: str
     receipt_handle: str
     body: str
     dead_lettered: str | None = None
+    failure: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +233,7 @@ class _Batch:
                     )
                     return self._not_started(work, NotStarted.NO_TIME)
                 if message.dead_lettered is not None:
-                    await self._blocking(self._reopen, work, message.dead_lettered)
+                    await self._blocking(self._reopen, work, message)
                 decision = await self._blocking(self._process, work)
                 await self._blocking(_apply, self._queue, message, work, decision)
                 return decision.disposition is Disposition.RETRY
@@ -237,14 +243,18 @@ class _Batch:
         through the batch's loop."""
         return asyncio.run(self._processor.process(work, _OnLoop(self._servers, self._loop)))
 
-    def _reopen(self, work: WorkItem, reason: str) -> None:
-        """A message the worker dead-lettered is back: an operator redrove it."""
-        reopened = self._processor.claims.reopen(work.delivery_id, now=self._processor.clock.now())
+    def _reopen(self, work: WorkItem, message: QueueMessage) -> None:
+        """A message the worker dead-lettered is back: an operator redrove it. Only the
+        failure it was sent for is reopened; a mark that names none reopens nothing
+        (``requeue`` the delivery)."""
+        reopened = message.failure is not None and self._processor.claims.reopen(
+            work.delivery_id, now=self._processor.clock.now(), failure=message.failure
+        )
         logger.info(
             "dead letter redriven",
             extra={
                 "delivery_id": work.delivery_id,
-                "dead_letter_reason": reason,
+                "dead_letter_reason": message.dead_lettered,
                 "reopened": reopened,
             },
         )
@@ -333,4 +343,8 @@ def _apply(queue: WorkQueue, message: QueueMessage, work: WorkItem, decision: De
         # lease must not move this delivery towards the dead-letter queue.
         queue.send(work, delay_seconds=decision.delay_seconds)
     elif decision.disposition is Disposition.DEAD_LETTER:
-        queue.dead_letter(message.body, reason=decision.error_code or "attempts_exhausted")
+        queue.dead_letter(
+            message.body,
+            reason=decision.error_code or "attempts_exhausted",
+            failure=decision.failure,
+        )

@@ -109,7 +109,8 @@ class ClaimStore(Protocol):
         ...
 
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
-        """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
+        """Mark failed with ``last_error``, this failure named by ``claim.owner``; raises
+        :class:`ClaimLost`."""
         ...
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
@@ -125,9 +126,14 @@ class ClaimStore(Protocol):
         holds it, or a lease from ``now`` would end before its TTL."""
         ...
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
         """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
-        by an operator); False when the delivery is not failed, or has expired."""
+        by an operator); False when the delivery is not failed, or has expired.
+
+        Args:
+            failure: reopen only this failure (:attr:`Claim.owner` of the claim that
+                failed it, which its dead letter carries); None: whichever it is in.
+        """
         ...
 
 

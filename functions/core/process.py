@@ -88,10 +88,19 @@ class Result(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """What became of one work item.
+
+    Attributes:
+        failure: For a dead letter, the failure it is sent for (the owner token of the
+            claim that failed the delivery): a redrive reopens that failure only.
+    """
+
     result: Result
     disposition: Disposition
     delay_seconds: int = 0
     error_code: str | None = None
+    # A random token, not part of what was decided (nor of equality).
+    failure: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +156,13 @@ class Processor:
                 self.claims.fail(claim, now=self.clock.now(), error_code="attempts_exhausted")
                 return self._decide(
                     work,
-                    Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "attempts_exhausted"),
+                    Decision(
+                        Result.EXHAUSTED,
+                        Disposition.DEAD_LETTER,
+                        0,
+                        "attempts_exhausted",
+                        failure=claim.owner,
+                    ),
                 )
             return await self._run(work, source, claim)
         except ClaimLost:
@@ -242,7 +257,10 @@ class Processor:
         budget_left = known_transient or claim.unexplained_attempts < self.config.max_attempts
         if retry_at is None or not budget_left:
             self.claims.fail(claim, now=now, error_code=code)
-            return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
+            return self._decide(
+                work,
+                Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code, failure=claim.owner),
+            )
         if known_transient:
             self.claims.release_transient(claim, now=now, error_code=code)
         else:

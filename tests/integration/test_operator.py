@@ -250,6 +250,26 @@ def test_redrive_moves_failed_work_back_and_resets_the_state(stack: Stack) -> No
     assert stack.drain(stack.target.dead_letter_queue_url) == ["not a work item"]
 
 
+def test_redrive_of_a_workers_letter_reopens_only_the_failure_it_was_sent_for(
+    stack: Stack,
+) -> None:
+    current, old = stack.accept(), stack.accept()
+    for delivery_id in (current, old):
+        stack.finish(delivery_id, State.FAILED)  # failed by the claim of owner "w0"
+    stack.dead_letter(_work(current), failure="w0")
+    # Sent for an earlier failure; the delivery was requeued and failed again since.
+    stack.dead_letter(_work(old), failure="an-earlier-attempt")
+
+    report = redrive(stack.target, now=NOW + 100)
+    assert sorted(report.outcomes) == sorted(
+        [(current, RedriveOutcome.MOVED), (old, RedriveOutcome.SUPERSEDED)]
+    )
+    assert stack.drain(stack.target.work_queue_url) == [_work(current)]
+    assert stack.stored(current)["state"]["S"] == "pending"
+    assert stack.stored(old)["state"]["S"] == "failed"
+    assert stack.drain(stack.target.dead_letter_queue_url) == []  # both letters handled
+
+
 def test_redrive_is_idempotent_when_rerun(stack: Stack) -> None:
     delivery_id = stack.accept()
     stack.finish(delivery_id, State.FAILED, attempts=5)

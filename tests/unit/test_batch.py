@@ -21,7 +21,12 @@ from functions.core.batch import (
     process_batch,
 )
 from functions.core.deadline import Deadline
-from functions.core.errors import BudgetExhausted, StorageUnavailable, TransientError
+from functions.core.errors import (
+    BudgetExhausted,
+    PackageNotFound,
+    StorageUnavailable,
+    TransientError,
+)
 from functions.core.models import State, WorkItem
 from functions.core.retry_policy import retry_delay
 from tests.fakes import FakeClaims, FakeQueue
@@ -38,9 +43,11 @@ def work(n: int = 0, mcp_url: str = MCP_URL) -> WorkItem:
     return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", mcp_url)
 
 
-def message(item: WorkItem | str, n: int = 0, dead_lettered: str | None = None) -> QueueMessage:
+def message(
+    item: WorkItem | str, n: int = 0, dead_lettered: str | None = None, failure: str | None = None
+) -> QueueMessage:
     body = item if isinstance(item, str) else item.to_json()
-    return QueueMessage(f"m{n}", f"r{n}", body, dead_lettered)
+    return QueueMessage(f"m{n}", f"r{n}", body, dead_lettered, failure)
 
 
 @dataclass
@@ -316,13 +323,45 @@ def test_a_probe_that_needs_no_fetch_hands_the_server_to_the_next_message(world:
     assert world.packages.calls == ["pkg_1", "pkg_2"]
 
 
+def dead_letter_of(world: World, item: WorkItem) -> QueueMessage:
+    """The delivery's dead letter, as the worker sends it and SQS's redrive brings it back."""
+    (body, reason), failure = world.queue.dead[-1], world.queue.dead_failures[-1]
+    assert body == item.to_json()
+    return message(item, n=9, dead_lettered=reason, failure=failure)
+
+
 def test_a_redriven_dead_letter_reopens_its_failed_delivery(world: World) -> None:
     item = work()
-    world.accept(item, state=State.FAILED, attempts=MAX_ATTEMPTS, last_error="mcp_unavailable")
-    assert world.run([message(item, dead_lettered="mcp_unavailable")]) == []
+    world.accept(item, attempts=MAX_ATTEMPTS)  # earlier attempts died
+    assert world.run([message(item)]) == []
+    assert world.state(item).state is State.FAILED
+    letter = dead_letter_of(world, item)
+    assert letter.failure is not None
+    assert world.run([letter]) == []
     state = world.state(item)
     assert (state.state, state.attempts) == (State.COMPLETED, 1)
     assert world.workflow.applied == [f"{item.delivery_id}:notify"]
+
+
+def test_a_redriven_dead_letter_reopens_only_the_failure_it_was_sent_for(world: World) -> None:
+    item = work()
+    world.accept(item, attempts=MAX_ATTEMPTS)
+    assert world.run([message(item)]) == []
+    letter = dead_letter_of(world, item)
+    # An operator requeues the delivery; it fails again, for another reason (say an effect
+    # in doubt that the operator then settles by hand, leaving the delivery failed).
+    assert world.claims.reopen(item.delivery_id, now=world.clock.value)
+    world.packages.errors = [PackageNotFound("package_not_found")]
+    assert world.run([message(item)]) == []
+    assert world.state(item).last_error == "package_not_found"
+    # The old letter is redriven now: it is not this failure's to reopen.
+    assert world.run([letter]) == []
+    state = world.state(item)
+    assert (state.state, state.last_error) == (State.FAILED, "package_not_found")
+    assert world.workflow.applied == []
+    # A mark made before marks named their failure reopens nothing either.
+    assert world.run([message(item, dead_lettered="attempts_exhausted")]) == []
+    assert world.state(item).state is State.FAILED
 
 
 def test_a_plain_message_for_a_failed_delivery_changes_nothing(world: World) -> None:

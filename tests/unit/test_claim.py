@@ -364,3 +364,19 @@ def test_reopen_refuses_an_expired_delivery(subject: Subject) -> None:
     assert not subject.store.reopen(DELIVERY, now=NOW)
     assert subject.read(DELIVERY).state is State.FAILED
     assert subject.store.reopen(DELIVERY, now=NOW - 1)  # a second earlier it was not
+
+
+def test_reopen_of_a_failure_reopens_that_failure_only(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject, owner="first-attempt").claim
+    subject.store.fail(first, now=NOW + 1, error_code="attempts_exhausted")
+    assert subject.store.reopen(DELIVERY, now=NOW + 2, failure="first-attempt")
+    second = claim(subject, now=NOW + 3, owner="second-attempt").claim
+    subject.store.fail(second, now=NOW + 4, error_code="uncertain_effect")
+    # The first failure's dead letter comes back: the delivery is in another failure now.
+    assert not subject.store.reopen(DELIVERY, now=NOW + 5, failure="first-attempt")
+    assert subject.read(DELIVERY).last_error == "uncertain_effect"
+    assert subject.store.reopen(DELIVERY, now=NOW + 6, failure="second-attempt")
+    assert subject.read(DELIVERY).state is State.PENDING
+    # Reopened once: the same letter again finds it pending.
+    assert not subject.store.reopen(DELIVERY, now=NOW + 7, failure="second-attempt")

@@ -83,8 +83,12 @@ class DynamoDbClaims:
             transitions.EXPIRE, delivery_id, now=now, lease=now + lease_seconds, error=ITEM_EXPIRED
         ).moved
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
-        return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
+        if failure is None:
+            return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
+        return self._apply(
+            transitions.RESET_DEAD_LETTER, delivery_id, now=now, failure=failure
+        ).moved
 
     def _finish(
         self,

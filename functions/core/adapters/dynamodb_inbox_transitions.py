@@ -19,7 +19,8 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
-  starts from ``failed``.
+  and ``reset_dead_letter`` (a dead letter redriven by SQS) start from ``failed``, the
+  latter only for the very failure the letter was sent for (``failed_by``).
 * Nothing runs on an item past its TTL (``expires_at``): DynamoDB deletes expired items
   late and in any order, so the delivery's effect records may be gone while its inbox
   item is still there, and an attempt would apply a done effect again. ``claim`` takes
@@ -192,7 +193,9 @@ FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is s
     from_states=(State.PROCESSING,),
     condition=_HOLDING,
     to_state=State.FAILED,
-    sets=(("last_error", ":error"),),
+    # failed_by names this failure (the failing claim's owner token): the worker's dead
+    # letter carries it, and its redrive reopens this failure only (reset_dead_letter).
+    sets=(("last_error", ":error"), (dynamodb_items.FAILED_BY, ":owner")),
     removes=_LEASE,
 )
 EXPIRE: Final = Transition(  # worker: the claim was refused for the item's TTL
@@ -252,6 +255,15 @@ RELEASE_EXPIRED: Final = Transition(  # reconciler: the lease holder died
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
+# last_error is kept: it says why the delivery failed until the next attempt ends.
+# reset_at restarts the retry horizon, which otherwise runs from received_at;
+# requeued_at tells a bulk requeue run again that an operator already did this.
+_RESET: Final = (
+    ("attempts", ":zero"),
+    ("transient_failures", ":zero"),
+    ("reset_at", ":now"),
+    ("requeued_at", ":now"),
+)
 RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh budget
     name="reset_failed",
     from_states=(State.FAILED,),
@@ -265,15 +277,23 @@ RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh 
         ),
     ),
     to_state=State.PENDING,
-    # last_error is kept: it says why the delivery failed until the next attempt ends.
-    # reset_at restarts the retry horizon, which otherwise runs from received_at;
-    # requeued_at tells a bulk requeue run again that an operator already did this.
-    sets=(
-        ("attempts", ":zero"),
-        ("transient_failures", ":zero"),
-        ("reset_at", ":now"),
-        ("requeued_at", ":now"),
+    sets=_RESET,
+    removes=(dynamodb_items.FAILED_BY,),
+)
+RESET_DEAD_LETTER: Final = Transition(  # worker: a dead letter of its own came back
+    name="reset_dead_letter",
+    from_states=(State.FAILED,),
+    condition=(
+        *RESET_FAILED.condition,
+        (
+            f"{dynamodb_items.FAILED_BY} = :failure",
+            "only the failure the letter was sent for: the delivery may have been retried"
+            " and failed since (say with an effect in doubt an operator settled)",
+        ),
     ),
+    to_state=State.PENDING,
+    sets=_RESET,
+    removes=(dynamodb_items.FAILED_BY,),
 )
 
 TRANSITIONS: Final = (
@@ -289,6 +309,7 @@ TRANSITIONS: Final = (
     LIST_OPEN,
     RELEASE_EXPIRED,
     RESET_FAILED,
+    RESET_DEAD_LETTER,
 )
 
 # The creation, for completeness of the table: the receiver's put.

@@ -183,6 +183,10 @@ class FakeClaims:
         failures = (item.transient_failures if item else 0) + 1
         self._finish(claim, now, State.PENDING, last_error=error_code, transient_failures=failures)
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(claim, now, State.PENDING, attempts=attempts)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
         self.failed_by[claim.delivery_id] = claim.owner

@@ -16,6 +16,12 @@ A message is started only when
   so a server that accepts connections and never answers holds up one message, not
   every message in turn.
 
+A delivery whose earlier attempts died unexplained (``ProcessConfig.alone_after``
+times: a Lambda timeout kills every attempt of the batch) runs alone: claimed beside
+other messages it is given back unrun, and processed after the rest of the batch is
+done, one such message at a time. A poison message that times out the invocation then
+takes no batch-mate's attempt with it.
+
 A message that is not started is reported as a batch item failure **without a
 claim**: the delivery's attempt count, which decides when it is given up, is
 untouched. Each message runs inside its own error boundary: whatever goes wrong with
@@ -154,7 +160,14 @@ async def process_batch(
                 deadline=deadline,
                 threads=threads,
             )
-            failed = await asyncio.gather(*(batch.run(message) for message in messages))
+            alone = len(messages) == 1
+            failed = await asyncio.gather(*(batch.run(m, alone=alone) for m in messages))
+            # The suspects set aside: each alone, one after another, once the rest is
+            # done, so a poison message that times out the invocation takes no
+            # batch-mate's attempt with it (and those after it are not even claimed).
+            for position, message in enumerate(messages):
+                if message.message_id in batch.set_aside:
+                    failed[position] = await batch.run(message, alone=True)
     return [m.message_id for m, f in zip(messages, failed, strict=True) if f]
 
 
@@ -179,9 +192,16 @@ class _Batch:
         self._threads = threads
         self._loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(limits.concurrency)
+        # Messages whose delivery was given back unrun to be processed alone.
+        self.set_aside: set[str] = set()
 
-    async def run(self, message: QueueMessage) -> bool:
-        """Take one message as far as it goes; True: report it as a batch item failure."""
+    async def run(self, message: QueueMessage, *, alone: bool) -> bool:
+        """Take one message as far as it goes; True: report it as a batch item failure.
+
+        Args:
+            alone: nothing else of the batch runs meanwhile; when False a suspect
+                delivery is set aside (:attr:`set_aside`) instead of run.
+        """
         work: WorkItem | None = None
         try:
             try:
@@ -193,7 +213,7 @@ class _Batch:
                     self._queue.dead_letter, message.body, reason=MALFORMED_WORK_ITEM
                 )
                 return False
-            return await self._run(message, work)
+            return await self._run(message, work, alone=alone)
         except ProcessingError as exc:
             # Storage or queue trouble: this message comes back after the queue's
             # visibility timeout (a lease it took, after the lease's own).
@@ -219,7 +239,7 @@ class _Batch:
             )
             return True
 
-    async def _run(self, message: QueueMessage, work: WorkItem) -> bool:
+    async def _run(self, message: QueueMessage, work: WorkItem, *, alone: bool) -> bool:
         async with self._servers.admitted(work.mcp_url) as admitted:
             if not admitted:
                 return self._not_started(work, NotStarted.SERVER_UNREACHABLE)
@@ -234,14 +254,18 @@ class _Batch:
                     return self._not_started(work, NotStarted.NO_TIME)
                 if message.dead_lettered is not None:
                     await self._blocking(self._reopen, work, message)
-                decision = await self._blocking(self._process, work)
+                decision = await self._blocking(self._process, work, alone)
+                if decision.disposition is Disposition.RUN_ALONE:
+                    self.set_aside.add(message.message_id)
+                    return False
                 await self._blocking(_apply, self._queue, message, work, decision)
                 return decision.disposition is Disposition.RETRY
 
-    def _process(self, work: WorkItem) -> Decision:
+    def _process(self, work: WorkItem, alone: bool) -> Decision:
         """In a message thread: the processor on a loop of the thread's own, fetching
         through the batch's loop."""
-        return asyncio.run(self._processor.process(work, _OnLoop(self._servers, self._loop)))
+        source = _OnLoop(self._servers, self._loop)
+        return asyncio.run(self._processor.process(work, source, alone=alone))
 
     def _reopen(self, work: WorkItem, message: QueueMessage) -> None:
         """A message the worker dead-lettered is back: an operator redrove it. Only the

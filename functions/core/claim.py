@@ -108,6 +108,11 @@ class ClaimStore(Protocol):
         :class:`ClaimLost`."""
         ...
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        """Back to pending as if never claimed (the attempt it counted is given back):
+        nothing ran. Raises :class:`ClaimLost`."""
+        ...
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         """Mark failed with ``last_error``, this failure named by ``claim.owner``; raises
         :class:`ClaimLost`."""

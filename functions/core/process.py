@@ -69,6 +69,9 @@ class Disposition(StrEnum):
     RETRY = "retry"  # return it to the queue after ``delay_seconds``
     DEFER = "defer"  # send a fresh copy after ``delay_seconds``, ack this one
     DEAD_LETTER = "dead_letter"  # move it to the dead-letter queue
+    # Claimed beside other messages, and suspect (earlier attempts died unexplained):
+    # given back unrun, to be processed again alone (functions.core.batch).
+    RUN_ALONE = "run_alone"
 
 
 class Result(StrEnum):
@@ -83,6 +86,7 @@ class Result(StrEnum):
     UNCERTAIN = "uncertain"
     CLAIM_LOST = "claim_lost"
     MISSING = "missing"
+    SET_ASIDE = "set_aside"  # suspect, claimed in company: given back to run alone
     EXPIRED = "expired"  # past its TTL before it could run again: closed, not run
 
 
@@ -114,12 +118,16 @@ class ProcessConfig:
         retry_base_seconds: The first retry delay; it doubles. The local runtime
             compresses time: its retries must not wait out real minutes.
         retry_horizon_seconds: How long after its receipt a delivery is still retried.
+        alone_after: Earlier attempts of unknown outcome after which a delivery runs
+            alone in its invocation: one that times out the invocation (a poison
+            message) must not keep killing its batch-mates' attempts with it.
     """
 
     max_attempts: int
     lease_seconds: int
     retry_base_seconds: int = RETRY_BASE_SECONDS
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    alone_after: int = 2
 
 
 @dataclass
@@ -136,8 +144,16 @@ class Processor:
     # Where the ledger keeps workflow steps (``ledger.step``); None: steps unavailable.
     steps: StepStorage | None = None
 
-    async def process(self, work: WorkItem, source: PackageSource) -> Decision:
-        """Take one work item as far as it can go now."""
+    async def process(
+        self, work: WorkItem, source: PackageSource, *, alone: bool = True
+    ) -> Decision:
+        """Take one work item as far as it can go now.
+
+        Args:
+            alone: nothing else runs in this invocation meanwhile. When False, a
+                delivery whose earlier attempts died unexplained ``alone_after`` times or
+                more is given back unrun (:attr:`Disposition.RUN_ALONE`).
+        """
         now = self.clock.now()
         attempt = self.claims.claim(
             work.delivery_id,
@@ -164,6 +180,9 @@ class Processor:
                         failure=claim.owner,
                     ),
                 )
+            if not alone and claim.unexplained_attempts - 1 >= self.config.alone_after:
+                self.claims.give_back(claim, now=self.clock.now())
+                return self._decide(work, Decision(Result.SET_ASIDE, Disposition.RUN_ALONE))
             return await self._run(work, source, claim)
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
@@ -287,6 +306,7 @@ _RESULT_METRICS = {
     Result.ALREADY_DONE: metric_names.METRIC_WORK_ALREADY_DONE,
     Result.MISSING: metric_names.METRIC_WORK_ALREADY_DONE,
     Result.EXPIRED: metric_names.METRIC_WORK_EXPIRED,
+    Result.SET_ASIDE: metric_names.METRIC_WORK_SET_ASIDE,
     Result.DEFERRED: metric_names.METRIC_WORK_DEFERRED,
     Result.RETRYING: metric_names.METRIC_WORK_RETRIED,
     Result.FAILED: metric_names.METRIC_WORK_FAILED,

@@ -398,3 +398,88 @@ def test_a_budget_wait_sends_a_fresh_delayed_copy(world: World) -> None:
     assert world.queue.sent == [(work(), 120)]  # with a receive count of 0
     assert world.queue.visibility == []
     assert world.queue.dead == []
+
+
+class Killed(BaseException):
+    """The invocation timed out: every attempt in flight dies with it, unrecorded."""
+
+
+@dataclass
+class PoisonWorkflow:
+    """The poison times out the invocation; its batch-mates complete unless they are in
+    flight beside it then. ``company``: how many messages run beside the poison now (0:
+    it runs alone, or not at all)."""
+
+    poison: str
+    company: int = 0
+    running: set[str] = field(default_factory=set)
+    alone_runs: list[str] = field(default_factory=list)
+    killed: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, work: WorkItem, package: Any, effects: Any) -> None:
+        with self.lock:
+            self.running.add(work.delivery_id)
+        if work.delivery_id == self.poison:
+            assert wait_for(lambda: len(self.running) == self.company + 1)
+            self.killed.set()
+            raise Killed
+        if self.company:  # in flight beside the poison: dies with it
+            assert self.killed.wait(MEET_SECONDS)
+            raise Killed
+        with self.lock:
+            if self.running == {work.delivery_id}:
+                self.alone_runs.append(work.delivery_id)
+            self.running.discard(work.delivery_id)
+
+
+def wait_for(condition: Callable[[], bool]) -> bool:
+    met = threading.Event()
+    for _ in range(int(MEET_SECONDS * 100)):
+        if condition():
+            return True
+        met.wait(0.01)
+    return condition()
+
+
+def test_a_poison_message_that_kills_its_invocation_does_not_exhaust_its_batch_mates(
+    world: World,
+) -> None:
+    items = [work(n) for n in range(10)]
+    poison = items[4]
+    for item in items:
+        world.accept(item)
+    workflow = world.workflow = PoisonWorkflow(poison.delivery_id)  # type: ignore[assignment]
+    kills = 0
+    for _invocation in range(6):
+        # In company: every open delivery not yet suspect (its earlier attempts died
+        # fewer than twice) runs concurrently with the others.
+        in_company = [
+            i
+            for i in items
+            if world.state(i).state is State.PENDING and world.state(i).attempts < 2
+        ]
+        workflow.company = len(in_company) - 1 if poison in in_company else 0
+        workflow.running.clear()
+        workflow.killed.clear()
+        try:
+            world.run([message(item, n) for n, item in enumerate(items)])
+        except Killed:
+            kills += 1
+            world.clock.advance(LEASE)  # the dead attempts' leases run out
+            for item in items:  # as the reconciler (or the next claim) frees them
+                if world.state(item).state is State.PROCESSING:
+                    world.claims.release_expired(world.state(item), now=world.clock.value)
+    # Two kills in company, then the poison runs alone: once more it kills, then it has
+    # used its attempts (MAX_ATTEMPTS) and is dead-lettered without running.
+    assert kills == 3
+    assert (world.state(poison).state, world.state(poison).last_error) == (
+        State.FAILED,
+        "attempts_exhausted",
+    )
+    mates = [item for item in items if item is not poison]
+    assert {world.state(item).state for item in mates} == {State.COMPLETED}
+    assert max(world.state(item).attempts for item in mates) <= MAX_ATTEMPTS
+    # The suspects ran alone, never beside each other or the poison.
+    assert set(workflow.alone_runs) == {item.delivery_id for item in mates}
+    assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] > 0

@@ -380,3 +380,19 @@ def test_reopen_of_a_failure_reopens_that_failure_only(subject: Subject) -> None
     assert subject.read(DELIVERY).state is State.PENDING
     # Reopened once: the same letter again finds it pending.
     assert not subject.store.reopen(DELIVERY, now=NOW + 7, failure="second-attempt")
+
+
+def test_give_back_returns_the_claim_unrun_and_its_attempt(subject: Subject) -> None:
+    subject.seed(pending(attempts=2, last_error="lease_expired"))
+    held = claim(subject).claim
+    assert held.attempts == 3
+    subject.store.give_back(held, now=NOW + 1)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.last_error, item.lease_until) == (
+        State.PENDING,
+        2,
+        "lease_expired",
+        None,
+    )
+    with pytest.raises(ClaimLost):  # given back once; the claim is over
+        subject.store.give_back(held, now=NOW + 2)

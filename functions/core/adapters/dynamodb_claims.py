@@ -72,6 +72,9 @@ class DynamoDbClaims:
     def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.RELEASE_TRANSIENT, claim, now=now, error=error_code)
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        self._finish(transitions.GIVE_BACK, claim, now=now)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.FAIL, claim, now=now, error=error_code)
 

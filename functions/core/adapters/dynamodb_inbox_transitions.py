@@ -13,9 +13,9 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
 * Only the lease owner leaves ``processing`` (``complete``, ``release``,
-  ``release_transient``, ``defer``, ``fail`` check ``lease_owner``): a worker that lost
-  its lease records nothing. The retry counters (``attempts``, ``transient_failures``)
-  decide only when to give up, never who may write.
+  ``release_transient``, ``defer``, ``give_back``, ``fail`` check ``lease_owner``): a
+  worker that lost its lease records nothing. The retry counters (``attempts``,
+  ``transient_failures``) decide only when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
@@ -188,6 +188,16 @@ DEFER: Final = Transition(  # worker: the workflow waits for the token budget
     sets=(("last_error", ":error"), ("attempts", "attempts - :one"), ("reset_at", ":now")),
     removes=_LEASE,
 )
+GIVE_BACK: Final = Transition(  # worker: a suspect claimed in company, to run alone
+    name="give_back",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # Nothing ran: the attempt the claim counted is given back; last_error and the
+    # retry horizon stay as they were.
+    sets=(("attempts", "attempts - :one"),),
+    removes=_LEASE,
+)
 FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is spent
     name="fail",
     from_states=(State.PROCESSING,),
@@ -303,6 +313,7 @@ TRANSITIONS: Final = (
     RELEASE,
     RELEASE_TRANSIENT,
     DEFER,
+    GIVE_BACK,
     FAIL,
     EXPIRE,
     TOUCH_PENDING,

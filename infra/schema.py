@@ -140,6 +140,11 @@ def max_receive_count_for(
       claim (no attempt counted): a margin; a longer storage outage may still redrive
       a message, and the reconciler re-enqueues its still pending delivery.
 
+    Never counted, because they never return the message itself: a message not started
+    (no time left in its invocation, or its MCP server unreachable in its batch), a
+    delivery another worker holds, or one waiting for the token budget; each is
+    replaced by a fresh copy, whose receive count starts at 0.
+
     Raises:
         ValueError: the result exceeds what SQS accepts.
     """

@@ -22,11 +22,16 @@ other messages it is given back unrun, and processed after the rest of the batch
 done, one such message at a time. A poison message that times out the invocation then
 takes no batch-mate's attempt with it.
 
-A message that is not started is reported as a batch item failure **without a
-claim**: the delivery's attempt count, which decides when it is given up, is
-untouched. Each message runs inside its own error boundary: whatever goes wrong with
-one (its body, its claim, an SQS call) fails that message only, never the messages
-of the batch that are done.
+A message that is not started is replaced **without a claim**: a fresh copy is sent
+with a short delay (the first retry's) and the message acknowledged, so the delivery's
+attempt count, which decides when it is given up, is untouched, and so is the
+message's receive count, which decides when SQS moves it to the dead-letter queue
+(``infra.schema.max_receive_count_for`` counts attempts only). A copy that cannot be
+sent leaves the message to come back after the visibility timeout.
+
+Each message runs inside its own error boundary: whatever goes wrong with one (its
+body, its claim, an SQS call) fails that message only, never the messages of the
+batch that are done.
 
 A message the worker dead-letters carries a mark with the reason and the failure it
 was sent for (:meth:`WorkQueue.dead_letter`). SQS's own dead-letter-queue redrive (the
@@ -240,20 +245,17 @@ class _Batch:
             return True
 
     async def _run(self, message: QueueMessage, work: WorkItem, *, alone: bool) -> bool:
+        if message.dead_lettered is not None:
+            # First: a copy that replaces it, should it not start, carries no mark.
+            await self._blocking(self._reopen, work, message)
         async with self._servers.admitted(work.mcp_url) as admitted:
             if not admitted:
-                return self._not_started(work, NotStarted.SERVER_UNREACHABLE)
+                return await self._not_started(work, NotStarted.SERVER_UNREACHABLE)
             async with self._slots:
                 if self._servers.unreachable(work.mcp_url):
-                    return self._not_started(work, NotStarted.SERVER_UNREACHABLE)
+                    return await self._not_started(work, NotStarted.SERVER_UNREACHABLE)
                 if self._deadline.remaining() < self._limits.message_seconds:
-                    # Back at once, for an invocation with time to run it.
-                    await self._blocking(
-                        self._queue.change_visibility, message.receipt_handle, seconds=0
-                    )
-                    return self._not_started(work, NotStarted.NO_TIME)
-                if message.dead_lettered is not None:
-                    await self._blocking(self._reopen, work, message)
+                    return await self._not_started(work, NotStarted.NO_TIME)
                 decision = await self._blocking(self._process, work, alone)
                 if decision.disposition is Disposition.RUN_ALONE:
                     self.set_aside.add(message.message_id)
@@ -283,13 +285,17 @@ class _Batch:
             },
         )
 
-    def _not_started(self, work: WorkItem, why: NotStarted) -> bool:
+    async def _not_started(self, work: WorkItem, why: NotStarted) -> bool:
+        """Replace the message by a fresh, delayed copy: an invocation with time, or a
+        server answering again, takes it; its receive count starts again at 0."""
         self._processor.metrics.count(metric_names.METRIC_WORK_NOT_STARTED)
         logger.info(
             "work item not started",
             extra={"delivery_id": work.delivery_id, "reason": why.value},
         )
-        return True
+        delay = self._processor.config.retry_base_seconds
+        await self._blocking(self._queue.send, work, delay_seconds=delay)
+        return False
 
     async def _blocking(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await self._loop.run_in_executor(

@@ -29,8 +29,9 @@ from functions.core.errors import (
 )
 from functions.core.models import State, WorkItem
 from functions.core.retry_policy import retry_delay
+from infra.schema import max_receive_count_for
 from tests.fakes import FakeClaims, FakeQueue
-from tests.unit.test_process import LEASE, MAX_ATTEMPTS, MCP_URL
+from tests.unit.test_process import HORIZON, LEASE, MAX_ATTEMPTS, MCP_URL
 from tests.unit.test_process import Packages as ProcessPackages
 from tests.unit.test_process import World as ProcessWorld
 
@@ -239,10 +240,12 @@ def test_nothing_starts_without_the_time_a_message_needs(world: World) -> None:
         message_seconds=30,
         deadline=Deadline.after(29),
     )
-    assert failures == ["m0", "m1", "m2"]
+    assert failures == []  # acknowledged: each is replaced by a fresh copy
     assert all(world.state(item).attempts == 0 for item in items)  # never claimed
     assert world.packages.calls == []
-    assert sorted(world.queue.visibility) == [("r0", 0), ("r1", 0), ("r2", 0)]  # back at once
+    # Fresh copies (a receive count of 0 again), back after the first retry's delay.
+    assert sorted(world.queue.sent, key=str) == [(item, retry_delay(1)) for item in items]
+    assert world.queue.visibility == []
     assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 3
 
 
@@ -274,7 +277,8 @@ def test_messages_stop_starting_when_the_time_runs_out(world: World) -> None:
         deadline=Deadline.after(100, now=watch),
     )
     # Started at 0 and 40 (100 and 60 s left); at 80 only 20 s are left.
-    assert failures == ["m2", "m3"]
+    assert failures == []
+    assert world.queue.sent == [(items[2], retry_delay(1)), (items[3], retry_delay(1))]
     assert [world.state(item).state for item in items] == [
         State.COMPLETED,
         State.COMPLETED,
@@ -300,9 +304,10 @@ def test_an_unreachable_server_gets_no_more_messages_in_the_batch(world: World) 
     messages = [message(item, n) for n, item in enumerate(items)]
     messages.append(message(other, 9))
     failures = world.run(messages)  # all at once, if they could
-    assert failures == ["m0", "m1", "m2", "m3", "m4"]
+    assert failures == ["m0"]
     # One message found the server unreachable; the others waited for it and were
-    # returned without a claim: no attempt counted, no back-off set.
+    # replaced without a claim: no attempt counted, fresh copies a little later.
+    assert sorted(world.queue.sent, key=str) == [(item, retry_delay(1)) for item in items[1:]]
     assert world.packages.calls.count("pkg_0") == 1
     assert [world.state(item).attempts for item in items] == [1, 0, 0, 0, 0]
     assert (world.state(items[0]).state, world.state(items[0]).last_error) == (
@@ -483,3 +488,25 @@ def test_a_poison_message_that_kills_its_invocation_does_not_exhaust_its_batch_m
     # The suspects ran alone, never beside each other or the poison.
     assert set(workflow.alone_runs) == {item.delivery_id for item in mates}
     assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] > 0
+
+
+def test_a_message_returned_unstarted_any_number_of_times_is_never_dead_lettered_by_sqs(
+    world: World,
+) -> None:
+    # SQS moves a message to the dead-letter queue when its receive count exceeds the
+    # redrive threshold, which counts attempts only (max_receive_count_for): a message
+    # returned unstarted, time after time, must not use it up.
+    item = work()
+    world.accept(item)
+    threshold = max_receive_count_for(MAX_ATTEMPTS, retry_horizon_seconds=HORIZON)
+    current, receives = message(item), 1
+    for n in range(2 * threshold):
+        failures = world.run([current], message_seconds=30, deadline=Deadline.after(29))
+        if failures:  # returned as it is: SQS counts one more receive of it
+            receives += 1
+        else:  # acknowledged, and replaced by a fresh, delayed copy
+            assert world.queue.sent[-1] == (item, retry_delay(1))
+            current, receives = message(world.queue.sent[-1][0], n + 1), 1
+        assert receives <= threshold, n
+    assert (world.state(item).state, world.state(item).attempts) == (State.PENDING, 0)
+    assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 2 * threshold

@@ -136,7 +136,7 @@ def test_exhausted_attempts_are_dead_lettered_with_their_reason(world: World) ->
 
 
 class FailingDeadLetters(FakeQueue):
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         raise StorageUnavailable("queue_unavailable")
 
 
@@ -410,40 +410,81 @@ class Killed(BaseException):
 
 
 @dataclass
+class Invocation:
+    """One invocation's fate, shared by the claims and the workflow below: ``killed``
+    once the poison ran (it times the invocation out); ``poison_settled`` once the
+    poison's message is sure not to run beside the others (given back, failed unrun, or
+    not claimed at all)."""
+
+    killed: threading.Event = field(default_factory=threading.Event)
+    poison_settled: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class KillableClaims(FakeClaims):
+    """Claims that stop once the invocation is killed: nothing is claimed or recorded
+    after it (every attempt in flight stays ``processing``, as a dead worker leaves it)."""
+
+    poison: str = ""
+    invocation: Invocation = field(default_factory=Invocation)
+
+    def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> Any:
+        if self.invocation.killed.is_set():
+            raise Killed
+        attempt = super().claim(delivery_id, owner=owner, now=now, lease_seconds=lease_seconds)
+        if delivery_id == self.poison and attempt.claim is None:
+            self.invocation.poison_settled.set()
+        return attempt
+
+    def _finish(self, claim: Any, now: int, state: State, **changes: Any) -> None:
+        if self.invocation.killed.is_set():
+            raise Killed
+        super()._finish(claim, now, state, **changes)
+        if claim.delivery_id == self.poison:  # given back, or failed without running
+            self.invocation.poison_settled.set()
+
+
+@dataclass
 class PoisonWorkflow:
-    """The poison times out the invocation; its batch-mates complete unless they are in
-    flight beside it then. ``company``: how many messages run beside the poison now (0:
-    it runs alone, or not at all)."""
+    """The poison times out the invocation. Its batch-mates are slow: each is still in
+    flight when the poison runs beside it, so it dies with it; one the poison cannot
+    run beside any more completes."""
 
     poison: str
-    company: int = 0
+    invocation: Invocation
     running: set[str] = field(default_factory=set)
-    alone_runs: list[str] = field(default_factory=list)
-    killed: threading.Event = field(default_factory=threading.Event)
+    # The most runs each delivery's run saw at once, itself included (this invocation).
+    company: dict[str, int] = field(default_factory=dict)
+    # The same, of the runs that completed.
+    completed_in_company: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, work: WorkItem, package: Any, effects: Any) -> None:
         with self.lock:
             self.running.add(work.delivery_id)
+            for delivery_id in self.running:
+                self.company[delivery_id] = max(self.company.get(delivery_id, 0), len(self.running))
         if work.delivery_id == self.poison:
-            assert wait_for(lambda: len(self.running) == self.company + 1)
-            self.killed.set()
+            self.invocation.killed.set()
             raise Killed
-        if self.company:  # in flight beside the poison: dies with it
-            assert self.killed.wait(MEET_SECONDS)
+        fate = wait_for(
+            lambda: self.invocation.killed.is_set() or self.invocation.poison_settled.is_set()
+        )
+        assert fate, "neither killed nor settled"
+        if self.invocation.killed.is_set():
             raise Killed
         with self.lock:
-            if self.running == {work.delivery_id}:
-                self.alone_runs.append(work.delivery_id)
             self.running.discard(work.delivery_id)
+            self.completed_in_company[work.delivery_id] = self.company[work.delivery_id]
 
 
 def wait_for(condition: Callable[[], bool]) -> bool:
-    met = threading.Event()
+    """Poll ``condition`` until it holds, for up to MEET_SECONDS."""
+    tick = threading.Event()
     for _ in range(int(MEET_SECONDS * 100)):
         if condition():
             return True
-        met.wait(0.01)
+        tick.wait(0.01)
     return condition()
 
 
@@ -452,29 +493,21 @@ def test_a_poison_message_that_kills_its_invocation_does_not_exhaust_its_batch_m
 ) -> None:
     items = [work(n) for n in range(10)]
     poison = items[4]
+    world.claims = KillableClaims(poison=poison.delivery_id)
     for item in items:
         world.accept(item)
-    workflow = world.workflow = PoisonWorkflow(poison.delivery_id)  # type: ignore[assignment]
+    workflow = PoisonWorkflow(poison.delivery_id, world.claims.invocation)
+    world.workflow = workflow  # type: ignore[assignment]
     kills = 0
     for _invocation in range(6):
-        # In company: every open delivery not yet suspect (its earlier attempts died
-        # fewer than twice) runs concurrently with the others.
-        in_company = [
-            i
-            for i in items
-            if world.state(i).state is State.PENDING and world.state(i).attempts < 2
-        ]
-        workflow.company = len(in_company) - 1 if poison in in_company else 0
+        world.claims.invocation = workflow.invocation = Invocation()
         workflow.running.clear()
-        workflow.killed.clear()
+        workflow.company.clear()
         try:
             world.run([message(item, n) for n, item in enumerate(items)])
         except Killed:
             kills += 1
             world.clock.advance(LEASE)  # the dead attempts' leases run out
-            for item in items:  # as the reconciler (or the next claim) frees them
-                if world.state(item).state is State.PROCESSING:
-                    world.claims.release_expired(world.state(item), now=world.clock.value)
     # Two kills in company, then the poison runs alone: once more it kills, then it has
     # used its attempts (MAX_ATTEMPTS) and is dead-lettered without running.
     assert kills == 3
@@ -485,8 +518,8 @@ def test_a_poison_message_that_kills_its_invocation_does_not_exhaust_its_batch_m
     mates = [item for item in items if item is not poison]
     assert {world.state(item).state for item in mates} == {State.COMPLETED}
     assert max(world.state(item).attempts for item in mates) <= MAX_ATTEMPTS
-    # The suspects ran alone, never beside each other or the poison.
-    assert set(workflow.alone_runs) == {item.delivery_id for item in mates}
+    # Each mate completed in a run alone, never beside another message.
+    assert {workflow.completed_in_company[item.delivery_id] for item in mates} == {1}
     assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] > 0
 
 

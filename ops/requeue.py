@@ -291,7 +291,15 @@ def _redrive_one(
     if item is None:
         return work.delivery_id, RedriveOutcome.MISSING
     if dry_run:
-        return work.delivery_id, _redrive_outcome(item, now=now)
+        superseded = (
+            failure_id is not None
+            and item.state is State.FAILED
+            and item.expires_at > now
+            and _failure_of(target, work.delivery_id) != failure_id
+        )
+        return work.delivery_id, (
+            RedriveOutcome.SUPERSEDED if superseded else _redrive_outcome(item, now=now)
+        )
     if item.state is State.FAILED:
         reopened = reopen(target, work.delivery_id, now=now, failure=failure_id)
         if not reopened.moved and reopened.refused_in is State.FAILED and not reopened.expired:
@@ -304,6 +312,26 @@ def _redrive_one(
     if outcome is RedriveOutcome.MOVED:
         _send_work(target, work)
     return work.delivery_id, outcome
+
+
+def _failure_of(target: Target, delivery_id: str) -> str | None:
+    """Which failure the delivery is in (``failed_by``), read consistently."""
+    response = _dynamodb(
+        target.dynamodb.get_item,
+        TableName=target.table_name,
+        Key=dynamodb_items.inbox_key(delivery_id),
+        ConsistentRead=True,
+        ProjectionExpression=dynamodb_items.FAILED_BY,
+    )
+    failed_by = response.get("Item", {}).get(dynamodb_items.FAILED_BY, {})
+    return failed_by.get("S")
+
+
+def _dynamodb(call: Callable[..., _Response], **arguments: Any) -> _Response:
+    try:
+        return call(**arguments)
+    except (ClientError, BotoCoreError) as exc:
+        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
 
 
 def _redrive_outcome(item: InboxItem, *, now: int) -> RedriveOutcome:

@@ -260,6 +260,10 @@ def test_redrive_of_a_workers_letter_reopens_only_the_failure_it_was_sent_for(
     # Sent for an earlier failure; the delivery was requeued and failed again since.
     stack.dead_letter(_work(old), failure="an-earlier-attempt")
 
+    preview = redrive(stack.target, now=NOW + 100, dry_run=True)
+    assert sorted(preview.outcomes) == sorted(
+        [(current, RedriveOutcome.MOVED), (old, RedriveOutcome.SUPERSEDED)]
+    )
     report = redrive(stack.target, now=NOW + 100)
     assert sorted(report.outcomes) == sorted(
         [(current, RedriveOutcome.MOVED), (old, RedriveOutcome.SUPERSEDED)]

@@ -129,6 +129,12 @@ class ProcessConfig:
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
     alone_after: int = 2
 
+    @property
+    def runs_alone_after(self) -> int:
+        """``alone_after``, lowered so that an innocent batch-mate still has an attempt
+        left to run alone when ``max_attempts`` is small (never below 1)."""
+        return max(1, min(self.alone_after, self.max_attempts - 1))
+
 
 @dataclass
 class Processor:
@@ -180,7 +186,7 @@ class Processor:
                         failure=claim.owner,
                     ),
                 )
-            if not alone and claim.unexplained_attempts - 1 >= self.config.alone_after:
+            if not alone and claim.unexplained_attempts - 1 >= self.config.runs_alone_after:
                 self.claims.give_back(claim, now=self.clock.now())
                 return self._decide(work, Decision(Result.SET_ASIDE, Disposition.RUN_ALONE))
             return await self._run(work, source, claim)

@@ -407,6 +407,28 @@ def test_expired_delivery_is_closed_visibly_and_never_run(world: World) -> None:
     assert not world.claims.reopen(work().delivery_id, now=world.clock.value)
 
 
+@pytest.mark.parametrize(("max_attempts", "after"), [(2, 1), (3, 2), (5, 2)])
+def test_a_suspect_claimed_in_company_is_given_back_unrun(
+    world: World, max_attempts: int, after: int
+) -> None:
+    config = ProcessConfig(max_attempts=max_attempts, lease_seconds=LEASE)
+    assert config.runs_alone_after == after
+    assert ProcessConfig(max_attempts=1, lease_seconds=LEASE).runs_alone_after == 1
+    processor = dataclasses.replace(world.processor(), config=config)
+    world.accept(work(), attempts=after, last_error="lease_expired")  # earlier deaths
+    decision = asyncio.run(processor.process(work(), world.packages, alone=False))
+    assert decision == Decision(Result.SET_ASIDE, Disposition.RUN_ALONE)
+    assert (world.state(work()).state, world.state(work()).attempts) == (State.PENDING, after)
+    assert world.packages.calls == []
+    assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] == 1
+    # Alone, it runs (its budget allows one more), and one fewer death is not suspect.
+    assert asyncio.run(processor.process(work(), world.packages)).result is Result.COMPLETED
+    world.accept(work(1), attempts=after - 1)
+    assert asyncio.run(processor.process(work(1), world.packages, alone=False)).result is (
+        Result.COMPLETED
+    )
+
+
 def test_lost_claim_at_completion_is_acknowledged(world: World) -> None:
     world.accept(work())
 

@@ -16,7 +16,7 @@ A message is started only when
   so a server that accepts connections and never answers holds up one message, not
   every message in turn.
 
-A delivery whose earlier attempts died unexplained (``ProcessConfig.alone_after``
+A delivery whose earlier attempts died unexplained (``ProcessConfig.runs_alone_after``
 times: a Lambda timeout kills every attempt of the batch) runs alone: claimed beside
 other messages it is given back unrun, and processed after the rest of the batch is
 done, one such message at a time. A poison message that times out the invocation then
@@ -245,7 +245,7 @@ class _Batch:
             return True
 
     async def _run(self, message: QueueMessage, work: WorkItem, *, alone: bool) -> bool:
-        if message.dead_lettered is not None:
+        if message.dead_lettered is not None and message.message_id not in self.set_aside:
             # First: a copy that replaces it, should it not start, carries no mark.
             await self._blocking(self._reopen, work, message)
         async with self._servers.admitted(work.mcp_url) as admitted:

@@ -157,7 +157,7 @@ class Processor:
 
         Args:
             alone: nothing else runs in this invocation meanwhile. When False, a
-                delivery whose earlier attempts died unexplained ``alone_after`` times or
+                delivery whose earlier attempts died unexplained ``runs_alone_after`` times or
                 more is given back unrun (:attr:`Disposition.RUN_ALONE`).
         """
         now = self.clock.now()

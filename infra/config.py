@@ -19,6 +19,7 @@ from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.workflows.agent import AgentSettings
+from infra import schema
 from infra.workflow_code import WorkflowCode
 
 # Context keys (documented in docs/deploy.md).
@@ -356,6 +357,31 @@ class StackConfig:
     def worker_retry_horizon_seconds(self) -> int:
         return self.worker_retry_horizon_hours * 3600
 
+    @property
+    def dead_letter_retention_seconds(self) -> int:
+        """The work dead-letter queue's retention, derived so that no dead letter the
+        worker sends outlives its inbox item (:func:`infra.schema.dead_letter_retention_seconds`).
+
+        Raises:
+            ConfigError: the inbox is not kept long enough for that, naming the setting.
+        """
+        age = schema.worker_dead_letter_age(
+            retry_horizon_seconds=self.worker_retry_horizon_seconds,
+            max_attempts=self.worker_max_attempts,
+            visibility_timeout_seconds=(
+                self.worker_timeout_seconds * event_source_limits.VISIBILITY_TIMEOUT_FACTOR
+            ),
+        )
+        try:
+            return schema.dead_letter_retention_seconds(
+                inbox_retention_seconds=self.inbox_retention_days * 86400, dead_letter_age=age
+            )
+        except ValueError as exc:
+            raise ConfigError(
+                f"{INBOX_RETENTION_DAYS}: {exc} ({WORKER_RETRY_HORIZON_HOURS},"
+                f" {WORKER_MAX_ATTEMPTS}, {WORKER_TIMEOUT_SECONDS})"
+            ) from None
+
     def validate(self) -> None:
         """Check what a single value's type cannot say.
 
@@ -413,6 +439,7 @@ class StackConfig:
             )
         if self.batch_concurrency > self.worker_batch_size:
             raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
+        _ = self.dead_letter_retention_seconds  # no dead letter outlives its item
         try:
             # The agent's own parser: the synth refuses what its cold start would.
             _ = self.agent_settings

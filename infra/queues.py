@@ -44,14 +44,16 @@ class WorkQueues(Construct):
         *,
         visibility_timeout: Duration,
         max_receive_count: int,
+        dead_letter_retention: Duration,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = secure_queue(
             self,
             "DeadLetterQueue",
-            # The enqueue time survives the redrive: keep dead letters far longer than
-            # the work queue keeps messages, so an operator has two weeks to look.
-            retention_period=Duration.days(14),
+            # Far longer than the work queue keeps messages, so an operator has days to
+            # look, yet no dead letter outlives its inbox item
+            # (infra.schema.dead_letter_retention_seconds): a redrive finds the item.
+            retention_period=dead_letter_retention,
         )
         self.queue = secure_queue(
             self,

@@ -86,6 +86,7 @@ class RelayLinkReceiver(Construct):
                 config.worker_max_attempts,
                 retry_horizon_seconds=config.worker_retry_horizon_seconds,
             ),
+            dead_letter_retention=Duration.seconds(config.dead_letter_retention_seconds),
         )
         self.secrets = Secrets(self, "Secrets", config=config)
         self.archive = Archive(self, "Archive", retention_days=config.inbox_retention_days)

@@ -140,6 +140,11 @@ def max_receive_count_for(
       claim (no attempt counted): a margin; a longer storage outage may still redrive
       a message, and the reconciler re-enqueues its still pending delivery.
 
+    Never counted, because they never return the message itself: a message not started
+    (no time left in its invocation, or its MCP server unreachable in its batch), a
+    delivery another worker holds, or one waiting for the token budget; each is
+    replaced by a fresh copy, whose receive count starts at 0.
+
     Raises:
         ValueError: the result exceeds what SQS accepts.
     """
@@ -148,6 +153,50 @@ def max_receive_count_for(
     if count > SQS_MAX_RECEIVE_COUNT:
         raise ValueError(f"maxReceiveCount {count} exceeds SQS's {SQS_MAX_RECEIVE_COUNT}")
     return count
+
+
+# SQS keeps a message at most 14 days.
+SQS_MAX_RETENTION_SECONDS: Final = 14 * 86400
+# An operator has at least this long to look at a dead letter and redrive it.
+MIN_DEAD_LETTER_RETENTION_SECONDS: Final = 86400
+# How late a delivery's first attempt may start after its receipt: the relay retries a
+# stream record for up to 6 h, then the reconciler re-enqueues the item (its pending
+# age is 30 min); a day covers both, and a reconciler that was down for hours.
+LATE_START_SECONDS: Final = 86400
+
+
+def worker_dead_letter_age(
+    *, retry_horizon_seconds: int, max_attempts: int, visibility_timeout_seconds: int
+) -> int:
+    """Seconds after its receipt by which the worker has dead-lettered a delivery that no
+    operator touched: its first attempt starts late (:data:`LATE_START_SECONDS`), known
+    transient failures are retried only within the horizon, and each attempt that died
+    (at most ``max_attempts``) is received again after the visibility timeout."""
+    return LATE_START_SECONDS + retry_horizon_seconds + max_attempts * visibility_timeout_seconds
+
+
+def dead_letter_retention_seconds(*, inbox_retention_seconds: int, dead_letter_age: int) -> int:
+    """The dead-letter queue's retention: no dead letter outlives its inbox item.
+
+    The worker sends a dead letter as a new message, kept from its own send; SQS's
+    redrive keeps a message's first enqueue time. Either way a letter sent by
+    ``dead_letter_age`` after the receipt is gone before the item's TTL, so a redrive
+    finds the item (failed) to reopen, and never one whose TTL passed (its effect
+    records may be deleted: the claim and the reopen refuse it). A letter sent later (an
+    operator's requeue, a delivery waiting for the token budget) may outlive its item:
+    the worker then finds it expired or missing and acknowledges it, counted.
+
+    Raises:
+        ValueError: less than :data:`MIN_DEAD_LETTER_RETENTION_SECONDS` would be left.
+    """
+    retention = min(SQS_MAX_RETENTION_SECONDS, inbox_retention_seconds - dead_letter_age)
+    if retention < MIN_DEAD_LETTER_RETENTION_SECONDS:
+        days = -(-(dead_letter_age + MIN_DEAD_LETTER_RETENTION_SECONDS) // 86400)
+        raise ValueError(
+            f"dead letters would be kept {max(retention, 0)} s, less than a day: keep inbox"
+            f" items at least {days} days, or shorten the retry horizon or the attempts"
+        )
+    return retention
 
 
 def work_queue_attributes(

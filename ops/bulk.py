@@ -49,6 +49,7 @@ class NotChanged(StrEnum):
     REQUEUED_IN_WINDOW = "requeued_in_window"
     STATE_MOVED = "state_moved"  # processing, completed or ignored since the listing
     MISSING = "missing"  # its item expired since the listing
+    EXPIRED = "expired"  # its TTL has passed: it never runs again (TTL deletes it)
     NO_WORK_ITEM = "no_work_item"  # it has no package: there is nothing to run
     # Reset to pending but SQS refused its work item: the reconciler re-enqueues it.
     UNSENT = "unsent"
@@ -187,7 +188,7 @@ def requeue_matching(
         )
     with ThreadPoolExecutor(concurrency, thread_name_prefix="bulk-requeue") as pool:
         if dry_run:
-            _preview(target, to_requeue, tally, pool)
+            _preview(target, to_requeue, tally, pool, now=now)
         else:
             for start in range(0, len(to_requeue), _SEND_CHUNK):
                 chunk = to_requeue[start : start + _SEND_CHUNK]
@@ -219,7 +220,9 @@ def _listing(
         raise OperatorError(f"DynamoDB: cannot list {state} deliveries ({exc})") from None
 
 
-def _preview(target: Target, matched: list[InboxItem], tally: Tally, pool: Executor) -> None:
+def _preview(
+    target: Target, matched: list[InboxItem], tally: Tally, pool: Executor, *, now: int
+) -> None:
     """Count what :func:`_requeue_chunk` would do with ``matched``, from fresh reads."""
     runnable: list[InboxItem] = []
     for item in matched:
@@ -229,8 +232,10 @@ def _preview(target: Target, matched: list[InboxItem], tally: Tally, pool: Execu
             runnable.append(item)
     now_seen = pool.map(lambda item: show_inbox(target, item.delivery_id), runnable)
     for listed, current in zip(runnable, now_seen, strict=True):
-        if current is not None and current.state is State.FAILED:
+        if current is not None and current.state is State.FAILED and current.expires_at > now:
             tally.change(listed.delivery_id)
+        elif current is not None and current.state is State.FAILED:
+            tally.keep(listed.delivery_id, NotChanged.EXPIRED)
         else:
             tally.keep(listed.delivery_id, _why_not(None if current is None else current.state))
 
@@ -251,6 +256,8 @@ def _requeue_chunk(
     for (item, work), outcome in zip(runnable, outcomes, strict=True):
         if outcome.moved:
             reopened.append(work)
+        elif outcome.expired:
+            tally.keep(item.delivery_id, NotChanged.EXPIRED)
         else:
             tally.keep(item.delivery_id, _why_not(outcome.refused_in))
     if not reopened:

@@ -25,9 +25,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
-from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.adapters.work_queue import DEAD_LETTER_FAILURE_ATTRIBUTE, SqsWorkQueue
 from functions.core.errors import StorageUnavailable
-from functions.core.models import State, WorkItem
+from functions.core.models import InboxItem, State, WorkItem
 from ops.inbox import show_inbox
 from ops.target import OperatorError, Target, describe_aws_error
 
@@ -49,17 +49,27 @@ def reset_failed(target: Target, delivery_id: str, *, now: int) -> bool:
 @dataclass(frozen=True, slots=True)
 class Reopened:
     """What :func:`reopen` did: ``moved`` (failed -> pending), else the state the item
-    was in when the reset was refused (None: no such item any more)."""
+    was in when the reset was refused (None: no such item any more), and whether its
+    TTL had passed (``expired``: it can never run again)."""
 
     moved: bool
     refused_in: State | None = None
+    expired: bool = False
 
 
-def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
-    """:func:`reset_failed`, saying what stood in the way when it is refused (no extra read)."""
+def reopen(target: Target, delivery_id: str, *, now: int, failure: str | None = None) -> Reopened:
+    """:func:`reset_failed`, saying what stood in the way when it is refused (no extra read).
+
+    Args:
+        failure: reopen only this failure (a worker's dead letter names the one it was
+            sent for); None: whichever failure the delivery is in.
+    """
+    row, values = transitions.RESET_FAILED, {}
+    if failure is not None:
+        row, values = transitions.RESET_DEAD_LETTER, {"failure": failure}
     try:
         applied = transitions.apply(
-            target.dynamodb, target.table_name, transitions.RESET_FAILED, delivery_id, now=now
+            target.dynamodb, target.table_name, row, delivery_id, now=now, **values
         )
     except (StorageUnavailable, ClientError) as exc:
         # StorageUnavailable stands for the SDK error it was raised from: describe that.
@@ -68,7 +78,9 @@ def reopen(target: Target, delivery_id: str, *, now: int) -> Reopened:
     if applied.moved:
         return Reopened(moved=True)
     seen = None if applied.item is None else dynamodb_items.inbox_from_item(applied.item)
-    return Reopened(moved=False, refused_in=None if seen is None else seen.state)
+    if seen is None:
+        return Reopened(moved=False)
+    return Reopened(moved=False, refused_in=seen.state, expired=seen.expires_at <= now)
 
 
 def _send_work(target: Target, work: WorkItem) -> None:
@@ -110,6 +122,8 @@ _REFUSALS: Final = {
     State.PROCESSING: "a worker is processing it now",
     State.IGNORED: "its event needs no processing",
 }
+# Past its TTL a delivery's effect records may be deleted already: it never runs again.
+_EXPIRED: Final = "it has expired: its records are being deleted (TTL), so it never runs again"
 
 
 def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
@@ -122,12 +136,14 @@ def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
     if item.state in _REFUSALS or work is None:
         reason = _REFUSALS.get(item.state, "it has no work item (no package)")
         return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
+    if item.expires_at <= now:
+        return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, _EXPIRED)
     outcome = RequeueOutcome.RESENT
     if item.state is State.FAILED:
-        if not reset_failed(target, delivery_id, now=now):
-            return RequeueResult(
-                delivery_id, RequeueOutcome.REFUSED, previous, "it changed meanwhile; look again"
-            )
+        reopened = reopen(target, delivery_id, now=now)
+        if not reopened.moved:
+            reason = _EXPIRED if reopened.expired else "it changed meanwhile; look again"
+            return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
         outcome = RequeueOutcome.REQUEUED
     # Sending again to a pending delivery is harmless: the claim lets one worker run it.
     _send_work(target, work)
@@ -139,6 +155,10 @@ class RedriveOutcome(StrEnum):
     IN_PROGRESS = "in_progress"  # a worker holds it now: the dead letter is dropped
     ALREADY_DONE = "already_done"  # completed or ignored meanwhile: dropped
     MISSING = "missing"  # no inbox item (expired): nothing can process it; dropped
+    EXPIRED = "expired"  # its item's TTL has passed: it never runs again; dropped
+    # Failed again since the worker sent this letter (after a requeue), for a failure of
+    # its own: not the letter's to reopen (requeue the delivery for that); dropped.
+    SUPERSEDED = "superseded"
     MALFORMED = "malformed"  # not a work item: left on the dead-letter queue
 
 
@@ -204,7 +224,7 @@ def redrive(
                 if delivery_id is not None and _letter_of(message["Body"]) != delivery_id:
                     kept.append(message["ReceiptHandle"])
                     continue
-                letter_id, outcome = _redrive_one(target, message["Body"], now=now, dry_run=dry_run)
+                letter_id, outcome = _redrive_one(target, message, now=now, dry_run=dry_run)
                 report.outcomes.append((letter_id, outcome))
                 if dry_run or outcome is RedriveOutcome.MALFORMED:
                     kept.append(message["ReceiptHandle"])
@@ -232,6 +252,7 @@ def _receive(target: Target, count: int) -> list[MessageTypeDef]:
         MaxNumberOfMessages=count,
         VisibilityTimeout=_REDRIVE_VISIBILITY_SECONDS,
         WaitTimeSeconds=target.receive_wait_seconds,
+        MessageAttributeNames=[DEAD_LETTER_FAILURE_ATTRIBUTE],
     )
     return list(response.get("Messages", []))
 
@@ -252,29 +273,71 @@ def _letter_of(body: str) -> str | None:
 
 
 def _redrive_one(
-    target: Target, body: str, *, now: int, dry_run: bool
+    target: Target, message: MessageTypeDef, *, now: int, dry_run: bool
 ) -> tuple[str | None, RedriveOutcome]:
-    """Redrive one dead letter (a dry run: say what that would come to, change nothing)."""
+    """Redrive one dead letter (a dry run: say what that would come to, change nothing).
+
+    A letter the worker sent names the failure it was sent for: only that failure is
+    reopened. A letter SQS moved (its receive count ran out) names none: whichever
+    failure the delivery is in is.
+    """
     try:
-        work = WorkItem.from_json(body)
+        work = WorkItem.from_json(message["Body"])
     except ValueError:
         return None, RedriveOutcome.MALFORMED
+    mark = message.get("MessageAttributes", {}).get(DEAD_LETTER_FAILURE_ATTRIBUTE)
+    failure_id = (mark.get("StringValue") if mark else None) or None
     item = show_inbox(target, work.delivery_id)
     if item is None:
         return work.delivery_id, RedriveOutcome.MISSING
     if dry_run:
-        return work.delivery_id, _redrive_outcome(item.state)
-    if item.state is State.FAILED and not reset_failed(target, work.delivery_id, now=now):
-        item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
-        if item is None:
-            return work.delivery_id, RedriveOutcome.MISSING
-    outcome = _redrive_outcome(item.state)
+        superseded = (
+            failure_id is not None
+            and item.state is State.FAILED
+            and item.expires_at > now
+            and _failure_of(target, work.delivery_id) != failure_id
+        )
+        return work.delivery_id, (
+            RedriveOutcome.SUPERSEDED if superseded else _redrive_outcome(item, now=now)
+        )
+    if item.state is State.FAILED:
+        reopened = reopen(target, work.delivery_id, now=now, failure=failure_id)
+        if not reopened.moved and reopened.refused_in is State.FAILED and not reopened.expired:
+            return work.delivery_id, RedriveOutcome.SUPERSEDED
+        if not reopened.moved:
+            item = show_inbox(target, work.delivery_id)  # changed meanwhile: look again
+            if item is None:
+                return work.delivery_id, RedriveOutcome.MISSING
+    outcome = _redrive_outcome(item, now=now)
     if outcome is RedriveOutcome.MOVED:
         _send_work(target, work)
     return work.delivery_id, outcome
 
 
-def _redrive_outcome(state: State) -> RedriveOutcome:
+def _failure_of(target: Target, delivery_id: str) -> str | None:
+    """Which failure the delivery is in (``failed_by``), read consistently."""
+    response = _dynamodb(
+        target.dynamodb.get_item,
+        TableName=target.table_name,
+        Key=dynamodb_items.inbox_key(delivery_id),
+        ConsistentRead=True,
+        ProjectionExpression=dynamodb_items.FAILED_BY,
+    )
+    failed_by = response.get("Item", {}).get(dynamodb_items.FAILED_BY, {})
+    return failed_by.get("S")
+
+
+def _dynamodb(call: Callable[..., _Response], **arguments: Any) -> _Response:
+    try:
+        return call(**arguments)
+    except (ClientError, BotoCoreError) as exc:
+        raise OperatorError(f"DynamoDB: {describe_aws_error(exc)}") from None
+
+
+def _redrive_outcome(item: InboxItem, *, now: int) -> RedriveOutcome:
+    state = item.state
+    if state in (State.FAILED, State.PENDING) and item.expires_at <= now:
+        return RedriveOutcome.EXPIRED
     if state in (State.FAILED, State.PENDING):
         return RedriveOutcome.MOVED
     if state is State.PROCESSING:

@@ -19,7 +19,7 @@ from typing import Any
 
 from functions.core import accept
 from functions.core.budget import BudgetDay
-from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
@@ -112,6 +112,8 @@ class FakeClaims:
 
     items: dict[str, InboxItem] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
+    # Which failure a failed item is in: the owner token of the claim that failed it.
+    failed_by: dict[str, str] = field(default_factory=dict)
     # Open items the state index does not list yet (as the receiver writes them): the
     # index's lists leave them out until the reconciler lists them (FakeReceivedLog).
     unlisted: set[str] = field(default_factory=set)
@@ -125,16 +127,15 @@ class FakeClaims:
         item = self.items.get(delivery_id)
         if item is None:
             return ClaimAttempt(ClaimStatus.MISSING)
-        free = item.state is State.PENDING or (
-            item.state is State.PROCESSING and (item.lease_until or 0) <= now
-        )
-        if not free:
+        lease = now + lease_seconds
+        if not _free(item, now=now):
             if item.state is State.COMPLETED:
                 return ClaimAttempt(ClaimStatus.COMPLETED)
             if item.state is State.PROCESSING:
                 return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
             return ClaimAttempt(ClaimStatus.CLOSED)
-        lease = now + lease_seconds
+        if item.expires_at <= lease:
+            return ClaimAttempt(ClaimStatus.EXPIRED)
         self.items[delivery_id] = dataclasses.replace(
             item,
             state=State.PROCESSING,
@@ -182,8 +183,13 @@ class FakeClaims:
         failures = (item.transient_failures if item else 0) + 1
         self._finish(claim, now, State.PENDING, last_error=error_code, transient_failures=failures)
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(claim, now, State.PENDING, attempts=attempts)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(claim, now, State.FAILED, last_error=error_code)
+        self.failed_by[claim.delivery_id] = claim.owner
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
         attempts = self.items[claim.delivery_id].attempts - 1
@@ -191,10 +197,28 @@ class FakeClaims:
             claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
         )
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
         item = self.items.get(delivery_id)
-        if item is None or item.state is not State.FAILED:
+        if item is None or not _free(item, now=now) or item.expires_at > now + lease_seconds:
             return False
+        self.owners.pop(delivery_id, None)
+        self.unlisted.discard(delivery_id)  # (listed under failed)
+        self.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.FAILED,
+            lease_until=None,
+            state_changed_at=now,
+            last_error=ITEM_EXPIRED,
+        )
+        return True
+
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
+        item = self.items.get(delivery_id)
+        if item is None or item.state is not State.FAILED or item.expires_at <= now:
+            return False
+        if failure is not None and self.failed_by.get(delivery_id) != failure:
+            return False
+        self.failed_by.pop(delivery_id, None)
         self.unlisted.discard(delivery_id)  # (reset_failed lists it open)
         self.items[delivery_id] = dataclasses.replace(
             item,
@@ -250,6 +274,13 @@ class FakeClaims:
             last_error="lease_expired",
         )
         return True
+
+
+def _free(item: InboxItem, *, now: int) -> bool:
+    """Open and held by no live worker."""
+    return item.state is State.PENDING or (
+        item.state is State.PROCESSING and (item.lease_until or 0) <= now
+    )
 
 
 @dataclass
@@ -378,6 +409,7 @@ class FakeQueue:
     sent: list[tuple[WorkItem, int]] = field(default_factory=list)
     visibility: list[tuple[str, int]] = field(default_factory=list)
     dead: list[tuple[str, str]] = field(default_factory=list)  # (body, reason)
+    dead_failures: list[str | None] = field(default_factory=list)  # each letter's failure
     refuse: set[str] = field(default_factory=set)
     batches: list[int] = field(default_factory=list)  # the size of each batch sent
 
@@ -394,8 +426,9 @@ class FakeQueue:
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
         self.visibility.append((receipt_handle, seconds))
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         self.dead.append((body, reason))
+        self.dead_failures.append(failure)
 
 
 @dataclass

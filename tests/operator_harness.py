@@ -19,6 +19,7 @@ from moto.server import ThreadedMotoServer
 
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.models import InboxItem, State
 from local.aws_resources import create_queues, create_table
 from local.state import LocalState, Resources
@@ -86,8 +87,20 @@ class Stack:
             ConsistentRead=True,
         )["Item"]
 
-    def dead_letter(self, body: str) -> None:
-        self.target.sqs.send_message(QueueUrl=self.target.dead_letter_queue_url, MessageBody=body)
+    def dead_letter(self, body: str, *, failure: str | None = None) -> None:
+        """A dead letter: as SQS's redrive moves it (unmarked), or as the worker sends it
+        for a ``failure``."""
+        queue = SqsWorkQueue(
+            client=self.target.sqs,
+            queue_url=self.target.work_queue_url,
+            dead_letter_queue_url=self.target.dead_letter_queue_url,
+        )
+        if failure is None:
+            self.target.sqs.send_message(
+                QueueUrl=self.target.dead_letter_queue_url, MessageBody=body
+            )
+        else:
+            queue.dead_letter(body, reason="attempts_exhausted", failure=failure)
 
     def drain(self, queue_url: str) -> list[str]:
         bodies: list[str] = []

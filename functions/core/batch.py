@@ -16,17 +16,30 @@ A message is started only when
   so a server that accepts connections and never answers holds up one message, not
   every message in turn.
 
-A message that is not started is reported as a batch item failure **without a
-claim**: the delivery's attempt count, which decides when it is given up, is
-untouched. Each message runs inside its own error boundary: whatever goes wrong with
-one (its body, its claim, an SQS call) fails that message only, never the messages
-of the batch that are done.
+A delivery whose earlier attempts died unexplained (``ProcessConfig.runs_alone_after``
+times: a Lambda timeout kills every attempt of the batch) runs alone: claimed beside
+other messages it is given back unrun, and processed after the rest of the batch is
+done, one such message at a time. A poison message that times out the invocation then
+takes no batch-mate's attempt with it.
 
-A message the worker dead-letters carries a mark with the reason
-(:meth:`WorkQueue.dead_letter`). SQS's own dead-letter-queue redrive (the console's
-"Start DLQ redrive") moves it back with the mark, and the worker then reopens the
-failed delivery (``failed`` -> ``pending``, attempts reset) before it processes it,
-as the operator's ``redrive`` does.
+A message that is not started is replaced **without a claim**: a fresh copy is sent
+with a short delay (the first retry's) and the message acknowledged, so the delivery's
+attempt count, which decides when it is given up, is untouched, and so is the
+message's receive count, which decides when SQS moves it to the dead-letter queue
+(``infra.schema.max_receive_count_for`` counts attempts only). A copy that cannot be
+sent leaves the message to come back after the visibility timeout.
+
+Each message runs inside its own error boundary: whatever goes wrong with one (its
+body, its claim, an SQS call) fails that message only, never the messages of the
+batch that are done.
+
+A message the worker dead-letters carries a mark with the reason and the failure it
+was sent for (:meth:`WorkQueue.dead_letter`). SQS's own dead-letter-queue redrive (the
+console's "Start DLQ redrive") moves it back with the mark, and the worker then reopens
+that failure (``failed`` -> ``pending``, attempts reset) before it processes it, as the
+operator's ``redrive`` does. A delivery that failed again since (say after a requeue,
+with an effect in doubt an operator settled by hand) is not the letter's to reopen: it
+stays failed, and the letter is acknowledged.
 """
 
 from __future__ import annotations
@@ -63,9 +76,10 @@ class WorkQueue(Protocol):
 
     def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         """Copy ``body`` to the dead-letter queue, marked as dead-lettered by the worker
-        for ``reason``; the mark comes back with the message if SQS redrives it."""
+        for ``reason`` and ``failure`` (:attr:`Decision.failure`); the mark comes back
+        with the message if SQS redrives it."""
         ...
 
 
@@ -87,12 +101,15 @@ class QueueMessage:
     Attributes:
         dead_lettered: the reason the worker gave when it dead-lettered this message,
             when an SQS redrive has moved it back to the work queue; else None.
+        failure: the failure the worker dead-lettered it for (a mark without one was
+            made before marks named their failure).
     """
 
     message_id: str
     receipt_handle: str
     body: str
     dead_lettered: str | None = None
+    failure: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +165,14 @@ async def process_batch(
                 deadline=deadline,
                 threads=threads,
             )
-            failed = await asyncio.gather(*(batch.run(message) for message in messages))
+            alone = len(messages) == 1
+            failed = await asyncio.gather(*(batch.run(m, alone=alone) for m in messages))
+            # The suspects set aside: each alone, one after another, once the rest is
+            # done, so a poison message that times out the invocation takes no
+            # batch-mate's attempt with it (and those after it are not even claimed).
+            for position, message in enumerate(messages):
+                if message.message_id in batch.set_aside:
+                    failed[position] = await batch.run(message, alone=True)
     return [m.message_id for m, f in zip(messages, failed, strict=True) if f]
 
 
@@ -173,9 +197,16 @@ class _Batch:
         self._threads = threads
         self._loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(limits.concurrency)
+        # Messages whose delivery was given back unrun to be processed alone.
+        self.set_aside: set[str] = set()
 
-    async def run(self, message: QueueMessage) -> bool:
-        """Take one message as far as it goes; True: report it as a batch item failure."""
+    async def run(self, message: QueueMessage, *, alone: bool) -> bool:
+        """Take one message as far as it goes; True: report it as a batch item failure.
+
+        Args:
+            alone: nothing else of the batch runs meanwhile; when False a suspect
+                delivery is set aside (:attr:`set_aside`) instead of run.
+        """
         work: WorkItem | None = None
         try:
             try:
@@ -187,7 +218,7 @@ class _Batch:
                     self._queue.dead_letter, message.body, reason=MALFORMED_WORK_ITEM
                 )
                 return False
-            return await self._run(message, work)
+            return await self._run(message, work, alone=alone)
         except ProcessingError as exc:
             # Storage or queue trouble: this message comes back after the queue's
             # visibility timeout (a lease it took, after the lease's own).
@@ -213,49 +244,58 @@ class _Batch:
             )
             return True
 
-    async def _run(self, message: QueueMessage, work: WorkItem) -> bool:
+    async def _run(self, message: QueueMessage, work: WorkItem, *, alone: bool) -> bool:
+        if message.dead_lettered is not None and message.message_id not in self.set_aside:
+            # First: a copy that replaces it, should it not start, carries no mark.
+            await self._blocking(self._reopen, work, message)
         async with self._servers.admitted(work.mcp_url) as admitted:
             if not admitted:
-                return self._not_started(work, NotStarted.SERVER_UNREACHABLE)
+                return await self._not_started(work, NotStarted.SERVER_UNREACHABLE)
             async with self._slots:
                 if self._servers.unreachable(work.mcp_url):
-                    return self._not_started(work, NotStarted.SERVER_UNREACHABLE)
+                    return await self._not_started(work, NotStarted.SERVER_UNREACHABLE)
                 if self._deadline.remaining() < self._limits.message_seconds:
-                    # Back at once, for an invocation with time to run it.
-                    await self._blocking(
-                        self._queue.change_visibility, message.receipt_handle, seconds=0
-                    )
-                    return self._not_started(work, NotStarted.NO_TIME)
-                if message.dead_lettered is not None:
-                    await self._blocking(self._reopen, work, message.dead_lettered)
-                decision = await self._blocking(self._process, work)
+                    return await self._not_started(work, NotStarted.NO_TIME)
+                decision = await self._blocking(self._process, work, alone)
+                if decision.disposition is Disposition.RUN_ALONE:
+                    self.set_aside.add(message.message_id)
+                    return False
                 await self._blocking(_apply, self._queue, message, work, decision)
                 return decision.disposition is Disposition.RETRY
 
-    def _process(self, work: WorkItem) -> Decision:
+    def _process(self, work: WorkItem, alone: bool) -> Decision:
         """In a message thread: the processor on a loop of the thread's own, fetching
         through the batch's loop."""
-        return asyncio.run(self._processor.process(work, _OnLoop(self._servers, self._loop)))
+        source = _OnLoop(self._servers, self._loop)
+        return asyncio.run(self._processor.process(work, source, alone=alone))
 
-    def _reopen(self, work: WorkItem, reason: str) -> None:
-        """A message the worker dead-lettered is back: an operator redrove it."""
-        reopened = self._processor.claims.reopen(work.delivery_id, now=self._processor.clock.now())
+    def _reopen(self, work: WorkItem, message: QueueMessage) -> None:
+        """A message the worker dead-lettered is back: an operator redrove it. Only the
+        failure it was sent for is reopened; a mark that names none reopens nothing
+        (``requeue`` the delivery)."""
+        reopened = message.failure is not None and self._processor.claims.reopen(
+            work.delivery_id, now=self._processor.clock.now(), failure=message.failure
+        )
         logger.info(
             "dead letter redriven",
             extra={
                 "delivery_id": work.delivery_id,
-                "dead_letter_reason": reason,
+                "dead_letter_reason": message.dead_lettered,
                 "reopened": reopened,
             },
         )
 
-    def _not_started(self, work: WorkItem, why: NotStarted) -> bool:
+    async def _not_started(self, work: WorkItem, why: NotStarted) -> bool:
+        """Replace the message by a fresh, delayed copy: an invocation with time, or a
+        server answering again, takes it; its receive count starts again at 0."""
         self._processor.metrics.count(metric_names.METRIC_WORK_NOT_STARTED)
         logger.info(
             "work item not started",
             extra={"delivery_id": work.delivery_id, "reason": why.value},
         )
-        return True
+        delay = self._processor.config.retry_base_seconds
+        await self._blocking(self._queue.send, work, delay_seconds=delay)
+        return False
 
     async def _blocking(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await self._loop.run_in_executor(
@@ -333,4 +373,8 @@ def _apply(queue: WorkQueue, message: QueueMessage, work: WorkItem, decision: De
         # lease must not move this delivery towards the dead-letter queue.
         queue.send(work, delay_seconds=decision.delay_seconds)
     elif decision.disposition is Disposition.DEAD_LETTER:
-        queue.dead_letter(message.body, reason=decision.error_code or "attempts_exhausted")
+        queue.dead_letter(
+            message.body,
+            reason=decision.error_code or "attempts_exhausted",
+            failure=decision.failure,
+        )

@@ -6,6 +6,12 @@ attempt). Every later state change of that attempt is conditional on still holdi
 the claim, identified by a random owner token written with it: a worker whose lease
 expired (and whose delivery another worker took over) can no longer complete,
 release or fail it.
+
+A claim's whole lease ends before the item's TTL (``expires_at``). DynamoDB deletes
+expired items late and in any order: past its TTL a delivery's effect records may be
+gone while its inbox item is still there, and an attempt would find "no record" and
+apply a done effect again. An item the claim refuses for its TTL is closed
+(:meth:`ClaimStore.close_expired`), and an operator's reopen refuses it too.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Final, Protocol
 
 from functions.core.errors import ProcessingError
 
@@ -26,6 +32,13 @@ class ClaimStatus(StrEnum):
     CLOSED = "closed"  # failed or ignored: nothing to do either
     LEASED = "leased"  # another live worker holds it: come back later
     MISSING = "missing"  # no inbox item (expired by TTL, or not ours)
+    # Open, but its TTL passes before a lease would end: its records may be deleted at
+    # any time, so it must not run again (close it: ClaimStore.close_expired).
+    EXPIRED = "expired"
+
+
+# last_error of a delivery closed because its TTL passed before it could run again.
+ITEM_EXPIRED: Final = "item_expired"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +108,14 @@ class ClaimStore(Protocol):
         :class:`ClaimLost`."""
         ...
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        """Back to pending as if never claimed (the attempt it counted is given back):
+        nothing ran. Raises :class:`ClaimLost`."""
+        ...
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
-        """Mark failed with ``last_error``; raises :class:`ClaimLost`."""
+        """Mark failed with ``last_error``, this failure named by ``claim.owner``; raises
+        :class:`ClaimLost`."""
         ...
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
@@ -106,9 +125,20 @@ class ClaimStore(Protocol):
         :class:`ClaimLost`."""
         ...
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
+        """Close an open item that :meth:`claim` refused for its TTL: ``failed`` with
+        ``last_error`` = :data:`ITEM_EXPIRED`. False when it is not open, a live worker
+        holds it, or a lease from ``now`` would end before its TTL."""
+        ...
+
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
         """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
-        by an operator); False when the delivery is not failed."""
+        by an operator); False when the delivery is not failed, or has expired.
+
+        Args:
+            failure: reopen only this failure (:attr:`Claim.owner` of the claim that
+                failed it, which its dead letter carries); None: whichever it is in.
+        """
         ...
 
 

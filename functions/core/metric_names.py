@@ -26,6 +26,10 @@ METRIC_WORK_RETRIED: Final = "WorkRetried"
 METRIC_WORK_FAILED: Final = "WorkFailed"
 METRIC_WORK_DEAD_LETTERED: Final = "WorkDeadLettered"
 METRIC_CLAIMS_LOST: Final = "ClaimsLost"
+# Suspect deliveries (earlier attempts died unexplained) set aside to run alone.
+METRIC_WORK_SET_ASIDE: Final = "WorkSetAside"
+# Open deliveries closed unrun because their TTL passed (their records may be deleted).
+METRIC_WORK_EXPIRED: Final = "WorkExpired"
 # Returned unclaimed: no time left in the invocation, or its MCP server unreachable.
 METRIC_WORK_NOT_STARTED: Final = "WorkNotStarted"
 METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"

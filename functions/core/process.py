@@ -17,7 +17,15 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from functions.core import metric_names, setting_defaults
-from functions.core.claim import Claim, ClaimLost, ClaimStatus, ClaimStore, new_owner_token
+from functions.core.claim import (
+    ITEM_EXPIRED,
+    Claim,
+    ClaimAttempt,
+    ClaimLost,
+    ClaimStatus,
+    ClaimStore,
+    new_owner_token,
+)
 from functions.core.clock import Clock
 from functions.core.effects import EffectLedger, EffectStore
 from functions.core.errors import (
@@ -61,6 +69,9 @@ class Disposition(StrEnum):
     RETRY = "retry"  # return it to the queue after ``delay_seconds``
     DEFER = "defer"  # send a fresh copy after ``delay_seconds``, ack this one
     DEAD_LETTER = "dead_letter"  # move it to the dead-letter queue
+    # Claimed beside other messages, and suspect (earlier attempts died unexplained):
+    # given back unrun, to be processed again alone (functions.core.batch).
+    RUN_ALONE = "run_alone"
 
 
 class Result(StrEnum):
@@ -75,14 +86,25 @@ class Result(StrEnum):
     UNCERTAIN = "uncertain"
     CLAIM_LOST = "claim_lost"
     MISSING = "missing"
+    SET_ASIDE = "set_aside"  # suspect, claimed in company: given back to run alone
+    EXPIRED = "expired"  # past its TTL before it could run again: closed, not run
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """What became of one work item.
+
+    Attributes:
+        failure: For a dead letter, the failure it is sent for (the owner token of the
+            claim that failed the delivery): a redrive reopens that failure only.
+    """
+
     result: Result
     disposition: Disposition
     delay_seconds: int = 0
     error_code: str | None = None
+    # A random token, not part of what was decided (nor of equality).
+    failure: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +118,22 @@ class ProcessConfig:
         retry_base_seconds: The first retry delay; it doubles. The local runtime
             compresses time: its retries must not wait out real minutes.
         retry_horizon_seconds: How long after its receipt a delivery is still retried.
+        alone_after: Earlier attempts of unknown outcome after which a delivery runs
+            alone in its invocation: one that times out the invocation (a poison
+            message) must not keep killing its batch-mates' attempts with it.
     """
 
     max_attempts: int
     lease_seconds: int
     retry_base_seconds: int = RETRY_BASE_SECONDS
     retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    alone_after: int = 2
+
+    @property
+    def runs_alone_after(self) -> int:
+        """``alone_after``, lowered so that an innocent batch-mate still has an attempt
+        left to run alone when ``max_attempts`` is small (never below 1)."""
+        return max(1, min(self.alone_after, self.max_attempts - 1))
 
 
 @dataclass
@@ -118,8 +150,16 @@ class Processor:
     # Where the ledger keeps workflow steps (``ledger.step``); None: steps unavailable.
     steps: StepStorage | None = None
 
-    async def process(self, work: WorkItem, source: PackageSource) -> Decision:
-        """Take one work item as far as it can go now."""
+    async def process(
+        self, work: WorkItem, source: PackageSource, *, alone: bool = True
+    ) -> Decision:
+        """Take one work item as far as it can go now.
+
+        Args:
+            alone: nothing else runs in this invocation meanwhile. When False, a
+                delivery whose earlier attempts died unexplained ``runs_alone_after`` times or
+                more is given back unrun (:attr:`Disposition.RUN_ALONE`).
+        """
         now = self.clock.now()
         attempt = self.claims.claim(
             work.delivery_id,
@@ -127,14 +167,8 @@ class Processor:
             now=now,
             lease_seconds=self.config.lease_seconds,
         )
-        if attempt.status in (ClaimStatus.COMPLETED, ClaimStatus.CLOSED):
-            return self._decide(work, Decision(Result.ALREADY_DONE, Disposition.ACK))
-        if attempt.status is ClaimStatus.MISSING:
-            return self._decide(work, Decision(Result.MISSING, Disposition.ACK))
-        if attempt.status is ClaimStatus.LEASED or attempt.claim is None:
-            remaining = (attempt.lease_until or now) - now
-            delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
-            return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
+        if attempt.status is not ClaimStatus.CLAIMED or attempt.claim is None:
+            return self._not_claimed(work, attempt, now=now)
         claim = attempt.claim
         try:
             if claim.unexplained_attempts > self.config.max_attempts:
@@ -144,11 +178,38 @@ class Processor:
                 self.claims.fail(claim, now=self.clock.now(), error_code="attempts_exhausted")
                 return self._decide(
                     work,
-                    Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, "attempts_exhausted"),
+                    Decision(
+                        Result.EXHAUSTED,
+                        Disposition.DEAD_LETTER,
+                        0,
+                        "attempts_exhausted",
+                        failure=claim.owner,
+                    ),
                 )
+            if not alone and claim.unexplained_attempts - 1 >= self.config.runs_alone_after:
+                self.claims.give_back(claim, now=self.clock.now())
+                return self._decide(work, Decision(Result.SET_ASIDE, Disposition.RUN_ALONE))
             return await self._run(work, source, claim)
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
+
+    def _not_claimed(self, work: WorkItem, attempt: ClaimAttempt, *, now: int) -> Decision:
+        """What to do with a message whose delivery could not be claimed."""
+        if attempt.status in (ClaimStatus.COMPLETED, ClaimStatus.CLOSED):
+            return self._decide(work, Decision(Result.ALREADY_DONE, Disposition.ACK))
+        if attempt.status is ClaimStatus.MISSING:
+            return self._decide(work, Decision(Result.MISSING, Disposition.ACK))
+        if attempt.status is ClaimStatus.EXPIRED:
+            # Past its TTL its effect records may be deleted already: running it could
+            # repeat a done effect. Closed as failed (shown until TTL deletes it), counted.
+            self.claims.close_expired(
+                work.delivery_id, now=now, lease_seconds=self.config.lease_seconds
+            )
+            return self._decide(work, Decision(Result.EXPIRED, Disposition.ACK, 0, ITEM_EXPIRED))
+        # Leased: another live worker holds it; come back when its lease ends.
+        remaining = (attempt.lease_until or now) - now
+        delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
+        return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
 
     async def _run(  # noqa: PLR0911 (one outcome per error class, in one ordered list)
         self, work: WorkItem, source: PackageSource, claim: Claim
@@ -234,7 +295,10 @@ class Processor:
         budget_left = known_transient or claim.unexplained_attempts < self.config.max_attempts
         if retry_at is None or not budget_left:
             self.claims.fail(claim, now=now, error_code=code)
-            return self._decide(work, Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code))
+            return self._decide(
+                work,
+                Decision(Result.EXHAUSTED, Disposition.DEAD_LETTER, 0, code, failure=claim.owner),
+            )
         if known_transient:
             self.claims.release_transient(claim, now=now, error_code=code)
         else:
@@ -260,6 +324,8 @@ _RESULT_METRICS = {
     Result.COMPLETED: metric_names.METRIC_WORK_COMPLETED,
     Result.ALREADY_DONE: metric_names.METRIC_WORK_ALREADY_DONE,
     Result.MISSING: metric_names.METRIC_WORK_ALREADY_DONE,
+    Result.EXPIRED: metric_names.METRIC_WORK_EXPIRED,
+    Result.SET_ASIDE: metric_names.METRIC_WORK_SET_ASIDE,
     Result.DEFERRED: metric_names.METRIC_WORK_DEFERRED,
     Result.RETRYING: metric_names.METRIC_WORK_RETRIED,
     Result.FAILED: metric_names.METRIC_WORK_FAILED,

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Final
 
-# RelayLink retries a delivery for up to 3 days (docs/contract.md), and a dead letter
-# lives 14 days from its first enqueue (SQS keeps that timestamp in the DLQ): two
-# weeks keep every retry deduplicated and every dead letter's inbox item there for
-# its redrive. Storage is billed per day kept.
+# RelayLink retries a delivery for up to 3 days (docs/contract.md): two weeks keep
+# every retry deduplicated, with room for the dead-letter queue, whose retention infra
+# derives from this (infra.schema.dead_letter_retention_seconds) so that a dead letter
+# sent as late as the worker sends one is gone before its item. Later letters (after an
+# operator's requeue) may outlive their item: the worker then finds it expired or
+# missing and acknowledges them. Storage is billed per day kept.
 DEFAULT_INBOX_RETENTION_DAYS: Final = 14
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
 # An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside

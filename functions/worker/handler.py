@@ -25,7 +25,11 @@ from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
 from functions.core.adapters.object_store_s3 import S3ObjectStore
-from functions.core.adapters.work_queue import DEAD_LETTERED_ATTRIBUTE, SqsWorkQueue
+from functions.core.adapters.work_queue import (
+    DEAD_LETTER_FAILURE_ATTRIBUTE,
+    DEAD_LETTERED_ATTRIBUTE,
+    SqsWorkQueue,
+)
 from functions.core.batch import BatchLimits, PackageSourceFactory, QueueMessage, process_batch
 from functions.core.clock import Clock, SystemClock
 from functions.core.deadline import Deadline
@@ -169,15 +173,17 @@ def parse_messages(event: dict[str, Any]) -> list[QueueMessage]:
             message_id=str(record["messageId"]),
             receipt_handle=str(record["receiptHandle"]),
             body=str(record["body"]),
-            dead_lettered=_dead_lettered(record),
+            dead_lettered=_mark(record, DEAD_LETTERED_ATTRIBUTE),
+            failure=_mark(record, DEAD_LETTER_FAILURE_ATTRIBUTE),
         )
         for record in event.get("Records", [])
     ]
 
 
-def _dead_lettered(record: dict[str, Any]) -> str | None:
-    """The worker's dead-letter mark, when an SQS redrive brought the message back."""
-    attribute = (record.get("messageAttributes") or {}).get(DEAD_LETTERED_ATTRIBUTE)
+def _mark(record: dict[str, Any], name: str) -> str | None:
+    """A part of the worker's dead-letter mark, when an SQS redrive brought the message
+    back."""
+    attribute = (record.get("messageAttributes") or {}).get(name)
     value = attribute.get("stringValue") if isinstance(attribute, dict) else None
     return value if isinstance(value, str) and value else None
 

@@ -124,7 +124,7 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (
-            iso(e.record.intent_at),
+            iso(e.record.intent_at) or "-",
             iso(e.record.flagged_at) or "-",
             e.doubt.value,
             e.record.delivery_id,

@@ -14,10 +14,11 @@ from functions.core.settings_env import SettingsError, host_list
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
 from functions.worker.settings import message_seconds
+from infra import schema
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 from infra.environments import worker_environment
-from infra.worker import check_timing
+from infra.worker import WorkerTiming, check_timing
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -100,6 +101,43 @@ def test_command_line_strings_are_parsed() -> None:
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=key):
         StackConfig.from_context(VALID | {key: value})
+
+
+def test_no_dead_letter_outlives_its_inbox_item() -> None:
+    # The worker's dead letter is a new message, kept from its own send: with the
+    # defaults it could be sent a day and more after the receipt, so a 14-day DLQ would
+    # keep it past the item's TTL (a redrive would find the item expired or gone).
+    config = StackConfig.from_context(VALID)
+    age = schema.worker_dead_letter_age(
+        retry_horizon_seconds=config.worker_retry_horizon_seconds,
+        max_attempts=config.worker_max_attempts,
+        visibility_timeout_seconds=WorkerTiming.for_timeout(
+            config.worker_timeout_seconds
+        ).visibility_timeout_seconds,
+    )
+    assert age > setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    retention = config.dead_letter_retention_seconds
+    assert age + retention <= config.inbox_retention_days * 86400
+    assert retention >= schema.MIN_DEAD_LETTER_RETENTION_SECONDS
+    # Longer kept items: the DLQ keeps what SQS allows.
+    longer = StackConfig.from_context(VALID | {"inbox_retention_days": 30})
+    assert longer.dead_letter_retention_seconds == schema.SQS_MAX_RETENTION_SECONDS
+
+
+def test_synth_refuses_an_inbox_too_short_for_its_dead_letters() -> None:
+    # Four days hold a day's horizon, but not RelayLink's three days plus a late start
+    # and the crashed attempts: dead letters would be kept less than a day.
+    assert StackConfig.from_context(VALID | {"inbox_retention_days": 4})
+    with pytest.raises(ConfigError, match=r"^inbox_retention_days: .* at least 6 days"):
+        StackConfig.from_context(
+            VALID | {"inbox_retention_days": 4, "worker_retry_horizon_hours": 72}
+        )
+    with pytest.raises(ConfigError, match="inbox_retention_days"):
+        StackConfig.from_context(
+            VALID
+            | {"inbox_retention_days": 10, "worker_max_attempts": 100}
+            | {"worker_timeout_seconds": 900, "worker_retry_horizon_hours": 72}
+        )
 
 
 def test_a_customer_managed_key_goes_with_the_secret_it_encrypts() -> None:

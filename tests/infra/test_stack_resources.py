@@ -9,6 +9,7 @@ import pytest
 
 from functions.core import env_keys, metric_names, table_layout
 from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, retry_schedule
+from infra import schema
 from infra.bundle import LAMBDA_PYTHON_VERSION
 from infra.lambda_function import ARCHITECTURE, RUNTIME
 from infra.schema import SQS_MAX_RECEIVE_COUNT, max_receive_count_for, table_definition
@@ -98,6 +99,19 @@ def test_work_queue_visibility_and_redrive_match_the_worker(synthesized: Synthes
     assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(horizon)
     dlq = synthesized.resources[dlq_id]["Properties"]
     assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_no_dead_letter_outlives_its_inbox_item(synthesized: Synthesized) -> None:
+    queue = synthesized.resource(synthesized.stack.queues.queue)["Properties"]
+    dlq = synthesized.resource(synthesized.stack.queues.dead_letter_queue)["Properties"]
+    latest_send = schema.worker_dead_letter_age(
+        retry_horizon_seconds=synthesized.context["worker_retry_horizon_hours"] * 3600,
+        max_attempts=synthesized.context["worker_max_attempts"],
+        visibility_timeout_seconds=queue["VisibilityTimeout"],
+    )
+    inbox_seconds = synthesized.context["inbox_retention_days"] * 86400
+    assert latest_send + dlq["MessageRetentionPeriod"] <= inbox_seconds
+    assert dlq["MessageRetentionPeriod"] == synthesized.stack.config.dead_letter_retention_seconds
 
 
 def test_redrive_is_a_backstop_above_the_workers_own_budget(synthesized: Synthesized) -> None:

@@ -131,6 +131,11 @@ CALLS: dict[tuple[type, str], Call] = {
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),
     (claim.ClaimStore, "reopen"): _reopen,
+    (claim.ClaimStore, "give_back"): lambda t, s, d: t.claims.give_back(_claimed(s, d), now=NOW),
+    # A lease longer than the item's 30 days left: its TTL passes first.
+    (claim.ClaimStore, "close_expired"): lambda t, s, d: t.claims.close_expired(
+        d, now=NOW, lease_seconds=31 * 86400
+    ),
     (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
     (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400

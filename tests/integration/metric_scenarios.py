@@ -134,6 +134,11 @@ def worker_results(world: MotoWorld) -> None:
     for item in (completed, deferred, stolen, uncertain, unreachable, rerun, over_budget, *failing):
         world.accept(item)
     world.accept(exhausted, attempts={"N": str(MAX_ATTEMPTS)})
+    # Past its TTL (closed unrun), and a suspect whose earlier attempts died twice (set
+    # aside, then run alone).
+    expired, suspect = work(12), work(13)
+    world.accept(expired, **{table_layout.TTL_ATTRIBUTE: {"N": str(now + 1)}})
+    world.accept(suspect, attempts={"N": "2"})
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
     settings = WorkerSettings.from_env(
         worker_env(world, token_arn=token_arn, notify_url="https://notify.invalid/")
@@ -171,6 +176,8 @@ def worker_results(world: MotoWorld) -> None:
         unreachable,
         rerun,
         over_budget,
+        expired,
+        suspect,
         *failing,
     )
     for item in batch:

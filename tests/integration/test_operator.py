@@ -252,6 +252,30 @@ def test_redrive_moves_failed_work_back_and_resets_the_state(stack: Stack) -> No
     assert stack.drain(stack.target.dead_letter_queue_url) == ["not a work item"]
 
 
+def test_redrive_of_a_workers_letter_reopens_only_the_failure_it_was_sent_for(
+    stack: Stack,
+) -> None:
+    current, old = stack.accept(), stack.accept()
+    for delivery_id in (current, old):
+        stack.finish(delivery_id, State.FAILED)  # failed by the claim of owner "w0"
+    stack.dead_letter(_work(current), failure="w0")
+    # Sent for an earlier failure; the delivery was requeued and failed again since.
+    stack.dead_letter(_work(old), failure="an-earlier-attempt")
+
+    preview = redrive(stack.target, now=NOW + 100, dry_run=True)
+    assert sorted(preview.outcomes) == sorted(
+        [(current, RedriveOutcome.MOVED), (old, RedriveOutcome.SUPERSEDED)]
+    )
+    report = redrive(stack.target, now=NOW + 100)
+    assert sorted(report.outcomes) == sorted(
+        [(current, RedriveOutcome.MOVED), (old, RedriveOutcome.SUPERSEDED)]
+    )
+    assert stack.drain(stack.target.work_queue_url) == [_work(current)]
+    assert stack.stored(current)["state"]["S"] == "pending"
+    assert stack.stored(old)["state"]["S"] == "failed"
+    assert stack.drain(stack.target.dead_letter_queue_url) == []  # both letters handled
+
+
 def test_redrive_is_idempotent_when_rerun(stack: Stack) -> None:
     delivery_id = stack.accept()
     stack.finish(delivery_id, State.FAILED, attempts=5)
@@ -339,6 +363,26 @@ def test_requeue_refusal_reason_for_completed(stack: Stack) -> None:
     result = requeue(stack.target, delivery_id, now=NOW)
     assert result.outcome is RequeueOutcome.REFUSED
     assert result.state == "completed" and "completed" in (result.reason or "")
+
+
+def test_requeue_and_redrive_refuse_an_expired_delivery(stack: Stack) -> None:
+    # Past its TTL (accept: a day) its effect records may be deleted already: a retry
+    # could apply a done effect again, so nothing reopens it.
+    delivery_id = stack.accept()
+    stack.finish(delivery_id, State.FAILED, attempts=5)
+    stack.dead_letter(_work(delivery_id))
+    expired = NOW + 86400
+    result = requeue(stack.target, delivery_id, now=expired)
+    assert result.outcome is RequeueOutcome.REFUSED and "expired" in (result.reason or "")
+    assert not reset_failed(stack.target, delivery_id, now=expired)
+    assert redrive(stack.target, now=expired, dry_run=True).outcomes == [
+        (delivery_id, RedriveOutcome.EXPIRED)
+    ]
+    report = redrive(stack.target, now=expired)
+    assert report.outcomes == [(delivery_id, RedriveOutcome.EXPIRED)]
+    assert stack.drain(stack.target.work_queue_url) == []  # no work item sent
+    assert stack.drain(stack.target.dead_letter_queue_url) == []  # the letter is dropped
+    assert stack.stored(delivery_id)["state"]["S"] == "failed"
 
 
 # --- targets --------------------------------------------------------------------------

@@ -14,8 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from functions.core import env_keys, metric_names
-from functions.core.adapters.work_queue import DEAD_LETTERED_ATTRIBUTE
-from functions.core.models import State, WorkItem
+from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.work_queue import (
+    DEAD_LETTER_FAILURE_ATTRIBUTE,
+    DEAD_LETTERED_ATTRIBUTE,
+)
+from functions.core.models import InboxItem, State, WorkItem
 from functions.core.retry_policy import retry_delay, retry_schedule
 from local.event_sources import sqs_event
 from local.mcp_server import RunningServer
@@ -25,6 +30,7 @@ from local.testkit.moto_world import (
     MAX_ATTEMPTS,
     REGION,
     RETRY_HORIZON_SECONDS,
+    TABLE,
     MotoWorld,
 )
 from local.testkit.worker_rig import LEASE_SECONDS, WorkerRig, make_worker
@@ -392,14 +398,16 @@ def test_a_server_that_never_answers_costs_one_wait_and_no_unstarted_attempt(
     elapsed = time.monotonic() - started
     print(f"black-hole batch of 10: {elapsed:.2f} s")
     assert elapsed < 15  # before the deadline, let alone the invocation's end
-    assert {f["itemIdentifier"] for f in response["batchItemFailures"]} == {
-        m["MessageId"] for m in messages
-    }
     inboxes = [aws.inbox(item.delivery_id) for item in items]
     attempted = [i for i in inboxes if i.attempts]
     assert [(i.state, i.attempts, i.last_error) for i in attempted] == [
         (State.PENDING, 1, "mcp_timeout")
     ]
+    # The probe comes back after its back-off; the other nine were replaced by fresh
+    # copies (receive count 0), delayed by the first retry's delay.
+    (probe,) = [m for m in messages if attempted[0].delivery_id in m["Body"]]
+    assert response["batchItemFailures"] == [{"itemIdentifier": probe["MessageId"]}]
+    assert aws.queue_counts()["delayed"] == 9
     assert all((i.state, i.attempts) == (State.PENDING, 0) for i in inboxes if not i.attempts)
     assert sink.sink.counts() == {}
 
@@ -460,6 +468,24 @@ def redrive_dead_letters(aws: MotoWorld) -> int:
     return moved
 
 
+def dead_letter_at_the_horizon(aws: MotoWorld, worker: WorkerRig, server: RunningServer) -> None:
+    """The MCP server fails every attempt until the worker dead-letters the delivery."""
+    server.set_failure_rate(1.0)
+    for attempt in range(1, len(retry_schedule(RETRY_HORIZON_SECONDS)) + 1):
+        redeliver(aws, worker, attempt)
+
+
+def redrive_and_run(
+    aws: MotoWorld, worker: WorkerRig, server: RunningServer, item: WorkItem
+) -> InboxItem:
+    """The server is back; the console redrives the dead letter and a worker runs it."""
+    server.set_failure_rate(0.0)
+    assert redrive_dead_letters(aws) == 1
+    _, response = worker.run_visible()
+    assert response == {"batchItemFailures": []}
+    return aws.inbox(item.delivery_id)
+
+
 def test_a_console_redrive_reopens_the_delivery_and_completes_it(
     aws: MotoWorld,
     worker: WorkerRig,
@@ -467,24 +493,46 @@ def test_a_console_redrive_reopens_the_delivery_and_completes_it(
     sink: NotifySinkServer,
     item: WorkItem,
 ) -> None:
-    mcp_server.set_failure_rate(1.0)
-    for attempt in range(1, len(retry_schedule(RETRY_HORIZON_SECONDS)) + 1):
-        redeliver(aws, worker, attempt)
+    dead_letter_at_the_horizon(aws, worker, mcp_server)
     assert aws.inbox(item.delivery_id).state is State.FAILED
+    failure = aws.raw_inbox(item.delivery_id)[dynamodb_items.FAILED_BY]["S"]
     letters = aws.receive(queue_url=aws.dlq_url)
     assert [m["MessageAttributes"] for m in letters] == [
-        {DEAD_LETTERED_ATTRIBUTE: {"StringValue": "mcp_unavailable", "DataType": "String"}}
+        {
+            DEAD_LETTERED_ATTRIBUTE: {"StringValue": "mcp_unavailable", "DataType": "String"},
+            DEAD_LETTER_FAILURE_ATTRIBUTE: {"StringValue": failure, "DataType": "String"},
+        }
     ]
     for letter in letters:  # back to visible for the redrive
         aws.sqs.change_message_visibility(
             QueueUrl=aws.dlq_url, ReceiptHandle=letter["ReceiptHandle"], VisibilityTimeout=0
         )
 
-    mcp_server.set_failure_rate(0.0)
-    assert redrive_dead_letters(aws) == 1
-    _, response = worker.run_visible()
-    assert response == {"batchItemFailures": []}
-    inbox = aws.inbox(item.delivery_id)
+    inbox = redrive_and_run(aws, worker, mcp_server, item)
     assert (inbox.state, inbox.attempts) == (State.COMPLETED, 1)
     assert sink.sink.counts() == {f"{item.delivery_id}:notify": 1}
+    assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+def test_a_console_redrive_of_an_old_letter_leaves_a_later_failure_alone(
+    aws: MotoWorld,
+    worker: WorkerRig,
+    mcp_server: RunningServer,
+    sink: NotifySinkServer,
+    item: WorkItem,
+) -> None:
+    dead_letter_at_the_horizon(aws, worker, mcp_server)
+    claims = DynamoDbClaims(client=aws.dynamodb, table_name=TABLE)
+    # An operator requeued it; it failed again, for another reason (an effect in doubt,
+    # which the operator then settled by hand and left failed).
+    assert claims.reopen(item.delivery_id, now=aws.clock.now())
+    attempt = claims.claim(
+        item.delivery_id, owner="later-attempt", now=aws.clock.now(), lease_seconds=60
+    )
+    assert attempt.claim is not None
+    claims.fail(attempt.claim, now=aws.clock.now(), error_code="uncertain_effect")
+
+    inbox = redrive_and_run(aws, worker, mcp_server, item)  # the first failure's letter
+    assert (inbox.state, inbox.last_error) == (State.FAILED, "uncertain_effect")
+    assert sink.sink.counts() == {}
     assert aws.queue_counts() == {"visible": 0, "in_flight": 0, "delayed": 0}

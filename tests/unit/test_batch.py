@@ -21,11 +21,17 @@ from functions.core.batch import (
     process_batch,
 )
 from functions.core.deadline import Deadline
-from functions.core.errors import BudgetExhausted, StorageUnavailable, TransientError
+from functions.core.errors import (
+    BudgetExhausted,
+    PackageNotFound,
+    StorageUnavailable,
+    TransientError,
+)
 from functions.core.models import State, WorkItem
 from functions.core.retry_policy import retry_delay
+from infra.schema import max_receive_count_for
 from tests.fakes import FakeClaims, FakeQueue
-from tests.unit.test_process import LEASE, MAX_ATTEMPTS, MCP_URL
+from tests.unit.test_process import HORIZON, LEASE, MAX_ATTEMPTS, MCP_URL
 from tests.unit.test_process import Packages as ProcessPackages
 from tests.unit.test_process import World as ProcessWorld
 
@@ -38,9 +44,11 @@ def work(n: int = 0, mcp_url: str = MCP_URL) -> WorkItem:
     return WorkItem(f"6f1c2a9e-3b7d-4c1e-9a52-{n:012d}", "package.received", f"pkg_{n}", mcp_url)
 
 
-def message(item: WorkItem | str, n: int = 0, dead_lettered: str | None = None) -> QueueMessage:
+def message(
+    item: WorkItem | str, n: int = 0, dead_lettered: str | None = None, failure: str | None = None
+) -> QueueMessage:
     body = item if isinstance(item, str) else item.to_json()
-    return QueueMessage(f"m{n}", f"r{n}", body, dead_lettered)
+    return QueueMessage(f"m{n}", f"r{n}", body, dead_lettered, failure)
 
 
 @dataclass
@@ -128,7 +136,7 @@ def test_exhausted_attempts_are_dead_lettered_with_their_reason(world: World) ->
 
 
 class FailingDeadLetters(FakeQueue):
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         raise StorageUnavailable("queue_unavailable")
 
 
@@ -232,10 +240,12 @@ def test_nothing_starts_without_the_time_a_message_needs(world: World) -> None:
         message_seconds=30,
         deadline=Deadline.after(29),
     )
-    assert failures == ["m0", "m1", "m2"]
+    assert failures == []  # acknowledged: each is replaced by a fresh copy
     assert all(world.state(item).attempts == 0 for item in items)  # never claimed
     assert world.packages.calls == []
-    assert sorted(world.queue.visibility) == [("r0", 0), ("r1", 0), ("r2", 0)]  # back at once
+    # Fresh copies (a receive count of 0 again), back after the first retry's delay.
+    assert sorted(world.queue.sent, key=str) == [(item, retry_delay(1)) for item in items]
+    assert world.queue.visibility == []
     assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 3
 
 
@@ -267,7 +277,8 @@ def test_messages_stop_starting_when_the_time_runs_out(world: World) -> None:
         deadline=Deadline.after(100, now=watch),
     )
     # Started at 0 and 40 (100 and 60 s left); at 80 only 20 s are left.
-    assert failures == ["m2", "m3"]
+    assert failures == []
+    assert world.queue.sent == [(items[2], retry_delay(1)), (items[3], retry_delay(1))]
     assert [world.state(item).state for item in items] == [
         State.COMPLETED,
         State.COMPLETED,
@@ -293,9 +304,10 @@ def test_an_unreachable_server_gets_no_more_messages_in_the_batch(world: World) 
     messages = [message(item, n) for n, item in enumerate(items)]
     messages.append(message(other, 9))
     failures = world.run(messages)  # all at once, if they could
-    assert failures == ["m0", "m1", "m2", "m3", "m4"]
+    assert failures == ["m0"]
     # One message found the server unreachable; the others waited for it and were
-    # returned without a claim: no attempt counted, no back-off set.
+    # replaced without a claim: no attempt counted, fresh copies a little later.
+    assert sorted(world.queue.sent, key=str) == [(item, retry_delay(1)) for item in items[1:]]
     assert world.packages.calls.count("pkg_0") == 1
     assert [world.state(item).attempts for item in items] == [1, 0, 0, 0, 0]
     assert (world.state(items[0]).state, world.state(items[0]).last_error) == (
@@ -316,13 +328,45 @@ def test_a_probe_that_needs_no_fetch_hands_the_server_to_the_next_message(world:
     assert world.packages.calls == ["pkg_1", "pkg_2"]
 
 
+def dead_letter_of(world: World, item: WorkItem) -> QueueMessage:
+    """The delivery's dead letter, as the worker sends it and SQS's redrive brings it back."""
+    (body, reason), failure = world.queue.dead[-1], world.queue.dead_failures[-1]
+    assert body == item.to_json()
+    return message(item, n=9, dead_lettered=reason, failure=failure)
+
+
 def test_a_redriven_dead_letter_reopens_its_failed_delivery(world: World) -> None:
     item = work()
-    world.accept(item, state=State.FAILED, attempts=MAX_ATTEMPTS, last_error="mcp_unavailable")
-    assert world.run([message(item, dead_lettered="mcp_unavailable")]) == []
+    world.accept(item, attempts=MAX_ATTEMPTS)  # earlier attempts died
+    assert world.run([message(item)]) == []
+    assert world.state(item).state is State.FAILED
+    letter = dead_letter_of(world, item)
+    assert letter.failure is not None
+    assert world.run([letter]) == []
     state = world.state(item)
     assert (state.state, state.attempts) == (State.COMPLETED, 1)
     assert world.workflow.applied == [f"{item.delivery_id}:notify"]
+
+
+def test_a_redriven_dead_letter_reopens_only_the_failure_it_was_sent_for(world: World) -> None:
+    item = work()
+    world.accept(item, attempts=MAX_ATTEMPTS)
+    assert world.run([message(item)]) == []
+    letter = dead_letter_of(world, item)
+    # An operator requeues the delivery; it fails again, for another reason (say an effect
+    # in doubt that the operator then settles by hand, leaving the delivery failed).
+    assert world.claims.reopen(item.delivery_id, now=world.clock.value)
+    world.packages.errors = [PackageNotFound("package_not_found")]
+    assert world.run([message(item)]) == []
+    assert world.state(item).last_error == "package_not_found"
+    # The old letter is redriven now: it is not this failure's to reopen.
+    assert world.run([letter]) == []
+    state = world.state(item)
+    assert (state.state, state.last_error) == (State.FAILED, "package_not_found")
+    assert world.workflow.applied == []
+    # A mark made before marks named their failure reopens nothing either.
+    assert world.run([message(item, dead_lettered="attempts_exhausted")]) == []
+    assert world.state(item).state is State.FAILED
 
 
 def test_a_plain_message_for_a_failed_delivery_changes_nothing(world: World) -> None:
@@ -359,3 +403,143 @@ def test_a_budget_wait_sends_a_fresh_delayed_copy(world: World) -> None:
     assert world.queue.sent == [(work(), 120)]  # with a receive count of 0
     assert world.queue.visibility == []
     assert world.queue.dead == []
+
+
+class Killed(BaseException):
+    """The invocation timed out: every attempt in flight dies with it, unrecorded."""
+
+
+@dataclass
+class Invocation:
+    """One invocation's fate, shared by the claims and the workflow below: ``killed``
+    once the poison ran (it times the invocation out); ``poison_settled`` once the
+    poison's message is sure not to run beside the others (given back, failed unrun, or
+    not claimed at all)."""
+
+    killed: threading.Event = field(default_factory=threading.Event)
+    poison_settled: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class KillableClaims(FakeClaims):
+    """Claims that stop once the invocation is killed: nothing is claimed or recorded
+    after it (every attempt in flight stays ``processing``, as a dead worker leaves it)."""
+
+    poison: str = ""
+    invocation: Invocation = field(default_factory=Invocation)
+
+    def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> Any:
+        if self.invocation.killed.is_set():
+            raise Killed
+        attempt = super().claim(delivery_id, owner=owner, now=now, lease_seconds=lease_seconds)
+        if delivery_id == self.poison and attempt.claim is None:
+            self.invocation.poison_settled.set()
+        return attempt
+
+    def _finish(self, claim: Any, now: int, state: State, **changes: Any) -> None:
+        if self.invocation.killed.is_set():
+            raise Killed
+        super()._finish(claim, now, state, **changes)
+        if claim.delivery_id == self.poison:  # given back, or failed without running
+            self.invocation.poison_settled.set()
+
+
+@dataclass
+class PoisonWorkflow:
+    """The poison times out the invocation. Its batch-mates are slow: each is still in
+    flight when the poison runs beside it, so it dies with it; one the poison cannot
+    run beside any more completes."""
+
+    poison: str
+    invocation: Invocation
+    running: set[str] = field(default_factory=set)
+    # The most runs each delivery's run saw at once, itself included (this invocation).
+    company: dict[str, int] = field(default_factory=dict)
+    # The same, of the runs that completed.
+    completed_in_company: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, work: WorkItem, package: Any, effects: Any) -> None:
+        with self.lock:
+            self.running.add(work.delivery_id)
+            for delivery_id in self.running:
+                self.company[delivery_id] = max(self.company.get(delivery_id, 0), len(self.running))
+        if work.delivery_id == self.poison:
+            self.invocation.killed.set()
+            raise Killed
+        fate = wait_for(
+            lambda: self.invocation.killed.is_set() or self.invocation.poison_settled.is_set()
+        )
+        assert fate, "neither killed nor settled"
+        if self.invocation.killed.is_set():
+            raise Killed
+        with self.lock:
+            self.running.discard(work.delivery_id)
+            self.completed_in_company[work.delivery_id] = self.company[work.delivery_id]
+
+
+def wait_for(condition: Callable[[], bool]) -> bool:
+    """Poll ``condition`` until it holds, for up to MEET_SECONDS."""
+    tick = threading.Event()
+    for _ in range(int(MEET_SECONDS * 100)):
+        if condition():
+            return True
+        tick.wait(0.01)
+    return condition()
+
+
+def test_a_poison_message_that_kills_its_invocation_does_not_exhaust_its_batch_mates(
+    world: World,
+) -> None:
+    items = [work(n) for n in range(10)]
+    poison = items[4]
+    world.claims = KillableClaims(poison=poison.delivery_id)
+    for item in items:
+        world.accept(item)
+    workflow = PoisonWorkflow(poison.delivery_id, world.claims.invocation)
+    world.workflow = workflow  # type: ignore[assignment]
+    kills = 0
+    for _invocation in range(6):
+        world.claims.invocation = workflow.invocation = Invocation()
+        workflow.running.clear()
+        workflow.company.clear()
+        try:
+            world.run([message(item, n) for n, item in enumerate(items)])
+        except Killed:
+            kills += 1
+            world.clock.advance(LEASE)  # the dead attempts' leases run out
+    # Two kills in company, then the poison runs alone: once more it kills, then it has
+    # used its attempts (MAX_ATTEMPTS) and is dead-lettered without running.
+    assert kills == 3
+    assert (world.state(poison).state, world.state(poison).last_error) == (
+        State.FAILED,
+        "attempts_exhausted",
+    )
+    mates = [item for item in items if item is not poison]
+    assert {world.state(item).state for item in mates} == {State.COMPLETED}
+    assert max(world.state(item).attempts for item in mates) <= MAX_ATTEMPTS
+    # Each mate completed in a run alone, never beside another message.
+    assert {workflow.completed_in_company[item.delivery_id] for item in mates} == {1}
+    assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] > 0
+
+
+def test_a_message_returned_unstarted_any_number_of_times_is_never_dead_lettered_by_sqs(
+    world: World,
+) -> None:
+    # SQS moves a message to the dead-letter queue when its receive count exceeds the
+    # redrive threshold, which counts attempts only (max_receive_count_for): a message
+    # returned unstarted, time after time, must not use it up.
+    item = work()
+    world.accept(item)
+    threshold = max_receive_count_for(MAX_ATTEMPTS, retry_horizon_seconds=HORIZON)
+    current, receives = message(item), 1
+    for n in range(2 * threshold):
+        failures = world.run([current], message_seconds=30, deadline=Deadline.after(29))
+        if failures:  # returned as it is: SQS counts one more receive of it
+            receives += 1
+        else:  # acknowledged, and replaced by a fresh, delayed copy
+            assert world.queue.sent[-1] == (item, retry_delay(1))
+            current, receives = message(world.queue.sent[-1][0], n + 1), 1
+        assert receives <= threshold, n
+    assert (world.state(item).state, world.state(item).attempts) == (State.PENDING, 0)
+    assert world.metrics.counts[metric_names.METRIC_WORK_NOT_STARTED] == 2 * threshold

@@ -320,3 +320,79 @@ def test_reopen_gives_a_failed_delivery_a_fresh_budget_and_nothing_else(subject:
     claim(subject, now=NOW + 7)
     assert not subject.store.reopen(DELIVERY, now=NOW + 8)  # processing: untouched
     assert subject.read(DELIVERY).state is State.PROCESSING
+
+
+def test_claim_refuses_an_item_whose_ttl_passes_before_its_lease_ends(subject: Subject) -> None:
+    # TTL deletes the delivery's effect records late and in any order: an attempt on an
+    # expired item could find "no record" and apply a done effect again.
+    subject.seed(pending(expires_at=NOW + LEASE))
+    assert claim(subject).status is ClaimStatus.EXPIRED
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts) == (State.PENDING, 0)  # nothing counted, nothing held
+    assert claim(subject, now=NOW - 1).status is ClaimStatus.CLAIMED  # the lease fits
+
+
+def test_claim_refuses_an_abandoned_lease_past_the_ttl(subject: Subject) -> None:
+    subject.seed(pending(expires_at=NOW + 2 * LEASE))
+    assert claim(subject).status is ClaimStatus.CLAIMED
+    # The lease ran out, and the TTL passed: not taken over, and not "leased" either.
+    assert claim(subject, now=NOW + 2 * LEASE).status is ClaimStatus.EXPIRED
+    assert subject.read(DELIVERY).attempts == 1
+
+
+def test_close_expired_fails_the_item_visibly_and_only_an_expired_free_one(
+    subject: Subject,
+) -> None:
+    subject.seed(pending(expires_at=NOW + LEASE + 1))
+    # The lease still fits: not closed.
+    assert not subject.store.close_expired(DELIVERY, now=NOW, lease_seconds=LEASE)
+    held = claim(subject)
+    assert held.status is ClaimStatus.CLAIMED
+    # A live worker holds it: its attempt ends on its own.
+    assert not subject.store.close_expired(DELIVERY, now=NOW + 1, lease_seconds=LEASE)
+    later = NOW + LEASE + 1
+    assert subject.store.close_expired(DELIVERY, now=later, lease_seconds=LEASE)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.last_error, item.lease_until) == (State.FAILED, "item_expired", None)
+    assert not subject.store.close_expired(DELIVERY, now=later, lease_seconds=LEASE)
+    with pytest.raises(ClaimLost):  # the old holder records nothing over it
+        subject.store.complete(held.claim, now=later)
+
+
+def test_reopen_refuses_an_expired_delivery(subject: Subject) -> None:
+    subject.seed(pending(state=State.FAILED, last_error="attempts_exhausted", expires_at=NOW))
+    assert not subject.store.reopen(DELIVERY, now=NOW)
+    assert subject.read(DELIVERY).state is State.FAILED
+    assert subject.store.reopen(DELIVERY, now=NOW - 1)  # a second earlier it was not
+
+
+def test_reopen_of_a_failure_reopens_that_failure_only(subject: Subject) -> None:
+    subject.seed(pending())
+    first = claim(subject, owner="first-attempt").claim
+    subject.store.fail(first, now=NOW + 1, error_code="attempts_exhausted")
+    assert subject.store.reopen(DELIVERY, now=NOW + 2, failure="first-attempt")
+    second = claim(subject, now=NOW + 3, owner="second-attempt").claim
+    subject.store.fail(second, now=NOW + 4, error_code="uncertain_effect")
+    # The first failure's dead letter comes back: the delivery is in another failure now.
+    assert not subject.store.reopen(DELIVERY, now=NOW + 5, failure="first-attempt")
+    assert subject.read(DELIVERY).last_error == "uncertain_effect"
+    assert subject.store.reopen(DELIVERY, now=NOW + 6, failure="second-attempt")
+    assert subject.read(DELIVERY).state is State.PENDING
+    # Reopened once: the same letter again finds it pending.
+    assert not subject.store.reopen(DELIVERY, now=NOW + 7, failure="second-attempt")
+
+
+def test_give_back_returns_the_claim_unrun_and_its_attempt(subject: Subject) -> None:
+    subject.seed(pending(attempts=2, last_error="lease_expired"))
+    held = claim(subject).claim
+    assert held.attempts == 3
+    subject.store.give_back(held, now=NOW + 1)
+    item = subject.read(DELIVERY)
+    assert (item.state, item.attempts, item.last_error, item.lease_until) == (
+        State.PENDING,
+        2,
+        "lease_expired",
+        None,
+    )
+    with pytest.raises(ClaimLost):  # given back once; the claim is over
+        subject.store.give_back(held, now=NOW + 2)

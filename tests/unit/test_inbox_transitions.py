@@ -117,10 +117,15 @@ def test_table_keeps_the_exactly_once_argument() -> None:
             if row.listing_only:
                 assert "#state" not in row.update_expression(), row.name
                 continue
-            parts = {part for part, _reason in row.condition}
+            parts = " ".join(part for part, _reason in row.condition)
             assert "lease_owner = :owner" in parts or "lease_until <= :now" in parts, row.name
-    # Only the operator's reset leaves failed.
-    assert [row for row in ROWS if State.FAILED in row.from_states] == [transitions.RESET_FAILED]
+    # Only the operator's resets leave failed; a dead letter's only for its own failure.
+    assert [row for row in ROWS if State.FAILED in row.from_states] == [
+        transitions.RESET_FAILED,
+        transitions.RESET_DEAD_LETTER,
+    ]
+    own = ("failed_by = :failure", *(part for part, _ in transitions.RESET_FAILED.condition))
+    assert {part for part, _ in transitions.RESET_DEAD_LETTER.condition} == set(own)
 
 
 def test_names_are_unique() -> None:

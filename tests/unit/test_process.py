@@ -119,6 +119,7 @@ class World:
             package_id=item.package_id,
             mcp_url=item.mcp_url,
             state_changed_at=self.clock.value,
+            expires_at=self.clock.value + setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * DAY,
         )
         self.claims.add(dataclasses.replace(inbox, **changes))
 
@@ -390,6 +391,42 @@ def test_uncertain_effect_fails_the_delivery_and_is_counted(world: World) -> Non
     assert world.state(work()).state is State.FAILED
     assert world.workflow.applied == []
     assert world.metrics.counts[metric_names.METRIC_UNCERTAIN_EFFECTS] == 1
+
+
+def test_expired_delivery_is_closed_visibly_and_never_run(world: World) -> None:
+    # Past its TTL its effect records may be gone while the item is still there: a run
+    # would find "no record" and apply a done effect again.
+    world.accept(work(), expires_at=world.clock.value + LEASE)
+    decision = world.process(work())
+    assert decision == Decision(Result.EXPIRED, Disposition.ACK, 0, "item_expired")
+    item = world.state(work())
+    assert (item.state, item.last_error, item.attempts) == (State.FAILED, "item_expired", 0)
+    assert world.packages.calls == [] and world.workflow.applied == []
+    assert world.metrics.counts[metric_names.METRIC_WORK_EXPIRED] == 1
+    world.clock.advance(LEASE)
+    assert not world.claims.reopen(work().delivery_id, now=world.clock.value)
+
+
+@pytest.mark.parametrize(("max_attempts", "after"), [(2, 1), (3, 2), (5, 2)])
+def test_a_suspect_claimed_in_company_is_given_back_unrun(
+    world: World, max_attempts: int, after: int
+) -> None:
+    config = ProcessConfig(max_attempts=max_attempts, lease_seconds=LEASE)
+    assert config.runs_alone_after == after
+    assert ProcessConfig(max_attempts=1, lease_seconds=LEASE).runs_alone_after == 1
+    processor = dataclasses.replace(world.processor(), config=config)
+    world.accept(work(), attempts=after, last_error="lease_expired")  # earlier deaths
+    decision = asyncio.run(processor.process(work(), world.packages, alone=False))
+    assert decision == Decision(Result.SET_ASIDE, Disposition.RUN_ALONE)
+    assert (world.state(work()).state, world.state(work()).attempts) == (State.PENDING, after)
+    assert world.packages.calls == []
+    assert world.metrics.counts[metric_names.METRIC_WORK_SET_ASIDE] == 1
+    # Alone, it runs (its budget allows one more), and one fewer death is not suspect.
+    assert asyncio.run(processor.process(work(), world.packages)).result is Result.COMPLETED
+    world.accept(work(1), attempts=after - 1)
+    assert asyncio.run(processor.process(work(1), world.packages, alone=False)).result is (
+        Result.COMPLETED
+    )
 
 
 def test_lost_claim_at_completion_is_acknowledged(world: World) -> None:

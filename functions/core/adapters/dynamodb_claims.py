@@ -16,7 +16,7 @@ from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_state_index
 from functions.core.adapters.dynamodb_errors import storage_error
-from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class DynamoDbClaims:
         )
         new = applied.item
         if not applied.moved or new is None:  # (a change always returns its new image)
-            return _why_not_claimed(applied.item)
+            return _why_not_claimed(applied.item, now=now)
         inbox = dynamodb_items.inbox_from_item(new)
         return ClaimAttempt(
             ClaimStatus.CLAIMED,
@@ -72,14 +72,26 @@ class DynamoDbClaims:
     def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.RELEASE_TRANSIENT, claim, now=now, error=error_code)
 
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        self._finish(transitions.GIVE_BACK, claim, now=now)
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.FAIL, claim, now=now, error=error_code)
 
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.DEFER, claim, now=now, error=error_code)
 
-    def reopen(self, delivery_id: str, *, now: int) -> bool:
-        return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
+        return self._apply(
+            transitions.EXPIRE, delivery_id, now=now, lease=now + lease_seconds, error=ITEM_EXPIRED
+        ).moved
+
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
+        if failure is None:
+            return self._apply(transitions.RESET_FAILED, delivery_id, now=now).moved
+        return self._apply(
+            transitions.RESET_DEAD_LETTER, delivery_id, now=now, failure=failure
+        ).moved
 
     def _finish(
         self,
@@ -170,14 +182,16 @@ class DynamoDbClaims:
                 yield dynamodb_items.inbox_from_item(item)
 
 
-def _why_not_claimed(old: dynamodb_items.Item | None) -> ClaimAttempt:
+def _why_not_claimed(old: dynamodb_items.Item | None, *, now: int) -> ClaimAttempt:
     if old is None:
         return ClaimAttempt(ClaimStatus.MISSING)
-    state = State(old["state"]["S"])
-    if state is State.COMPLETED:
+    item = dynamodb_items.inbox_from_item(old)
+    if item.state is State.COMPLETED:
         return ClaimAttempt(ClaimStatus.COMPLETED)
-    if state is State.PROCESSING:
-        lease = old.get("lease_until")
-        return ClaimAttempt(ClaimStatus.LEASED, lease_until=int(lease["N"]) if lease else None)
-    # failed, ignored: processing is over. (pending cannot fail the condition.)
+    if item.state is State.PROCESSING and (item.lease_until or 0) > now:
+        return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
+    if item.state in (State.PENDING, State.PROCESSING):
+        # Free to claim: only its TTL refused it.
+        return ClaimAttempt(ClaimStatus.EXPIRED)
+    # failed, ignored: processing is over.
     return ClaimAttempt(ClaimStatus.CLOSED)

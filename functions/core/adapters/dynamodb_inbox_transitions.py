@@ -13,13 +13,20 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
 * Only the lease owner leaves ``processing`` (``complete``, ``release``,
-  ``release_transient``, ``defer``, ``fail`` check ``lease_owner``): a worker that lost
-  its lease records nothing. The retry counters (``attempts``, ``transient_failures``)
-  decide only when to give up, never who may write.
+  ``release_transient``, ``defer``, ``give_back``, ``fail`` check ``lease_owner``): a
+  worker that lost its lease records nothing. The retry counters (``attempts``,
+  ``transient_failures``) decide only when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
-  starts from ``failed``.
+  and ``reset_dead_letter`` (a dead letter redriven by SQS) start from ``failed``, the
+  latter only for the very failure the letter was sent for (``failed_by``).
+* Nothing runs on an item past its TTL (``expires_at``): DynamoDB deletes expired items
+  late and in any order, so the delivery's effect records may be gone while its inbox
+  item is still there, and an attempt would apply a done effect again. ``claim`` takes
+  only a lease that ends before the TTL, ``reset_failed`` reopens only an unexpired
+  item, and ``expire`` closes an open item the claim refused for its TTL (``failed``,
+  ``last_error`` = ``item_expired``): visibly, never silently.
 * ``list_open`` (reconciler) changes no state: it only gives an open item the receiver
   did not list its ``open`` index entry, and only while it is open and unlisted.
 
@@ -118,6 +125,11 @@ CLAIM: Final = Transition(  # worker, before it processes
             "#state = :pending OR (#state = :processing AND lease_until <= :now)",
             "free, or abandoned by a worker whose lease ran out; never two live holders",
         ),
+        (
+            "expires_at > :lease",
+            "the whole lease ends before the TTL: no attempt runs while TTL may delete the"
+            " delivery's effect records, which would let it apply a done effect again",
+        ),
     ),
     to_state=State.PROCESSING,
     sets=(
@@ -176,11 +188,43 @@ DEFER: Final = Transition(  # worker: the workflow waits for the token budget
     sets=(("last_error", ":error"), ("attempts", "attempts - :one"), ("reset_at", ":now")),
     removes=_LEASE,
 )
+GIVE_BACK: Final = Transition(  # worker: a suspect claimed in company, to run alone
+    name="give_back",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.PENDING,
+    # Nothing ran: the attempt the claim counted is given back; last_error and the
+    # retry horizon stay as they were.
+    sets=(("attempts", "attempts - :one"),),
+    removes=_LEASE,
+)
 FAIL: Final = Transition(  # worker: permanent failure, or the retry budget is spent
     name="fail",
     from_states=(State.PROCESSING,),
     condition=_HOLDING,
     to_state=State.FAILED,
+    # failed_by names this failure (the failing claim's owner token): the worker's dead
+    # letter carries it, and its redrive reopens this failure only (reset_dead_letter).
+    sets=(("last_error", ":error"), (dynamodb_items.FAILED_BY, ":owner")),
+    removes=_LEASE,
+)
+EXPIRE: Final = Transition(  # worker: the claim was refused for the item's TTL
+    name="expire",
+    from_states=(State.PENDING, State.PROCESSING),
+    condition=(
+        (
+            "#state = :pending OR (#state = :processing AND lease_until <= :now)",
+            "open and held by no live worker: a live attempt ends on its own",
+        ),
+        (
+            "expires_at <= :lease",
+            "exactly the items the claim refuses for their TTL: one whose lease would end"
+            " before it is claimed, never closed",
+        ),
+    ),
+    to_state=State.FAILED,
+    # Failed, so the console, ``failures`` and the state index show it until TTL
+    # deletes it; reset_failed refuses it (expired).
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
@@ -221,23 +265,45 @@ RELEASE_EXPIRED: Final = Transition(  # reconciler: the lease holder died
     sets=(("last_error", ":error"),),
     removes=_LEASE,
 )
+# last_error is kept: it says why the delivery failed until the next attempt ends.
+# reset_at restarts the retry horizon, which otherwise runs from received_at;
+# requeued_at tells a bulk requeue run again that an operator already did this.
+_RESET: Final = (
+    ("attempts", ":zero"),
+    ("transient_failures", ":zero"),
+    ("reset_at", ":now"),
+    ("requeued_at", ":now"),
+)
 RESET_FAILED: Final = Transition(  # operator: requeue or redrive gives a fresh budget
     name="reset_failed",
     from_states=(State.FAILED,),
     condition=(
         ("attribute_exists(pk)", "an item that expired meanwhile is not re-created"),
         ("#state = :failed", "only a failed delivery is retried; never undo a completion"),
+        (
+            "expires_at > :now",
+            "an expired item's effect records may be deleted already: a retry could apply"
+            " a done effect again",
+        ),
     ),
     to_state=State.PENDING,
-    # last_error is kept: it says why the delivery failed until the next attempt ends.
-    # reset_at restarts the retry horizon, which otherwise runs from received_at;
-    # requeued_at tells a bulk requeue run again that an operator already did this.
-    sets=(
-        ("attempts", ":zero"),
-        ("transient_failures", ":zero"),
-        ("reset_at", ":now"),
-        ("requeued_at", ":now"),
+    sets=_RESET,
+    removes=(dynamodb_items.FAILED_BY,),
+)
+RESET_DEAD_LETTER: Final = Transition(  # worker: a dead letter of its own came back
+    name="reset_dead_letter",
+    from_states=(State.FAILED,),
+    condition=(
+        *RESET_FAILED.condition,
+        (
+            f"{dynamodb_items.FAILED_BY} = :failure",
+            "only the failure the letter was sent for: the delivery may have been retried"
+            " and failed since (say with an effect in doubt an operator settled)",
+        ),
     ),
+    to_state=State.PENDING,
+    sets=_RESET,
+    removes=(dynamodb_items.FAILED_BY,),
 )
 
 TRANSITIONS: Final = (
@@ -247,11 +313,14 @@ TRANSITIONS: Final = (
     RELEASE,
     RELEASE_TRANSIENT,
     DEFER,
+    GIVE_BACK,
     FAIL,
+    EXPIRE,
     TOUCH_PENDING,
     LIST_OPEN,
     RELEASE_EXPIRED,
     RESET_FAILED,
+    RESET_DEAD_LETTER,
 )
 
 # The creation, for completeness of the table: the receiver's put.

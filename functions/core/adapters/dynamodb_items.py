@@ -31,6 +31,8 @@ STATE_CHANGED_AT: Final = "state_changed_at"
 # The repeatable effects a completed delivery applied (a string set): their "done" mark
 # is written by the completion itself, not by a record of their own (docs/processing.md).
 EFFECTS_DONE: Final = "effects_done"
+# Which failure a failed item is in: the owner token of the claim that failed it.
+FAILED_BY: Final = "failed_by"
 
 # The state index label of quarantine records (docs/architecture.md: quarantined#NN).
 QUARANTINED_LABEL = "quarantined"

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 # reason (an error code). SQS keeps message attributes when its redrive moves a dead
 # letter back, so the worker can tell an operator's redrive from a new work item.
 DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
+# Beside it, the failure the letter was sent for (the failing claim's owner token): a
+# redrive reopens that failure only, never one the delivery reached since.
+DEAD_LETTER_FAILURE_ATTRIBUTE: Final = "relaylink-failure"
 
 
 class SqsWorkQueue:
@@ -75,17 +78,21 @@ class SqsWorkQueue:
             VisibilityTimeout=seconds,
         )
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
         """Copy a message body to the dead-letter queue (its original is then acked),
-        marked with :data:`DEAD_LETTERED_ATTRIBUTE` = ``reason``."""
+        marked with :data:`DEAD_LETTERED_ATTRIBUTE` = ``reason`` and
+        :data:`DEAD_LETTER_FAILURE_ATTRIBUTE` = ``failure``."""
         if self._dead_letter_queue_url is None:
             raise RuntimeError("no dead-letter queue configured")
+        mark = {DEAD_LETTERED_ATTRIBUTE: reason}
+        if failure is not None:
+            mark[DEAD_LETTER_FAILURE_ATTRIBUTE] = failure
         self._call(
             "send_message",
             QueueUrl=self._dead_letter_queue_url,
             MessageBody=body,
             MessageAttributes={
-                DEAD_LETTERED_ATTRIBUTE: {"DataType": "String", "StringValue": reason}
+                name: {"DataType": "String", "StringValue": value} for name, value in mark.items()
             },
         )
 

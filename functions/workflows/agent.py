@@ -47,6 +47,7 @@ from functions.core.errors import NotApplied, PermanentError, TransientError
 from functions.core.observability import logger
 from functions.core.settings_env import SettingsError, integer, number, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt, sanitize_model_output
+from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ ALERT_HTTP_EFFECT: Final = "alert.http"  # the POST to alert_url
 # The answer kept and shown; Converse's answer is bounded by max_tokens anyway.
 MAX_SUMMARY_CHARS: Final = 4000
 MAX_TITLE_CHARS: Final = 300
+MAX_PACKAGE_ID_CHARS: Final = 512  # what the receiver admits
+MAX_STOP_REASON_CHARS: Final = 64
 SNS_SUBJECT_CHARS: Final = 100  # SNS refuses longer subjects
 # Stop reasons of an answer withheld by a content filter or a guardrail.
 REFUSAL_STOP_REASONS: Final = frozenset({"content_filtered", "guardrail_intervened"})
@@ -213,7 +216,13 @@ class ModelSummary:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    """The alert of one delivery, the same on every channel and every attempt."""
+    """The alert of one delivery, the same on every channel and every attempt.
+
+    Fields hold what was recorded or received; what the alert shows of the outside
+    texts (title, ``package_id``, summary, stop reason) goes through
+    :mod:`functions.workflows.alert_text`: invisible characters removed, the title on
+    one line, mentions, URLs and Markdown links made inert.
+    """
 
     delivery_id: str
     event: str
@@ -223,27 +232,42 @@ class Alert:
     archive_key: str
 
     @property
+    def shown_title(self) -> str:
+        """The title as the alert shows it: one line, defanged, capped."""
+        return alert_line(self.title, MAX_TITLE_CHARS)
+
+    @property
+    def shown_package_id(self) -> str:
+        # The receiver refuses invisible characters; a record from before it did is cleaned.
+        return alert_line(self.package_id, MAX_PACKAGE_ID_CHARS)
+
+    @property
+    def shown_stop_reason(self) -> str:
+        return alert_line(self.summary.stop_reason, MAX_STOP_REASON_CHARS)
+
+    @property
     def body(self) -> str:
-        """The summary, or the note that the model declined."""
+        """The summary (defanged), or the note that the model declined."""
         if self.summary.refused:
             return (
                 "The model declined to summarise this package"
-                f" (stop reason: {self.summary.stop_reason}). Read it in the archive."
+                f" (stop reason: {self.shown_stop_reason}). Read it in the archive."
             )
+        text = alert_block(self.summary.text)
         if self.summary.stop_reason == "max_tokens":
-            return self.summary.text + "\n(The summary was cut at the token limit.)"
-        return self.summary.text
+            return text + "\n(The summary was cut at the token limit.)"
+        return text
 
     def subject(self) -> str:
         """A one-line ASCII subject (SNS allows nothing else), at most 100 characters."""
-        line = " ".join(f"Package {self.package_id}: {self.title}".split())
+        line = f"Package {self.shown_package_id}: {self.shown_title}"
         return "".join(char if " " <= char <= "~" else "?" for char in line)[:SNS_SUBJECT_CHARS]
 
     def text(self) -> str:
         """The message for people (an e-mail subscription, a chat hook)."""
         return (
-            f"{self.title}\n"
-            f"Package {self.package_id}, delivery {self.delivery_id}\n"
+            f"{self.shown_title}\n"
+            f"Package {self.shown_package_id}, delivery {self.delivery_id}\n"
             f"Archived as {self.archive_key}\n\n{self.body}"
         )
 
@@ -252,11 +276,11 @@ class Alert:
         return {
             "delivery_id": self.delivery_id,
             "event": self.event,
-            "package_id": self.package_id,
-            "title": self.title,
+            "package_id": self.shown_package_id,
+            "title": self.shown_title,
             "summary": self.body,
             "model_declined": self.summary.refused,
-            "stop_reason": self.summary.stop_reason,
+            "stop_reason": self.shown_stop_reason,
             "archive_key": self.archive_key,
         }
 
@@ -310,7 +334,7 @@ class AgentWorkflow:
             delivery_id=work.delivery_id,
             event=work.event,
             package_id=package.package_id,
-            title=sanitize_model_output(package.title, MAX_TITLE_CHARS),
+            title=package.title,
             summary=ModelSummary.from_record(recorded),
             archive_key=key,
         )

@@ -57,6 +57,7 @@ SHORT_SETTING_KEYS = {
     "alert_url": "alert_url",
 }
 WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"
+WORKER_MANAGED_POLICY_ACK = "worker_managed_policy_ack"
 WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a secret)
 WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
 WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
@@ -126,6 +127,8 @@ class StackConfig:
         workflow_requirements: Extra pip requirements of the workflow.
         workflow_settings: The workflow's own settings (WORKFLOW_SETTINGS).
         worker_managed_policy_arns: Managed policies attached to the worker's role.
+        worker_managed_policy_ack: Names of the privileged ones among them (see
+            :func:`is_privileged_policy`) the deployer acknowledges; any other is refused.
         worker_secret_arns: Secrets the worker may read (GetSecretValue).
         worker_bedrock_model_arns: Bedrock models the worker may invoke, beyond the
             agent workflow's configured one.
@@ -169,6 +172,7 @@ class StackConfig:
     workflow_requirements: tuple[str, ...] = ()
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
     worker_managed_policy_arns: tuple[str, ...] = ()
+    worker_managed_policy_ack: tuple[str, ...] = ()
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
     worker_timeout_seconds: int = 180
@@ -285,6 +289,7 @@ class StackConfig:
             worker_managed_policy_arns=_arns(
                 context, WORKER_MANAGED_POLICY_ARNS, _MANAGED_POLICY_ARN, "an IAM policy ARN"
             ),
+            worker_managed_policy_ack=_names(context, WORKER_MANAGED_POLICY_ACK),
             worker_secret_arns=_arns(
                 context,
                 WORKER_SECRET_ARNS,
@@ -411,6 +416,7 @@ class StackConfig:
                 "settings in all (Lambda allows 4 KB of environment); keep long texts in S3 "
                 "or a secret and name them"
             )
+        self._validate_managed_policies()
         if self.batch_concurrency > self.worker_batch_size:
             raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
         try:
@@ -418,6 +424,40 @@ class StackConfig:
             _ = self.agent_settings
         except SettingsError as exc:
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
+
+    def _validate_managed_policies(self) -> None:
+        """A privileged managed policy is attached only when acknowledged by name."""
+        privileged = {
+            policy_name(arn): arn
+            for arn in self.worker_managed_policy_arns
+            if is_privileged_policy(arn)
+        }
+        for name, arn in privileged.items():
+            if name not in self.worker_managed_policy_ack:
+                raise ConfigError(
+                    f"{WORKER_MANAGED_POLICY_ARNS}: {arn} grants administrator or full-access "
+                    f"power to every workflow run; to attach it anyway, acknowledge it by "
+                    f"name: -c {WORKER_MANAGED_POLICY_ACK}={name}"
+                )
+        for name in self.worker_managed_policy_ack:
+            if name not in privileged:
+                raise ConfigError(
+                    f"{WORKER_MANAGED_POLICY_ACK}: {name!r} is no privileged policy that "
+                    f"{WORKER_MANAGED_POLICY_ARNS} names"
+                )
+
+
+def policy_name(arn: str) -> str:
+    """The policy's name: the last part of its ARN (``AdministratorAccess``)."""
+    return arn.rsplit("/", 1)[-1]
+
+
+def is_privileged_policy(arn: str) -> bool:
+    """Whether a managed policy's name says it grants administrator or full-access power
+    (``AdministratorAccess``, ``PowerUserAccess``, ``IAMFullAccess``,
+    ``AmazonS3FullAccess``, ``job-function/SystemAdministrator`` ...)."""
+    name = policy_name(arn)
+    return "Administrator" in name or "FullAccess" in name or name == "PowerUserAccess"
 
 
 def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:
@@ -511,6 +551,11 @@ def _arns(
         if arn and not pattern.match(arn):
             raise ConfigError(f"{key}: {arn!r} is not {what}")
     return tuple(dict.fromkeys(arn for arn in arns if arn))
+
+
+def _names(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    names = [part.strip() for item in _listed(context.get(key), key) for part in item.split(",")]
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _requirements(value: Any) -> tuple[str, ...]:

@@ -25,7 +25,13 @@ from functions.core import event_source_limits, setting_defaults, steps
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS
 from infra.alerts import Alerts
-from infra.config import WORKER_MANAGED_POLICY_ARNS, StackConfig
+from infra.config import (
+    WORKER_MANAGED_POLICY_ACK,
+    WORKER_MANAGED_POLICY_ARNS,
+    StackConfig,
+    is_privileged_policy,
+    policy_name,
+)
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, logical_id, role_of
@@ -267,13 +273,20 @@ class Worker(Construct):
             self.role.add_managed_policy(
                 iam.ManagedPolicy.from_managed_policy_arn(self, f"ManagedPolicy{index}", arn)
             )
-            if ":iam::aws:policy/" in arn:
-                acknowledge(
-                    role_of(self.function),
-                    f"AwsSolutions-IAM4[Policy::{arn}]",
-                    f"Named by the deployer in {WORKER_MANAGED_POLICY_ARNS} for the "
-                    "workflow's own needs; the stack's own grants stay least privilege.",
+            if ":iam::aws:policy/" not in arn:
+                continue
+            reason = (
+                f"Named by the deployer in {WORKER_MANAGED_POLICY_ARNS} for the "
+                "workflow's own needs; the stack's own grants stay least privilege."
+            )
+            if is_privileged_policy(arn):
+                name = policy_name(arn)
+                reason = (
+                    f"{name} grants administrator or full-access power; the deployer "
+                    f"acknowledged it by name ({WORKER_MANAGED_POLICY_ACK}={name}) for the "
+                    "workflow's own needs; the stack's own grants stay least privilege."
                 )
+            acknowledge(role_of(self.function), f"AwsSolutions-IAM4[Policy::{arn}]", reason)
 
 
 def foundation_model_arn(scope: Construct, model_id: str) -> str:

@@ -27,6 +27,7 @@ FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 MODEL_ID = "amazon.nova-lite-v1:0"
 EXTRA_MODEL = "arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
 AWS_MANAGED = "arn:aws:iam::aws:policy/AWSXrayReadOnlyAccess"
+PRIVILEGED = "arn:aws:iam::aws:policy/AmazonS3FullAccess"
 OWN_POLICY = "arn:aws:iam::123456789012:policy/relaylink-extra"
 ALERT_URL = "https://alerts.example.com/relaylink"
 ALERT_EMAIL = "agent-alerts@example.com"
@@ -37,7 +38,8 @@ CUSTOM: dict[str, Any] = {
     "workflow_setting_daily_token_budget": 5000,
     "workflow_setting_system_prompt": "Name the package's author.",
     "worker_secret_arns": OWN_TOKEN,
-    "worker_managed_policy_arns": f"{AWS_MANAGED},{OWN_POLICY}",
+    "worker_managed_policy_arns": f"{AWS_MANAGED},{OWN_POLICY},{PRIVILEGED}",
+    "worker_managed_policy_ack": "AmazonS3FullAccess",
     "worker_bedrock_model_arns": [EXTRA_MODEL],
     "worker_timeout_seconds": "900",
     "worker_memory_mb": 1024,
@@ -138,10 +140,25 @@ def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> No
         ("bedrock:InvokeModel", resource_key(EXTRA_MODEL)),
     }
     # ... and the managed policies it names, attached to the worker's role alone.
-    grants = role_grants(customised, "worker", managed_policy_arns=(AWS_MANAGED, OWN_POLICY))
+    grants = role_grants(
+        customised, "worker", managed_policy_arns=(AWS_MANAGED, OWN_POLICY, PRIVILEGED)
+    )
     assert grants == worker_base_grants(customised) | extra
     for function in ("receiver", "relay", "reconciler"):
         role_grants(customised, function)  # asserts: no managed policy
+
+
+def test_a_privileged_policy_reaches_cdk_nag_acknowledged_by_name(
+    customised: Synthesized,
+) -> None:
+    report = json.loads((customised.outdir / "validation-report.json").read_text())
+    (nag,) = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
+    reasons = {
+        finding["acknowledgedId"]: finding["reason"] for finding in nag["suppressedViolations"]
+    }
+    privileged = reasons[f"AwsSolutions::AwsSolutions-IAM4[Policy::{PRIVILEGED}]"]
+    assert "acknowledged it by name (worker_managed_policy_ack=AmazonS3FullAccess)" in privileged
+    assert "acknowledged" not in reasons[f"AwsSolutions::AwsSolutions-IAM4[Policy::{AWS_MANAGED}]"]
 
 
 def test_the_agent_alone_may_invoke_a_model(synthesized: Synthesized) -> None:

@@ -55,7 +55,13 @@ SHORT_SETTING_KEYS = {
     "agent_system_prompt": "system_prompt",
     "agent_daily_token_budget": "daily_token_budget",
     "alert_url": "alert_url",
+    "alert_url_secret_arn": "alert_url_secret_arn",
+    "alert_signing_secret_arn": "alert_signing_secret_arn",
 }
+ALERT_URL_KMS_KEY_ARN = "alert_url_kms_key_arn"
+ALERT_SIGNING_KMS_KEY_ARN = "alert_signing_kms_key_arn"
+ALERT_URL_SECRET_ARN = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
+ALERT_SIGNING_SECRET_ARN = "alert_signing_secret_arn"  # noqa: S105 (a context key)
 WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"
 WORKER_MANAGED_POLICY_ACK = "worker_managed_policy_ack"
 WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a secret)
@@ -143,6 +149,9 @@ class StackConfig:
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
+        alert_url_kms_key_arn: Customer managed key encrypting the secret
+            ``alert_url_secret_arn`` names, or None (the AWS managed key).
+        alert_signing_kms_key_arn: The same for ``alert_signing_secret_arn``.
     """
 
     stage: str = "prod"
@@ -184,6 +193,8 @@ class StackConfig:
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
+    alert_url_kms_key_arn: str | None = None
+    alert_signing_kms_key_arn: str | None = None
     tracing: bool = False
 
     @property
@@ -329,6 +340,8 @@ class StackConfig:
                 else None
             ),
             alert_email=_optional_text(context, ALERT_EMAIL),
+            alert_url_kms_key_arn=_optional_text(context, ALERT_URL_KMS_KEY_ARN),
+            alert_signing_kms_key_arn=_optional_text(context, ALERT_SIGNING_KMS_KEY_ARN),
             tracing=_boolean(context, TRACING, defaults.tracing),
         )
         config.validate()
@@ -410,6 +423,7 @@ class StackConfig:
         alert_url = self.workflow_settings.get("alert_url")
         if alert_url is not None and not alert_url.startswith("https://"):
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}alert_url (alert_url): an https:// URL")
+        self._validate_alert_secrets()
         if len(json.dumps(dict(self.workflow_settings))) > WORKFLOW_SETTINGS_MAX_BYTES:
             raise ConfigError(
                 f"{WORKFLOW_SETTING_PREFIX}*: at most {WORKFLOW_SETTINGS_MAX_BYTES} bytes of "
@@ -424,6 +438,28 @@ class StackConfig:
             _ = self.agent_settings
         except SettingsError as exc:
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
+
+    @property
+    def alert_secrets(self) -> tuple[tuple[str, str | None], ...]:
+        """(secret ARN, its customer managed key ARN or None) of each alert secret set."""
+        pairs = (
+            (self.workflow_settings.get(ALERT_URL_SECRET_ARN), self.alert_url_kms_key_arn),
+            (self.workflow_settings.get(ALERT_SIGNING_SECRET_ARN), self.alert_signing_kms_key_arn),
+        )
+        return tuple((arn, key) for arn, key in pairs if arn is not None)
+
+    def _validate_alert_secrets(self) -> None:
+        """The alert endpoint's secrets: complete ARNs, for the agent, each with its key."""
+        for key, kms_key in (
+            (ALERT_URL_SECRET_ARN, (ALERT_URL_KMS_KEY_ARN, self.alert_url_kms_key_arn)),
+            (ALERT_SIGNING_SECRET_ARN, (ALERT_SIGNING_KMS_KEY_ARN, self.alert_signing_kms_key_arn)),
+        ):
+            arn = self.workflow_settings.get(key)
+            if arn is not None and not _SECRET_ARN.match(arn):
+                raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
+            if arn is not None and self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+                raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
+            _check_secret_key(*kms_key, secret=(key, arn))
 
     def _validate_managed_policies(self) -> None:
         """A privileged managed policy is attached only when acknowledged by name."""

@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -261,6 +262,12 @@ class Worker(Construct):
                     resources=list(config.worker_secret_arns),
                 )
             )
+        # The alert endpoint's secrets: exactly these two (each with its key, if any).
+        for index, (arn, key_arn) in enumerate(config.alert_secrets):
+            secret = secretsmanager.Secret.from_secret_complete_arn(
+                self, f"AlertSecret{index}", arn
+            )
+            ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
         models = list(config.worker_bedrock_model_arns)
         agent = config.agent_settings
         if agent is not None and agent.bedrock_endpoint_url is None:

@@ -80,6 +80,8 @@ SETTING_TEMPERATURE: Final = "temperature"
 SETTING_SYSTEM_PROMPT: Final = "system_prompt"
 SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_ALERT_URL: Final = "alert_url"
+SETTING_ALERT_URL_SECRET_ARN: Final = "alert_url_secret_arn"  # noqa: S105 (a setting's name)
+SETTING_ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S105 (a name)
 SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
 DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
 DEFAULT_MAX_TOKENS: Final = 512
@@ -97,6 +99,11 @@ class AgentSettings:
         daily_token_budget: tokens all workers may spend per UTC day; 0 turns it off.
         system_prompt: the operator's extra instructions, appended to the fencing
             system prompt (trusted: it comes from the deployment, not a package).
+        alert_url: where alerts are POSTed, for a URL that carries no credential.
+        alert_url_secret_arn: the Secrets Manager secret whose value is that URL (for
+            one that carries its credential, as chat webhooks do); not with alert_url.
+        alert_signing_secret_arn: the secret (``whsec_...``) the POST is signed with
+            (Standard Webhooks), or None for no signature.
         bedrock_endpoint_url: another Bedrock Runtime endpoint (the local emulator).
     """
 
@@ -106,7 +113,14 @@ class AgentSettings:
     system_prompt: str | None = None
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
     alert_url: str | None = None
+    alert_url_secret_arn: str | None = None
+    alert_signing_secret_arn: str | None = None
     bedrock_endpoint_url: str | None = None
+
+    @property
+    def has_alert_url(self) -> bool:
+        """Whether alerts are POSTed (to a URL given plainly or in a secret)."""
+        return self.alert_url is not None or self.alert_url_secret_arn is not None
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> AgentSettings:
@@ -121,6 +135,18 @@ class AgentSettings:
         model_id = optional(settings, SETTING_MODEL_ID) or DEFAULT_MODEL_ID
         if any(char.isspace() for char in model_id):
             raise SettingsError(f"{SETTING_MODEL_ID} must not contain spaces")
+        alert_url = optional(settings, SETTING_ALERT_URL)
+        url_secret = optional(settings, SETTING_ALERT_URL_SECRET_ARN)
+        signing_secret = optional(settings, SETTING_ALERT_SIGNING_SECRET_ARN)
+        if alert_url is not None and url_secret is not None:
+            raise SettingsError(
+                f"{SETTING_ALERT_URL} and {SETTING_ALERT_URL_SECRET_ARN}: one or the other"
+            )
+        if signing_secret is not None and alert_url is None and url_secret is None:
+            raise SettingsError(
+                f"{SETTING_ALERT_SIGNING_SECRET_ARN} signs the alert POST: it needs "
+                f"{SETTING_ALERT_URL} or {SETTING_ALERT_URL_SECRET_ARN}"
+            )
         return cls(
             model_id=model_id,
             max_tokens=integer(
@@ -137,7 +163,9 @@ class AgentSettings:
                 low=0,
                 high=MAX_DAILY_TOKEN_BUDGET,
             ),
-            alert_url=optional(settings, SETTING_ALERT_URL),
+            alert_url=alert_url,
+            alert_url_secret_arn=url_secret,
+            alert_signing_secret_arn=signing_secret,
             bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
         )
 

@@ -20,9 +20,16 @@ from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
 from functions.core.workflow import WorkflowContext
 from functions.workflows.adapters.alert_http import HttpAlerts
+from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
+from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
-from functions.workflows.agent import AgentSettings, AgentWorkflow
+from functions.workflows.agent import (
+    SETTING_ALERT_SIGNING_SECRET_ARN,
+    SETTING_ALERT_URL_SECRET_ARN,
+    AgentSettings,
+    AgentWorkflow,
+)
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
 
@@ -91,13 +98,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     if context.alert_topic_arn:
         sns = boto3.client("sns", config=SNS_CONFIG)
         topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
-    webhook = None
-    if settings.alert_url is not None:
-        webhook = HttpAlerts(
-            url=settings.alert_url,
-            timeout_seconds=context.timeout_seconds,
-            allow_insecure_loopback=context.allow_insecure_loopback,
-        )
+    webhook = build_alert_webhook(settings, context) if settings.has_alert_url else None
     bedrock = boto3.client(
         "bedrock-runtime", endpoint_url=settings.bedrock_endpoint_url, config=BEDROCK_CONFIG
     )
@@ -111,6 +112,48 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         clock=context.clock,
         # The worker's own metric set: it is flushed after every batch.
         metrics=EmfMetrics(),
+    )
+
+
+def build_alert_webhook(
+    settings: AgentSettings, context: WorkflowContext
+) -> HttpAlerts | SecretBackedAlerts:
+    """The HTTP alert channel: to ``alert_url`` as it is, or (with a secret named) one
+    whose URL and signer are read from their secrets on its first alert.
+
+    Raises:
+        ValueError: a plain ``alert_url`` that is not HTTPS (or loopback, when allowed).
+    """
+    if settings.alert_url_secret_arn is None and settings.alert_signing_secret_arn is None:
+        return _http_alerts(settings.alert_url, None, context)
+
+    def from_secrets() -> HttpAlerts:
+        secrets = boto3.client("secretsmanager")
+        url = settings.alert_url
+        if settings.alert_url_secret_arn is not None:
+            name = SETTING_ALERT_URL_SECRET_ARN
+            url = secret_text(secrets, settings.alert_url_secret_arn, name=name)
+            _check_url(name, url, context)
+        signer = None
+        if settings.alert_signing_secret_arn is not None:
+            name = SETTING_ALERT_SIGNING_SECRET_ARN
+            secret = secret_text(secrets, settings.alert_signing_secret_arn, name=name)
+            signer = AlertSigner(secret=secret, clock=context.clock)
+        return _http_alerts(url, signer, context)
+
+    return SecretBackedAlerts(from_secrets)
+
+
+def _http_alerts(
+    url: str | None, signer: AlertSigner | None, context: WorkflowContext
+) -> HttpAlerts:
+    if url is None:
+        raise ValueError("the agent workflow's HTTP alerts need alert_url or its secret")
+    return HttpAlerts(
+        url=url,
+        timeout_seconds=context.timeout_seconds,
+        allow_insecure_loopback=context.allow_insecure_loopback,
+        signer=signer,
     )
 
 

@@ -1,8 +1,10 @@
 """The agent's alert POSTed to the configured ``alert_url`` (an ``AlertChannel``).
 
 The JSON of :meth:`~functions.workflows.agent.Alert.payload` with ``Idempotency-Key:
-<delivery_id>:alert``. Only the configured URL is ever contacted (HTTPS, or plain
-HTTP to loopback when the local runtime allows it), with no proxy and no redirects.
+<delivery_id>:alert`` and, with a signer, the Standard Webhooks signature headers
+(:mod:`functions.workflows.adapters.alert_signing`). Only the configured URL is ever
+contacted (HTTPS, or plain HTTP to loopback when the local runtime allows it), with no
+proxy and no redirects.
 What a POST can end in:
 
 * a 2xx answer: sent;
@@ -29,6 +31,7 @@ from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_targ
 from functions.core.errors import NotApplied, TransientError
 
 if TYPE_CHECKING:
+    from functions.workflows.adapters.alert_signing import AlertSigner
     from functions.workflows.agent import Alert
 
 # Failures to open a connection at all: the request cannot have been sent.
@@ -39,19 +42,26 @@ class HttpAlerts:
     """POSTs alerts to one configured URL."""
 
     def __init__(
-        self, *, url: str, timeout_seconds: float, allow_insecure_loopback: bool = False
+        self,
+        *,
+        url: str,
+        timeout_seconds: float,
+        allow_insecure_loopback: bool = False,
+        signer: AlertSigner | None = None,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url
         self._timeout = timeout_seconds
         self._opener = direct_opener()
+        self._signer = signer
 
     def send(self, alert: Alert, *, idempotency_key: str) -> None:
+        body = json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode()
+        headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
+        if self._signer is not None:
+            headers |= self._signer.headers(idempotency_key, body)
         request = urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
-            self._url,
-            data=json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key},
+            self._url, data=body, method="POST", headers=headers
         )
         try:
             with self._opener.open(request, timeout=self._timeout) as response:

@@ -126,6 +126,8 @@ def build_alert_webhook(
     """
     if settings.alert_url_secret_arn is None and settings.alert_signing_secret_arn is None:
         return _http_alerts(settings.alert_url, None, context)
+    if settings.alert_url is not None:  # a plain URL is checked at cold start, as without a signer
+        _check_url("alert_url", settings.alert_url, context)
 
     def from_secrets() -> HttpAlerts:
         secrets = boto3.client("secretsmanager")

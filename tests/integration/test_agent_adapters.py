@@ -385,3 +385,7 @@ def test_the_alert_url_and_signing_secret_are_read_from_their_secrets(
     assert "alert_url_secret_arn must be https" in str(refused.value.__cause__)
     assert "T000" not in str(refused.value.__cause__)
     assert len(received) == 1
+    # A plain URL beside a signing secret is still checked at cold start.
+    plain = {"alert_url": "http://hooks.example/x", "alert_signing_secret_arn": signing_arn}
+    with pytest.raises(ValueError, match="alert_url must be https"):
+        build_alert_webhook(AgentSettings.from_mapping(plain), context)

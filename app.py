@@ -29,8 +29,14 @@ def _in_an_interpreter_with_the_cdk() -> None:
 def main() -> None:
     _in_an_interpreter_with_the_cdk()
     from infra.application import build_app  # noqa: PLC0415 (needs the CDK: after the check)
+    from infra.config import ConfigError  # noqa: PLC0415
+    from infra.workflow_code import WorkflowCodeError  # noqa: PLC0415
 
-    app, _stack = build_app()
+    try:
+        app, _stack = build_app()
+    except (ConfigError, WorkflowCodeError) as exc:
+        # A setting or a workflow folder the synth refuses: one line naming it.
+        sys.exit(f"cdk app: {exc}")
     app.synth()
 
 

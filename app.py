@@ -29,12 +29,13 @@ def _in_an_interpreter_with_the_cdk() -> None:
 def main() -> None:
     _in_an_interpreter_with_the_cdk()
     from infra.application import build_app  # noqa: PLC0415 (needs the CDK: after the check)
+    from infra.bundle import BundleError  # noqa: PLC0415
     from infra.config import ConfigError  # noqa: PLC0415
     from infra.workflow_code import WorkflowCodeError  # noqa: PLC0415
 
     try:
         app, _stack = build_app()
-    except (ConfigError, WorkflowCodeError) as exc:
+    except (ConfigError, WorkflowCodeError, BundleError) as exc:
         # A setting or a workflow folder the synth refuses: one line naming it.
         sys.exit(f"cdk app: {exc}")
     app.synth()

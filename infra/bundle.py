@@ -354,6 +354,18 @@ class AssetRecipe:
     def extra_requirements(self) -> tuple[str, ...]:
         return self.workflow.requirements if self.workflow is not None else ()
 
+    def refuse_replaced_dependencies(self) -> None:
+        """Refuse a workflow folder whose top-level name a dependency already provides
+        (the synth calls it before bundling, so the refusal is one line; it installs the
+        dependencies, once, to know their names).
+
+        Raises:
+            BundleError: naming the folder's entry and the distribution it would replace.
+        """
+        if self.workflow is not None:
+            deps = dependency_dir(self.asset.requirements, self.extra_requirements)
+            _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))
+
     def content_hash(self) -> str:
         """A digest of every input: code files, requirement lines, target platform."""
         digest = hashlib.sha256(_ASSET_FORMAT.encode())
@@ -376,7 +388,7 @@ class AssetRecipe:
         deps = dependency_dir(self.asset.requirements, self.extra_requirements)
         provided = {entry.name.split(".")[0].split("-")[0] for entry in deps.iterdir()}
         if self.workflow is not None:
-            _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))
+            _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))  # again
             provided |= self.workflow.top_level_names()
         python = [path for path in files.values() if path.suffix == ".py"]
         unbundled = sorted(third_party_imports(python) - provided - RUNTIME_PROVIDED)

@@ -228,8 +228,9 @@ def test_cli_synth_ships_nothing_from_outside_the_folder_and_never_spoils_a_depe
     (folder / "pydantic" / "__init__.py").write_text("TAMPERED = True\n")
     replaced = _run_app(project, tmp_path / "out-clash", workflow)
     assert replaced.returncode != 0
-    assert f"{folder / 'pydantic'} would replace the worker's dependency 'pydantic'" in (
-        replaced.stderr
+    assert replaced.stderr.splitlines()[-1].startswith(
+        f"cdk app: workflow_source: {folder / 'pydantic'} would replace the worker's "
+        "dependency 'pydantic' (from pydantic "
     )
 
     # The next synth, without a workflow, ships the dependency as pip installed it.

@@ -362,7 +362,7 @@ class AssetRecipe:
         Raises:
             BundleError: naming the folder's entry and the distribution it would replace.
         """
-        if self.workflow is not None:
+        if self.workflow is not None and self.workflow.source is not None:
             deps = dependency_dir(self.asset.requirements, self.extra_requirements)
             _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))
 

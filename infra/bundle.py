@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -410,8 +412,26 @@ class AssetRecipe:
             target.parent.mkdir(parents=True, exist_ok=True)
             # A file already there (a link, even) is replaced, never written through.
             target.unlink(missing_ok=True)
-            shutil.copyfile(source, target)
+            _copy_regular_file(source, target)
         return destination
+
+
+def _copy_regular_file(source: Path, target: Path) -> None:
+    """Copy ``source``, which must still be a regular file and no link: it was checked
+    (contained in its folder) when listed, and must not have been swapped since.
+
+    Raises:
+        BundleError: it is a link or not a regular file now.
+    """
+    try:
+        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BundleError(f"{source} cannot be shipped: {exc.strerror}") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise BundleError(f"{source} cannot be shipped: not a regular file")
+        with target.open("xb") as copy:
+            shutil.copyfileobj(stream, copy)
 
 
 def dependency_modules(deps: Path) -> dict[str, str]:

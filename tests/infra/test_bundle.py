@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -277,3 +278,18 @@ def test_a_package_named_like_a_dependency_is_refused_and_the_cache_stays_clean(
     assert (
         bundle.dependency_dir(worker.requirements) / "pydantic" / "__init__.py"
     ).read_bytes() == clean
+
+
+def test_a_listed_file_swapped_for_a_link_or_a_fifo_is_not_copied(tmp_path: Path) -> None:
+    # What a workflow folder lists was checked when listed; the copy opens it without
+    # following a link, so a file replaced by one since ships nothing of the target.
+    secret = tmp_path / "credentials"
+    secret.write_text("outside")
+    swapped = tmp_path / "prompt.txt"
+    swapped.symlink_to(secret)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    for source in (swapped, fifo):
+        with pytest.raises(bundle.BundleError, match=str(source)):
+            bundle._copy_regular_file(source, tmp_path / f"{source.name}.copy")
+        assert not (tmp_path / f"{source.name}.copy").exists()

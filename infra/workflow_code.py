@@ -74,11 +74,14 @@ class WorkflowCode:
         for entry in sorted(self.source.iterdir()):
             if _skipped(entry.name):
                 continue
-            real = _contained(entry, root)
+            # What does not ship (a README, a link to a tool's folder) is not checked.
+            real = entry.resolve()
             if real.is_file() and entry.suffix == ".py":
+                real = _contained(entry, root)
                 _check_top_level_name(entry.name.removesuffix(".py"), entry)
                 files[entry.name] = real
             elif real.is_dir() and (real / "__init__.py").is_file():
+                real = _contained(entry, root)
                 _check_top_level_name(entry.name, entry)
                 for relative, path in _package_files(entry, root, visited={root, real}):
                     files[f"{entry.name}/{relative}"] = path

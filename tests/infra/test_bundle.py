@@ -232,9 +232,10 @@ def test_a_link_that_stays_inside_the_workflow_folder_ships_its_target(tmp_path:
     (folder / "shared" / "system.txt").write_text("You are careful.\n")
     (folder / "pkg" / "system.txt").symlink_to(folder / "shared" / "system.txt")
     (folder / "pkg" / "loop").symlink_to(folder / "pkg")
+    (folder / "tools").symlink_to(tmp_path)  # leads out, but no package: nothing ships
     files = WorkflowCode("pkg.flow:build", source=folder).source_files()
     assert files["pkg/system.txt"] == (folder / "shared" / "system.txt").resolve()
-    assert not any(relative.startswith("pkg/loop") for relative in files)
+    assert not any(relative.startswith(("pkg/loop", "tools")) for relative in files)
 
 
 @pytest.mark.parametrize("name", ["json.py", "functions", "asyncio"])

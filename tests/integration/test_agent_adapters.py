@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.config import Config
 
+from functions.core.clock import SystemClock
 from functions.core.errors import NotApplied, PermanentError, TransientError
 from functions.core.package import Package
 from functions.core.workflow import WorkflowContext
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 from tests.integration.conftest import BlackHole
 
+ROOT = Path(__file__).resolve().parents[2]
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 KEY = f"{DELIVERY}:alert"
 PACKAGE = Package(
@@ -389,3 +392,19 @@ def test_the_alert_url_and_signing_secret_are_read_from_their_secrets(
     plain = {"alert_url": "http://hooks.example/x", "alert_signing_secret_arn": signing_arn}
     with pytest.raises(ValueError, match="alert_url must be https"):
         build_alert_webhook(AgentSettings.from_mapping(plain), context)
+
+
+def test_the_docs_receiver_verifies_a_signed_alert(endpoint: tuple[str, list[Received]]) -> None:
+    # The verifying receiver docs/workflows.md shows, run as written, on a real POST.
+    docs = (ROOT / "docs" / "workflows.md").read_text()
+    code = docs.split("A receiver verifies it", 1)[1].split("```python\n", 1)[1].split("```")[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/workflows.md", "exec"), namespace)
+    url, received = endpoint
+    signer = AlertSigner(secret=SIGNING_SECRET, clock=SystemClock())
+    alerts = HttpAlerts(url=url, timeout_seconds=2, allow_insecure_loopback=True, signer=signer)
+    alerts.send(ALERT, idempotency_key=KEY)
+    (request,) = received
+    assert namespace["verify"](SIGNING_SECRET, request.headers, request.body) == request.body
+    with pytest.raises(ValueError, match="no valid signature"):
+        namespace["verify"](SIGNING_SECRET, request.headers, request.body + b" ")

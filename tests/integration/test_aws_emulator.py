@@ -46,14 +46,13 @@ def _sqs(endpoint_url: str) -> SQSClient:
 
 
 def _dynamodb(endpoint_url: str, credentials: EmulatorCredentials | None = None) -> DynamoDBClient:
-    keys = {}
-    if credentials is not None:
-        keys = {
-            "aws_access_key_id": credentials.access_key_id,
-            "aws_secret_access_key": credentials.secret_access_key,
-        }
     return boto3.client(
-        "dynamodb", region_name=REGION, endpoint_url=endpoint_url, config=NO_RETRIES, **keys
+        "dynamodb",
+        region_name=REGION,
+        endpoint_url=endpoint_url,
+        config=NO_RETRIES,
+        aws_access_key_id=credentials.access_key_id if credentials else None,
+        aws_secret_access_key=credentials.secret_access_key if credentials else None,
     )
 
 

@@ -17,8 +17,12 @@ functions use only long-stable APIs (``TransactWriteItems`` with
 out keeps every asset about 25 MB smaller, which shortens deploys and cold starts.
 
 The pip step is cached under ``build/deps/<hash>/``, keyed on the requirement lines
-and the target platform, so a rebuild with unchanged pins links or copies files only;
-:meth:`AssetRecipe.content_hash` names an asset by everything that goes into it.
+and the target platform, so a rebuild with unchanged pins copies files only;
+:meth:`AssetRecipe.content_hash` names an asset by everything that goes into it. A
+build never modifies the cache: every file of an asset is a copy (a hard link would
+let whatever writes into the asset, later or in the same build, write into the cache
+and every later asset), and a workflow folder may not ship a top-level name that one
+of the worker's dependencies (or the Lambda runtime's boto3) already provides.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import ast
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -351,6 +356,18 @@ class AssetRecipe:
     def extra_requirements(self) -> tuple[str, ...]:
         return self.workflow.requirements if self.workflow is not None else ()
 
+    def refuse_replaced_dependencies(self) -> None:
+        """Refuse a workflow folder whose top-level name a dependency already provides
+        (the synth calls it before bundling, so the refusal is one line; it installs the
+        dependencies, once, to know their names).
+
+        Raises:
+            BundleError: naming the folder's entry and the distribution it would replace.
+        """
+        if self.workflow is not None and self.workflow.source is not None:
+            deps = dependency_dir(self.asset.requirements, self.extra_requirements)
+            _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))
+
     def content_hash(self) -> str:
         """A digest of every input: code files, requirement lines, target platform."""
         digest = hashlib.sha256(_ASSET_FORMAT.encode())
@@ -373,6 +390,7 @@ class AssetRecipe:
         deps = dependency_dir(self.asset.requirements, self.extra_requirements)
         provided = {entry.name.split(".")[0].split("-")[0] for entry in deps.iterdir()}
         if self.workflow is not None:
+            _refuse_replaced_dependencies(self.workflow, dependency_modules(deps))  # again
             provided |= self.workflow.top_level_names()
         python = [path for path in files.values() if path.suffix == ".py"]
         unbundled = sorted(third_party_imports(python) - provided - RUNTIME_PROVIDED)
@@ -381,26 +399,68 @@ class AssetRecipe:
             raise BundleError(
                 f"{self.asset.name} imports {', '.join(unbundled)} but does not bundle it{hint}"
             )
-        # The cache's files are never written to: a hard link is a copy that costs nothing.
+        # Copies, never links: the asset's files must not share the cache's.
         shutil.copytree(
             deps,
             destination,
             ignore=shutil.ignore_patterns(".complete"),
-            copy_function=_link_or_copy,
+            copy_function=shutil.copyfile,
             dirs_exist_ok=True,
         )
         for relative, source in sorted(files.items()):
             target = destination / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            # A file already there (a link, even) is replaced, never written through.
+            target.unlink(missing_ok=True)
+            _copy_regular_file(source, target)
         return destination
 
 
-def _link_or_copy(source: str, destination: str) -> None:
+def _copy_regular_file(source: Path, target: Path) -> None:
+    """Copy ``source``, which must still be a regular file and no link: it was checked
+    (contained in its folder) when listed, and must not have been swapped since.
+
+    Raises:
+        BundleError: it is a link or not a regular file now.
+    """
     try:
-        os.link(source, destination)
-    except OSError:  # another file system, or links not allowed: copy instead
-        shutil.copy2(source, destination)
+        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BundleError(f"{source} cannot be shipped: {exc.strerror}") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise BundleError(f"{source} cannot be shipped: not a regular file")
+        with target.open("xb") as copy:
+            shutil.copyfileobj(stream, copy)
+
+
+def dependency_modules(deps: Path) -> dict[str, str]:
+    """Top-level import name -> the distribution (``name version``) that installs it,
+    read from each ``*.dist-info/RECORD`` of an installed dependency folder."""
+    modules: dict[str, str] = {}
+    for record in sorted(deps.glob("*.dist-info/RECORD")):
+        distribution_name = record.parent.name.removesuffix(".dist-info").replace("-", " ", 1)
+        for line in record.read_text(encoding="utf-8").splitlines():
+            top = line.split(",", 1)[0].split("/", 1)[0]
+            if top and not top.endswith((".dist-info", ".data")) and top not in ("..", "bin"):
+                modules.setdefault(top.split(".")[0], distribution_name)
+    return modules
+
+
+def _refuse_replaced_dependencies(workflow: WorkflowCode, dependencies: dict[str, str]) -> None:
+    """A workflow folder's package named like a dependency would silently replace it.
+
+    Raises:
+        BundleError: naming the folder's package and the dependency it would replace.
+    """
+    provided = {name: "the Lambda runtime" for name in RUNTIME_PROVIDED} | dependencies
+    clashes = sorted(workflow.top_level_names() & set(provided))
+    if clashes and workflow.source is not None:
+        name = clashes[0]
+        raise BundleError(
+            f"workflow_source: {workflow.source / name} would replace the worker's "
+            f"dependency {name!r} (from {provided[name]}); rename it"
+        )
 
 
 def build(asset: FunctionAsset) -> Path:

@@ -56,8 +56,15 @@ SHORT_SETTING_KEYS = {
     "agent_system_prompt": "system_prompt",
     "agent_daily_token_budget": "daily_token_budget",
     "alert_url": "alert_url",
+    "alert_url_secret_arn": "alert_url_secret_arn",
+    "alert_signing_secret_arn": "alert_signing_secret_arn",
 }
+ALERT_URL_KMS_KEY_ARN = "alert_url_kms_key_arn"
+ALERT_SIGNING_KMS_KEY_ARN = "alert_signing_kms_key_arn"
+ALERT_URL_SECRET_ARN = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
+ALERT_SIGNING_SECRET_ARN = "alert_signing_secret_arn"  # noqa: S105 (a context key)
 WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"
+WORKER_MANAGED_POLICY_ACK = "worker_managed_policy_ack"
 WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a secret)
 WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
 WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
@@ -127,6 +134,8 @@ class StackConfig:
         workflow_requirements: Extra pip requirements of the workflow.
         workflow_settings: The workflow's own settings (WORKFLOW_SETTINGS).
         worker_managed_policy_arns: Managed policies attached to the worker's role.
+        worker_managed_policy_ack: Names of the privileged ones among them (see
+            :func:`is_privileged_policy`) the deployer acknowledges; any other is refused.
         worker_secret_arns: Secrets the worker may read (GetSecretValue).
         worker_bedrock_model_arns: Bedrock models the worker may invoke, beyond the
             agent workflow's configured one.
@@ -141,6 +150,9 @@ class StackConfig:
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
+        alert_url_kms_key_arn: Customer managed key encrypting the secret
+            ``alert_url_secret_arn`` names, or None (the AWS managed key).
+        alert_signing_kms_key_arn: The same for ``alert_signing_secret_arn``.
     """
 
     stage: str = "prod"
@@ -170,6 +182,7 @@ class StackConfig:
     workflow_requirements: tuple[str, ...] = ()
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
     worker_managed_policy_arns: tuple[str, ...] = ()
+    worker_managed_policy_ack: tuple[str, ...] = ()
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
     worker_timeout_seconds: int = 180
@@ -181,6 +194,8 @@ class StackConfig:
     worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
+    alert_url_kms_key_arn: str | None = None
+    alert_signing_kms_key_arn: str | None = None
     tracing: bool = False
 
     @property
@@ -286,6 +301,7 @@ class StackConfig:
             worker_managed_policy_arns=_arns(
                 context, WORKER_MANAGED_POLICY_ARNS, _MANAGED_POLICY_ARN, "an IAM policy ARN"
             ),
+            worker_managed_policy_ack=_names(context, WORKER_MANAGED_POLICY_ACK),
             worker_secret_arns=_arns(
                 context,
                 WORKER_SECRET_ARNS,
@@ -325,6 +341,8 @@ class StackConfig:
                 else None
             ),
             alert_email=_optional_text(context, ALERT_EMAIL),
+            alert_url_kms_key_arn=_optional_text(context, ALERT_URL_KMS_KEY_ARN),
+            alert_signing_kms_key_arn=_optional_text(context, ALERT_SIGNING_KMS_KEY_ARN),
             tracing=_boolean(context, TRACING, defaults.tracing),
         )
         config.validate()
@@ -431,12 +449,14 @@ class StackConfig:
         alert_url = self.workflow_settings.get("alert_url")
         if alert_url is not None and not alert_url.startswith("https://"):
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}alert_url (alert_url): an https:// URL")
+        self._validate_alert_secrets()
         if len(json.dumps(dict(self.workflow_settings))) > WORKFLOW_SETTINGS_MAX_BYTES:
             raise ConfigError(
                 f"{WORKFLOW_SETTING_PREFIX}*: at most {WORKFLOW_SETTINGS_MAX_BYTES} bytes of "
                 "settings in all (Lambda allows 4 KB of environment); keep long texts in S3 "
                 "or a secret and name them"
             )
+        self._validate_managed_policies()
         if self.batch_concurrency > self.worker_batch_size:
             raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
         _ = self.dead_letter_retention_seconds  # no dead letter outlives its item
@@ -445,6 +465,62 @@ class StackConfig:
             _ = self.agent_settings
         except SettingsError as exc:
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
+
+    @property
+    def alert_secrets(self) -> tuple[tuple[str, str | None], ...]:
+        """(secret ARN, its customer managed key ARN or None) of each alert secret set."""
+        pairs = (
+            (self.workflow_settings.get(ALERT_URL_SECRET_ARN), self.alert_url_kms_key_arn),
+            (self.workflow_settings.get(ALERT_SIGNING_SECRET_ARN), self.alert_signing_kms_key_arn),
+        )
+        return tuple((arn, key) for arn, key in pairs if arn is not None)
+
+    def _validate_alert_secrets(self) -> None:
+        """The alert endpoint's secrets: complete ARNs, for the agent, each with its key."""
+        for key, kms_key in (
+            (ALERT_URL_SECRET_ARN, (ALERT_URL_KMS_KEY_ARN, self.alert_url_kms_key_arn)),
+            (ALERT_SIGNING_SECRET_ARN, (ALERT_SIGNING_KMS_KEY_ARN, self.alert_signing_kms_key_arn)),
+        ):
+            arn = self.workflow_settings.get(key)
+            if arn is not None and not _SECRET_ARN.match(arn):
+                raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
+            if arn is not None and self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+                raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
+            _check_secret_key(*kms_key, secret=(key, arn))
+
+    def _validate_managed_policies(self) -> None:
+        """A privileged managed policy is attached only when acknowledged by name."""
+        privileged = {
+            policy_name(arn): arn
+            for arn in self.worker_managed_policy_arns
+            if is_privileged_policy(arn)
+        }
+        for name, arn in privileged.items():
+            if name not in self.worker_managed_policy_ack:
+                raise ConfigError(
+                    f"{WORKER_MANAGED_POLICY_ARNS}: {arn} grants administrator or full-access "
+                    f"power to every workflow run; to attach it anyway, acknowledge it by "
+                    f"name: -c {WORKER_MANAGED_POLICY_ACK}={name}"
+                )
+        for name in self.worker_managed_policy_ack:
+            if name not in privileged:
+                raise ConfigError(
+                    f"{WORKER_MANAGED_POLICY_ACK}: {name!r} is no privileged policy that "
+                    f"{WORKER_MANAGED_POLICY_ARNS} names"
+                )
+
+
+def policy_name(arn: str) -> str:
+    """The policy's name: the last part of its ARN (``AdministratorAccess``)."""
+    return arn.rsplit("/", 1)[-1]
+
+
+def is_privileged_policy(arn: str) -> bool:
+    """Whether a managed policy's name says it grants administrator or full-access power
+    (``AdministratorAccess``, ``PowerUserAccess``, ``IAMFullAccess``,
+    ``AmazonS3FullAccess``, ``job-function/SystemAdministrator`` ...)."""
+    name = policy_name(arn)
+    return "Administrator" in name or "FullAccess" in name or name == "PowerUserAccess"
 
 
 def _check_secret_key(key: str, key_arn: str | None, *, secret: tuple[str, str | None]) -> None:
@@ -538,6 +614,11 @@ def _arns(
         if arn and not pattern.match(arn):
             raise ConfigError(f"{key}: {arn!r} is not {what}")
     return tuple(dict.fromkeys(arn for arn in arns if arn))
+
+
+def _names(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    names = [part.strip() for item in _listed(context.get(key), key) for part in item.split(",")]
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _requirements(value: Any) -> tuple[str, ...]:

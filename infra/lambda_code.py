@@ -51,6 +51,7 @@ def function_code(recipe: AssetRecipe) -> lambda_.Code:
         BundleError, WorkflowCodeError: the code cannot be shipped as configured
             (raised while the stack is built, before anything is bundled).
     """
+    recipe.refuse_replaced_dependencies()
     return lambda_.Code.from_asset(
         # Only where CDK looks when bundling is skipped (a stack not being synthesized).
         str(recipe.source_root / "functions" / recipe.asset.name),

@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -25,7 +26,13 @@ from functions.core import event_source_limits, setting_defaults, steps
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS
 from infra.alerts import Alerts
-from infra.config import WORKER_MANAGED_POLICY_ARNS, StackConfig
+from infra.config import (
+    WORKER_MANAGED_POLICY_ACK,
+    WORKER_MANAGED_POLICY_ARNS,
+    StackConfig,
+    is_privileged_policy,
+    policy_name,
+)
 from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, logical_id, role_of
@@ -255,6 +262,12 @@ class Worker(Construct):
                     resources=list(config.worker_secret_arns),
                 )
             )
+        # The alert endpoint's secrets: exactly these two (each with its key, if any).
+        for index, (arn, key_arn) in enumerate(config.alert_secrets):
+            secret = secretsmanager.Secret.from_secret_complete_arn(
+                self, f"AlertSecret{index}", arn
+            )
+            ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
         models = list(config.worker_bedrock_model_arns)
         agent = config.agent_settings
         if agent is not None and agent.bedrock_endpoint_url is None:
@@ -267,13 +280,20 @@ class Worker(Construct):
             self.role.add_managed_policy(
                 iam.ManagedPolicy.from_managed_policy_arn(self, f"ManagedPolicy{index}", arn)
             )
-            if ":iam::aws:policy/" in arn:
-                acknowledge(
-                    role_of(self.function),
-                    f"AwsSolutions-IAM4[Policy::{arn}]",
-                    f"Named by the deployer in {WORKER_MANAGED_POLICY_ARNS} for the "
-                    "workflow's own needs; the stack's own grants stay least privilege.",
+            if ":iam::aws:policy/" not in arn:
+                continue
+            reason = (
+                f"Named by the deployer in {WORKER_MANAGED_POLICY_ARNS} for the "
+                "workflow's own needs; the stack's own grants stay least privilege."
+            )
+            if is_privileged_policy(arn):
+                name = policy_name(arn)
+                reason = (
+                    f"{name} grants administrator or full-access power; the deployer "
+                    f"acknowledged it by name ({WORKER_MANAGED_POLICY_ACK}={name}) for the "
+                    "workflow's own needs; the stack's own grants stay least privilege."
                 )
+            acknowledge(role_of(self.function), f"AwsSolutions-IAM4[Policy::{arn}]", reason)
 
 
 def foundation_model_arn(scope: Construct, model_id: str) -> str:

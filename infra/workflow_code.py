@@ -6,11 +6,18 @@ Python package (a folder with ``__init__.py``, all its files) and module (``*.py
 Lambda runtime imports them from. The synth refuses a workflow whose module is neither
 there nor under ``functions/``, naming the module, instead of a worker that fails
 every cold start. No CDK import here: ``python -m infra.bundle`` uses it too.
+
+What ships stays inside the folder: only regular files whose real path lies in it
+(a symbolic link is followed only while it stays inside; one that leads out, to a file
+or a folder, or onto a skipped name such as a dot-folder, fails the synth naming it),
+and no top-level name may replace the standard library or ``functions``
+(:mod:`infra.bundle` also refuses the worker's dependencies by name).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +29,8 @@ _SKIPPED_NAMES = frozenset({"__pycache__", "setup.py", "conftest.py"})
 
 
 class WorkflowCodeError(ValueError):
-    """The workflow cannot be shipped as configured (missing module, name clash)."""
+    """The workflow cannot be shipped as configured (missing module, name clash, a link
+    leading out of the folder)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +61,30 @@ class WorkflowCode:
         return self.target.partition(":")[2]
 
     def source_files(self) -> dict[str, Path]:
-        """What ships from ``source``: asset-relative path -> file.
+        """What ships from ``source``: asset-relative path -> file (its real path).
 
         Raises:
-            WorkflowCodeError: a top-level name would shadow the receiver's ``functions``.
+            WorkflowCodeError: a top-level name would shadow ``functions`` or a standard
+                library module, or a symbolic link leads out of the folder.
         """
         if self.source is None:
             return {}
+        root = self.source.resolve()
         files: dict[str, Path] = {}
         for entry in sorted(self.source.iterdir()):
             if _skipped(entry.name):
                 continue
-            if entry.name in ("functions", "functions.py"):
-                raise WorkflowCodeError(
-                    f"workflow_source {self.source}: a top-level 'functions' would replace "
-                    "the receiver's own package; rename it"
-                )
-            if entry.is_file() and entry.suffix == ".py":
-                files[entry.name] = entry
-            elif entry.is_dir() and (entry / "__init__.py").is_file():
-                for path in _package_files(entry):
-                    files[path.relative_to(self.source).as_posix()] = path
+            # What does not ship (a README, a link to a tool's folder) is not checked.
+            real = entry.resolve()
+            if real.is_file() and entry.suffix == ".py":
+                real = _contained(entry, root)
+                _check_top_level_name(entry.name.removesuffix(".py"), entry)
+                files[entry.name] = real
+            elif real.is_dir() and (real / "__init__.py").is_file():
+                real = _contained(entry, root)
+                _check_top_level_name(entry.name, entry)
+                for relative, path in _package_files(entry, root, visited={root, real}):
+                    files[f"{entry.name}/{relative}"] = path
         return files
 
     def top_level_names(self) -> set[str]:
@@ -111,14 +122,53 @@ def _skipped(name: str) -> bool:
     return name.startswith(".") or name in _SKIPPED_NAMES or name.endswith(".pyc")
 
 
-def _package_files(directory: Path) -> Iterator[Path]:
+def _contained(entry: Path, root: Path) -> Path:
+    """The real path of ``entry``, which must lie inside ``root`` and pass no skipped
+    name on the way (a link called ``templates`` to ``.aws`` is a dot-folder).
+
+    Raises:
+        WorkflowCodeError: naming the link and where it leads.
+    """
+    real = entry.resolve()
+    if not real.is_relative_to(root) or any(map(_skipped, real.relative_to(root).parts)):
+        raise WorkflowCodeError(
+            f"workflow_source: {entry} leads to {real}, outside the folder or to a "
+            "skipped name; only files inside the workflow folder ship"
+        )
+    return real
+
+
+def _check_top_level_name(name: str, entry: Path) -> None:
+    if name == "functions":
+        raise WorkflowCodeError(
+            f"workflow_source: {entry} would replace the receiver's own package "
+            "'functions'; rename it"
+        )
+    if name in sys.stdlib_module_names:
+        raise WorkflowCodeError(
+            f"workflow_source: {entry} would replace the standard library module "
+            f"{name!r}; rename it"
+        )
+
+
+def _package_files(
+    directory: Path, root: Path, *, visited: set[Path]
+) -> Iterator[tuple[str, Path]]:
+    """(path relative to ``directory``, real path) of each regular file to ship.
+
+    ``visited`` holds the real folders walked already, so a link back up cannot loop.
+    """
     for path in sorted(directory.iterdir()):
         if _skipped(path.name):
             continue
-        if path.is_dir():
-            yield from _package_files(path)
-        elif path.is_file():
-            yield path
+        real = _contained(path, root)
+        if real.is_dir():
+            if real in visited:
+                continue
+            for relative, file in _package_files(path, root, visited=visited | {real}):
+                yield f"{path.name}/{relative}", file
+        elif real.is_file():  # a regular file: never a FIFO, socket or device
+            yield path.name, real
 
 
 def _defines(path: Path, name: str) -> bool:

@@ -57,6 +57,15 @@ Three things are added in front of moto, all local-only:
   expression twice; the emulator remembers each answer (they never change while it
   runs).
 
+* **Only the stack's own callers.** Given an access key id (as the local stack's
+  emulator always is: :class:`AwsEmulatorProcess` generates one per run and hands it to
+  the child in its environment, never on its command line), the emulator answers 403
+  to every request, its controls included, that is not SigV4-signed with that key id
+  (``Credential=`` in the ``Authorization`` header or a presigned URL's query). Another
+  user of the machine who finds the loopback port cannot read the stack's secrets.
+  The key id is checked, not the signature: it is a random secret of its own, as
+  unguessable as a token, and it never leaves loopback.
+
 The emulator runs in its own process (``python -m local.aws_emulator``, started by
 :class:`AwsEmulatorProcess`): moto serves one request at a time with the Python
 interpreter lock to itself, and its callers (the stack's supervisor, a benchmark's
@@ -72,14 +81,18 @@ import contextlib
 import contextvars
 import datetime
 import functools
+import hmac
 import importlib
 import io
 import json
 import logging
 import os
 import random
+import re
+import secrets
 import signal
 import socket
+import string
 import subprocess
 import sys
 import tempfile
@@ -89,8 +102,10 @@ import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -131,6 +146,42 @@ _FAULTS = {
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+# The child learns its key id here, not from its command line (which any user can list).
+ACCESS_KEY_ENV = "RELAYLINK_EMULATOR_ACCESS_KEY_ID"
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+_REFUSED = json.dumps(
+    {
+        "__type": "UnrecognizedClientException",
+        "message": "The security token included in the request is invalid.",
+    }
+).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class EmulatorCredentials:
+    """The key pair a local stack's callers sign with; only its key id is checked."""
+
+    access_key_id: str
+    secret_access_key: str
+
+    @classmethod
+    def generate(cls) -> EmulatorCredentials:
+        """A fresh pair: ``LKIA`` and 28 random upper-case letters and digits (about 145
+        bits), and a random secret key."""
+        alphabet = string.ascii_uppercase + string.digits
+        key_id = "LKIA" + "".join(secrets.choice(alphabet) for _ in range(28))
+        return cls(access_key_id=key_id, secret_access_key=secrets.token_urlsafe(30))
+
+
+def _signed_key_id(environ: dict[str, Any]) -> str | None:
+    """The access key id a SigV4 request names (header or presigned query), or None."""
+    found = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if found is not None:
+        return found.group(1)
+    query = parse_qs(environ.get("QUERY_STRING", ""))
+    credential = query.get("X-Amz-Credential", [""])[0]
+    return credential.partition("/")[0] or None
 
 
 class FaultInjector:
@@ -200,11 +251,14 @@ class FaultInjector:
 
 
 class _Gate:
-    """WSGI middleware: faults first, then moto under one lock."""
+    """WSGI middleware: the caller's key first, then faults, then moto under one lock."""
 
-    def __init__(self, app: WsgiApp, faults: FaultInjector) -> None:
+    def __init__(
+        self, app: WsgiApp, faults: FaultInjector, access_key_id: str | None = None
+    ) -> None:
         self._app = app
         self._faults = faults
+        self._access_key_id = access_key_id
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()  # requests moto served, per operation
         # CPU seconds of the threads that answered them (WSGI call to answer), per operation.
@@ -215,6 +269,16 @@ class _Gate:
         self._arrived = 0
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if not self._admits(environ):
+            start_response(
+                "403 Forbidden",
+                [
+                    ("Content-Type", "application/x-amz-json-1.0"),
+                    ("Content-Length", str(len(_REFUSED))),
+                    ("x-amzn-RequestId", uuid.uuid4().hex),
+                ],
+            )
+            return [_REFUSED]
         if environ.get("PATH_INFO") == CONTROL_PATH:
             return self._control(environ, start_response)
         began = time.thread_time()
@@ -225,6 +289,14 @@ class _Gate:
             with self._cpu_lock:
                 operation = _operation(environ)
                 self._cpu[operation] = self._cpu.get(operation, 0.0) + spent
+
+    def _admits(self, environ: dict[str, Any]) -> bool:
+        if self._access_key_id is None:
+            return True
+        given = _signed_key_id(environ)
+        return given is not None and hmac.compare_digest(
+            given.encode(), self._access_key_id.encode()
+        )
 
     def _answer(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -379,8 +451,18 @@ def _read_body(environ: dict[str, Any]) -> bytes:
 class AwsEmulator:
     """moto's server in a thread of this process, behind :class:`_Gate`."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        seed: int = 0,
+        access_key_id: str | None = None,
+    ) -> None:
+        """``access_key_id``: the only key id admitted (None: any caller, for a test's
+        emulator in its own process)."""
         self.faults = FaultInjector(seed=seed)
+        self._access_key_id = access_key_id
         self._host = host
         self._port = port
         self._server: BaseWSGIServer | None = None
@@ -416,7 +498,9 @@ class AwsEmulator:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._ended, other_end = socket.socketpair()
         other_end.close()
-        app = _Gate(DomainDispatcherApplication(create_backend_app), self.faults)
+        app = _Gate(
+            DomainDispatcherApplication(create_backend_app), self.faults, self._access_key_id
+        )
         self._server = make_server(
             self._host,
             self._port,
@@ -1023,8 +1107,13 @@ class EmulatorControls:
     """An emulator in another process, over :data:`CONTROL_PATH`: its fault injector's
     ``set_rate``/``delay_next``/``counts`` (as :class:`FaultInjector`'s), and ``calls``."""
 
-    def __init__(self, endpoint_url: str) -> None:
+    def __init__(self, endpoint_url: str, access_key_id: str | None = None) -> None:
         self._url = endpoint_url + CONTROL_PATH
+        self._headers = (
+            {"Authorization": f"AWS4-HMAC-SHA256 Credential={access_key_id}/control"}
+            if access_key_id
+            else {}
+        )
 
     def set_rate(self, rate: float) -> None:
         if not 0.0 <= rate <= 1.0:
@@ -1054,7 +1143,9 @@ class EmulatorControls:
 
     def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
         data = None if command is None else json.dumps(command).encode()
-        request = urllib.request.Request(self._url, data=data)  # noqa: S310 (loopback only)
+        request = urllib.request.Request(  # noqa: S310 (loopback only)
+            self._url, data=data, headers=self._headers
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             answered: dict[str, Any] = json.load(answer)
         return answered
@@ -1067,7 +1158,16 @@ class AwsEmulatorProcess:
     ``cpu_seconds()`` are for the benchmarks' accounting.
     """
 
-    def __init__(self, *, seed: int = 0, log_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        log_file: Path | None = None,
+        credentials: EmulatorCredentials | None = None,
+    ) -> None:
+        """``credentials``: what its callers sign with (None: a fresh pair); it admits
+        no other key id."""
+        self.credentials = credentials or EmulatorCredentials.generate()
         self._seed = seed
         self._log_file = log_file
         self._process: subprocess.Popen[bytes] | None = None
@@ -1106,6 +1206,7 @@ class AwsEmulatorProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, ACCESS_KEY_ENV: self.credentials.access_key_id},
                 start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor only
             )
         finally:
@@ -1119,7 +1220,7 @@ class AwsEmulatorProcess:
             time.sleep(0.02)
         ready.unlink()
         ready.parent.rmdir()
-        self.faults = EmulatorControls(self.endpoint_url)
+        self.faults = EmulatorControls(self.endpoint_url, self.credentials.access_key_id)
 
     def calls(self) -> dict[str, int]:
         """Requests moto has served, per operation."""
@@ -1164,7 +1265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     install_stop_signals()
     exit_with_parent()
-    emulator = AwsEmulator(port=args.port, seed=args.seed)
+    access_key_id = os.environ.pop(ACCESS_KEY_ENV, None) or None
+    emulator = AwsEmulator(port=args.port, seed=args.seed, access_key_id=access_key_id)
     emulator.start()
     announce_ready(args.ready_file)
     with contextlib.suppress(Stop):

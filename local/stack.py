@@ -47,6 +47,7 @@ from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.stack_options import StackOptions
 from local.state import LocalState, Resources, emulator_clients
+from local.state_lock import StateFileLock
 
 # "" in the repository, "relaylink_receiver." when installed from the wheel: the
 # children run the same copy of ``local`` as this process.
@@ -154,6 +155,7 @@ class LocalStack:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _monitor: threading.Thread | None = None
+    _state_lock: StateFileLock | None = None
 
     # --- lifecycle -------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -169,6 +171,11 @@ class LocalStack:
 
     def start(self) -> None:
         options = self.options
+        if options.state_file:
+            # Before anything starts: a live stack's state file is refused, not taken.
+            lock = StateFileLock(Path(options.state_file))
+            lock.acquire()
+            self._state_lock = lock
         if options.run_dir:
             self._run_dir = Path(options.run_dir)
             self._run_dir.mkdir(parents=True, exist_ok=True)
@@ -207,6 +214,8 @@ class LocalStack:
             mcp_token=token,
             resources=resources,
             bedrock_url=self.bedrock.url if self.bedrock is not None else "",
+            aws_access_key_id=self.emulator.credentials.access_key_id,
+            aws_secret_access_key=self.emulator.credentials.secret_access_key,
         )
         if resources.alert_queue_url:
             self.alerts = AlertCounter(self._state.aws_client("sqs"), resources.alert_queue_url)
@@ -254,9 +263,9 @@ class LocalStack:
             self.mcp.stop()
         if self.emulator is not None:
             self.emulator.stop()
-        if self.options.state_file:
-            with contextlib.suppress(FileNotFoundError):
-                Path(self.options.state_file).unlink()
+        if self._state_lock is not None:
+            self._state_lock.release()  # removes the state file only if it is ours
+            self._state_lock = None
         if self._owns_run_dir and self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
 
@@ -373,7 +382,7 @@ class LocalStack:
     def _create_resources(self, signing: list[str], token: str) -> Resources:
         assert self.emulator is not None
         return create_stack_resources(
-            emulator_clients(self.emulator.endpoint_url, region=REGION),
+            self._emulator_clients(),
             # Unique per stack: names stay apart in logs and state files of several runs.
             prefix=f"{PREFIX}-{secrets.token_hex(3)}",
             signing_secrets=signing,
@@ -386,7 +395,7 @@ class LocalStack:
     def _add_alert_topic(self, resources: Resources) -> Resources:
         assert self.emulator is not None
         topic_arn, queue_url = create_alert_topic(
-            emulator_clients(self.emulator.endpoint_url, region=REGION),
+            self._emulator_clients(),
             prefix=resources.table_name.removesuffix("-inbox"),
         )
         return replace(resources, alert_topic_arn=topic_arn, alert_queue_url=queue_url)
@@ -431,14 +440,27 @@ class LocalStack:
             log_file=self._run_dir / f"{role}.log",
         )
 
+    def _emulator_clients(self) -> AwsClients:
+        """Clients of this stack's emulator, signed with the pair it admits."""
+        if self.emulator is None:
+            raise RuntimeError("the AWS emulator is not running")
+        credentials = self.emulator.credentials
+        return emulator_clients(
+            self.emulator.endpoint_url,
+            region=REGION,
+            access_key_id=credentials.access_key_id,
+            secret_access_key=credentials.secret_access_key,
+        )
+
     def _pids(self) -> dict[str, int]:
         emulator = {"aws_emulator": self.emulator.pid} if self.emulator is not None else {}
         children: dict[str, int] = {r: c.pid for r, c in self._children.items()}
         return {"supervisor": os.getpid(), **emulator, **children}
 
     def _write_state(self) -> None:
-        if self.options.state_file:
+        if self.options.state_file and self._state_lock is not None:
             self.state.write(self.options.state_file)
+            self._state_lock.wrote()
 
     def _watch(self) -> None:
         """Restart a child that died (killed, crashed) until the stack stops."""

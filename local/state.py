@@ -1,9 +1,11 @@
 """The local stack's state file: where everything listens, and the secrets it uses.
 
-``relaylink-receiver local --state-file PATH`` writes it once everything serves,
-rewrites it when a child process is restarted (its pid changes) and removes it on
-shutdown. Scripts, the operator commands (``--local PATH``) and the test suites
-read it through :meth:`LocalState.read`.
+It holds the stack's secrets: the signing secrets, the MCP token and the key pair its
+AWS emulator admits. ``relaylink-receiver local --state-file PATH`` writes it once
+everything serves, rewrites it when a child process is restarted (its pid changes) and
+removes it on shutdown (:mod:`local.state_lock`: one stack per file). Scripts, the
+operator commands (``--local PATH``) and the test suites read it through
+:meth:`LocalState.read`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 
 from local.aws_clients import AwsClients
 
-# The emulator accepts any credentials; these make boto3 never look for real ones.
+# A state file from before the stack generated its own pair (the emulator then
+# admitted any key): these make boto3 never look for real credentials.
 LOCAL_ACCESS_KEY = "local"
 LOCAL_SECRET_KEY = "local"  # noqa: S105 (a placeholder the emulator ignores)
 
@@ -49,6 +52,9 @@ class LocalState:
     resources: Resources
     pids: dict[str, int] = field(default_factory=dict)
     bedrock_url: str = ""  # the Bedrock emulator's, when the worker runs the agent workflow
+    # The pair this stack's emulator admits (it refuses every other access key id).
+    aws_access_key_id: str = LOCAL_ACCESS_KEY
+    aws_secret_access_key: str = LOCAL_SECRET_KEY
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -97,7 +103,12 @@ class LocalState:
     @property
     def aws_client(self) -> AwsClients:
         """boto3 clients for the emulator: ``state.aws_client("sqs")``."""
-        return emulator_clients(self.aws_endpoint_url, region=self.region)
+        return emulator_clients(
+            self.aws_endpoint_url,
+            region=self.region,
+            access_key_id=self.aws_access_key_id,
+            secret_access_key=self.aws_secret_access_key,
+        )
 
     def client_environment(self) -> dict[str, str]:
         """Environment that points boto3 (and so the handlers) at the emulator."""
@@ -105,16 +116,22 @@ class LocalState:
             "AWS_ENDPOINT_URL": self.aws_endpoint_url,
             "AWS_DEFAULT_REGION": self.region,
             "AWS_REGION": self.region,
-            "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_KEY,
+            "AWS_ACCESS_KEY_ID": self.aws_access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.aws_secret_access_key,
         }
 
 
-def emulator_clients(endpoint_url: str, *, region: str) -> AwsClients:
-    """boto3 clients for the emulator at ``endpoint_url``."""
+def emulator_clients(
+    endpoint_url: str,
+    *,
+    region: str,
+    access_key_id: str = LOCAL_ACCESS_KEY,
+    secret_access_key: str = LOCAL_SECRET_KEY,
+) -> AwsClients:
+    """boto3 clients for the emulator at ``endpoint_url``, signing with that pair."""
     return AwsClients(
         region=region,
         endpoint_url=endpoint_url,
-        access_key_id=LOCAL_ACCESS_KEY,
-        secret_access_key=LOCAL_SECRET_KEY,
+        access_key_id=access_key_id,
+        secret_access_key=secret_access_key,
     )

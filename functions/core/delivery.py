@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -26,6 +27,10 @@ MAX_PACKAGE_ID_LENGTH: Final = 512
 MAX_MCP_URL_LENGTH: Final = 2048
 # C0, DEL and C1: no identifier or URL carries them.
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode format characters (bidi overrides such as U+202E, zero-width characters, tag
+# characters) and the line and paragraph separators: invisible, and in a package_id
+# that alerts show they would let a sender disguise one package as another.
+_INVISIBLE_IN_ID: Final = frozenset({"Cf", "Zl", "Zp"})
 
 
 class InvalidReason(StrEnum):
@@ -85,7 +90,8 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
         InvalidDelivery: the body is not a UTF-8 JSON object, nests deeper than the
             parser supports, repeats a top-level key, its ``delivery_id`` or ``event``
             differ from the headers, or a ``package.received`` lacks a valid
-            ``package_id`` or ``mcp_url``.
+            ``package_id`` (one without control or Unicode format characters) or
+            ``mcp_url``.
     """
     data = _json_object(body)
     delivery_id = data.get("delivery_id")
@@ -108,6 +114,8 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
         missing=InvalidReason.MISSING_PACKAGE_ID,
         invalid=InvalidReason.BAD_PACKAGE_ID,
     )
+    if any(unicodedata.category(char) in _INVISIBLE_IN_ID for char in package_id):
+        raise InvalidDelivery(InvalidReason.BAD_PACKAGE_ID)
     mcp_url = _fetch_field(
         data.get("mcp_url"),
         max_length=MAX_MCP_URL_LENGTH,

@@ -51,6 +51,7 @@ from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, Tr
 from functions.core.observability import logger
 from functions.core.settings_env import SettingsError, flag, integer, number, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt, sanitize_model_output
+from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ ALERT_HTTP_EFFECT: Final = "alert.http"  # the POST to alert_url
 # The answer kept and shown; Converse's answer is bounded by max_tokens anyway.
 MAX_SUMMARY_CHARS: Final = 4000
 MAX_TITLE_CHARS: Final = 300
+MAX_PACKAGE_ID_CHARS: Final = 512  # what the receiver admits
+MAX_STOP_REASON_CHARS: Final = 64
 SNS_SUBJECT_CHARS: Final = 100  # SNS refuses longer subjects
 # Stop reasons of an answer withheld by a content filter or a guardrail.
 REFUSAL_STOP_REASONS: Final = frozenset({"content_filtered", "guardrail_intervened"})
@@ -81,6 +84,8 @@ SETTING_TEMPERATURE: Final = "temperature"
 SETTING_SYSTEM_PROMPT: Final = "system_prompt"
 SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_ALERT_URL: Final = "alert_url"
+SETTING_ALERT_URL_SECRET_ARN: Final = "alert_url_secret_arn"  # noqa: S105 (a setting's name)
+SETTING_ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S105 (a name)
 SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
 # "true": the alert_url endpoint drops a second POST with the same Idempotency-Key, so
 # an alert whose outcome is unknown is posted again with its key (mode keyed).
@@ -101,6 +106,11 @@ class AgentSettings:
         daily_token_budget: tokens all workers may spend per UTC day; 0 turns it off.
         system_prompt: the operator's extra instructions, appended to the fencing
             system prompt (trusted: it comes from the deployment, not a package).
+        alert_url: where alerts are POSTed, for a URL that carries no credential.
+        alert_url_secret_arn: the Secrets Manager secret whose value is that URL (for
+            one that carries its credential, as chat webhooks do); not with alert_url.
+        alert_signing_secret_arn: the secret (``whsec_...``) the POST is signed with
+            (Standard Webhooks), or None for no signature.
         bedrock_endpoint_url: another Bedrock Runtime endpoint (the local emulator).
         alert_url_deduplicates: the ``alert_url`` endpoint drops a repeated
             ``Idempotency-Key``: an alert POST of unknown outcome is retried with its
@@ -113,8 +123,15 @@ class AgentSettings:
     system_prompt: str | None = None
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
     alert_url: str | None = None
+    alert_url_secret_arn: str | None = None
+    alert_signing_secret_arn: str | None = None
     bedrock_endpoint_url: str | None = None
     alert_url_deduplicates: bool = False
+
+    @property
+    def has_alert_url(self) -> bool:
+        """Whether alerts are POSTed (to a URL given plainly or in a secret)."""
+        return self.alert_url is not None or self.alert_url_secret_arn is not None
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> AgentSettings:
@@ -129,6 +146,18 @@ class AgentSettings:
         model_id = optional(settings, SETTING_MODEL_ID) or DEFAULT_MODEL_ID
         if any(char.isspace() for char in model_id):
             raise SettingsError(f"{SETTING_MODEL_ID} must not contain spaces")
+        alert_url = optional(settings, SETTING_ALERT_URL)
+        url_secret = optional(settings, SETTING_ALERT_URL_SECRET_ARN)
+        signing_secret = optional(settings, SETTING_ALERT_SIGNING_SECRET_ARN)
+        if alert_url is not None and url_secret is not None:
+            raise SettingsError(
+                f"{SETTING_ALERT_URL} and {SETTING_ALERT_URL_SECRET_ARN}: one or the other"
+            )
+        if signing_secret is not None and alert_url is None and url_secret is None:
+            raise SettingsError(
+                f"{SETTING_ALERT_SIGNING_SECRET_ARN} signs the alert POST: it needs "
+                f"{SETTING_ALERT_URL} or {SETTING_ALERT_URL_SECRET_ARN}"
+            )
         return cls(
             model_id=model_id,
             max_tokens=integer(
@@ -145,7 +174,9 @@ class AgentSettings:
                 low=0,
                 high=MAX_DAILY_TOKEN_BUDGET,
             ),
-            alert_url=optional(settings, SETTING_ALERT_URL),
+            alert_url=alert_url,
+            alert_url_secret_arn=url_secret,
+            alert_signing_secret_arn=signing_secret,
             bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
             alert_url_deduplicates=flag(settings, SETTING_ALERT_URL_DEDUPLICATES),
         )
@@ -225,7 +256,13 @@ class ModelSummary:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    """The alert of one delivery, the same on every channel and every attempt."""
+    """The alert of one delivery, the same on every channel and every attempt.
+
+    Fields hold what was recorded or received; what the alert shows of the outside
+    texts (title, ``package_id``, summary, stop reason) goes through
+    :mod:`functions.workflows.alert_text`: invisible characters removed, the title on
+    one line, mentions, URLs and Markdown links made inert.
+    """
 
     delivery_id: str
     event: str
@@ -235,27 +272,42 @@ class Alert:
     archive_key: str
 
     @property
+    def shown_title(self) -> str:
+        """The title as the alert shows it: one line, defanged, capped."""
+        return alert_line(self.title, MAX_TITLE_CHARS)
+
+    @property
+    def shown_package_id(self) -> str:
+        # The receiver refuses invisible characters; a record from before it did is cleaned.
+        return alert_line(self.package_id, MAX_PACKAGE_ID_CHARS)
+
+    @property
+    def shown_stop_reason(self) -> str:
+        return alert_line(self.summary.stop_reason, MAX_STOP_REASON_CHARS)
+
+    @property
     def body(self) -> str:
-        """The summary, or the note that the model declined."""
+        """The summary (defanged), or the note that the model declined."""
         if self.summary.refused:
             return (
                 "The model declined to summarise this package"
-                f" (stop reason: {self.summary.stop_reason}). Read it in the archive."
+                f" (stop reason: {self.shown_stop_reason}). Read it in the archive."
             )
+        text = alert_block(self.summary.text)
         if self.summary.stop_reason == "max_tokens":
-            return self.summary.text + "\n(The summary was cut at the token limit.)"
-        return self.summary.text
+            return text + "\n(The summary was cut at the token limit.)"
+        return text
 
     def subject(self) -> str:
         """A one-line ASCII subject (SNS allows nothing else), at most 100 characters."""
-        line = " ".join(f"Package {self.package_id}: {self.title}".split())
+        line = f"Package {self.shown_package_id}: {self.shown_title}"
         return "".join(char if " " <= char <= "~" else "?" for char in line)[:SNS_SUBJECT_CHARS]
 
     def text(self) -> str:
         """The message for people (an e-mail subscription, a chat hook)."""
         return (
-            f"{self.title}\n"
-            f"Package {self.package_id}, delivery {self.delivery_id}\n"
+            f"{self.shown_title}\n"
+            f"Package {self.shown_package_id}, delivery {self.delivery_id}\n"
             f"Archived as {self.archive_key}\n\n{self.body}"
         )
 
@@ -264,11 +316,11 @@ class Alert:
         return {
             "delivery_id": self.delivery_id,
             "event": self.event,
-            "package_id": self.package_id,
-            "title": self.title,
+            "package_id": self.shown_package_id,
+            "title": self.shown_title,
             "summary": self.body,
             "model_declined": self.summary.refused,
-            "stop_reason": self.summary.stop_reason,
+            "stop_reason": self.shown_stop_reason,
             "archive_key": self.archive_key,
         }
 
@@ -329,7 +381,7 @@ class AgentWorkflow:
             delivery_id=work.delivery_id,
             event=work.event,
             package_id=package.package_id,
-            title=sanitize_model_output(package.title, MAX_TITLE_CHARS),
+            title=package.title,
             summary=ModelSummary.from_record(recorded),
             archive_key=key,
         )

@@ -14,8 +14,9 @@ instructions. :func:`build_prompt` therefore
   tools exist, and how to answer. No ``toolConfig`` goes with the request.
 
 The model's answer is untrusted too: :func:`sanitize_model_output` caps its length and
-strips control characters. Callers only ever show that text; they never fetch a URL
-or run anything it contains.
+strips control characters, and an alert shows it only defanged
+(:mod:`functions.workflows.alert_text`: no mention, link or URL a chat would act on).
+Callers only ever show that text; they never fetch a URL or run anything it contains.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from functions.core.package import Package
+from functions.workflows.alert_text import capped, is_invisible, visible
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.type_defs import MessageTypeDef, SystemContentBlockTypeDef
@@ -39,13 +40,7 @@ DEFAULT_ANSWER_WORDS: Final = 150
 _NONCE_ATTEMPTS: Final = 8
 _NONCE: Final = re.compile(r"[0-9a-f]{8,64}")
 _FENCE_NAME: Final = "package-data"
-# Control, format (bidi overrides, zero-width, tag characters), private-use,
-# surrogate and unassigned code points, and the Unicode line/paragraph separators:
-# characters a reader cannot see but a model may still act on.
-_INVISIBLE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 _TAG_CHARACTERS: Final = frozenset("<>&")
-_KEPT_CONTROLS: Final = frozenset("\n\t")
-_ELLIPSIS: Final = "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +137,9 @@ def build_prompt(
 def fence_safe_json(data: object) -> str:
     """``data`` as one line of JSON in which no tag or invisible character appears.
 
-    ``<``, ``>`` and ``&`` and every character of :data:`_INVISIBLE_CATEGORIES` are
-    written as ``\\uXXXX`` escapes. Outside strings JSON uses none of them, so the
+    ``<``, ``>`` and ``&`` and every invisible character
+    (:func:`~functions.workflows.alert_text.is_invisible`) are written as ``\\uXXXX``
+    escapes. Outside strings JSON uses none of them, so the
     result is still valid JSON and decodes to ``data``.
     """
     text = json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
@@ -161,16 +157,7 @@ def sanitize_model_output(text: str, max_chars: int) -> str:
     Raises:
         ValueError: ``max_chars`` is less than 1.
     """
-    if max_chars < 1:
-        raise ValueError("max_chars must be at least 1")
-    visible = "".join(
-        char
-        for char in text.replace("\r\n", "\n")
-        if char in _KEPT_CONTROLS or not _invisible(char)
-    ).strip()
-    if len(visible) <= max_chars:
-        return visible
-    return visible[: max_chars - 1].rstrip() + _ELLIPSIS
+    return capped(visible(text), max_chars)
 
 
 def _capped(package: Package, limits: PromptLimits) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -261,12 +248,8 @@ def _user_message(nonce: str, encoded: str, truncations: tuple[str, ...]) -> str
     return f"{_opening(nonce)}\n{encoded}\n{_closing(nonce)}\n\n{task}"
 
 
-def _invisible(char: str) -> bool:
-    return unicodedata.category(char) in _INVISIBLE_CATEGORIES
-
-
 def _must_escape(char: str) -> bool:
-    return char in _TAG_CHARACTERS or _invisible(char)
+    return char in _TAG_CHARACTERS or is_invisible(char)
 
 
 def _escape(char: str) -> str:

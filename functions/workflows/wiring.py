@@ -18,12 +18,20 @@ from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
+from functions.core.effects import EffectMode
 from functions.core.settings_env import flag
 from functions.core.workflow import WorkflowContext
 from functions.workflows.adapters.alert_http import HttpAlerts
+from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
+from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
-from functions.workflows.agent import AgentSettings, AgentWorkflow
+from functions.workflows.agent import (
+    SETTING_ALERT_SIGNING_SECRET_ARN,
+    SETTING_ALERT_URL_SECRET_ARN,
+    AgentSettings,
+    AgentWorkflow,
+)
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
 
@@ -99,14 +107,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     if context.alert_topic_arn:
         sns = boto3.client("sns", config=SNS_CONFIG)
         topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
-    webhook = None
-    if settings.alert_url is not None:
-        webhook = HttpAlerts(
-            url=settings.alert_url,
-            timeout_seconds=context.timeout_seconds,
-            allow_insecure_loopback=context.allow_insecure_loopback,
-            deduplicates=settings.alert_url_deduplicates,
-        )
+    webhook = build_alert_webhook(settings, context) if settings.has_alert_url else None
     bedrock = bedrock_client(settings.bedrock_endpoint_url)
     return AgentWorkflow(
         settings=settings,
@@ -124,6 +125,55 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
 def bedrock_client(endpoint_url: str | None) -> BedrockRuntimeClient:
     """The agent's ``bedrock-runtime`` client: one HTTP attempt per call (``BEDROCK_CONFIG``)."""
     return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=BEDROCK_CONFIG)
+
+
+def build_alert_webhook(
+    settings: AgentSettings, context: WorkflowContext
+) -> HttpAlerts | SecretBackedAlerts:
+    """The HTTP alert channel: to ``alert_url`` as it is, or (with a secret named) one
+    whose URL and signer are read from their secrets on its first alert.
+
+    Raises:
+        ValueError: a plain ``alert_url`` that is not HTTPS (or loopback, when allowed).
+    """
+    if settings.alert_url_secret_arn is None and settings.alert_signing_secret_arn is None:
+        return _http_alerts(settings.alert_url, None, settings, context)
+    if settings.alert_url is not None:  # a plain URL is checked at cold start, as without a signer
+        _check_url("alert_url", settings.alert_url, context)
+
+    def from_secrets() -> HttpAlerts:
+        secrets = boto3.client("secretsmanager")
+        url = settings.alert_url
+        if settings.alert_url_secret_arn is not None:
+            name = SETTING_ALERT_URL_SECRET_ARN
+            url = secret_text(secrets, settings.alert_url_secret_arn, name=name)
+            _check_url(name, url, context)
+        signer = None
+        if settings.alert_signing_secret_arn is not None:
+            name = SETTING_ALERT_SIGNING_SECRET_ARN
+            secret = secret_text(secrets, settings.alert_signing_secret_arn, name=name)
+            signer = AlertSigner(secret=secret, clock=context.clock)
+        return _http_alerts(url, signer, settings, context)
+
+    keyed = settings.alert_url_deduplicates
+    return SecretBackedAlerts(from_secrets, mode=EffectMode.KEYED if keyed else EffectMode.OPERATOR)
+
+
+def _http_alerts(
+    url: str | None,
+    signer: AlertSigner | None,
+    settings: AgentSettings,
+    context: WorkflowContext,
+) -> HttpAlerts:
+    if url is None:
+        raise ValueError("the agent workflow's HTTP alerts need alert_url or its secret")
+    return HttpAlerts(
+        url=url,
+        timeout_seconds=context.timeout_seconds,
+        allow_insecure_loopback=context.allow_insecure_loopback,
+        deduplicates=settings.alert_url_deduplicates,
+        signer=signer,
+    )
 
 
 def _archive(context: WorkflowContext, workflow: str) -> S3Archive:

@@ -19,6 +19,7 @@ class ErrorCode(StrEnum):
     USAGE = "usage"  # a missing or contradictory option, argparse's own errors
     BAD_OPTION = "bad_option"  # an option's value out of range or malformed
     STATE_FILE = "state_file"  # a directory, an unreadable or a foreign state file
+    STATE_FILE_IN_USE = "state_file_in_use"  # local: a live stack holds that state file
     STACK_UNREACHABLE = "stack_unreachable"  # the local stack is stopped
     PORT_IN_USE = "port_in_use"
     START_FAILED = "start_failed"

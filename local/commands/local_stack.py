@@ -11,6 +11,12 @@ import threading
 from types import FrameType
 from typing import Any
 
+from local.commands.state_file import (
+    add_state_file_argument,
+    default_state_file,
+    make_private_folder,
+)
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -53,7 +59,9 @@ def register(subparsers: Any) -> None:
         default=0,
         help="makes the MCP server's failures and the emulator repeatable (default 0)",
     )
-    parser.add_argument("--state-file", metavar="PATH", help="write URLs, secrets and pids here")
+    add_state_file_argument(
+        parser, "--state-file", "write URLs, secrets and pids here; one stack per file"
+    )
     parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
     parser.add_argument(
         "--workflow",
@@ -126,6 +134,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError(f"--workflow-source: no folder {args.workflow_source}", code=bad)
     if args.state_file:
         folder = os.path.dirname(os.path.abspath(args.state_file))
+        if args.state_file == default_state_file():
+            make_private_folder(args.state_file)
         if os.path.isdir(args.state_file):
             raise CommandError(
                 f"--state-file {args.state_file} is a directory; give a file path in it",
@@ -153,6 +163,7 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
     from local.commands import CommandError, ErrorCode  # noqa: PLC0415
     from local.stack import LocalStack, StartRefused  # noqa: PLC0415
     from local.stack_options import StackOptions  # noqa: PLC0415
+    from local.state_lock import StateFileBusy  # noqa: PLC0415
 
     options = StackOptions(
         port=args.port,
@@ -182,6 +193,8 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
     try:
         stack = LocalStack(options)
         stack.__enter__()
+    except StateFileBusy as exc:
+        raise CommandError(str(exc), code=ErrorCode.STATE_FILE_IN_USE) from None
     except OSError as exc:
         raise CommandError(
             f"cannot start: {exc.strerror or exc}", code=ErrorCode.START_FAILED

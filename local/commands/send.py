@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from local.commands import ErrorCode, format_line
 from local.commands.json_output import print_json
-from local.commands.state_file import address
+from local.commands.state_file import add_state_file_argument, address
 
 if TYPE_CHECKING:
     from local.sender import AttemptResult, DeliveryResult, Summary
@@ -55,10 +55,10 @@ def register(subparsers: Any) -> None:
             f"Default: ${SECRET_ENV}, else the --local stack's secrets"
         ),
     )
-    parser.add_argument(
+    add_state_file_argument(
+        parser,
         "--local",
-        metavar="STATE_FILE",
-        help="take --url, --secret and --mcp-url defaults from a local stack's state file",
+        "take --url, --secret and --mcp-url defaults from a local stack's state file",
     )
     parser.add_argument("--count", type=int, default=1, help="deliveries to send (default 1)")
     parser.add_argument(

@@ -8,14 +8,45 @@ left behind by a stack that no longer answers (killed with SIGKILL).
 from __future__ import annotations
 
 import errno
+import os
 import socket
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from local.commands import CommandError, ErrorCode
 
 if TYPE_CHECKING:
     from local.state import LocalState
+
+STATE_HOME_ENV = "XDG_STATE_HOME"
+STATE_FILE_NAME = "local-stack.json"
+
+
+def default_state_file() -> str:
+    """The state file's path when ``--state-file`` / ``--local`` are given no path: in a
+    folder of the user's own (``$XDG_STATE_HOME/relaylink-receiver/``, by default
+    ``~/.local/state/relaylink-receiver/``), never a shared temporary folder where
+    another user's stack could find or replace it."""
+    base = os.environ.get(STATE_HOME_ENV) or str(Path.home() / ".local" / "state")
+    return str(Path(base) / "relaylink-receiver" / STATE_FILE_NAME)
+
+
+def make_private_folder(path: str) -> None:
+    """Create the state file's folder, readable by its owner only (if it is new)."""
+    Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def add_state_file_argument(parser: Any, flag: str, help: str) -> None:
+    """``flag PATH``, or ``flag`` alone for :func:`default_state_file`."""
+    parser.add_argument(
+        flag,
+        metavar="STATE_FILE",
+        nargs="?",
+        const=default_state_file(),
+        help=f"{help} (alone: {default_state_file()})",
+    )
+
 
 # Loopback: a listening stack accepts at once; a stopped one refuses at once.
 _CONNECT_TIMEOUT_SECONDS = 2.0

@@ -12,6 +12,8 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from local.commands.state_file import add_state_file_argument
+
 if TYPE_CHECKING:
     from ops.target import Target
 
@@ -27,10 +29,8 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"deployed stack whose outputs name the resources (default: ${STACK_ENV});"
         " AWS credentials from the default chain",
     )
-    where.add_argument(
-        "--local",
-        metavar="STATE_FILE",
-        help="a local stack's state file (relaylink-receiver local)",
+    add_state_file_argument(
+        where, "--local", "a local stack's state file (relaylink-receiver local)"
     )
     parser.add_argument("--region", help="AWS region of --stack (default: the SDK's)")
 

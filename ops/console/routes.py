@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.client import CloudWatchClient
 
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost")
+# The Deliveries page's last page: 200 pages of 50 are 10,000 deliveries; further back,
+# narrow the window (since/until) instead.
+MAX_PAGE: Final = 200
+_PAGE: Final = re.compile(r"[0-9]{1,6}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,8 @@ class Console:
             return self._post(request) if request.method == "POST" else self._get(request)
         except (BadInput, OperatorError, StorageUnavailable, ClientError, BotoCoreError) as exc:
             return _failure(exc)
+        except Exception as exc:  # noqa: BLE001 (any other failure is a bug: answer, never drop)
+            return internal_error(exc)
 
     def _refusal(self, request: Request) -> Response | None:
         host = request.headers.get("host", "")
@@ -192,12 +200,12 @@ class Console:
         state = _state(query.get("state") or None)
         since = query.get("since") or None
         until = query.get("until") or None
-        try:
-            number = int(query.get("page") or "1")
-        except ValueError:
-            raise BadInput("bad_page", "page is a whole number from 1") from None
-        if number < 1:
-            raise BadInput("bad_page", "page is a whole number from 1")
+        text = query.get("page") or "1"
+        # Digits only (int() also takes "1_0", " 1" and other scripts' digits), and few:
+        # a page reads every entry before it, so a far page would walk the whole index.
+        if _PAGE.fullmatch(text) is None or not 1 <= int(text) <= MAX_PAGE:
+            raise BadInput("bad_page", f"page is a whole number from 1 to {MAX_PAGE}")
+        number = int(text)
         return reads.DeliveryFilter(
             state=state,
             reason=query.get("reason") or None,
@@ -286,6 +294,14 @@ class Console:
         )
         location = f"/deliveries?{urlencode({'state': State.PENDING.value})}"
         return f"requeue: {_summary(result)}", location
+
+
+def internal_error(exc: BaseException) -> Response:
+    """500 with a one-line JSON error; stderr gets one line naming the error's type (its
+    message could quote a request, which holds the token)."""
+    print(f"console: internal error ({type(exc).__name__})", file=sys.stderr)
+    message = "the console failed on this request; its standard error names the error"
+    return Response.json(500, {"error": "internal_error", "message": message})
 
 
 def _failure(exc: Exception) -> Response:

@@ -7,12 +7,13 @@ scripts and styles from the console itself only, nothing cached.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
 from local.loopback_http import LoopbackHTTPServer
-from ops.console.routes import Console, Request, Response
+from ops.console.routes import Console, Request, Response, internal_error
 
 LOOPBACK: Final = "127.0.0.1"
 _MAX_FORM_BYTES: Final = 16 * 1024
@@ -35,21 +36,31 @@ def _handler_for(console: Console) -> type[BaseHTTPRequestHandler]:
         sys_version = ""
 
         def do_GET(self) -> None:
-            self._answer(console.handle(self._request("GET", {})))
+            self._answer(self._safely(lambda: console.handle(self._request("GET", {}))))
 
         def do_HEAD(self) -> None:
-            self._answer(console.handle(self._request("HEAD", {})), body=False)
+            response = self._safely(lambda: console.handle(self._request("HEAD", {})))
+            self._answer(response, body=False)
 
         def do_POST(self) -> None:
+            self._answer(self._safely(self._post))
+
+        def _post(self) -> Response:
             try:
                 length = int(self.headers.get("Content-Length") or "0")
             except ValueError:
                 length = -1
             if not 0 <= length <= _MAX_FORM_BYTES:
-                self._answer(Response.json(413, {"error": "form_too_large"}))
-                return
+                return Response.json(413, {"error": "form_too_large"})
             text = self.rfile.read(length).decode("utf-8", errors="replace")
-            self._answer(console.handle(self._request("POST", dict(parse_qsl(text)))))
+            return console.handle(self._request("POST", dict(parse_qsl(text))))
+
+        def _safely(self, answer: Callable[[], Response]) -> Response:
+            try:
+                return answer()
+            # A request the parsing fails on gets a 500 too, never a dropped connection.
+            except Exception as exc:  # noqa: BLE001
+                return internal_error(exc)
 
         def _request(self, method: str, form: dict[str, str]) -> Request:
             url = urlsplit(self.path)

@@ -175,6 +175,7 @@ STALE = "timestamp_out_of_tolerance"
 MISSING = "missing_signature_headers"
 NOT_JSON = "body_not_json"
 MALFORMED = "malformed_request"
+BAD_ID = "package_id_invalid"
 
 
 def _digits(zero: int) -> dict[int, int]:
@@ -774,6 +775,9 @@ def _cases() -> list[HostileCase]:
         ("event as null", {"event": None}, "event_invalid"),
         ("package_id as null", {"package_id": None}, "package_id_missing"),
         ("package_id empty", {"package_id": ""}, "package_id_missing"),
+        ("package_id with a right-to-left override", {"package_id": "pkg_\u202e1gpj"}, BAD_ID),
+        ("package_id with a zero-width space", {"package_id": "pkg_\u200b1"}, BAD_ID),
+        ("package_id with a line separator", {"package_id": "pkg_1\u2028Archived"}, BAD_ID),
         ("mcp_url as a number", {"mcp_url": 443}, "mcp_url_missing"),
         ("mcp_url as an object", {"mcp_url": {"host": "x"}}, "mcp_url_missing"),
     ):

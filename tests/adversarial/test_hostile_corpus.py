@@ -88,6 +88,11 @@ ISSUE_ITEMS: dict[str, list[str]] = {
         "mcp_url over plain http",
         "mcp_url on a host outside the allowlist",
     ],
+    "package_id with invisible format characters": [
+        "package_id with a right-to-left override",
+        "package_id with a zero-width space",
+        "package_id with a line separator",
+    ],
 }
 
 

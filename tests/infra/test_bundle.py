@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from functions.core.workflow import WORKFLOW_ALIASES
 from infra import bundle
-from infra.workflow_code import WorkflowCode
+from infra.workflow_code import WorkflowCode, WorkflowCodeError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -195,3 +196,101 @@ def test_aliases_resolve_to_the_shipped_workflows() -> None:
         code = WorkflowCode(alias)
         assert code.target == target
         assert code.locate(ROOT).is_relative_to(ROOT / "functions" / "workflows"), alias
+
+
+def _workflow_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "my-agent"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "flow.py").write_text("def build(context):\n    return None\n")
+    return folder
+
+
+@pytest.mark.parametrize("leads_to", ["file outside", "folder outside", "dot-folder inside"])
+def test_a_link_leading_out_of_the_workflow_folder_is_refused_naming_it(
+    tmp_path: Path, leads_to: str
+) -> None:
+    folder = _workflow_folder(tmp_path)
+    outside = tmp_path / "home" / ".aws"
+    outside.mkdir(parents=True)
+    (outside / "credentials").write_text("aws_secret_access_key = outside\n")
+    (folder / ".secrets").mkdir()
+    (folder / ".secrets" / "key.txt").write_text("inside but hidden\n")
+    link, target = {
+        "file outside": (folder / "pkg" / "prompt_template.txt", outside / "credentials"),
+        "folder outside": (folder / "pkg" / "templates", outside),
+        "dot-folder inside": (folder / "pkg" / "templates", folder / ".secrets"),
+    }[leads_to]
+    link.symlink_to(target)
+    with pytest.raises(WorkflowCodeError, match=str(link)):
+        WorkflowCode("pkg.flow:build", source=folder).source_files()
+
+
+def test_a_link_that_stays_inside_the_workflow_folder_ships_its_target(tmp_path: Path) -> None:
+    folder = _workflow_folder(tmp_path)
+    (folder / "shared").mkdir()
+    (folder / "shared" / "system.txt").write_text("You are careful.\n")
+    (folder / "pkg" / "system.txt").symlink_to(folder / "shared" / "system.txt")
+    (folder / "pkg" / "loop").symlink_to(folder / "pkg")
+    (folder / "tools").symlink_to(tmp_path)  # leads out, but no package: nothing ships
+    files = WorkflowCode("pkg.flow:build", source=folder).source_files()
+    assert files["pkg/system.txt"] == (folder / "shared" / "system.txt").resolve()
+    assert not any(relative.startswith(("pkg/loop", "tools")) for relative in files)
+
+
+@pytest.mark.parametrize("name", ["json.py", "functions", "asyncio"])
+def test_a_workflow_name_that_replaces_the_standard_library_or_functions_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    folder = _workflow_folder(tmp_path)
+    entry = folder / name
+    if name.endswith(".py"):
+        entry.write_text("")
+    else:
+        entry.mkdir()
+        (entry / "__init__.py").write_text("")
+    with pytest.raises(WorkflowCodeError, match=rf"{entry}.*{name.removesuffix('.py')!r}"):
+        WorkflowCode("pkg.flow:build", source=folder).source_files()
+
+
+def test_a_package_named_like_a_dependency_is_refused_and_the_cache_stays_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = bundle.FUNCTIONS["worker"]
+    # A copy of the pip cache, so that a regression poisons only this test's cache.
+    pristine = bundle.dependency_dir(worker.requirements)
+    cache = tmp_path / "deps"
+    shutil.copytree(pristine.parent, cache, ignore=shutil.ignore_patterns("*.partial"))
+    monkeypatch.setattr(bundle, "DEPS_CACHE", cache)
+    clean = (pristine / "pydantic" / "__init__.py").read_bytes()
+    folder = _workflow_folder(tmp_path)
+    (folder / "pydantic").mkdir()
+    (folder / "pydantic" / "__init__.py").write_text("TAMPERED = True\n")
+    tampering = bundle.AssetRecipe(worker, WorkflowCode("pkg.flow:build", source=folder))
+
+    with pytest.raises(bundle.BundleError, match=rf"{folder / 'pydantic'}.*'pydantic'.*pydantic "):
+        tampering.write(tmp_path / "refused")
+    # Whatever writes into a built asset afterwards does not reach the cache either.
+    built = bundle.AssetRecipe(worker).write(tmp_path / "built")
+    (built / "pydantic" / "__init__.py").write_text("TAMPERED = True\n")
+
+    rebuilt = bundle.AssetRecipe(worker).write(tmp_path / "rebuilt")
+    assert (rebuilt / "pydantic" / "__init__.py").read_bytes() == clean
+    assert (
+        bundle.dependency_dir(worker.requirements) / "pydantic" / "__init__.py"
+    ).read_bytes() == clean
+
+
+def test_a_listed_file_swapped_for_a_link_or_a_fifo_is_not_copied(tmp_path: Path) -> None:
+    # What a workflow folder lists was checked when listed; the copy opens it without
+    # following a link, so a file replaced by one since ships nothing of the target.
+    secret = tmp_path / "credentials"
+    secret.write_text("outside")
+    swapped = tmp_path / "prompt.txt"
+    swapped.symlink_to(secret)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    for source in (swapped, fifo):
+        with pytest.raises(bundle.BundleError, match=str(source)):
+            bundle._copy_regular_file(source, tmp_path / f"{source.name}.copy")
+        assert not (tmp_path / f"{source.name}.copy").exists()

@@ -399,6 +399,53 @@ def test_grant_lists_take_commas_or_json() -> None:
     assert config.worker_managed_policy_arns == ("arn:aws:iam::aws:policy/ReadOnlyAccess",)
 
 
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "arn:aws:iam::aws:policy/AdministratorAccess",
+        "arn:aws:iam::aws:policy/PowerUserAccess",
+        "arn:aws:iam::aws:policy/AmazonS3FullAccess",
+        "arn:aws:iam::aws:policy/job-function/SystemAdministrator",
+    ],
+)
+def test_a_privileged_managed_policy_needs_an_acknowledgement_by_name(policy: str) -> None:
+    name = policy.rsplit("/", 1)[-1]
+    attached = VALID | {"worker_managed_policy_arns": policy}
+    with pytest.raises(ConfigError, match=rf"{policy} .*-c worker_managed_policy_ack={name}$"):
+        StackConfig.from_context(attached)
+    with pytest.raises(ConfigError, match="worker_managed_policy_ack"):
+        StackConfig.from_context(attached | {"worker_managed_policy_ack": policy})
+    config = StackConfig.from_context(attached | {"worker_managed_policy_ack": name})
+    assert config.worker_managed_policy_arns == (policy,)
+
+
+def test_an_acknowledgement_naming_no_privileged_policy_is_refused() -> None:
+    read_only = {"worker_managed_policy_arns": "arn:aws:iam::aws:policy/ReadOnlyAccess"}
+    for ack in ("ReadOnlyAccess", "AdministratorAccess"):
+        with pytest.raises(ConfigError, match=rf"worker_managed_policy_ack: '{ack}'"):
+            StackConfig.from_context(VALID | read_only | {"worker_managed_policy_ack": ack})
+
+
+def test_alert_secrets_are_named_by_complete_arn_for_the_agent_with_their_keys() -> None:
+    agent = VALID | {"workflow": "agent"}
+    config = StackConfig.from_context(
+        agent
+        | {"alert_url_secret_arn": ARN, "alert_url_kms_key_arn": KEY}
+        | {"alert_signing_secret_arn": ARN.replace("signing", "sign2")}
+    )
+    assert config.alert_secrets == ((ARN, KEY), (ARN.replace("signing", "sign2"), None))
+    for context, named in (
+        ({"alert_url_secret_arn": "relaylink/alert-url"}, "alert_url_secret_arn"),
+        ({"alert_url_kms_key_arn": KEY}, "alert_url_kms_key_arn: only with alert_url_secret"),
+        ({"alert_url_secret_arn": ARN, "alert_url": "https://x.example"}, "one or the other"),
+        ({"alert_signing_secret_arn": ARN}, "alert_signing_secret_arn signs the alert POST"),
+    ):
+        with pytest.raises(ConfigError, match=named):
+            StackConfig.from_context(agent | context)
+    with pytest.raises(ConfigError, match="only with the agent workflow"):
+        StackConfig.from_context(VALID | {"alert_url_secret_arn": ARN})
+
+
 def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> None:
     assert StackConfig.from_context(VALID | {"worker_batch_size": 4}).batch_concurrency == 4
     config = StackConfig.from_context(

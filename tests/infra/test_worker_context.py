@@ -27,17 +27,25 @@ FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 MODEL_ID = "amazon.nova-lite-v1:0"
 EXTRA_MODEL = "arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
 AWS_MANAGED = "arn:aws:iam::aws:policy/AWSXrayReadOnlyAccess"
+PRIVILEGED = "arn:aws:iam::aws:policy/AmazonS3FullAccess"
 OWN_POLICY = "arn:aws:iam::123456789012:policy/relaylink-extra"
-ALERT_URL = "https://alerts.example.com/relaylink"
+# A chat webhook's URL carries its credential: only its secret's ARN reaches the synth.
+ALERT_URL = "https://hooks.example.com/services/T000/B000/credential"
+ALERT_URL_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/alert-url-AbC123"
+ALERT_SIGNING_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/sign-XyZ789"
+ALERT_URL_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
 ALERT_EMAIL = "agent-alerts@example.com"
 CUSTOM: dict[str, Any] = {
     "workflow": "agent",
     "agent_model_id": MODEL_ID,
-    "alert_url": ALERT_URL,
+    "alert_url_secret_arn": ALERT_URL_SECRET,
+    "alert_url_kms_key_arn": ALERT_URL_KEY,
+    "alert_signing_secret_arn": ALERT_SIGNING_SECRET,
     "workflow_setting_daily_token_budget": 5000,
     "workflow_setting_system_prompt": "Name the package's author.",
     "worker_secret_arns": OWN_TOKEN,
-    "worker_managed_policy_arns": f"{AWS_MANAGED},{OWN_POLICY}",
+    "worker_managed_policy_arns": f"{AWS_MANAGED},{OWN_POLICY},{PRIVILEGED}",
+    "worker_managed_policy_ack": "AmazonS3FullAccess",
     "worker_bedrock_model_arns": [EXTRA_MODEL],
     "worker_timeout_seconds": "900",
     "worker_memory_mb": 1024,
@@ -106,7 +114,8 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
     assert environment[env_keys.ENV_WORKFLOW] == "agent"
     assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {
         "model_id": MODEL_ID,
-        "alert_url": ALERT_URL,
+        "alert_url_secret_arn": ALERT_URL_SECRET,
+        "alert_signing_secret_arn": ALERT_SIGNING_SECRET,
         "daily_token_budget": "5000",
         "system_prompt": "Name the package's author.",
     }
@@ -132,16 +141,56 @@ def _model_arn(model_id: str) -> Any:
 
 
 def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> None:
+    via_secrets_manager = resource_key(ALERT_URL_KEY)
     extra = {
         ("secretsmanager:GetSecretValue", resource_key(OWN_TOKEN)),
+        # The alert endpoint's two secrets, the URL's through its customer managed key.
+        ("secretsmanager:GetSecretValue", resource_key(ALERT_URL_SECRET)),
+        ("secretsmanager:DescribeSecret", resource_key(ALERT_URL_SECRET)),
+        ("secretsmanager:GetSecretValue", resource_key(ALERT_SIGNING_SECRET)),
+        ("secretsmanager:DescribeSecret", resource_key(ALERT_SIGNING_SECRET)),
+        ("kms:Decrypt", via_secrets_manager),
         ("bedrock:InvokeModel", resource_key(_model_arn(MODEL_ID))),
         ("bedrock:InvokeModel", resource_key(EXTRA_MODEL)),
     }
     # ... and the managed policies it names, attached to the worker's role alone.
-    grants = role_grants(customised, "worker", managed_policy_arns=(AWS_MANAGED, OWN_POLICY))
+    grants = role_grants(
+        customised, "worker", managed_policy_arns=(AWS_MANAGED, OWN_POLICY, PRIVILEGED)
+    )
     assert grants == worker_base_grants(customised) | extra
     for function in ("receiver", "relay", "reconciler"):
         role_grants(customised, function)  # asserts: no managed policy
+
+
+def test_an_alert_url_in_a_secret_appears_in_no_template_environment_or_tree(
+    customised: Synthesized,
+) -> None:
+    assets = [path for path in customised.outdir.iterdir() if path.suffix == ".json"]
+    assert {"tree.json", "manifest.json"} <= {path.name for path in assets}
+    for path in assets:
+        text = path.read_text()
+        assert ALERT_URL not in text and "hooks.example.com" not in text, path.name
+    for function in FUNCTIONS:
+        settings = customised.environment(function).get(env_keys.ENV_WORKFLOW_SETTINGS, "{}")
+        assert "alert_url" not in json.loads(settings), function
+    # The worker reads that secret (test_context_grants_are_exactly_what_it_names); no
+    # other function may.
+    for function in ("receiver", "relay", "reconciler"):
+        grants = role_grants(customised, function)
+        assert not any(ALERT_URL_SECRET in resource for _, resource in grants), function
+
+
+def test_a_privileged_policy_reaches_cdk_nag_acknowledged_by_name(
+    customised: Synthesized,
+) -> None:
+    report = json.loads((customised.outdir / "validation-report.json").read_text())
+    (nag,) = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
+    reasons = {
+        finding["acknowledgedId"]: finding["reason"] for finding in nag["suppressedViolations"]
+    }
+    privileged = reasons[f"AwsSolutions::AwsSolutions-IAM4[Policy::{PRIVILEGED}]"]
+    assert "acknowledged it by name (worker_managed_policy_ack=AmazonS3FullAccess)" in privileged
+    assert "acknowledged" not in reasons[f"AwsSolutions::AwsSolutions-IAM4[Policy::{AWS_MANAGED}]"]
 
 
 def test_the_agent_alone_may_invoke_a_model(synthesized: Synthesized) -> None:

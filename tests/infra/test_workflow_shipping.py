@@ -20,7 +20,7 @@ import pytest
 
 from functions.core import env_keys
 from infra.application import build_app
-from infra.bundle import BundleError, dependency_dir
+from infra.bundle import FUNCTIONS, BundleError, dependency_dir
 from infra.workflow_code import WorkflowCodeError
 from tests.infra.conftest import ROOT, cdk_json_context
 
@@ -72,31 +72,33 @@ def workflow_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _project_copy(destination: Path) -> Path:
+def _project_copy(destination: Path, *, own_deps_cache: bool = False) -> Path:
+    """The project's files the synth reads; the pip cache is the project's own (filled
+    if empty) or, with ``own_deps_cache``, a copy that the test may spoil alone."""
     destination.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("app.py", "cdk.json", "constraints.txt"):
         shutil.copy2(ROOT / name, destination / name)
     for name in ("functions", "infra"):
         shutil.copytree(ROOT / name, destination / name, ignore=ignore)
-    # The pip cache is the project's own: the copy reuses it (and fills it if empty).
     (ROOT / "build" / "deps").mkdir(parents=True, exist_ok=True)
     (destination / "build").mkdir()
-    (destination / "build" / "deps").symlink_to(ROOT / "build" / "deps")
+    if own_deps_cache:
+        for asset in FUNCTIONS.values():
+            dependency_dir(asset.requirements)
+        ignore_partial = shutil.ignore_patterns("*.partial")
+        shutil.copytree(
+            ROOT / "build" / "deps", destination / "build" / "deps", ignore=ignore_partial
+        )
+    else:
+        (destination / "build" / "deps").symlink_to(ROOT / "build" / "deps")
     return destination
-
-
-def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) -> dict[str, Any]:
-    """What ``npx cdk synth -c key=value ...`` does: run the app with the context."""
-    completed = _run_app(project, outdir, overrides)
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    stack = "relaylink-receiver-prod"
-    return dict(json.loads((outdir / f"{stack}.template.json").read_text()))
 
 
 def _run_app(
     project: Path, outdir: Path, overrides: dict[str, Any]
 ) -> subprocess.CompletedProcess[str]:
+    """What ``npx cdk synth -c key=value ...`` does: run the app with the context."""
     context = json.loads((project / "cdk.json").read_text())["context"] | overrides
     environment = {
         **os.environ,
@@ -114,6 +116,13 @@ def _run_app(
         timeout=600,
         check=False,
     )
+
+
+def _synth_like_the_cli(project: Path, outdir: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    completed = _run_app(project, outdir, overrides)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    stack = "relaylink-receiver-prod"
+    return dict(json.loads((outdir / f"{stack}.template.json").read_text()))
 
 
 def _function(template: dict[str, Any], handler: str) -> dict[str, Any]:
@@ -187,6 +196,52 @@ def test_cli_synth_ships_edited_code_and_the_workflow_with_its_requirement(
         check=True,
         timeout=60,
     )
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
+
+
+def test_cli_synth_ships_nothing_from_outside_the_folder_and_never_spoils_a_dependency(
+    tmp_path: Path,
+) -> None:
+    project = _project_copy(tmp_path / "project", own_deps_cache=True)
+    secret = f"aws_secret_access_key = {uuid.uuid4()}"
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(secret + "\n")
+    folder = tmp_path / "my-agent"
+    (folder / "mine").mkdir(parents=True)
+    (folder / "mine" / "__init__.py").write_text("def build(context):\n    return None\n")
+    link = folder / "mine" / "prompt_template.txt"
+    link.symlink_to(tmp_path / ".aws" / "credentials")
+    workflow = {"workflow": "mine:build", "workflow_source": str(folder)}
+
+    leaked = _run_app(project, tmp_path / "out-link", workflow)
+    assert leaked.returncode != 0
+    assert leaked.stderr.splitlines()[-1].startswith(
+        f"cdk app: error: workflow_source: {link} leads to"
+    )
+    assert "Traceback" not in leaked.stderr
+    shipped = _files_under(tmp_path / "out-link")
+    assert not [path for path in shipped if secret.encode() in path.read_bytes()]
+
+    link.unlink()
+    (folder / "pydantic").mkdir()
+    (folder / "pydantic" / "__init__.py").write_text("TAMPERED = True\n")
+    replaced = _run_app(project, tmp_path / "out-clash", workflow)
+    assert replaced.returncode != 0
+    assert replaced.stderr.splitlines()[-1].startswith(
+        f"cdk app: error: workflow_source: {folder / 'pydantic'} would replace the worker's "
+        "dependency 'pydantic' (from pydantic "
+    )
+
+    # The next synth, without a workflow, ships the dependency as pip installed it.
+    template = _synth_like_the_cli(project, tmp_path / "out-clean", {})
+    worker = _asset_dir(tmp_path / "out-clean", _function(template, "worker"))
+    pristine = dependency_dir(FUNCTIONS["worker"].requirements) / "pydantic" / "__init__.py"
+    assert (worker / "pydantic" / "__init__.py").read_bytes() == pristine.read_bytes()
+    cache = _files_under(project / "build" / "deps")
+    assert not [path for path in cache if b"TAMPERED" in path.read_bytes()]
 
 
 def _build(overrides: dict[str, Any]) -> None:

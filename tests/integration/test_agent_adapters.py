@@ -8,26 +8,37 @@ The HTTP alert's rows are pinned in tests/integration/test_http_effects.py.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.config import Config
 
+from functions.core.clock import SystemClock
 from functions.core.errors import NotApplied, PermanentError, Rejected, TransientError
 from functions.core.package import Package
+from functions.core.workflow import WorkflowContext
 from functions.workflows.adapters.alert_http import HttpAlerts
+from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import (
     DELIVERY_ID_METADATA_KEY,
     BedrockConverse,
 )
-from functions.workflows.agent import Alert, ModelSummary
+from functions.workflows.agent import AgentSettings, Alert, ModelSummary
 from functions.workflows.agent_prompt import build_prompt
-from functions.workflows.wiring import BEDROCK_CONFIG, SNS_CONFIG
+from functions.workflows.wiring import BEDROCK_CONFIG, SNS_CONFIG, build_alert_webhook
 from local.bedrock_emulator import (
     DEFAULT_MODEL_ID,
     ConverseError,
@@ -35,6 +46,7 @@ from local.bedrock_emulator import (
 )
 from local.notify_sink import NotifySinkServer
 from local.testkit.botocore_hooks import answer_first, aws_response, divert_from_emulator
+from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION
 
 if TYPE_CHECKING:
@@ -43,6 +55,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 from tests.integration.conftest import BlackHole
 
+ROOT = Path(__file__).resolve().parents[2]
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 KEY = f"{DELIVERY}:alert"
 PACKAGE = Package(
@@ -272,3 +285,125 @@ def test_http_alert_posts_the_payload_with_the_key() -> None:
         )
         assert sink.sink.counts() == {KEY: 1}
         assert sink.sink.body(KEY) == json.loads(json.dumps(ALERT.payload()))
+
+
+SIGNING_SECRET = "whsec_" + base64.b64encode(b"alert-signing-key-of-32-bytes..!").decode()
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+
+@pytest.fixture
+def endpoint() -> Iterator[tuple[str, list[Received]]]:
+    """A loopback endpoint that answers 204 and keeps every request's headers and bytes."""
+    received: list[Received] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(Received({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hooks/T000/B000/credential", received
+    server.shutdown()
+    server.server_close()
+
+
+def verified(received: Received, secret: str, *, now: int, tolerance: int = 300) -> bytes:
+    """What a Standard Webhooks receiver does (the specification, "Verifying webhooks")."""
+    message_id = received.headers["webhook-id"]
+    timestamp = received.headers["webhook-timestamp"]
+    assert abs(now - int(timestamp)) <= tolerance
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    content = f"{message_id}.{timestamp}.".encode() + received.body
+    expected = base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()
+    given = [part.split(",", 1)[1] for part in received.headers["webhook-signature"].split()]
+    assert any(hmac.compare_digest(expected, signature) for signature in given)
+    return received.body
+
+
+def test_http_alert_is_signed_for_a_standard_webhooks_receiver(
+    endpoint: tuple[str, list[Received]],
+) -> None:
+    url, received = endpoint
+    clock = FakeClock(1_765_000_000)
+    signer = AlertSigner(secret=SIGNING_SECRET, clock=clock)
+    alerts = HttpAlerts(url=url, timeout_seconds=2, allow_insecure_loopback=True, signer=signer)
+    alerts.send(ALERT, idempotency_key=KEY)
+    clock.advance(30)
+    alerts.send(ALERT, idempotency_key=KEY)  # a retry: the same id, its own timestamp
+
+    first, retry = received
+    assert json.loads(verified(first, SIGNING_SECRET, now=clock.now())) == ALERT.payload()
+    assert first.headers["webhook-id"] == retry.headers["webhook-id"] == KEY
+    assert int(retry.headers["webhook-timestamp"]) == int(first.headers["webhook-timestamp"]) + 30
+    verified(retry, SIGNING_SECRET, now=clock.now())
+    forged = Received(first.headers, first.body.replace(b"cheapest", b"dearest!"))
+    with pytest.raises(AssertionError):
+        verified(forged, SIGNING_SECRET, now=clock.now())
+
+
+def test_the_alert_url_and_signing_secret_are_read_from_their_secrets(
+    moto_aws: None, endpoint: tuple[str, list[Received]]
+) -> None:
+    url, received = endpoint
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    url_arn = secrets.create_secret(Name="alert-url", SecretString=url + "\n")["ARN"]
+    signing_arn = secrets.create_secret(Name="alert-signing", SecretString=SIGNING_SECRET)["ARN"]
+    settings = AgentSettings.from_mapping(
+        {"alert_url_secret_arn": url_arn, "alert_signing_secret_arn": signing_arn}
+    )
+    context = WorkflowContext(
+        notify_url=None,
+        archive_bucket="archive",
+        allow_insecure_loopback=True,
+        timeout_seconds=2,
+        clock=FakeClock(1_765_000_000),
+        settings={},
+    )
+    build_alert_webhook(settings, context).send(ALERT, idempotency_key=KEY)
+    (request,) = received
+    verified(request, SIGNING_SECRET, now=1_765_000_000)
+
+    # Read on the first alert: a secret that cannot be read, or holds a URL that is not
+    # HTTPS, sends nothing (the message names the setting, never the value).
+    missing = AgentSettings.from_mapping({"alert_url_secret_arn": url_arn + "x"})
+    with pytest.raises(NotApplied, match="alert_secret_unavailable") as unread:
+        build_alert_webhook(missing, context).send(ALERT, idempotency_key=KEY)
+    assert "alert_url_secret_arn: the secret cannot be read" in str(unread.value.__cause__)
+    secrets.put_secret_value(SecretId=url_arn, SecretString="ftp://hooks.example/T000/secret")
+    with pytest.raises(NotApplied, match="alert_secret_unavailable") as refused:
+        build_alert_webhook(settings, context).send(ALERT, idempotency_key=KEY)
+    assert "alert_url_secret_arn must be https" in str(refused.value.__cause__)
+    assert "T000" not in str(refused.value.__cause__)
+    assert len(received) == 1
+    # A plain URL beside a signing secret is still checked at cold start.
+    plain = {"alert_url": "http://hooks.example/x", "alert_signing_secret_arn": signing_arn}
+    with pytest.raises(ValueError, match="alert_url must be https"):
+        build_alert_webhook(AgentSettings.from_mapping(plain), context)
+
+
+def test_the_docs_receiver_verifies_a_signed_alert(endpoint: tuple[str, list[Received]]) -> None:
+    # The verifying receiver docs/workflows.md shows, run as written, on a real POST.
+    docs = (ROOT / "docs" / "workflows.md").read_text()
+    code = docs.split("A receiver verifies it", 1)[1].split("```python\n", 1)[1].split("```")[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/workflows.md", "exec"), namespace)
+    url, received = endpoint
+    signer = AlertSigner(secret=SIGNING_SECRET, clock=SystemClock())
+    alerts = HttpAlerts(url=url, timeout_seconds=2, allow_insecure_loopback=True, signer=signer)
+    alerts.send(ALERT, idempotency_key=KEY)
+    (request,) = received
+    assert namespace["verify"](SIGNING_SECRET, request.headers, request.body) == request.body
+    with pytest.raises(ValueError, match="no valid signature"):
+        namespace["verify"](SIGNING_SECRET, request.headers, request.body + b" ")

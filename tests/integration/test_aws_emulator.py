@@ -6,8 +6,11 @@ import http.client
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -20,7 +23,13 @@ from werkzeug.serving import WSGIRequestHandler
 
 from functions.core import table_layout
 from local import aws_emulator as emulator_module
-from local.aws_emulator import AwsEmulator, AwsEmulatorProcess, EmulatorControls
+from local.aws_emulator import (
+    CONTROL_PATH,
+    AwsEmulator,
+    AwsEmulatorProcess,
+    EmulatorControls,
+    EmulatorCredentials,
+)
 from local.aws_resources import create_table
 from tests.polling import poll
 
@@ -36,9 +45,14 @@ def _sqs(endpoint_url: str) -> SQSClient:
     return boto3.client("sqs", region_name=REGION, endpoint_url=endpoint_url)
 
 
-def _dynamodb(endpoint_url: str) -> DynamoDBClient:
+def _dynamodb(endpoint_url: str, credentials: EmulatorCredentials | None = None) -> DynamoDBClient:
     return boto3.client(
-        "dynamodb", region_name=REGION, endpoint_url=endpoint_url, config=NO_RETRIES
+        "dynamodb",
+        region_name=REGION,
+        endpoint_url=endpoint_url,
+        config=NO_RETRIES,
+        aws_access_key_id=credentials.access_key_id if credentials else None,
+        aws_secret_access_key=credentials.secret_access_key if credentials else None,
     )
 
 
@@ -204,21 +218,40 @@ def test_the_control_path_sets_faults_and_counts_requests(aws_emulator: AwsEmula
         controls.set_rate(1.5)
 
 
-def test_the_emulator_process_serves_and_reports_its_cpu_time() -> None:
+def test_the_emulator_process_serves_its_own_key_only_and_reports_its_cpu_time() -> None:
     emulator = AwsEmulatorProcess()
     emulator.start()
     try:
-        dynamodb = _dynamodb(emulator.endpoint_url)
+        dynamodb = _dynamodb(emulator.endpoint_url, emulator.credentials)
         create_table(dynamodb, "in-its-own-process")
         assert dynamodb.list_tables()["TableNames"] == ["in-its-own-process"]
         assert emulator.calls()["CreateTable"] == 1
         assert emulator.cpu_seconds() > 0
         pid = emulator.pid
+        # Another user who finds the port: another key, no signature, or the controls.
+        other = EmulatorCredentials.generate()
+        with pytest.raises(ClientError) as refused:
+            _dynamodb(emulator.endpoint_url, other).list_tables()
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        assert emulator.credentials.access_key_id not in ps_listing()
+        for url in (emulator.endpoint_url + "/", emulator.endpoint_url + CONTROL_PATH):
+            with pytest.raises(urllib.error.HTTPError) as unsigned:
+                urllib.request.urlopen(url, timeout=5)
+            assert unsigned.value.code == 403
+            unsigned.value.close()
+        assert emulator.calls()["CreateTable"] == 1  # the refused requests reached nothing
     finally:
         emulator.stop()
     assert emulator.pid == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def ps_listing() -> str:
+    """Every process's command line, as any user of the machine can list them."""
+    return subprocess.run(
+        ["ps", "-eo", "args"], capture_output=True, text=True, check=True, timeout=10
+    ).stdout
 
 
 def _raw_answers(client: DynamoDBClient) -> list[bytes]:

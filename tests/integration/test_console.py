@@ -178,6 +178,15 @@ def test_bad_input_is_a_400_with_a_code(stack: Stack) -> None:
     assert get(console, "/nowhere").status == 404
 
 
+@pytest.mark.parametrize("page", ["99999999999999999999", "201", "1_0", " 1", "\u0661"])
+def test_a_page_out_of_bounds_is_a_400_and_reads_nothing(stack: Stack, page: str) -> None:
+    # A target with no table: a page that read anything would fail otherwise.
+    console = make_console(stack, target=replace(stack.target, table_name="no-such-table"))
+    answer = get(console, "/deliveries", page=page)
+    assert (answer.status, error(answer)) == (400, "bad_page")
+    assert "1 to 200" in json.loads(answer.body)["message"]
+
+
 def test_the_script_posts_with_the_token_header() -> None:
     assert f'"{TOKEN_HEADER}": token' in SCRIPT
     assert 'method: "POST"' in SCRIPT
@@ -441,6 +450,28 @@ def test_the_server_guards_and_headers_over_http(stack: Stack, served: str) -> N
     assert (status, json.loads(body)["error"]) == (413, "form_too_large")
     status, _, body = fetch(f"{served}/actions/requeue", data=form, headers={TOKEN_HEADER: TOKEN})
     assert status == 200 and json.loads(body)["message"] == f"{delivery_id}: requeued"
+
+
+def test_an_unexpected_error_is_a_one_line_json_500_over_http(
+    stack: Stack, capfd: pytest.CaptureFixture[str]
+) -> None:
+    def broken_clock() -> int:
+        raise RuntimeError(f"a bug that quotes the token {TOKEN}")
+
+    console = make_console(stack, clock=broken_clock)
+    server = bind(console)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        status, headers, body = fetch(f"http://127.0.0.1:{console.port}/?token={TOKEN}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (status, headers["Content-Type"]) == (500, "application/json")
+    assert "\n" not in body and json.loads(body)["error"] == "internal_error"
+    stderr = capfd.readouterr().err
+    assert "Traceback" not in stderr and TOKEN not in stderr
+    assert stderr.strip() == "console: internal error (RuntimeError)"
 
 
 def test_no_page_holds_a_secret_the_mcp_token_or_a_body(stack: Stack, tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """The agent's alert POSTed to the configured ``alert_url`` (an ``AlertChannel``).
 
 The JSON of :meth:`~functions.workflows.agent.Alert.payload` with ``Idempotency-Key:
-<delivery_id>:alert``. Only the configured URL is ever contacted (HTTPS, or plain
-HTTP to loopback when the local runtime allows it), with no proxy and no redirects.
-One POST per call. What its answer proves (:mod:`functions.core.adapters.http_effect`):
+<delivery_id>:alert`` and, with a signer, the Standard Webhooks signature headers
+(:mod:`functions.workflows.adapters.alert_signing`). Only the configured URL is ever
+contacted (HTTPS, or plain HTTP to loopback when the local runtime allows it), with no
+proxy and no redirects. One POST per call. What its answer proves
+(:mod:`functions.core.adapters.http_effect`):
 
 * 2xx: sent;
 * the connection refused, or the host not found: nothing was sent ->
@@ -32,6 +34,7 @@ from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_targ
 from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
+    from functions.workflows.adapters.alert_signing import AlertSigner
     from functions.workflows.agent import Alert
 
 _EFFECT: Final = "alert"  # the prefix of every code this channel raises
@@ -52,12 +55,14 @@ class HttpAlerts:
         timeout_seconds: float,
         allow_insecure_loopback: bool = False,
         deduplicates: bool = False,
+        signer: AlertSigner | None = None,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url
         self._timeout = timeout_seconds
         self._opener = direct_opener()
         self.mode = EffectMode.KEYED if deduplicates else EffectMode.OPERATOR
+        self._signer = signer
 
     def send(self, alert: Alert, *, idempotency_key: str) -> None:
         request = self.request(alert, idempotency_key=idempotency_key)
@@ -68,6 +73,8 @@ class HttpAlerts:
         """The POST of ``alert``: its body and every header, built in one place."""
         body = json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode()
         headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
+        if self._signer is not None:
+            headers |= self._signer.headers(idempotency_key, body)
         return urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
             self._url, data=body, method="POST", headers=headers
         )

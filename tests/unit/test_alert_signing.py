@@ -1,0 +1,42 @@
+"""Standard Webhooks signatures on the alert POST: the specification's own example."""
+
+from __future__ import annotations
+
+import pytest
+
+from functions.workflows.adapters.alert_signing import AlertSigner, parse_secret, sign
+from local.testkit.clock import FakeClock
+
+# The example of the Standard Webhooks specification (standard-webhooks/spec.md).
+SPEC_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+SPEC_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+SPEC_TIMESTAMP = 1614265330
+SPEC_BODY = b'{"test": 2432232314}'
+SPEC_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+def test_the_signature_is_the_specifications_for_its_example() -> None:
+    assert "v1," + sign(parse_secret(SPEC_SECRET), SPEC_ID, str(SPEC_TIMESTAMP), SPEC_BODY) == (
+        SPEC_SIGNATURE
+    )
+    signer = AlertSigner(secret=f"  {SPEC_SECRET}\n", clock=FakeClock(SPEC_TIMESTAMP))
+    assert signer.headers(SPEC_ID, SPEC_BODY) == {
+        "webhook-id": SPEC_ID,
+        "webhook-timestamp": str(SPEC_TIMESTAMP),
+        "webhook-signature": SPEC_SIGNATURE,
+    }
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",  # no prefix
+        "whsec_not*base64",
+        "whsec_" + "QUJD",  # 3 bytes
+        "whsec_" + "QUJD" * 30,  # 90 bytes
+    ],
+)
+def test_a_secret_of_another_form_is_refused_without_quoting_it(secret: str) -> None:
+    with pytest.raises(ValueError, match="alert signing secret") as refused:
+        AlertSigner(secret=secret, clock=FakeClock(0))
+    assert secret.removeprefix("whsec_") not in str(refused.value)

@@ -19,6 +19,7 @@ same moment here (docs/simulation.md says what that leaves unexplored).
 from __future__ import annotations
 
 import asyncio
+import json
 import dataclasses
 import heapq
 import logging
@@ -136,6 +137,9 @@ class SeedResult:
     violations: tuple[str, ...]
     faults: tuple[Fault, ...]
     counts: Mapping[str, int]
+    # The run's outcome as canonical JSON (faults, violations, the table, the far sides):
+    # the same seed gives the same bytes.
+    transcript: str = ""
 
     @property
     def passed(self) -> bool:
@@ -306,8 +310,9 @@ class Simulation:
         if length:
             start = world.t + world.rng.uniform(0, 3600)
             world.far_side(names[length % len(names)]).outage = (start, start + length)
-        world.far_side(ALERT_EFFECT).dedup = False  # a standard SNS topic cannot
-        world.far_side("model").dedup = False  # every call runs the model
+        if self.workflow == "agent":
+            world.far_side(ALERT_EFFECT).dedup = False  # a standard SNS topic cannot
+            world.far_side("model").dedup = False  # every call runs the model
         self.days_pass = schedule.choose(
             "config.days_pass", Kind.DAYS_PASS, 0.3, range(14 * DAY_SECONDS, 16 * DAY_SECONDS, 60)
         )
@@ -637,7 +642,35 @@ class Simulation:
             violations=tuple(violations),
             faults=tuple(self.schedule.injected),
             counts=dict(sorted(counts.items())),
+            transcript=self._transcript(violations, counts),
         )
+
+    def _transcript(self, violations: Sequence[str], counts: Mapping[str, int]) -> str:
+        world = self.world
+        document = {
+            "workflow": self.workflow,
+            "seed": self.schedule.seed,
+            "ended_at": round(world.t, 3),
+            "faults": [str(fault) for fault in self.schedule.injected],
+            "violations": list(violations),
+            "counts": dict(sorted(counts.items())),
+            "inbox": {
+                i.delivery_id: [i.state.value, i.attempts, i.transient_failures, i.last_error]
+                for i in sorted(world.inbox.values(), key=lambda i: i.delivery_id)
+            },
+            "effects": sorted(
+                f"{d}/{n}:{r.status.value}:{r.flagged_at is not None}"
+                for (d, n), r in world.effects.items()
+            ),
+            "far": {
+                name: sorted(f"{k}:{side.applied[k]}/{side.requests[k]}" for k in side.requests)
+                for name, side in sorted(world.far.items())
+            },
+            "dead_letters": sorted(f"{m.mark}:{m.body}" for m in world.dead.values()),
+            "model_runs": dict(sorted(world.truth.model_runs.items())),
+            "consumed": dict(sorted(world.truth.consumed.items())),
+        }
+        return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
 def run_seed(

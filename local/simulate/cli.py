@@ -31,9 +31,7 @@ def register(subparsers: Any) -> None:
         "--workflow", choices=WORKFLOW_CHOICES, default="all", help="the workflow (all)"
     )
     parser.add_argument("--seeds", type=int, default=1000, metavar="N", help="seeds (1000)")
-    parser.add_argument(
-        "--first-seed", type=int, default=0, metavar="S", help="the first seed (0)"
-    )
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S", help="the first seed (0)")
     parser.add_argument(
         "--deliveries", type=int, default=4, metavar="K", help="deliveries per seed (4)"
     )

@@ -112,7 +112,7 @@ class FakeOpener:
         if kind is Kind.UNAVAILABLE:
             side.refuse(key, definite=False)
             raise _http_error(url, 503)
-        side.act(key)
+        self._world.acted(self._name, key)
         if kind is Kind.ACTED_THEN_FAILED:
             raise _http_error(url, 502)
         if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -137,10 +137,11 @@ class FakeOpener:
 
 
 def _client_error(operation: str, code: str, status: int) -> ClientError:
-    return ClientError(
-        {"Error": {"Code": code, "Message": "far side"}, "ResponseMetadata": {"HTTPStatusCode": status}},  # type: ignore[typeddict-item]
-        operation,
-    )
+    response: Any = {
+        "Error": {"Code": code, "Message": "far side"},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
+    return ClientError(response, operation)
 
 
 def _retryable(exc: Exception) -> bool:
@@ -160,11 +161,13 @@ def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
         raise EndpointConnectionError(endpoint_url=ENDPOINT)
     if kind is Kind.REJECTED:
         side.refuse(key, definite=True)
-        raise _client_error(operation, "ThrottlingException", 400 if operation != "PutObject" else 503)
+        raise _client_error(
+            operation, "ThrottlingException", 400 if operation != "PutObject" else 503
+        )
     if kind is Kind.UNAVAILABLE:
         side.refuse(key, definite=False)
         raise _client_error(operation, "ServiceUnavailableException", 503)
-    side.act(key)
+    world.acted(name, key)
     if kind is Kind.ACTED_THEN_FAILED:
         raise _client_error(operation, "InternalServerException", 500)
     if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -191,9 +194,7 @@ class FakeSnsClient:
 
     def publish(self, **request: Any) -> dict[str, Any]:
         key = request["MessageAttributes"]["idempotency_key"]["StringValue"]
-        _with_retries(
-            self._attempts, lambda: _aws_outcome(self._world, self._name, key, "Publish")
-        )
+        _with_retries(self._attempts, lambda: _aws_outcome(self._world, self._name, key, "Publish"))
         return {"MessageId": "m"}
 
 

@@ -35,7 +35,7 @@ class Kind(StrEnum):
     TIGHT_BUDGET = "tight_budget"  # configuration: a budget of a few calls
     OUTAGE = "outage"  # configuration: a far side is down for ``value`` seconds
     NO_DEDUP = "no_dedup"  # configuration: the far side does not deduplicate on the key
-    DAYS_PASS = "days_pass"  # configuration: ``value`` seconds pass, TTL deletes, late operator
+    DAYS_PASS = "days_pass"  # noqa: S105 (a fault kind, not a secret); configuration: ``value`` seconds pass, TTL deletes, late operator
     OPERATOR = "operator"  # configuration: an operator visit at ``value`` s (action bits)
 
 

@@ -78,7 +78,10 @@ def check(simulation: Simulation) -> list[str]:
                 f" (the budget forgot {spent - budget.reserved} tokens)"
             )
     found += _unknown_outcomes_visible(simulation)
-    found += [f"no_false_doubt: {line}: its own intent read as a rival's" for line in truth.own_intent_doubts]
+    found += [
+        f"no_false_doubt: {line}: its own intent read as a rival's"
+        for line in truth.own_intent_doubts
+    ]
     found += _definite_no_in_doubt(simulation)
     found += [
         f"dead_letters_marked: {line}: reached the dead-letter queue by its receive count"

@@ -98,7 +98,9 @@ class Summary:
             if violation.shrunk:
                 lines += violation.lines()
             else:
-                lines.append(f"VIOLATION {violation.workflow} seed {violation.seed}: {violation.violation}")
+                lines.append(
+                    f"VIOLATION {violation.workflow} seed {violation.seed}: {violation.violation}"
+                )
         lines.append(
             f"{self.seeds} seeds of {', '.join(self.workflows)} from seed {self.first_seed}"
             f" in {self.run_seconds:.1f} s ({self.rate:.0f} seeds/s): {self.violating_seeds}"

@@ -19,9 +19,9 @@ same moment here (docs/simulation.md says what that leaves unexplored).
 from __future__ import annotations
 
 import asyncio
-import json
-import dataclasses
+import contextlib
 import heapq
+import json
 import logging
 import math
 import uuid
@@ -88,7 +88,6 @@ from local.simulate.world import (
     Claims,
     Effects,
     Inbox,
-    Invocation,
     Metrics,
     Queue,
     ReceivedLog,
@@ -195,10 +194,10 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
         return ArchiveWorkflow(archive=archive)
     if name == "notify":
         notifier = HttpNotifier(url="https://notify.invalid/hook", timeout_seconds=10)
-        notifier._opener = cast(Any, FakeOpener(world, NOTIFY_EFFECT))  # noqa: SLF001 (the transport seam)
+        notifier._opener = cast(Any, FakeOpener(world, NOTIFY_EFFECT))
         return DefaultWorkflow(archive=archive, notifier=notifier)
     webhook = HttpAlerts(url="https://alerts.invalid/hook", timeout_seconds=10)
-    webhook._opener = cast(Any, FakeOpener(world, ALERT_HTTP_EFFECT))  # noqa: SLF001 (the transport seam)
+    webhook._opener = cast(Any, FakeOpener(world, ALERT_HTTP_EFFECT))
     topic = SnsAlerts(
         client=cast(Any, FakeSnsClient(world, ALERT_EFFECT, attempts=_retries(wiring.SNS_CONFIG))),
         topic_arn="arn:aws:sns:eu-west-1:123456789012:alerts",
@@ -470,28 +469,30 @@ class Simulation:
             return
         if world.stream or (self.sends and self.sends[0].at < day_starts):
             return
-        if self.visits and self.visits[0][0] < day_starts:
+        if (self.visits and self.visits[0][0] < day_starts) or not self._only_budget_waits():
             return
-        waiting = set()
-        for item in world.inbox.values():
-            if item.state is State.PROCESSING:
-                return
-            if item.state is State.PENDING:
-                if item.last_error != BUDGET:
-                    return
-                waiting.add(item.delivery_id)
-        if not waiting:
-            return
+        world.t = float(day_starts)
+        for message in world.work.values():
+            message.visible_at = min(message.visible_at, world.t)
+
+    def _only_budget_waits(self) -> bool:
+        """Whether the open deliveries all wait for the budget, and the queue holds only
+        their fresh deferral copies."""
+        world = self.world
+        open_items = [i for i in world.inbox.values() if i.state in OPEN]
+        if not open_items or any(
+            i.state is not State.PENDING or i.last_error != BUDGET for i in open_items
+        ):
+            return False
+        waiting = {i.delivery_id for i in open_items}
         for message in world.work.values():
             try:
                 delivery_id = WorkItem.from_json(message.body).delivery_id
             except ValueError:
-                return
+                return False
             if delivery_id not in waiting or message.receives:
-                return
-        world.t = float(day_starts)
-        for message in world.work.values():
-            message.visible_at = min(message.visible_at, world.t)
+                return False
+        return True
 
     def _worker(self) -> None:
         world = self.world
@@ -557,7 +558,7 @@ class Simulation:
     def _reconcile(self) -> None:
         world = self.world
         inv = world.begin("reconciler", skew=self.skew["reconciler"], seconds=60)
-        try:
+        with contextlib.suppress(Killed, ProcessingError):  # the next run continues
             reconcile(
                 store=self.claims,
                 received=ReceivedLog(world),
@@ -572,8 +573,6 @@ class Simulation:
                 ),
                 deadline=Deadline(inv.ends_at - 5, world.monotonic),
             )
-        except (Killed, ProcessingError):
-            pass  # the run failed; the next one continues where it stopped
         # A run that changed nothing must not be repeated at once.
         world.t += 1
 
@@ -584,32 +583,36 @@ class Simulation:
         _at, actions = self.visits.pop(0)
         world.begin("operator", skew=0, seconds=math.inf, faulty=False)
         now = world.now()
-        effects = Effects(world)
         if actions & RESOLVE:
-            for record in sorted(world.effects.values(), key=lambda r: (r.delivery_id, r.name)):
-                item = world.inbox.get(record.delivery_id)
-                stale = record.intent_at < now - DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
-                if record.status is not EffectStatus.INTENT or not (record.flagged_at or stale):
-                    continue
-                if item is not None and item.state is State.PROCESSING:
-                    continue  # effects resolve refuses: a worker may be applying it
-                applied = world.far_side(record.name).applied[record.key] > 0
-                if applied:
-                    effects.resolve_applied(record.delivery_id, record.name, now=now)
-                else:
-                    effects.resolve_not_applied(record.delivery_id, record.name, now=now)
+            self._resolve(now)
         if actions & REQUEUE:
             for item in sorted(world.inbox.values(), key=lambda i: i.delivery_id):
                 work = item.work_item()
-                if item.state is State.FAILED and work is not None:
-                    if self.claims.reopen(item.delivery_id, now=now):
-                        self.queue.send(work)
+                ready = item.state is State.FAILED and work is not None
+                if ready and work is not None and self.claims.reopen(item.delivery_id, now=now):
+                    self.queue.send(work)
         if actions & REDRIVE:
             self._redrive(now)
         if actions & CONSOLE_REDRIVE:
             for message in list(world.dead.values()):
                 del world.dead[message.message_id]
                 world.enqueue(message.body, mark=message.mark, generation=message.generation)
+
+    def _resolve(self, now: int) -> None:
+        """``effects resolve``, truthfully: the operator asked the far side."""
+        world = self.world
+        effects = Effects(world)
+        for record in sorted(world.effects.values(), key=lambda r: (r.delivery_id, r.name)):
+            item = world.inbox.get(record.delivery_id)
+            stale = record.intent_at < now - DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+            if record.status is not EffectStatus.INTENT or not (record.flagged_at or stale):
+                continue
+            if item is not None and item.state is State.PROCESSING:
+                continue  # effects resolve refuses: a worker may be applying it
+            if world.far_side(record.name).applied[record.key]:
+                effects.resolve_applied(record.delivery_id, record.name, now=now)
+            else:
+                effects.resolve_not_applied(record.delivery_id, record.name, now=now)
 
     def _redrive(self, now: int) -> None:
         """``relaylink-receiver redrive``: reset a failed delivery, send, delete the letter."""
@@ -682,6 +685,3 @@ def run_seed(
     simulation = Simulation(workflow, seed, deliveries=deliveries, replay=replay)
     simulation.run()
     return simulation.result(check(simulation))
-
-
-__all__ = ["WORKFLOWS", "Invocation", "SeedResult", "Simulation", "dataclasses", "run_seed"]

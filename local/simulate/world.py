@@ -127,7 +127,9 @@ class Truth:
     unmarked_dead_letters: list[str] = field(default_factory=list)
     mark_mismatches: list[str] = field(default_factory=list)
     own_intent_doubts: list[str] = field(default_factory=list)
-    double_settles: int = 0
+    sdk_retried: Counter[str] = field(default_factory=Counter)  # by site
+    # Far-side applications beyond the first: (effect, key, after the item's expiry).
+    repeats: list[tuple[str, str, bool]] = field(default_factory=list)
 
 
 class World:
@@ -214,6 +216,7 @@ class World:
             raise StorageUnavailable("answer_lost")
         if kind is Kind.SDK_RETRY:
             self.counts[faults.SDK_RETRIES] += 1
+            self.truth.sdk_retried[site] += 1
             return op()
         if kind is Kind.KILL_AFTER:
             self.kill()
@@ -331,6 +334,16 @@ class World:
 
     def far_side(self, name: str) -> FarSide:
         return self.far.setdefault(name, FarSide(name))
+
+    def acted(self, name: str, key: str) -> None:
+        """Far side ``name`` acted for ``key``: note an application beyond the first."""
+        side = self.far_side(name)
+        before = side.applied[key]
+        side.act(key)
+        if before and side.applied[key] > before:
+            item = self.inbox.get(key.partition(":")[0])
+            expired = item is None or item.expires_at <= self.t
+            self.truth.repeats.append((name, key, expired))
 
 
 # --- the ports ---------------------------------------------------------------------
@@ -549,7 +562,9 @@ class Claims:
             lambda: [
                 i
                 for i in w.inbox.values()
-                if _listed(w, i) and i.state is State.PENDING and i.state_changed_at < changed_before
+                if _listed(w, i)
+                and i.state is State.PENDING
+                and i.state_changed_at < changed_before
             ],
         )
 
@@ -861,8 +876,10 @@ class Budget:
         w = self._w
         return w.read(
             "ddb.budget_get",
-            lambda: w.budget_days.get(day)
-            or BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0),
+            lambda: (
+                w.budget_days.get(day)
+                or BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0)
+            ),
         )
 
 

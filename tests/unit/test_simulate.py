@@ -41,10 +41,7 @@ def test_simulate_same_seed_same_transcript() -> None:
 
 
 def test_simulate_transcript_does_not_depend_on_hash_randomisation() -> None:
-    code = (
-        "from local.simulate.run import run_seed;"
-        "print(run_seed('notify', 5).transcript)"
-    )
+    code = "from local.simulate.run import run_seed;print(run_seed('notify', 5).transcript)"
     transcripts = {
         subprocess.run(
             [sys.executable, "-c", code],

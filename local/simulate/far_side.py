@@ -277,8 +277,9 @@ class Packages:
         return mcp_url in self._unreachable
 
     async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        down = self._world.far_side("mcp").down(self._world.t)
         kind = _request(self._world, "mcp", rates=MCP_FETCH)
-        if kind in (Kind.REFUSED, Kind.SLOW):
+        if down or kind in (Kind.REFUSED, Kind.SLOW):  # a server down refuses connections
             self._unreachable.add(mcp_url)  # a transport failure: the batch stops using it
             raise TransientError("mcp_unreachable")
         if kind is not None:

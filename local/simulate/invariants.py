@@ -12,9 +12,11 @@ name comes first so that a summary can count them (docs/simulation.md explains e
 * ``budget_within_limit``: what a day really spent is within its limit, and the budget
   counts at least what was spent (otherwise the next reservations overspend).
 * ``unknown_outcomes_visible``: an effect a far side acted on is recorded done, or its
-  intent is still listed for an operator; never cleared as not applied.
+  intent is still listed for an operator; never cleared as not applied (while its
+  item is within its retention).
 * ``no_false_doubt``: an attempt never reports its own intent in doubt, and an intent
-  is not left in doubt when every answer for it was a definite "not done".
+  is not left in doubt when every answer since it was written was a definite "not
+  done" (refused, 4xx).
 * ``dead_letters_marked``: only the worker dead-letters work (with its reason); no
   message reaches the dead-letter queue by its receive count.
 * ``redrive_reopens_its_failure``: a marked dead letter reopens the failure it was sent
@@ -110,9 +112,10 @@ def _terminal_or_waiting(simulation: Simulation, delivery_id: str) -> list[str]:
                 f" afford it (a call reserves {needed}, the day's limit is {world.budget_limit})"
             ]
         return []  # waits for the next day's budget, visibly
+    why = "the run's step bound" if simulation.cut else "nothing that will move it"
     return [
         f"terminal_or_waiting: {delivery_id}: left {item.state.value} ({item.last_error})"
-        " with nothing that will move it"
+        f" with {why}"
     ]
 
 
@@ -122,8 +125,8 @@ def _unknown_outcomes_visible(simulation: Simulation) -> list[str]:
     found = []
     for delivery_id in sorted(world.truth.accepted):
         item = world.inbox.get(delivery_id)
-        if item is None:
-            continue  # expired: its records are gone with it
+        if item is None or item.expires_at <= world.t:
+            continue  # expired: TTL deletes its records in any order
         for name in sorted(world.far):
             side = world.far[name]
             if side.repeatable or name in ("model", "mcp"):
@@ -155,9 +158,14 @@ def _definite_no_in_doubt(simulation: Simulation) -> list[str]:
         side = world.far.get(name)
         if side is None or side.applied[record.key]:
             continue
-        if side.requests[record.key] and side.definite_no[record.key] == side.requests[record.key]:
+        # Only the requests since the intent count: an intent nothing followed (its worker
+        # died, or its answer was lost) is a real unknown.
+        requests, definite = world.truth.at_intent.get((delivery_id, name), (0, 0))
+        requests = side.requests[record.key] - requests
+        definite = side.definite_no[record.key] - definite
+        if requests and definite == requests:
             found.append(
                 f"no_false_doubt: {delivery_id}: {name} left in doubt, though every answer"
-                f" ({side.requests[record.key]}) said it was not done"
+                f" since its intent ({requests}) said it was not done"
             )
     return found

@@ -282,6 +282,7 @@ class Simulation:
         self._relay_at: float | None = None
         self._steps = 0
         self._worker_turn = 0
+        self.cut = False  # the step bound ended a phase
 
     # --- setup -----------------------------------------------------------------------
 
@@ -305,7 +306,7 @@ class Simulation:
                     f"config.dedup.{name}", Kind.NO_DEDUP, 0.5, range(1, 2)
                 )
         # One far side down for hours (a long one outlasts the retry horizon).
-        length = schedule.choose("config.outage", Kind.OUTAGE, 0.02, range(2 * 3600, 30 * 3600))
+        length = schedule.choose("config.outage", Kind.OUTAGE, 0.04, range(2 * 3600, 30 * 3600))
         if length:
             start = world.t + world.rng.uniform(0, 3600)
             world.far_side(names[length % len(names)]).outage = (start, start + length)
@@ -351,7 +352,12 @@ class Simulation:
         logging.getLogger(logger.name).setLevel(logging.CRITICAL)
         try:
             self._phase(world.started_at + MAIN_PHASE_SECONDS)
-            if self.days_pass:
+            # Two weeks pass over finished work, or over deliveries that wait for the
+            # budget; never over work the main phase did not get to finish.
+            unfinished = any(
+                item.state in OPEN and item.last_error != BUDGET for item in world.inbox.values()
+            )
+            if self.days_pass and not unfinished:
                 world.t = max(world.t, world.started_at + self.days_pass)
                 if self.late_visit is not None:
                     offset, actions = self.late_visit
@@ -363,7 +369,10 @@ class Simulation:
 
     def _phase(self, until: float) -> None:
         world = self.world
-        while self._steps < MAX_STEPS:
+        while True:
+            if self._steps >= MAX_STEPS:
+                self.cut = True
+                return
             self._skip_budget_night(until)
             due = self._next(until)
             if due is None:

@@ -128,6 +128,8 @@ class Truth:
     mark_mismatches: list[str] = field(default_factory=list)
     own_intent_doubts: list[str] = field(default_factory=list)
     sdk_retried: Counter[str] = field(default_factory=Counter)  # by site
+    # The far side's (requests, definite "no"s) for an effect when its intent was written.
+    at_intent: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     # Far-side applications beyond the first: (effect, key, after the item's expiry).
     repeats: list[tuple[str, str, bool]] = field(default_factory=list)
 
@@ -697,6 +699,8 @@ class Effects:
                 delivery_id, name, EffectStatus.INTENT, key, now
             )
             w.intent_writers[(delivery_id, name)] = w.inv.owner
+            side = w.far_side(name)
+            w.truth.at_intent[(delivery_id, name)] = (side.requests[key], side.definite_no[key])
             w.expire_at("effect", (delivery_id, name), expires_at)
             return True
 

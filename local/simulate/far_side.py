@@ -50,6 +50,9 @@ def _request(world: World, name: str, *, rates: Any = FAR_SIDE) -> Kind | None:
     world.t += REQUEST_SECONDS
     side = world.far_side(name)
     fault: Fault | None
+    if side.slow is not None and side.slow[0] <= world.t < side.slow[1]:
+        world.t += side.slow[2]  # a slow spell: every request takes this long
+        world.alive()
     if side.down(world.t):
         return Kind.UNAVAILABLE
     fault = world.draw(f"far.{name}", rates)

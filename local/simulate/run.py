@@ -310,6 +310,13 @@ class Simulation:
         if length:
             start = world.t + world.rng.uniform(0, 3600)
             world.far_side(names[length % len(names)]).outage = (start, start + length)
+        # One far side slow for hours: batches run out of time, and messages return
+        # unstarted (the event source receives them again at once).
+        slow = schedule.choose("config.slow", Kind.SLOW, 0.05, range(30, 90))
+        if slow:
+            start = world.t + world.rng.uniform(0, 3600)
+            name = names[slow % len(names)]
+            world.far_side(name).slow = (start, start + world.rng.uniform(3600, 30 * 3600), slow)
         if self.workflow == "agent":
             world.far_side(ALERT_EFFECT).dedup = False  # a standard SNS topic cannot
             world.far_side("model").dedup = False  # every call runs the model

@@ -94,6 +94,7 @@ class FarSide:
     dedup: bool = True  # a request with a key it has acted on is not acted on again
     repeatable: bool = False  # acting twice is harmless (a put of the same bytes)
     outage: tuple[float, float] | None = None
+    slow: tuple[float, float, float] | None = None  # (start, end, seconds per request)
     applied: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     definite_no: Counter[str] = field(default_factory=Counter)
@@ -677,6 +678,9 @@ class ReceivedLog:
         w.call("ddb.advance", update)
 
 
+_EFFECT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(EffectRecord))
+
+
 class Effects:
     """:class:`functions.core.effects.EffectStore` and the reconciler's ``UncertainEffects``."""
 
@@ -687,16 +691,19 @@ class Effects:
         return self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
 
     def record_intent(
-        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int
+        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int, **extra: Any
     ) -> bool:
+        """As the adapter's conditional put; an argument a newer port adds is kept on the
+        record when :class:`EffectRecord` has a field of that name (e.g. who wrote it)."""
         w = self._w
+        kept = {k: v for k, v in extra.items() if k in _EFFECT_FIELDS}
 
         def put() -> bool:
             current = w.effects.get((delivery_id, name))
             if current is not None and current.status is not EffectStatus.NOT_APPLIED:
                 return False
             w.effects[(delivery_id, name)] = EffectRecord(
-                delivery_id, name, EffectStatus.INTENT, key, now
+                delivery_id, name, EffectStatus.INTENT, key, now, **kept
             )
             w.intent_writers[(delivery_id, name)] = w.inv.owner
             side = w.far_side(name)
@@ -830,6 +837,7 @@ class Budget:
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._applied: dict[tuple[object, ...], bool] = {}
 
     def _day(self, day: str) -> BudgetDay:
         w = self._w
@@ -841,15 +849,22 @@ class Budget:
             w.expire_at("budget", day, starts + DAY_SECONDS + DAY_RETENTION_SECONDS)
         return current
 
-    def reserve(self, day: str, tokens: int) -> bool:
+    def reserve(self, day: str, tokens: int, **idempotency: object) -> bool:
+        """As the adapter's conditional ADD. A newer port's per-reservation token (any
+        further argument) makes a resent request a no-op, as a condition on it would."""
         w = self._w
+        token = ("reserve", day, *sorted(idempotency.items())) if idempotency else None
 
         def update() -> bool:
+            if token is not None and token in self._applied:
+                return self._applied[token]
             current = self._day(day)
             if current.reserved + tokens > current.limit:
                 return False
             w.budget_days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
             w.inv.reservation_day = day
+            if token is not None:
+                self._applied[token] = True
             return True
 
         written = w.call("ddb.budget_reserve", update)
@@ -859,10 +874,15 @@ class Budget:
             w.truth.refused_reservation[delivery] = max(largest, tokens)
         return written
 
-    def settle(self, day: str, *, reserved: int, used: int) -> None:
+    def settle(self, day: str, *, reserved: int, used: int, **idempotency: object) -> None:
         w = self._w
+        token = ("settle", day, *sorted(idempotency.items())) if idempotency else None
 
         def update() -> None:
+            if token is not None:
+                if token in self._applied:
+                    return
+                self._applied[token] = True
             current = w.budget_days.get(day)
             if current is not None:
                 w.budget_days[day] = dataclasses.replace(

@@ -54,6 +54,8 @@ def _request(world: World, name: str, *, rates: Any = FAR_SIDE) -> Kind | None:
         world.t += side.slow[2]  # a slow spell: every request takes this long
         world.alive()
     if side.down(world.t):
+        world.t += side.outage_seconds
+        world.alive()
         return Kind.UNAVAILABLE
     fault = world.draw(f"far.{name}", rates)
     if fault is None:

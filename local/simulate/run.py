@@ -112,10 +112,13 @@ RECEIVED_AGE_SECONDS: Final = min(DEFAULT_RECONCILE_PENDING_AGE_SECONDS, DEFAULT
 RETENTION_SECONDS: Final = DEFAULT_INBOX_RETENTION_DAYS * DAY_SECONDS
 SENDER_ATTEMPTS: Final = 8  # RelayLink's retries, 30 s doubling (docs/contract.md)
 MAIN_PHASE_SECONDS: Final = 3 * DAY_SECONDS  # the retry horizon, an outage and a requeue
-LATE_PHASE_SECONDS: Final = DAY_SECONDS
+LATE_PHASE_SECONDS: Final = 4 * DAY_SECONDS  # TTL lags, a late visit, then quiet
 MAX_STEPS: Final = 3000
 BATCH_WINDOW_SECONDS: Final = 5.0
 BUDGET: Final = BudgetExhausted.code
+# How long a hanging request waits before its client gives up (the wiring's read
+# timeouts; Bedrock's 45 s, twice with its retry; the MCP client's 10 s).
+HANG_SECONDS: Final = {"model": 90.0, "mcp": 10.0}
 SEND_WINDOW_SECONDS: Final = 20.0
 DAILY_BUDGET: Final = 1_000_000
 # Operator actions, as bits of an operator visit's value.
@@ -299,7 +302,7 @@ class Simulation:
             tight = schedule.choose("config.budget", Kind.TIGHT_BUDGET, 0.05, range(2000, 8000))
             self.budget = tiny or tight or DAILY_BUDGET
         world.budget_limit = self.budget
-        names = (*EFFECTS[self.workflow], "mcp")
+        names = (*EFFECTS[self.workflow], "mcp", *(("model",) if self.workflow == "agent" else ()))
         for name in names:
             if name in (NOTIFY_EFFECT, ALERT_HTTP_EFFECT):
                 world.far_side(name).dedup = not schedule.choose(
@@ -308,8 +311,11 @@ class Simulation:
         # One far side down for hours (a long one outlasts the retry horizon).
         length = schedule.choose("config.outage", Kind.OUTAGE, 0.04, range(2 * 3600, 30 * 3600))
         if length:
-            start = world.t + world.rng.uniform(0, 3600)
-            world.far_side(names[length % len(names)]).outage = (start, start + length)
+            start = world.t + world.rng.uniform(0, SEND_WINDOW_SECONDS)  # as the load arrives
+            side = world.far_side(names[length % len(names)])
+            side.outage = (start, start + length)
+            # Half of them are brownouts: each request hangs until the client gives up.
+            side.outage_seconds = HANG_SECONDS.get(side.name, 10.0) if length % 2 else 0.0
         # One far side slow for hours: batches run out of time, and messages return
         # unstarted (the event source receives them again at once).
         slow = schedule.choose("config.slow", Kind.SLOW, 0.05, range(30, 90))

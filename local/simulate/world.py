@@ -94,6 +94,7 @@ class FarSide:
     dedup: bool = True  # a request with a key it has acted on is not acted on again
     repeatable: bool = False  # acting twice is harmless (a put of the same bytes)
     outage: tuple[float, float] | None = None
+    outage_seconds: float = 0.0  # how long a request hangs in the outage (a brownout)
     slow: tuple[float, float, float] | None = None  # (start, end, seconds per request)
     applied: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)

@@ -361,8 +361,10 @@ class Simulation:
 
     def run(self) -> None:
         world = self.world
-        previous = logger.log_level if hasattr(logger, "log_level") else None
-        logging.getLogger(logger.name).setLevel(logging.CRITICAL)
+        # The core logs every attempt; a million seeds need none of it.
+        lines = logging.getLogger(logger.name)
+        previous = lines.level
+        lines.setLevel(logging.CRITICAL)
         try:
             self._phase(world.started_at + MAIN_PHASE_SECONDS)
             # Two weeks pass over finished work, or over deliveries that wait for the
@@ -377,8 +379,7 @@ class Simulation:
                     self.visits.append((world.t + offset, actions))
                 self._phase(world.t + LATE_PHASE_SECONDS)
         finally:
-            if previous is not None:
-                logging.getLogger(logger.name).setLevel(previous)
+            lines.setLevel(previous)
 
     def _phase(self, until: float) -> None:
         world = self.world

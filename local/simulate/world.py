@@ -23,9 +23,11 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 from functions.core import table_layout
+from functions.core.accept import inbox_item
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_budget import DAY_RETENTION_SECONDS
 from functions.core.budget import DAY_SECONDS, BudgetDay
@@ -372,8 +374,6 @@ class Inbox:
         received_at: int,
         expires_at: int,
     ) -> InboxItem | None:
-        from functions.core.accept import inbox_item  # noqa: PLC0415 (cycle-free at import)
-
         w = self._w
 
         def put() -> InboxItem | None:
@@ -910,9 +910,7 @@ class Budget:
 
 def _day_start(day: str) -> int:
     year, month, date = (int(part) for part in day.split("-"))
-    import datetime  # noqa: PLC0415 (rarely needed)
-
-    return int(datetime.datetime(year, month, date, tzinfo=datetime.UTC).timestamp())
+    return int(datetime(year, month, date, tzinfo=UTC).timestamp())
 
 
 class Queue:
@@ -984,7 +982,3 @@ class Metrics:
 
     def flush(self) -> None:
         return None
-
-
-def faults_of(world: World) -> list[Fault]:
-    return list(world.schedule.injected)

@@ -128,6 +128,7 @@ REDRIVE: Final = 4  # relaylink-receiver redrive: reset, send, delete the letter
 CONSOLE_REDRIVE: Final = 8  # SQS's "Start DLQ redrive": letters move back with their marks
 ACTIONS: Final = 16
 ROLES: Final = ("receiver", "worker-a", "worker-b", "reconciler")
+SKEW_BOUND: Final = 30  # seconds a process's clock may be off
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +294,9 @@ class Simulation:
         """The seed's configuration faults: skews, budget, outages, dedup, time, operators."""
         world, schedule = self.world, self.schedule
         self.skew = {
-            role: schedule.choose(f"config.skew.{role}", Kind.CLOCK_SKEW, 0.3, range(-30, 31))
+            role: schedule.choose(
+                f"config.skew.{role}", Kind.CLOCK_SKEW, 0.3, range(-SKEW_BOUND, SKEW_BOUND + 1)
+            )
             for role in ROLES
         }
         self.budget = DAILY_BUDGET
@@ -578,8 +581,24 @@ class Simulation:
                 wake = at if wake is None else min(wake, at)
         return wake
 
+    def _catch_up_watermark(self) -> None:
+        """The runs the world skipped (they had nothing to do) moved the received log's
+        watermark: move it as far, so that this run does not page through their windows.
+        They had nothing to do, so no receipt before the first one still unlisted."""
+        world = self.world
+        if world.watermark is None:
+            return
+        skipped = int(world.t) - RECONCILE_EVERY_SECONDS - RECEIVED_AGE_SECONDS - 2 * SKEW_BOUND
+        unlisted = [
+            item.received_at
+            for item in world.inbox.values()
+            if item.delivery_id in world.unlisted and item.state in OPEN
+        ]
+        world.watermark = max(world.watermark, min([skipped, *unlisted]))
+
     def _reconcile(self) -> None:
         world = self.world
+        self._catch_up_watermark()
         inv = world.begin("reconciler", skew=self.skew["reconciler"], seconds=60)
         with contextlib.suppress(Killed, ProcessingError):  # the next run continues
             reconcile(

@@ -106,16 +106,16 @@ class FakeOpener:
             return self._lookup(url)
         headers = {k.lower(): v for k, v in request.header_items()}
         key = headers[IDEMPOTENCY_HEADER.lower()]
-        side = self._world.far_side(self._name)
-        kind = _request(self._world, self._name)
+        world, name = self._world, self._name
+        kind = _request(world, name)
         if kind is Kind.REFUSED:
-            side.refuse(key, definite=True)
+            world.refused(name, key, definite=True)
             raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
         if kind is Kind.REJECTED:
-            side.refuse(key, definite=True)
+            world.refused(name, key, definite=True)
             raise _http_error(url, 400)
         if kind is Kind.UNAVAILABLE:
-            side.refuse(key, definite=False)
+            world.refused(name, key, definite=False)
             raise _http_error(url, 503)
         self._world.acted(self._name, key)
         if kind is Kind.ACTED_THEN_FAILED:
@@ -159,18 +159,17 @@ def _retryable(exc: Exception) -> bool:
 
 def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
     """One HTTP attempt of an AWS call to far side ``name``: acts, or raises."""
-    side = world.far_side(name)
     kind = _request(world, name)
     if kind is Kind.REFUSED:
-        side.refuse(key, definite=True)
+        world.refused(name, key, definite=True)
         raise EndpointConnectionError(endpoint_url=ENDPOINT)
     if kind is Kind.REJECTED:
-        side.refuse(key, definite=True)
+        world.refused(name, key, definite=True)
         raise _client_error(
             operation, "ThrottlingException", 400 if operation != "PutObject" else 503
         )
     if kind is Kind.UNAVAILABLE:
-        side.refuse(key, definite=False)
+        world.refused(name, key, definite=False)
         raise _client_error(operation, "ServiceUnavailableException", 503)
     world.acted(name, key)
     if kind is Kind.ACTED_THEN_FAILED:

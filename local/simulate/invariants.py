@@ -158,6 +158,9 @@ def _definite_no_in_doubt(simulation: Simulation) -> list[str]:
         side = world.far.get(name)
         if side is None or side.applied[record.key]:
             continue
+        owner = world.truth.heard_no.get((delivery_id, name))
+        if owner not in world.truth.finished or (delivery_id, name) in world.truth.unrecorded_no:
+            continue  # the attempt that heard "no" died, or could not write it: unknown
         # Only the requests since the intent count: an intent nothing followed (its worker
         # died, or its answer was lost) is a real unknown.
         requests, definite = world.truth.at_intent.get((delivery_id, name), (0, 0))

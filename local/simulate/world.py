@@ -134,6 +134,11 @@ class Truth:
     sdk_retried: Counter[str] = field(default_factory=Counter)  # by site
     # The far side's (requests, definite "no"s) for an effect when its intent was written.
     at_intent: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    # Who heard a far side's last definite "not done", by (delivery, effect); and the
+    # effects whose "not applied" could not be recorded (the write failed).
+    heard_no: dict[tuple[str, str], str | None] = field(default_factory=dict)  # the owner
+    finished: set[str] = field(default_factory=set)  # owners whose attempt ended recorded
+    unrecorded_no: set[tuple[str, str]] = field(default_factory=set)
     # Far-side applications beyond the first: (effect, key, after the item's expiry).
     repeats: list[tuple[str, str, bool]] = field(default_factory=list)
 
@@ -341,6 +346,12 @@ class World:
     def far_side(self, name: str) -> FarSide:
         return self.far.setdefault(name, FarSide(name))
 
+    def refused(self, name: str, key: str, *, definite: bool) -> None:
+        """Far side ``name`` did nothing for ``key`` (``definite``: and said so)."""
+        self.far_side(name).refuse(key, definite=definite)
+        if definite:
+            self.truth.heard_no[(key.partition(":")[0], name)] = self.inv.owner
+
     def acted(self, name: str, key: str) -> None:
         """Far side ``name`` acted for ``key``: note an application beyond the first."""
         side = self.far_side(name)
@@ -473,6 +484,7 @@ class Claims:
                 w.truth.terminal.add(claim.delivery_id)
             if state is State.FAILED:
                 w.truth.failures[claim.delivery_id] += 1
+            w.truth.finished.add(claim.owner)
             return True
 
         if not w.call(site, update):
@@ -736,6 +748,15 @@ class Effects:
         return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
 
     def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+        try:
+            return self._update_status(delivery_id, name, status, **changes)
+        except StorageUnavailable:
+            self._w.truth.unrecorded_no.add((delivery_id, name))
+            raise
+
+    def _update_status(
+        self, delivery_id: str, name: str, status: EffectStatus, **changes: Any
+    ) -> bool:
         w = self._w
 
         def update() -> bool:

@@ -28,7 +28,9 @@ def _results(tasks: Sequence[tuple[str, int, int]], processes: int) -> Iterator[
     if processes <= 1:
         yield from map(_run, tasks)
         return
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
+    # Spawned, not forked: a test run's parent holds threads (servers of other tests)
+    # whose locks a fork would copy held.
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
         yield from pool.imap(_run, tasks, chunksize=CHUNK)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import heapq
 import json
 import logging
@@ -129,6 +130,8 @@ CONSOLE_REDRIVE: Final = 8  # SQS's "Start DLQ redrive": letters move back with 
 ACTIONS: Final = 16
 ROLES: Final = ("receiver", "worker-a", "worker-b", "reconciler")
 SKEW_BOUND: Final = 30  # seconds a process's clock may be off
+# A queue message's fields: what a dead letter's attributes may fill when SQS redrives it.
+MESSAGE_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(QueueMessage))
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,8 +533,11 @@ class Simulation:
         inv = world.begin("worker", skew=self.skew[role], seconds=WORKER_TIMEOUT_SECONDS)
         batch = []
         for message in messages:
+            attached = {k: v for k, v in message.attributes.items() if k in MESSAGE_FIELDS}
             batch.append(
-                QueueMessage(message.message_id, message.receipt, message.body, message.mark)
+                QueueMessage(
+                    message.message_id, message.receipt, message.body, message.mark, **attached
+                )
             )
             if message.mark is not None:
                 try:
@@ -638,7 +644,12 @@ class Simulation:
         if actions & CONSOLE_REDRIVE:
             for message in list(world.dead.values()):
                 del world.dead[message.message_id]
-                world.enqueue(message.body, mark=message.mark, generation=message.generation)
+                world.enqueue(
+                    message.body,
+                    mark=message.mark,
+                    generation=message.generation,
+                    attributes=message.attributes,
+                )
 
     def _resolve(self, now: int) -> None:
         """``effects resolve``, truthfully: the operator asked the far side."""

@@ -86,6 +86,8 @@ class Message:
     mark: str | None = None  # the worker's dead-letter reason (kept by an SQS redrive)
     generation: int = 0  # the failure the mark was written for
     receipt: str = ""
+    # What else the worker's dead-letter call attached (a newer port may add some).
+    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -287,6 +289,7 @@ class World:
         generation: int = 0,
         sent_at: float | None = None,
         dead: bool = False,
+        attributes: dict[str, Any] | None = None,
     ) -> None:
         self._message_seq += 1
         message_id = f"m{self._message_seq}"
@@ -298,6 +301,7 @@ class World:
             sent_at=self.t if sent_at is None else sent_at,
             mark=mark,
             generation=generation,
+            attributes=dict(attributes or {}),
         )
 
     def next_visible(self) -> float | None:
@@ -975,7 +979,7 @@ class Queue:
 
         w.read("sqs.change_visibility", update)
 
-    def dead_letter(self, body: str, *, reason: str) -> None:
+    def dead_letter(self, body: str, *, reason: str, **attributes: Any) -> None:
         w = self._w
 
         def send() -> None:
@@ -984,7 +988,7 @@ class Queue:
             except ValueError:
                 delivery_id = None
             generation = 0 if delivery_id is None else w.truth.failures[delivery_id]
-            w.enqueue(body, mark=reason, generation=generation, dead=True)
+            w.enqueue(body, mark=reason, generation=generation, dead=True, attributes=attributes)
 
         w.call("sqs.dead_letter", send, rates=QUEUE_SEND[:2])
 

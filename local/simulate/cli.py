@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
         type=int,
         default=3,
         metavar="M",
-        help="shrink the schedules of the first M violating seeds per workflow (3)",
+        help="shrink the schedules of the first M violating seeds per workflow (3; each"
+        " replays its seed up to 120 times)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(handler=run)

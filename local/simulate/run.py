@@ -285,7 +285,6 @@ class Simulation:
         self._seq = 0
         for index, (_id, _body, at) in enumerate(self.deliveries):
             self._send_at(at, index, 1)
-        self._relay_tries: dict[int, int] = {}
         self._relay_at: float | None = None
         self._steps = 0
         self._worker_turn = 0

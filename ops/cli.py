@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "local.commands.send",
     "local.commands.demo",
     "local.commands.chaos",
+    "local.simulate.cli",
     "ops.commands.inbox",
     "ops.commands.quarantine",
     "ops.commands.redrive",

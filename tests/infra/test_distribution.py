@@ -122,7 +122,7 @@ def test_the_installed_wheel_runs_the_cli_and_synthesizes_the_example_app(
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     versioned = _run([cli, "--version"], cwd=workdir, env=env)
     assert versioned.stdout.split() == ["relaylink-receiver", declared], versioned.stderr
-    for command in ("local", "send", "demo", "chaos", "inbox", "budget"):
+    for command in ("local", "send", "demo", "chaos", "simulate", "inbox", "budget"):
         one = _run([cli, command, "--help"], cwd=workdir, env=env)
         assert one.returncode == 0 and "usage:" in one.stdout, (command, one.stderr[-2000:])
 

@@ -285,6 +285,8 @@ def test_a_closed_pipe_ends_quietly(stack: Stack) -> None:
         (["inbox", "list", "--limit", "0"], "--limit must be at least 1"),
         (["chaos", "--aws-fault-rate", "3"], "--aws-fault-rate must be between 0 and 1"),
         (["chaos", "--deliveries", "3"], "--deliveries must be at least 10"),
+        (["simulate", "--seeds", "0"], "--seeds must be at least 1"),
+        (["simulate", "--deliveries", "0"], "--deliveries must be 1 to 50"),
     ],
 )
 def test_a_bad_option_value_is_named_by_its_flag(argv: list[str], message: str) -> None:

@@ -1,0 +1,174 @@
+"""The invariants every seed must keep, checked against the world's truth after the run.
+
+Each check returns lines ``<invariant>: <delivery or day>: <what>``; the invariant's
+name comes first so that a summary can count them (docs/simulation.md explains each):
+
+* ``terminal_or_waiting``: every accepted delivery reaches ``completed`` or ``failed``,
+  or waits visibly with a reason that can end (a budget day that can afford it); none
+  vanishes by TTL before it got there.
+* ``effect_once``: no far side acted twice for one key, unless the effect is repeatable.
+* ``model_calls_explained``: the model ran no more often than the model step was started
+  (each start is one call; a kill or a lost answer is what makes a second start).
+* ``budget_within_limit``: what a day really spent is within its limit, and the budget
+  counts at least what was spent (otherwise the next reservations overspend).
+* ``unknown_outcomes_visible``: an effect a far side acted on is recorded done, or its
+  intent is still listed for an operator; never cleared as not applied (while its
+  item is within its retention).
+* ``no_false_doubt``: an attempt never reports its own intent in doubt, and an intent
+  is not left in doubt when every answer since it was written was a definite "not
+  done" (refused, 4xx).
+* ``dead_letters_marked``: only the worker dead-letters work (with its reason); no
+  message reaches the dead-letter queue by its receive count.
+* ``redrive_reopens_its_failure``: a marked dead letter reopens the failure it was sent
+  for, never a later one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from functions.core.effects import EffectStatus
+from functions.core.errors import BudgetExhausted
+from functions.core.models import State
+
+if TYPE_CHECKING:
+    from local.simulate.run import Simulation
+
+INVARIANTS: Final = (
+    "terminal_or_waiting",
+    "effect_once",
+    "model_calls_explained",
+    "budget_within_limit",
+    "unknown_outcomes_visible",
+    "no_false_doubt",
+    "dead_letters_marked",
+    "redrive_reopens_its_failure",
+)
+
+
+def check(simulation: Simulation) -> list[str]:
+    """Every violation of the seed, in a fixed order."""
+    world = simulation.world
+    truth = world.truth
+    found: list[str] = []
+    for delivery_id in sorted(truth.accepted):
+        found += _terminal_or_waiting(simulation, delivery_id)
+    for name in sorted(world.far):
+        side = world.far[name]
+        if name in ("model", "mcp") or side.repeatable:
+            continue
+        for key in sorted(side.applied):
+            if side.applied[key] > 1:
+                found.append(f"effect_once: {key}: {name} applied {side.applied[key]} times")
+    for delivery_id in sorted(truth.model_runs):
+        runs, starts = truth.model_runs[delivery_id], truth.step_starts[delivery_id]
+        if runs > starts:
+            found.append(
+                f"model_calls_explained: {delivery_id}: the model ran {runs} times,"
+                f" the step was started {starts} times"
+            )
+    for day in sorted(truth.consumed):
+        spent = truth.consumed[day]
+        budget = world.budget_days.get(day)
+        if budget is None:
+            continue
+        if spent > budget.limit:
+            found.append(f"budget_within_limit: {day}: spent {spent} > limit {budget.limit}")
+        elif spent > budget.reserved:
+            found.append(
+                f"budget_within_limit: {day}: spent {spent}, counted {budget.reserved}"
+                f" (the budget forgot {spent - budget.reserved} tokens)"
+            )
+    found += _unknown_outcomes_visible(simulation)
+    found += [
+        f"no_false_doubt: {line}: its own intent read as a rival's"
+        for line in truth.own_intent_doubts
+    ]
+    found += _definite_no_in_doubt(simulation)
+    found += [
+        f"dead_letters_marked: {line}: reached the dead-letter queue by its receive count"
+        for line in truth.unmarked_dead_letters
+    ]
+    found += [f"redrive_reopens_its_failure: {line}" for line in truth.mark_mismatches]
+    return found
+
+
+def _terminal_or_waiting(simulation: Simulation, delivery_id: str) -> list[str]:
+    world = simulation.world
+    truth = world.truth
+    if delivery_id in truth.vanished:
+        return [
+            f"terminal_or_waiting: {delivery_id}: deleted by TTL while"
+            f" {truth.vanished[delivery_id]}, never completed or failed"
+        ]
+    item = world.inbox.get(delivery_id)
+    if item is None or item.state not in (State.PENDING, State.PROCESSING):
+        return []
+    if item.last_error == BudgetExhausted.code:
+        needed = truth.refused_reservation.get(delivery_id, 0)
+        if needed > world.budget_limit:
+            return [
+                f"terminal_or_waiting: {delivery_id}: waits for a budget that can never"
+                f" afford it (a call reserves {needed}, the day's limit is {world.budget_limit})"
+            ]
+        return []  # waits for the next day's budget, visibly
+    why = "the run's step bound" if simulation.cut else "nothing that will move it"
+    return [
+        f"terminal_or_waiting: {delivery_id}: left {item.state.value} ({item.last_error})"
+        f" with {why}"
+    ]
+
+
+def _unknown_outcomes_visible(simulation: Simulation) -> list[str]:
+    """An effect acted on, while its delivery's item exists: done, or listed in doubt."""
+    world = simulation.world
+    found = []
+    for delivery_id in sorted(world.truth.accepted):
+        item = world.inbox.get(delivery_id)
+        if item is None or item.expires_at <= world.t:
+            continue  # expired: TTL deletes its records in any order
+        for name in sorted(world.far):
+            side = world.far[name]
+            if side.repeatable or name in ("model", "mcp"):
+                continue
+            key = f"{delivery_id}:{'alert' if name.startswith('alert') else name}"
+            if not side.applied[key]:
+                continue
+            record = world.effects.get((delivery_id, name))
+            if record is None and item.state is State.COMPLETED:
+                continue  # the record may expire before its item
+            if record is None or record.status is EffectStatus.NOT_APPLIED:
+                state = "no record" if record is None else "recorded as not applied"
+                found.append(
+                    f"unknown_outcomes_visible: {delivery_id}: {name} was applied, {state}"
+                    f" ({item.state.value}, {item.last_error})"
+                )
+    return found
+
+
+def _definite_no_in_doubt(simulation: Simulation) -> list[str]:
+    world = simulation.world
+    found = []
+    for (delivery_id, name), record in sorted(world.effects.items()):
+        if record.status is not EffectStatus.INTENT:
+            continue
+        item = world.inbox.get(delivery_id)
+        if item is None or item.state is not State.FAILED:
+            continue  # only a finished delivery's intent is an operator's case
+        side = world.far.get(name)
+        if side is None or side.applied[record.key]:
+            continue
+        owner = world.truth.heard_no.get((delivery_id, name))
+        if owner not in world.truth.finished or (delivery_id, name) in world.truth.unrecorded_no:
+            continue  # the attempt that heard "no" died, or could not write it: unknown
+        # Only the requests since the intent count: an intent nothing followed (its worker
+        # died, or its answer was lost) is a real unknown.
+        requests, definite = world.truth.at_intent.get((delivery_id, name), (0, 0))
+        requests = side.requests[record.key] - requests
+        definite = side.definite_no[record.key] - definite
+        if requests and definite == requests:
+            found.append(
+                f"no_false_doubt: {delivery_id}: {name} left in doubt, though every answer"
+                f" since its intent ({requests}) said it was not done"
+            )
+    return found

@@ -1,0 +1,1009 @@
+"""The simulated world: a virtual clock, DynamoDB and SQS behind the core's ports.
+
+Everything the core reaches through a port lives here, in memory, with the semantics
+the production adapters give it (the conditions of :mod:`functions.core.adapters`'
+writes, mirrored as :mod:`tests.fakes` mirrors them), and every call passes one
+fault boundary (:meth:`World.call`): it may fail before it writes, commit and lose its
+answer, commit and be sent again by the SDK (the second answer is the caller's), or
+kill the process before or after it commits. Time is virtual: each call takes a few
+milliseconds of it, a slow far side takes minutes, and an invocation that runs past its
+timeout dies at its next call. TTL deletes a row at ``expires_at`` plus a lag drawn
+per row (late, and in any order).
+
+The world also keeps the truth the invariants need and the core cannot see: which far
+side acted how often, how many model runs there were, which tokens were really spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+from functions.core import table_layout
+from functions.core.accept import inbox_item
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.dynamodb_budget import DAY_RETENTION_SECONDS
+from functions.core.budget import DAY_SECONDS, BudgetDay
+from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.delivery import Delivery
+from functions.core.effects import EffectRecord, EffectStatus
+from functions.core.errors import StorageUnavailable, TransientError
+from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
+from functions.core.steps import StepRecord, StepStatus, StoredResult
+from local.simulate import faults
+from local.simulate.faults import Fault, Killed, Kind
+from local.simulate.schedule import PORT_READ, PORT_WRITE, QUEUE_SEND, Rates, Schedule
+
+T = TypeVar("T")
+
+# 2026-01-01T00:00:00Z; each seed starts at a time of that day of its own.
+EPOCH: Final = 1_767_225_600
+CALL_SECONDS: Final = 0.01  # what one port call takes
+TTL_LAG_SECONDS: Final = 2 * DAY_SECONDS  # TTL deletes within this long after expiry
+WORK_RETENTION_SECONDS: Final = 4 * DAY_SECONDS  # infra/queues.py
+DEAD_LETTER_RETENTION_SECONDS: Final = 14 * DAY_SECONDS
+OPEN: Final = (State.PENDING, State.PROCESSING)
+
+
+def _expiry_checked(transition: transitions.Transition) -> bool:
+    """Whether the real transition refuses an item past its ``expires_at``: the world
+    applies the same rule, so a condition added there is simulated here."""
+    return any(table_layout.TTL_ATTRIBUTE in part for part, _reason in transition.condition)
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One run of one process: its clock's skew, its end, whether it died."""
+
+    role: str
+    skew: int = 0
+    ends_at: float = math.inf
+    faulty: bool = True  # operators' calls draw no faults
+    dead: bool = False
+    owner: str | None = None  # the claim owner the worker is running as
+    delivery: str | None = None  # the delivery it claimed last
+    reservation_day: str | None = None  # the day of the last budget reservation
+    # Marked dead letters in this batch: delivery id -> the failure they were sent for.
+    marked: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Message:
+    """One SQS message; ``receipt`` is its latest receipt handle."""
+
+    message_id: str
+    body: str
+    visible_at: float
+    sent_at: float
+    receives: int = 0
+    mark: str | None = None  # the worker's dead-letter reason (kept by an SQS redrive)
+    generation: int = 0  # the failure the mark was written for
+    receipt: str = ""
+    # What else the worker's dead-letter call attached (a newer port may add some).
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FarSide:
+    """What one downstream system really did, per idempotency key."""
+
+    name: str
+    dedup: bool = True  # a request with a key it has acted on is not acted on again
+    repeatable: bool = False  # acting twice is harmless (a put of the same bytes)
+    outage: tuple[float, float] | None = None
+    outage_seconds: float = 0.0  # how long a request hangs in the outage (a brownout)
+    slow: tuple[float, float, float] | None = None  # (start, end, seconds per request)
+    applied: Counter[str] = field(default_factory=Counter)
+    requests: Counter[str] = field(default_factory=Counter)
+    definite_no: Counter[str] = field(default_factory=Counter)
+
+    def act(self, key: str) -> None:
+        self.requests[key] += 1
+        if not (self.dedup and self.applied[key]):
+            self.applied[key] += 1
+
+    def refuse(self, key: str, *, definite: bool) -> None:
+        self.requests[key] += 1
+        if definite:
+            self.definite_no[key] += 1
+
+    def down(self, now: float) -> bool:
+        return self.outage is not None and self.outage[0] <= now < self.outage[1]
+
+
+@dataclass(slots=True)
+class Truth:
+    """What happened, as the core cannot see it (read by the invariants)."""
+
+    accepted: set[str] = field(default_factory=set)  # an inbox item was written
+    terminal: set[str] = field(default_factory=set)  # reached completed or failed once
+    vanished: dict[str, str] = field(default_factory=dict)  # deleted by TTL while open
+    model_runs: Counter[str] = field(default_factory=Counter)
+    step_starts: Counter[str] = field(default_factory=Counter)
+    consumed: Counter[str] = field(default_factory=Counter)  # tokens spent, by budget day
+    refused_reservation: dict[str, int] = field(default_factory=dict)  # largest, by delivery
+    failures: Counter[str] = field(default_factory=Counter)  # times each item failed
+    unmarked_dead_letters: list[str] = field(default_factory=list)
+    mark_mismatches: list[str] = field(default_factory=list)
+    own_intent_doubts: list[str] = field(default_factory=list)
+    sdk_retried: Counter[str] = field(default_factory=Counter)  # by site
+    # The far side's (requests, definite "no"s) for an effect when its intent was written.
+    at_intent: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    # Who heard a far side's last definite "not done", by (delivery, effect); and the
+    # effects whose "not applied" could not be recorded (the write failed).
+    heard_no: dict[tuple[str, str], str | None] = field(default_factory=dict)  # the owner
+    finished: set[str] = field(default_factory=set)  # owners whose attempt ended recorded
+    unrecorded_no: set[tuple[str, str]] = field(default_factory=set)
+    # Far-side applications beyond the first: (effect, key, after the item's expiry).
+    repeats: list[tuple[str, str, bool]] = field(default_factory=list)
+
+
+class World:
+    """The in-memory world of one seed."""
+
+    def __init__(self, seed: int, schedule: Schedule) -> None:
+        self.rng = random.Random(f"world:{seed}")  # noqa: S311 (a reproducible simulation)
+        self.schedule = schedule
+        self.t: float = float(EPOCH + self.rng.randrange(DAY_SECONDS))
+        self.started_at = self.t
+        self.inv = Invocation("operator", faulty=False)
+        self.counts: Counter[str] = Counter()
+        self.truth = Truth()
+        # DynamoDB
+        self.inbox: dict[str, InboxItem] = {}
+        self.owners: dict[str, str] = {}
+        self.unlisted: set[str] = set()
+        self.outbox: dict[str, tuple[WorkItem, int]] = {}  # delivery id -> (work, received)
+        self.effects: dict[tuple[str, str], EffectRecord] = {}
+        self.intent_writers: dict[tuple[str, str], str | None] = {}
+        self.steps: dict[tuple[str, str], StepRecord] = {}
+        self.budget_days: dict[str, BudgetDay] = {}
+        self.budget_limit = 0
+        self.watermark: int | None = None
+        self._ttl: list[tuple[float, int, str, Any]] = []
+        self._ttl_at: dict[tuple[str, Any], float] = {}
+        self._ttl_seq = 0
+        # The table's stream: outbox inserts the relay has not taken yet.
+        self.stream: list[dict[str, Any]] = []
+        # SQS
+        self.work: dict[str, Message] = {}
+        self.dead: dict[str, Message] = {}
+        self._message_seq = 0
+        self.max_receives = 0
+        self.visibility_seconds = 0
+        # Downstream systems, by effect (and "model", "mcp").
+        self.far: dict[str, FarSide] = {}
+        self._owner_seq = 0
+
+    # --- time, processes and faults --------------------------------------------
+
+    def now(self) -> int:
+        """The current process's clock (skewed), in whole seconds."""
+        return int(self.t + self.inv.skew)
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def begin(self, role: str, *, skew: int, seconds: float, faulty: bool = True) -> Invocation:
+        self.inv = Invocation(role, skew=skew, ends_at=self.t + seconds, faulty=faulty)
+        return self.inv
+
+    def alive(self) -> None:
+        """Raise :class:`Killed` when the current process is dead or out of time."""
+        inv = self.inv
+        if inv.dead:
+            raise Killed("dead")
+        if self.t >= inv.ends_at:
+            inv.dead = True
+            self.counts[faults.TIMEOUTS] += 1
+            raise Killed("timeout")
+
+    def kill(self) -> None:
+        self.inv.dead = True
+        raise Killed("kill")
+
+    def draw(self, site: str, rates: Rates) -> Fault | None:
+        return self.schedule.draw(site, rates) if self.inv.faulty else None
+
+    def call(self, site: str, op: Callable[[], T], *, rates: Rates = PORT_WRITE) -> T:
+        """One port call through its fault boundary."""
+        self.alive()
+        self.t += CALL_SECONDS
+        fault = self.draw(site, rates)
+        if fault is None:
+            return op()
+        kind = fault.kind
+        if kind is Kind.ERROR:
+            raise StorageUnavailable("throttled")
+        if kind is Kind.KILL_BEFORE:
+            self.kill()
+        result = op()
+        if kind is Kind.LOST_ANSWER:
+            raise StorageUnavailable("answer_lost")
+        if kind is Kind.SDK_RETRY:
+            self.counts[faults.SDK_RETRIES] += 1
+            self.truth.sdk_retried[site] += 1
+            return op()
+        if kind is Kind.KILL_AFTER:
+            self.kill()
+        return result
+
+    def read(self, site: str, op: Callable[[], T]) -> T:
+        return self.call(site, op, rates=PORT_READ)
+
+    def new_owner(self) -> str:
+        self._owner_seq += 1
+        self.inv.owner = f"owner-{self._owner_seq}"
+        return self.inv.owner
+
+    # --- TTL -----------------------------------------------------------------------
+
+    def expire_at(self, table: str, key: Any, expires_at: int) -> None:
+        """Schedule a row's deletion by TTL: at ``expires_at`` plus a lag of its own."""
+        if not expires_at or (table, key) in self._ttl_at:
+            return
+        when = expires_at + self.rng.uniform(0, TTL_LAG_SECONDS)
+        self._ttl_at[(table, key)] = when
+        self._ttl_seq += 1
+        heapq.heappush(self._ttl, (when, self._ttl_seq, table, key))
+
+    def next_expiry(self) -> float | None:
+        return self._ttl[0][0] if self._ttl else None
+
+    def sweep(self) -> None:
+        """TTL's deletions due by now."""
+        while self._ttl and self._ttl[0][0] <= self.t:
+            _when, _seq, table, key = heapq.heappop(self._ttl)
+            self._ttl_at.pop((table, key), None)
+            self.counts[faults.EXPIRY] += 1
+            if table == "inbox":
+                item = self.inbox.pop(key, None)
+                if item is not None and item.state in OPEN and key not in self.truth.terminal:
+                    self.truth.vanished[key] = f"{item.state.value} ({item.last_error})"
+                self.owners.pop(key, None)
+                self.unlisted.discard(key)
+            elif table == "outbox":
+                self.outbox.pop(key, None)
+            elif table == "effect":
+                self.effects.pop(key, None)
+            elif table == "step":
+                self.steps.pop(key, None)
+            elif table == "budget":
+                self.budget_days.pop(key, None)
+
+    # --- SQS -----------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        body: str,
+        *,
+        delay: float = 0,
+        mark: str | None = None,
+        generation: int = 0,
+        sent_at: float | None = None,
+        dead: bool = False,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
+        self._message_seq += 1
+        message_id = f"m{self._message_seq}"
+        queue = self.dead if dead else self.work
+        queue[message_id] = Message(
+            message_id,
+            body,
+            visible_at=self.t + delay,
+            sent_at=self.t if sent_at is None else sent_at,
+            mark=mark,
+            generation=generation,
+            attributes=dict(attributes or {}),
+        )
+
+    def next_visible(self) -> float | None:
+        return min((m.visible_at for m in self.work.values()), default=None)
+
+    def receive(self, limit: int) -> list[Message]:
+        """Up to ``limit`` visible messages, hidden for the visibility timeout; one past
+        the queue's maxReceiveCount moves to the dead-letter queue instead (unmarked)."""
+        for message in list(self.work.values()):
+            if self.t - message.sent_at >= WORK_RETENTION_SECONDS:
+                del self.work[message.message_id]  # SQS's retention ran out
+        visible = sorted(
+            (m for m in self.work.values() if m.visible_at <= self.t),
+            key=lambda m: (m.visible_at, int(m.message_id[1:])),
+        )
+        taken: list[Message] = []
+        for message in visible:
+            if len(taken) == limit:
+                break
+            message.receives += 1
+            if message.receives > self.max_receives:
+                del self.work[message.message_id]
+                self.dead[message.message_id] = message
+                if message.mark is None:
+                    work = WorkItem.from_json(message.body)
+                    item = self.inbox.get(work.delivery_id)
+                    state = "gone" if item is None else item.state.value
+                    self.truth.unmarked_dead_letters.append(f"{work.delivery_id} ({state})")
+                continue
+            message.visible_at = self.t + self.visibility_seconds
+            message.receipt = f"{message.message_id}/{message.receives}"
+            taken.append(message)
+        return taken
+
+    def delete(self, message_ids: Iterable[str]) -> None:
+        for message_id in message_ids:
+            self.work.pop(message_id, None)
+
+    def drop_old_dead_letters(self) -> None:
+        for message in list(self.dead.values()):
+            if self.t - message.sent_at >= DEAD_LETTER_RETENTION_SECONDS:
+                del self.dead[message.message_id]
+
+    # --- far sides -----------------------------------------------------------------
+
+    def far_side(self, name: str) -> FarSide:
+        return self.far.setdefault(name, FarSide(name))
+
+    def refused(self, name: str, key: str, *, definite: bool) -> None:
+        """Far side ``name`` did nothing for ``key`` (``definite``: and said so)."""
+        self.far_side(name).refuse(key, definite=definite)
+        if definite:
+            self.truth.heard_no[(key.partition(":")[0], name)] = self.inv.owner
+
+    def acted(self, name: str, key: str) -> None:
+        """Far side ``name`` acted for ``key``: note an application beyond the first."""
+        side = self.far_side(name)
+        before = side.applied[key]
+        side.act(key)
+        if before and side.applied[key] > before:
+            item = self.inbox.get(key.partition(":")[0])
+            expired = item is None or item.expires_at <= self.t
+            self.truth.repeats.append((name, key, expired))
+
+
+# --- the ports ---------------------------------------------------------------------
+
+
+def _listed(world: World, item: InboxItem) -> bool:
+    return item.delivery_id not in world.unlisted
+
+
+class Inbox:
+    """:class:`functions.core.accept.InboxWriter`: one transaction, inbox + outbox."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def record(
+        self,
+        delivery: Delivery,
+        work: WorkItem | None,
+        *,
+        body_sha256: str,
+        received_at: int,
+        expires_at: int,
+    ) -> InboxItem | None:
+        w = self._w
+
+        def put() -> InboxItem | None:
+            existing = w.inbox.get(delivery.delivery_id)
+            if existing is not None:
+                return existing  # the condition refused it; ALL_OLD
+            item = inbox_item(
+                delivery, work, body_sha256=body_sha256, received_at=received_at,
+                expires_at=expires_at,
+            )  # fmt: skip
+            w.inbox[item.delivery_id] = item
+            w.unlisted.add(item.delivery_id)
+            w.truth.accepted.add(item.delivery_id)
+            w.expire_at("inbox", item.delivery_id, expires_at)
+            if work is not None:
+                w.outbox[work.delivery_id] = (work, received_at)
+                w.expire_at("outbox", work.delivery_id, expires_at)
+                w.stream.append({"work": work, "created_at": received_at, "expires": expires_at})
+            return None
+
+        return w.call("ddb.accept", put)
+
+    def quarantine(self, record: QuarantineRecord) -> None:
+        self._w.call("ddb.quarantine", lambda: None)
+
+
+class Claims:
+    """:class:`functions.core.claim.ClaimStore` and the reconciler's ``RecoveryStore``."""
+
+    _CLAIM_EXPIRY: Final = _expiry_checked(transitions.CLAIM)
+    _RESET_EXPIRY: Final = _expiry_checked(transitions.RESET_FAILED)
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> ClaimAttempt:
+        w = self._w
+
+        def update() -> ClaimAttempt:
+            item = w.inbox.get(delivery_id)
+            if item is None:
+                return ClaimAttempt(ClaimStatus.MISSING)
+            free = item.state is State.PENDING or (
+                item.state is State.PROCESSING and (item.lease_until or 0) <= now
+            )
+            if self._CLAIM_EXPIRY and item.expires_at and item.expires_at <= now:
+                free = False
+            if not free:
+                if item.state is State.COMPLETED:
+                    return ClaimAttempt(ClaimStatus.COMPLETED)
+                if item.state is State.PROCESSING:
+                    return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
+                return ClaimAttempt(ClaimStatus.CLOSED)
+            lease = now + lease_seconds
+            w.inbox[delivery_id] = dataclasses.replace(
+                item,
+                state=State.PROCESSING,
+                lease_until=lease,
+                attempts=item.attempts + 1,
+                state_changed_at=now,
+            )
+            w.owners[delivery_id] = owner
+            w.inv.delivery = delivery_id
+            w.inv.reservation_day = None
+            return ClaimAttempt(
+                ClaimStatus.CLAIMED,
+                claim=Claim(
+                    delivery_id,
+                    owner,
+                    lease,
+                    item.attempts + 1,
+                    item.expires_at,
+                    transient_failures=item.transient_failures,
+                    retry_window_start=item.retry_window_start,
+                ),
+            )
+
+        return w.call("ddb.claim", update)
+
+    def _finish(self, claim: Claim, now: int, state: State, site: str, **changes: Any) -> None:
+        w = self._w
+
+        def update() -> bool:
+            item = w.inbox.get(claim.delivery_id)
+            if (
+                item is None
+                or item.state is not State.PROCESSING
+                or w.owners.get(claim.delivery_id) != claim.owner
+            ):
+                return False
+            del w.owners[claim.delivery_id]
+            values = {k: v(item) if callable(v) else v for k, v in changes.items()}
+            w.inbox[claim.delivery_id] = dataclasses.replace(
+                item, state=state, lease_until=None, state_changed_at=now, **values
+            )
+            if state in (State.COMPLETED, State.FAILED):
+                w.truth.terminal.add(claim.delivery_id)
+            if state is State.FAILED:
+                w.truth.failures[claim.delivery_id] += 1
+            w.truth.finished.add(claim.owner)
+            return True
+
+        if not w.call(site, update):
+            raise ClaimLost()
+
+    def complete(
+        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+    ) -> None:
+        self._finish(
+            claim, now, State.COMPLETED, "ddb.complete", completed_at=now, effects_done=effects_done
+        )
+
+    def release(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(claim, now, State.PENDING, "ddb.release", last_error=error_code)
+
+    def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(
+            claim,
+            now,
+            State.PENDING,
+            "ddb.release_transient",
+            last_error=error_code,
+            transient_failures=lambda item: item.transient_failures + 1,
+        )
+
+    def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
+        if error_code == "uncertain_effect":
+            self._own_intent_in_doubt(claim)
+        self._finish(claim, now, State.FAILED, "ddb.fail", last_error=error_code)
+
+    def _own_intent_in_doubt(self, claim: Claim) -> None:
+        """An attempt that reports an effect in doubt while the only intent left is the
+        one it wrote itself read its own write as a rival's."""
+        w = self._w
+        for (delivery_id, name), record in w.effects.items():
+            if (
+                delivery_id == claim.delivery_id
+                and record.status is EffectStatus.INTENT
+                and w.intent_writers.get((delivery_id, name)) == claim.owner
+            ):
+                w.truth.own_intent_doubts.append(f"{delivery_id} {name}")
+
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(
+            claim,
+            now,
+            State.PENDING,
+            "ddb.defer",
+            last_error=error_code,
+            attempts=lambda item: item.attempts - 1,
+            reset_at=now,
+        )
+
+    def reopen(self, delivery_id: str, *, now: int, **_conditions: object) -> bool:
+        w = self._w
+        generation = w.inv.marked.get(delivery_id)
+
+        def update() -> bool:
+            item = w.inbox.get(delivery_id)
+            if item is None or item.state is not State.FAILED:
+                return False
+            if self._RESET_EXPIRY and item.expires_at and item.expires_at <= now:
+                return False
+            if generation is not None and generation != w.truth.failures[delivery_id]:
+                w.truth.mark_mismatches.append(
+                    f"{delivery_id}: the mark of failure {generation} reopened failure"
+                    f" {w.truth.failures[delivery_id]} ({item.last_error})"
+                )
+            w.unlisted.discard(delivery_id)
+            w.inbox[delivery_id] = dataclasses.replace(
+                item,
+                state=State.PENDING,
+                attempts=0,
+                transient_failures=0,
+                reset_at=now,
+                requeued_at=now,
+                state_changed_at=now,
+            )
+            return True
+
+        return w.call("ddb.reopen", update)
+
+    # RecoveryStore
+    def get(self, delivery_id: str) -> InboxItem | None:
+        return self._w.read("ddb.get", lambda: self._w.inbox.get(delivery_id))
+
+    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
+        w = self._w
+        return w.read(
+            "ddb.query_open",
+            lambda: [
+                i
+                for i in w.inbox.values()
+                if _listed(w, i)
+                and i.state is State.PENDING
+                and i.state_changed_at < changed_before
+            ],
+        )
+
+    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+        w = self._w
+        return w.read(
+            "ddb.query_open",
+            lambda: [
+                i
+                for i in w.inbox.values()
+                if _listed(w, i) and i.state is State.PROCESSING and (i.lease_until or 0) <= now
+            ],
+        )
+
+    def touch_pending(self, item: InboxItem, *, now: int) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.inbox.get(item.delivery_id)
+            if (
+                current is None
+                or current.state is not State.PENDING
+                or current.state_changed_at != item.state_changed_at
+            ):
+                return False
+            w.inbox[item.delivery_id] = dataclasses.replace(current, state_changed_at=now)
+            return True
+
+        return w.call("ddb.touch_pending", update)
+
+    def release_expired(self, item: InboxItem, *, now: int) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.inbox.get(item.delivery_id)
+            if (
+                current is None
+                or current.state is not State.PROCESSING
+                or current.lease_until != item.lease_until
+                or (current.lease_until or 0) > now
+            ):
+                return False
+            w.owners.pop(item.delivery_id, None)
+            w.inbox[item.delivery_id] = dataclasses.replace(
+                current,
+                state=State.PENDING,
+                lease_until=None,
+                state_changed_at=now,
+                last_error="lease_expired",
+            )
+            return True
+
+        return w.call("ddb.release_expired", update)
+
+
+class ReceivedLog:
+    """:class:`functions.core.reconcile.ReceivedLog` over the outbox records."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def watermark(self) -> int | None:
+        return self._w.read("ddb.watermark", lambda: self._w.watermark)
+
+    def oldest(self) -> int | None:
+        w = self._w
+        return w.read(
+            "ddb.received_oldest", lambda: min((r for _w, r in w.outbox.values()), default=None)
+        )
+
+    def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
+        w = self._w
+
+        def query() -> list[InboxItem]:
+            found = []
+            for delivery_id, (_work, received) in w.outbox.items():
+                item = w.inbox.get(delivery_id)
+                if (
+                    since <= received < before
+                    and item is not None
+                    and item.state in OPEN
+                    and delivery_id in w.unlisted
+                ):
+                    found.append(item)
+            return sorted(found, key=lambda i: (i.received_at, i.delivery_id))
+
+        return w.read("ddb.received_window", query)
+
+    def list_open(self, item: InboxItem) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.inbox.get(item.delivery_id)
+            if current is None or current.state not in OPEN or item.delivery_id not in w.unlisted:
+                return False
+            w.unlisted.discard(item.delivery_id)
+            return True
+
+        return w.call("ddb.list_open", update)
+
+    def advance(self, watermark: int) -> None:
+        w = self._w
+
+        def update() -> None:
+            if w.watermark is None or watermark > w.watermark:
+                w.watermark = watermark
+
+        w.call("ddb.advance", update)
+
+
+_EFFECT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(EffectRecord))
+
+
+class Effects:
+    """:class:`functions.core.effects.EffectStore` and the reconciler's ``UncertainEffects``."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def get(self, delivery_id: str, name: str) -> EffectRecord | None:
+        return self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+
+    def record_intent(
+        self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int, **extra: Any
+    ) -> bool:
+        """As the adapter's conditional put; an argument a newer port adds is kept on the
+        record when :class:`EffectRecord` has a field of that name (e.g. who wrote it)."""
+        w = self._w
+        kept = {k: v for k, v in extra.items() if k in _EFFECT_FIELDS}
+
+        def put() -> bool:
+            current = w.effects.get((delivery_id, name))
+            if current is not None and current.status is not EffectStatus.NOT_APPLIED:
+                return False
+            w.effects[(delivery_id, name)] = EffectRecord(
+                delivery_id, name, EffectStatus.INTENT, key, now, **kept
+            )
+            w.intent_writers[(delivery_id, name)] = w.inv.owner
+            side = w.far_side(name)
+            w.truth.at_intent[(delivery_id, name)] = (side.requests[key], side.definite_no[key])
+            w.expire_at("effect", (delivery_id, name), expires_at)
+            return True
+
+        return w.call("ddb.record_intent", put)
+
+    def record_done(self, delivery_id: str, name: str, *, now: int) -> None:
+        w = self._w
+
+        def update() -> bool:
+            record = w.effects.get((delivery_id, name))
+            if record is None:
+                return False  # attribute_exists(pk) refused it
+            w.effects[(delivery_id, name)] = dataclasses.replace(
+                record, status=EffectStatus.DONE, done_at=now, flagged_at=None
+            )
+            return True
+
+        if not w.call("ddb.record_done", update):
+            raise TransientError("effect_conflict")
+
+    def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
+
+    def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
+        return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
+
+    def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+        try:
+            return self._update_status(delivery_id, name, status, **changes)
+        except StorageUnavailable:
+            self._w.truth.unrecorded_no.add((delivery_id, name))
+            raise
+
+    def _update_status(
+        self, delivery_id: str, name: str, status: EffectStatus, **changes: Any
+    ) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.effects.get((delivery_id, name))
+            if current is None or current.status is not EffectStatus.INTENT:
+                return False
+            w.effects[(delivery_id, name)] = dataclasses.replace(
+                current, status=status, flagged_at=None, **changes
+            )
+            return True
+
+        return w.call("ddb.resolve_effect", update)
+
+    def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
+        w = self._w
+        return w.read(
+            "ddb.query_intents",
+            lambda: [
+                r
+                for r in w.effects.values()
+                if r.status is EffectStatus.INTENT
+                and r.intent_at < intended_before
+                and r.flagged_at is None
+            ],
+        )
+
+    def flag(self, record: EffectRecord, *, now: int) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.effects.get((record.delivery_id, record.name))
+            if current is None or current.status is not EffectStatus.INTENT or current.flagged_at:
+                return False
+            w.effects[(record.delivery_id, record.name)] = dataclasses.replace(
+                current, flagged_at=now
+            )
+            return True
+
+        return w.call("ddb.flag", update)
+
+
+class Steps:
+    """:class:`functions.core.steps.StepStore`; counts the runs it starts."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def get(self, delivery_id: str, name: str) -> StepRecord | None:
+        return self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+
+    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+        w = self._w
+
+        def update() -> StepRecord | None:
+            before = w.steps.get((delivery_id, name))
+            if before is not None and before.status is StepStatus.RECORDED:
+                return before
+            runs = 0 if before is None else before.runs
+            w.steps[(delivery_id, name)] = StepRecord(
+                delivery_id, name, StepStatus.STARTED, runs + 1, now
+            )
+            w.truth.step_starts[delivery_id] += 1
+            w.expire_at("step", (delivery_id, name), expires_at)
+            return before
+
+        return w.call("ddb.step_start", update)
+
+    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+        w = self._w
+
+        def update() -> bool:
+            current = w.steps.get((delivery_id, name))
+            if current is None or current.status is not StepStatus.STARTED or current.runs != run:
+                return False
+            w.steps[(delivery_id, name)] = dataclasses.replace(current, status=StepStatus.FAILED)
+            return True
+
+        return w.call("ddb.step_failed", update)
+
+    def record_result(
+        self, delivery_id: str, name: str, *, result: StoredResult, now: int
+    ) -> StepRecord | None:
+        w = self._w
+
+        def update() -> StepRecord | None:
+            current = w.steps.get((delivery_id, name))
+            if current is not None and current.status is StepStatus.RECORDED:
+                return current
+            base = current or StepRecord(delivery_id, name, StepStatus.STARTED, 1, now)
+            w.steps[(delivery_id, name)] = dataclasses.replace(
+                base, status=StepStatus.RECORDED, recorded_at=now, result=result
+            )
+            return None
+
+        return w.call("ddb.step_result", update)
+
+
+class Budget:
+    """:class:`functions.core.budget.BudgetStore`: conditional ADDs, as the adapter's."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+        self._applied: dict[tuple[object, ...], bool] = {}
+
+    def _day(self, day: str) -> BudgetDay:
+        w = self._w
+        current = w.budget_days.get(day)
+        if current is None:
+            current = BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0)
+            w.budget_days[day] = current
+            starts = _day_start(day)
+            w.expire_at("budget", day, starts + DAY_SECONDS + DAY_RETENTION_SECONDS)
+        return current
+
+    def reserve(self, day: str, tokens: int, **idempotency: object) -> bool:
+        """As the adapter's conditional ADD. A newer port's per-reservation token (any
+        further argument) makes a resent request a no-op, as a condition on it would."""
+        w = self._w
+        token = ("reserve", day, *sorted(idempotency.items())) if idempotency else None
+
+        def update() -> bool:
+            if token is not None and token in self._applied:
+                return self._applied[token]
+            current = self._day(day)
+            if current.reserved + tokens > current.limit:
+                return False
+            w.budget_days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+            w.inv.reservation_day = day
+            if token is not None:
+                self._applied[token] = True
+            return True
+
+        written = w.call("ddb.budget_reserve", update)
+        delivery = w.inv.delivery
+        if not written and delivery is not None:
+            largest = w.truth.refused_reservation.get(delivery, 0)
+            w.truth.refused_reservation[delivery] = max(largest, tokens)
+        return written
+
+    def settle(self, day: str, *, reserved: int, used: int, **idempotency: object) -> None:
+        w = self._w
+        token = ("settle", day, *sorted(idempotency.items())) if idempotency else None
+
+        def update() -> None:
+            if token is not None:
+                if token in self._applied:
+                    return
+                self._applied[token] = True
+            current = w.budget_days.get(day)
+            if current is not None:
+                w.budget_days[day] = dataclasses.replace(
+                    current, reserved=current.reserved - reserved + used, used=current.used + used
+                )
+
+        w.call("ddb.budget_settle", update)
+
+    def set_limit(self, day: str, tokens: int) -> None:
+        w = self._w
+        w.budget_limit = tokens
+        w.budget_days[day] = dataclasses.replace(self._day(day), limit=tokens)
+
+    def get(self, day: str) -> BudgetDay:
+        w = self._w
+        return w.read(
+            "ddb.budget_get",
+            lambda: (
+                w.budget_days.get(day)
+                or BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0)
+            ),
+        )
+
+
+def _day_start(day: str) -> int:
+    year, month, date = (int(part) for part in day.split("-"))
+    return int(datetime(year, month, date, tzinfo=UTC).timestamp())
+
+
+class Queue:
+    """:class:`functions.core.batch.WorkQueue` and the reconciler's and relay's
+    ``EnqueueBatch`` on the world's work queue."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+
+    def _send(self, site: str, bodies: Sequence[str], delay: float) -> None:
+        w = self._w
+        w.alive()
+        w.t += CALL_SECONDS
+        fault = w.draw(site, QUEUE_SEND)
+        if fault is not None and fault.kind is Kind.ERROR:
+            raise StorageUnavailable("throttled")
+        copies = 2 if fault is not None and fault.kind is Kind.DUPLICATE else 1
+        for body in bodies:
+            for _ in range(copies):
+                w.enqueue(body, delay=delay)
+        if fault is not None and fault.kind is Kind.LOST_ANSWER:
+            raise StorageUnavailable("answer_lost")
+        if fault is not None and fault.kind is Kind.KILL_AFTER:
+            w.kill()
+
+    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
+        self._send("sqs.send", [work.to_json()], delay_seconds)
+
+    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
+        self._send("sqs.send_batch", [work.to_json() for work in works], 0)
+        return []
+
+    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None:
+        w = self._w
+
+        def update() -> None:
+            message_id = receipt_handle.partition("/")[0]
+            message = w.work.get(message_id)
+            if message is not None and message.receipt == receipt_handle:
+                message.visible_at = w.t + seconds
+
+        w.read("sqs.change_visibility", update)
+
+    def dead_letter(self, body: str, *, reason: str, **attributes: Any) -> None:
+        w = self._w
+
+        def send() -> None:
+            try:
+                delivery_id: str | None = WorkItem.from_json(body).delivery_id
+            except ValueError:
+                delivery_id = None
+            generation = 0 if delivery_id is None else w.truth.failures[delivery_id]
+            w.enqueue(body, mark=reason, generation=generation, dead=True, attributes=attributes)
+
+        w.call("sqs.dead_letter", send, rates=QUEUE_SEND[:2])
+
+
+@dataclass(slots=True)
+class Metrics:
+    """The metrics port (counts only)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def count(self, name: str, value: int = 1) -> None:
+        self.counts[name] += value
+
+    def seconds(self, name: str, value: float) -> None:
+        del name, value
+
+    def flush(self) -> None:
+        return None

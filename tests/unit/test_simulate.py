@@ -1,0 +1,209 @@
+"""The simulator itself: deterministic, each fault kind really injected, invariants that
+catch what they name, a shrinker that keeps what matters, and its command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from local.simulate.campaign import simulate
+from local.simulate.faults import Fault, Kind
+from local.simulate.invariants import check
+from local.simulate.report import REQUIRED_FAULTS
+from local.simulate.run import Simulation, run_seed
+from local.simulate.shrink import ddmin
+from ops.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _calm(workflow: str, seed: int = 3) -> Simulation:
+    """A seed replayed without a single fault: every delivery completes once."""
+    simulation = Simulation(workflow, seed, replay=[])
+    simulation.run()
+    return simulation
+
+
+def test_simulate_same_seed_same_transcript() -> None:
+    first = run_seed("agent", 11)
+    second = run_seed("agent", 11)
+
+    assert first.transcript == second.transcript
+    assert first == second
+    assert run_seed("agent", 12).transcript != first.transcript
+
+
+def test_simulate_transcript_does_not_depend_on_hash_randomisation() -> None:
+    code = "from local.simulate.run import run_seed;print(run_seed('notify', 5).transcript)"
+    transcripts = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for hash_seed in ("1", "2")
+    }
+
+    assert len(transcripts) == 1
+    assert transcripts == {run_seed("notify", 5).transcript + "\n"}
+
+
+def test_simulate_replay_of_the_whole_schedule_is_the_same_run() -> None:
+    live = run_seed("notify", 21)
+
+    replayed = run_seed("notify", 21, replay=live.faults)
+
+    assert live.faults
+    assert replayed.transcript == live.transcript
+
+
+def test_simulate_without_faults_completes_every_delivery_once() -> None:
+    for workflow in ("archive", "notify", "agent"):
+        simulation = _calm(workflow)
+        world = simulation.world
+
+        assert check(simulation) == []
+        assert world.truth.accepted and world.truth.accepted <= world.truth.terminal
+        assert {item.state.value for item in world.inbox.values()} == {"completed"}
+        for name, side in world.far.items():
+            if name not in ("mcp", "model", "archive"):
+                assert set(side.applied.values()) == {1}, name
+
+
+def test_simulate_injects_every_fault_kind() -> None:
+    summary = simulate(["notify", "agent"], seeds=60, shrink_limit=0)
+    faults = summary.to_dict()["faults"]
+    injected = Counter({key: value for key, value in faults.items() if value})
+
+    for key in (
+        *REQUIRED_FAULTS,
+        "errors",
+        "sdk_retries",
+        "timeouts",
+        "slow_calls",
+        "acted_then_failed",
+        "far_side_refused",
+        "far_side_rejected",
+        "far_side_unavailable",
+        "far_sides_without_dedup",
+        "days_passed",
+        "operator_visits",
+        "budget_limits",
+    ):
+        assert injected[key] > 0, key
+
+
+def test_simulate_injects_outages_and_skews_as_configuration_faults() -> None:
+    kinds = Counter(
+        fault.kind for seed in range(200) for fault in Simulation("archive", seed).schedule.injected
+    )
+
+    assert kinds[Kind.OUTAGE] > 0
+    assert kinds[Kind.CLOCK_SKEW] > 0
+    assert kinds[Kind.DAYS_PASS] > 0
+
+
+def test_invariants_catch_a_planted_double_effect() -> None:
+    simulation = _calm("notify")
+    side = simulation.world.far["notify"]
+    key = sorted(side.applied)[0]
+    side.applied[key] += 1
+
+    assert check(simulation) == [f"effect_once: {key}: notify applied 2 times"]
+
+
+def test_invariants_allow_a_repeatable_effect_twice() -> None:
+    simulation = _calm("archive")
+    side = simulation.world.far["archive"]
+    side.applied[sorted(side.applied)[0]] += 1
+
+    assert check(simulation) == []
+
+
+def test_invariants_catch_an_unexplained_model_call() -> None:
+    simulation = _calm("agent")
+    delivery_id = sorted(simulation.world.truth.model_runs)[0]
+    simulation.world.truth.model_runs[delivery_id] += 1
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["model_calls_explained"]
+
+
+def test_invariants_catch_spending_the_budget_did_not_count() -> None:
+    simulation = _calm("agent")
+    day = sorted(simulation.world.truth.consumed)[0]
+    simulation.world.truth.consumed[day] += simulation.world.budget_days[day].reserved
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["budget_within_limit"]
+
+
+def test_invariants_catch_a_delivery_that_vanished_open() -> None:
+    simulation = _calm("archive")
+    delivery_id = sorted(simulation.world.truth.accepted)[0]
+    simulation.world.truth.terminal.discard(delivery_id)
+    simulation.world.truth.vanished[delivery_id] = "pending (budget_exhausted)"
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["terminal_or_waiting"]
+
+
+def test_invariants_catch_an_applied_effect_cleared_as_not_applied() -> None:
+    simulation = _calm("notify")
+    world = simulation.world
+    (delivery_id, name), record = sorted(
+        (k, r) for k, r in world.effects.items() if k[1] == "notify"
+    )[0]
+    world.effects[(delivery_id, name)] = record.__class__(
+        delivery_id, name, record.status.__class__("not_applied"), record.key, record.intent_at
+    )
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["unknown_outcomes_visible"]
+
+
+def test_ddmin_keeps_exactly_the_faults_that_matter() -> None:
+    faults = [Fault(f"site.{n}", 1, Kind.ERROR) for n in range(9)]
+    needed = {faults[2], faults[7]}
+
+    def fails(subset: Sequence[Fault]) -> bool:
+        return needed <= set(subset)
+
+    assert ddmin(faults, fails, runs=100) == [faults[2], faults[7]]
+
+
+def test_ddmin_stops_at_its_run_budget() -> None:
+    faults = [Fault(f"site.{n}", 1, Kind.ERROR) for n in range(64)]
+    calls = []
+
+    def fails(subset: Sequence[Fault]) -> bool:
+        calls.append(len(subset))
+        return faults[5] in subset and faults[40] in subset
+
+    ddmin(faults, fails, runs=5)
+
+    assert len(calls) <= 5
+
+
+def test_simulate_command_prints_the_summary_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["simulate", "--workflow", "archive", "--seeds", "3", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+
+    assert status == (0 if summary["violating_seeds"] == 0 else 1)
+    assert summary["seeds"] == 3
+    assert isinstance(summary["violations"], list)
+    assert set(REQUIRED_FAULTS) <= set(summary["faults"])
+    assert {"seconds", "seeds_per_second"} <= set(summary)
+
+
+def test_simulate_command_refuses_a_bad_option(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["simulate", "--seeds", "0"])
+
+    assert status == 2
+    assert "bad_option: --seeds must be at least 1" in capsys.readouterr().err

@@ -191,6 +191,17 @@ class FakeClaims:
             claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
         )
 
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(
+            claim,
+            now,
+            State.AWAITING_APPROVAL,
+            attempts=attempts,
+            approval=approval,
+            approval_deadline=deadline,
+        )
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         item = self.items.get(delivery_id)
         if item is None or item.state is not State.FAILED:

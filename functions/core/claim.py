@@ -106,6 +106,12 @@ class ClaimStore(Protocol):
         :class:`ClaimLost`."""
         ...
 
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        """``awaiting_approval``: the delivery waits for a person's decision on
+        ``approval`` until ``deadline``; the lease is let go and the attempt given back
+        (waiting is no failure). Raises :class:`ClaimLost`."""
+        ...
+
     def reopen(self, delivery_id: str, *, now: int) -> bool:
         """``failed`` -> ``pending`` with a fresh attempt budget (a dead letter moved back
         by an operator); False when the delivery is not failed."""

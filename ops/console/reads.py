@@ -34,13 +34,21 @@ HOUR: Final = 3600
 # A lease owner is a random token: shown only far enough to tell attempts apart.
 LEASE_OWNER_SHOWN: Final = 8
 # The inbox states, in the order the pages show them (every one is listed by the index).
-STATES: Final = (State.PENDING, State.PROCESSING, State.FAILED, State.COMPLETED, State.IGNORED)
+STATES: Final = (
+    State.PENDING,
+    State.PROCESSING,
+    State.AWAITING_APPROVAL,
+    State.FAILED,
+    State.COMPLETED,
+    State.IGNORED,
+)
 # Every label of a delivery's records: what Home's recent list merges.
 DELIVERY_LABELS: Final = (
     table_layout.STATE_LABEL_OPEN,
     table_layout.STATE_LABEL_FAILED,
     table_layout.STATE_LABEL_COMPLETED,
     table_layout.STATE_LABEL_IGNORED,
+    table_layout.STATE_LABEL_AWAITING_APPROVAL,
     dynamodb_items.QUARANTINED_LABEL,
 )
 

@@ -17,6 +17,7 @@ from typing import Final
 from urllib.parse import quote, urlencode
 
 from functions.core.models import InboxItem, QuarantineRecord, State
+from ops.approvals import Waiting
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
 from ops.console.reads import (
@@ -36,6 +37,7 @@ NAVIGATION: Final = (
     ("/quarantine", "Quarantine"),
     ("/dead-letters", "Dead letters"),
     ("/effects", "Effects in doubt"),
+    ("/approvals", "Approvals"),
     ("/bulk", "Bulk requeue"),
     ("/budget", "Budget"),
 )
@@ -105,17 +107,24 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str)
 
 
 def _action(
-    chrome: Chrome, path: str, label: str, fields: dict[str, str], *, kind: str = ""
+    chrome: Chrome,
+    path: str,
+    label: str,
+    fields: dict[str, str],
+    *,
+    kind: str = "",
+    extra: str = "",
 ) -> str:
-    """A button that POSTs ``fields`` (console.js adds the token header); none if read-only."""
+    """A button that POSTs ``fields`` and the inputs in ``extra`` (console.js adds the
+    token header); none if read-only."""
     if chrome.read_only:
         return ""
     hidden = "".join(
         f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
     )
     return (
-        f'<form class="inline" method="post" action="{escape(path)}" data-action>'
-        f'{hidden}<button type="submit" class="{escape(kind)}">{escape(label)}</button></form>'
+        f'<form class="inline" method="post" action="{escape(path)}" data-action>{hidden}'
+        f'{extra}<button type="submit" class="{escape(kind)}">{escape(label)}</button></form>'
     )
 
 
@@ -468,6 +477,39 @@ def effects_page(chrome: Chrome, effects: Sequence[EffectInDoubt]) -> str:
         )
     )
     return page(chrome, "Effects in doubt", content)
+
+
+def approvals_page(chrome: Chrome, waiting: Sequence[Waiting]) -> str:
+    """Deliveries waiting for a person: what each proposes, approve and deny."""
+    rows = []
+    for entry in waiting:
+        item = entry.item
+        proposal = {} if entry.record is None else entry.record.proposal
+        fields = {"delivery_id": item.delivery_id, "name": item.approval or ""}
+        note = '<input name="note" placeholder="note (optional)" maxlength="500">'
+        rows.append(
+            [
+                _delivery_link(chrome, item.delivery_id),
+                escape(item.approval or "-"),
+                # The model wrote it: shown as text (escaped), never followed.
+                f"<b>{escape(str(proposal.get('title', '')))}</b><br>"
+                f"<pre>{escape(str(proposal.get('summary', '')))}</pre>",
+                escape(age(item.state_changed_at, chrome.now)),
+                escape(iso(item.approval_deadline)),
+                _action(chrome, "/actions/approve", "approve", fields, kind="primary", extra=note)
+                + _action(chrome, "/actions/deny", "deny", fields, extra=note),
+            ]
+        )
+    content = (
+        "<p>Each waits for a person: approve and it does what it proposes, once; deny and"
+        " it ends failed (approval_denied). Undecided at its deadline, it is denied.</p>"
+        + _table(
+            ("delivery", "approval", "proposal", "waiting", "deadline", "decide"),
+            rows,
+            empty="No delivery waits for an approval.",
+        )
+    )
+    return page(chrome, "Approvals", content)
 
 
 def bulk_page(chrome: Chrome, form: dict[str, str]) -> str:

@@ -199,12 +199,17 @@ def require_approval(
         asked = ApprovalRecord(delivery_id, name, dict(proposal), now, deadline)
         if len(asked.proposal_json().encode()) > MAX_PROPOSAL_BYTES:
             raise PermanentError("approval_proposal_too_large")
-        # A put whose answer was lost finds its own record on the SDK's retry: the same
-        # proposal (built from recorded results), so the record read below is ours.
-        record = asked if store.request(asked, expires_at=expires_at) else None
-        record = record or store.get(delivery_id, name)
+        failure: TransientError | None = None
+        try:
+            written = store.request(asked, expires_at=expires_at)
+        except TransientError as exc:
+            written, failure = False, exc  # committed or not: the read below tells
+        # A put whose answer was lost finds its own record (the SDK's retry meets its
+        # condition, or it raised after committing): the same proposal, built from
+        # recorded results, so the record read here is as good as ours.
+        record = asked if written else store.get(delivery_id, name)
         if record is None:
-            raise TransientError("approval_unreadable")
+            raise failure or TransientError("approval_unreadable")
     if record.decided is None:
         raise AwaitingApproval(name, record.deadline)
     if record.decided.decision is not ApprovalDecision.APPROVED:

@@ -254,7 +254,9 @@ def _approval_pass(
     if approvals is None:  # (a reconciler wired without the gate's store)
         return ApprovalSweep()
     sweep = expire_approvals(approvals, now=now, budget=budget, page_size=config.page_size)
-    metrics.seconds(metric_names.METRIC_APPROVAL_OLDEST_WAIT, sweep.oldest_wait_seconds)
+    if sweep.oldest_wait_seconds:
+        # Only while something waits: its alarm reads no data as nothing waiting.
+        metrics.seconds(metric_names.METRIC_APPROVAL_OLDEST_WAIT, sweep.oldest_wait_seconds)
     return sweep
 
 

@@ -311,11 +311,14 @@ def test_the_reconciler_denies_an_undecided_one_only_at_its_deadline() -> None:
     report = run_reconciler(world)
     assert report.approvals_expired == 0
     assert report.approval_oldest_wait_seconds == TIMEOUT - 1
+    oldest_wait = world.metrics.durations[metric_names.METRIC_APPROVAL_OLDEST_WAIT]
+    assert oldest_wait == [TIMEOUT - 1]
     assert world.item().state is State.AWAITING_APPROVAL
     world.clock.advance(1)
     report = run_reconciler(world)
     assert report.approvals_expired == 1
     assert report.approval_oldest_wait_seconds == 0
+    assert oldest_wait == [TIMEOUT - 1]  # nothing waits: no data point (not a breach)
     assert world.item().state is State.FAILED
     assert world.item().last_error == "approval_expired"
     record = world.approvals.get(WORK.delivery_id, "alert")

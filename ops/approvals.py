@@ -58,11 +58,11 @@ def approvals_store(target: Target) -> DynamoDbApprovals:
     return DynamoDbApprovals(client=target.dynamodb, table_name=target.table_name)
 
 
-def list_waiting(target: Target, *, now: int) -> list[Waiting]:
+def list_waiting(target: Target) -> list[Waiting]:
     """Every delivery parked for a decision, the oldest waiting first."""
     store = approvals_store(target)
     found = []
-    for item in store.waiting(now=now, page_size=_PAGE):
+    for item in store.waiting(page_size=_PAGE):
         record = None if item.approval is None else store.get(item.delivery_id, item.approval)
         found.append(Waiting(item, record))
     found.sort(key=lambda w: (w.item.state_changed_at, w.item.delivery_id))

@@ -166,8 +166,9 @@ class ApprovalDecisions(ApprovalStore, Protocol):
         """
         ...
 
-    def waiting(self, *, now: int, page_size: int) -> Iterable[InboxItem]:
-        """Every inbox item parked ``awaiting_approval`` (before ``now``), page by page."""
+    def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
+        """Every inbox item parked ``awaiting_approval``, page by page (a parked time
+        ahead of the reader's clock, a skew between machines, hides none)."""
         ...
 
 

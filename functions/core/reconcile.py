@@ -273,7 +273,7 @@ def expire_approvals(
     """
     expired = 0
     oldest = 0
-    for item in budget.within(approvals.waiting(now=now, page_size=page_size)):
+    for item in budget.within(approvals.waiting(page_size=page_size)):
         deadline = item.approval_deadline
         if item.approval is None or deadline is None or deadline > now:
             oldest = max(oldest, now - item.state_changed_at)

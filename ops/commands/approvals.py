@@ -55,7 +55,7 @@ def run_list(args: argparse.Namespace) -> int:
     from ops import approvals
 
     target = open_target(args)
-    waiting = operator_call(approvals.list_waiting, target, now=int(time.time()))
+    waiting = operator_call(approvals.list_waiting, target)
     if args.json:
         print_json({"count": len(waiting), "items": [w.to_dict() for w in waiting]})
         return 0

@@ -188,7 +188,7 @@ class Console:
         return Response(200, views.effects_page(chrome, found))
 
     def _approvals(self, chrome: views.Chrome, _request: Request) -> Response:
-        waiting = approvals.list_waiting(self.target, now=chrome.now)
+        waiting = approvals.list_waiting(self.target)
         return Response(200, views.approvals_page(chrome, waiting))
 
     def _bulk(self, chrome: views.Chrome, request: Request) -> Response:

@@ -74,7 +74,7 @@ def test_parked_it_is_listed_with_its_deadline_and_holds_no_lease(
 ) -> None:
     clock = FakeClock()
     approvals = parked(dynamodb, table, clock)
-    (waiting,) = approvals.waiting(now=clock.value, page_size=10)
+    (waiting,) = approvals.waiting(page_size=10)
     assert waiting.state is State.AWAITING_APPROVAL
     assert (waiting.approval, waiting.approval_deadline) == ("alert", clock.value + DEADLINE_IN)
     assert waiting.lease_until is None
@@ -98,7 +98,7 @@ def test_approve_moves_it_to_pending_once_and_the_record_names_the_decision(
     assert item.state is State.PENDING
     assert item.approval is None
     assert item.reset_at == clock.value
-    assert list(approvals.waiting(now=clock.value, page_size=10)) == []
+    assert list(approvals.waiting(page_size=10)) == []
     record = approvals.get(DELIVERY, "alert")
     assert record is not None and record.decided is not None
     assert (record.decided.decision, record.decided.decided_by, record.decided.note) == (

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
+# Listed before this (epoch seconds, far beyond any clock): every entry of the label.
+_EVER: Final = 2**40
+
 _NEW: Condition = (
     ("attribute_not_exists(pk)", "the first proposal is kept: a decision may refer to it"),
 )
@@ -159,11 +162,11 @@ class DynamoDbApprovals:
             raise storage_error(exc) from exc
         return True
 
-    def waiting(self, *, now: int, page_size: int) -> Iterator[InboxItem]:
+    def waiting(self, *, page_size: int) -> Iterator[InboxItem]:
         label = table_layout.STATE_LABEL_AWAITING_APPROVAL
         for shard in dynamodb_items.all_state_shards(label):
             for item in dynamodb_state_index.query_shard(
-                self._client, self._table, shard=shard, changed_before=now + 1, page_size=page_size
+                self._client, self._table, shard=shard, changed_before=_EVER, page_size=page_size
             ):
                 inbox = dynamodb_items.inbox_from_item(item)
                 if inbox.state is State.AWAITING_APPROVAL:

@@ -148,6 +148,7 @@ class Home:
     recent: list[Listed]  # newest entry into its label first, every state
     alarms: Alarms
     now: int
+    awaiting_approval: int = 0  # parked for a person's decision (the approval gate)
 
 
 def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> Home:
@@ -174,6 +175,7 @@ def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> 
         ),
         alarms=alarms,
         now=now,
+        awaiting_approval=target.count_listed(table_layout.STATE_LABEL_AWAITING_APPROVAL),
     )
 
 

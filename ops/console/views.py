@@ -230,6 +230,7 @@ def home_page(chrome: Chrome, home: Home) -> str:
         )
         + _count(links.to("/quarantine"), "quarantined", home.quarantined)
         + _count(links.to("/effects"), "effects in doubt", home.effects_in_doubt)
+        + _count(links.to("/approvals"), "awaiting approval", home.awaiting_approval)
         + _count(
             links.to("/deliveries", state=State.COMPLETED.value),
             "completed in the last hour",

@@ -513,6 +513,8 @@ def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: 
     assert 'action="/actions/approve"' in response.body
     read_only = get(make_console(stack, read_only=True), "/approvals")
     assert 'action="/actions/approve"' not in read_only.body
+    home = get(make_console(stack), "/")
+    assert "awaiting approval</a><b>1</b>" in home.body
 
 
 def test_approve_resumes_once_and_deny_after_it_is_a_conflict(stack: Stack) -> None:

@@ -15,11 +15,14 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.approval import (
     ApprovalDecision,
     ApprovalRecord,
+    AwaitingApproval,
     DecideOutcome,
     Decision,
     decide,
     new_decision_token,
+    require_approval,
 )
+from functions.core.claim import ClaimLost
 from functions.core.models import InboxItem, State
 from local.testkit.botocore_hooks import answer_first, aws_response
 from local.testkit.clock import FakeClock
@@ -151,6 +154,20 @@ def test_a_decision_retried_by_the_sdk_after_a_lost_answer_is_applied_once(
     conditions refuse the copy: the decision must read as applied, not as a conflict."""
     clock = FakeClock()
     parked(dynamodb, table, clock)
+    client, sends = lossy_client("TransactWriteItems")
+    approvals = DynamoDbApprovals(client=client, table_name=table)
+    result = decide(approvals, DELIVERY, "alert", decision(wanted, clock))
+    assert len(sends) == 2  # the SDK's retry was sent, and refused by the conditions
+    assert result.outcome is DecideOutcome.APPLIED
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None and record.decided is not None
+    assert record.decided.decision is wanted
+    expected = State.PENDING if wanted is ApprovalDecision.APPROVED else State.FAILED
+    assert inbox(dynamodb, table).state is expected
+
+
+def lossy_client(operation: str) -> tuple[DynamoDBClient, list[int]]:
+    """A client whose first ``operation`` commits but answers 500 (the SDK retries it)."""
     client = boto3.client(
         "dynamodb",
         region_name=REGION,
@@ -167,13 +184,62 @@ def test_a_decision_retried_by_the_sdk_after_a_lost_answer_is_applied_once(
             request, 500, body, content_type="application/x-amz-json-1.0", request_id="lost"
         )
 
-    answer_first(client, "before-send.dynamodb.TransactWriteItems", lose_the_first_answer)
+    answer_first(client, f"before-send.dynamodb.{operation}", lose_the_first_answer)
+    return client, sends
+
+
+def test_the_first_request_whose_answer_was_lost_still_parks_the_delivery(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    clock = FakeClock()
+    client, sends = lossy_client("PutItem")
     approvals = DynamoDbApprovals(client=client, table_name=table)
-    result = decide(approvals, DELIVERY, "alert", decision(wanted, clock))
-    assert len(sends) == 2  # the SDK's retry was sent, and refused by the conditions
-    assert result.outcome is DecideOutcome.APPLIED
+    with pytest.raises(AwaitingApproval) as parked_now:
+        require_approval(
+            approvals,
+            delivery_id=DELIVERY,
+            name="alert",
+            proposal={"title": "t"},
+            now=clock.value,
+            timeout_seconds=DEADLINE_IN,
+            expires_at=clock.value + 86_400,
+        )
+    assert len(sends) == 2  # the retried put met the record its first try wrote
+    assert parked_now.value.deadline == clock.value + DEADLINE_IN
     record = approvals.get(DELIVERY, "alert")
-    assert record is not None and record.decided is not None
-    assert record.decided.decision is wanted
-    expected = State.PENDING if wanted is ApprovalDecision.APPROVED else State.FAILED
-    assert inbox(dynamodb, table).state is expected
+    assert record is not None and record.decided is None
+
+
+def test_a_park_whose_answer_was_lost_leaves_it_parked_and_its_message_acknowledged(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    """The worker's park commits, its answer is lost, and the SDK's retry meets its own
+    condition: the worker hears ClaimLost (acknowledge, record nothing), and the
+    delivery waits parked all the same, for the decision to resume it."""
+    clock = FakeClock()
+    item = InboxItem(
+        delivery_id=DELIVERY,
+        event="package.received",
+        body_sha256="0" * 64,
+        received_at=clock.value,
+        state=State.PENDING,
+        expires_at=clock.value + 86_400,
+        package_id="pkg_1",
+        mcp_url="https://mcp.example/mcp",
+        state_changed_at=clock.value,
+    )
+    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+    attempt = DynamoDbClaims(client=dynamodb, table_name=table).claim(
+        DELIVERY, owner="w1", now=clock.value, lease_seconds=300
+    )
+    assert attempt.claim is not None
+    client, sends = lossy_client("UpdateItem")
+    with pytest.raises(ClaimLost):
+        DynamoDbClaims(client=client, table_name=table).park(
+            attempt.claim, now=clock.value, approval="alert", deadline=clock.value + DEADLINE_IN
+        )
+    assert len(sends) == 2
+    parked_item = inbox(dynamodb, table)
+    assert parked_item.state is State.AWAITING_APPROVAL
+    assert parked_item.approval == "alert"
+    assert parked_item.attempts == 0  # given back once, not twice

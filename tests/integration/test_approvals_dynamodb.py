@@ -22,7 +22,7 @@ from functions.core.approval import (
     new_decision_token,
     require_approval,
 )
-from functions.core.claim import ClaimLost
+from functions.core.claim import Claim, ClaimLost
 from functions.core.models import InboxItem, State
 from local.testkit.botocore_hooks import answer_first, aws_response
 from local.testkit.clock import FakeClock
@@ -34,17 +34,18 @@ if TYPE_CHECKING:
 
 DELIVERY = "3c2b1a09-8f7e-4d6c-9b5a-4f3e2d1c0b9a"
 DEADLINE_IN = 3600
+EXPIRES_IN = 86_400
 
 
-def parked(client: DynamoDBClient, table: str, clock: FakeClock) -> DynamoDbApprovals:
-    """A delivery claimed, its approval asked for, and parked, as the worker does."""
+def claimed(client: DynamoDBClient, table: str, clock: FakeClock) -> Claim:
+    """A delivery accepted and claimed by a worker."""
     item = InboxItem(
         delivery_id=DELIVERY,
         event="package.received",
         body_sha256="0" * 64,
         received_at=clock.value,
         state=State.PENDING,
-        expires_at=clock.value + 86_400,
+        expires_at=clock.value + EXPIRES_IN,
         package_id="pkg_1",
         mcp_url="https://mcp.example/mcp",
         state_changed_at=clock.value,
@@ -53,13 +54,20 @@ def parked(client: DynamoDBClient, table: str, clock: FakeClock) -> DynamoDbAppr
     claims = DynamoDbClaims(client=client, table_name=table)
     attempt = claims.claim(DELIVERY, owner="w1", now=clock.value, lease_seconds=300)
     assert attempt.claim is not None
+    return attempt.claim
+
+
+def parked(client: DynamoDBClient, table: str, clock: FakeClock) -> DynamoDbApprovals:
+    """A delivery claimed, its approval asked for, and parked, as the worker does."""
+    claim = claimed(client, table, clock)
+    claims = DynamoDbClaims(client=client, table_name=table)
     approvals = DynamoDbApprovals(client=client, table_name=table)
     record = ApprovalRecord(
         DELIVERY, "alert", {"title": "t"}, clock.value, clock.value + DEADLINE_IN
     )
-    assert approvals.request(record, expires_at=item.expires_at) is True
-    assert approvals.request(record, expires_at=item.expires_at) is False
-    claims.park(attempt.claim, now=clock.value, approval="alert", deadline=record.deadline)
+    assert approvals.request(record, expires_at=clock.value + EXPIRES_IN) is True
+    assert approvals.request(record, expires_at=clock.value + EXPIRES_IN) is False
+    claims.park(claim, now=clock.value, approval="alert", deadline=record.deadline)
     return approvals
 
 
@@ -217,26 +225,11 @@ def test_a_park_whose_answer_was_lost_leaves_it_parked_and_its_message_acknowled
     condition: the worker hears ClaimLost (acknowledge, record nothing), and the
     delivery waits parked all the same, for the decision to resume it."""
     clock = FakeClock()
-    item = InboxItem(
-        delivery_id=DELIVERY,
-        event="package.received",
-        body_sha256="0" * 64,
-        received_at=clock.value,
-        state=State.PENDING,
-        expires_at=clock.value + 86_400,
-        package_id="pkg_1",
-        mcp_url="https://mcp.example/mcp",
-        state_changed_at=clock.value,
-    )
-    dynamodb.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
-    attempt = DynamoDbClaims(client=dynamodb, table_name=table).claim(
-        DELIVERY, owner="w1", now=clock.value, lease_seconds=300
-    )
-    assert attempt.claim is not None
+    claim = claimed(dynamodb, table, clock)
     client, sends = lossy_client("UpdateItem")
     with pytest.raises(ClaimLost):
         DynamoDbClaims(client=client, table_name=table).park(
-            attempt.claim, now=clock.value, approval="alert", deadline=clock.value + DEADLINE_IN
+            claim, now=clock.value, approval="alert", deadline=clock.value + DEADLINE_IN
         )
     assert len(sends) == 2
     parked_item = inbox(dynamodb, table)

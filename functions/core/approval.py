@@ -37,6 +37,8 @@ DECIDED_BY_TIMEOUT: Final = "timeout"
 # limit is 400 KB; a proposal is an alert, a few KB).
 MAX_PROPOSAL_BYTES: Final = 64_000
 MAX_NOTE_CHARS: Final = 500
+# An approval's deadline comes at least this long before its delivery expires.
+EXPIRY_MARGIN_SECONDS: Final = 3600
 
 
 # What the ``approval`` setting may name: the alert, and (for workflows with tools) the
@@ -195,8 +197,10 @@ def require_approval(
     if record is None:
         deadline = now + timeout_seconds
         if expires_at:
-            # A decision after the item's expiry would find nothing to resume.
-            deadline = min(deadline, expires_at)
+            # A decision after the item's expiry would find nothing to resume, and TTL
+            # may delete the item soon after it: the timeout comes first, with time for
+            # a reconciler run to deny it visibly.
+            deadline = min(deadline, expires_at - EXPIRY_MARGIN_SECONDS)
         asked = ApprovalRecord(delivery_id, name, dict(proposal), now, deadline)
         if len(asked.proposal_json().encode()) > MAX_PROPOSAL_BYTES:
             raise PermanentError("approval_proposal_too_large")

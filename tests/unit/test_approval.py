@@ -12,6 +12,7 @@ import pytest
 from functions.core import metric_names
 from functions.core.approval import (
     DECIDED_BY_TIMEOUT,
+    EXPIRY_MARGIN_SECONDS,
     ApprovalDecision,
     ApprovalPolicy,
     ApprovalRefused,
@@ -255,9 +256,9 @@ def test_the_deadline_never_outlives_the_delivery() -> None:
             proposal={},
             now=world.clock.value,
             timeout_seconds=TIMEOUT,
-            expires_at=world.clock.value + 60,
+            expires_at=world.clock.value + 600 + EXPIRY_MARGIN_SECONDS,
         )
-    assert parked.value.deadline == world.clock.value + 60
+    assert parked.value.deadline == world.clock.value + 600
 
 
 def test_an_expired_approval_refuses_with_its_own_code() -> None:

@@ -20,8 +20,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.approval import ApprovalRecord
 from functions.core.models import InboxItem, QuarantineRecord, State
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from ops.approvals import delivery_approvals
 from ops.effects import list_effects
 from ops.inbox import Progress, show_inbox, show_progress
 from ops.quarantine import show_quarantine
@@ -222,6 +224,7 @@ class Delivery:
     lease_owner: str | None  # shortened
     progress: Progress
     quarantine: list[QuarantineRecord]
+    approvals: list[ApprovalRecord] = field(default_factory=list)  # asked for, and decided
 
 
 def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
@@ -237,4 +240,5 @@ def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
         lease_owner=owner,
         progress=show_progress(target, delivery_id, item),
         quarantine=show_quarantine(target, delivery_id),
+        approvals=delivery_approvals(target, delivery_id),
     )

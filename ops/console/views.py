@@ -370,6 +370,7 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
                 chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"}
             )
         events.append((effect.intent_at, 4, "effect", detail))
+    events += _approval_events(chrome, delivery)
     for name in delivery.progress.repeatable_done:
         detail = f"{escape(name)}: {_state('done')} (repeatable: marked by the completion)"
         events.append(
@@ -381,6 +382,25 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
         failed = f"{_state(State.FAILED)} {escape(item.last_error or '')}"
         events.append((item.state_changed_at, 5, "failed", failed))
     return sorted(events, key=lambda e: (e[0], e[1]))
+
+
+def _approval_events(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, str]]:
+    """Each approval asked for, and its decision (who or what, when, why)."""
+    events = []
+    for record in delivery.approvals:
+        detail = f"{escape(record.name)}: deadline {escape(iso(record.deadline))}"
+        decided = record.decided
+        if decided is None and delivery.item.approval == record.name:
+            fields = {"delivery_id": record.delivery_id, "name": record.name}
+            detail += _action(chrome, "/actions/approve", "approve", fields, kind="primary")
+            detail += _action(chrome, "/actions/deny", "deny", fields)
+        events.append((record.requested_at, 5, "approval asked", detail))
+        if decided is not None:
+            said = f"{escape(decided.decision.value)} by {escape(decided.decided_by)}"
+            if decided.note:
+                said += f": {escape(decided.note)}"
+            events.append((decided.decided_at, 6, "approval decided", said))
+    return events
 
 
 def delivery_page(chrome: Chrome, delivery: Delivery) -> str:

@@ -513,6 +513,9 @@ def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: 
     assert 'action="/actions/approve"' in response.body
     read_only = get(make_console(stack, read_only=True), "/approvals")
     assert 'action="/actions/approve"' not in read_only.body
+    page = get(make_console(stack), f"/delivery/{delivery_id}")
+    assert "approval asked" in page.body
+    assert 'action="/actions/deny"' in page.body
     home = get(make_console(stack), "/")
     assert "awaiting approval</a><b>1</b>" in home.body
 
@@ -535,5 +538,8 @@ def test_approve_resumes_once_and_deny_after_it_is_a_conflict(stack: Stack) -> N
     record = approvals.approvals_store(stack.target).get(delivery_id, "alert")
     assert record is not None and record.decided is not None
     assert (record.decided.decided_by, record.decided.note) == ("console", "looks right")
+    page = get(console, f"/delivery/{delivery_id}")
+    assert "approval decided" in page.body
+    assert "approved by console: looks right" in page.body
     unknown = post(console, "/actions/deny", {"delivery_id": str(uuid.uuid4())})
     assert (unknown.status, error(unknown)) == (409, "not_awaiting_approval")

@@ -44,6 +44,7 @@ API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
 WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
+APPROVAL_WAIT_ALARM_MINUTES = "approval_wait_alarm_minutes"
 WORKFLOW_SOURCE = "workflow_source"
 WORKFLOW_REQUIREMENTS = "workflow_requirements"
 # ``workflow_setting_<name>``: one entry of the worker's WORKFLOW_SETTINGS.
@@ -130,6 +131,8 @@ class StackConfig:
         reconcile_every_minutes: Period of the reconciler's schedule.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
             which the backlog alarm fires.
+        approval_wait_alarm_minutes: How long a delivery may wait for a person's
+            approval before the ApprovalWait alarm fires.
         workflow_source: Folder of the deployer's workflow code (absolute), or None.
         workflow_requirements: Extra pip requirements of the workflow.
         workflow_settings: The workflow's own settings (WORKFLOW_SETTINGS).
@@ -178,6 +181,9 @@ class StackConfig:
     # their runs): an item older than this is riding out an outage, which a person
     # should know about long before its retry horizon ends.
     work_queue_age_alarm_minutes: int = 15
+    # A person should hear of a waiting approval well before the gate's default timeout
+    # (a day) denies it.
+    approval_wait_alarm_minutes: int = 240
     workflow_source: str | None = None
     workflow_requirements: tuple[str, ...] = ()
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
@@ -287,6 +293,13 @@ class StackConfig:
             ),
             reconcile_every_minutes=_integer(
                 context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
+            ),
+            approval_wait_alarm_minutes=_integer(
+                context,
+                APPROVAL_WAIT_ALARM_MINUTES,
+                defaults.approval_wait_alarm_minutes,
+                low=5,
+                high=366 * 24 * 60,
             ),
             work_queue_age_alarm_minutes=_integer(
                 context,

@@ -114,6 +114,7 @@ class Monitoring(Construct):
         stage: str,
         work_queue_max_age: Duration,
         received_log: ReceivedLogWatch,
+        approval_max_wait: Duration,
         topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -225,6 +226,20 @@ class Monitoring(Construct):
             threshold=received_log.max_lag_seconds,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             missing=cloudwatch.TreatMissingData.BREACHING,
+        )
+
+        self._alarm(
+            "ApprovalWait",
+            custom_metric(
+                metric_names.METRIC_APPROVAL_OLDEST_WAIT,
+                period=received_log.period,
+                statistic=cloudwatch.Stats.MAXIMUM,
+            ),
+            f"A delivery has waited more than {int(approval_max_wait.to_minutes())} minutes"
+            " for a person's approval: decide it (approvals list) before its timeout"
+            " denies it.",
+            threshold=approval_max_wait.to_seconds(),
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
 
         self.dashboard = cloudwatch.Dashboard(

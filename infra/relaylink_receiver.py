@@ -137,6 +137,7 @@ class RelayLinkReceiver(Construct):
             alarm_email=config.alarm_email,
             stage=config.stage,
             work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
+            approval_max_wait=Duration.minutes(config.approval_wait_alarm_minutes),
             received_log=ReceivedLogWatch(
                 received_age=self.reconciler.received_age, reconcile_every=self.reconciler.every
             ),

@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "ops.commands.redrive",
     "ops.commands.requeue",
     "ops.commands.effects",
+    "ops.commands.approvals",
     "ops.commands.budget",
     "ops.commands.console",
 )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core import accept
+from functions.core.approval import ApprovalDecision, ApprovalRecord, Decision
 from functions.core.budget import BudgetDay
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
@@ -195,6 +196,17 @@ class FakeClaims:
         attempts = self.items[claim.delivery_id].attempts - 1
         self._finish(
             claim, now, State.PENDING, last_error=error_code, attempts=attempts, reset_at=now
+        )
+
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        attempts = self.items[claim.delivery_id].attempts - 1
+        self._finish(
+            claim,
+            now,
+            State.AWAITING_APPROVAL,
+            attempts=attempts,
+            approval=approval,
+            approval_deadline=deadline,
         )
 
     def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
@@ -535,3 +547,66 @@ class FakeBudget:
     def get(self, day: str) -> BudgetDay:
         limit = self.default_limit if self.configured is None else self.configured
         return self.days.get(day) or BudgetDay(day=day, limit=limit, reserved=0, used=0)
+
+
+# --- The approval gate -----------------------------------------------------------------
+
+
+@dataclass
+class FakeApprovals:
+    """The approval records, deciding over :class:`FakeClaims` as the transaction does.
+
+    ``lose_answers``: that many next decisions commit and then raise
+    ``StorageUnavailable`` (the answer lost); ``fail_decisions``: that many raise it
+    without committing. ``lose_requests`` does the same to the record's first put.
+    """
+
+    claims: FakeClaims
+    records: dict[tuple[str, str], ApprovalRecord] = field(default_factory=dict)
+    lose_answers: int = 0
+    fail_decisions: int = 0
+    lose_requests: int = 0
+
+    def get(self, delivery_id: str, name: str) -> ApprovalRecord | None:
+        return self.records.get((delivery_id, name))
+
+    def request(self, record: ApprovalRecord, *, expires_at: int) -> bool:
+        if (record.delivery_id, record.name) in self.records:
+            return False
+        self.records[(record.delivery_id, record.name)] = record
+        if self.lose_requests:
+            self.lose_requests -= 1
+            raise StorageUnavailable()
+        return True
+
+    def decide(self, delivery_id: str, name: str, decision: Decision) -> bool:
+        if self.fail_decisions:
+            self.fail_decisions -= 1
+            raise StorageUnavailable()
+        record = self.records.get((delivery_id, name))
+        item = self.claims.items.get(delivery_id)
+        waiting = (
+            item is not None and item.state is State.AWAITING_APPROVAL and item.approval == name
+        )
+        expired = item is not None and (item.approval_deadline or 0) <= decision.decided_at
+        if record is None or record.decided is not None or not waiting or item is None:
+            return False
+        if decision.decision is ApprovalDecision.EXPIRED and not expired:
+            return False
+        self.records[(delivery_id, name)] = dataclasses.replace(record, decided=decision)
+        approved = decision.decision is ApprovalDecision.APPROVED
+        self.claims.items[delivery_id] = dataclasses.replace(
+            item,
+            state=State.PENDING if approved else State.FAILED,
+            last_error=item.last_error if approved else decision.decision.error_code,
+            state_changed_at=decision.decided_at,
+            approval=None,
+            approval_deadline=None,
+        )
+        if self.lose_answers:
+            self.lose_answers -= 1
+            raise StorageUnavailable()
+        return True
+
+    def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
+        return [i for i in self.claims.items.values() if i.state is State.AWAITING_APPROVAL]

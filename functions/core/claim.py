@@ -125,6 +125,12 @@ class ClaimStore(Protocol):
         :class:`ClaimLost`."""
         ...
 
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        """``awaiting_approval``: the delivery waits for a person's decision on
+        ``approval`` until ``deadline``; the lease is let go and the attempt given back
+        (waiting is no failure). Raises :class:`ClaimLost`."""
+        ...
+
     def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
         """Close an open item that :meth:`claim` refused for its TTL: ``failed`` with
         ``last_error`` = :data:`ITEM_EXPIRED`. False when it is not open, a live worker

@@ -154,6 +154,11 @@ class EffectLedger:
         self._repeated: set[str] = set()
 
     @property
+    def expires_at(self) -> int:
+        """When the delivery's records expire (0: not known); what a record it adds shares."""
+        return self._expires_at
+
+    @property
     def repeated(self) -> frozenset[str]:
         """The repeatable effects applied by this attempt: what the completion marks done."""
         return frozenset(self._repeated)

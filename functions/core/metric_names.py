@@ -45,6 +45,11 @@ METRIC_RECONCILER_RECEIVED_LOG_LAG: Final = "ReconcilerReceivedLogLag"
 METRIC_STEP_RERUNS: Final = "StepReruns"  # a step run again after its worker died inside it
 METRIC_BUDGET_EXHAUSTED: Final = "BudgetExhausted"  # a delivery waits for the token budget
 METRIC_MODEL_CALLS: Final = "ModelCalls"  # Converse requests made (failed ones too)
+# The approval gate: deliveries parked for a person, those the timeout denied, and how
+# long the oldest one still waiting has waited (0 when none waits; its alarm's figure).
+METRIC_WORK_PARKED: Final = "WorkAwaitingApproval"
+METRIC_APPROVALS_EXPIRED: Final = "ApprovalsExpired"
+METRIC_APPROVAL_OLDEST_WAIT: Final = "ApprovalOldestWaitSeconds"
 
 
 def receiver_outcome_metric(outcome: str) -> str:

@@ -16,6 +16,9 @@ class State(StrEnum):
     COMPLETED = "completed"  # the workflow reached its completion point
     FAILED = "failed"  # permanent failure or attempts exhausted
     IGNORED = "ignored"  # acknowledged event that needs no processing (ping, unknown)
+    # parked: the workflow's proposal is recorded and waits for a person's decision; no
+    # worker holds it (the decision re-enqueues it, or ends it ``failed``)
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 class Outcome(StrEnum):
@@ -104,6 +107,9 @@ class InboxItem:
     requeued_at: int | None = None
     # The repeatable effects the completing attempt applied (marked by the completion).
     effects_done: frozenset[str] = frozenset()
+    # While parked ``awaiting_approval``: the name of what waits, and its deadline.
+    approval: str | None = None
+    approval_deadline: int | None = None
 
     @property
     def retry_window_start(self) -> int:

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from functions.core import metric_names, setting_defaults
+from functions.core.approval import AwaitingApproval
 from functions.core.claim import (
     ITEM_EXPIRED,
     Claim,
@@ -88,6 +89,7 @@ class Result(StrEnum):
     MISSING = "missing"
     SET_ASIDE = "set_aside"  # suspect, claimed in company: given back to run alone
     EXPIRED = "expired"  # past its TTL before it could run again: closed, not run
+    AWAITING_APPROVAL = "awaiting_approval"  # parked for a person's decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,13 @@ class Processor:
             # record stays listed in the state index for the reconciler and operators.
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
             return self._decide(work, Decision(Result.UNCERTAIN, Disposition.ACK, 0, exc.code))
+        except AwaitingApproval as exc:
+            # Parked: no worker holds it and no message waits for it; the decision
+            # sends its work item again (or ends it failed).
+            self.claims.park(claim, now=self.clock.now(), approval=exc.name, deadline=exc.deadline)
+            return self._decide(
+                work, Decision(Result.AWAITING_APPROVAL, Disposition.ACK, 0, exc.code)
+            )
         except PermanentError as exc:
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
@@ -332,4 +341,5 @@ _RESULT_METRICS = {
     Result.UNCERTAIN: metric_names.METRIC_WORK_FAILED,
     Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
     Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
+    Result.AWAITING_APPROVAL: metric_names.METRIC_WORK_PARKED,
 }

@@ -15,6 +15,9 @@ It looks at three lists of the state index, and at the received log, in this ord
 * effect intents older than a threshold: a retry of a ``pending`` delivery resolves
   them with the effect's own reconcile check, so that delivery is re-enqueued now;
   one whose delivery is over (failed, completed) is flagged for an operator.
+* deliveries parked ``awaiting_approval`` (:func:`expire_approvals`, a pass of its
+  own): one whose deadline has passed is denied by the timeout (``approval_expired``),
+  and the oldest wait is reported for its alarm.
 
 Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
@@ -37,6 +40,15 @@ from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
 from functions.core import metric_names, table_layout
+from functions.core.approval import (
+    DECIDED_BY_TIMEOUT,
+    ApprovalDecision,
+    ApprovalDecisions,
+    DecideOutcome,
+    Decision,
+    decide,
+    new_decision_token,
+)
 from functions.core.clock import Clock
 from functions.core.deadline import Deadline
 from functions.core.effects import EffectRecord
@@ -140,6 +152,9 @@ class ReconcileReport:
     received_lag_seconds: int | None = None
     requeues_unsent: int = 0  # written but refused by the queue: back after a pending age
     budget_spent: bool = False  # stopped before the lists' end: the next run continues
+    approvals_expired: int = 0  # parked deliveries the timeout denied
+    # How long the oldest delivery still waiting for a person has waited (0: none).
+    approval_oldest_wait_seconds: int = 0
 
 
 def reconcile(
@@ -152,6 +167,7 @@ def reconcile(
     metrics: ReconcilerMetrics,
     config: ReconcileConfig,
     deadline: Deadline,
+    approvals: ApprovalDecisions | None = None,
 ) -> ReconcileReport:
     """One reconciler run, until the lists are worked off or ``deadline`` has passed."""
     now = clock.now()  # one time for the run: what it touches is not listed again
@@ -197,7 +213,9 @@ def reconcile(
                     "effect outcome uncertain, operator needed",
                     extra={"delivery_id": record.delivery_id, "effect": record.name},
                 )
+    sweep = _approval_pass(approvals, metrics, now=now, budget=budget, config=config)
     for metric, value in (
+        (metric_names.METRIC_APPROVALS_EXPIRED, sweep.expired),
         (metric_names.METRIC_RECONCILER_LEASES_REQUEUED, leases.sent),
         (metric_names.METRIC_RECONCILER_PENDING_REQUEUED, pending.sent),
         (metric_names.METRIC_RECONCILER_EFFECTS_REQUEUED, requeued.sent),
@@ -214,7 +232,61 @@ def reconcile(
         received_lag_seconds=lag,
         requeues_unsent=leases.unsent + pending.unsent + requeued.unsent,
         budget_spent=budget.spent,
+        approvals_expired=sweep.expired,
+        approval_oldest_wait_seconds=sweep.oldest_wait_seconds,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalSweep:
+    expired: int = 0
+    oldest_wait_seconds: int = 0
+
+
+def _approval_pass(
+    approvals: ApprovalDecisions | None,
+    metrics: ReconcilerMetrics,
+    *,
+    now: int,
+    budget: _Budget,
+    config: ReconcileConfig,
+) -> ApprovalSweep:
+    if approvals is None:  # (a reconciler wired without the gate's store)
+        return ApprovalSweep()
+    sweep = expire_approvals(approvals, now=now, budget=budget, page_size=config.page_size)
+    if sweep.oldest_wait_seconds:
+        # Only while something waits: its alarm reads no data as nothing waiting.
+        metrics.seconds(metric_names.METRIC_APPROVAL_OLDEST_WAIT, sweep.oldest_wait_seconds)
+    return sweep
+
+
+def expire_approvals(
+    approvals: ApprovalDecisions, *, now: int, budget: _Budget, page_size: int
+) -> ApprovalSweep:
+    """Deny, by the timeout, every parked delivery whose approval deadline has passed.
+
+    Self-contained: it reads only the ``awaiting_approval`` label, page by page, and
+    stops before the next item once ``budget`` is spent (the next run sees what is left:
+    a denied item has left the label). Each denial is the decision's conditional
+    transaction, so a person's decision a moment earlier wins, and a denial whose answer
+    was lost is recognised by its token rather than counted twice or as a conflict.
+    """
+    expired = 0
+    oldest = 0
+    for item in budget.within(approvals.waiting(page_size=page_size)):
+        deadline = item.approval_deadline
+        if item.approval is None or deadline is None or deadline > now:
+            oldest = max(oldest, now - item.state_changed_at)
+            continue
+        timeout = Decision(ApprovalDecision.EXPIRED, DECIDED_BY_TIMEOUT, now, new_decision_token())
+        result = decide(approvals, item.delivery_id, item.approval, timeout)
+        if result.outcome is DecideOutcome.APPLIED:
+            expired += 1
+            logger.warning(
+                "approval expired: denied by the timeout",
+                extra={"delivery_id": item.delivery_id, "approval": item.approval},
+            )
+    return ApprovalSweep(expired=expired, oldest_wait_seconds=oldest)
 
 
 def _recover(

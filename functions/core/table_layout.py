@@ -17,11 +17,13 @@ KIND_ATTRIBUTE: Final = "kind"  # the stream filter reads this
 SK_INBOX: Final = "inbox"
 SK_QUARANTINE_PREFIX: Final = "quarantine#"  # + digest of the conflicting body
 SK_EFFECT_PREFIX: Final = "effect#"  # + effect name
+SK_APPROVAL_PREFIX: Final = "approval#"  # + the name of what waits for a person
 
 KIND_INBOX: Final = "inbox"
 KIND_OUTBOX: Final = "outbox"
 KIND_QUARANTINE: Final = "quarantine"
 KIND_EFFECT: Final = "effect"
+KIND_APPROVAL: Final = "approval"
 
 # A sparse, keys-only global secondary index of "what an operator or the reconciler
 # lists", each record under a label: inbox items by where they are in their life (open =
@@ -47,6 +49,9 @@ STATE_LABEL_COMPLETED: Final = "completed"  # inbox items completed, since their
 # Inbox items acknowledged without processing (ping, unknown event): their own label, so
 # the completed label counts only work done (the console's throughput line).
 STATE_LABEL_IGNORED: Final = "ignored"
+# Inbox items parked for a person's decision: what ``approvals list`` and the reconciler's
+# approval timeout read.
+STATE_LABEL_AWAITING_APPROVAL: Final = "awaiting_approval"
 STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect in doubt
 
 # The received log: the outbox record (the receipt's work item, which the stream carries

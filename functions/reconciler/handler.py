@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.config import Config
 
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
@@ -47,6 +48,7 @@ class Deps:
     clock: Clock
     metrics: EmfMetrics
     config: ReconcileConfig
+    approvals: DynamoDbApprovals | None = None
 
     def run(self, *, deadline: Deadline) -> ReconcileReport:
         return reconcile(
@@ -58,6 +60,7 @@ class Deps:
             metrics=self.metrics,
             config=self.config,
             deadline=deadline,
+            approvals=self.approvals,
         )
 
 
@@ -85,6 +88,7 @@ def build_deps(
             effect_age_seconds=settings.effect_age_seconds,
             received_age_seconds=min(settings.pending_age_seconds, settings.lease_seconds),
         ),
+        approvals=DynamoDbApprovals(client=dynamodb, table_name=settings.table_name),
     )
 
 

@@ -16,6 +16,12 @@ Per delivery, after the worker fetched the package over MCP:
 
 The delivery completes once ``run`` returns, that is after the alert's done record.
 
+**Approval.** With ``approval=alert`` the alert waits for a person: between 2 and 3
+the proposal (the alert as it will go out) is recorded and the delivery parks
+``awaiting_approval`` (:mod:`functions.core.approval`); once approved, the resumed run
+reuses the archive and the recorded model step and sends the alert; denied or expired
+(``approval_timeout_minutes``), it sends nothing and ends ``failed``.
+
 **Token budget.** Inside the step, before the call, the day's budget is reserved for
 the prompt's estimate plus ``max_tokens`` (:meth:`TokenBudget.require`); after the
 call the reservation is settled with the tokens the answer reports, once. A call the
@@ -46,6 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from functions.core import metric_names, setting_defaults
+from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval
 from functions.core.effects import EffectMode, idempotency_key
 from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
 from functions.core.observability import logger
@@ -55,6 +62,7 @@ from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
+    from functions.core.approval import ApprovalStore
     from functions.core.budget import Reservation, TokenBudget
     from functions.core.clock import Clock
     from functions.core.effects import EffectLedger
@@ -90,6 +98,15 @@ SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
 # "true": the alert_url endpoint drops a second POST with the same Idempotency-Key, so
 # an alert whose outcome is unknown is posted again with its key (mode keyed).
 SETTING_ALERT_URL_DEDUPLICATES: Final = "alert_url_deduplicates"
+# What waits for a person (``alert``; see ApprovalPolicy), and for how long at most.
+SETTING_APPROVAL: Final = "approval"
+SETTING_APPROVAL_TIMEOUT_MINUTES: Final = "approval_timeout_minutes"
+DEFAULT_APPROVAL_TIMEOUT_MINUTES: Final = 1440.0
+# Fractions are allowed (the local stack's tests wait seconds); a year at most, and
+# never past the delivery's expiry (the gate caps the deadline there).
+MIN_APPROVAL_TIMEOUT_MINUTES: Final = 0.05
+MAX_APPROVAL_TIMEOUT_MINUTES: Final = 525_600.0
+NO_APPROVAL: Final = ApprovalPolicy()
 DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_TEMPERATURE: Final = 0.2
@@ -127,6 +144,12 @@ class AgentSettings:
     alert_signing_secret_arn: str | None = None
     bedrock_endpoint_url: str | None = None
     alert_url_deduplicates: bool = False
+    approval: ApprovalPolicy = NO_APPROVAL
+    approval_timeout_minutes: float = DEFAULT_APPROVAL_TIMEOUT_MINUTES
+
+    @property
+    def approval_timeout_seconds(self) -> int:
+        return max(1, math.ceil(self.approval_timeout_minutes * 60))
 
     @property
     def has_alert_url(self) -> bool:
@@ -179,7 +202,26 @@ class AgentSettings:
             alert_signing_secret_arn=signing_secret,
             bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
             alert_url_deduplicates=flag(settings, SETTING_ALERT_URL_DEDUPLICATES),
+            approval=_approval_policy(settings),
+            approval_timeout_minutes=number(
+                settings,
+                SETTING_APPROVAL_TIMEOUT_MINUTES,
+                default=DEFAULT_APPROVAL_TIMEOUT_MINUTES,
+                low=MIN_APPROVAL_TIMEOUT_MINUTES,
+                high=MAX_APPROVAL_TIMEOUT_MINUTES,
+            ),
         )
+
+
+def _approval_policy(settings: Mapping[str, str]) -> ApprovalPolicy:
+    try:
+        policy = ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    if policy.tools:
+        # This workflow calls no tools: a tool named here would never wait for anyone.
+        raise SettingsError(f"{SETTING_APPROVAL}: the agent workflow has no tools to approve")
+    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,8 +403,10 @@ class AgentWorkflow:
         budget: TokenBudget | None,
         clock: Clock,
         metrics: MetricsSink,
+        approvals: ApprovalStore | None = None,
     ) -> None:
-        """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget."""
+        """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget;
+        ``approvals`` is needed when ``settings.approval`` names the alert."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
@@ -373,6 +417,9 @@ class AgentWorkflow:
         self._budget = budget
         self._clock = clock
         self._metrics = metrics
+        self._approvals = approvals
+        if settings.approval.alert and approvals is None:
+            raise ValueError("an approval of the alert needs an approval store")
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
@@ -385,6 +432,18 @@ class AgentWorkflow:
             summary=ModelSummary.from_record(recorded),
             archive_key=key,
         )
+        if self._settings.approval.alert and self._approvals is not None:
+            # Built from recorded results only, so the run resumed after the decision
+            # sends exactly what the person approved. Parks the delivery until then.
+            require_approval(
+                self._approvals,
+                delivery_id=work.delivery_id,
+                name=APPROVAL_ALERT,
+                proposal={**alert.payload(), "channels": [n for n, _ in self._channels]},
+                now=self._clock.now(),
+                timeout_seconds=self._settings.approval_timeout_seconds,
+                expires_at=effects.expires_at,
+            )
         # One key for the alert on every channel: a subscriber of both sees one alert.
         alert_key = idempotency_key(work.delivery_id, ALERT_EFFECT)
         for name, channel in self._channels:

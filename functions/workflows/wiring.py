@@ -15,6 +15,7 @@ from botocore.config import Config
 
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
@@ -108,6 +109,13 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         sns = boto3.client("sns", config=SNS_CONFIG)
         topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
     webhook = build_alert_webhook(settings, context) if settings.has_alert_url else None
+    approvals = None
+    if settings.approval.any:
+        if not context.table_name:
+            raise ValueError("the agent workflow's approval gate needs TABLE_NAME")
+        approvals = DynamoDbApprovals(
+            client=boto3.client("dynamodb", config=DYNAMODB_CONFIG), table_name=context.table_name
+        )
     bedrock = bedrock_client(settings.bedrock_endpoint_url)
     return AgentWorkflow(
         settings=settings,
@@ -119,6 +127,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         clock=context.clock,
         # The worker's own metric set: it is flushed after every batch.
         metrics=EmfMetrics(),
+        approvals=approvals,
     )
 
 

@@ -34,6 +34,8 @@ class ErrorCode(StrEnum):
     AWS_UNAVAILABLE = "aws_unavailable"  # throttling, or the endpoint unreachable
     AWS_ERROR = "aws_error"  # what AWS refused: a missing stack, table, permission
     MISSING_EXTRA = "missing_extra"  # an optional extra's package is not installed
+    NOT_AWAITING_APPROVAL = "not_awaiting_approval"  # approvals: nothing waits for a decision
+    APPROVAL_DECIDED = "approval_decided"  # approvals: the other decision is recorded
 
 
 class CommandError(Exception):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from functions.core.effects import EffectRecord
     from functions.core.steps import StepRecord
 
-STATES = ("pending", "processing", "completed", "failed", "ignored")
+STATES = ("pending", "processing", "completed", "failed", "ignored", "awaiting_approval")
 
 
 def register(subparsers: Any) -> None:
@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ops import inbox
+    from ops import approvals, inbox
 
     target = open_target(args)
     item = operator_call(inbox.show_inbox, target, args.delivery_id)
@@ -70,8 +70,15 @@ def run_show(args: argparse.Namespace) -> int:
         return 1
     view = inbox.inbox_view(item)
     progress = operator_call(inbox.show_progress, target, args.delivery_id, item)
+    asked = operator_call(approvals.delivery_approvals, target, args.delivery_id)
     if args.json:
-        print_json({**view, **progress.to_dict()})
+        print_json(
+            {
+                **view,
+                **progress.to_dict(),
+                "approvals": [approvals.approval_view(r) for r in asked],
+            }
+        )
         return 0
     lines: list[tuple[str, object]] = [
         (name, iso(value) if name.endswith(("_at", "_until")) else value)
@@ -87,6 +94,7 @@ def run_show(args: argparse.Namespace) -> int:
         )
         for name in progress.repeatable_done
     ]
+    lines += [(f"approval {r.name}", approvals.approval_line(r)) for r in asked]
     width = max(len(label) for label, _ in lines)
     for label, shown in lines:
         print(f"{label:<{width}}  {'-' if shown is None else shown}")

@@ -20,8 +20,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.approval import ApprovalRecord
 from functions.core.models import InboxItem, QuarantineRecord, State
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from ops.approvals import delivery_approvals
 from ops.effects import list_effects
 from ops.inbox import Progress, show_inbox, show_progress
 from ops.quarantine import show_quarantine
@@ -34,13 +36,21 @@ HOUR: Final = 3600
 # A lease owner is a random token: shown only far enough to tell attempts apart.
 LEASE_OWNER_SHOWN: Final = 8
 # The inbox states, in the order the pages show them (every one is listed by the index).
-STATES: Final = (State.PENDING, State.PROCESSING, State.FAILED, State.COMPLETED, State.IGNORED)
+STATES: Final = (
+    State.PENDING,
+    State.PROCESSING,
+    State.AWAITING_APPROVAL,
+    State.FAILED,
+    State.COMPLETED,
+    State.IGNORED,
+)
 # Every label of a delivery's records: what Home's recent list merges.
 DELIVERY_LABELS: Final = (
     table_layout.STATE_LABEL_OPEN,
     table_layout.STATE_LABEL_FAILED,
     table_layout.STATE_LABEL_COMPLETED,
     table_layout.STATE_LABEL_IGNORED,
+    table_layout.STATE_LABEL_AWAITING_APPROVAL,
     dynamodb_items.QUARANTINED_LABEL,
 )
 
@@ -140,6 +150,7 @@ class Home:
     recent: list[Listed]  # newest entry into its label first, every state
     alarms: Alarms
     now: int
+    awaiting_approval: int = 0  # parked for a person's decision (the approval gate)
 
 
 def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> Home:
@@ -166,6 +177,7 @@ def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> 
         ),
         alarms=alarms,
         now=now,
+        awaiting_approval=target.count_listed(table_layout.STATE_LABEL_AWAITING_APPROVAL),
     )
 
 
@@ -212,6 +224,7 @@ class Delivery:
     lease_owner: str | None  # shortened
     progress: Progress
     quarantine: list[QuarantineRecord]
+    approvals: list[ApprovalRecord] = field(default_factory=list)  # asked for, and decided
 
 
 def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
@@ -227,4 +240,5 @@ def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
         lease_owner=owner,
         progress=show_progress(target, delivery_id, item),
         quarantine=show_quarantine(target, delivery_id),
+        approvals=delivery_approvals(target, delivery_id),
     )

@@ -25,10 +25,11 @@ from urllib.parse import quote, unquote, urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core.approval import MAX_NOTE_CHARS, ApprovalDecision, DecideOutcome
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
-from ops import budget, bulk, effects, quarantine, requeue
+from ops import approvals, budget, bulk, effects, quarantine, requeue
 from ops.console import assets, dead_letters, reads, views
 from ops.target import OperatorError, Target, describe_aws_error
 from ops.time_window import parse_moment
@@ -69,6 +70,10 @@ class BadInput(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Conflict(BadInput):
+    """The request meets a state that refuses it: answered 409 with ``code``."""
 
 
 def _moment(text: str, *, now: int) -> int:
@@ -150,6 +155,7 @@ class Console:
             "/effects": self._effects,
             "/bulk": self._bulk,
             "/budget": self._budget,
+            "/approvals": self._approvals,
         }
         if request.path == "/delivery":  # Home's "find a delivery by id" form
             return self._delivery(chrome, _required(request.query, "id"))
@@ -188,6 +194,10 @@ class Console:
             self.target, now=chrome.now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
         )
         return Response(200, views.effects_page(chrome, found))
+
+    def _approvals(self, chrome: views.Chrome, _request: Request) -> Response:
+        waiting = approvals.list_waiting(self.target)
+        return Response(200, views.approvals_page(chrome, waiting))
 
     def _bulk(self, chrome: views.Chrome, request: Request) -> Response:
         return Response(200, views.bulk_page(chrome, request.query))
@@ -228,6 +238,8 @@ class Console:
             "/actions/redrive-all": self._redrive_all,
             "/actions/resolve": self._resolve,
             "/actions/bulk-requeue": self._bulk_requeue,
+            "/actions/approve": self._approve,
+            "/actions/deny": self._deny,
         }
         action = actions.get(request.path)
         if action is None:
@@ -270,6 +282,41 @@ class Console:
         said = f"{delivery_id} {name}: {result.outcome.value}"
         return said + (f" ({result.reason})" if result.reason else ""), _delivery_path(delivery_id)
 
+    def _approve(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        return self._decide(form, now, ApprovalDecision.APPROVED)
+
+    def _deny(self, form: dict[str, str], now: int) -> tuple[str, str]:
+        return self._decide(form, now, ApprovalDecision.DENIED)
+
+    def _decide(self, form: dict[str, str], now: int, wanted: ApprovalDecision) -> tuple[str, str]:
+        """One decision, recorded once; the other one recorded before is a 409."""
+        delivery_id = _required(form, "delivery_id")
+        note = form.get("note", "").strip() or None
+        if note is not None and len(note) > MAX_NOTE_CHARS:
+            raise BadInput("bad_note", f"a note has at most {MAX_NOTE_CHARS} characters")
+        report = approvals.decide_approval(
+            self.target,
+            delivery_id,
+            wanted,
+            now=now,
+            decided_by=approvals.DECIDED_BY_CONSOLE,
+            note=note,
+            name=form.get("name") or None,
+        )
+        decided = None if report.record is None else report.record.decided
+        if report.outcome is DecideOutcome.NOT_WAITING:
+            raise Conflict("not_awaiting_approval", f"{delivery_id} waits for no approval")
+        if report.outcome is DecideOutcome.REFUSED and decided is not None:
+            raise Conflict(
+                "approval_decided",
+                f"{delivery_id} was {decided.decision.value} by {decided.decided_by}:"
+                " a decision is recorded once",
+            )
+        said = f"{delivery_id}: {wanted.value}"
+        if report.outcome is DecideOutcome.UNCHANGED and decided is not None:
+            said = f"{delivery_id}: already {decided.decision.value}, nothing changed"
+        return said, "/approvals"
+
     def _bulk_requeue(self, form: dict[str, str], now: int) -> tuple[str, str]:
         """A dry run counts; the confirmation may touch no more than the count it showed."""
         if (form.get("state") or State.FAILED.value) != State.FAILED.value:
@@ -306,6 +353,8 @@ def internal_error(exc: BaseException) -> Response:
 
 def _failure(exc: Exception) -> Response:
     """A short answer with an error code for what went wrong, never a traceback."""
+    if isinstance(exc, Conflict):
+        return Response.json(409, {"error": exc.code, "message": str(exc)})
     if isinstance(exc, BadInput):
         return Response.json(400, {"error": exc.code, "message": str(exc)})
     if isinstance(exc, bulk.BulkLimitExceeded):

@@ -17,6 +17,7 @@ from typing import Final
 from urllib.parse import quote, urlencode
 
 from functions.core.models import InboxItem, QuarantineRecord, State
+from ops.approvals import Waiting
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
 from ops.console.reads import (
@@ -36,6 +37,7 @@ NAVIGATION: Final = (
     ("/quarantine", "Quarantine"),
     ("/dead-letters", "Dead letters"),
     ("/effects", "Effects in doubt"),
+    ("/approvals", "Approvals"),
     ("/bulk", "Bulk requeue"),
     ("/budget", "Budget"),
 )
@@ -105,17 +107,24 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str)
 
 
 def _action(
-    chrome: Chrome, path: str, label: str, fields: dict[str, str], *, kind: str = ""
+    chrome: Chrome,
+    path: str,
+    label: str,
+    fields: dict[str, str],
+    *,
+    kind: str = "",
+    extra: str = "",
 ) -> str:
-    """A button that POSTs ``fields`` (console.js adds the token header); none if read-only."""
+    """A button that POSTs ``fields`` and the inputs in ``extra`` (console.js adds the
+    token header); none if read-only."""
     if chrome.read_only:
         return ""
     hidden = "".join(
         f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
     )
     return (
-        f'<form class="inline" method="post" action="{escape(path)}" data-action>'
-        f'{hidden}<button type="submit" class="{escape(kind)}">{escape(label)}</button></form>'
+        f'<form class="inline" method="post" action="{escape(path)}" data-action>{hidden}'
+        f'{extra}<button type="submit" class="{escape(kind)}">{escape(label)}</button></form>'
     )
 
 
@@ -221,6 +230,7 @@ def home_page(chrome: Chrome, home: Home) -> str:
         )
         + _count(links.to("/quarantine"), "quarantined", home.quarantined)
         + _count(links.to("/effects"), "effects in doubt", home.effects_in_doubt)
+        + _count(links.to("/approvals"), "awaiting approval", home.awaiting_approval)
         + _count(
             links.to("/deliveries", state=State.COMPLETED.value),
             "completed in the last hour",
@@ -360,6 +370,7 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
                 chrome, "/actions/resolve", "not applied", {**fields, "applied": "no"}
             )
         events.append((effect.intent_at, 4, "effect", detail))
+    events += _approval_events(chrome, delivery)
     for name in delivery.progress.repeatable_done:
         detail = f"{escape(name)}: {_state('done')} (repeatable: marked by the completion)"
         events.append(
@@ -371,6 +382,25 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
         failed = f"{_state(State.FAILED)} {escape(item.last_error or '')}"
         events.append((item.state_changed_at, 5, "failed", failed))
     return sorted(events, key=lambda e: (e[0], e[1]))
+
+
+def _approval_events(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, str]]:
+    """Each approval asked for, and its decision (who or what, when, why)."""
+    events = []
+    for record in delivery.approvals:
+        detail = f"{escape(record.name)}: deadline {escape(iso(record.deadline))}"
+        decided = record.decided
+        if decided is None and delivery.item.approval == record.name:
+            fields = {"delivery_id": record.delivery_id, "name": record.name}
+            detail += _action(chrome, "/actions/approve", "approve", fields, kind="primary")
+            detail += _action(chrome, "/actions/deny", "deny", fields)
+        events.append((record.requested_at, 5, "approval asked", detail))
+        if decided is not None:
+            said = f"{escape(decided.decision.value)} by {escape(decided.decided_by)}"
+            if decided.note:
+                said += f": {escape(decided.note)}"
+            events.append((decided.decided_at, 6, "approval decided", said))
+    return events
 
 
 def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
@@ -468,6 +498,39 @@ def effects_page(chrome: Chrome, effects: Sequence[EffectInDoubt]) -> str:
         )
     )
     return page(chrome, "Effects in doubt", content)
+
+
+def approvals_page(chrome: Chrome, waiting: Sequence[Waiting]) -> str:
+    """Deliveries waiting for a person: what each proposes, approve and deny."""
+    rows = []
+    for entry in waiting:
+        item = entry.item
+        proposal = {} if entry.record is None else entry.record.proposal
+        fields = {"delivery_id": item.delivery_id, "name": item.approval or ""}
+        note = '<input name="note" placeholder="note (optional)" maxlength="500">'
+        rows.append(
+            [
+                _delivery_link(chrome, item.delivery_id),
+                escape(item.approval or "-"),
+                # The model wrote it: shown as text (escaped), never followed.
+                f"<b>{escape(str(proposal.get('title', '')))}</b><br>"
+                f"<pre>{escape(str(proposal.get('summary', '')))}</pre>",
+                escape(age(item.state_changed_at, chrome.now)),
+                escape(iso(item.approval_deadline)),
+                _action(chrome, "/actions/approve", "approve", fields, kind="primary", extra=note)
+                + _action(chrome, "/actions/deny", "deny", fields, extra=note),
+            ]
+        )
+    content = (
+        "<p>Each waits for a person: approve and it does what it proposes, once; deny and"
+        " it ends failed (approval_denied). Undecided at its deadline, it is denied.</p>"
+        + _table(
+            ("delivery", "approval", "proposal", "waiting", "deadline", "decide"),
+            rows,
+            empty="No delivery waits for an approval.",
+        )
+    )
+    return page(chrome, "Approvals", content)
 
 
 def bulk_page(chrome: Chrome, form: dict[str, str]) -> str:

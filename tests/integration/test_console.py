@@ -23,10 +23,12 @@ import pytest
 
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
+from functions.core.approval import ApprovalRecord
 from functions.core.effects import idempotency_key
 from functions.core.models import QuarantineRecord, State, WorkItem
 from functions.core.steps import StoredResult
 from local.state import LocalState
+from ops import approvals
 from ops.console import reads
 from ops.console.assets import SCRIPT, TOKEN_HEADER
 from ops.console.routes import Console, Request, Response
@@ -37,13 +39,24 @@ from tests.operator_harness import MCP, NOW, Stack
 
 TOKEN = "console-test-token-" + uuid.uuid4().hex
 HOST = {"host": "127.0.0.1:8080"}
-PAGES = ("/", "/deliveries", "/quarantine", "/dead-letters", "/effects", "/bulk", "/budget")
+PAGES = (
+    "/",
+    "/deliveries",
+    "/quarantine",
+    "/dead-letters",
+    "/effects",
+    "/bulk",
+    "/budget",
+    "/approvals",
+)
 ACTIONS = (
     "/actions/requeue",
     "/actions/redrive",
     "/actions/redrive-all",
     "/actions/resolve",
     "/actions/bulk-requeue",
+    "/actions/approve",
+    "/actions/deny",
 )
 
 
@@ -503,3 +516,61 @@ def test_no_page_holds_a_secret_the_mcp_token_or_a_body(stack: Stack, tmp_path: 
     findings = {i: log_audit.check_text(text) for i, text in enumerate(texts)}
     assert {i: rules for i, rules in findings.items() if rules} == {}
     assert state.webhook_url not in "".join(texts)
+
+
+# --- approvals -----------------------------------------------------------------------
+
+
+def parked(stack: Stack, title: str) -> str:
+    """A delivery the agent's gate parked, proposing an alert titled ``title``."""
+    delivery_id = stack.accept()
+    claim = stack.claims.claim(delivery_id, owner="w0", now=NOW, lease_seconds=300).claim
+    store = approvals.approvals_store(stack.target)
+    proposal = {"title": title, "summary": "ships today", "channels": ["alert"]}
+    store.request(
+        ApprovalRecord(delivery_id, "alert", proposal, NOW, NOW + 3600), expires_at=NOW + 86400
+    )
+    stack.claims.park(claim, now=NOW, approval="alert", deadline=NOW + 3600)
+    return delivery_id
+
+
+def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: Stack) -> None:
+    delivery_id = parked(stack, "<script>alert(1)</script>")
+    response = get(make_console(stack), "/approvals")
+    assert response.status == 200
+    assert delivery_id in response.body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.body
+    assert "<script>alert(1)" not in response.body
+    assert 'action="/actions/approve"' in response.body
+    read_only = get(make_console(stack, read_only=True), "/approvals")
+    assert 'action="/actions/approve"' not in read_only.body
+    page = get(make_console(stack), f"/delivery/{delivery_id}")
+    assert "approval asked" in page.body
+    assert 'action="/actions/deny"' in page.body
+    home = get(make_console(stack), "/")
+    assert "awaiting approval</a><b>1</b>" in home.body
+
+
+def test_approve_resumes_once_and_deny_after_it_is_a_conflict(stack: Stack) -> None:
+    console = make_console(stack)
+    delivery_id = parked(stack, "t")
+    form = {"delivery_id": delivery_id, "name": "alert", "note": "looks right"}
+    approved = post(console, "/actions/approve", form)
+    assert approved.status == 200, approved.body
+    assert json.loads(approved.body)["message"] == f"{delivery_id}: approved"
+    assert [json.loads(b)["delivery_id"] for b in stack.drain(stack.target.work_queue_url)] == [
+        delivery_id
+    ]
+    again = post(console, "/actions/approve", form)
+    assert json.loads(again.body)["message"] == f"{delivery_id}: already approved, nothing changed"
+    assert stack.drain(stack.target.work_queue_url) == []  # resumed once
+    denied = post(console, "/actions/deny", form)
+    assert (denied.status, error(denied)) == (409, "approval_decided")
+    record = approvals.approvals_store(stack.target).get(delivery_id, "alert")
+    assert record is not None and record.decided is not None
+    assert (record.decided.decided_by, record.decided.note) == ("console", "looks right")
+    page = get(console, f"/delivery/{delivery_id}")
+    assert "approval decided" in page.body
+    assert "approved by console: looks right" in page.body
+    unknown = post(console, "/actions/deny", {"delivery_id": str(uuid.uuid4())})
+    assert (unknown.status, error(unknown)) == (409, "not_awaiting_approval")

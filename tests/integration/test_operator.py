@@ -48,6 +48,7 @@ def test_inbox_show_json_matches_the_store_and_has_no_body(
         **inbox_view(dynamodb_items.inbox_from_item(stored)),
         "steps": [],
         "effects": [],
+        "approvals": [],
     }
 
 

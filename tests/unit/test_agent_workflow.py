@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from functions.core import metric_names
+from functions.core.approval import ApprovalDecision, AwaitingApproval, Decision
 from functions.core.budget import TokenBudget, budget_day, next_day_starts
 from functions.core.effects import EffectLedger, EffectMode, EffectStatus
 from functions.core.errors import (
@@ -21,7 +22,7 @@ from functions.core.errors import (
     TransientError,
     UncertainEffect,
 )
-from functions.core.models import WorkItem
+from functions.core.models import InboxItem, State, WorkItem
 from functions.core.package import Attachment, Package
 from functions.core.settings_env import SettingsError
 from functions.core.steps import StepStatus, StepStorage
@@ -39,7 +40,14 @@ from functions.workflows.agent import (
 from functions.workflows.agent_prompt import AgentPrompt
 from functions.workflows.archive import ARCHIVE_EFFECT, archive_key
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeBudget, FakeEffects, FakeMetrics, FakeSteps
+from tests.fakes import (
+    FakeApprovals,
+    FakeBudget,
+    FakeClaims,
+    FakeEffects,
+    FakeMetrics,
+    FakeSteps,
+)
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 WORK = WorkItem(DELIVERY, "package.received", "pkg_01JE7Q9V5K3M8N2P4R6T", "https://mcp.example/mcp")
@@ -441,3 +449,73 @@ def test_settings_defaults_and_checks() -> None:
     for settings_map in bad:
         with pytest.raises(SettingsError):
             AgentSettings.from_mapping(settings_map)
+
+
+# --- the approval gate -----------------------------------------------------------------
+
+
+def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approved() -> None:
+    settings = AgentSettings.from_mapping(
+        {"max_tokens": str(MAX_TOKENS), "approval": "alert", "approval_timeout_minutes": "30"}
+    )
+    world = World(settings=settings)
+    claims = FakeClaims()
+    claims.add(
+        InboxItem(
+            DELIVERY,
+            "package.received",
+            "0" * 64,
+            0,
+            State.AWAITING_APPROVAL,
+            approval="alert",
+            approval_deadline=world.clock.value + 1800,
+        )
+    )
+    approvals = FakeApprovals(claims)
+
+    def attempt() -> None:
+        ledger = EffectLedger(
+            DELIVERY,
+            store=world.effects,
+            clock=world.clock,
+            steps=StepStorage(records=world.steps, metrics=world.metrics),
+        )
+        gated = AgentWorkflow(
+            settings=settings,
+            archive=world.archive,
+            model=world.model,
+            topic=world.topic,
+            webhook=None,
+            budget=None,
+            clock=world.clock,
+            metrics=world.metrics,
+            approvals=approvals,
+        )
+        gated.run(WORK, PACKAGE, ledger)
+
+    with pytest.raises(AwaitingApproval) as parked:
+        attempt()
+    assert parked.value.deadline == world.clock.value + 1800
+    assert _sent(world.topic) == []
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None
+    assert record.proposal["summary"] == ANSWER.text  # the alert as it will go out
+    assert record.proposal["channels"] == [ALERT_EFFECT]
+    with pytest.raises(AwaitingApproval):
+        attempt()  # still undecided: parks again, the model is not asked again
+    decision = Decision(ApprovalDecision.APPROVED, "operator", world.clock.now(), "t1")
+    assert approvals.decide(DELIVERY, "alert", decision)
+    attempt()
+    attempt()
+    assert len(_sent(world.topic)) == 1
+    assert len(world.model.calls) == 1
+
+
+def test_the_agent_refuses_tool_approvals_it_cannot_honour() -> None:
+    with pytest.raises(SettingsError, match="no tools"):
+        AgentSettings.from_mapping({"approval": "tools:open_ticket"})
+    with pytest.raises(SettingsError, match="approval"):
+        AgentSettings.from_mapping({"approval": "everything"})
+    with pytest.raises(SettingsError, match="approval_timeout_minutes"):
+        AgentSettings.from_mapping({"approval_timeout_minutes": "0"})
+    assert AgentSettings.from_mapping({}).approval_timeout_seconds == 1440 * 60

@@ -81,6 +81,9 @@ class DynamoDbClaims:
     def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.DEFER, claim, now=now, error=error_code)
 
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        self._finish(transitions.PARK, claim, now=now, approval=approval, deadline=deadline)
+
     def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
         return self._apply(
             transitions.EXPIRE, delivery_id, now=now, lease=now + lease_seconds, error=ITEM_EXPIRED

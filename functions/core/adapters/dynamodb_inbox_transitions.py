@@ -13,11 +13,15 @@ Why one delivery is processed by one worker at a time and its outcome recorded o
 * Only ``claim`` enters ``processing``: from ``pending``, or from ``processing`` whose
   lease ran out. So there is never more than one live lease holder.
 * Only the lease owner leaves ``processing`` (``complete``, ``release``,
-  ``release_transient``, ``defer``, ``give_back``, ``fail`` check ``lease_owner``): a
-  worker that lost its lease records nothing. The retry counters (``attempts``,
-  ``transient_failures``) decide only when to give up, never who may write.
+  ``release_transient``, ``defer``, ``give_back``, ``fail``, ``park`` check
+  ``lease_owner``): a worker that lost its lease records nothing. The retry counters
+  (``attempts``, ``transient_failures``) decide only when to give up, never who may write.
 * The reconciler's rows (``touch_pending``, ``release_expired``) check exactly what it
   saw when it listed the item (``:seen``), so any change in between wins over them.
+* ``awaiting_approval`` (parked by ``park``, no lease) is left once, by the decision:
+  ``approve`` (to ``pending``), ``deny`` or the reconciler's ``approval_timeout`` (to ``failed``),
+  each conditional on the item still waiting for the same approval; the decision's
+  own record is written in the same transaction (:mod:`.dynamodb_approvals`).
 * No row starts from ``completed`` or ``ignored``; only the operator's ``reset_failed``
   and ``reset_dead_letter`` (a dead letter redriven by SQS) start from ``failed``, the
   latter only for the very failure the letter was sent for (``failed_by``).
@@ -108,6 +112,8 @@ class Transition:
         return update
 
 
+APPROVAL_NAME: Final = dynamodb_items.APPROVAL_NAME
+APPROVAL_DEADLINE: Final = dynamodb_items.APPROVAL_DEADLINE
 # --- the table -------------------------------------------------------------------------
 
 _HOLDING: Final[Condition] = (
@@ -306,6 +312,53 @@ RESET_DEAD_LETTER: Final = Transition(  # worker: a dead letter of its own came 
     removes=(dynamodb_items.FAILED_BY,),
 )
 
+PARK: Final = Transition(  # worker: the workflow's proposal waits for a person
+    name="park",
+    from_states=(State.PROCESSING,),
+    condition=_HOLDING,
+    to_state=State.AWAITING_APPROVAL,
+    # Waiting is no failure: the attempt is given back, as a budget wait gives it back.
+    # No lease stays: no worker holds the delivery while a person thinks.
+    sets=(
+        ("attempts", "attempts - :one"),
+        (APPROVAL_NAME, ":approval"),
+        (APPROVAL_DEADLINE, ":deadline"),
+    ),
+    removes=_LEASE,
+)
+_WAITING: Final[Condition] = (
+    ("#state = :awaiting_approval", "decided already, or never parked: nothing to decide"),
+    (f"{APPROVAL_NAME} = :approval", "the decision is about what this delivery waits for"),
+)
+APPROVE: Final = Transition(  # operator: approved; the worker resumes the delivery
+    name="approve",
+    from_states=(State.AWAITING_APPROVAL,),
+    condition=_WAITING,
+    to_state=State.PENDING,
+    # The retry horizon restarts: the wait for a person is no part of the retry window.
+    sets=(("reset_at", ":now"),),
+    removes=(APPROVAL_NAME, APPROVAL_DEADLINE),
+)
+DENY: Final = Transition(  # operator: denied; the delivery ends failed, saying so
+    name="deny",
+    from_states=(State.AWAITING_APPROVAL,),
+    condition=_WAITING,
+    to_state=State.FAILED,
+    sets=(("last_error", ":error"),),
+    removes=(APPROVAL_NAME, APPROVAL_DEADLINE),
+)
+APPROVAL_TIMEOUT: Final = Transition(  # reconciler: nobody decided in time; denied
+    name="approval_timeout",
+    from_states=(State.AWAITING_APPROVAL,),
+    condition=(
+        *_WAITING,
+        (f"{APPROVAL_DEADLINE} <= :now", "only once its time has really run out"),
+    ),
+    to_state=State.FAILED,
+    sets=(("last_error", ":error"),),
+    removes=(APPROVAL_NAME, APPROVAL_DEADLINE),
+)
+
 TRANSITIONS: Final = (
     CLAIM,
     COMPLETE,
@@ -321,6 +374,10 @@ TRANSITIONS: Final = (
     RELEASE_EXPIRED,
     RESET_FAILED,
     RESET_DEAD_LETTER,
+    PARK,
+    APPROVE,
+    DENY,
+    APPROVAL_TIMEOUT,
 )
 
 # The creation, for completeness of the table: the receiver's put.

@@ -34,6 +34,11 @@ EFFECTS_DONE: Final = "effects_done"
 # Which failure a failed item is in: the owner token of the claim that failed it.
 FAILED_BY: Final = "failed_by"
 
+# What a parked (``awaiting_approval``) item waits for, and until when: what the decision
+# and the reconciler's approval timeout check.
+APPROVAL_NAME: Final = "approval"
+APPROVAL_DEADLINE: Final = "approval_deadline"
+
 # The state index label of quarantine records (docs/architecture.md: quarantined#NN).
 QUARANTINED_LABEL = "quarantined"
 
@@ -46,6 +51,7 @@ _STATE_LABELS: Final[dict[State, str]] = {
     State.FAILED: table_layout.STATE_LABEL_FAILED,
     State.COMPLETED: table_layout.STATE_LABEL_COMPLETED,
     State.IGNORED: table_layout.STATE_LABEL_IGNORED,
+    State.AWAITING_APPROVAL: table_layout.STATE_LABEL_AWAITING_APPROVAL,
 }
 
 
@@ -154,6 +160,10 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item["requeued_at"] = _n(inbox.requeued_at)
     if inbox.effects_done:
         item[EFFECTS_DONE] = {"SS": sorted(inbox.effects_done)}
+    if inbox.approval is not None:
+        item[APPROVAL_NAME] = _s(inbox.approval)
+    if inbox.approval_deadline is not None:
+        item[APPROVAL_DEADLINE] = _n(inbox.approval_deadline)
     return item
 
 
@@ -249,6 +259,8 @@ def inbox_from_item(item: Item) -> InboxItem:
         lease_until=_opt_n(item, "lease_until"),
         completed_at=_opt_n(item, "completed_at"),
         transient_failures=_opt_n(item, "transient_failures") or 0,
+        approval=_opt_s(item, APPROVAL_NAME),
+        approval_deadline=_opt_n(item, APPROVAL_DEADLINE),
         reset_at=_opt_n(item, "reset_at"),
         requeued_at=_opt_n(item, "requeued_at"),
         effects_done=frozenset(item.get(EFFECTS_DONE, {}).get("SS", ())),

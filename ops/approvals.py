@@ -1,0 +1,179 @@
+"""Deliveries that wait for a person, and the decision, on a deployed or local stack.
+
+``list_waiting`` reads the ``awaiting_approval`` label of the state index (never a
+scan) and the approval record beside each item: what it proposes and until when.
+``decide_approval`` records a decision exactly once (:func:`functions.core.approval.decide`:
+one transaction, a token that recognises a write whose answer was lost) and, for an
+approval, sends the delivery's work item so that a worker resumes it; a send that fails
+leaves it ``pending`` and listed, and the reconciler re-enqueues it one pending age later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from functions.core import table_layout
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_from_item
+from functions.core.adapters.work_queue import SqsWorkQueue
+from functions.core.approval import (
+    MAX_NOTE_CHARS,
+    ApprovalDecision,
+    ApprovalRecord,
+    DecideOutcome,
+    Decision,
+    decide,
+    new_decision_token,
+)
+from functions.core.models import InboxItem
+from ops.target import OperatorError, Target
+
+# Who decided, as the record names it (the reconciler's is "timeout").
+DECIDED_BY_CLI: Final = "operator"
+DECIDED_BY_CONSOLE: Final = "console"
+_PAGE: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """One parked delivery and what it proposes (None: its record is not readable)."""
+
+    item: InboxItem
+    record: ApprovalRecord | None
+
+    def to_dict(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "delivery_id": self.item.delivery_id,
+            "approval": self.item.approval,
+            "waiting_since": self.item.state_changed_at,
+            "deadline": self.item.approval_deadline,
+            "requested_at": None if record is None else record.requested_at,
+            "proposal": None if record is None else dict(record.proposal),
+        }
+
+
+def approvals_store(target: Target) -> DynamoDbApprovals:
+    return DynamoDbApprovals(client=target.dynamodb, table_name=target.table_name)
+
+
+def list_waiting(target: Target) -> list[Waiting]:
+    """Every delivery parked for a decision, the oldest waiting first."""
+    store = approvals_store(target)
+    found = []
+    for item in store.waiting(page_size=_PAGE):
+        record = None if item.approval is None else store.get(item.delivery_id, item.approval)
+        found.append(Waiting(item, record))
+    found.sort(key=lambda w: (w.item.state_changed_at, w.item.delivery_id))
+    return found
+
+
+def approval_view(record: ApprovalRecord) -> dict[str, Any]:
+    """One approval as ``inbox show`` prints it: the decision, who or what, when, why."""
+    decided = record.decided
+    return {
+        "name": record.name,
+        "requested_at": record.requested_at,
+        "deadline": record.deadline,
+        "decision": None if decided is None else decided.decision.value,
+        "decided_by": None if decided is None else decided.decided_by,
+        "decided_at": None if decided is None else decided.decided_at,
+        "note": None if decided is None else decided.note,
+    }
+
+
+def approval_line(record: ApprovalRecord) -> str:
+    """``approved 2026-12-04T10:00:00Z by operator (note: ok)``, or what it waits for."""
+    decided = record.decided
+    if decided is None:
+        return f"waiting since {_iso(record.requested_at)}, deadline {_iso(record.deadline)}"
+    line = f"{decided.decision.value} {_iso(decided.decided_at)} by {decided.decided_by}"
+    return line + (f" (note: {decided.note})" if decided.note else "")
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def delivery_approvals(target: Target, delivery_id: str) -> list[ApprovalRecord]:
+    """The delivery's approval records (asked for, decided or not), oldest first."""
+    records = [
+        approval_from_item(item)
+        for item in target.delivery_records(delivery_id, table_layout.SK_APPROVAL_PREFIX)
+    ]
+    return sorted(records, key=lambda r: (r.requested_at, r.name))
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionReport:
+    delivery_id: str
+    name: str | None
+    wanted: ApprovalDecision
+    outcome: DecideOutcome
+    record: ApprovalRecord | None
+    resumed: bool = False  # approved now: its work item went to the queue
+
+    def to_dict(self) -> dict[str, Any]:
+        decided = None if self.record is None else self.record.decided
+        return {
+            "delivery_id": self.delivery_id,
+            "approval": self.name,
+            "wanted": self.wanted.value,
+            "outcome": self.outcome.value,
+            "decision": None if decided is None else decided.decision.value,
+            "decided_by": None if decided is None else decided.decided_by,
+            "decided_at": None if decided is None else decided.decided_at,
+            "note": None if decided is None else decided.note,
+            "resumed": self.resumed,
+        }
+
+
+def decide_approval(
+    target: Target,
+    delivery_id: str,
+    wanted: ApprovalDecision,
+    *,
+    now: int,
+    decided_by: str,
+    note: str | None = None,
+    name: str | None = None,
+) -> DecisionReport:
+    """Approve or deny what ``delivery_id`` waits for (``name``: which, when several).
+
+    Raises:
+        OperatorError: the note is too long, or the work item of an approved delivery
+            could not be sent (it stays pending; the reconciler re-enqueues it).
+    """
+    if note is not None and len(note) > MAX_NOTE_CHARS:
+        raise OperatorError(f"--note is longer than {MAX_NOTE_CHARS} characters")
+    store = approvals_store(target)
+    name = name or _pending_name(target, delivery_id)
+    if name is None:
+        return DecisionReport(delivery_id, None, wanted, DecideOutcome.NOT_WAITING, None)
+    decision = Decision(wanted, decided_by, now, new_decision_token(), note or None)
+    result = decide(store, delivery_id, name, decision)
+    report = DecisionReport(delivery_id, name, wanted, result.outcome, result.record)
+    if result.outcome is not DecideOutcome.APPLIED or wanted is not ApprovalDecision.APPROVED:
+        return report
+    item = target.claims().get(delivery_id)
+    work = None if item is None else item.work_item()
+    if work is None:
+        return report
+    try:
+        SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url).send(work)
+    except Exception as exc:  # noqa: BLE001 (StorageUnavailable: say what is left to do)
+        raise OperatorError(
+            f"{delivery_id} is approved and pending, but its work item could not be sent"
+            f" ({exc}); the reconciler re-enqueues it within its pending age"
+        ) from None
+    return DecisionReport(delivery_id, name, wanted, result.outcome, result.record, resumed=True)
+
+
+def _pending_name(target: Target, delivery_id: str) -> str | None:
+    """What the delivery waits for: the parked item's approval, else its only record."""
+    item = target.claims().get(delivery_id)
+    if item is not None and item.approval is not None:
+        return item.approval
+    records = delivery_approvals(target, delivery_id)
+    return records[0].name if len(records) == 1 else None

@@ -1,0 +1,143 @@
+"""``relaylink-receiver approvals list|approve|deny``: deliveries waiting for a person."""
+
+# ruff: noqa: PLC0415 (boto3 and the adapters are imported inside the handlers)
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from local.commands import ErrorCode, format_line
+from ops.commands.output import iso, print_json
+from ops.commands.target_options import add_target_arguments, open_target, operator_call
+
+if TYPE_CHECKING:
+    from ops.approvals import DecisionReport, Waiting
+
+# A proposal's text is shown on one line, cut here (``--json`` shows all of it).
+_SHOWN_CHARS = 160
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "approvals",
+        help="deliveries waiting for a person's approval: list, approve, deny",
+        description=(
+            "A workflow with an approval gate (the agent's 'approval' setting) parks each"
+            " delivery once its proposal is recorded. List them with what they propose;"
+            " approve (the delivery resumes and does what it proposed) or deny (it ends"
+            " failed, approval_denied). A decision is recorded once: a second approve"
+            " changes nothing, and approving a denied one (or denying an approved one)"
+            " is refused (exit 1). Undecided ones are denied at their deadline"
+            " (approval_expired)."
+        ),
+    )
+    actions = parser.add_subparsers(dest="approvals_action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every delivery waiting, the oldest first")
+    listing.add_argument("--json", action="store_true", help='one JSON object {"items": [...]}')
+    add_target_arguments(listing)
+    listing.set_defaults(handler=run_list)
+    for action, verb in (("approve", "approve"), ("deny", "deny")):
+        decide = actions.add_parser(action, help=f"{verb} what one delivery waits for")
+        decide.add_argument("delivery_id", metavar="ID", help="the delivery's id")
+        decide.add_argument("--note", help="why (kept with the decision; inbox show prints it)")
+        decide.add_argument(
+            "--name", help="which approval, when a delivery has several (default: the one)"
+        )
+        decide.add_argument("--json", action="store_true", help="one JSON object")
+        add_target_arguments(decide)
+        decide.set_defaults(handler=run_decide, decision=action)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from ops import approvals
+
+    target = open_target(args)
+    waiting = operator_call(approvals.list_waiting, target)
+    if args.json:
+        print_json({"count": len(waiting), "items": [w.to_dict() for w in waiting]})
+        return 0
+    print(f"{'waiting_since':<20}  {'deadline':<20}  {'delivery_id':<36}  proposal")
+    for entry in waiting:
+        print(
+            f"{iso(entry.item.state_changed_at) or '-':<20}"
+            f"  {iso(entry.item.approval_deadline) or '-':<20}"
+            f"  {entry.item.delivery_id:<36}  {_proposal_line(entry)}"
+        )
+    print(f"{len(waiting)} waiting")
+    return 0
+
+
+def _proposal_line(entry: Waiting) -> str:
+    record = entry.record
+    if record is None:
+        return f"{entry.item.approval}: (no record)"
+    proposal = record.proposal
+    channels = ",".join(str(c) for c in proposal.get("channels", []))
+    title = str(proposal.get("title", ""))
+    summary = " ".join(str(proposal.get("summary", "")).split())
+    shown = f"{record.name} via {channels or '-'}: {title!r} {summary!r}"
+    return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 1] + "…"
+
+
+def run_decide(args: argparse.Namespace) -> int:
+    from functions.core.approval import ApprovalDecision
+    from ops import approvals
+
+    wanted = ApprovalDecision.APPROVED if args.decision == "approve" else ApprovalDecision.DENIED
+    target = open_target(args)
+    report = operator_call(
+        approvals.decide_approval,
+        target,
+        args.delivery_id,
+        wanted,
+        now=int(time.time()),
+        decided_by=approvals.DECIDED_BY_CLI,
+        note=args.note,
+        name=args.name,
+    )
+    if args.json:
+        print_json(report.to_dict())
+    failure = _refusal(report)
+    if failure is not None:
+        code, message = failure
+        print(format_line("approvals", code, message), file=sys.stderr)
+        return 1
+    if not args.json:
+        print(_said(report))
+    return 0
+
+
+def _said(report: DecisionReport) -> str:
+    from functions.core.approval import DecideOutcome
+
+    decided = None if report.record is None else report.record.decided
+    if report.outcome is DecideOutcome.APPLIED:
+        then = "its work item is sent: a worker resumes it" if report.resumed else "it ends failed"
+        return f"{report.wanted.value} {report.delivery_id} ({report.name}): {then}"
+    assert decided is not None  # (UNCHANGED carries the recorded decision)
+    return (
+        f"{report.delivery_id} ({report.name}) was already {decided.decision.value}"
+        f" {iso(decided.decided_at)} by {decided.decided_by}: nothing changed"
+    )
+
+
+def _refusal(report: DecisionReport) -> tuple[ErrorCode, str] | None:
+    from functions.core.approval import DecideOutcome
+
+    if report.outcome is DecideOutcome.NOT_WAITING:
+        return ErrorCode.NOT_AWAITING_APPROVAL, (
+            f"{report.delivery_id} waits for no approval (unknown, not parked yet, or"
+            " without an approval gate); see approvals list"
+        )
+    if report.outcome is DecideOutcome.REFUSED and report.record is not None:
+        decided = report.record.decided
+        assert decided is not None  # (REFUSED carries the recorded decision)
+        return ErrorCode.APPROVAL_DECIDED, (
+            f"{report.delivery_id} was {decided.decision.value} {iso(decided.decided_at)}"
+            f" by {decided.decided_by}: a decision is recorded once and cannot be"
+            f" changed to {report.wanted.value}"
+        )
+    return None

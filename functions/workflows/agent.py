@@ -3,11 +3,12 @@
 Per delivery, after the worker fetched the package over MCP:
 
 1. ``archive``: the package document to S3, repeatable (:mod:`functions.workflows.archive`).
-2. step ``model``: one Bedrock ``Converse`` call on the fenced prompt
-   (:mod:`functions.workflows.agent_prompt`), no tools. The ledger records its result
-   (:class:`ModelSummary`: the sanitized text, the stop reason, the tokens used and
-   whether the model declined), and every later attempt reuses that record instead of
-   calling the model again.
+2. model step ``model``: ``effects.model`` (:meth:`~functions.core.effects.EffectLedger.model`)
+   with one Bedrock ``Converse`` call on the fenced prompt
+   (:mod:`functions.workflows.agent_prompt`), no tools. The ledger records its reply
+   (:class:`~functions.core.model_step.ModelReply`: the sanitized text, the stop
+   reason, the tokens used and whether the model declined), and every later attempt
+   reuses that record instead of calling the model again.
 3. the alert, built from the *recorded* result only: published to the SNS topic
    (effect ``alert``) and, when ``alert_url`` is set, POSTed there (effect
    ``alert.http``). Both carry one idempotency key, ``<delivery_id>:alert``. The two
@@ -16,81 +17,97 @@ Per delivery, after the worker fetched the package over MCP:
 
 The delivery completes once ``run`` returns, that is after the alert's done record.
 
-**Token budget.** Inside the step, before the call, the day's budget is reserved for
-the prompt's estimate plus ``max_tokens`` (:meth:`TokenBudget.require`); after the
-call the reservation is settled with the tokens the answer reports, once. A call the
-service refused before the model ran (throttled, rejected) is settled at zero. A
-reservation whose worker died before settling it stays counted at its estimate, and
-so does one whose call failed in a way that may have run the model (a 5xx, a timeout,
-a connection lost: :meth:`TokenBudget.keep`): the budget errs towards spending less.
-A spent budget raises :class:`~functions.core.errors.BudgetExhausted` and the worker
-lets the delivery wait for the next UTC day or a higher limit. A call larger than
-the day's whole limit (``daily_token_budget``, or the limit an operator set) raises
-:class:`~functions.core.errors.BudgetTooSmall` (``budget_too_small``): the delivery
-fails at once, and the log line says the call's reservation, the limit and the setting.
-
-**Errors.** The model adapter raises :class:`~functions.core.errors.NotApplied` when
-the call certainly did not run (throttled), a ``TransientError`` when it may have
-(5xx, timeout), a ``PermanentError`` (``model_rejected``) when it never will (bad
-model id, no access, prompt too long). A declined or empty answer is no error: the
-step records it as refused and the alert says the model declined.
+**Token budget, spend and errors** are the model client's
+(:mod:`functions.workflows.model_client`): the day's budget is reserved before the
+call and settled by its outcome (an answer: what it used; throttled or rejected: 0;
+unknown: kept at its estimate); every call that may have run is counted in the
+delivery's spend record; a spent budget lets the delivery wait for the next UTC day,
+a call larger than the day's whole limit fails at once (``budget_too_small``). A
+declined or empty answer is no error: the reply records it as refused and the alert
+says the model declined.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
-from functions.core import metric_names, setting_defaults
 from functions.core.effects import EffectMode, idempotency_key
-from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
-from functions.core.observability import logger
-from functions.core.settings_env import SettingsError, flag, integer, number, optional
+from functions.core.model_step import ModelReply
+from functions.core.settings_env import SettingsError, flag, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt, sanitize_model_output
 from functions.workflows.archive import Archive, archive_package
+from functions.workflows.model_client import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    DEFAULT_DAILY_TOKEN_BUDGET,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL_ID,
+    DEFAULT_TEMPERATURE,
+    MAX_DAILY_TOKEN_BUDGET,
+    MAX_MAX_TOKENS,
+    MAX_REPLY_CHARS,
+    REFUSAL_STOP_REASONS,
+    SETTING_BEDROCK_ENDPOINT_URL,
+    SETTING_DAILY_TOKEN_BUDGET,
+    SETTING_MAX_TOKENS,
+    SETTING_MODEL_ID,
+    SETTING_TEMPERATURE,
+    Model,
+    ModelAnswer,
+    ModelClient,
+    ModelSettings,
+    token_estimate,
+)
 
 if TYPE_CHECKING:
-    from functions.core.budget import Reservation, TokenBudget
+    from functions.core.budget import TokenBudget
     from functions.core.clock import Clock
     from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
     from functions.core.process import MetricsSink
+    from functions.core.spend import SpendStore
+
+__all__ = [  # the model's names, kept importable from here for earlier callers
+    "CHARS_PER_TOKEN_ESTIMATE",
+    "DEFAULT_DAILY_TOKEN_BUDGET",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL_ID",
+    "DEFAULT_TEMPERATURE",
+    "MAX_DAILY_TOKEN_BUDGET",
+    "MAX_MAX_TOKENS",
+    "REFUSAL_STOP_REASONS",
+    "SETTING_BEDROCK_ENDPOINT_URL",
+    "SETTING_DAILY_TOKEN_BUDGET",
+    "SETTING_MAX_TOKENS",
+    "SETTING_MODEL_ID",
+    "SETTING_TEMPERATURE",
+    "AgentSettings",
+    "AgentWorkflow",
+    "Alert",
+    "AlertChannel",
+    "Model",
+    "ModelAnswer",
+    "ModelSummary",
+    "token_estimate",
+]
 
 MODEL_STEP: Final = "model"
 ALERT_EFFECT: Final = "alert"  # the SNS publish
 ALERT_HTTP_EFFECT: Final = "alert.http"  # the POST to alert_url
-# The answer kept and shown; Converse's answer is bounded by max_tokens anyway.
-MAX_SUMMARY_CHARS: Final = 4000
+MAX_SUMMARY_CHARS: Final = MAX_REPLY_CHARS
 MAX_TITLE_CHARS: Final = 300
 SNS_SUBJECT_CHARS: Final = 100  # SNS refuses longer subjects
-# Stop reasons of an answer withheld by a content filter or a guardrail.
-REFUSAL_STOP_REASONS: Final = frozenset({"content_filtered", "guardrail_intervened"})
-# A generous estimate (English runs nearer four characters a token): the reservation
-# should rather hold too much than let concurrent calls overspend; settling corrects it.
-CHARS_PER_TOKEN_ESTIMATE: Final = 3
-
-# The workflow settings (``WORKFLOW_SETTINGS``) this workflow reads.
-SETTING_MODEL_ID: Final = "model_id"
-SETTING_MAX_TOKENS: Final = "max_tokens"
-SETTING_TEMPERATURE: Final = "temperature"
+# The workflow settings (``WORKFLOW_SETTINGS``) this workflow reads beside the model's
+# (model_id, max_tokens, temperature, daily_token_budget, bedrock_endpoint_url).
 SETTING_SYSTEM_PROMPT: Final = "system_prompt"
-SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_ALERT_URL: Final = "alert_url"
-SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
 # "true": the alert_url endpoint drops a second POST with the same Idempotency-Key, so
 # an alert whose outcome is unknown is posted again with its key (mode keyed).
 SETTING_ALERT_URL_DEDUPLICATES: Final = "alert_url_deduplicates"
-DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
-DEFAULT_MAX_TOKENS: Final = 512
-DEFAULT_TEMPERATURE: Final = 0.2
-DEFAULT_DAILY_TOKEN_BUDGET: Final = 1_000_000
-MAX_MAX_TOKENS: Final = 10_000
-MAX_DAILY_TOKEN_BUDGET: Final = 10**12
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,101 +143,21 @@ class AgentSettings:
         known = {field.name for field in dataclasses.fields(cls)}
         if unknown := sorted(set(settings) - known):
             raise SettingsError(f"workflow settings not known to the agent workflow: {unknown}")
-        model_id = optional(settings, SETTING_MODEL_ID) or DEFAULT_MODEL_ID
-        if any(char.isspace() for char in model_id):
-            raise SettingsError(f"{SETTING_MODEL_ID} must not contain spaces")
+        model = ModelSettings.from_mapping(settings)
         return cls(
-            model_id=model_id,
-            max_tokens=integer(
-                settings, SETTING_MAX_TOKENS, default=DEFAULT_MAX_TOKENS, low=1, high=MAX_MAX_TOKENS
-            ),
-            temperature=number(
-                settings, SETTING_TEMPERATURE, default=DEFAULT_TEMPERATURE, low=0.0, high=1.0
-            ),
+            model_id=model.model_id,
+            max_tokens=model.max_tokens,
+            temperature=model.temperature,
             system_prompt=optional(settings, SETTING_SYSTEM_PROMPT),
-            daily_token_budget=integer(
-                settings,
-                SETTING_DAILY_TOKEN_BUDGET,
-                default=DEFAULT_DAILY_TOKEN_BUDGET,
-                low=0,
-                high=MAX_DAILY_TOKEN_BUDGET,
-            ),
+            daily_token_budget=model.daily_token_budget,
             alert_url=optional(settings, SETTING_ALERT_URL),
-            bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
+            bedrock_endpoint_url=model.bedrock_endpoint_url,
             alert_url_deduplicates=flag(settings, SETTING_ALERT_URL_DEDUPLICATES),
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ModelAnswer:
-    """What one Converse call returned (the text as the model wrote it: untrusted)."""
-
-    text: str
-    stop_reason: str
-    input_tokens: int
-    output_tokens: int
-
-
-class Model(Protocol):
-    """Port: one Converse call (Bedrock Runtime in production)."""
-
-    def converse(
-        self, prompt: AgentPrompt, *, max_tokens: int, temperature: float, delivery_id: str
-    ) -> ModelAnswer:
-        """Ask the model; no tools are offered.
-
-        Raises:
-            NotApplied: the service refused the call before the model ran (throttled).
-            TransientError: the call failed and may have run (5xx, timeout).
-            PermanentError: ``model_rejected``: the request can never succeed.
-        """
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSummary:
-    """The model step's recorded result: what every attempt's alert is built from.
-
-    Attributes:
-        text: the answer, sanitized and capped (still untrusted: shown, never followed).
-        refused: the model declined (a content filter or guardrail stopped it, or it
-            answered nothing); the alert then says so instead of showing ``text``.
-    """
-
-    text: str
-    stop_reason: str
-    input_tokens: int
-    output_tokens: int
-    refused: bool
-
-    @classmethod
-    def of(cls, answer: ModelAnswer) -> ModelSummary:
-        text = sanitize_model_output(answer.text, MAX_SUMMARY_CHARS)
-        return cls(
-            text=text,
-            stop_reason=answer.stop_reason,
-            input_tokens=answer.input_tokens,
-            output_tokens=answer.output_tokens,
-            refused=answer.stop_reason in REFUSAL_STOP_REASONS or not text,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_record(cls, record: object) -> ModelSummary:
-        """Raises ``PermanentError`` (``step_result_invalid``) for a record of another shape."""
-        try:
-            if not isinstance(record, Mapping):
-                raise TypeError
-            summary = cls(**record)
-        except TypeError:
-            raise PermanentError("step_result_invalid") from None
-        types = (str, str, int, int, bool)
-        values = dataclasses.astuple(summary)
-        if not all(isinstance(v, t) for v, t in zip(values, types, strict=True)):
-            raise PermanentError("step_result_invalid")
-        return summary
+# The model step's recorded result, under the name the agent gave it first.
+ModelSummary = ModelReply
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +233,7 @@ class AlertChannel(Protocol):
 
 
 class AgentWorkflow:
-    """Archive, summarise once (a recorded step), alert once per channel."""
+    """Archive, summarise once (a recorded model step), alert once per channel."""
 
     def __init__(
         self,
@@ -309,28 +246,36 @@ class AgentWorkflow:
         budget: TokenBudget | None,
         clock: Clock,
         metrics: MetricsSink,
+        spend: SpendStore | None = None,
     ) -> None:
-        """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget."""
+        """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget,
+        ``spend`` None no spend record."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
             raise ValueError("the agent workflow needs an alert topic or an alert_url")
         self._settings = settings
         self._archive = archive
-        self._model = model
-        self._budget = budget
-        self._clock = clock
-        self._metrics = metrics
+        self._client = ModelClient(
+            model=model,
+            clock=clock,
+            metrics=metrics,
+            max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+            budget=budget,
+            spend=spend,
+            max_reply_chars=MAX_SUMMARY_CHARS,
+        )
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
-        recorded = effects.step(MODEL_STEP, lambda: self._summarise(work, package).to_record())
+        summary = effects.model(MODEL_STEP, self.prompt(package), self._client)
         alert = Alert(
             delivery_id=work.delivery_id,
             event=work.event,
             package_id=package.package_id,
             title=sanitize_model_output(package.title, MAX_TITLE_CHARS),
-            summary=ModelSummary.from_record(recorded),
+            summary=summary,
             archive_key=key,
         )
         # One key for the alert on every channel: a subscriber of both sees one alert.
@@ -352,80 +297,6 @@ class AgentWorkflow:
         system = f"{prompt.system}\n\nThe operator adds these instructions:\n{extra}"
         return dataclasses.replace(prompt, system=system)
 
-    def _summarise(self, work: WorkItem, package: Package) -> ModelSummary:
-        """The model step's body: reserve, call, settle (runs again only if unrecorded)."""
-        prompt = self.prompt(package)
-        reservation = None
-        if self._budget is not None:
-            reservation = self._reserve(work, prompt, self._budget)
-        self._metrics.count(metric_names.METRIC_MODEL_CALLS)
-        try:
-            answer = self._model.converse(
-                prompt,
-                max_tokens=self._settings.max_tokens,
-                temperature=self._settings.temperature,
-                delivery_id=work.delivery_id,
-            )
-        except (NotApplied, PermanentError):
-            self._settle(reservation, 0)  # refused before the model ran: nothing used
-            raise
-        except Exception:
-            # Any other failure may have run the model: counted at its estimate for good.
-            self._settle(reservation, None)
-            raise
-        self._settle(reservation, answer.input_tokens + answer.output_tokens)
-        summary = ModelSummary.of(answer)
-        logger.info(
-            "model answered",
-            extra={
-                "delivery_id": work.delivery_id,
-                "stop_reason": summary.stop_reason,
-                "refused": summary.refused,
-                "input_tokens": summary.input_tokens,
-                "output_tokens": summary.output_tokens,
-            },
-        )
-        return summary
-
-    def _reserve(self, work: WorkItem, prompt: AgentPrompt, budget: TokenBudget) -> Reservation:
-        estimate = token_estimate(prompt) + self._settings.max_tokens
-        try:
-            return budget.require(estimate, self._clock.now())
-        except BudgetTooSmall as exc:
-            logger.error(
-                "the model call needs more tokens than the whole daily token budget: raise"
-                f" {SETTING_DAILY_TOKEN_BUDGET} (or the limit: budget set) or lower"
-                f" {SETTING_MAX_TOKENS}, then requeue",
-                extra={
-                    "delivery_id": work.delivery_id,
-                    "reservation_tokens": exc.tokens,
-                    "daily_token_limit": exc.limit,
-                    "setting": SETTING_DAILY_TOKEN_BUDGET,
-                    "max_tokens": self._settings.max_tokens,
-                },
-            )
-            raise
-
-    def _settle(self, reservation: Reservation | None, used: int | None) -> None:
-        """Settle at ``used`` tokens; None: the outcome is unknown, keep the estimate."""
-        if reservation is None or self._budget is None:
-            return
-        try:
-            if used is None:
-                self._budget.keep(reservation)
-            else:
-                self._budget.settle(reservation, used)
-        except TransientError:
-            # The answer is paid for either way: a failed settlement must not fail the
-            # step (which would call the model again). The reservation stays counted
-            # at its estimate.
-            logger.warning("token budget not settled; the reservation stays at its estimate")
-
 
 def _send(channel: AlertChannel, alert: Alert, key: str) -> None:
     channel.send(alert, idempotency_key=key)
-
-
-def token_estimate(prompt: AgentPrompt) -> int:
-    """The prompt's tokens, estimated generously from its characters."""
-    return math.ceil((len(prompt.system) + len(prompt.user)) / CHARS_PER_TOKEN_ESTIMATE)

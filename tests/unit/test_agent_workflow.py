@@ -24,6 +24,7 @@ from functions.core.errors import (
 from functions.core.models import WorkItem
 from functions.core.package import Attachment, Package
 from functions.core.settings_env import SettingsError
+from functions.core.spend import ModelSpend
 from functions.core.steps import StepStatus, StepStorage
 from functions.workflows.agent import (
     ALERT_EFFECT,
@@ -39,7 +40,7 @@ from functions.workflows.agent import (
 from functions.workflows.agent_prompt import AgentPrompt
 from functions.workflows.archive import ARCHIVE_EFFECT, archive_key
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeBudget, FakeEffects, FakeMetrics, FakeSteps
+from tests.fakes import FakeBudget, FakeEffects, FakeMetrics, FakeSpend, FakeSteps
 
 DELIVERY = "6f1c2a9e-3b7d-4c1e-9a52-0d4e8f7b2c11"
 WORK = WorkItem(DELIVERY, "package.received", "pkg_01JE7Q9V5K3M8N2P4R6T", "https://mcp.example/mcp")
@@ -116,6 +117,7 @@ class World:
     effects: FakeEffects = field(default_factory=FakeEffects)
     steps: FakeSteps = field(default_factory=FakeSteps)
     archive: FakeArchive = field(default_factory=FakeArchive)
+    spend: FakeSpend = field(default_factory=FakeSpend)
     budget_store: FakeBudget = field(init=False)
     # The repeatable effects the last attempt applied (what its completion would mark).
     repeated: frozenset[str] = frozenset()
@@ -133,6 +135,7 @@ class World:
             budget=TokenBudget(self.budget_store) if budget else None,
             clock=self.clock,
             metrics=self.metrics,
+            spend=self.spend,
         )
 
     def attempt(self) -> None:
@@ -441,3 +444,21 @@ def test_settings_defaults_and_checks() -> None:
     for settings_map in bad:
         with pytest.raises(SettingsError):
             AgentSettings.from_mapping(settings_map)
+
+
+def test_every_model_call_that_may_have_run_is_counted_for_the_delivery(world: World) -> None:
+    """A call that failed after sending and its retry are both paid: both are counted,
+    the tokens are the answered call's; a throttled call is not counted."""
+    world.model.answers = [
+        TransientError("model_unavailable"),
+        NotApplied("model_throttled"),
+        ANSWER,
+    ]
+    for _ in range(2):
+        with pytest.raises((TransientError, NotApplied)):
+            world.attempt()
+    world.attempt()
+    world.attempt()  # recorded: no call
+    assert world.spend.get(DELIVERY) == ModelSpend(
+        model_calls=2, answered=1, input_tokens=900, output_tokens=40
+    )

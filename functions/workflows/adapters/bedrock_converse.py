@@ -1,4 +1,4 @@
-"""The agent workflow's model on Bedrock Runtime ``Converse`` (the ``Model`` port).
+"""The model of every model step on Bedrock Runtime ``Converse`` (the ``Model`` port).
 
 One request per call: the fenced system prompt and user message, ``inferenceConfig``
 (``maxTokens``, ``temperature``), the delivery id as ``requestMetadata`` (it shows in
@@ -9,7 +9,7 @@ The client makes **one HTTP attempt per call** (``retries`` off: ``BEDROCK_CONFI
 model run would run the model again unseen, and its last answer would decide how the
 token budget settles the call: a 500 then a throttle looked like a call that never
 ran. So each answer maps to one outcome here, and the workflow settles the budget by
-it (:mod:`functions.workflows.agent`):
+it (:mod:`functions.workflows.model_client`):
 
 * an answer: the summary; the budget settles the tokens it reports;
 * throttled (``ThrottlingException``, ``ModelNotReadyException``: 429), or never
@@ -45,8 +45,8 @@ from botocore.exceptions import (
 )
 
 from functions.core.errors import NotApplied, PermanentError, TransientError
-from functions.workflows.agent import ModelAnswer
 from functions.workflows.agent_prompt import AgentPrompt
+from functions.workflows.model_client import ModelAnswer
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient

@@ -54,6 +54,9 @@ SHORT_SETTING_KEYS = {
     "agent_temperature": "temperature",
     "agent_system_prompt": "system_prompt",
     "agent_daily_token_budget": "daily_token_budget",
+    "agent_tools": "tools",
+    "agent_max_turns": "max_turns",
+    "agent_max_tool_calls": "max_tool_calls",
     "alert_url": "alert_url",
 }
 WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"

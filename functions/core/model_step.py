@@ -35,6 +35,34 @@ class ModelCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolUse:
+    """A tool the model asked for in its answer (its input is the model's: untrusted).
+
+    Attributes:
+        id: the service's ``toolUseId``: it differs on every call, so only a recorded
+            answer gives a tool use an id that every attempt sees.
+    """
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+    def to_record(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "input": self.input}
+
+    @classmethod
+    def from_record(cls, record: object) -> ToolUse:
+        if not isinstance(record, Mapping):
+            raise PermanentError("step_result_invalid")
+        use = cls(record.get("id"), record.get("name"), record.get("input"))  # type: ignore[arg-type]
+        if not (isinstance(use.id, str) and isinstance(use.name, str)):
+            raise PermanentError("step_result_invalid")
+        if not isinstance(use.input, dict):
+            raise PermanentError("step_result_invalid")
+        return use
+
+
+@dataclass(frozen=True, slots=True)
 class ModelReply:
     """A model step's recorded result: what every attempt's effects are built from.
 
@@ -45,6 +73,7 @@ class ModelReply:
         output_tokens: the answer's tokens.
         refused: the model declined (a content filter or guardrail stopped it, or it
             answered nothing).
+        tool_uses: the tools the model asked for (``stop_reason`` ``tool_use``), in order.
     """
 
     text: str
@@ -52,9 +81,19 @@ class ModelReply:
     input_tokens: int
     output_tokens: int
     refused: bool
+    tool_uses: tuple[ToolUse, ...] = ()
 
     def to_record(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        record: dict[str, Any] = {
+            "text": self.text,
+            "stop_reason": self.stop_reason,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "refused": self.refused,
+        }
+        if self.tool_uses:  # a reply without tools keeps the record it always had
+            record["tool_uses"] = [use.to_record() for use in self.tool_uses]
+        return record
 
     @classmethod
     def from_record(cls, record: object) -> ModelReply:
@@ -62,11 +101,15 @@ class ModelReply:
         try:
             if not isinstance(record, Mapping):
                 raise TypeError
-            reply = cls(**record)
+            fields = dict(record)
+            uses = fields.pop("tool_uses", [])
+            if not isinstance(uses, list):
+                raise TypeError
+            reply = cls(**fields, tool_uses=tuple(ToolUse.from_record(u) for u in uses))
         except TypeError:
             raise PermanentError("step_result_invalid") from None
         types = (str, str, int, int, bool)
-        values = dataclasses.astuple(reply)
+        values = dataclasses.astuple(reply)[: len(types)]
         if not all(isinstance(v, t) for v, t in zip(values, types, strict=True)):
             raise PermanentError("step_result_invalid")
         return reply

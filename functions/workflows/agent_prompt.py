@@ -26,7 +26,7 @@ import secrets
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from functions.core.package import Package
 
@@ -79,12 +79,17 @@ class AgentPrompt:
         user: the user message: the fenced package, then the task.
         nonce: the hex string both fence lines carry.
         truncations: one sentence per cut made to the package (also in ``user``).
+        turns: the conversation after the first user message: each recorded
+            assistant turn that asked for tools, and the user turn with their results.
+        tool_config: Converse's ``toolConfig`` (the tools offered); None: no tools.
     """
 
     system: str
     user: str
     nonce: str
     truncations: tuple[str, ...]
+    turns: tuple[dict[str, Any], ...] = ()
+    tool_config: dict[str, Any] | None = None
 
     @property
     def opening_fence(self) -> str:
@@ -101,8 +106,9 @@ class AgentPrompt:
         return [{"text": self.system}]
 
     def converse_messages(self) -> list[MessageTypeDef]:
-        """The Converse ``messages`` parameter: one user turn."""
-        return [{"role": "user", "content": [{"text": self.user}]}]
+        """The Converse ``messages`` parameter: the user turn, then any later turns."""
+        first: MessageTypeDef = {"role": "user", "content": [{"text": self.user}]}
+        return [first, *cast("list[MessageTypeDef]", list(self.turns))]
 
 
 def build_prompt(

@@ -33,6 +33,7 @@ The answer's text is untrusted: the reply keeps it sanitized
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from functions.core import metric_names, setting_defaults
 from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
-from functions.core.model_step import ModelCall, ModelReply
+from functions.core.model_step import ModelCall, ModelReply, ToolUse
 from functions.core.observability import logger
 from functions.core.settings_env import SettingsError, integer, number, optional
 from functions.core.spend import new_call_id
@@ -127,6 +128,7 @@ class ModelAnswer:
     stop_reason: str
     input_tokens: int
     output_tokens: int
+    tool_uses: tuple[ToolUse, ...] = ()
 
 
 class Model(Protocol):
@@ -135,7 +137,7 @@ class Model(Protocol):
     def converse(
         self, prompt: AgentPrompt, *, max_tokens: int, temperature: float, delivery_id: str
     ) -> ModelAnswer:
-        """Ask the model; no tools are offered.
+        """Ask the model; tools only when ``prompt.tool_config`` offers them.
 
         Raises:
             NotApplied: the service refused the call before the model ran (throttled).
@@ -153,13 +155,18 @@ def reply_of(answer: ModelAnswer, *, max_chars: int = MAX_REPLY_CHARS) -> ModelR
         stop_reason=answer.stop_reason,
         input_tokens=answer.input_tokens,
         output_tokens=answer.output_tokens,
-        refused=answer.stop_reason in REFUSAL_STOP_REASONS or not text,
+        refused=answer.stop_reason in REFUSAL_STOP_REASONS or not (text or answer.tool_uses),
+        tool_uses=answer.tool_uses,
     )
 
 
 def token_estimate(prompt: AgentPrompt) -> int:
-    """The prompt's tokens, estimated generously from its characters."""
-    return math.ceil((len(prompt.system) + len(prompt.user)) / CHARS_PER_TOKEN_ESTIMATE)
+    """The prompt's tokens, estimated generously from its characters (and its later
+    turns and tools, as JSON)."""
+    chars = len(prompt.system) + len(prompt.user)
+    if prompt.turns or prompt.tool_config:
+        chars += len(json.dumps([prompt.turns, prompt.tool_config], ensure_ascii=False))
+    return math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE)
 
 
 class ModelClient:

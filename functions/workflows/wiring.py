@@ -29,6 +29,7 @@ from functions.workflows.agent import AgentSettings, AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
 from functions.workflows.model_client import ModelClient, ModelSettings
+from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -83,7 +84,8 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     Raises:
         ValueError: a workflow setting is malformed or not known; ``ARCHIVE_BUCKET``
             is missing; there is neither ``ALERT_TOPIC_ARN`` nor ``alert_url``; a URL
-            is not HTTPS (or loopback HTTP, when allowed).
+            is not HTTPS (or loopback HTTP, when allowed); the ``tools`` setting names
+            no sequence of tools.
     """
     settings = AgentSettings.from_mapping(context.settings)
     parts = _model_parts(context, "agent")
@@ -109,6 +111,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         clock=context.clock,
         metrics=parts.metrics,
         spend=parts.spend,
+        tools=() if settings.tools is None else load_tools(settings.tools),
     )
 
 

@@ -99,12 +99,17 @@ class AgentStack:
     alerts: list[MessageTypeDef] = field(default_factory=list)
 
     def worker(
-        self, wrap: Callable[[Any], Any] | None = None, *, budget: int = DAILY_BUDGET
+        self,
+        wrap: Callable[[Any], Any] | None = None,
+        *,
+        budget: int = DAILY_BUDGET,
+        extra: dict[str, str] | None = None,
     ) -> WorkerRig:
         settings = {
             "bedrock_endpoint_url": self.emulator.url,
             "max_tokens": str(MAX_TOKENS),
             "daily_token_budget": str(budget),
+            **(extra or {}),
         }
         return make_worker(
             self.aws,

@@ -30,6 +30,8 @@ from functions.workflows.agent import (
     ALERT_EFFECT,
     ALERT_HTTP_EFFECT,
     MODEL_STEP,
+    NO_TOOLS_RULE,
+    TOOLS_RULE,
     AgentSettings,
     AgentWorkflow,
     Alert,
@@ -39,6 +41,7 @@ from functions.workflows.agent import (
 )
 from functions.workflows.agent_prompt import AgentPrompt
 from functions.workflows.archive import ARCHIVE_EFFECT, archive_key
+from functions.workflows.tools import Tool, ToolMode
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeBudget, FakeEffects, FakeMetrics, FakeSpend, FakeSteps
 
@@ -462,3 +465,42 @@ def test_every_model_call_that_may_have_run_is_counted_for_the_delivery(world: W
     assert world.spend.get(DELIVERY) == ModelSpend(
         model_calls=2, answered=1, input_tokens=900, output_tokens=40
     )
+
+
+def test_settings_read_the_tools_and_their_caps() -> None:
+    settings = AgentSettings.from_mapping(
+        {"tools": "my_tools:TOOLS", "max_turns": "4", "max_tool_calls": "9"}
+    )
+    assert (settings.tools, settings.max_turns, settings.max_tool_calls) == ("my_tools:TOOLS", 4, 9)
+    for bad in ({"max_turns": "0"}, {"max_tool_calls": "100000"}):
+        with pytest.raises(SettingsError):
+            AgentSettings.from_mapping(bad)
+
+
+def test_with_tools_the_prompt_offers_them_instead_of_denying_any(world: World) -> None:
+    tool = Tool(
+        "lookup", "Looks up.", {"type": "object"}, ToolMode.READ_ONLY, lambda i, k: {"ok": 1}
+    )
+    workflow = AgentWorkflow(
+        settings=world.settings,
+        archive=world.archive,
+        model=world.model,
+        topic=world.topic,
+        webhook=None,
+        budget=None,
+        clock=world.clock,
+        metrics=world.metrics,
+        tools=[tool],
+    )
+    system = workflow.prompt(PACKAGE).system
+    assert NO_TOOLS_RULE not in system and TOOLS_RULE in system
+    assert NO_TOOLS_RULE in world.workflow().prompt(PACKAGE).system  # the rule still matches
+    ledger = EffectLedger(
+        DELIVERY,
+        store=world.effects,
+        clock=world.clock,
+        steps=StepStorage(records=world.steps, metrics=world.metrics),
+    )
+    workflow.run(WORK, PACKAGE, ledger)
+    assert world.model.prompts[0].tool_config == {"tools": [tool.spec()]}
+    assert len(_sent(world.topic)) == 1

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.workflows.agent import MODEL_STEP
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
@@ -85,6 +86,11 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         model = _model_figures(stack, load, worker_log)
         if model:
             violations += model_violations(worker_log.model_reruns, load.interrupted_model_steps)
+            if model["calls_uncounted"]:
+                violations.append(
+                    f"{model['calls_uncounted']} model calls reached Bedrock uncounted by"
+                    " their delivery's spend record"
+                )
         return ChaosReport(
             config=config,
             deliveries=DeliveryCounts.of(plan, load),
@@ -120,12 +126,26 @@ def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict
     (none when the workflow calls no model)."""
     if stack.bedrock is None:
         return {}
+    calls = stack.model_calls()
     return model_figures(
-        stack.model_calls(),
+        calls,
         reruns=log.model_reruns,
         interrupted=load.interrupted_model_steps,
         kills_in_window=load.kills_in_model_window,
+        counted=_counted_calls(stack, calls),
     )
+
+
+def _counted_calls(stack: LocalStack, calls: dict[str, int]) -> dict[str, int]:
+    """Each called delivery's model calls as its spend record counts them."""
+    spend = DynamoDbSpend(
+        client=stack.client("dynamodb"), table_name=stack.state.resources.table_name
+    )
+    counted = {}
+    for delivery_id in calls:
+        record = spend.get(delivery_id)
+        counted[delivery_id] = 0 if record is None else record.model_calls
+    return counted
 
 
 class _AbandonedMcpRequests(logging.Filter):

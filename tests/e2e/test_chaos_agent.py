@@ -31,6 +31,10 @@ def test_chaos_agent_run_loses_and_duplicates_no_alert_and_reruns_only_after_kil
     assert model["kills_in_window"] <= 2
     assert model["reruns"] <= model["steps_interrupted"]
     assert model["reruns_unattributed"] == 0
+    # Every call that reached Bedrock is counted in its delivery's spend record (a call
+    # killed just before sending is counted too: the record never counts fewer).
+    assert model["calls_uncounted"] == 0
+    assert model["calls_counted"] >= model["calls"]
     # A kill in the window interrupted at least one run; a batch can hold several.
     assert model["kills_in_window"] <= model["steps_interrupted"]
     # Every delivery with a package met the model at least once (and only those).

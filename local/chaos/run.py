@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.workflows.agent import MODEL_STEP
+from local import agent_tools
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
 from local.chaos.load import LoadRecord, send_load
@@ -35,6 +36,7 @@ from local.event_sources import INJECTED_RELAY_FAILURE
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
+TOOLS_SPEC = "local.agent_tools:TOOLS"
 # What the step runner logs when a step runs again after a worker died inside it.
 STEP_RERUN_MESSAGE = "step rerun: an earlier attempt died inside it"
 
@@ -50,6 +52,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         max_attempts=config.max_attempts,
         workflow=config.workflow,
         bedrock_latency_ms=config.bedrock_latency_ms,
+        workflow_settings={"tools": TOOLS_SPEC} if config.tools else {},
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()
@@ -59,6 +62,9 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         stack.mcp.set_slow_rate(
             config.mcp_slow_rate, delay_ms=options.mcp_timeout_seconds * 1000 + 500
         )
+        if config.tools:
+            assert stack.bedrock is not None
+            stack.bedrock.emulator.script_tools(agent_tools.SCRIPT)
         rng = random.Random(config.seed)  # noqa: S311 (a reproducible simulation)
         plan = plan_load(config, mcp_url=stack.state.mcp_url, rng=rng)
         say(

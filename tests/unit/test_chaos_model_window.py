@@ -7,8 +7,8 @@ from local.chaos.model_window import (
     interrupted_runs,
     model_figures,
     model_violations,
-    uncounted_calls,
     unattributed_reruns,
+    uncounted_calls,
 )
 
 

@@ -184,7 +184,8 @@ def test_killed_after_the_tool_is_done_never_applies_it_again() -> None:
     assert result["content"] == [
         {"json": {"applied": True, "note": "applied by an earlier attempt"}}
     ]
-    assert world.effects.get(DELIVERY, use_name[0]).status is EffectStatus.DONE
+    record = world.effects.get(DELIVERY, use_name[0])
+    assert record is not None and record.status is EffectStatus.DONE
 
 
 def test_unknown_tools_and_tool_errors_are_results_not_doubts() -> None:
@@ -200,7 +201,8 @@ def test_unknown_tools_and_tool_errors_are_results_not_doubts() -> None:
     assert results[1]["content"] == [{"json": {"error": "no such customer"}}]
     uses = model.prompts[1].turns[0]["content"]
     name = tool_record_name(uses[1]["toolUse"]["toolUseId"])
-    assert world.effects.get(DELIVERY, name).status is EffectStatus.NOT_APPLIED
+    record = world.effects.get(DELIVERY, name)
+    assert record is not None and record.status is EffectStatus.NOT_APPLIED
 
 
 def test_a_runaway_loop_fails_naming_its_cap() -> None:

@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
+from functions.core.adapters.dynamodb_spend import SK_SPEND
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
 from infra.schema import TABLE as TABLE_SCHEMA
 from infra.schema import GlobalIndex
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 KB: Final = 1024
 # The records a workflow writes for itself (its effects and steps), not the pipeline's.
-WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX)
+WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX, SK_SPEND)
 # Where figure 7 counts the capacity units of those records' reads.
 WORKFLOW_PHASE: Final = "workflow"
 _SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}

@@ -25,7 +25,9 @@ What a test can make it do:
   ``Converse`` operation (:class:`ConverseError`);
 * ``refuse_next(n)`` or :data:`REFUSE_MARKER` anywhere in the input -> an empty
   answer with ``stopReason`` ``content_filtered``;
-* ``latency_seconds`` added to every call.
+* ``latency_seconds`` added to every call;
+* ``script_tools(turns)`` -> in a conversation that offers tools, the first turns ask
+  for the scripted tools (fresh ``toolUseId`` each call), then the summary follows.
 
 Every ``Converse`` call is counted per delivery id (the ``requestMetadata`` key
 :data:`DELIVERY_ID_METADATA_KEY`), failed ones too, so tests can see retries:
@@ -184,6 +186,7 @@ class BedrockEmulator:
         self._rng = random.Random(seed)  # noqa: S311 - fault injection, not security
         self._fail_next: list[ConverseError] = []
         self._refuse_next = 0
+        self._tool_script: list[list[tuple[str, dict[str, Any]]]] = []
         self._calls: Counter[str] = Counter()
         self._requests: dict[str, Mapping[str, Any]] = {}
         self._total = 0
@@ -225,9 +228,22 @@ class BedrockEmulator:
         with self._lock:
             self._refuse_next = count
 
+    def script_tools(self, turns: Sequence[Sequence[tuple[str, Mapping[str, Any]]]]) -> None:
+        """Ask for tools in every conversation that offers them (``toolConfig``).
+
+        A request whose conversation holds ``n`` assistant turns is answered, while
+        ``n < len(turns)``, with ``stopReason`` ``tool_use`` and one ``toolUse`` block
+        per ``(name, input)`` of ``turns[n]``, each with a fresh random ``toolUseId``
+        (as Bedrock draws one per call); after that, with the usual summary. A name the
+        request does not offer is a ``ValidationException``. An empty list turns it off.
+        """
+        with self._lock:
+            self._tool_script = [[(name, dict(i)) for name, i in turn] for turn in turns]
+
     def reset(self) -> None:
         """Zero the counters and clear every fault (latency, rate, pending failures)."""
         with self._lock:
+            self._tool_script = []
             self._latency_seconds = 0.0
             self._failure_rate = 0.0
             self._fail_next = []
@@ -309,9 +325,13 @@ class BedrockEmulator:
         input_tokens = token_count(input_text)
         if input_tokens > self._context_tokens:
             raise _Invalid("Input is too long for requested model.")
+        uses = self._tool_uses(request, len(messages) // 2)
         if refuse or REFUSE_MARKER in input_text:
-            content: list[dict[str, str]] = []
+            content: list[dict[str, Any]] = []
             stop_reason, output_tokens = "content_filtered", 0
+        elif uses:
+            content, stop_reason = uses, "tool_use"
+            output_tokens = token_count(json.dumps(uses))
         else:
             answer = summary(model_id, system, messages)
             stop_reason = "end_turn"
@@ -331,6 +351,26 @@ class BedrockEmulator:
                 "metrics": {"latencyMs": int((time.monotonic() - started) * 1000)},
             },
         )
+
+    def _tool_uses(self, request: Mapping[str, Any], turn: int) -> list[dict[str, Any]]:
+        """The scripted tool uses of this turn, when the request offers tools."""
+        config = request.get("toolConfig")
+        with self._lock:
+            script = self._tool_script
+        if not isinstance(config, Mapping) or turn >= len(script):
+            return []
+        offered = {
+            tool.get("toolSpec", {}).get("name")
+            for tool in config.get("tools", [])
+            if isinstance(tool, Mapping)
+        }
+        uses = []
+        for name, tool_input in script[turn]:
+            if name not in offered:
+                raise _Invalid(f"The model asked for a tool the request does not offer: {name}.")
+            tool_use_id = f"tooluse_{uuid.uuid4().hex[:22]}"
+            uses.append({"toolUse": {"toolUseId": tool_use_id, "name": name, "input": tool_input}})
+        return uses
 
 
 def token_count(text: str) -> int:

@@ -18,9 +18,11 @@ from typing import Any
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_effects import effect_from_item
+from functions.core.adapters.dynamodb_spend import SK_SPEND, spend_from_item
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_item
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.models import InboxItem, State
+from functions.core.spend import ModelSpend
 from functions.core.steps import StepRecord
 from ops.target import Target, paginate
 
@@ -45,7 +47,8 @@ def inbox_view(item: InboxItem) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """How far a delivery's workflow got: its steps and effects, oldest first."""
+    """How far a delivery's workflow got: its steps and effects, oldest first, and
+    what its model calls cost (every call that may have run, from its spend record)."""
 
     steps: list[StepRecord]
     effects: list[EffectRecord]
@@ -53,9 +56,11 @@ class Progress:
     # and when the completion marked them done.
     repeatable_done: list[str] = field(default_factory=list)
     repeatable_done_at: int | None = None
+    spend: ModelSpend = field(default_factory=ModelSpend)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **self.spend.to_dict(),
             "steps": [step_view(s) for s in self.steps],
             "effects": [effect_view(e) for e in self.effects]
             + [repeatable_view(name, self.repeatable_done_at) for name in self.repeatable_done],
@@ -108,13 +113,15 @@ def show_progress(target: Target, delivery_id: str, item: InboxItem | None = Non
         effect_from_item(item)
         for item in target.delivery_records(delivery_id, table_layout.SK_EFFECT_PREFIX)
     ]
+    spends = [spend_from_item(item) for item in target.delivery_records(delivery_id, SK_SPEND)]
+    spend = spends[0] if spends else ModelSpend()
     steps.sort(key=lambda s: (s.started_at, s.name))
     effects.sort(key=lambda e: (e.intent_at, e.name))
     if item is None:
-        return Progress(steps, effects)
+        return Progress(steps, effects, spend=spend)
     recorded = {e.name for e in effects}
     marked = sorted(item.effects_done - recorded)
-    return Progress(steps, effects, marked, item.completed_at if marked else None)
+    return Progress(steps, effects, marked, item.completed_at if marked else None, spend)
 
 
 def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:

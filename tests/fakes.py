@@ -1,6 +1,6 @@
 """In-memory fakes of the ports: the receiver's inbox and secrets, the processing
-claims, effects, queue and metrics, and the agent workflow's step records, objects and
-token budget.
+claims, effects, queue and metrics, and the workflows' step records, objects, token
+budget and model spend.
 
 Each fake keeps the same state the DynamoDB/SQS adapter would, and answers as it
 does (a conditional write that finds its item changes nothing), so tests assert on
@@ -26,6 +26,7 @@ from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
 from functions.core.signature import SigningSecret
+from functions.core.spend import ModelSpend
 from functions.core.steps import StepRecord, StepStatus, StoredResult
 
 # --- The receiver's ports -------------------------------------------------------------
@@ -610,3 +611,50 @@ class FakeApprovals:
 
     def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
         return [i for i in self.claims.items.values() if i.state is State.AWAITING_APPROVAL]
+
+
+@dataclass
+class FakeSpend:
+    """The spend records as the table keeps them: sets of call ids and token sums.
+
+    ``errors`` are raised, in order, by the next writes instead of writing;
+    ``lost_answers`` next writes commit and then raise ``StorageUnavailable`` (their
+    answer was lost).
+    """
+
+    calls: dict[str, set[str]] = field(default_factory=dict)
+    refused: dict[str, set[str]] = field(default_factory=dict)
+    answers: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    errors: list[Exception] = field(default_factory=list)
+    lost_answers: int = 0
+
+    def _write(self, apply: Callable[[], object]) -> None:
+        if self.errors:
+            raise self.errors.pop(0)
+        apply()
+        if self.lost_answers:
+            self.lost_answers -= 1
+            raise StorageUnavailable()
+
+    def sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        self._write(lambda: self.calls.setdefault(delivery_id, set()).add(call_id))
+
+    def not_run(self, delivery_id: str, call_id: str) -> None:
+        self._write(lambda: self.refused.setdefault(delivery_id, set()).add(call_id))
+
+    def answered(
+        self, delivery_id: str, call_id: str, *, input_tokens: int, output_tokens: int
+    ) -> None:
+        answers = self.answers.setdefault(delivery_id, {})
+        self._write(lambda: answers.setdefault(call_id, (input_tokens, output_tokens)))
+
+    def get(self, delivery_id: str) -> ModelSpend | None:
+        if delivery_id not in self.calls:
+            return None
+        answers = self.answers.get(delivery_id, {})
+        return ModelSpend(
+            model_calls=len(self.calls[delivery_id] - self.refused.get(delivery_id, set())),
+            answered=len(answers),
+            input_tokens=sum(tokens for tokens, _ in answers.values()),
+            output_tokens=sum(tokens for _, tokens in answers.values()),
+        )

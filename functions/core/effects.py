@@ -42,7 +42,9 @@ raises after committing) is recognised as this attempt's own by its token, and t
 effect is applied as planned instead of being reported in doubt.
 
 The ledger also records *steps* (:meth:`EffectLedger.step`, :mod:`functions.core.steps`):
-work whose result later effects use, kept so that retries reuse it.
+work whose result later effects use, kept so that retries reuse it; and *model steps*
+(:meth:`EffectLedger.model`, :mod:`functions.core.model_step`): one budgeted model
+call whose answer is recorded the same way.
 """
 
 from __future__ import annotations
@@ -52,11 +54,14 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from functions.core.clock import Clock
 from functions.core.errors import NotApplied, Rejected, TransientError, UncertainEffect
+from functions.core.model_step import ModelCall, ModelCaller, ModelReply
 from functions.core.steps import StepRecorder, StepStorage
+
+PromptT = TypeVar("PromptT")
 
 _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -276,6 +281,33 @@ class EffectLedger:
         if self._steps is None:
             raise RuntimeError("this effect ledger was built without step storage")
         return self._steps.run(name, fn)
+
+    def model(self, name: str, prompt: PromptT, client: ModelCaller[PromptT]) -> ModelReply:
+        """The recorded reply of model step ``name``, asking ``client`` only when there is none.
+
+        A step (:meth:`step`) whose work is one call of ``client`` on ``prompt``: the
+        first answer is recorded, and every later attempt of the delivery gets that
+        reply without calling the model (nor spending budget) again.
+
+        Args:
+            name: Stable name of the step within the workflow (``[a-z0-9_.-]``).
+            prompt: What to ask (for the shipped client, an
+                :class:`~functions.workflows.agent_prompt.AgentPrompt`).
+            client: Makes the call under the day's token budget and counts it in the
+                delivery's spend record (``functions.workflows.wiring.model_client``).
+
+        Returns:
+            The reply, the same on every attempt.
+
+        Raises:
+            Whatever the call raises while no reply is recorded: ``NotApplied``
+            (throttled), ``BudgetExhausted``, ``PermanentError`` (``model_rejected``,
+            ``budget_too_small``), ``TransientError`` (the outcome is unknown).
+        """
+        call = ModelCall(delivery_id=self.delivery_id, step=name, expires_at=self._expires_at)
+        return ModelReply.from_record(
+            self.step(name, lambda: client.answer(prompt, call).to_record())
+        )
 
 
 def outcome_mode(

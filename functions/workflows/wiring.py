@@ -8,6 +8,7 @@ worker calls it once per container with the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import boto3
@@ -17,6 +18,7 @@ from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
+from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
@@ -35,6 +37,8 @@ from functions.workflows.agent import (
 )
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
+from functions.workflows.model_client import ModelClient, ModelSettings
+from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -89,21 +93,11 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     Raises:
         ValueError: a workflow setting is malformed or not known; ``ARCHIVE_BUCKET``
             is missing; there is neither ``ALERT_TOPIC_ARN`` nor ``alert_url``; a URL
-            is not HTTPS (or loopback HTTP, when allowed).
+            is not HTTPS (or loopback HTTP, when allowed); the ``tools`` setting names
+            no sequence of tools.
     """
     settings = AgentSettings.from_mapping(context.settings)
-    if settings.bedrock_endpoint_url is not None:
-        _check_url("bedrock_endpoint_url", settings.bedrock_endpoint_url, context)
-    budget = None
-    if settings.daily_token_budget > 0:
-        if not context.table_name:
-            raise ValueError("the agent workflow's token budget needs TABLE_NAME")
-        store = DynamoDbBudget(
-            client=boto3.client("dynamodb", config=DYNAMODB_CONFIG),
-            table_name=context.table_name,
-            default_limit=settings.daily_token_budget,
-        )
-        budget = TokenBudget(store)
+    parts = _model_parts(context, "agent")
     topic = None
     if context.alert_topic_arn:
         sns = boto3.client("sns", config=SNS_CONFIG)
@@ -116,18 +110,82 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         approvals = DynamoDbApprovals(
             client=boto3.client("dynamodb", config=DYNAMODB_CONFIG), table_name=context.table_name
         )
-    bedrock = bedrock_client(settings.bedrock_endpoint_url)
     return AgentWorkflow(
         settings=settings,
         archive=_archive(context, "agent"),
-        model=BedrockConverse(client=bedrock, model_id=settings.model_id),
+        model=parts.model,
         topic=topic,
         webhook=webhook,
-        budget=budget,
+        budget=parts.budget,
         clock=context.clock,
+        metrics=parts.metrics,
+        spend=parts.spend,
+        tools=() if settings.tools is None else load_tools(settings.tools),
+        approvals=approvals,
+    )
+
+
+def model_client(context: WorkflowContext) -> ModelClient:
+    """A budgeted, counted Bedrock ``Converse`` client for ``effects.model``, in any workflow.
+
+    Call it once in the workflow's factory. It reads the model settings from
+    ``WORKFLOW_SETTINGS`` (``model_id``, ``max_tokens``, ``temperature``,
+    ``daily_token_budget``, ``bedrock_endpoint_url``; other names are the workflow's)
+    and keeps the day's token budget and each delivery's spend in the stack's table.
+
+    Raises:
+        ValueError: a model setting is malformed; a budget or spend record without
+            ``TABLE_NAME``; ``bedrock_endpoint_url`` is not HTTPS (or loopback HTTP,
+            when allowed).
+    """
+    settings = ModelSettings.from_mapping(context.settings)
+    parts = _model_parts(context, "model client")
+    return ModelClient(
+        model=parts.model,
+        clock=context.clock,
+        metrics=parts.metrics,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        budget=parts.budget,
+        spend=parts.spend,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelParts:
+    model: BedrockConverse
+    budget: TokenBudget | None
+    spend: DynamoDbSpend | None
+    metrics: EmfMetrics
+
+
+def _model_parts(context: WorkflowContext, user: str) -> _ModelParts:
+    settings = ModelSettings.from_mapping(context.settings)
+    if settings.bedrock_endpoint_url is not None:
+        _check_url("bedrock_endpoint_url", settings.bedrock_endpoint_url, context)
+    wants_budget = settings.daily_token_budget > 0
+    if wants_budget and not context.table_name:
+        raise ValueError(f"the {user}'s token budget needs TABLE_NAME")
+    dynamodb = boto3.client("dynamodb", config=DYNAMODB_CONFIG) if context.table_name else None
+    budget = None
+    if wants_budget and dynamodb is not None:
+        store = DynamoDbBudget(
+            client=dynamodb,
+            table_name=context.table_name,
+            default_limit=settings.daily_token_budget,
+        )
+        budget = TokenBudget(store)
+    bedrock = bedrock_client(settings.bedrock_endpoint_url)
+    return _ModelParts(
+        model=BedrockConverse(client=bedrock, model_id=settings.model_id),
+        budget=budget,
+        spend=(
+            None
+            if dynamodb is None
+            else DynamoDbSpend(client=dynamodb, table_name=context.table_name)
+        ),
         # The worker's own metric set: it is flushed after every batch.
         metrics=EmfMetrics(),
-        approvals=approvals,
     )
 
 

@@ -40,6 +40,9 @@ class ChaosConfig:
     # notify, whose effects the notification target counts (archive has none).
     workflow: str = "notify"
     bedrock_latency_ms: int = 200  # agent workflow: widens the model-call window
+    # Agent workflow: the model asks for local.agent_tools' tools (a lookup, then a
+    # ticket opened at the notification target), killed inside their windows too.
+    tools: bool = False
 
     def __post_init__(self) -> None:
         if self.deliveries < 10:
@@ -61,5 +64,7 @@ class ChaosConfig:
             raise ValueError("the MCP failure and slow rates together must stay below 0.5")
         if self.time_scale <= 0 or self.deadline_seconds <= 0:
             raise ValueError("time scale and deadline must be positive")
+        if self.tools and self.workflow != "agent":
+            raise ValueError("tools go with the agent workflow")
         if min(self.concurrency, self.backlog, self.max_attempts) < 1:
             raise ValueError("concurrency, backlog and max attempts must be at least 1")

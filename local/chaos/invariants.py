@@ -19,6 +19,7 @@ from functions.core import table_layout
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX
 from functions.core.errors import PermanentError, UncertainEffect
 from functions.workflows.agent import MODEL_STEP, Alert, ModelSummary
+from local.agent_tools import TICKET_TOOL
 from local.chaos.config import RESTART_DEADLINE_SECONDS, ChaosConfig
 from local.chaos.load import LoadRecord
 from local.chaos.plan import LoadPlan
@@ -55,6 +56,30 @@ def check(stack: LocalStack, config: ChaosConfig, plan: LoadPlan, load: LoadReco
     return checks.findings(kills)
 
 
+TOOL_KEY_MARK = ":tool:"
+
+
+def _final_replies(items: list[dict[str, Any]]) -> dict[str, str]:
+    """Per delivery, the recorded reply its alert is built from: the last model turn
+    recorded (``model``, or ``model.<n>`` with tools)."""
+    turns: dict[str, tuple[int, str]] = {}
+    for i in items:
+        sk = i["sk"]["S"]
+        name = sk.removeprefix(SK_STEP_PREFIX)
+        if not sk.startswith(SK_STEP_PREFIX) or "result" not in i:
+            continue
+        if name == MODEL_STEP:
+            turn = 0
+        elif name.startswith(MODEL_STEP + ".") and name[len(MODEL_STEP) + 1 :].isdigit():
+            turn = int(name[len(MODEL_STEP) + 1 :])
+        else:
+            continue
+        delivery_id = i["pk"]["S"]
+        if turn >= turns.get(delivery_id, (-1, ""))[0]:
+            turns[delivery_id] = (turn, i["result"]["S"])
+    return {delivery_id: result for delivery_id, (_, result) in turns.items()}
+
+
 def sha256_hex(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
@@ -89,11 +114,14 @@ class _Checks:
         self.effect_counts: Counter[str] = Counter(applied=0, lost=0, duplicated=0, in_doubt=0)
         if stack.options.agent:
             self.effect_counts["text_not_recorded"] = 0
-        self.model_results = {
-            i["pk"]["S"]: i["result"]["S"]
+        self.model_results = _final_replies(items)
+        # Per acting tool use (effect tool.<digest>): its records, for the in-doubt count.
+        self.tool_intents = sum(
+            1
             for i in items
-            if i["sk"]["S"] == SK_STEP_PREFIX + MODEL_STEP and "result" in i
-        }
+            if i["sk"]["S"].startswith(table_layout.SK_EFFECT_PREFIX + "tool.")
+            and i.get("status", {}).get("S") == "intent"
+        )
         self.notified = stack.sink.sink.body
         self.requested = stack.mcp.controls.packages_requested()
         self.depths = stack.queue_depths()
@@ -147,10 +175,17 @@ class _Checks:
                 self.violations.append(f"{delivery_id}: effect applied {applied} times ({state})")
             if item["body_sha256"]["S"] != sha256_hex(result.delivery.body):
                 self.violations.append(f"{delivery_id}: stored body digest is not the delivery's")
+        self._effect_keys()
+
+    def _effect_keys(self) -> None:
+        """Every key the far sides saw is a genuine delivery's; a tool acts once per use."""
         genuine_ids = {r.delivery_id for r in self.load.genuine}
         for key in self.effects:
-            if key.removesuffix(f":{self.effect}") not in genuine_ids:
+            delivery_id, tool_use = key.split(TOOL_KEY_MARK)[0], TOOL_KEY_MARK in key
+            if delivery_id.removesuffix(f":{self.effect}") not in genuine_ids:
                 self.violations.append(f"an effect for an unknown delivery: {key}")
+            elif tool_use and self.effects[key] > 1:
+                self.violations.append(f"{delivery_id}: a tool acted {self.effects[key]} times")
 
     def _alert_shows_recorded_result(self, delivery_id: str) -> bool:
         """The alert the subscriber got ends with the model step's recorded result, as
@@ -170,6 +205,13 @@ class _Checks:
         )
         return text.endswith("\n\n" + alert.body)
 
+    def _waits_in_doubt(self, delivery_id: str) -> bool:
+        item = self.inbox.get(delivery_id)
+        if item is None:
+            return False
+        error = item.get("last_error", {}).get("S", "")
+        return self._in_doubt(item["state"]["S"], error, "completed")
+
     def _in_doubt(self, state: str, error: str, expected: str) -> bool:
         return (
             self.effect == "alert"
@@ -188,9 +230,10 @@ class _Checks:
             counts["lost"] += 1
 
     def shared_packages(self) -> None:
-        """Several deliveries of one package: each processed on its own."""
+        """Several deliveries of one package: each processed on its own (or, stopped by
+        an effect in doubt before its alert, such as a tool's, waiting for an operator)."""
         for package_id, ids in self.plan.shared_packages.items():
-            done = sum(self._applied(i) == 1 for i in ids)
+            done = sum(self._applied(i) == 1 or self._waits_in_doubt(i) for i in ids)
             if done != len(ids):
                 self.violations.append(f"{package_id}: {done} of {len(ids)} deliveries processed")
 
@@ -269,5 +312,19 @@ class _Checks:
             quarantined=self.quarantined,
             stored_forged_or_replayed=self.stored_rejected,
             queues=self.depths,
-            effects={self.effect: dict(self.effect_counts)},
+            effects={self.effect: dict(self.effect_counts), **self._tool_counts()},
         )
+
+    def _tool_counts(self) -> dict[str, dict[str, int]]:
+        """The acting tool's uses as the notification target saw them (keyed
+        ``<delivery_id>:tool:<tool-use id>``): applied once, more than once, in doubt."""
+        uses = [n for key, n in self.effects.items() if TOOL_KEY_MARK in key]
+        if not uses and not self.tool_intents:
+            return {}
+        return {
+            f"tool {TICKET_TOOL}": {
+                "applied": sum(1 for n in uses if n == 1),
+                "duplicated": sum(1 for n in uses if n > 1),
+                "in_doubt": self.tool_intents,
+            }
+        }

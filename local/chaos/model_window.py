@@ -30,16 +30,32 @@ def unattributed_reruns(reruns: Iterable[Run], interrupted: set[Run]) -> list[Ru
     return [(d, run) for d, run in reruns if (d, run - 1) not in interrupted]
 
 
+def uncounted_calls(calls: Mapping[str, int], counted: Mapping[str, int]) -> dict[str, int]:
+    """Per delivery, the emulator's calls its spend record does not count (should be none:
+    a call is counted before it is sent)."""
+    missing = {d: n - counted.get(d, 0) for d, n in calls.items()}
+    return {d: n for d, n in missing.items() if n > 0}
+
+
 def model_figures(
     calls: Mapping[str, int],
     *,
     reruns: Sequence[Run],
     interrupted: set[Run],
     kills_in_window: int,
+    counted: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """The report's ``model`` figures: the emulator's calls per delivery id, the
-    reruns the worker logged, the runs kills interrupted and the kills that did."""
+    reruns the worker logged, the runs kills interrupted and the kills that did; with
+    ``counted`` (each delivery's spend record), the calls counted and those not."""
+    spend = {}
+    if counted is not None:
+        spend = {
+            "calls_counted": sum(counted.values()),
+            "calls_uncounted": sum(uncounted_calls(calls, counted).values()),
+        }
     return {
+        **spend,
         "calls": sum(calls.values()),
         "deliveries_called": len(calls),
         "deliveries_called_more_than_once": sum(1 for n in calls.values() if n > 1),

@@ -16,7 +16,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.workflows.agent import MODEL_STEP
+from local import agent_tools
 from local.chaos.config import ChaosConfig
 from local.chaos.invariants import check
 from local.chaos.load import LoadRecord, send_load
@@ -34,6 +36,7 @@ from local.event_sources import INJECTED_RELAY_FAILURE
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
+TOOLS_SPEC = "local.agent_tools:TOOLS"
 # What the step runner logs when a step runs again after a worker died inside it.
 STEP_RERUN_MESSAGE = "step rerun: an earlier attempt died inside it"
 
@@ -49,6 +52,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         max_attempts=config.max_attempts,
         workflow=config.workflow,
         bedrock_latency_ms=config.bedrock_latency_ms,
+        workflow_settings={"tools": TOOLS_SPEC} if config.tools else {},
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()
@@ -58,6 +62,9 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         stack.mcp.set_slow_rate(
             config.mcp_slow_rate, delay_ms=options.mcp_timeout_seconds * 1000 + 500
         )
+        if config.tools:
+            assert stack.bedrock is not None
+            stack.bedrock.emulator.script_tools(agent_tools.SCRIPT)
         rng = random.Random(config.seed)  # noqa: S311 (a reproducible simulation)
         plan = plan_load(config, mcp_url=stack.state.mcp_url, rng=rng)
         say(
@@ -85,6 +92,11 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         model = _model_figures(stack, load, worker_log)
         if model:
             violations += model_violations(worker_log.model_reruns, load.interrupted_model_steps)
+            if model["calls_uncounted"]:
+                violations.append(
+                    f"{model['calls_uncounted']} model calls reached Bedrock uncounted by"
+                    " their delivery's spend record"
+                )
         return ChaosReport(
             config=config,
             deliveries=DeliveryCounts.of(plan, load),
@@ -120,12 +132,26 @@ def _model_figures(stack: LocalStack, load: LoadRecord, log: _WorkerLog) -> dict
     (none when the workflow calls no model)."""
     if stack.bedrock is None:
         return {}
+    calls = stack.model_calls()
     return model_figures(
-        stack.model_calls(),
+        calls,
         reruns=log.model_reruns,
         interrupted=load.interrupted_model_steps,
         kills_in_window=load.kills_in_model_window,
+        counted=_counted_calls(stack, calls),
     )
+
+
+def _counted_calls(stack: LocalStack, calls: dict[str, int]) -> dict[str, int]:
+    """Each called delivery's model calls as its spend record counts them."""
+    spend = DynamoDbSpend(
+        client=stack.client("dynamodb"), table_name=stack.state.resources.table_name
+    )
+    counted = {}
+    for delivery_id in calls:
+        record = spend.get(delivery_id)
+        counted[delivery_id] = 0 if record is None else record.model_calls
+    return counted
 
 
 class _AbandonedMcpRequests(logging.Filter):

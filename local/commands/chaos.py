@@ -86,6 +86,12 @@ def register(subparsers: Any) -> None:
         metavar="MS",
         help="added to every model call of the agent workflow (200)",
     )
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="agent workflow: the model asks for a lookup and an acting tool (a ticket)"
+        " on every delivery; the report counts the tool's uses per key",
+    )
     parser.add_argument("--report", metavar="FILE", help="write the figures as JSON here")
     parser.set_defaults(handler=run)
 
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             workflow=args.workflow,
             bedrock_latency_ms=args.bedrock_latency_ms,
+            tools=args.tools,
         )
     except ValueError as exc:  # a combination the checks above do not name
         raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None

@@ -14,6 +14,7 @@ from ops.commands.target_options import add_target_arguments, open_target, opera
 
 if TYPE_CHECKING:
     from functions.core.effects import EffectRecord
+    from functions.core.spend import ModelSpend
     from functions.core.steps import StepRecord
 
 STATES = ("pending", "processing", "completed", "failed", "ignored", "awaiting_approval")
@@ -95,10 +96,20 @@ def run_show(args: argparse.Namespace) -> int:
         for name in progress.repeatable_done
     ]
     lines += [(f"approval {r.name}", approvals.approval_line(r)) for r in asked]
+    if progress.spend.model_calls:
+        lines.append(("model calls", spend_line(progress.spend)))
     width = max(len(label) for label, _ in lines)
     for label, shown in lines:
         print(f"{label:<{width}}  {'-' if shown is None else shown}")
     return 0
+
+
+def spend_line(spend: ModelSpend) -> str:
+    """The delivery's model calls: how many may have run, and the tokens reported."""
+    line = f"{spend.model_calls} ({spend.answered} answered"
+    if spend.unknown_outcomes:
+        line += f", {spend.unknown_outcomes} of unknown outcome: killed or answer lost"
+    return line + f"), tokens {spend.input_tokens} in / {spend.output_tokens} out"
 
 
 def _step_line(step: StepRecord) -> str:

@@ -403,6 +403,23 @@ def _approval_events(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int,
     return events
 
 
+def _spend_line(delivery: Delivery) -> str:
+    """What the delivery's model calls cost: every call that may have run is counted."""
+    spend = delivery.progress.spend
+    if not spend.model_calls:
+        return ""
+    unknown = (
+        f", {spend.unknown_outcomes} of unknown outcome (killed or answer lost)"
+        if spend.unknown_outcomes
+        else ""
+    )
+    return (
+        f'<p class="spend">Model calls <b>{spend.model_calls}</b>'
+        f" ({spend.answered} answered{unknown})"
+        f" · tokens <b>{spend.input_tokens}</b> in / <b>{spend.output_tokens}</b> out</p>"
+    )
+
+
 def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
     item = delivery.item
     events = [
@@ -420,7 +437,8 @@ def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
         f'<p class="summary"><code>{escape(item.delivery_id)}</code> {_state(item.state)}'
         f" · outcome <b>{escape(outcome_code(item))}</b>"
         f" · changed {escape(age(item.state_changed_at, chrome.now))} ago</p>"
-        f'<div class="actions">{actions}</div>'
+        + _spend_line(delivery)
+        + f'<div class="actions">{actions}</div>'
         "<h2>Timeline</h2>" + _table(("time", "what", "detail"), events, empty="")
     )
     return page(chrome, f"Delivery {item.delivery_id}", content)

@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 
 from functions.core import env_keys, metric_names
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
+from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.budget import TokenBudget
 from functions.core.models import State, WorkItem
+from functions.core.spend import ModelSpend
 from functions.core.steps import StepStatus
 from functions.workflows.agent import MODEL_STEP
 from local.bedrock_emulator import ConverseError, RunningEmulator
@@ -97,12 +99,17 @@ class AgentStack:
     alerts: list[MessageTypeDef] = field(default_factory=list)
 
     def worker(
-        self, wrap: Callable[[Any], Any] | None = None, *, budget: int = DAILY_BUDGET
+        self,
+        wrap: Callable[[Any], Any] | None = None,
+        *,
+        budget: int = DAILY_BUDGET,
+        extra: dict[str, str] | None = None,
     ) -> WorkerRig:
         settings = {
             "bedrock_endpoint_url": self.emulator.url,
             "max_tokens": str(MAX_TOKENS),
             "daily_token_budget": str(budget),
+            **(extra or {}),
         }
         return make_worker(
             self.aws,
@@ -143,6 +150,10 @@ class AgentStack:
         assert record is not None and record.status is StepStatus.RECORDED
         assert record.result is not None and record.result.inline is not None
         return str(json.loads(record.result.inline)["text"])
+
+    def spend(self, delivery_id: str) -> ModelSpend:
+        spend = DynamoDbSpend(client=self.aws.dynamodb, table_name=TABLE).get(delivery_id)
+        return spend or ModelSpend()
 
     def budget(self) -> TokenBudget:
         store = DynamoDbBudget(
@@ -226,11 +237,14 @@ class Window:
     model_calls: int = 1
     reruns: int = 0
     state: State = State.COMPLETED
+    # The calls the delivery's spend record counts, when not ``model_calls``: a call is
+    # counted before it is sent, so one whose worker died just before sending counts.
+    counted: int | None = None
 
 
 WINDOWS: dict[str, Window] = {
     "before the model call": Window(
-        arm=lambda c: setattr(c, "before_send", True), model_calls=1, reruns=1
+        arm=lambda c: setattr(c, "before_send", True), model_calls=1, reruns=1, counted=2
     ),
     "inside the model call (answered, never recorded)": Window(
         arm=lambda c: setattr(c, "after_call", True), model_calls=2, reruns=1
@@ -287,10 +301,17 @@ def test_crash_then_retry_sends_exactly_one_alert(
         "outcome": inbox.state.value + (f" ({inbox.last_error})" if inbox.last_error else ""),
         "step reruns": metrics[metric_names.METRIC_STEP_RERUNS],
         "tokens reserved/used": f"{day.reserved}/{day.used}",
+        "calls counted for the delivery": stack.spend(work.delivery_id).model_calls,
     }
     print(f"crash window {window}: {TABLE_ROWS[window]}")
     assert len(alerts) == 1
     assert model_calls == expected.model_calls
+    spend = stack.spend(work.delivery_id)
+    assert spend.model_calls == (expected.counted or model_calls)
+    # Every answer that reached the worker is counted with its tokens, once.
+    answered = model_calls - (window == "inside the model call (answered, never recorded)")
+    assert spend.answered == answered
+    assert spend.input_tokens + spend.output_tokens == day.used
     assert metrics[metric_names.METRIC_STEP_RERUNS] == expected.reruns
     assert stack.recorded_text(work.delivery_id) in alerts[0]["Body"]
     assert inbox.state is expected.state
@@ -370,6 +391,7 @@ def test_a_model_call_that_may_have_run_stays_counted_at_its_estimate(
     estimate = day.reserved
     assert estimate > 0 and day.used == 0  # at its estimate, not settled at 0
     assert day.open_reservations == 0  # kept for good, not left open
+    assert stack.spend(work.delivery_id) == ModelSpend(model_calls=1)  # its outcome unknown
     # The retry calls again and settles its own reservation; the first stays counted.
     stack.aws.clock.advance(LEASE_SECONDS + 1)
     stack.aws.make_visible(messages)
@@ -379,5 +401,8 @@ def test_a_model_call_that_may_have_run_stays_counted_at_its_estimate(
     day = stack.budget().show(stack.aws.clock.now())
     assert 0 < day.used < estimate
     assert day.reserved == estimate + day.used
+    spend = stack.spend(work.delivery_id)
+    assert (spend.model_calls, spend.answered, spend.unknown_outcomes) == (2, 1, 1)
+    assert spend.input_tokens + spend.output_tokens == day.used
     metrics = emitted_metrics(capsys.readouterr().out)
     assert metrics[metric_names.METRIC_MODEL_CALLS] == 2

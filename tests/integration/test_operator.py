@@ -18,6 +18,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord, State, WorkItem
+from functions.core.spend import ModelSpend
 from local.state import LocalState
 from ops.inbox import inbox_view, list_inbox, show_inbox
 from ops.requeue import RedriveOutcome, RequeueOutcome, redrive, requeue, reset_failed
@@ -46,6 +47,7 @@ def test_inbox_show_json_matches_the_store_and_has_no_body(
     assert shown["completed_at"] is None
     assert shown == {
         **inbox_view(dynamodb_items.inbox_from_item(stored)),
+        **ModelSpend().to_dict(),
         "steps": [],
         "effects": [],
         "approvals": [],

@@ -25,11 +25,14 @@ from functions.core.errors import (
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.package import Attachment, Package
 from functions.core.settings_env import SettingsError
+from functions.core.spend import ModelSpend
 from functions.core.steps import StepStatus, StepStorage
 from functions.workflows.agent import (
     ALERT_EFFECT,
     ALERT_HTTP_EFFECT,
     MODEL_STEP,
+    NO_TOOLS_RULE,
+    TOOLS_RULE,
     AgentSettings,
     AgentWorkflow,
     Alert,
@@ -39,6 +42,7 @@ from functions.workflows.agent import (
 )
 from functions.workflows.agent_prompt import AgentPrompt
 from functions.workflows.archive import ARCHIVE_EFFECT, archive_key
+from functions.workflows.tools import Tool, ToolMode
 from local.testkit.clock import FakeClock
 from tests.fakes import (
     FakeApprovals,
@@ -46,6 +50,7 @@ from tests.fakes import (
     FakeClaims,
     FakeEffects,
     FakeMetrics,
+    FakeSpend,
     FakeSteps,
 )
 
@@ -124,6 +129,7 @@ class World:
     effects: FakeEffects = field(default_factory=FakeEffects)
     steps: FakeSteps = field(default_factory=FakeSteps)
     archive: FakeArchive = field(default_factory=FakeArchive)
+    spend: FakeSpend = field(default_factory=FakeSpend)
     budget_store: FakeBudget = field(init=False)
     # The repeatable effects the last attempt applied (what its completion would mark).
     repeated: frozenset[str] = frozenset()
@@ -141,6 +147,7 @@ class World:
             budget=TokenBudget(self.budget_store) if budget else None,
             clock=self.clock,
             metrics=self.metrics,
+            spend=self.spend,
         )
 
     def attempt(self) -> None:
@@ -512,10 +519,67 @@ def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approve
 
 
 def test_the_agent_refuses_tool_approvals_it_cannot_honour() -> None:
-    with pytest.raises(SettingsError, match="no tools"):
+    with pytest.raises(SettingsError, match="cannot hold tools"):
         AgentSettings.from_mapping({"approval": "tools:open_ticket"})
     with pytest.raises(SettingsError, match="approval"):
         AgentSettings.from_mapping({"approval": "everything"})
     with pytest.raises(SettingsError, match="approval_timeout_minutes"):
         AgentSettings.from_mapping({"approval_timeout_minutes": "0"})
     assert AgentSettings.from_mapping({}).approval_timeout_seconds == 1440 * 60
+
+
+def test_every_model_call_that_may_have_run_is_counted_for_the_delivery(world: World) -> None:
+    """A call that failed after sending and its retry are both paid: both are counted,
+    the tokens are the answered call's; a throttled call is not counted."""
+    world.model.answers = [
+        TransientError("model_unavailable"),
+        NotApplied("model_throttled"),
+        ANSWER,
+    ]
+    for _ in range(2):
+        with pytest.raises((TransientError, NotApplied)):
+            world.attempt()
+    world.attempt()
+    world.attempt()  # recorded: no call
+    assert world.spend.get(DELIVERY) == ModelSpend(
+        model_calls=2, answered=1, input_tokens=900, output_tokens=40
+    )
+
+
+def test_settings_read_the_tools_and_their_caps() -> None:
+    settings = AgentSettings.from_mapping(
+        {"tools": "my_tools:TOOLS", "max_turns": "4", "max_tool_calls": "9"}
+    )
+    assert (settings.tools, settings.max_turns, settings.max_tool_calls) == ("my_tools:TOOLS", 4, 9)
+    for bad in ({"max_turns": "0"}, {"max_tool_calls": "100000"}):
+        with pytest.raises(SettingsError):
+            AgentSettings.from_mapping(bad)
+
+
+def test_with_tools_the_prompt_offers_them_instead_of_denying_any(world: World) -> None:
+    tool = Tool(
+        "lookup", "Looks up.", {"type": "object"}, ToolMode.READ_ONLY, lambda i, k: {"ok": 1}
+    )
+    workflow = AgentWorkflow(
+        settings=world.settings,
+        archive=world.archive,
+        model=world.model,
+        topic=world.topic,
+        webhook=None,
+        budget=None,
+        clock=world.clock,
+        metrics=world.metrics,
+        tools=[tool],
+    )
+    system = workflow.prompt(PACKAGE).system
+    assert NO_TOOLS_RULE not in system and TOOLS_RULE in system
+    assert NO_TOOLS_RULE in world.workflow().prompt(PACKAGE).system  # the rule still matches
+    ledger = EffectLedger(
+        DELIVERY,
+        store=world.effects,
+        clock=world.clock,
+        steps=StepStorage(records=world.steps, metrics=world.metrics),
+    )
+    workflow.run(WORK, PACKAGE, ledger)
+    assert world.model.prompts[0].tool_config == {"tools": [tool.spec()]}
+    assert len(_sent(world.topic)) == 1

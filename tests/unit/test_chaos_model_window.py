@@ -8,6 +8,7 @@ from local.chaos.model_window import (
     model_figures,
     model_violations,
     unattributed_reruns,
+    uncounted_calls,
 )
 
 
@@ -59,3 +60,12 @@ def test_more_reruns_than_interrupted_runs_is_a_violation() -> None:
         violations[0] == "model step reran 2 times, more than the 1 runs worker kills interrupted"
     )
     assert len(violations) == 2
+
+
+def test_calls_the_spend_records_do_not_count_are_reported() -> None:
+    calls = {"d1": 2, "d2": 1, "d3": 1}
+    # d1's rerun is counted, d2 counted a call killed before sending; d3 lost one.
+    counted = {"d1": 2, "d2": 2, "d3": 0}
+    assert uncounted_calls(calls, counted) == {"d3": 1}
+    figures = model_figures(calls, reruns=[], interrupted=set(), kills_in_window=0, counted=counted)
+    assert (figures["calls_counted"], figures["calls_uncounted"]) == (4, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functions.core.models import InboxItem, QuarantineRecord, State
+from functions.core.spend import ModelSpend
 from ops.console import views
 from ops.console.reads import (
     Alarm,
@@ -118,6 +119,16 @@ def test_a_completed_delivery_offers_no_requeue_and_names_the_earlier_error() ->
     whats = ("<td>received", "<td>requeued", "<td>attempts", "<td>completed")
     positions = [timeline.index(what) for what in whats]
     assert positions == sorted(positions)
+
+
+def test_the_delivery_page_shows_what_its_model_calls_cost() -> None:
+    spend = ModelSpend(model_calls=2, answered=1, input_tokens=812, output_tokens=57)
+    progress = Progress([], [], spend=spend)
+    shown = views.delivery_page(chrome(), Delivery(item(), None, progress, []))
+    assert "Model calls <b>2</b> (1 answered, 1 of unknown outcome" in shown
+    assert "tokens <b>812</b> in / <b>57</b> out" in shown
+    quiet = views.delivery_page(chrome(), Delivery(item(), None, Progress([], []), []))
+    assert "Model calls" not in quiet
 
 
 def test_a_running_attempt_shows_only_the_start_of_its_lease_owner() -> None:

@@ -11,6 +11,7 @@ from functions.core.workflow import WORKFLOW_ALIASES, WorkflowContext, load_work
 from functions.workflows.agent import AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
+from functions.workflows.wiring import model_client
 from local.testkit.clock import FakeClock
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
@@ -88,3 +89,26 @@ def test_http_effects_are_declared_keyed_only_by_their_setting() -> None:
         agent = load_workflow("agent", dataclasses.replace(CONTEXT, settings=settings))
         assert isinstance(agent, AgentWorkflow)
         assert [channel.mode for channel in agent.channels()] == [EffectMode.OPERATOR, mode]
+
+
+def test_any_workflow_gets_a_model_client_from_the_model_settings() -> None:
+    """Settings the model does not read are the workflow's own: no error for them."""
+    settings = {"max_tokens": "64", "temperature": "0.5", "ticket_url": "https://t.example"}
+    client = model_client(dataclasses.replace(CONTEXT, settings=settings))
+    assert (client.max_tokens, client.temperature) == (64, 0.5)
+    for bad in ({"max_tokens": "0"}, {"bedrock_endpoint_url": "http://bedrock.example"}):
+        with pytest.raises(ValueError):
+            model_client(dataclasses.replace(CONTEXT, settings=bad))
+    with pytest.raises(ValueError, match="TABLE_NAME"):
+        model_client(dataclasses.replace(CONTEXT, table_name=""))
+    off = dataclasses.replace(CONTEXT, table_name="", settings={"daily_token_budget": "0"})
+    assert model_client(off).max_tokens == 512
+
+
+def test_agent_loads_its_tools_at_cold_start() -> None:
+    tools = {"tools": "local.agent_tools:TOOLS", "max_turns": "3"}
+    assert isinstance(
+        load_workflow("agent", dataclasses.replace(CONTEXT, settings=tools)), AgentWorkflow
+    )
+    with pytest.raises(ValueError, match="tools"):
+        load_workflow("agent", dataclasses.replace(CONTEXT, settings={"tools": "nowhere:TOOLS"}))

@@ -1,15 +1,16 @@
-"""The agent workflow's model on Bedrock Runtime ``Converse`` (the ``Model`` port).
+"""The model of every model step on Bedrock Runtime ``Converse`` (the ``Model`` port).
 
 One request per call: the fenced system prompt and user message, ``inferenceConfig``
 (``maxTokens``, ``temperature``), the delivery id as ``requestMetadata`` (it shows in
-Bedrock's invocation logs), and no ``toolConfig``: the model is offered no tools.
+Bedrock's invocation logs), and ``toolConfig`` only when the prompt offers tools (the
+agent's tool loop); the answer's ``toolUse`` blocks become its tool uses.
 
 The client makes **one HTTP attempt per call** (``retries`` off: ``BEDROCK_CONFIG`` in
 :mod:`functions.workflows.wiring`). A botocore retry after an answer that may follow a
 model run would run the model again unseen, and its last answer would decide how the
 token budget settles the call: a 500 then a throttle looked like a call that never
 ran. So each answer maps to one outcome here, and the workflow settles the budget by
-it (:mod:`functions.workflows.agent`):
+it (:mod:`functions.workflows.model_client`):
 
 * an answer: the summary; the budget settles the tokens it reports;
 * throttled (``ThrottlingException``, ``ModelNotReadyException``: 429), or never
@@ -45,8 +46,9 @@ from botocore.exceptions import (
 )
 
 from functions.core.errors import NotApplied, PermanentError, TransientError
-from functions.workflows.agent import ModelAnswer
+from functions.core.model_step import ToolUse
 from functions.workflows.agent_prompt import AgentPrompt
+from functions.workflows.model_client import ModelAnswer
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -80,6 +82,8 @@ class BedrockConverse:
         }
         if self._metadata_known:
             request["requestMetadata"] = {DELIVERY_ID_METADATA_KEY: delivery_id}
+        if prompt.tool_config is not None:
+            request["toolConfig"] = prompt.tool_config
         try:
             response = self._client.converse(**request)
         except ClientError as exc:
@@ -101,17 +105,26 @@ def _translated(exc: ClientError) -> Exception:
 
 
 def _answer(response: Mapping[str, Any]) -> ModelAnswer:
-    """The text blocks joined; any other block (there should be none) is left out."""
+    """The text blocks joined, and the tools asked for; any other block is left out."""
     try:
         content = response["output"]["message"]["content"]
         text = "".join(block["text"] for block in content if "text" in block)
+        uses = tuple(_tool_use(block["toolUse"]) for block in content if "toolUse" in block)
         usage = response["usage"]
         return ModelAnswer(
             text=text,
             stop_reason=str(response["stopReason"]),
             input_tokens=int(usage["inputTokens"]),
             output_tokens=int(usage["outputTokens"]),
+            tool_uses=uses,
         )
     except (KeyError, TypeError, ValueError) as exc:
         # The model ran (and was paid for), but its answer has no usable shape.
         raise TransientError("model_answer_invalid") from exc
+
+
+def _tool_use(block: Mapping[str, Any]) -> ToolUse:
+    tool_input = block["input"]
+    if not isinstance(tool_input, dict):
+        raise TypeError("a tool's input is a JSON object")
+    return ToolUse(id=str(block["toolUseId"]), name=str(block["name"]), input=tool_input)

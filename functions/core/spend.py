@@ -1,0 +1,83 @@
+"""What a delivery's model calls cost: every call that may have run, counted once.
+
+The recorded answer of a model step says what the *recorded* call used; it says
+nothing of the calls before it: a rerun after a worker died inside the call, a call
+whose answer was lost (a 5xx, a timeout after sending), a run whose result came too
+late to be recorded. Each of those may have run the model, and each is paid for.
+So every call writes to its delivery's spend record:
+
+* before it is sent, its call id (:meth:`SpendStore.sent`): a worker killed during
+  the call has already counted it;
+* when the service answers that it did not run it (throttled, rejected), its id
+  again (:meth:`SpendStore.not_run`): it is no longer counted;
+* when it answers, the tokens it reports (:meth:`SpendStore.answered`).
+
+Each write is keyed by the call id, so a write sent twice (an SDK retry after an
+answer that was lost) counts once. A call sent but neither answered nor refused has
+an *unknown* outcome: counted as a call, its tokens not known (the token budget keeps
+it at its estimate).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpend:
+    """A delivery's model calls so far.
+
+    Attributes:
+        model_calls: calls that may have run (sent and not refused by the service).
+        answered: calls that answered (their tokens are counted below).
+        input_tokens: the answered calls' prompt tokens.
+        output_tokens: the answered calls' answer tokens.
+    """
+
+    model_calls: int = 0
+    answered: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def unknown_outcomes(self) -> int:
+        """Calls that may have run but never answered (killed, lost, failed after sending)."""
+        return max(0, self.model_calls - self.answered)
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "model_calls": self.model_calls,
+            "answered_calls": self.answered,
+            "unknown_outcome_calls": self.unknown_outcomes,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+class SpendStore(Protocol):
+    """Port: the per-delivery spend records (the table in production)."""
+
+    def sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        """Count call ``call_id`` as one that may have run (once, however often sent)."""
+        ...
+
+    def not_run(self, delivery_id: str, call_id: str) -> None:
+        """The service refused call ``call_id`` before running it: it is not counted."""
+        ...
+
+    def answered(
+        self, delivery_id: str, call_id: str, *, input_tokens: int, output_tokens: int
+    ) -> None:
+        """Add the answered call's tokens, once per ``call_id``."""
+        ...
+
+    def get(self, delivery_id: str) -> ModelSpend | None:
+        """The delivery's spend; None when no model call was ever sent for it."""
+        ...
+
+
+def new_call_id() -> str:
+    """A fresh id for one model call (unique, not secret)."""
+    return secrets.token_hex(8)

@@ -1,0 +1,193 @@
+"""The durable tool loop: model turns and tool calls that a retry never repeats.
+
+Per delivery, turn by turn:
+
+1. the model turn is a model step (``effects.model``): step ``model`` for the first
+   turn, ``model.<n>`` for the n-th after it. Its reply, tool uses and their ids
+   included, is recorded, so a retry sees the same tool-use ids (the service draws
+   new ones on every call: a loop that did not record the turn would key its actions
+   on ids no retry can find again);
+2. each tool use, in order, is settled once for good and recorded as the step
+   ``tool.<digest of its id>``, whose result is what the model is told:
+
+   * a read-only tool: its answer;
+   * an acting tool: run inside that step through the effect ledger as the effect
+     ``tool.<digest>``, keyed ``<delivery_id>:tool:<tool-use id>``, with the tool's
+     outcome mode; an action applied by an attempt that died before its result was
+     recorded is not applied again, and the model is told it was applied;
+   * an unknown tool name, a :class:`~functions.workflows.tools.ToolError` or a
+     refusal (``Rejected``): an error result the model reads;
+
+3. the results go back to the model in the next turn; a turn without tool uses is
+   the final reply.
+
+Caps end a runaway loop: more than ``max_turns`` model turns, or more than
+``max_tool_calls`` tool uses per delivery, fail the delivery (``max_turns_reached`` /
+``max_tool_calls_reached``, a permanent error whose log line names the setting).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from functions.core.errors import PermanentError, Rejected
+from functions.core.observability import logger
+from functions.workflows.tools import Tool, ToolError, tool_config
+
+if TYPE_CHECKING:
+    from functions.core.effects import EffectLedger
+    from functions.core.model_step import ModelCaller, ModelReply, ToolUse
+    from functions.workflows.agent_prompt import AgentPrompt
+
+SETTING_MAX_TURNS: Final = "max_turns"
+SETTING_MAX_TOOL_CALLS: Final = "max_tool_calls"
+DEFAULT_MAX_TURNS: Final = 8
+DEFAULT_MAX_TOOL_CALLS: Final = 20
+_DIGEST_CHARS: Final = 16  # a step or effect name is [a-z0-9_.-]; a tool-use id is not
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCaps:
+    """Per delivery: the most model turns, and the most tool uses, before it fails."""
+
+    max_turns: int = DEFAULT_MAX_TURNS
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+
+
+def tool_key(delivery_id: str, tool_use_id: str) -> str:
+    """The idempotency key of one tool use's action."""
+    return f"{delivery_id}:tool:{tool_use_id}"
+
+
+def tool_record_name(tool_use_id: str) -> str:
+    """The step (and, for an acting tool, effect) name of one tool use."""
+    return "tool." + hashlib.sha256(tool_use_id.encode()).hexdigest()[:_DIGEST_CHARS]
+
+
+def turn_step(turn: int, first: str) -> str:
+    """The model step of turn ``turn`` (0: the first), named after the first's."""
+    return first if turn == 0 else f"{first}.{turn}"
+
+
+def converse_with_tools(
+    effects: EffectLedger,
+    client: ModelCaller[AgentPrompt],
+    prompt: AgentPrompt,
+    tools: Sequence[Tool],
+    *,
+    caps: ToolCaps,
+    first_step: str = "model",
+) -> ModelReply:
+    """Run the loop (see the module's docstring) and return the final reply.
+
+    Raises:
+        PermanentError: ``max_turns_reached`` or ``max_tool_calls_reached``.
+        Whatever a model step or an acting tool's effect raises (``NotApplied``,
+        ``UncertainEffect``, ``TransientError``, ...): the delivery is retried or
+        fails as for any step or effect.
+    """
+    by_name = {tool.name: tool for tool in tools}
+    offered = dataclasses.replace(prompt, tool_config=tool_config(tools))
+    turns: list[dict[str, Any]] = []
+    used = 0
+    for turn in range(caps.max_turns):
+        reply = effects.model(
+            turn_step(turn, first_step), dataclasses.replace(offered, turns=tuple(turns)), client
+        )
+        if not reply.tool_uses:
+            return reply
+        results = []
+        for use in reply.tool_uses:
+            used += 1
+            if used > caps.max_tool_calls:
+                _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
+            settle = functools.partial(_settle, effects, by_name, use)
+            outcome = effects.step(tool_record_name(use.id), settle)
+            results.append(_result_block(use, outcome))
+        turns += [_assistant_turn(reply), {"role": "user", "content": results}]
+    _cap_reached(effects, "max_turns_reached", SETTING_MAX_TURNS, caps)
+
+
+def _settle(effects: EffectLedger, tools: Mapping[str, Tool], use: ToolUse) -> dict[str, Any]:
+    """One tool use's outcome, as recorded: ``{"status": "success"|"error", "content"}``."""
+    tool = tools.get(use.name)
+    if tool is None:
+        return _error(f"there is no tool named {use.name!r}")
+    key = tool_key(effects.delivery_id, use.id)
+    mode = tool.mode.effect_mode
+    if mode is None:
+        try:
+            return _success(tool.run(use.input, key))
+        except ToolError as exc:
+            return _error(exc.message)
+    answers: list[object] = []
+    failures: list[str] = []
+
+    def act(idempotency_key: str) -> None:
+        try:
+            answers.append(tool.run(use.input, idempotency_key))
+        except ToolError as exc:
+            # It did nothing: cleared like any refusal, never left in doubt.
+            failures.append(exc.message)
+            raise Rejected("tool_error") from exc
+
+    try:
+        applied = effects.run(
+            tool_record_name(use.id), act, key=key, mode=mode, reconcile=tool.reconcile
+        )
+    except Rejected as exc:
+        return _error(failures[0] if failures else f"refused ({exc.code})")
+    logger.info(
+        "tool applied" if applied else "tool already applied by an earlier attempt",
+        extra={"delivery_id": effects.delivery_id, "tool": tool.name, "key": key},
+    )
+    if answers:
+        return _success(answers[0])
+    return _success({"applied": True, "note": "applied by an earlier attempt"})
+
+
+def _success(value: object) -> dict[str, Any]:
+    content = value if isinstance(value, dict) else {"result": value}
+    return {"status": "success", "content": content}
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"status": "error", "content": {"error": message}}
+
+
+def _result_block(use: ToolUse, outcome: Any) -> dict[str, Any]:
+    return {
+        "toolResult": {
+            "toolUseId": use.id,
+            "content": [{"json": outcome["content"]}],
+            "status": outcome["status"],
+        }
+    }
+
+
+def _assistant_turn(reply: ModelReply) -> dict[str, Any]:
+    """The recorded turn as the conversation carries it (the text as recorded)."""
+    content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+    content += [
+        {"toolUse": {"toolUseId": use.id, "name": use.name, "input": use.input}}
+        for use in reply.tool_uses
+    ]
+    return {"role": "assistant", "content": content}
+
+
+def _cap_reached(effects: EffectLedger, code: str, setting: str, caps: ToolCaps) -> NoReturn:
+    logger.error(
+        f"the tool loop reached its cap: raise {setting} if this delivery needs more",
+        extra={
+            "delivery_id": effects.delivery_id,
+            "setting": setting,
+            SETTING_MAX_TURNS: caps.max_turns,
+            SETTING_MAX_TOOL_CALLS: caps.max_tool_calls,
+        },
+    )
+    raise PermanentError(code)

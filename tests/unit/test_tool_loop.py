@@ -1,0 +1,237 @@
+"""The durable tool loop on fakes: recorded turns, tools settled once, caps.
+
+The fake model draws a fresh tool-use id on every call, as Bedrock does: only the
+recorded turn keeps an id stable across attempts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.errors import PermanentError, UncertainEffect
+from functions.core.model_step import ToolUse
+from functions.core.steps import StepStorage
+from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
+from functions.workflows.model_client import ModelAnswer, ModelClient
+from functions.workflows.tool_loop import (
+    ToolCaps,
+    converse_with_tools,
+    tool_key,
+    tool_record_name,
+)
+from functions.workflows.tools import Tool, ToolError, ToolMode, load_tools
+from local.testkit.clock import FakeClock
+from tests.fakes import FakeEffects, FakeMetrics, FakeSpend, FakeSteps
+
+DELIVERY = "dlv_tools"
+PROMPT = fenced_prompt(
+    {"title": "t"}, instructions="Summarise.", task="Go.", nonce=lambda: "0123456789abcdef"
+)
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+class Killed(BaseException):
+    """The worker died (a Lambda timeout): nothing after it runs."""
+
+
+@dataclass
+class ScriptedModel:
+    """Turn n asks for the tools of ``script[n]`` (by name and input); then it answers."""
+
+    script: list[list[tuple[str, dict[str, Any]]]]
+    prompts: list[AgentPrompt] = field(default_factory=list)
+
+    def converse(self, prompt: AgentPrompt, **_: Any) -> ModelAnswer:
+        self.prompts.append(prompt)
+        turn = len(prompt.turns) // 2
+        if turn >= len(self.script):
+            return ModelAnswer("All done.", "end_turn", 10, 2)
+        uses = tuple(
+            ToolUse(f"tooluse_{uuid.uuid4().hex}", name, tool_input)
+            for name, tool_input in self.script[turn]
+        )
+        return ModelAnswer("", "tool_use", 10, 2, tool_uses=uses)
+
+
+@dataclass
+class Ticketing:
+    """An acting tool's far side: keeps each key's tickets; may die after acting once."""
+
+    tickets: Counter[str] = field(default_factory=Counter)
+    die_after_acting: bool = False
+
+    def open(self, tool_input: dict[str, Any], key: str) -> dict[str, Any]:
+        self.tickets[key] += 1
+        if self.die_after_acting:
+            self.die_after_acting = False
+            raise Killed
+        return {"ticket": f"T-{len(self.tickets)}"}
+
+
+@dataclass
+class World:
+    model: ScriptedModel
+    tools: list[Tool]
+    effects: FakeEffects = field(default_factory=FakeEffects)
+    steps: FakeSteps = field(default_factory=FakeSteps)
+    clock: FakeClock = field(default_factory=FakeClock)
+    metrics: FakeMetrics = field(default_factory=FakeMetrics)
+    spend: FakeSpend = field(default_factory=FakeSpend)
+    caps: ToolCaps = field(default_factory=ToolCaps)
+
+    def attempt(self) -> Any:
+        ledger = EffectLedger(
+            DELIVERY,
+            store=self.effects,
+            clock=self.clock,
+            steps=StepStorage(records=self.steps, metrics=self.metrics),
+        )
+        client = ModelClient(
+            model=self.model, clock=self.clock, metrics=self.metrics, spend=self.spend
+        )
+        return converse_with_tools(ledger, client, PROMPT, self.tools, caps=self.caps)
+
+
+def lookup_tool(calls: list[dict[str, Any]]) -> Tool:
+    def lookup(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
+        calls.append(tool_input)
+        return {"price": 42}
+
+    return Tool("lookup", "Looks a price up.", SCHEMA, ToolMode.READ_ONLY, lookup)
+
+
+def ticket_tool(far: Ticketing, mode: ToolMode = ToolMode.KEYED) -> Tool:
+    return Tool("open_ticket", "Opens a ticket.", SCHEMA, mode, far.open)
+
+
+def test_tools_run_once_and_their_results_reach_the_next_turn() -> None:
+    lookups: list[dict[str, Any]] = []
+    far = Ticketing()
+    model = ScriptedModel([[("lookup", {"q": "a"})], [("open_ticket", {"q": "b"})]])
+    world = World(model, [lookup_tool(lookups), ticket_tool(far)])
+    reply = world.attempt()
+    assert reply.text == "All done." and not reply.tool_uses
+    assert lookups == [{"q": "a"}]
+    (key,) = far.tickets
+    ticket_use = model.prompts[2].turns[2]["content"][0]["toolUse"]
+    assert key == tool_key(DELIVERY, ticket_use["toolUseId"])
+    assert far.tickets[key] == 1
+    # The second turn carries the first's tool use and the lookup's answer.
+    second = model.prompts[1]
+    assert second.tool_config == {"tools": [t.spec() for t in world.tools]}
+    result = second.turns[1]["content"][0]["toolResult"]
+    assert result["content"] == [{"json": {"price": 42}}] and result["status"] == "success"
+    # A later attempt reuses every recorded turn and result: nothing is called again.
+    assert world.attempt() == reply
+    assert (len(model.prompts), len(lookups), far.tickets[key]) == (3, 1, 1)
+    spend = world.spend.get(DELIVERY)
+    assert spend is not None and spend.model_calls == 3
+
+
+@pytest.mark.parametrize("mode", [ToolMode.KEYED, ToolMode.REPEATABLE])
+def test_killed_inside_an_acting_tool_retries_it_with_the_same_key(mode: ToolMode) -> None:
+    far = Ticketing(die_after_acting=True)
+    model = ScriptedModel([[("open_ticket", {"q": "b"})]])
+    world = World(model, [ticket_tool(far, mode)])
+    with pytest.raises(Killed):
+        world.attempt()
+    world.attempt()
+    # The turn was recorded: the retry used the same tool-use id, hence the same key
+    # (a keyed far side drops the copy; a repeatable one reaches the same state).
+    (key,) = far.tickets
+    assert far.tickets[key] == 2
+    assert len(model.prompts) == 2  # the first turn once, the final turn once
+
+
+def test_killed_inside_a_tool_without_a_mode_is_left_in_doubt() -> None:
+    far = Ticketing(die_after_acting=True)
+    world = World(ScriptedModel([[("open_ticket", {})]]), [ticket_tool(far, ToolMode.NONE)])
+    with pytest.raises(Killed):
+        world.attempt()
+    with pytest.raises(UncertainEffect):
+        world.attempt()
+    assert sum(far.tickets.values()) == 1
+
+
+def test_killed_after_the_tool_is_done_never_applies_it_again() -> None:
+    """Between the effect's done record and the result step: the model is told it was
+    applied, and the far side sees one call."""
+    far = Ticketing()
+    model = ScriptedModel([[("open_ticket", {})]])
+    world = World(model, [ticket_tool(far, ToolMode.NONE)])
+    use_name: list[str] = []
+
+    original = world.steps.record_result
+
+    def die_once(delivery_id: str, name: str, **kwargs: Any) -> Any:
+        if name.startswith("tool.") and not use_name:
+            use_name.append(name)
+            raise Killed
+        return original(delivery_id, name, **kwargs)
+
+    world.steps.record_result = die_once  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        world.attempt()
+    world.attempt()
+    assert sum(far.tickets.values()) == 1
+    result = model.prompts[-1].turns[1]["content"][0]["toolResult"]
+    assert result["content"] == [
+        {"json": {"applied": True, "note": "applied by an earlier attempt"}}
+    ]
+    record = world.effects.get(DELIVERY, use_name[0])
+    assert record is not None and record.status is EffectStatus.DONE
+
+
+def test_unknown_tools_and_tool_errors_are_results_not_doubts() -> None:
+    def refuse(tool_input: dict[str, Any], key: str) -> object:
+        raise ToolError("no such customer")
+
+    failing = Tool("open_ticket", "Opens a ticket.", SCHEMA, ToolMode.NONE, refuse)
+    model = ScriptedModel([[("nope", {}), ("open_ticket", {})]])
+    world = World(model, [failing])
+    assert world.attempt().text == "All done."
+    results = [b["toolResult"] for b in model.prompts[1].turns[1]["content"]]
+    assert [r["status"] for r in results] == ["error", "error"]
+    assert results[1]["content"] == [{"json": {"error": "no such customer"}}]
+    uses = model.prompts[1].turns[0]["content"]
+    name = tool_record_name(uses[1]["toolUse"]["toolUseId"])
+    record = world.effects.get(DELIVERY, name)
+    assert record is not None and record.status is EffectStatus.NOT_APPLIED
+
+
+def test_a_runaway_loop_fails_naming_its_cap() -> None:
+    lookups: list[dict[str, Any]] = []
+    endless = ScriptedModel([[("lookup", {})]] * 10)
+    world = World(endless, [lookup_tool(lookups)], caps=ToolCaps(max_turns=3, max_tool_calls=9))
+    with pytest.raises(PermanentError, match="max_turns_reached"):
+        world.attempt()
+    assert len(endless.prompts) == 3
+    greedy = ScriptedModel([[("lookup", {})] * 3] * 3)
+    world = World(greedy, [lookup_tool(lookups)], caps=ToolCaps(max_turns=8, max_tool_calls=4))
+    with pytest.raises(PermanentError, match="max_tool_calls_reached"):
+        world.attempt()
+
+
+TOOLS = [Tool("lookup", "Looks up.", SCHEMA, ToolMode.READ_ONLY, lambda i, k: {})]
+
+
+def test_load_tools_takes_a_sequence_or_a_factory_and_refuses_anything_else() -> None:
+    assert load_tools(f"{__name__}:TOOLS") == tuple(TOOLS)
+    assert load_tools(f"{__name__}:tools_factory") == tuple(TOOLS)
+    for spec in ("no_colon", f"{__name__}:missing", f"{__name__}:SCHEMA", "nowhere.mod:X"):
+        with pytest.raises(ValueError, match="tools"):
+            load_tools(spec)
+    with pytest.raises(ValueError, match="must match"):
+        Tool("bad name", "d", SCHEMA, ToolMode.READ_ONLY, lambda i, k: {})
+    with pytest.raises(ValueError, match="reconcile"):
+        Tool("t", "d", SCHEMA, ToolMode.CHECKED, lambda i, k: {})
+
+
+def tools_factory() -> list[Tool]:
+    return TOOLS

@@ -117,7 +117,9 @@ class StackConfig:
         mcp_token_kms_key_arn: The same for the existing MCP token secret.
         notify_url: Where the default workflow posts its notification, or None.
         workflow: The worker's workflow as ``module:attribute``.
-        api_rate_limit: Steady-state requests per second the API stage admits.
+        api_rate_limit: Steady-state requests per second the API stage admits: it
+            protects the table's write capacity and the bill, not the MCP server (worker
+            concurrency does), so it sits well above RelayLink's bursts (docs/capacity.md).
         api_burst_limit: Burst the API stage admits.
         reconcile_every_minutes: Period of the reconciler's schedule.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
@@ -158,8 +160,8 @@ class StackConfig:
     mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
     workflow: str = setting_defaults.DEFAULT_WORKFLOW
-    api_rate_limit: int = 50
-    api_burst_limit: int = 100
+    api_rate_limit: int = 1_000
+    api_burst_limit: int = 2_000
     reconcile_every_minutes: int = 5
     # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
     # their runs): an item older than this is riding out an outage, which a person

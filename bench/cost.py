@@ -497,7 +497,7 @@ class Model:
         windows = math.ceil(
             (period + table_layout.RECEIVED_LOG_OVERLAP_SECONDS) / RECEIVED_WINDOW_SECONDS
         )
-        per_run = 1 + windows * table_layout.RECEIVED_LOG_SHARDS * 0.5
+        per_run = 1 + windows * table_layout.DEFAULT_RECEIVED_LOG_SHARDS * 0.5
         advances = math.ceil(period / RECEIVED_WINDOW_SECONDS)
         return looked_at * (inbox + log), runs * per_run, runs * advances
 
@@ -1265,13 +1265,13 @@ def _limits(model: Model, config: dict[str, Any]) -> list[str]:
         "warm throughput (pre-warming) before a launch |",
         "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
         "delivery ids (spread evenly), but the received log's partition key is "
-        f"`received#shard` with {table_layout.RECEIVED_LOG_SHARDS} shards, each receipt's "
+        f"`received#shard` with {table_layout.DEFAULT_RECEIVED_LOG_SHARDS} shards, each receipt's "
         "outbox record 2 WRU (in the transaction): "
-        f"~{table_layout.RECEIVED_LOG_SHARDS * 1000 / 2:,.0f} deliveries/s; the state "
+        f"~{table_layout.DEFAULT_RECEIVED_LOG_SHARDS * 1000 / 2:,.0f} deliveries/s; the state "
         f"index's partition key is `label#shard` with {table_layout.STATE_INDEX_SHARDS} "
         "shards, and a delivery writes the `completed` label's once (the completion's "
         f"entry): ~{table_layout.STATE_INDEX_SHARDS * 1000:,.0f} deliveries/s | "
-        "`table_layout.RECEIVED_LOG_SHARDS`, `table_layout.STATE_INDEX_SHARDS` (the "
+        "`table_layout.DEFAULT_RECEIVED_LOG_SHARDS`, `table_layout.STATE_INDEX_SHARDS` (the "
         "reconciler and operator queries fan out over them) |",
         "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
         f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "

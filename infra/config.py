@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from functions.core import event_source_limits, retry_policy, setting_defaults
+from functions.core import event_source_limits, retry_policy, setting_defaults, table_layout
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError
 from functions.core.workflow import WORKFLOW_ALIASES
@@ -41,6 +41,8 @@ NOTIFY_URL = "notify_url"
 WORKFLOW = "workflow"
 API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
+RECEIVED_LOG_SHARDS = "received_log_shards"
+RELAY_PARALLELIZATION_FACTOR = "relay_parallelization_factor"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
 WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
 WORKFLOW_SOURCE = "workflow_source"
@@ -121,6 +123,10 @@ class StackConfig:
             protects the table's write capacity and the bill, not the MCP server (worker
             concurrency does), so it sits well above RelayLink's bursts (docs/capacity.md).
         api_burst_limit: Burst the API stage admits.
+        received_log_shards: Partitions of the received log the receiver writes; in
+            effect only ever raised (the reconciler keeps reading every shard any deploy
+            it ran with wrote).
+        relay_parallelization_factor: Concurrent relay batches per stream shard.
         reconcile_every_minutes: Period of the reconciler's schedule.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
             which the backlog alarm fires.
@@ -162,6 +168,8 @@ class StackConfig:
     workflow: str = setting_defaults.DEFAULT_WORKFLOW
     api_rate_limit: int = 1_000
     api_burst_limit: int = 2_000
+    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+    relay_parallelization_factor: int = 2
     reconcile_every_minutes: int = 5
     # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
     # their runs): an item older than this is riding out an outage, which a person
@@ -270,6 +278,21 @@ class StackConfig:
             ),
             api_burst_limit=_integer(
                 context, API_BURST_LIMIT, defaults.api_burst_limit, low=1, high=5_000
+            ),
+            received_log_shards=_integer(
+                context,
+                RECEIVED_LOG_SHARDS,
+                defaults.received_log_shards,
+                low=1,
+                high=table_layout.MAX_RECEIVED_LOG_SHARDS,
+            ),
+            # Lambda's stream event sources accept 1..10.
+            relay_parallelization_factor=_integer(
+                context,
+                RELAY_PARALLELIZATION_FACTOR,
+                defaults.relay_parallelization_factor,
+                low=1,
+                high=10,
             ),
             reconcile_every_minutes=_integer(
                 context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60

@@ -94,7 +94,9 @@ def build_deps(
     clock = clock or SystemClock()
     return Deps(
         accept=AcceptDelivery(
-            inbox=DynamoDbInbox(dynamodb, settings.table_name),
+            inbox=DynamoDbInbox(
+                dynamodb, settings.table_name, received_log_shards=settings.received_log_shards
+            ),
             secrets=SecretsManagerSigningSecrets(
                 secret_arn=settings.signing_secrets_arn,
                 max_age_seconds=settings.secrets_max_age_seconds,

@@ -264,6 +264,8 @@ def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synth
         "OnFailure": {"Destination": get_att(failure_id, "Arn")}
     }
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    # A hot stream shard's records go out in more than one batch at a time.
+    assert mapping["ParallelizationFactor"] >= 2
 
 
 def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(

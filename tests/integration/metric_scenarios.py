@@ -106,7 +106,7 @@ def relay_records(world: MotoWorld) -> None:
     world.dynamodb.put_item(
         TableName=TABLE,
         Item={
-            **dynamodb_items.outbox_key("broken", 0),
+            **dynamodb_items.outbox_key("broken", 0, shards=1),
             table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )

@@ -324,7 +324,10 @@ def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
         inbox = builders.inbox_item(w.delivery_id, received_at=aws.clock.value)
         puts.append({"PutRequest": {"Item": dynamodb_items.inbox_to_item(inbox)}})
         outbox = dynamodb_items.outbox_to_item(
-            w, created_at=aws.clock.value, expires_at=inbox.expires_at
+            w,
+            created_at=aws.clock.value,
+            expires_at=inbox.expires_at,
+            shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
         )
         puts.append({"PutRequest": {"Item": outbox}})
     for start in range(0, len(puts), 25):  # BatchWriteItem's maximum

@@ -52,13 +52,22 @@ _CONFLICT_BACKOFF_SECONDS: Final = 0.02
 class DynamoDbInbox:
     """:class:`functions.core.accept.InboxWriter` on the single table."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    ) -> None:
         """Args:
         client: a boto3 DynamoDB client (low-level), configured with bounded retries.
         table_name: the stack's table.
+        received_log_shards: partitions of the received log the outbox records spread
+            over (the deploy setting).
         """
         self._client = client
         self._table = table_name
+        self._shards = received_log_shards
 
     def record(
         self,
@@ -85,7 +94,9 @@ class DynamoDbInbox:
             {"Put": transitions.accept_put(self._table, inbox)}
         ]
         if work is not None:
-            outbox = items.outbox_to_item(work, created_at=received_at, expires_at=expires_at)
+            outbox = items.outbox_to_item(
+                work, created_at=received_at, expires_at=expires_at, shards=self._shards
+            )
             transact.append({"Put": {"TableName": self._table, "Item": outbox}})
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
             try:

@@ -15,6 +15,8 @@ METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
 # A signed body nested deeper than the parser goes: valid JSON we cannot read, counted
 # apart from other invalid bodies so that a sender change shows on its own.
 METRIC_BODY_TOO_DEEP: Final = "DeliveriesTooDeep"
+# A receipt's transaction tried again after throttling or a lost answer (one per retry).
+METRIC_RECEIPT_RETRIES: Final = "ReceiptRetries"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
 METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
 # Processing (relay, worker, reconciler); one count per outcome.

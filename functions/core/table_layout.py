@@ -69,6 +69,9 @@ WATERMARK_SORT_KEY: Final = "received_watermark"
 KIND_WATERMARK: Final = "watermark"
 WATERMARK_SHARDS_ATTRIBUTE: Final = "received_log_shards"  # read up to the watermark
 WATERMARK_SHARDS_SEEN_ATTRIBUTE: Final = "received_log_shards_seen"  # largest deployed
+# Where the reconciler's pass over the open items resumes (one item beside the watermark).
+OPEN_CURSOR_SORT_KEY: Final = "open_cursor"
+KIND_CURSOR: Final = "cursor"
 # Readers of the log look again this far before the watermark: a receipt stamped a little
 # earlier than it was written (a clock behind, a slow transaction) is still seen. Read
 # twice, it is never listed twice (the listing is conditional).

@@ -416,8 +416,9 @@ class StackConfig:
         )
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
-        if self.api_burst_limit < self.api_rate_limit:
-            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+        # At least the rate, or the account's burst quota (5,000) for a rate above it.
+        if self.api_burst_limit < min(self.api_rate_limit, 5_000):
+            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT} (or 5000)")
         self._validate_worker()
 
     def _validate_worker(self) -> None:

@@ -11,6 +11,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import setting_defaults
+from infra.capacity import RECONCILER_TIMEOUT_SECONDS
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
@@ -21,7 +22,7 @@ from infra.table_access import (
     grant_state_index_query,
 )
 
-RECONCILER_TIMEOUT = Duration.seconds(120)
+RECONCILER_TIMEOUT = Duration.seconds(RECONCILER_TIMEOUT_SECONDS)
 
 
 def received_log_note(shards: int) -> str:

@@ -202,6 +202,9 @@ def reconcile(
         lag = None if progress.watermark is None else now - progress.watermark
         if lag is not None:
             metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
+        # What the log recovered goes out now, not after the pass over a long open list.
+        leases.flush()
+        pending.flush()
         _open_pass(
             store, budget, now=now, stale_before=stale_before, batches=batches, config=config
         )

@@ -356,3 +356,26 @@ def test_a_failure_after_the_log_is_read_still_reports_its_lag() -> None:
     assert world.metrics.durations[metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG] == [
         CONFIG.received_age_seconds
     ]
+
+
+def test_receipts_the_log_recovers_are_sent_before_the_pass_over_the_open_items() -> None:
+    class Watched(FakeClaims):
+        """Notes what the queue held when the open pass read its first page."""
+
+        sent_before_open: list[str] | None = None
+
+        def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+            for page in super().open_pages(start=start, page_size=page_size):
+                if self.sent_before_open is None:
+                    self.sent_before_open = [w.delivery_id for w, _ in world.queue.sent]
+                yield page
+
+    watched = Watched()
+    world = World(claims=watched)
+    world.pending(3, listed=False)  # lost relay messages, known only by the log
+    world.age()
+    world.clock.advance(CONFIG.received_age_seconds)
+    report = world.run()
+    assert report.received_listed == 3
+    # Not held back for a batch of ten until a long open pass is through.
+    assert watched.sent_before_open == [delivery(n) for n in range(3)]

@@ -49,6 +49,7 @@ _CONTEXT_KEYS = (
     keys.WORKER_WORKFLOW_SECONDS,
     keys.ALERT_EMAIL,
     keys.TRACING,
+    keys.DASHBOARD,
 )
 
 

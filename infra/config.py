@@ -66,6 +66,7 @@ WORKER_MEMORY_MB = "worker_memory_mb"
 WORKER_BATCH_SIZE = "worker_batch_size"
 ALERT_EMAIL = "alert_email"
 TRACING = "tracing"
+DASHBOARD = "dashboard"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -148,6 +149,7 @@ class StackConfig:
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
+        dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
     """
 
     stage: str = "prod"
@@ -191,6 +193,7 @@ class StackConfig:
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
     tracing: bool = False
+    dashboard: bool = False
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -350,6 +353,7 @@ class StackConfig:
             ),
             alert_email=_optional_text(context, ALERT_EMAIL),
             tracing=_boolean(context, TRACING, defaults.tracing),
+            dashboard=_boolean(context, DASHBOARD, defaults.dashboard),
         )
         config.validate()
         return config

@@ -84,10 +84,10 @@ class ReceivedLogWatch:
 class Monitored:
     """What the monitoring construct watches."""
 
-    receiver: lambda_.IFunction
+    receiver: lambda_.Function
     api: apigwv2.HttpApi
     relay: lambda_.IFunction
-    worker: lambda_.IFunction
+    worker: lambda_.Function
     reconciler: lambda_.IFunction
     work_queue: sqs.IQueue
     work_dead_letter_queue: sqs.IQueue
@@ -101,7 +101,7 @@ class Monitoring(Construct):
         topic: Every alarm's action (and OK action): the deployer's own, whose policy
             and key must let CloudWatch publish, or one created here with its own key.
         alarms: By short name.
-        dashboard: The operator's overview.
+        dashboard: The operator's overview, or None (``-c dashboard=true`` adds it).
     """
 
     def __init__(
@@ -115,6 +115,7 @@ class Monitoring(Construct):
         work_queue_max_age: Duration,
         received_log: ReceivedLogWatch,
         topic: sns.ITopic | None = None,
+        dashboard: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = topic if topic is not None else self._own_topic()
@@ -221,18 +222,38 @@ class Monitoring(Construct):
             missing=cloudwatch.TreatMissingData.BREACHING,
         )
 
-        self.dashboard = cloudwatch.Dashboard(
+        # A dashboard is billed $3 a month, most of a small team's bill with the metrics
+        # (docs/cost.md): on request (``-c dashboard=true``), its counts from the logs.
+        self.dashboard = self._dashboard(watched, stage) if dashboard else None
+
+    def _dashboard(self, watched: Monitored, stage: str) -> cloudwatch.Dashboard:
+        """The operator's overview: AWS's own metrics, and the functions' counts summed
+        from their log lines by Logs Insights (only alarmed counts are metrics)."""
+        dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"{metric_names.SERVICE}-{stage}"
         )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Receiver outcomes",
-                left=[
-                    custom_metric(metric_names.receiver_outcome_metric(outcome)).with_(
-                        label=outcome
-                    )
-                    for outcome in Outcome
-                ],
+        outcomes = ", ".join(
+            f"sum({metric_names.receiver_outcome_metric(o)}) as {o.value}" for o in Outcome
+        )
+        work = ", ".join(
+            f"sum({name}) as {name}"
+            for name in (
+                metric_names.METRIC_WORK_COMPLETED,
+                metric_names.METRIC_WORK_ALREADY_DONE,
+                metric_names.METRIC_WORK_DEFERRED,
+                metric_names.METRIC_WORK_RETRIED,
+                metric_names.METRIC_WORK_FAILED,
+                metric_names.METRIC_WORK_DEAD_LETTERED,
+                metric_names.METRIC_MCP_AUTH_FAILURES,
+                metric_names.METRIC_UNCERTAIN_EFFECTS,
+            )
+        )
+        dashboard.add_widgets(
+            cloudwatch.LogQueryWidget(
+                title="Receiver outcomes (from its log lines)",
+                log_group_names=[watched.receiver.log_group.log_group_name],
+                query_lines=[f"stats {outcomes} by bin(5m)"],
+                view=cloudwatch.LogQueryVisualizationType.LINE,
                 width=12,
             ),
             cloudwatch.GraphWidget(
@@ -245,7 +266,7 @@ class Monitoring(Construct):
                 width=12,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Queue age (s) and dead letters",
                 left=[
@@ -263,33 +284,20 @@ class Monitoring(Construct):
                 ],
                 width=12,
             ),
-            cloudwatch.GraphWidget(
-                title="Worker outcomes",
-                left=[
-                    custom_metric(name).with_(label=name)
-                    for name in (
-                        metric_names.METRIC_WORK_COMPLETED,
-                        metric_names.METRIC_WORK_ALREADY_DONE,
-                        metric_names.METRIC_WORK_DEFERRED,
-                        metric_names.METRIC_WORK_RETRIED,
-                        metric_names.METRIC_WORK_FAILED,
-                        metric_names.METRIC_WORK_DEAD_LETTERED,
-                        metric_names.METRIC_MCP_AUTH_FAILURES,
-                        metric_names.METRIC_UNCERTAIN_EFFECTS,
-                    )
-                ],
-                right=[
-                    watched.worker.metric_errors(label="worker errors"),
-                    watched.worker.metric_throttles(label="worker throttles"),
-                ],
+            cloudwatch.LogQueryWidget(
+                title="Worker outcomes (from its log lines)",
+                log_group_names=[watched.worker.log_group.log_group_name],
+                query_lines=[f"stats {work} by bin(5m)"],
+                view=cloudwatch.LogQueryVisualizationType.LINE,
                 width=12,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
                 title="Alarms", alarms=list(self.alarms.values()), width=24
             )
         )
+        return dashboard
 
     def _own_topic(self) -> sns.Topic:
         """An SNS topic encrypted with its own key, which CloudWatch may use."""

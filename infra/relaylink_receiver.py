@@ -140,6 +140,7 @@ class RelayLinkReceiver(Construct):
                 received_age=self.reconciler.received_age, reconcile_every=self.reconciler.every
             ),
             topic=alarm_topic,
+            dashboard=config.dashboard,
         )
 
     @property

@@ -45,6 +45,22 @@ METRIC_BUDGET_EXHAUSTED: Final = "BudgetExhausted"  # a delivery waits for the t
 METRIC_MODEL_CALLS: Final = "ModelCalls"  # Converse requests made (failed ones too)
 
 
+# The counts published as CloudWatch metrics (EMF directives): those an alarm reads. Every
+# other count is a field of its log line, summed by Logs Insights (docs/operations.md,
+# "Counts from the logs"): a custom metric is billed $0.30 a month whatever its volume,
+# most of a small team's bill (docs/cost.md).
+PUBLISHED_METRICS: Final = frozenset(
+    {
+        METRIC_QUARANTINED,
+        METRIC_WORK_FAILED,
+        METRIC_MCP_AUTH_FAILURES,
+        METRIC_UNCERTAIN_EFFECTS,
+        METRIC_RECONCILER_RECEIVED_LOG_LAG,
+        METRIC_RECEIPT_RETRIES,
+    }
+)
+
+
 def receiver_outcome_metric(outcome: str) -> str:
     """Metric name for one receiver outcome, e.g. ``accepted`` -> ``DeliveriesAccepted``."""
     return "Deliveries" + "".join(part.capitalize() for part in outcome.split("_"))

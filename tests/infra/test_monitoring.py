@@ -293,3 +293,14 @@ def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes
     ):
         assert f"sum({metric})" in text, metric
     assert synthesized.function_logical_id("receiver") in text
+
+
+def test_every_alarm_on_a_count_reads_a_published_metric(synthesized: Synthesized) -> None:
+    # Only published counts are CloudWatch metrics: an alarm on another would never fire.
+    ours = [
+        a["Properties"]["MetricName"]
+        for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("Namespace") == metric_names.METRICS_NAMESPACE
+    ]
+    assert ours
+    assert set(ours) <= metric_names.PUBLISHED_METRICS

@@ -50,6 +50,7 @@ _CONTEXT_KEYS = (
     keys.ALERT_EMAIL,
     keys.TRACING,
     keys.DASHBOARD,
+    keys.TABLE_WARM_WRITE_UNITS,
 )
 
 

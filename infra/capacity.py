@@ -307,9 +307,9 @@ def render() -> str:
             "",
             "* A new on-demand table takes 4,000 WRU/s at once (1,000 receipts/s) and "
             "adapts to twice its previous peak within about 30 minutes; for a launch "
-            "expecting more from the first minute, set the table's warm throughput (the "
-            "console or `aws dynamodb update-table --warm-throughput`) to the expected "
-            "peak in WRU/s (receipts/s x 4, plus 3 per delivery processed).",
+            "expecting more from the first minute, set the table's warm throughput "
+            "(`-c table_warm_write_units=N`) to the expected peak in WRU/s (receipts/s x "
+            "4, plus 3 per delivery processed).",
             "* Raise `received_log_shards` before the traffic, never to lower it later: "
             "each reconciler run records the largest count it was deployed with and "
             "reads every shard up to it (the synth prints a note saying so).",

@@ -67,6 +67,7 @@ WORKER_BATCH_SIZE = "worker_batch_size"
 ALERT_EMAIL = "alert_email"
 TRACING = "tracing"
 DASHBOARD = "dashboard"
+TABLE_WARM_WRITE_UNITS = "table_warm_write_units"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -150,6 +151,8 @@ class StackConfig:
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
         dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
+        table_warm_write_units: Write units per second the table takes at once (warm
+            throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
     """
 
     stage: str = "prod"
@@ -194,6 +197,7 @@ class StackConfig:
     alert_email: str | None = None
     tracing: bool = False
     dashboard: bool = False
+    table_warm_write_units: int | None = None
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -354,6 +358,13 @@ class StackConfig:
             alert_email=_optional_text(context, ALERT_EMAIL),
             tracing=_boolean(context, TRACING, defaults.tracing),
             dashboard=_boolean(context, DASHBOARD, defaults.dashboard),
+            # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000
+            # (more once the quota is raised).
+            table_warm_write_units=(
+                _integer(context, TABLE_WARM_WRITE_UNITS, 0, low=4_000, high=400_000)
+                if context.get(TABLE_WARM_WRITE_UNITS) not in (None, "")
+                else None
+            ),
         )
         config.validate()
         return config

@@ -77,7 +77,7 @@ class RelayLinkReceiver(Construct):
                 workflow_seconds=config.worker_workflow_seconds,
             ),
         )
-        self.table = InboxTable(self, "Inbox")
+        self.table = InboxTable(self, "Inbox", warm_write_units=config.table_warm_write_units)
         self.queues = WorkQueues(
             self,
             "Work",

@@ -19,7 +19,12 @@ LOG_USERS = {"receiver", "reconciler"}
 @pytest.fixture(scope="module")
 def scaled(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synthesize(
-        tmp_path_factory, {"received_log_shards": "32", "relay_parallelization_factor": "6"}
+        tmp_path_factory,
+        {
+            "received_log_shards": "32",
+            "relay_parallelization_factor": "6",
+            "table_warm_write_units": "12000",
+        },
     )
 
 
@@ -53,3 +58,15 @@ def test_the_relay_parallelization_is_a_setting(scaled: Synthesized) -> None:
         if m["Properties"]["EventSourceArn"] == get_att(table, "StreamArn")
     ]
     assert mapping["ParallelizationFactor"] == 6
+
+
+def test_the_table_can_be_warmed_for_a_launch(scaled: Synthesized) -> None:
+    (table,) = scaled.of_type("AWS::DynamoDB::Table").values()
+    assert table["Properties"]["WarmThroughput"] == {"WriteUnitsPerSecond": 12000}
+
+
+def test_a_bare_synth_leaves_the_table_to_dynamodbs_own_warmth(
+    synthesized: Synthesized,
+) -> None:
+    (table,) = synthesized.of_type("AWS::DynamoDB::Table").values()
+    assert "WarmThroughput" not in table["Properties"]

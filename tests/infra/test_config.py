@@ -81,6 +81,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("workflow", "no_attribute"),
         ("api_burst_limit", 10),  # below the default rate limit
         ("api_burst_limit", 5_001),  # above the account's burst quota
+        ("table_warm_write_units", 3_999),  # below a new table's own
+        ("received_log_shards", 65),  # two digits in the key
+        ("relay_parallelization_factor", 11),  # Lambda allows 10
         ("worker_max_concurrency", True),
         ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
         ("worker_batch_concurrency", 0),

@@ -318,6 +318,13 @@ class FakeReceivedLog:
             key=lambda i: (i.received_at, i.delivery_id),
         )
 
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        """A page per item (the adapter's pages hold receipts, most of them settled)."""
+        for item in self.unlisted_open(since=since, before=before, page_size=page_size):
+            yield [item]
+
     def list_open(self, item: InboxItem) -> bool:
         current = self.claims.items.get(item.delivery_id)
         if (

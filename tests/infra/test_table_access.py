@@ -157,9 +157,9 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (reconcile.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
     (reconcile.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
-    (reconcile.ReceivedLog, "unlisted_open"): lambda t, s, d: (
+    (reconcile.ReceivedLog, "unlisted_open_pages"): lambda t, s, d: (
         builders.record_new(s.inbox, pending(f"{d}-new")),
-        list(t.received.unlisted_open(since=0, before=NOW + 1, page_size=10)),
+        list(t.received.unlisted_open_pages(since=0, before=NOW + 1, page_size=10)),
     ),
     (reconcile.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
     (reconcile.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),

@@ -495,3 +495,31 @@ def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconc
     # not the first pages again on every run.
     assert max(asked[d] for d in healthy) <= 2
     assert sum(asked[d] for d in healthy) <= len(healthy) + 50 * runs
+
+
+def test_a_window_of_settled_receipts_does_not_keep_a_run_past_its_deadline(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # A busy minute: every receipt processed long since (nothing to list), all of them
+    # in one window of the received log.
+    ids = accept_backlog(aws, 1_200)
+    for delivery_id in ids:
+        aws.dynamodb.update_item(
+            TableName=TABLE,
+            Key=dynamodb_items.inbox_key(delivery_id),
+            UpdateExpression="SET #state = :done",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":done": {"S": State.COMPLETED.value}},
+        )
+    aws.clock.advance(PENDING_AGE + 1)
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=100))
+    )
+    asked = inbox_reads(aws)
+    report = handler.container_deps.get().run(deadline=deadline_after_looks(4))
+    assert report.budget_spent is True
+    # The deadline is looked at per page of receipts: a few pages, not all 1,200.
+    assert 0 < sum(asked[d] for d in ids) <= 400
+    # The window was not finished: the watermark stays before it, the next run reads it.
+    assert (read_watermark(aws.dynamodb, TABLE) or 0) < aws.clock.value - PENDING_AGE

@@ -274,18 +274,27 @@ class DynamoDbReceivedLog:
         return oldest(self._client, self._table, shards=self._reading)
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterator[InboxItem]:
-        for item in unlisted_open(
+        for page in self.unlisted_open_pages(since=since, before=before, page_size=page_size):
+            yield from page
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        """The window's open, unlisted items, a page of receipts at a time (empty pages
+        too: the reconciler looks at its deadline per page)."""
+        pages = receipts(
             self._client,
             self._table,
             since=since,
             before=before,
             shards=self._reading,
             page_size=min(page_size, LOG_PAGE_SIZE),
+        )
+        for page in pages:
             # Receipts older than the received age, each then listed by a conditional
             # write: a read a moment stale costs a no-op at most, at half the price.
-            consistent=False,
-        ):
-            yield dynamodb_items.inbox_from_item(item)
+            found = _read_open_unlisted(self._client, self._table, page, None, consistent=False)
+            yield [dynamodb_items.inbox_from_item(item) for item in found]
 
     def list_open(self, item: InboxItem) -> bool:
         """List the open item under ``open``, as if since its receipt; False: it ended or

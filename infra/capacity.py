@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from functions.core import event_source_limits, table_layout
-from functions.core.reconcile import SAFETY_MARGIN_SECONDS
+from functions.core.reconcile import RECEIVED_WINDOW_SECONDS, SAFETY_MARGIN_SECONDS
 from infra.config import StackConfig
 
 # --- AWS's published quotas (defaults per account and region unless said) -------------
@@ -226,9 +226,17 @@ def _reconciler(config: StackConfig, _quotas: Quotas) -> Limit:
         "of it)",
         KEPT_UP,
         "ReceivedLogLag",
-        "`reconcile_every_minutes`; past ~5,000/s a lost relay message is found later "
-        "than the received age (the receipts are kept, the relay still delivers them)",
+        "`reconcile_every_minutes`; past it a lost relay message is found later than "
+        "the received age (the receipts are kept, the relay still delivers them); a "
+        f"{RECEIVED_WINDOW_SECONDS} s window of the log must fit in one run, so above "
+        f"~{_window_limit():,.0f}/s sustained the watermark stops (ReceivedLogLag)",
     )
+
+
+def _window_limit() -> float:
+    """Receipts per second at which one window of the log takes a whole run to read."""
+    run = RECONCILER_TIMEOUT_SECONDS - SAFETY_MARGIN_SECONDS
+    return RECONCILER_READS_PER_SECOND * run / RECEIVED_WINDOW_SECONDS
 
 
 _RULES: Final[tuple[Callable[[StackConfig, Quotas], Limit], ...]] = (

@@ -1,4 +1,5 @@
-"""``python -m bench``: measure every figure, write docs/benchmarks.{md,json} and docs/cost.md.
+"""``python -m bench``: measure every figure, write docs/benchmarks.{md,json}, docs/cost.md and
+docs/capacity.md (printed too).
 
 ``--quick`` runs each figure small (a smoke run, not for committing);
 ``--only 1,3`` measures some figures and leaves the files alone unless ``--write``.
@@ -20,6 +21,7 @@ from pathlib import Path
 from bench import figures
 from bench.receiver_rig import offline_environment
 from bench.report import Figure, write
+from infra import capacity
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -72,7 +74,15 @@ def _render_only() -> int:
     write(results, data["run"], PREAMBLE, DOCS / "benchmarks.md", DOCS / "benchmarks.json")
     if priced:
         cost.write(results, data["run"], DOCS / "cost.md")
+    _capacity_plan()
     return 0
+
+
+def _capacity_plan() -> None:
+    """docs/capacity.md, and the same plan on stdout: no figure feeds it."""
+    plan = capacity.render()
+    (DOCS / "capacity.md").write_text(plan, encoding="utf-8")
+    print(plan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write(results, run, PREAMBLE, DOCS / "benchmarks.md", DOCS / "benchmarks.json")
     if priced:
         cost.write(results, run, DOCS / "cost.md")
+    _capacity_plan()
     print(
         f"wrote docs/benchmarks.md and docs/benchmarks.json in {run['duration']}", file=sys.stderr
     )

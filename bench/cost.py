@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -22,7 +23,6 @@ from bench.write_units import WORKFLOW_PHASE, WORKFLOW_RECORD_PREFIXES, item_siz
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
-from functions.core.models import Outcome
 from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -117,6 +117,10 @@ MODEL_USD_PER_1000_TOKENS: Final = Quantity(
 )
 # The target this document is measured against (docs/benchmarks.md, figure 9).
 TARGET_PIPELINE_USD_PER_MILLION_AT_100M: Final = 8.0
+# The same at 1 M deliveries a month, where the fixed items (alarms, metrics, secrets,
+# key) weigh most.
+SMALL_VOLUME: Final = 1_000_000
+TARGET_PIPELINE_USD_PER_MILLION_AT_1M: Final = 15.0
 TARGET_VOLUME: Final = 100_000_000
 # Worker GB-seconds per delivery at a 300 ms MCP answer before the batch ran its
 # messages concurrently (263,184 GB-s per million, commit df85aab): the target is a
@@ -330,16 +334,21 @@ def access_log_bytes() -> Quantity:
 
 
 def _alarm_count() -> int:
-    text = (REPO_ROOT / "infra" / "monitoring.py").read_text(encoding="utf-8")
-    return len(re.findall(r"self\._alarm\(", text))
+    """The alarms of the default stack (cdk.json's context, no bundling), as synthesized."""
+    from infra.application import build_app  # noqa: PLC0415 (the CDK: only when counted)
+
+    context = json.loads((REPO_ROOT / "cdk.json").read_text(encoding="utf-8"))["context"]
+    with tempfile.TemporaryDirectory() as outdir:
+        app, stack = build_app(context={**context, "aws:cdk:bundling-stacks": []}, outdir=outdir)
+        template = app.synth().get_stack_by_name(stack.stack_name).template
+    return sum(1 for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm")
 
 
 def _metric_names() -> set[str]:
-    receiver = {metric_names.receiver_outcome_metric(o.value) for o in Outcome}
-    others = {
-        v for k, v in vars(metric_names).items() if k.startswith("METRIC_") and isinstance(v, str)
-    }
-    return receiver | others
+    """The counts billed as CloudWatch metrics for the default stack: the alarmed ones
+    (the rest are fields of the functions' log lines, already priced as log bytes), less
+    those only a model-calling or approval-gated workflow ever publishes."""
+    return set(metric_names.PUBLISHED_METRICS - metric_names.WORKFLOW_ONLY_METRICS)
 
 
 def _tiered(amount: float, tiers: list[tuple[float, float]]) -> float:
@@ -422,6 +431,7 @@ class Model:
         self.alarms = _alarm_count()
         self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
+        self.dashboards = 1 if config.get("dashboard") else 0
 
     def _cpu_scale(self, function: str) -> float:
         """Lambda's CPU share scales with memory: CPU-bound time stretches below 1,769 MB."""
@@ -482,8 +492,9 @@ class Model:
         """The reconciler's reads of the received log, by DynamoDB's metering rules:
         ``(RRU per delivery, RRU per month, WRU per month)``.
 
-        Per receipt: its inbox item read consistently by BatchGetItem (1 RRU per 4 KB,
-        rounded up per item) and its share of the log's Query (eventually consistent:
+        Per receipt: its inbox item read by BatchGetItem, eventually consistent (0.5 RRU
+        per 4 KB, rounded up per item: the listing that follows is a conditional write)
+        and its share of the log's Query (eventually consistent:
         0.5 RRU per 4 KB of records read), looked at again within the overlap of the next
         run. Per run: the watermark's read (1 RRU), its update after each window that
         moves it (1 WRU each: the run's period in windows), and a Query per log shard per
@@ -491,13 +502,13 @@ class Model:
         """
         period = 60 * self.config["reconcile_every_minutes"]
         looked_at = 1 + table_layout.RECEIVED_LOG_OVERLAP_SECONDS / period
-        inbox = max(1, math.ceil(self.items["inbox"]["mean_bytes"] / 4096))
+        inbox = 0.5 * max(1, math.ceil(self.items["inbox"]["mean_bytes"] / 4096))
         log = 0.5 * self.items["outbox"]["mean_bytes"] / 4096
         runs = SECONDS_PER_MONTH / period
         windows = math.ceil(
             (period + table_layout.RECEIVED_LOG_OVERLAP_SECONDS) / RECEIVED_WINDOW_SECONDS
         )
-        per_run = 1 + windows * table_layout.RECEIVED_LOG_SHARDS * 0.5
+        per_run = 1 + windows * self.config["received_log_shards"] * 0.5
         advances = math.ceil(period / RECEIVED_WINDOW_SECONDS)
         return looked_at * (inbox + log), runs * per_run, runs * advances
 
@@ -618,8 +629,8 @@ class Model:
             "DynamoDB",
             (d * log_rru + run_rru) / 1e6 * PRICES["ddb_rru"].usd
             + run_wru / 1e6 * PRICES["ddb_wru"].usd,
-            f"{log_rru:.3g} RRU per delivery (each receipt's inbox item, read consistently "
-            f"once it is older than the received age, and its log record) + "
+            f"{log_rru:.3g} RRU per delivery (each receipt's inbox item, an eventually "
+            f"consistent read once it is older than the received age, and its log record) + "
             f"{run_rru:,.0f} RRU and {run_wru:,.0f} WRU a month for the runs' log queries "
             "and watermark",
         )
@@ -703,8 +714,10 @@ class Model:
             "CloudWatch",
             self.metrics * PRICES["metric"].usd
             + self.alarms * PRICES["alarm"].usd
-            + PRICES["dashboard"].usd,
-            f"{self.metrics} metrics, {self.alarms} alarms, 1 dashboard",
+            + self.dashboards * PRICES["dashboard"].usd,
+            f"{self.metrics} metrics (the alarmed counts; the others are log fields), "
+            f"{self.alarms} alarms, {self.dashboards} dashboard"
+            + (" (`-c dashboard=true` adds one)" if not self.dashboards else ""),
         )
         traces = self.traces(invocations)
         add(
@@ -807,7 +820,9 @@ def stack_config() -> dict[str, Any]:
         "worker_memory_mb": defaults.worker_memory_mb,
         "api_rate_limit": defaults.api_rate_limit,
         "api_burst_limit": defaults.api_burst_limit,
+        "received_log_shards": defaults.received_log_shards,
         "tracing": defaults.tracing,
+        "dashboard": defaults.dashboard,
     }
 
 
@@ -841,6 +856,13 @@ def targets_figure(figures: list[Figure]) -> Figure:
                 # Cents, as docs/cost.md shows it: rounding twice could show another cent.
                 value=round(pipeline, 2),
                 target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
+            ),
+            Row(
+                "pipeline cost per 1 M deliveries at 1 M / month",
+                "$",
+                # A small team's bill: the fixed monthly items weigh most here.
+                value=round(model.pipeline_usd(SMALL_VOLUME) / (SMALL_VOLUME / 1e6), 2),
+                target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_1M),
             ),
             Row(
                 "workflow effects per 1 M deliveries at 100 M / month (default workflow)",
@@ -1116,7 +1138,7 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "|---|---|---|",
         *(f"| {p.what} | {p.usd:g} | {p.per} |" for p in PRICES.values()),
     ]
-    lines += _limits(model, config)
+    lines += _limits()
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -1215,73 +1237,15 @@ def model_with_tracing(model: Model) -> Model:
     return traced
 
 
-def _limits(model: Model, config: dict[str, Any]) -> list[str]:
-    worker_s = model.worker_ms_per_message() / 1000
-    worker_rps = config["worker_max_concurrency"] / worker_s
-    # The table's quota sees every write, the workflow's effect records too.
-    wru = model.dynamodb.wru_total + model.dynamodb.effect_wru
-
-    batch_ms = model.relay_batch_ms(event_source_limits.RELAY_BATCH_SIZE)
-    relay_rps = event_source_limits.RELAY_BATCH_SIZE * 1000 / batch_ms
-
-    def per_month(rps: float) -> float:
-        return rps * SECONDS_PER_MONTH / 1e6
-
-    def rate(deliveries_per_month: float) -> float:
-        return deliveries_per_month / SECONDS_PER_MONTH
-
-    below = ": **below 100 M / month**" if per_month(worker_rps) < 100 else ""
-
+def _limits() -> list[str]:
+    """Where the limits are: one capacity plan, docs/capacity.md (infra/capacity.py)."""
     return [
         "",
         "## Scaling limits, and the setting that moves each",
         "",
-        "| limit | where it binds | what moves it |",
-        "|---|---|---|",
-        f"| Worker concurrency: {config['worker_max_concurrency']} concurrent batches, "
-        f"a batch's {WORKER_BATCH} messages side by side, ~{worker_s:.2f} s per message "
-        f"| ~{worker_rps:.0f} deliveries/s "
-        f"(~{per_month(worker_rps):,.0f} M / month){below}; the queue "
-        "absorbs bursts, but sustained traffic above it only grows the backlog | "
-        "`worker_max_concurrency` (cdk context, infra/config.py; SQS event sources allow up "
-        f"to 1,000); 100 M / month needs ~{math.ceil(rate(100e6) * worker_s):d}+, 1 B / month "
-        f"~{math.ceil(rate(1e9) * worker_s):d}+ (and a Lambda concurrency quota above it) |",
-        f"| API stage throttle: `api_rate_limit` {config['api_rate_limit']} requests/s, burst "
-        f"{config['api_burst_limit']} | ~{per_month(config['api_rate_limit']):,.0f} M / month "
-        "average; RelayLink's retries after a throttled (429) burst add to it | "
-        "`api_rate_limit`, `api_burst_limit` (cdk context, infra/config.py) |",
-        "| Lambda account concurrency: 1,000 per region by default, shared by all functions; "
-        "each function scales by 1,000 per 10 s | receiver at 1 B / month needs only "
-        f"~{rate(1e9) * model.receiver_ms() / 1000:.0f} concurrent; the worker needs the most | "
-        "Service Quotas increase; reserved concurrency per function |",
-        "| API Gateway HTTP API: 10,000 requests/s per account and region (burst 5,000) | "
-        "~26 B / month average, but bursts of RelayLink retries hit it sooner | Service "
-        "Quotas increase; per-route throttling in the stage |",
-        f"| DynamoDB on-demand table: 40,000 WRU/s per table by default; a new table "
-        f"starts at 4,000 WRU/s and doubles with its peak | {wru:g} WRU per delivery: ~"
-        f"{40_000 / wru:,.0f} deliveries/s at the quota "
-        f"(~{per_month(40_000 / wru) / 1000:,.1f} B / "
-        f"month), ~{4_000 / wru:,.0f}/s on a cold new table | table max throughput quota; "
-        "warm throughput (pre-warming) before a launch |",
-        "| DynamoDB partition: 1,000 WRU/s per partition key | the table's keys are "
-        "delivery ids (spread evenly), but the received log's partition key is "
-        f"`received#shard` with {table_layout.RECEIVED_LOG_SHARDS} shards, each receipt's "
-        "outbox record 2 WRU (in the transaction): "
-        f"~{table_layout.RECEIVED_LOG_SHARDS * 1000 / 2:,.0f} deliveries/s; the state "
-        f"index's partition key is `label#shard` with {table_layout.STATE_INDEX_SHARDS} "
-        "shards, and a delivery writes the `completed` label's once (the completion's "
-        f"entry): ~{table_layout.STATE_INDEX_SHARDS * 1000:,.0f} deliveries/s | "
-        "`table_layout.RECEIVED_LOG_SHARDS`, `table_layout.STATE_INDEX_SHARDS` (the "
-        "reconciler and operator queries fan out over them) |",
-        "| DynamoDB Streams: one relay invocation per shard at a time, batches of "
-        f"{event_source_limits.RELAY_BATCH_SIZE}, one `SendMessageBatch` per "
-        f"{SEND_BATCH_LIMIT} records | ~{relay_rps:.0f} "
-        "records/s per shard; shards follow table partitions, so more traffic brings "
-        "more shards | `parallelization_factor` on the stream event source (up to 10), "
-        "`event_source_limits.RELAY_BATCH_SIZE` |",
-        "| SQS standard queue: nearly unlimited throughput; 120,000 in-flight messages | "
-        "only if the worker falls behind by more than 120,000 messages | scale the worker "
-        "(above); the queue's retention (the backlog's time budget) |",
+        "Each component's limit, its arithmetic from AWS's published quotas, the ceiling at "
+        "the defaults and at the largest settings, the alarm that fires first and what to "
+        "raise: docs/capacity.md (one source of numbers, `infra/capacity.py`).",
     ]
 
 

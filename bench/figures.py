@@ -13,17 +13,20 @@ from typing import Any, Final
 
 from bench import (
     bulk_requeue,
+    burst,
     calls,
     cold_start,
     local_figures,
     no_workflow,
     overhead,
     pipeline_calls,
+    reconciler_backlog,
     worker_duration,
     worker_mcp,
 )
 from bench.report import Figure, Row, Target
 from bench.stats import Summary
+from functions.core import reconcile
 from functions.core.setting_defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_WORKFLOW
 from infra.config import StackConfig
 from ops import bulk
@@ -54,6 +57,8 @@ class Sizes:
     bulk_runs: int = 2
     write_unit_deliveries: int = 5
     worker_batches: int = 4
+    reconciler_open: int = 100_000
+    burst: int = 2_000
     local: local_figures.LocalSizes = field(default_factory=local_figures.LocalSizes)
 
 
@@ -73,6 +78,8 @@ QUICK: Final = Sizes(
     bulk_runs=1,
     write_unit_deliveries=3,
     worker_batches=1,
+    reconciler_open=1_000,
+    burst=200,
     local=local_figures.LocalSizes(
         latency_deliveries=20,
         kill_deliveries=12,
@@ -830,6 +837,90 @@ def write_units_per_delivery(sizes: Sizes) -> Figure:
     )
 
 
+def reconciler_backlog_rate(sizes: Sizes) -> Figure:
+    result = reconciler_backlog.measure(open_items=sizes.reconciler_open)
+    return Figure(
+        12,
+        "The reconciler against a large open backlog over moto",
+        f"{result.open_items:,} open items (processing, their leases not yet run out: an "
+        f"MCP outage's backlog) and {result.lost} receipts whose relay message was lost "
+        "(pending, never listed, older than the received age), in moto in process. Runs "
+        "of the production reconciler (its handler's deps), each with a run's real time "
+        "budget, until its pass over the open items is through. The rate is the inbox "
+        "items the runs read (BatchGetItem keys) over their elapsed time; the recovery is "
+        "the time from the first run's start until the last lost receipt was sent to the "
+        "work queue.",
+        [
+            Row(
+                "reconciler items per second, 100,000 open",
+                "items/s",
+                value=round(result.items_per_second, 1),
+            ),
+            Row(
+                "reconciler: seconds until the relay's lost receipts are back in the queue, "
+                "during it",
+                "s",
+                value=round(result.recovered_seconds, 2),
+            ),
+            Row("reconciler: runs for one pass over the open items", "runs", value=result.runs),
+            Row(
+                "reconciler: seconds for one pass over the open items",
+                "s",
+                value=round(result.pass_seconds, 1),
+            ),
+        ],
+        notes=[
+            "Report-only: moto answers every Query on the index by scanning the table, so "
+            "the rate is the emulator's far more than ours; against DynamoDB a page of "
+            f"{reconcile.LIST_PAGE_SIZE:,} keys and its ten BatchGetItem calls take tens "
+            "of milliseconds (docs/capacity.md).",
+            "The received log is read first, so the lost receipts come back within the "
+            "first seconds of the first run, however long the pass over the backlog takes.",
+        ],
+        details=result.to_json(),
+    )
+
+
+def burst_at_the_front_door(sizes: Sizes) -> Figure:
+    result = burst.measure(deliveries=sizes.burst)
+    return Figure(
+        13,
+        "A burst sent at once through the local front door",
+        f"The local stack (the emulated API Gateway in front of the production receiver, "
+        f"the emulated AWS, relay, workers, the demo MCP server); {result.deliveries:,} new "
+        "deliveries, every one sent at the same moment, with RelayLink's 10 s answer "
+        "timeout and its retry schedule (time-scaled). The share is of the deliveries "
+        "whose first attempt was answered 2xx.",
+        [
+            Row(
+                "burst of 2,000 at once: share answered 2xx",
+                "%",
+                value=round(100 * result.first_attempts_2xx, 1),
+                target=Target(">=", 100.0),
+            ),
+            Row(
+                "burst of 2,000 at once: accepted per second",
+                "deliveries/s",
+                value=round(result.accepted_per_second, 1),
+            ),
+            Row(
+                "burst of 2,000 at once: seconds until every one is completed",
+                "s",
+                value=round(result.seconds_until_all_completed, 1),
+            ),
+        ],
+        notes=[
+            "On a shared 2-core machine the local emulator answers some tens of receipts "
+            "a second, so the last of a burst wait longer than RelayLink's 10 s: those "
+            "attempts time out and their retries are answered 200 (the receipt was "
+            "taken). The front door takes every connection (its backlog is the stage's "
+            "burst, as API Gateway's is); AWS's receiver answers in milliseconds "
+            "(docs/capacity.md).",
+        ],
+        details=result.to_json(),
+    )
+
+
 ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     1: aws_calls_per_outcome,
     2: receiver_overhead,
@@ -840,4 +931,6 @@ ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     8: worker_time_at_mcp_latency,
     10: bulk_requeue_rate,
     11: write_units_per_delivery,
+    12: reconciler_backlog_rate,
+    13: burst_at_the_front_door,
 }

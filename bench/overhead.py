@@ -36,7 +36,7 @@ from bench.receiver_rig import (
     make_rig,
 )
 from bench.stats import Summary, summarize
-from functions.core import metric_names, setting_defaults, wire
+from functions.core import metric_names, setting_defaults, table_layout, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.delivery import Delivery
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 TARGET = 1.25
+SHARDS = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
 PLAIN = "plain_boto3"
 SAME_CONFIG = "same_config"
 
@@ -279,7 +280,9 @@ class _NoStorageInbox:
             delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
         )
         if work is not None:
-            dynamodb_items.outbox_to_item(work, created_at=received_at, expires_at=expires_at)
+            dynamodb_items.outbox_to_item(
+                work, created_at=received_at, expires_at=expires_at, shards=SHARDS
+            )
 
     def quarantine(self, record: QuarantineRecord) -> None:
         dynamodb_items.quarantine_to_item(record)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from functions.core import event_source_limits, retry_policy, setting_defaults
+from functions.core import event_source_limits, retry_policy, setting_defaults, table_layout
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError
 from functions.core.workflow import WORKFLOW_ALIASES
@@ -42,6 +42,8 @@ NOTIFY_URL = "notify_url"
 WORKFLOW = "workflow"
 API_RATE_LIMIT = "api_rate_limit"
 API_BURST_LIMIT = "api_burst_limit"
+RECEIVED_LOG_SHARDS = "received_log_shards"
+RELAY_PARALLELIZATION_FACTOR = "relay_parallelization_factor"
 RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
 WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
 APPROVAL_WAIT_ALARM_MINUTES = "approval_wait_alarm_minutes"
@@ -76,6 +78,8 @@ WORKER_MEMORY_MB = "worker_memory_mb"
 WORKER_BATCH_SIZE = "worker_batch_size"
 ALERT_EMAIL = "alert_email"
 TRACING = "tracing"
+DASHBOARD = "dashboard"
+TABLE_WARM_WRITE_UNITS = "table_warm_write_units"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -129,8 +133,14 @@ class StackConfig:
         mcp_token_kms_key_arn: The same for the existing MCP token secret.
         notify_url: Where the default workflow posts its notification, or None.
         workflow: The worker's workflow as ``module:attribute``.
-        api_rate_limit: Steady-state requests per second the API stage admits.
+        api_rate_limit: Steady-state requests per second the API stage admits: it
+            protects the table's write capacity and the bill, not the MCP server (worker
+            concurrency does), so it sits well above RelayLink's bursts (docs/capacity.md).
         api_burst_limit: Burst the API stage admits.
+        received_log_shards: Partitions of the received log the receiver writes; in
+            effect only ever raised (the reconciler keeps reading every shard any deploy
+            it ran with wrote).
+        relay_parallelization_factor: Concurrent relay batches per stream shard.
         reconcile_every_minutes: Period of the reconciler's schedule.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
             which the backlog alarm fires.
@@ -159,6 +169,9 @@ class StackConfig:
         alert_url_kms_key_arn: Customer managed key encrypting the secret
             ``alert_url_secret_arn`` names, or None (the AWS managed key).
         alert_signing_kms_key_arn: The same for ``alert_signing_secret_arn``.
+        dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
+        table_warm_write_units: Write units per second the table takes at once (warm
+            throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
     """
 
     stage: str = "prod"
@@ -177,8 +190,10 @@ class StackConfig:
     mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
     workflow: str = setting_defaults.DEFAULT_WORKFLOW
-    api_rate_limit: int = 50
-    api_burst_limit: int = 100
+    api_rate_limit: int = 1_000
+    api_burst_limit: int = 2_000
+    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+    relay_parallelization_factor: int = 2
     reconcile_every_minutes: int = 5
     # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
     # their runs): an item older than this is riding out an outage, which a person
@@ -206,6 +221,8 @@ class StackConfig:
     alert_url_kms_key_arn: str | None = None
     alert_signing_kms_key_arn: str | None = None
     tracing: bool = False
+    dashboard: bool = False
+    table_warm_write_units: int | None = None
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -294,6 +311,21 @@ class StackConfig:
             api_burst_limit=_integer(
                 context, API_BURST_LIMIT, defaults.api_burst_limit, low=1, high=5_000
             ),
+            received_log_shards=_integer(
+                context,
+                RECEIVED_LOG_SHARDS,
+                defaults.received_log_shards,
+                low=1,
+                high=table_layout.MAX_RECEIVED_LOG_SHARDS,
+            ),
+            # Lambda's stream event sources accept 1..10.
+            relay_parallelization_factor=_integer(
+                context,
+                RELAY_PARALLELIZATION_FACTOR,
+                defaults.relay_parallelization_factor,
+                low=1,
+                high=10,
+            ),
             reconcile_every_minutes=_integer(
                 context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
             ),
@@ -360,6 +392,14 @@ class StackConfig:
             alert_url_kms_key_arn=_optional_text(context, ALERT_URL_KMS_KEY_ARN),
             alert_signing_kms_key_arn=_optional_text(context, ALERT_SIGNING_KMS_KEY_ARN),
             tracing=_boolean(context, TRACING, defaults.tracing),
+            dashboard=_boolean(context, DASHBOARD, defaults.dashboard),
+            # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000
+            # (more once the quota is raised).
+            table_warm_write_units=(
+                _integer(context, TABLE_WARM_WRITE_UNITS, 0, low=4_000, high=400_000)
+                if context.get(TABLE_WARM_WRITE_UNITS) not in (None, "")
+                else None
+            ),
         )
         config.validate()
         return config
@@ -451,8 +491,9 @@ class StackConfig:
         )
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
-        if self.api_burst_limit < self.api_rate_limit:
-            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT}")
+        # At least the rate, or the account's burst quota (5,000) for a rate above it.
+        if self.api_burst_limit < min(self.api_rate_limit, 5_000):
+            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT} (or 5000)")
         self._validate_worker()
 
     def _validate_worker(self) -> None:

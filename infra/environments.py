@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 
-from functions.core import env_keys, setting_defaults
+from functions.core import env_keys, setting_defaults, table_layout
 from functions.core.log_levels import level_number
 from functions.core.retry_policy import RETRY_BASE_SECONDS
 
@@ -33,12 +33,14 @@ def receiver_environment(
     signing_secrets_arn: str,
     inbox_retention_days: int,
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
 ) -> dict[str, str]:
     return {
         env_keys.ENV_TABLE_NAME: table_name,
         env_keys.ENV_SIGNING_SECRETS_ARN: signing_secrets_arn,
         env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
         env_keys.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
+        env_keys.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
     }
 
 
@@ -102,8 +104,10 @@ def reconciler_environment(
     lease_seconds: int,
     pending_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
     effect_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
 ) -> dict[str, str]:
     return {
+        env_keys.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
         env_keys.ENV_TABLE_NAME: table_name,
         env_keys.ENV_WORK_QUEUE_URL: work_queue_url,
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),

@@ -84,10 +84,10 @@ class ReceivedLogWatch:
 class Monitored:
     """What the monitoring construct watches."""
 
-    receiver: lambda_.IFunction
+    receiver: lambda_.Function
     api: apigwv2.HttpApi
     relay: lambda_.IFunction
-    worker: lambda_.IFunction
+    worker: lambda_.Function
     reconciler: lambda_.IFunction
     work_queue: sqs.IQueue
     work_dead_letter_queue: sqs.IQueue
@@ -101,7 +101,7 @@ class Monitoring(Construct):
         topic: Every alarm's action (and OK action): the deployer's own, whose policy
             and key must let CloudWatch publish, or one created here with its own key.
         alarms: By short name.
-        dashboard: The operator's overview.
+        dashboard: The operator's overview, or None (``-c dashboard=true`` adds it).
     """
 
     def __init__(
@@ -114,8 +114,10 @@ class Monitoring(Construct):
         stage: str,
         work_queue_max_age: Duration,
         received_log: ReceivedLogWatch,
-        approval_max_wait: Duration,
+        approval_max_wait: Duration | None = None,
+        model_budget: bool = False,
         topic: sns.ITopic | None = None,
+        dashboard: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = topic if topic is not None else self._own_topic()
@@ -202,12 +204,13 @@ class Monitoring(Construct):
             custom_metric(metric_names.METRIC_UNCERTAIN_EFFECTS),
             "An external effect's outcome is uncertain and awaits reconciliation.",
         )
-        self._alarm(
-            "BudgetExhausted",
-            custom_metric(metric_names.METRIC_BUDGET_EXHAUSTED),
-            "Model calls wait for the daily token budget (spent, or paused at 0): their "
-            "deliveries are deferred until the next UTC day or a higher limit.",
-        )
+        if model_budget:
+            self._alarm(
+                "BudgetExhausted",
+                custom_metric(metric_names.METRIC_BUDGET_EXHAUSTED),
+                "Model calls wait for the daily token budget (spent, or paused at 0): their "
+                "deliveries are deferred until the next UTC day or a higher limit.",
+            )
         self._alarm(
             "ReconcilerErrors",
             watched.reconciler.metric_errors(period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
@@ -228,32 +231,53 @@ class Monitoring(Construct):
             missing=cloudwatch.TreatMissingData.BREACHING,
         )
 
-        self._alarm(
-            "ApprovalWait",
-            custom_metric(
-                metric_names.METRIC_APPROVAL_OLDEST_WAIT,
-                period=received_log.period,
-                statistic=cloudwatch.Stats.MAXIMUM,
-            ),
-            f"A delivery has waited more than {int(approval_max_wait.to_minutes())} minutes"
-            " for a person's approval: decide it (approvals list) before its timeout"
-            " denies it.",
-            threshold=approval_max_wait.to_seconds(),
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        )
+        if approval_max_wait is not None:
+            self._alarm(
+                "ApprovalWait",
+                custom_metric(
+                    metric_names.METRIC_APPROVAL_OLDEST_WAIT,
+                    period=received_log.period,
+                    statistic=cloudwatch.Stats.MAXIMUM,
+                ),
+                f"A delivery has waited more than {int(approval_max_wait.to_minutes())} minutes"
+                " for a person's approval: decide it (approvals list) before its timeout"
+                " denies it.",
+                threshold=approval_max_wait.to_seconds(),
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            )
 
-        self.dashboard = cloudwatch.Dashboard(
+        # A dashboard is billed $3 a month, most of a small team's bill with the metrics
+        # (docs/cost.md): on request (``-c dashboard=true``), its counts from the logs.
+        self.dashboard = self._dashboard(watched, stage) if dashboard else None
+
+    def _dashboard(self, watched: Monitored, stage: str) -> cloudwatch.Dashboard:
+        """The operator's overview: AWS's own metrics, and the functions' counts summed
+        from their log lines by Logs Insights (only alarmed counts are metrics)."""
+        dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"{metric_names.SERVICE}-{stage}"
         )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Receiver outcomes",
-                left=[
-                    custom_metric(metric_names.receiver_outcome_metric(outcome)).with_(
-                        label=outcome
-                    )
-                    for outcome in Outcome
-                ],
+        outcomes = ", ".join(
+            f"sum({metric_names.receiver_outcome_metric(o)}) as {o.value}" for o in Outcome
+        )
+        work = ", ".join(
+            f"sum({name}) as {name}"
+            for name in (
+                metric_names.METRIC_WORK_COMPLETED,
+                metric_names.METRIC_WORK_ALREADY_DONE,
+                metric_names.METRIC_WORK_DEFERRED,
+                metric_names.METRIC_WORK_RETRIED,
+                metric_names.METRIC_WORK_FAILED,
+                metric_names.METRIC_WORK_DEAD_LETTERED,
+                metric_names.METRIC_MCP_AUTH_FAILURES,
+                metric_names.METRIC_UNCERTAIN_EFFECTS,
+            )
+        )
+        dashboard.add_widgets(
+            cloudwatch.LogQueryWidget(
+                title="Receiver outcomes (from its log lines)",
+                log_group_names=[watched.receiver.log_group.log_group_name],
+                query_lines=[f"stats {outcomes} by bin(5m)"],
+                view=cloudwatch.LogQueryVisualizationType.LINE,
                 width=12,
             ),
             cloudwatch.GraphWidget(
@@ -266,7 +290,7 @@ class Monitoring(Construct):
                 width=12,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Queue age (s) and dead letters",
                 left=[
@@ -284,33 +308,20 @@ class Monitoring(Construct):
                 ],
                 width=12,
             ),
-            cloudwatch.GraphWidget(
-                title="Worker outcomes",
-                left=[
-                    custom_metric(name).with_(label=name)
-                    for name in (
-                        metric_names.METRIC_WORK_COMPLETED,
-                        metric_names.METRIC_WORK_ALREADY_DONE,
-                        metric_names.METRIC_WORK_DEFERRED,
-                        metric_names.METRIC_WORK_RETRIED,
-                        metric_names.METRIC_WORK_FAILED,
-                        metric_names.METRIC_WORK_DEAD_LETTERED,
-                        metric_names.METRIC_MCP_AUTH_FAILURES,
-                        metric_names.METRIC_UNCERTAIN_EFFECTS,
-                    )
-                ],
-                right=[
-                    watched.worker.metric_errors(label="worker errors"),
-                    watched.worker.metric_throttles(label="worker throttles"),
-                ],
+            cloudwatch.LogQueryWidget(
+                title="Worker outcomes (from its log lines)",
+                log_group_names=[watched.worker.log_group.log_group_name],
+                query_lines=[f"stats {work} by bin(5m)"],
+                view=cloudwatch.LogQueryVisualizationType.LINE,
                 width=12,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
                 title="Alarms", alarms=list(self.alarms.values()), width=24
             )
         )
+        return dashboard
 
     def _own_topic(self) -> sns.Topic:
         """An SNS topic encrypted with its own key, which CloudWatch may use."""

@@ -83,6 +83,7 @@ class Receiver(Construct):
                 table_name=table.table_name,
                 signing_secrets_arn=signing_secrets.secret_arn,
                 inbox_retention_days=config.inbox_retention_days,
+                received_log_shards=config.received_log_shards,
             ),
         )
         # Internet-facing, so the narrowest role of all: it only puts new items (the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -11,6 +11,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import setting_defaults
+from infra.capacity import RECONCILER_TIMEOUT_SECONDS
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
 from infra.lambda_function import python_function
@@ -21,7 +22,18 @@ from infra.table_access import (
     grant_state_index_query,
 )
 
-RECONCILER_TIMEOUT = Duration.seconds(120)
+RECONCILER_TIMEOUT = Duration.seconds(RECONCILER_TIMEOUT_SECONDS)
+
+
+def received_log_note(shards: int) -> str:
+    """What the synth says about the received log's shard setting."""
+    return (
+        f"received_log_shards={shards}: the receiver writes {shards} shards of the received "
+        "log. In effect the setting only ever rises: each reconciler run records the "
+        "largest count it was deployed with and reads every shard up to the largest count "
+        "recorded, so a lower value strands no receipt (it saves nothing either). Lower "
+        "it only after one reconciler run of a raised deploy (docs/capacity.md)."
+    )
 
 
 class Reconciler(Construct):
@@ -64,6 +76,7 @@ class Reconciler(Construct):
                 lease_seconds=lease_seconds,
                 pending_age_seconds=pending_age_seconds,
                 effect_age_seconds=effect_age_seconds,
+                received_log_shards=config.received_log_shards,
             ),
         )
         # It lists by the state index (keys only: it reads the listed items by key with
@@ -80,6 +93,7 @@ class Reconciler(Construct):
             ItemAction.BATCH_GET_ITEM,
         )
         work_queue.grant_send_messages(self.function)
+        Annotations.of(self).add_info(received_log_note(config.received_log_shards))
         self.schedule = events.Rule(
             self,
             "Schedule",

@@ -89,6 +89,9 @@ class Relay(Construct):
                 report_batch_item_failures=True,
                 on_failure=sources.SqsDlq(self.failure_queue),
                 filters=[outbox_insert_filter()],
+                # Batches of one stream shard in flight at once: a hot shard's records
+                # go out in parallel (still in order per delivery id, the shard's key).
+                parallelization_factor=config.relay_parallelization_factor,
             )
         )
         acknowledge(

@@ -8,6 +8,8 @@ the resource it concerns. The stack outputs stay the stack's business.
 
 from __future__ import annotations
 
+from typing import Final
+
 from aws_cdk import Duration, Tags
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -26,6 +28,10 @@ from infra.schema import max_receive_count_for
 from infra.secrets import Secrets
 from infra.table import InboxTable
 from infra.worker import Worker, WorkerTiming
+
+# The shipped workflows that call no model: no token budget, so no budget alarm.
+WORKFLOWS_WITHOUT_A_MODEL: Final = frozenset({"archive", "notify"})
+APPROVAL_SETTING: Final = "approval"  # the workflow setting naming what waits for a person
 
 # A construct with this id adds nothing to its children's logical ids: the project's
 # own stack uses it, so its resources keep the logical ids they had before the
@@ -77,7 +83,7 @@ class RelayLinkReceiver(Construct):
                 workflow_seconds=config.worker_workflow_seconds,
             ),
         )
-        self.table = InboxTable(self, "Inbox")
+        self.table = InboxTable(self, "Inbox", warm_write_units=config.table_warm_write_units)
         self.queues = WorkQueues(
             self,
             "Work",
@@ -137,11 +143,19 @@ class RelayLinkReceiver(Construct):
             alarm_email=config.alarm_email,
             stage=config.stage,
             work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
-            approval_max_wait=Duration.minutes(config.approval_wait_alarm_minutes),
+            # Alarms only where their metric can be published (and billed): the budget
+            # with a workflow that calls a model, the wait with an approval gate.
+            approval_max_wait=(
+                Duration.minutes(config.approval_wait_alarm_minutes)
+                if config.workflow_settings.get(APPROVAL_SETTING)
+                else None
+            ),
+            model_budget=config.workflow not in WORKFLOWS_WITHOUT_A_MODEL,
             received_log=ReceivedLogWatch(
                 received_age=self.reconciler.received_age, reconcile_every=self.reconciler.every
             ),
             topic=alarm_topic,
+            dashboard=config.dashboard,
         )
 
     @property

@@ -60,7 +60,8 @@ class ReceiverStack(Stack):
             value=built.alerts.topic.topic_arn,
             description="Where the workflow's alerts go (ALERT_TOPIC_ARN)",
         )
-        CfnOutput(self, "DashboardName", value=built.monitoring.dashboard.dashboard_name)
+        if built.monitoring.dashboard is not None:
+            CfnOutput(self, "DashboardName", value=built.monitoring.dashboard.dashboard_name)
         CfnOutput(self, "WorkQueueUrl", value=built.queues.queue.queue_url)
         CfnOutput(self, "WorkDeadLetterQueueUrl", value=built.queues.dead_letter_queue.queue_url)
         CfnOutput(self, "RelayFailureQueueUrl", value=built.relay.failure_queue.queue_url)

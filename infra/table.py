@@ -25,8 +25,16 @@ class InboxTable(Construct):
         table: The table; the stack grants on it.
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, warm_write_units: int | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
+        # Pre-warmed for a launch (docs/capacity.md); billed once, when it rises.
+        warm = (
+            None
+            if warm_write_units is None
+            else dynamodb.WarmThroughput(write_units_per_second=warm_write_units)
+        )
         self.table = dynamodb.Table(
             self,
             "Table",
@@ -43,6 +51,7 @@ class InboxTable(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             time_to_live_attribute=TABLE.ttl_attribute,
             stream=dynamodb.StreamViewType[TABLE.stream_view],
+            warm_throughput=warm,
         )
         for index in TABLE.indexes:
             self.table.add_global_secondary_index(

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from infra.config import StackConfig
 from local import api_gateway, lambda_logging
 from local.child import (
     LambdaContext,
@@ -109,6 +110,13 @@ class FrontDoor(BaseHTTPRequestHandler):
         """Silent: the access line would carry the path, which may hold a token."""
 
 
+class _BurstServer(ThreadingHTTPServer):
+    """Takes a burst's connections as API Gateway does, instead of refusing all but the
+    listen backlog's default five: up to the stage's default burst (infra/config.py)."""
+
+    request_queue_size = StackConfig().api_burst_limit
+
+
 def serve(
     invoke: Invoke,
     *,
@@ -123,7 +131,7 @@ def serve(
         (FrontDoor,),
         {"invoke": staticmethod(invoke), "function_name": name, "remaining_ms": remaining_ms},
     )
-    server = ThreadingHTTPServer(("127.0.0.1", port), door)
+    server = _BurstServer(("127.0.0.1", port), door)
     server.daemon_threads = True
     serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
     serving.start()

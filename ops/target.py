@@ -160,20 +160,26 @@ class Target:
         new item, the reconciler lists those still open past their age. They are in the
         received log after the reconciler's watermark (looked at a little before it, as
         the reconciler does), each read consistently."""
+        since, shards = self._fresh_window(changed_since)
         return dynamodb_received_log.unlisted_open(
             self.dynamodb,
             self.table_name,
-            since=self._fresh_since(changed_since),
+            since=since,
             before=changed_before,
+            shards=shards,
             settled=self.settled,
         )
 
-    def _fresh_since(self, changed_since: int | None) -> int | None:
-        mark = dynamodb_received_log.read_watermark(self.dynamodb, self.table_name)
+    def _fresh_window(self, changed_since: int | None) -> tuple[int | None, int]:
+        """Where the fresh part of the log starts, and how many shards it spans (as many
+        as the reconciler reads: every deploy's receivers wrote at most that many)."""
+        state = dynamodb_received_log.read_state(self.dynamodb, self.table_name)
+        mark = state.watermark
         fresh = None if mark is None else mark - table_layout.RECEIVED_LOG_OVERLAP_SECONDS
         if fresh is not None:
             self.settled.forget_before(fresh)
-        return max((t for t in (fresh, changed_since) if t is not None), default=None)
+        since = max((t for t in (fresh, changed_since) if t is not None), default=None)
+        return since, state.shards_to_read
 
     def count_listed(
         self, label: str, *, changed_since: int | None = None, changed_before: int | None = None
@@ -213,11 +219,13 @@ class Target:
         )
         if table_layout.STATE_LABEL_OPEN not in labels:
             return listed
+        since, shards = self._fresh_window(changed_since)
         fresh = dynamodb_received_log.newest_unlisted_open(
             self.dynamodb,
             self.table_name,
-            since=self._fresh_since(changed_since),
+            since=since,
             before=changed_before,
+            shards=shards,
             batch=batch,
             settled=self.settled,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
+from functions.core.reconcile import OpenCursor, OpenPage
 from functions.core.signature import SigningSecret
 from functions.core.spend import ModelSpend
 from functions.core.steps import StepRecord, StepStatus, StoredResult
@@ -108,6 +109,9 @@ class FakeSecrets:
 # --- The processing ports -------------------------------------------------------------
 
 
+_OPEN = (State.PENDING, State.PROCESSING)
+
+
 @dataclass
 class FakeClaims:
     """The inbox's processing state; ``owners`` holds the lease owner tokens."""
@@ -119,6 +123,8 @@ class FakeClaims:
     # Open items the state index does not list yet (as the receiver writes them): the
     # index's lists leave them out until the reconciler lists them (FakeReceivedLog).
     unlisted: set[str] = field(default_factory=set)
+    # Where the reconciler's open pass resumes, as the table keeps it.
+    cursor: OpenCursor | None = None
 
     def add(self, item: InboxItem, *, listed: bool = True) -> None:
         self.items[item.delivery_id] = item
@@ -255,6 +261,31 @@ class FakeClaims:
     def expired_leases(self, *, now: int, page_size: int) -> Iterable[InboxItem]:
         return self._where(lambda i: i.state is State.PROCESSING and (i.lease_until or 0) <= now)
 
+    def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+        """The listed open items by id (one shard), ``page_size`` at a time, lazily."""
+        after = "" if start is None or start.after is None else start.after[1]
+        while True:
+            ids = sorted(
+                d
+                for d, i in self.items.items()
+                if d > after
+                and d not in self.unlisted
+                and i.state in (State.PENDING, State.PROCESSING)
+            )
+            page = [self.items[d] for d in ids[:page_size]]
+            more = len(ids) > page_size
+            resume = OpenCursor(0, (0, page[-1].delivery_id)) if more else None
+            yield OpenPage(items=page, resume=resume)
+            if resume is None:
+                return
+            after = page[-1].delivery_id
+
+    def open_cursor(self) -> OpenCursor | None:
+        return self.cursor
+
+    def save_open_cursor(self, cursor: OpenCursor | None) -> None:
+        self.cursor = cursor
+
     def _where(self, keep: Callable[[InboxItem], bool]) -> list[InboxItem]:
         return [i for i in self.items.values() if i.delivery_id not in self.unlisted and keep(i)]
 
@@ -330,6 +361,13 @@ class FakeReceivedLog:
             ),
             key=lambda i: (i.received_at, i.delivery_id),
         )
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        """A page per item (the adapter's pages hold receipts, most of them settled)."""
+        for item in self.unlisted_open(since=since, before=before, page_size=page_size):
+            yield [item]
 
     def list_open(self, item: InboxItem) -> bool:
         current = self.claims.items.get(item.delivery_id)

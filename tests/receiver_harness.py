@@ -20,7 +20,7 @@ import pytest
 from functions.core import setting_defaults, table_layout
 from functions.receiver import handler
 from local.testkit.aws_calls import AwsCalls
-from local.testkit.clock import FakeClock
+from local.testkit.clock import FakeClock, WaitingRoom
 from local.testkit.moto_world import TABLE, MotoWorld, moto_world
 from local.testkit.receiver_rig import ReceiverRig, make_receiver_rig, receiver_clients
 
@@ -46,6 +46,7 @@ class Receiver:
     rig: ReceiverRig
     calls: AwsCalls
     secret_arn: str
+    waiting: WaitingRoom  # where a retry after throttling waits (no real time)
 
     @property
     def dynamodb(self) -> DynamoDBClient:
@@ -107,6 +108,7 @@ def make_receiver(
     # Fresh clients per receiver: each test's hooks (call counts, injected faults) stay
     # its own. The session's loaders are cached, so these are cheap after the first.
     dynamodb, secretsmanager = receiver_clients()
+    waiting = WaitingRoom()
     rig = make_receiver_rig(
         dynamodb,
         secretsmanager,
@@ -114,10 +116,11 @@ def make_receiver(
         secret_arn=arn,
         clock=FakeClock(now),
         max_age=max_age,
+        waiting=waiting,
     )
     calls = AwsCalls()
     calls.watch(dynamodb, secretsmanager)
-    return Receiver(world, rig, calls, arn)
+    return Receiver(world, rig, calls, arn, waiting)
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ METRIC_QUARANTINED: Final = "DeliveriesQuarantined"
 # A signed body nested deeper than the parser goes: valid JSON we cannot read, counted
 # apart from other invalid bodies so that a sender change shows on its own.
 METRIC_BODY_TOO_DEEP: Final = "DeliveriesTooDeep"
+# A receipt's transaction tried again after throttling or a lost answer (one per retry).
+METRIC_RECEIPT_RETRIES: Final = "ReceiptRetries"
 METRIC_MCP_AUTH_FAILURES: Final = "McpAuthFailures"
 METRIC_UNCERTAIN_EFFECTS: Final = "UncertainEffects"
 # Processing (relay, worker, reconciler); one count per outcome.
@@ -50,6 +52,27 @@ METRIC_MODEL_CALLS: Final = "ModelCalls"  # Converse requests made (failed ones 
 METRIC_WORK_PARKED: Final = "WorkAwaitingApproval"
 METRIC_APPROVALS_EXPIRED: Final = "ApprovalsExpired"
 METRIC_APPROVAL_OLDEST_WAIT: Final = "ApprovalOldestWaitSeconds"
+
+
+# The counts published as CloudWatch metrics (EMF directives): those an alarm reads. Every
+# other count is a field of its log line, summed by Logs Insights (docs/operations.md,
+# "Counts from the logs"): a custom metric is billed $0.30 a month whatever its volume,
+# most of a small team's bill (docs/cost.md).
+PUBLISHED_METRICS: Final = frozenset(
+    {
+        METRIC_QUARANTINED,
+        METRIC_WORK_FAILED,
+        METRIC_MCP_AUTH_FAILURES,
+        METRIC_UNCERTAIN_EFFECTS,
+        METRIC_RECONCILER_RECEIVED_LOG_LAG,
+        METRIC_RECEIPT_RETRIES,
+        METRIC_BUDGET_EXHAUSTED,
+        METRIC_APPROVAL_OLDEST_WAIT,
+    }
+)
+# Published only by a workflow that calls a model (its budget) or has an approval gate:
+# never by the default stack's archive workflow, so never billed there.
+WORKFLOW_ONLY_METRICS: Final = frozenset({METRIC_BUDGET_EXHAUSTED, METRIC_APPROVAL_OLDEST_WAIT})
 
 
 def receiver_outcome_metric(outcome: str) -> str:

@@ -154,8 +154,14 @@ def log_with_counts(
     else:
         extra = dict(fields)
         # The line is filtered out (log level) or metrics are off: the metric takes
-        # Powertools' own path, which honours POWERTOOLS_METRICS_DISABLED.
+        # Powertools' own path, which honours POWERTOOLS_METRICS_DISABLED; the counts
+        # only the logs keep, a line of their own.
+        unpublished = [n for n in metric_list if n not in metric_names.PUBLISHED_METRICS]
+        if unpublished and not _METRICS_DISABLED:
+            print_counts(dict.fromkeys(unpublished, 1))
         for name in metric_list:
+            if name not in metric_names.PUBLISHED_METRICS:
+                continue
             with single_metric(
                 name=name,
                 unit=MetricUnit.Count,
@@ -183,6 +189,14 @@ def log_with_counts(
             extra,
         )
     )
+
+
+def print_counts(counts: Mapping[str, float]) -> None:
+    """Counts that are no metric, as one line without a level: Lambda's log filter keeps
+    it as it keeps Powertools' metric lines, whatever the functions' own level."""
+    line = {"service": metric_names.SERVICE, "counts": True, **counts}
+    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
 
 
 def _write_directly(level: int, message: str, fields: Mapping[str, object], emf: str) -> bool:
@@ -239,14 +253,17 @@ def _suppresses_ours(handler: logging.Handler) -> bool:
 
 
 def _emf(timestamp: int, metric_list: list[str]) -> dict[str, object]:
-    """The EMF members for a count of 1 of each name, dimension ``service``.
+    """The EMF members for a count of 1 of each name, dimension ``service``: a
+    directive for the published names (metric_names.PUBLISHED_METRICS), the others a
+    field of the line only (Logs Insights sums them; no metric is billed).
 
     The ``service`` value is the logger's own ``service`` key (names.SERVICE), the
     dimension Powertools' metrics use too.
     """
-    members: dict[str, object] = {
-        "_aws": {"Timestamp": timestamp, "CloudWatchMetrics": _directives(tuple(metric_list))}
-    }
+    published = tuple(n for n in metric_list if n in metric_names.PUBLISHED_METRICS)
+    members: dict[str, object] = {}
+    if published:
+        members["_aws"] = {"Timestamp": timestamp, "CloudWatchMetrics": _directives(published)}
     for name in metric_list:
         members[name] = _ONE
     return members
@@ -260,14 +277,17 @@ def _emf_json(timestamp: int, names: tuple[str, ...]) -> str:
     line (figure 2). The same bytes (tests/unit/test_observability.py).
     """
     before, after = _emf_json_parts(names)
-    return f"{before}{timestamp}{after}"
+    return f"{before}{timestamp}{after}" if after is not None else before
 
 
 @functools.lru_cache(maxsize=64)
-def _emf_json_parts(names: tuple[str, ...]) -> tuple[str, str]:
-    """The members' JSON before and after the timestamp, encoded once per set of names."""
-    text = json.dumps(_emf(0, list(names)), separators=(",", ":"), ensure_ascii=False)
-    before, after = text[1:-1].split('"Timestamp":0', 1)
+def _emf_json_parts(names: tuple[str, ...]) -> tuple[str, str | None]:
+    """The members' JSON before and after the timestamp, encoded once per set of names
+    (no timestamp, None after it, when none of them is published)."""
+    text = json.dumps(_emf(0, list(names)), separators=(",", ":"), ensure_ascii=False)[1:-1]
+    if '"Timestamp":0' not in text:
+        return text, None
+    before, after = text.split('"Timestamp":0', 1)
     return before + '"Timestamp":', after
 
 

@@ -1,17 +1,23 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at three lists of the state index, and at the received log, in this order:
+It looks at the received log first, then at two lists of the state index, in this order:
 
-* ``processing`` items whose lease ran out: their worker died (a lease outlives the
-  worker's timeout). Back to ``pending``, then re-enqueued.
-* ``pending`` items unchanged for longer than a threshold: their work item never
-  reached the queue or was lost. Re-enqueued.
 * receipts not yet looked at (after the watermark) and older than the received age
   (the pending age or the lease, whichever is shorter): the receiver does not list a
   new item in the index, so each one still open then is listed ``open`` here, and
-  recovered at once by the two rules above if they apply. The watermark advances only
+  recovered at once by the two rules below if they apply. The watermark advances only
   past windows fully handled, so a run that stops (deadline, crash) leaves the rest to
-  the next run, which looks again (listing is idempotent).
+  the next run, which looks again (listing is idempotent). First, because it is how a
+  receipt whose relay message was lost is ever found: no backlog of open items may
+  keep a run from it.
+* the ``open`` items, page by page, each read once (eventually consistent: every action
+  is a conditional write on what was read, so a stale read only costs a no-op):
+  ``processing`` items whose lease ran out (their worker died; a lease outlives the
+  worker's timeout) go back to ``pending`` and are re-enqueued; ``pending`` items
+  unchanged for longer than a threshold (their work item never reached the queue or was
+  lost) are re-enqueued. A cursor (:class:`OpenCursor`), persisted after each page,
+  lets the next run continue the pass where this one stopped, so a backlog larger than
+  one run can read is still covered, shard after shard, run after run.
 * effect intents older than a threshold: a retry of a ``pending`` delivery resolves
   them with the effect's own reconcile check, so that delivery is re-enqueued now;
   one whose delivery is over (failed, completed) is flagged for an operator.
@@ -23,10 +29,11 @@ Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
 twice is harmless because a claim is idempotent.
 
-A run pages through every item of the lists, in that order, until its deadline
-(the Lambda's remaining time less :data:`SAFETY_MARGIN_SECONDS`); then it stops before
-the next item and the next run continues where it stopped (what this run handled is no
-longer listed: its write restarted the item's clock or moved it). Work items whose
+A run pages through the lists, in that order, until its deadline (the Lambda's remaining
+time less :data:`SAFETY_MARGIN_SECONDS`), which it checks before every page and every
+write; then it stops and the next run continues where it stopped (the watermark, the
+open pass's cursor; what this run handled is no longer due: its write restarted the
+item's clock or moved it). Work items whose
 write won are sent :data:`SEND_BATCH_SIZE` at a time, always after the write: only the
 run that won sends. An item the queue then refuses stays ``pending`` with its clock
 restarted, so it is listed again, and re-enqueued, one pending age later.
@@ -76,14 +83,38 @@ RECEIVED_OVERLAP_SECONDS: Final = table_layout.RECEIVED_LOG_OVERLAP_SECONDS
 _T = TypeVar("_T")
 
 
+@dataclass(frozen=True, slots=True)
+class OpenCursor:
+    """Where a pass over the ``open`` list resumes: a shard of the state index, and
+    (within it) the entry after which to continue; None there: the shard's start."""
+
+    shard: int
+    after: tuple[int, str] | None = None  # (listed_at, delivery id) of the last entry read
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPage:
+    """One page of ``open`` items, and where the pass resumes after it (None: done)."""
+
+    items: Sequence[InboxItem]
+    resume: OpenCursor | None
+
+
 class RecoveryStore(Protocol):
     """Port: the inbox as the reconciler sees it."""
 
     def get(self, delivery_id: str) -> InboxItem | None: ...
 
-    def stale_pending(self, *, changed_before: int, page_size: int) -> Iterable[InboxItem]: ...
+    def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterable[OpenPage]:
+        """The open items from ``start`` (None: the first shard's start), a page at a
+        time, read lazily; each item as it was read (possibly a moment stale)."""
+        ...
 
-    def expired_leases(self, *, now: int, page_size: int) -> Iterable[InboxItem]: ...
+    def open_cursor(self) -> OpenCursor | None:
+        """Where the last run left the pass over the open items (None: at its start)."""
+        ...
+
+    def save_open_cursor(self, cursor: OpenCursor | None) -> None: ...
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool: ...
 
@@ -97,8 +128,11 @@ class ReceivedLog(Protocol):
 
     def oldest(self) -> int | None: ...
 
-    def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterable[InboxItem]:
-        """Items received in ``[since, before)``, still open and not listed."""
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterable[Sequence[InboxItem]]:
+        """Items received in ``[since, before)``, still open and not listed, a page of
+        receipts at a time (an empty page too: a run bounded by time looks at each)."""
         ...
 
     def list_open(self, item: InboxItem) -> bool: ...
@@ -176,24 +210,23 @@ def reconcile(
     listed = 0
     progress = _Progress()
     with _Batch(queue) as leases, _Batch(queue) as pending:
-        for item in budget.within(store.expired_leases(now=now, page_size=config.page_size)):
-            if store.release_expired(item, now=now):
-                leases.add(item)
-        stale = store.stale_pending(changed_before=stale_before, page_size=config.page_size)
-        for item in budget.within(stale):
-            if store.touch_pending(item, now=now):
-                pending.add(item)
+        batches = (leases, pending)
         for item in _list_received(received, budget, progress, now=now, config=config):
             listed += 1
             # Listed now, so later runs see it in the index; what is due already is
-            # recovered in this run by the rules above.
-            _recover(store, item, now=now, stale_before=stale_before, batches=(leases, pending))
-    # Reported once the log is read, so that a later failure (the effects below) does not
-    # hide how far the log got: its alarm reads a missing figure as behind.
-    lag = None
-    if progress.watermark is not None:
-        lag = now - progress.watermark
-        metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
+            # recovered in this run by the rules below.
+            _recover(store, item, now=now, stale_before=stale_before, batches=batches)
+        # Reported once the log is read, so that a later failure (the lists below) does
+        # not hide how far the log got: its alarm reads a missing figure as behind.
+        lag = None if progress.watermark is None else now - progress.watermark
+        if lag is not None:
+            metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
+        # What the log recovered goes out now, not after the pass over a long open list.
+        leases.flush()
+        pending.flush()
+        _open_pass(
+            store, budget, now=now, stale_before=stale_before, batches=batches, config=config
+        )
     flagged = 0
     with _Batch(queue) as requeued:
         uncertain = effects.uncertain(
@@ -289,6 +322,42 @@ def expire_approvals(
     return ApprovalSweep(expired=expired, oldest_wait_seconds=oldest)
 
 
+def _open_pass(
+    store: RecoveryStore,
+    budget: _Budget,
+    *,
+    now: int,
+    stale_before: int,
+    batches: tuple[_Batch, _Batch],
+    config: ReconcileConfig,
+) -> None:
+    """The open items from where the last run stopped; the cursor is saved after each
+    page worked off, and back at the start once the pass is through."""
+    start = store.open_cursor()
+    pages = store.open_pages(start=start, page_size=config.page_size)
+    for page in budget.within(pages):
+        handled = 0
+        for item in page.items:
+            if not _due(item, now=now, stale_before=stale_before):
+                continue  # healthy: nothing to write, so nothing to wait for
+            # At least one write per page read: a run that ends here every time still
+            # gets through the page, one item a run (its cursor stays before the page).
+            if handled and budget.spent_now():
+                return  # the page is read again next run: what was done is no longer due
+            _recover(store, item, now=now, stale_before=stale_before, batches=batches)
+            handled += 1
+        store.save_open_cursor(page.resume)
+        if page.resume is None:
+            return  # through: the next run starts over
+
+
+def _due(item: InboxItem, *, now: int, stale_before: int) -> bool:
+    """Whether one of the two rules applies to the item as read."""
+    if item.state is State.PROCESSING:
+        return item.lease_until is not None and item.lease_until <= now
+    return item.state is State.PENDING and item.state_changed_at < stale_before
+
+
 def _recover(
     store: RecoveryStore,
     item: InboxItem,
@@ -299,11 +368,12 @@ def _recover(
 ) -> None:
     """The expired-lease and stale-pending rules for one item just listed."""
     leases, pending = batches
+    if not _due(item, now=now, stale_before=stale_before):
+        return
     if item.state is State.PROCESSING:
-        expired = item.lease_until is not None and item.lease_until <= now
-        if expired and store.release_expired(item, now=now):
+        if store.release_expired(item, now=now):
             leases.add(item)
-    elif item.state_changed_at < stale_before and store.touch_pending(item, now=now):
+    elif store.touch_pending(item, now=now):
         pending.add(item)
 
 
@@ -325,7 +395,7 @@ def _list_received(
     """The open receipts after the watermark and older than the received age, each
     listed by this run as it is yielded; the watermark advances past each window as soon
     as all its items were yielded (and so listed) before the deadline."""
-    if budget.spent:
+    if budget.spent_now():
         return
     end = now - config.received_age_seconds
     mark = received.watermark()
@@ -338,10 +408,17 @@ def _list_received(
         return
     while start < end:
         stop = min(start + RECEIVED_WINDOW_SECONDS, end)
-        window = received.unlisted_open(since=start, before=stop, page_size=config.page_size)
-        for item in budget.within(window):
-            if received.list_open(item):
-                yield item
+        pages = received.unlisted_open_pages(since=start, before=stop, page_size=config.page_size)
+        for page in budget.within(pages):
+            for n, item in enumerate(page):
+                # At least one listing per page read: a run that ends here every time
+                # still gets through the window.
+                if n and budget.spent_now():
+                    break
+                if received.list_open(item):
+                    yield item
+            if budget.spent:
+                break
         if budget.spent:
             break
         # Every open item of the window is listed now: moving the watermark past it at
@@ -370,6 +447,12 @@ class _Budget:
             except StopIteration:
                 return
             yield item
+
+    def spent_now(self) -> bool:
+        """Whether the deadline has passed (and so the budget is spent)."""
+        if not self.spent and self.deadline.remaining() <= 0:
+            self.spent = True
+        return self.spent
 
 
 @dataclass

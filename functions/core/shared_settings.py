@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from functions.core import env_keys, setting_defaults
+from functions.core import env_keys, setting_defaults, table_layout
 from functions.core.settings_env import BoundedInteger
 
 # The worker holds a claim this long; the reconciler must wait longer before it treats
@@ -14,6 +14,14 @@ LEASE_SECONDS: Final = BoundedInteger(
     default=setting_defaults.DEFAULT_LEASE_SECONDS,
     low=2,
     high=12 * 3600,
+)
+# The received log's partitions: the receiver writes that many, the reconciler reads at
+# least that many (table_layout).
+RECEIVED_LOG_SHARDS: Final = BoundedInteger(
+    env_keys.ENV_RECEIVED_LOG_SHARDS,
+    default=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    low=1,
+    high=table_layout.MAX_RECEIVED_LOG_SHARDS,
 )
 # How long a cached secret (signing secrets, MCP token) is used before it is read again.
 SECRETS_MAX_AGE_SECONDS: Final = BoundedInteger(

@@ -61,12 +61,22 @@ STATE_LABEL_EFFECT_INTENT: Final = "effect_intent"  # index label of an effect i
 # its watermark (one item, below) to list the receipts still open after their age;
 # operators read the part after the watermark to see fresh open work. Nothing looks an
 # outbox record up by its delivery id.
+# How many shards the receiver writes is a deploy setting (``received_log_shards``), only
+# ever raised in effect: the reconciler records the count it reads next to its watermark
+# (``WATERMARK_SHARDS_*``) and always reads at least as many shards as any run recorded,
+# so receipts written under a larger count are still read after a lowered deploy.
 RECEIVED_LOG_PREFIX: Final = "received#"
-RECEIVED_LOG_SHARDS: Final = 8
+DEFAULT_RECEIVED_LOG_SHARDS: Final = 8
+MAX_RECEIVED_LOG_SHARDS: Final = 64  # two digits in the key; a Query each per window
 # The reconciler's watermark: every receipt before it that is still open is listed.
 WATERMARK_PARTITION: Final = "reconciler"
 WATERMARK_SORT_KEY: Final = "received_watermark"
 KIND_WATERMARK: Final = "watermark"
+WATERMARK_SHARDS_ATTRIBUTE: Final = "received_log_shards"  # read up to the watermark
+WATERMARK_SHARDS_SEEN_ATTRIBUTE: Final = "received_log_shards_seen"  # largest deployed
+# Where the reconciler's pass over the open items resumes (one item beside the watermark).
+OPEN_CURSOR_SORT_KEY: Final = "open_cursor"
+KIND_CURSOR: Final = "cursor"
 # Readers of the log look again this far before the watermark: a receipt stamped a little
 # earlier than it was written (a clock behind, a slow transaction) is still seen. Read
 # twice, it is never listed twice (the listing is conditional).

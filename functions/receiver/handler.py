@@ -7,6 +7,7 @@ Request: the receiver URL may itself hold a token).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -21,6 +22,7 @@ from functions.core import metric_names, wire
 from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
+from functions.core.adapters.storage_retry import StorageRetry
 from functions.core.clock import Clock, SystemClock
 from functions.core.delivery import InvalidReason
 from functions.core.lazy_deps import LazyDeps
@@ -73,8 +75,10 @@ def build_deps(
     dynamodb: DynamoDBClient | None = None,
     secretsmanager: SecretsManagerClient | None = None,
     clock: Clock | None = None,
+    retry: StorageRetry | None = None,
 ) -> Deps:
-    """Wire the use case to its adapters; tests pass their own clients and clock."""
+    """Wire the use case to its adapters; tests pass their own clients, clock and
+    retry timing (its retries are counted here either way)."""
     if dynamodb is None or secretsmanager is None:
         # botocore's own session rather than boto3's: the same clients (region and
         # credentials from the environment), without importing boto3 and s3transfer
@@ -94,7 +98,12 @@ def build_deps(
     clock = clock or SystemClock()
     return Deps(
         accept=AcceptDelivery(
-            inbox=DynamoDbInbox(dynamodb, settings.table_name),
+            inbox=DynamoDbInbox(
+                dynamodb,
+                settings.table_name,
+                received_log_shards=settings.received_log_shards,
+                retry=dataclasses.replace(retry or StorageRetry(), on_retry=_count_retry),
+            ),
             secrets=SecretsManagerSigningSecrets(
                 secret_arn=settings.signing_secrets_arn,
                 max_age_seconds=settings.secrets_max_age_seconds,
@@ -148,6 +157,16 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         result = unavailable(REASON_INTERNAL)
     _record(result, ids)
     return _response(result)
+
+
+def _count_retry() -> None:
+    """One line, and one count of the retries metric, per receipt retried."""
+    log_with_counts(
+        logging.INFO,
+        "receipt retried after throttling",
+        {},
+        (metric_names.METRIC_RECEIPT_RETRIES,),
+    )
 
 
 def _record(result: Acceptance, ids: dict[str, str | None]) -> None:

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import env_keys, setting_defaults
+from functions.core import env_keys, setting_defaults, table_layout
 from functions.core.settings_env import BoundedInteger, required, secret_arn
-from functions.core.shared_settings import SECRETS_MAX_AGE_SECONDS
+from functions.core.shared_settings import RECEIVED_LOG_SHARDS, SECRETS_MAX_AGE_SECONDS
 
 # RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
 # item that expired earlier would let a late retry be accepted a second time.
@@ -29,6 +29,7 @@ class Settings:
     signing_secrets_arn: str
     secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
     inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
 
     @property
     def retention_seconds(self) -> int:
@@ -46,4 +47,5 @@ class Settings:
             signing_secrets_arn=secret_arn(env, env_keys.ENV_SIGNING_SECRETS_ARN),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
+            received_log_shards=RECEIVED_LOG_SHARDS.read(env),
         )

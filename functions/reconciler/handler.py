@@ -78,7 +78,11 @@ def build_deps(
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
     return Deps(
         claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
-        received=DynamoDbReceivedLog(client=dynamodb, table_name=settings.table_name),
+        received=DynamoDbReceivedLog(
+            client=dynamodb,
+            table_name=settings.table_name,
+            shards=settings.received_log_shards,
+        ),
         effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
         queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url),
         clock=clock or SystemClock(),

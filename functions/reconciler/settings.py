@@ -8,7 +8,7 @@ from typing import Final
 
 from functions.core import env_keys, setting_defaults
 from functions.core.settings_env import BoundedInteger, SettingsError, required
-from functions.core.shared_settings import LEASE_SECONDS
+from functions.core.shared_settings import LEASE_SECONDS, RECEIVED_LOG_SHARDS
 
 _DAY = 24 * 3600
 
@@ -33,6 +33,7 @@ class Settings:
     lease_seconds: int
     pending_age_seconds: int
     effect_age_seconds: int
+    received_log_shards: int
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -48,6 +49,7 @@ class Settings:
             lease_seconds=LEASE_SECONDS.read(env),
             pending_age_seconds=PENDING_AGE_SECONDS.read(env),
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
+            received_log_shards=RECEIVED_LOG_SHARDS.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(

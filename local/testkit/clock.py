@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from functions.core.deadline import Deadline
 
@@ -21,6 +21,22 @@ class FakeClock:
 
     def advance(self, seconds: int) -> None:
         self.value += seconds
+
+
+@dataclass
+class WaitingRoom:
+    """Time that passes only when something waits in it: a retry's waits cost a test
+    nothing, and the budget they are bounded by still runs out."""
+
+    elapsed: float = 0.0
+    waits: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.elapsed += seconds
+
+    def monotonic(self) -> float:
+        return self.elapsed
 
 
 def deadline_after_looks(looks: int) -> Deadline:

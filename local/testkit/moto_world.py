@@ -119,7 +119,10 @@ class MotoWorld:
                     "Put": {
                         "TableName": TABLE,
                         "Item": dynamodb_items.outbox_to_item(
-                            work, created_at=now, expires_at=inbox.expires_at
+                            work,
+                            created_at=now,
+                            expires_at=inbox.expires_at,
+                            shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
                         ),
                     }
                 },

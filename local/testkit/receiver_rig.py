@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from functions.core import env_keys, setting_defaults
+from functions.core.adapters.storage_retry import StorageRetry
 from functions.receiver import handler
 from functions.receiver.settings import Settings
 from local.testkit.builders import LambdaContext
-from local.testkit.clock import FakeClock
+from local.testkit.clock import FakeClock, WaitingRoom
 from local.testkit.moto_world import REGION
 
 if TYPE_CHECKING:
@@ -69,8 +70,11 @@ def make_receiver_rig(
     secret_arn: str,
     clock: FakeClock,
     max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    waiting: WaitingRoom | None = None,
 ) -> ReceiverRig:
-    """Build the handler's deps exactly as production does and install them."""
+    """Build the handler's deps exactly as production does and install them; a retry
+    after throttling waits in ``waiting`` (no real time)."""
+    room = waiting or WaitingRoom()
     settings = Settings.from_env(
         {
             env_keys.ENV_TABLE_NAME: table,
@@ -79,7 +83,11 @@ def make_receiver_rig(
         }
     )
     deps = handler.build_deps(
-        settings, dynamodb=dynamodb, secretsmanager=secretsmanager, clock=clock
+        settings,
+        dynamodb=dynamodb,
+        secretsmanager=secretsmanager,
+        clock=clock,
+        retry=StorageRetry(sleep=room.sleep, monotonic=room.monotonic),
     )
     rig = ReceiverRig(dynamodb, secretsmanager, clock, deps)
     rig.install()

@@ -8,7 +8,6 @@ what the functions write. The children's logs are what CloudWatch Logs would hol
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 from functions.core import metric_names
@@ -18,6 +17,7 @@ from local.stack import LocalStack
 from local.stack_options import StackOptions
 from tests.e2e.stacks import audited
 from tests.polling import poll
+from tests.processing_harness import emitted_metrics
 
 DELIVERIES = 3
 QUIET_DEADLINE_SECONDS = 60.0
@@ -49,12 +49,8 @@ def _deliver(stack: LocalStack) -> None:
 
 
 def _metrics(log: str) -> set[str]:
-    names: set[str] = set()
-    for line in log.splitlines():
-        if line.startswith("{") and '"_aws"' in line:
-            for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
-                names.update(metric["Name"] for metric in directive["Metrics"])
-    return names
+    """Every count the log reports: an EMF metric, or a field of a line of counts."""
+    return set(emitted_metrics(log))
 
 
 def _logs(stack: LocalStack) -> dict[str, str]:

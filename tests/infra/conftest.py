@@ -94,7 +94,9 @@ def synthesize(tmp_path_factory: pytest.TempPathFactory, overrides: dict[str, An
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
-    yield synthesize(tmp_path_factory, {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL})
+    yield synthesize(
+        tmp_path_factory, {"notify_url": NOTIFY_URL, "alarm_email": ALARM_EMAIL, "dashboard": True}
+    )
 
 
 Grant = tuple[str, str]  # (action, resource as canonical JSON)

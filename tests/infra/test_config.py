@@ -34,6 +34,14 @@ def test_defaults_come_from_the_shared_names() -> None:
     assert config.alarm_email is None and config.notify_url is None
 
 
+def test_the_api_stage_buffers_bursts_by_default() -> None:
+    # The inbox takes bursts; worker concurrency, not the stage, protects the MCP server.
+    config = StackConfig.from_context(VALID)
+    assert config.api_rate_limit >= 1_000
+    assert config.api_burst_limit >= 2_000
+    assert config.worker_max_concurrency < config.api_rate_limit
+
+
 def test_command_line_strings_are_parsed() -> None:
     config = StackConfig.from_context(
         {
@@ -72,7 +80,11 @@ def test_command_line_strings_are_parsed() -> None:
         ("signing_secrets_arn", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x"),
         ("notify_url", "http://hooks.example.com"),
         ("workflow", "no_attribute"),
-        ("api_burst_limit", 10),  # below the default rate limit of 50
+        ("api_burst_limit", 10),  # below the default rate limit
+        ("api_burst_limit", 5_001),  # above the account's burst quota
+        ("table_warm_write_units", 3_999),  # below a new table's own
+        ("received_log_shards", 65),  # two digits in the key
+        ("relay_parallelization_factor", 11),  # Lambda allows 10
         ("worker_max_concurrency", True),
         ("work_queue_age_alarm_minutes", 4),  # the back-off alone can take minutes
         ("worker_batch_concurrency", 0),

@@ -147,11 +147,12 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
     # The lists are read lazily: list() makes their queries.
-    (reconcile.RecoveryStore, "stale_pending"): lambda t, s, d: list(
-        t.claims.stale_pending(changed_before=NOW, page_size=10)
+    (reconcile.RecoveryStore, "open_pages"): lambda t, s, d: list(
+        t.claims.open_pages(start=None, page_size=10)
     ),
-    (reconcile.RecoveryStore, "expired_leases"): lambda t, s, d: list(
-        t.claims.expired_leases(now=NOW + LEASE, page_size=10)
+    (reconcile.RecoveryStore, "open_cursor"): lambda t, s, d: t.claims.open_cursor(),
+    (reconcile.RecoveryStore, "save_open_cursor"): lambda t, s, d: t.claims.save_open_cursor(
+        reconcile.OpenCursor(1, (NOW, d))
     ),
     (reconcile.RecoveryStore, "touch_pending"): lambda t, s, d: t.claims.touch_pending(
         pending(d), now=NOW
@@ -161,9 +162,9 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (reconcile.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
     (reconcile.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
-    (reconcile.ReceivedLog, "unlisted_open"): lambda t, s, d: (
+    (reconcile.ReceivedLog, "unlisted_open_pages"): lambda t, s, d: (
         builders.record_new(s.inbox, pending(f"{d}-new")),
-        list(t.received.unlisted_open(since=0, before=NOW + 1, page_size=10)),
+        list(t.received.unlisted_open_pages(since=0, before=NOW + 1, page_size=10)),
     ),
     (reconcile.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
     (reconcile.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),

@@ -33,7 +33,7 @@ from functions.worker.settings import Settings as WorkerSettings
 from functions.workflows.agent import MODEL_STEP
 from local.child import LambdaContext
 from local.event_sources import sqs_event
-from local.testkit import builders
+from local.testkit import botocore_hooks, builders
 from local.testkit.moto_world import (
     MAX_ATTEMPTS,
     REGION,
@@ -42,7 +42,7 @@ from local.testkit.moto_world import (
     StreamReader,
     moto_world,
 )
-from local.testkit.receiver_rig import make_receiver_rig
+from local.testkit.receiver_rig import make_receiver_rig, receiver_clients
 from local.testkit.worker_rig import LEASE_SECONDS, worker_env
 
 UNREACHABLE_MCP_URL = "https://unreachable.relaylink.example/mcp"
@@ -96,6 +96,20 @@ def receiver_outcomes(world: MotoWorld) -> None:
     ):
         rig.invoke(builders.event_for(request))
     rig.invoke(builders.http_api_event({}, b"x" * (wire.MAX_BODY_BYTES + 1)))  # too large
+    # A receipt throttled past botocore's own attempts, then accepted: its retry is
+    # counted (its own clients: the injected faults stay theirs).
+    dynamodb, secretsmanager = receiver_clients()
+    throttled = make_receiver_rig(
+        dynamodb,
+        secretsmanager,
+        table=TABLE,
+        secret_arn=world.create_secret(f'["{builders.SECRET}"]'),
+        clock=world.clock,
+    )
+    botocore_hooks.inject_dynamodb_error(
+        dynamodb, "TransactWriteItems", code="ThrottlingException", times=3
+    )
+    throttled.invoke(builders.event_for(builders.signed_request(timestamp=now)))
     broken = receiver("not a list")
     broken.invoke(builders.event_for(builders.signed_request(timestamp=now)))  # unavailable
 
@@ -106,7 +120,7 @@ def relay_records(world: MotoWorld) -> None:
     world.dynamodb.put_item(
         TableName=TABLE,
         Item={
-            **dynamodb_items.outbox_key("broken", 0),
+            **dynamodb_items.outbox_key("broken", 0, shards=1),
             table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from moto.core.models import botocore_stubber
 
+from functions.core import table_layout
+from functions.core.adapters import storage_retry
+from functions.core.metric_names import METRIC_RECEIPT_RETRIES
+from functions.core.observability import logger
 from local.testkit import botocore_hooks, builders
 from tests.receiver_harness import Receiver, Response
 
@@ -32,23 +37,39 @@ def _cancel_transactions(receiver: Receiver, reason: str, *, times: int | None =
     )
 
 
+def retries_counted(caplog: pytest.LogCaptureFixture) -> int:
+    """The retries metric's count in the receiver's lines, as Lambda gets them (EMF)."""
+    formatter = logger.registered_formatter
+    lines = [json.loads(formatter.format(record)) for record in caplog.records]
+    return sum(int(sum(line.get(METRIC_RECEIPT_RETRIES, []))) for line in lines)
+
+
+def _retried_within_the_budget(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture, *, calls: int
+) -> None:
+    """The receipt's transaction was asked ``calls`` times, each retry counted and
+    waited for (jittered, growing), and no wait went past the retry budget."""
+    assert receiver.calls.operations("dynamodb") == [f"TransactWriteItemsx{calls}"]
+    assert len(receiver.waiting.waits) == calls - 1
+    assert retries_counted(caplog) == calls - 1
+    assert receiver.waiting.elapsed <= storage_retry.BUDGET_SECONDS
+
+
 @pytest.mark.parametrize(
-    ("code", "status", "attempts"),
+    ("code", "status"),
     [
-        # botocore's DynamoDB retry policy retries throttling and 5xx (3 attempts in
-        # all, as configured); RequestLimitExceeded is an account limit it does not retry.
-        ("ProvisionedThroughputExceededException", 400, 3),
-        ("ThrottlingException", 400, 3),
-        ("RequestLimitExceeded", 400, 1),
-        ("InternalServerError", 500, 3),
-        ("ServiceUnavailable", 503, 3),
+        ("ProvisionedThroughputExceededException", 400),
+        ("ThrottlingException", 400),
+        ("RequestLimitExceeded", 400),
+        ("InternalServerError", 500),
+        ("ServiceUnavailable", 503),
     ],
 )
-def test_receiver_storage_fault_is_503_and_writes_nothing(
-    receiver_factory: Any, code: str, status: int, attempts: int
+def test_receiver_lasting_storage_fault_is_503_after_the_retry_budget_and_writes_nothing(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture, code: str, status: int
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
-    failed = botocore_hooks.inject_dynamodb_error(
+    botocore_hooks.inject_dynamodb_error(
         receiver.dynamodb, "TransactWriteItems", code=code, status=status
     )
     request = builders.signed_request(timestamp=NOW)
@@ -60,14 +81,16 @@ def test_receiver_storage_fault_is_503_and_writes_nothing(
         "unavailable",
         "storage_unavailable",
     )
-    # One API call, retried by the SDK within its bounded budget.
-    assert receiver.calls.operations("dynamodb") == ["TransactWriteItemsx1"]
-    assert len(failed) == attempts
+    calls = receiver.calls.count("dynamodb")
+    assert calls > 3  # more than botocore's own three attempts
+    _retried_within_the_budget(receiver, caplog, calls=calls)
+    # The budget ran out: one more wait would have passed it.
+    assert receiver.waiting.elapsed > storage_retry.BUDGET_SECONDS - storage_retry.CAP_SECONDS
     assert receiver.items() == []
 
 
 @pytest.mark.parametrize("reason", ["ThrottlingError", "ProvisionedThroughputExceeded"])
-def test_receiver_throttled_transaction_is_503_and_writes_nothing(
+def test_receiver_lasting_throttled_transaction_is_503_and_writes_nothing(
     receiver_factory: Any, reason: str
 ) -> None:
     receiver = receiver_factory([SECRET], now=NOW)
@@ -77,6 +100,63 @@ def test_receiver_throttled_transaction_is_503_and_writes_nothing(
 
     assert (response.status, response.outcome) == (503, "unavailable")
     assert receiver.items() == []
+
+
+@pytest.mark.parametrize(
+    "throttled",
+    [
+        {"code": "ProvisionedThroughputExceededException"},
+        {"code": "ThrottlingException"},
+        {
+            "code": "TransactionCanceledException",
+            "extra": {"CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}]},
+        },
+    ],
+)
+def test_receiver_rides_out_passing_throttling_and_accepts(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture, throttled: dict[str, Any]
+) -> None:
+    receiver = receiver_factory([SECRET], now=NOW)
+    # Five refusals: more than botocore's own three attempts would ride out.
+    botocore_hooks.inject_dynamodb_error(
+        receiver.dynamodb, "TransactWriteItems", times=5, **throttled
+    )
+
+    response = _send_new(receiver)
+
+    assert (response.status, response.outcome) == (202, "accepted")
+    assert receiver.work_items() == 1
+    calls = receiver.calls.count("dynamodb")
+    _retried_within_the_budget(receiver, caplog, calls=calls)
+    # Jittered and growing: no two waits alike, and none above the cap.
+    waits = receiver.waiting.waits
+    assert len(set(waits)) == len(waits)
+    assert max(waits) <= storage_retry.CAP_SECONDS
+
+
+def test_receiver_lost_answer_of_a_committed_receipt_is_a_duplicate_with_no_new_work(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = receiver_factory([SECRET], now=NOW)
+    lost: list[int] = []
+
+    def lose_the_answer(http_response: Any, **_: Any) -> None:
+        # The transaction committed; its answer never reaches the receiver.
+        if not lost:
+            lost.append(1)
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    receiver.dynamodb.meta.events.register_first(
+        "after-call.dynamodb.TransactWriteItems", lose_the_answer
+    )
+
+    response = _send_new(receiver)
+
+    assert response.status == 200
+    assert response.outcome == "duplicate"
+    assert receiver.work_items() == 1
+    assert len(receiver.of_kind(table_layout.KIND_INBOX)) == 1
+    assert retries_counted(caplog) >= 1
 
 
 def test_receiver_connection_failure_is_503(receiver_factory: Any) -> None:
@@ -92,7 +172,8 @@ def test_receiver_connection_failure_is_503(receiver_factory: Any) -> None:
     response = _send_new(receiver)
 
     assert (response.status, response.outcome) == (503, "unavailable")
-    assert len(attempts) == 3
+    assert len(attempts) > 3  # botocore's three, then the receiver's own retries
+    assert receiver.waiting.elapsed <= storage_retry.BUDGET_SECONDS
     assert receiver.items() == []
 
 

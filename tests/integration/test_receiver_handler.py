@@ -15,6 +15,7 @@ from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from local.testkit import builders
+from tests.processing_harness import emitted_metrics
 
 NOW = 1_764_687_845
 LIMIT = wire.MAX_BODY_BYTES
@@ -150,17 +151,19 @@ def test_handler_emits_one_metric_per_outcome(
     for request in requests:
         receiver.invoke(builders.event_for(request))
 
-    # Each request's one log line carries its metric (EMF): the lines as Lambda gets them.
+    # Each request's one log line carries its count: the lines as Lambda gets them. Only
+    # an alarmed count is an EMF metric (a directive); the others are fields of the line.
     formatter = logger.registered_formatter
     records = [json.loads(formatter.format(r)) for r in caplog.records]
-    emf = [r for r in records if "_aws" in r]
-    assert len(emf) == len(records) == len(requests)
-    emitted = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
-    assert emitted == [
+    assert len(records) == len(requests)
+    counted = [next(k for k in r if k.startswith("Deliveries") and r[k] == [1.0]) for r in records]
+    assert counted == [
         metric_names.receiver_outcome_metric(o)
         for o in ("accepted", "duplicate", "quarantined", "ignored", "rejected", "invalid")
     ]
-    assert metric_names.METRIC_QUARANTINED in emitted
+    emf = [r for r in records if "_aws" in r]
+    emitted = [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert emitted == [metric_names.METRIC_QUARANTINED]
     for r in emf:
         directive = r["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == metric_names.METRICS_NAMESPACE
@@ -207,10 +210,9 @@ def test_handler_metric_takes_powertools_path_when_the_line_is_filtered(
     finally:
         logger.setLevel(level)
 
-    emf = [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
-    assert [m["Name"] for r in emf for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]] == [
-        metric_names.receiver_outcome_metric("accepted")
-    ]
+    # An unalarmed count: a line of counts of its own, no metric.
+    assert emitted_metrics(out) == {metric_names.receiver_outcome_metric("accepted"): 1}
+    assert '"_aws"' not in out
     assert "delivery handled" not in out
 
 
@@ -286,7 +288,7 @@ def test_body_nested_beyond_the_parser_is_a_400_with_its_own_metric(
     )
     formatter = logger.registered_formatter
     (line,) = [json.loads(formatter.format(r)) for r in caplog.records]
-    emitted = [m["Name"] for m in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
-    assert sorted(emitted) == sorted(
-        [metric_names.receiver_outcome_metric("invalid"), metric_names.METRIC_BODY_TOO_DEEP]
-    )
+    assert emitted_metrics(json.dumps(line)) == {
+        metric_names.receiver_outcome_metric("invalid"): 1,
+        metric_names.METRIC_BODY_TOO_DEEP: 1,
+    }

@@ -324,7 +324,10 @@ def accept_backlog(aws: MotoWorld, count: int) -> list[str]:
         inbox = builders.inbox_item(w.delivery_id, received_at=aws.clock.value)
         puts.append({"PutRequest": {"Item": dynamodb_items.inbox_to_item(inbox)}})
         outbox = dynamodb_items.outbox_to_item(
-            w, created_at=aws.clock.value, expires_at=inbox.expires_at
+            w,
+            created_at=aws.clock.value,
+            expires_at=inbox.expires_at,
+            shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
         )
         puts.append({"PutRequest": {"Item": outbox}})
     for start in range(0, len(puts), 25):  # BatchWriteItem's maximum
@@ -404,3 +407,119 @@ def test_small_budget_stops_early_and_the_next_run_continues(
     assert second["budget_spent"] is False
     assert first.pending_requeued + second["pending_requeued"] == 300
     assert workers.seen == Counter(dict.fromkeys(ids, 1))  # each exactly once
+
+
+def healthy_open_backlog(aws: MotoWorld, count: int) -> list[str]:
+    """``count`` processing items listed ``open`` whose leases run long yet: nothing for a
+    run to do with them but read them (an MCP outage's backlog, in miniature)."""
+    ids: list[str] = []
+    puts: list[WriteRequestTypeDef] = []
+    for n in range(count):
+        delivery_id = work(100_000 + n).delivery_id
+        ids.append(delivery_id)
+        item = dataclasses.replace(
+            builders.inbox_item(delivery_id, received_at=aws.clock.value),
+            state=State.PROCESSING,
+            lease_until=aws.clock.value + 10 * PENDING_AGE,
+        )
+        raw = dynamodb_items.inbox_to_item(item)
+        raw[table_layout.STATE_INDEX_PARTITION_KEY] = {
+            "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_OPEN, delivery_id)
+        }
+        raw[table_layout.STATE_INDEX_SORT_KEY] = {"N": str(aws.clock.value)}
+        puts.append({"PutRequest": {"Item": raw}})
+    for start in range(0, len(puts), 25):
+        aws.dynamodb.batch_write_item(RequestItems={TABLE: puts[start : start + 25]})
+    return ids
+
+
+def inbox_reads(aws: MotoWorld) -> Counter[str]:
+    """Every inbox item the table's BatchGetItem calls are asked for, by delivery id."""
+    asked: Counter[str] = Counter()
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        for request in params["RequestItems"].values():
+            asked.update(key[table_layout.TABLE_PARTITION_KEY]["S"] for key in request["Keys"])
+
+    aws.dynamodb.meta.events.register("provide-client-params.dynamodb.BatchGetItem", count)
+    return asked
+
+
+def test_many_healthy_open_items_do_not_keep_a_short_run_from_the_received_log(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    healthy = healthy_open_backlog(aws, 2_000)
+    (lost,) = accept_backlog(aws, 1)
+    aws.clock.advance(PENDING_AGE + 1)
+    asked = inbox_reads(aws)
+    run = handler.container_deps.get().run
+    report = run(deadline=deadline_after_looks(8))  # a few pages' worth of looks
+    # The received log comes first: the receipt whose relay message was lost is found.
+    assert report.received_listed == 1
+    assert report.budget_spent is True
+    assert sent(aws) == [lost]
+    # The deadline is looked at per page: the run read at most a page of the backlog
+    # past it, not all 2,000 items (let alone twice, once per rule).
+    page = handler.container_deps.get().config.page_size
+    assert sum(asked[d] for d in healthy) <= page
+
+
+def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconciler: Any) -> None:
+    healthy = healthy_open_backlog(aws, 600)
+    aws.clock.advance(PENDING_AGE + 1)
+    # One lease ran out; which shard and page it is in does not matter.
+    (expired,) = healthy[-1:]
+    aws.dynamodb.update_item(
+        TableName=TABLE,
+        Key=dynamodb_items.inbox_key(expired),
+        UpdateExpression="SET lease_until = :past",
+        ExpressionAttributeValues={":past": {"N": str(aws.clock.value - 1)}},
+    )
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=50))
+    )
+    asked = inbox_reads(aws)
+    released = 0
+    runs = 0
+    while runs < 40:
+        runs += 1
+        report = handler.container_deps.get().run(deadline=deadline_after_looks(3))
+        released += report.leases_requeued
+        if claims(aws).open_cursor() is None and runs > 1:
+            break  # a whole pass, over as many runs as it took
+    assert released == 1
+    assert sent(aws) == [expired]
+    assert runs > 1  # it did take more than one run
+    # Each run went on from the last one's cursor: every item read about once per pass,
+    # not the first pages again on every run.
+    assert max(asked[d] for d in healthy) <= 2
+    assert sum(asked[d] for d in healthy) <= len(healthy) + 50 * runs
+
+
+def test_a_window_of_settled_receipts_does_not_keep_a_run_past_its_deadline(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # A busy minute: every receipt processed long since (nothing to list), all of them
+    # in one window of the received log.
+    ids = accept_backlog(aws, 1_200)
+    for delivery_id in ids:
+        aws.dynamodb.update_item(
+            TableName=TABLE,
+            Key=dynamodb_items.inbox_key(delivery_id),
+            UpdateExpression="SET #state = :done",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":done": {"S": State.COMPLETED.value}},
+        )
+    aws.clock.advance(PENDING_AGE + 1)
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=100))
+    )
+    asked = inbox_reads(aws)
+    report = handler.container_deps.get().run(deadline=deadline_after_looks(4))
+    assert report.budget_spent is True
+    # The deadline is looked at per page of receipts: a few pages, not all 1,200.
+    assert 0 < sum(asked[d] for d in ids) <= 400
+    # The window was not finished: the watermark stays before it, the next run reads it.
+    assert (read_watermark(aws.dynamodb, TABLE) or 0) < aws.clock.value - PENDING_AGE

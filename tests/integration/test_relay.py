@@ -175,7 +175,7 @@ def test_relay_skips_a_malformed_outbox_record_without_blocking(
     aws.dynamodb.put_item(
         TableName=TABLE,
         Item={
-            **dynamodb_items.outbox_key("broken", 0),
+            **dynamodb_items.outbox_key("broken", 0, shards=1),
             table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         },
     )

@@ -10,6 +10,7 @@ import pytest
 from bench import cost
 from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE
+from functions.core import metric_names
 from infra.receiver import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
 
 VOLUME = cost.TARGET_VOLUME
@@ -151,3 +152,26 @@ def test_the_access_log_is_priced_from_the_deployed_format() -> None:
     assert cost.access_log_bytes().value == len(expected.encode()) + 1
     logs = _line(_model(), "CloudWatch Logs ingestion + storage")
     assert f"access log {len(expected) + 1:,}" in logs.basis
+
+
+def test_a_small_teams_bill_meets_its_target_from_the_last_runs_figures() -> None:
+    # docs/benchmarks.json: the figures of the last `make bench` (figure 9 is derived).
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    data = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.json").read_text("utf-8")
+    )
+    figures = [Figure.from_json(f) for f in data["figures"] if f["figure"] != cost.TARGETS_FIGURE]
+    rows = {row.measure: row for row in cost.targets_figure(figures).rows}
+    small = rows["pipeline cost per 1 M deliveries at 1 M / month"]
+    assert small.met is True and small.central <= 15
+    assert rows["pipeline cost per 1 M deliveries at 100 M / month"].central <= 8
+
+
+def test_only_the_alarmed_counts_are_billed_as_metrics_and_no_dashboard_by_default() -> None:
+    model = _model()
+    (line,) = [x for x in model.lines(VOLUME) if x.component.startswith("CloudWatch metrics")]
+    assert model.metrics == len(metric_names.PUBLISHED_METRICS) <= 6
+    assert model.dashboards == 0
+    assert "0 dashboard" in line.basis

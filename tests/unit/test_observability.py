@@ -20,6 +20,7 @@ from functions.core.redaction import REDACTED, remember_secret
 TOKEN = "Qm7vX2cR9tL4wN8p"
 SHAPED = "whsec_c29tZS1zaWduaW5nLWtleQ=="
 METRIC = metric_names.receiver_outcome_metric("accepted")
+PUBLISHED = metric_names.METRIC_QUARANTINED
 FIELDS = {
     "aws_request_id": "c0ffee00-0000-4000-8000-000000000001",
     "api_request_id": "req-1",
@@ -78,6 +79,8 @@ def _lines(stream: io.StringIO) -> list[dict[str, object]]:
 
 
 def _without_time(line: dict[str, object]) -> dict[str, object]:
+    if "_aws" not in line:  # a count that is no metric: a field of the line only
+        return line
     emf = dict(line["_aws"])  # type: ignore[call-overload]
     emf.pop("Timestamp")
     return {**line, "_aws": emf}
@@ -87,14 +90,14 @@ def test_the_line_written_without_a_record_is_the_records_line(
     lambda_like: LambdaLike,
 ) -> None:
     stream, suppressed = lambda_like()
-    log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC])
+    log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC, PUBLISHED])
     (direct,) = _lines(stream)
     stream.truncate(0)
     stream.seek(0)
     listener = _Records()  # another handler that would see the record: it gets one
     logging.getLogger().handlers.append(listener)
 
-    log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC])
+    log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC, PUBLISHED])
 
     (through_record,) = _lines(stream)
     assert _without_time(direct) == _without_time(through_record)
@@ -103,6 +106,9 @@ def test_the_line_written_without_a_record_is_the_records_line(
     # The first line was made without a record: none reached the root handler then.
     assert (suppressed.offered, suppressed.records) == (1, [])
     assert direct[METRIC] == [1.0] and direct["service"] == metric_names.SERVICE
+    # Only the alarmed count is a metric; the other is a field of the line.
+    directive = direct["_aws"]["CloudWatchMetrics"][0]  # type: ignore[index]
+    assert [m["Name"] for m in directive["Metrics"]] == [PUBLISHED]
     assert "reason" not in direct
 
 

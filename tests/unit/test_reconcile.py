@@ -17,6 +17,8 @@ from functions.core.reconcile import (
     RECEIVED_OVERLAP_SECONDS,
     RECEIVED_WINDOW_SECONDS,
     SEND_BATCH_SIZE,
+    OpenCursor,
+    OpenPage,
     ReconcileConfig,
     ReconcileReport,
     reconcile,
@@ -117,10 +119,10 @@ def test_reconcile_past_its_deadline_reads_nothing() -> None:
 
         read = 0
 
-        def stale_pending(self, *, changed_before: int, page_size: int) -> Iterator[InboxItem]:
-            for item in super().stale_pending(changed_before=changed_before, page_size=page_size):
+        def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+            for page in super().open_pages(start=start, page_size=page_size):
                 self.read += 1
-                yield item
+                yield page
 
     lazy = Lazy()
     world = World(claims=lazy)
@@ -252,9 +254,9 @@ def test_the_watermark_advances_by_whole_windows_and_a_run_looks_back_a_little()
     start = world.clock.value
     world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
     # The deadline ends the run in its second window: only the first one counts as done.
-    # (Looks: one per index list, two in the first window, the next in the second.)
+    # (Looks: one before the log, two in the first window, the next in the second.)
     world.pending(1, start=1, listed=False)  # (young: not in any window yet)
-    first = world.run(deadline_after_looks(4))
+    first = world.run(deadline_after_looks(3))
     assert first.budget_spent is True
     assert world.received.mark == start + RECEIVED_WINDOW_SECONDS
     # Each run reports how far behind it left the log: here one window past the start.
@@ -328,7 +330,7 @@ def test_a_run_cut_short_after_a_watermark_counts_its_lag_from_the_saved_waterma
     late = builders.inbox_item(delivery(0), received_at=mark - RECEIVED_OVERLAP_SECONDS // 2)
     world.claims.add(late, listed=False)
     world.clock.advance(CONFIG.received_age_seconds + 3 * RECEIVED_WINDOW_SECONDS)
-    report = world.run(deadline_after_looks(3))
+    report = world.run(deadline_after_looks(2))
     assert (report.budget_spent, world.received.mark) == (True, mark)
     assert world.received.windows == [
         (mark - RECEIVED_OVERLAP_SECONDS, mark - RECEIVED_OVERLAP_SECONDS + RECEIVED_WINDOW_SECONDS)
@@ -354,3 +356,26 @@ def test_a_failure_after_the_log_is_read_still_reports_its_lag() -> None:
     assert world.metrics.durations[metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG] == [
         CONFIG.received_age_seconds
     ]
+
+
+def test_receipts_the_log_recovers_are_sent_before_the_pass_over_the_open_items() -> None:
+    class Watched(FakeClaims):
+        """Notes what the queue held when the open pass read its first page."""
+
+        sent_before_open: list[str] | None = None
+
+        def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+            for page in super().open_pages(start=start, page_size=page_size):
+                if self.sent_before_open is None:
+                    self.sent_before_open = [w.delivery_id for w, _ in world.queue.sent]
+                yield page
+
+    watched = Watched()
+    world = World(claims=watched)
+    world.pending(3, listed=False)  # lost relay messages, known only by the log
+    world.age()
+    world.clock.advance(CONFIG.received_age_seconds)
+    report = world.run()
+    assert report.received_listed == 3
+    # Not held back for a batch of ten until a long open pass is through.
+    assert watched.sent_before_open == [delivery(n) for n in range(3)]

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from functions.core.adapters.dynamodb_items import Item
 from functions.core.errors import StorageUnavailable
@@ -34,6 +35,16 @@ _RETRYABLE_CODES: Final = frozenset(
         "ServiceUnavailable",
         "TransactionConflictException",  # a single write met an ongoing transaction
         "TransactionInProgressException",
+    }
+)
+# Refused for capacity, or an internal error after which the write may have happened.
+_THROTTLING_CODES: Final = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
     }
 )
 # The same weather as the reason a transaction was cancelled.
@@ -69,6 +80,18 @@ def condition_failed(exc: ClientError, *, action: int = 0) -> ConditionFailed | 
     if len(reasons) <= action or reasons[action].get("Code") != _CONDITION_FAILED_REASON:
         return None
     return ConditionFailed(_item(reasons[action].get("Item")))
+
+
+def is_throttled(exc: ClientError | BotoCoreError) -> bool:
+    """True when the request was refused for capacity (throttled, a transaction cancelled
+    only for throttling or conflicts) or its answer never came (a connection or read
+    error after which the write may or may not have happened): trying again later can
+    succeed, and a write that did happen is refused by its own condition."""
+    if isinstance(exc, BotoCoreError):
+        return isinstance(exc, HTTPClientError | BotocoreConnectionError)
+    return _code(exc) in _THROTTLING_CODES or (
+        _code(exc) == _TRANSACTION_CANCELLED and _is_retryable(exc)
+    )
 
 
 def is_transaction_conflict(exc: ClientError) -> bool:

@@ -8,7 +8,6 @@ unchanged (it is a bug or a misconfiguration, not weather).
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import ClientError, HTTPClientError
@@ -20,9 +19,11 @@ from functions.core.adapters import dynamodb_items as items
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.adapters.dynamodb_errors import (
     condition_failed,
+    is_throttled,
     is_transaction_conflict,
     storage_error,
 )
+from functions.core.adapters.storage_retry import StorageRetry
 from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, QuarantineRecord, WorkItem
 
@@ -47,18 +48,31 @@ _QUARANTINE_NAMES: Final = {"#pk": table_layout.TABLE_PARTITION_KEY}
 # retry.
 _CONFLICT_ATTEMPTS: Final = 3
 _CONFLICT_BACKOFF_SECONDS: Final = 0.02
+_SPENT: Final = object()  # the retry budget's end
 
 
 class DynamoDbInbox:
     """:class:`functions.core.accept.InboxWriter` on the single table."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+        retry: StorageRetry | None = None,
+    ) -> None:
         """Args:
         client: a boto3 DynamoDB client (low-level), configured with bounded retries.
         table_name: the stack's table.
+        received_log_shards: partitions of the received log the outbox records spread
+            over (the deploy setting).
+        retry: how long a throttled receipt is tried again before it is refused.
         """
         self._client = client
         self._table = table_name
+        self._shards = received_log_shards
+        self._retry = retry or StorageRetry()
 
     def record(
         self,
@@ -75,6 +89,11 @@ class DynamoDbInbox:
             None when written, else the stored inbox item (from the cancellation
             reason's ``ALL_OLD`` image: no second read).
 
+        A transaction refused for capacity, or whose answer was lost, is tried again
+        with jittered waits while the retry budget lasts: one that did commit is then
+        refused by the inbox condition, and the stored item comes back (a duplicate of
+        the same digest: 2xx, no second work item).
+
         Raises:
             StorageUnavailable: throttled, failed or still conflicting; nothing written.
         """
@@ -85,9 +104,13 @@ class DynamoDbInbox:
             {"Put": transitions.accept_put(self._table, inbox)}
         ]
         if work is not None:
-            outbox = items.outbox_to_item(work, created_at=received_at, expires_at=expires_at)
+            outbox = items.outbox_to_item(
+                work, created_at=received_at, expires_at=expires_at, shards=self._shards
+            )
             transact.append({"Put": {"TableName": self._table, "Item": outbox}})
-        for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
+        waits = self._retry.waits()
+        conflicts = 0
+        while True:
             try:
                 self._client.transact_write_items(TransactItems=transact)
             except ClientError as exc:
@@ -96,14 +119,19 @@ class DynamoDbInbox:
                 # one (which DynamoDB does not do) the error is handled as any other.
                 if refused is not None and refused.stored is not None:
                     return items.inbox_from_item(refused.stored)
-                if is_transaction_conflict(exc) and attempt < _CONFLICT_ATTEMPTS:
-                    time.sleep(_CONFLICT_BACKOFF_SECONDS * attempt)
+                if is_transaction_conflict(exc):
+                    conflicts += 1
+                    if conflicts < _CONFLICT_ATTEMPTS:
+                        self._retry.sleep(_CONFLICT_BACKOFF_SECONDS * conflicts)
+                        continue
+                elif is_throttled(exc) and next(waits, _SPENT) is not _SPENT:
                     continue
                 raise storage_error(exc) from exc
             except (HTTPClientError, BotocoreConnectionError) as exc:
+                if is_throttled(exc) and next(waits, _SPENT) is not _SPENT:
+                    continue
                 raise storage_error(exc) from exc
             return None
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def quarantine(self, record: QuarantineRecord) -> None:
         """Put the quarantine record unless this conflicting digest is already kept.

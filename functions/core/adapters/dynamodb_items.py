@@ -75,22 +75,24 @@ def inbox_key(delivery_id: str) -> Item:
     return key(delivery_id, table_layout.SK_INBOX)
 
 
-def outbox_key(delivery_id: str, received_at: int) -> Item:
-    """The outbox record's key: its place in the received log (table_layout)."""
-    return key(received_log_shard(delivery_id), received_log_position(received_at, delivery_id))
+def outbox_key(delivery_id: str, received_at: int, *, shards: int) -> Item:
+    """The outbox record's key: its place in the received log of ``shards`` partitions
+    (table_layout)."""
+    return key(
+        received_log_shard(delivery_id, shards=shards),
+        received_log_position(received_at, delivery_id),
+    )
 
 
-def received_log_shard(delivery_id: str) -> str:
-    """The received log's partition of one delivery."""
-    shard = zlib.crc32(delivery_id.encode()) % table_layout.RECEIVED_LOG_SHARDS
+def received_log_shard(delivery_id: str, *, shards: int) -> str:
+    """The received log's partition of one delivery, of ``shards``."""
+    shard = zlib.crc32(delivery_id.encode()) % shards
     return f"{table_layout.RECEIVED_LOG_PREFIX}{shard:02d}"
 
 
-def all_received_log_shards() -> list[str]:
-    return [
-        f"{table_layout.RECEIVED_LOG_PREFIX}{shard:02d}"
-        for shard in range(table_layout.RECEIVED_LOG_SHARDS)
-    ]
+def all_received_log_shards(shards: int) -> list[str]:
+    """The first ``shards`` partitions of the received log."""
+    return [f"{table_layout.RECEIVED_LOG_PREFIX}{shard:02d}" for shard in range(shards)]
 
 
 def received_log_position(received_at: int, delivery_id: str = "") -> str:
@@ -267,14 +269,16 @@ def inbox_from_item(item: Item) -> InboxItem:
     )
 
 
-def outbox_to_item(work: WorkItem, *, created_at: int, expires_at: int) -> Item:
+def outbox_to_item(work: WorkItem, *, created_at: int, expires_at: int, shards: int) -> Item:
     """The outbox record of an accepted delivery. It expires with its inbox item
     (``expires_at``): as the received log it is how the reconciler finds an open item
     that was never listed, so it must outlive none of them."""
     # Values (and outbox_key's two) written out as inbox_to_item's are: it runs on every
     # accepted delivery.
     return {
-        table_layout.TABLE_PARTITION_KEY: {"S": received_log_shard(work.delivery_id)},
+        table_layout.TABLE_PARTITION_KEY: {
+            "S": received_log_shard(work.delivery_id, shards=shards)
+        },
         table_layout.TABLE_SORT_KEY: {"S": received_log_position(created_at, work.delivery_id)},
         table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_OUTBOX},
         "delivery_id": {"S": work.delivery_id},

@@ -8,6 +8,13 @@ consistent ``BatchGetItem`` per page for the inbox items they name; an item stil
 and still unlisted is what the window yields. The reconciler lists those it finds
 (``list_open``) and keeps a watermark (one item): every receipt before it has been
 looked at. Operators read the log after the watermark to see fresh open work.
+
+The shard count is a deploy setting. The watermark item also records the largest
+count a reconciler run was deployed with (at the run's start) and how many shards the
+log has been read with up to the watermark; every reader reads at least the larger, so
+a deploy that lowers the setting strands no receipt written under the larger count. The
+shards a raised count adds are read from their oldest receipt (a receiver of the new
+deploy may write them before its reconciler runs) before the watermark moves on.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import heapq
 import itertools
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -30,21 +38,56 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 _WATERMARK: Final = "received_before"  # epoch seconds: the log before it is looked at
+_SHARDS: Final = table_layout.WATERMARK_SHARDS_ATTRIBUTE  # read up to the watermark
+_SHARDS_SEEN: Final = table_layout.WATERMARK_SHARDS_SEEN_ATTRIBUTE  # largest deployed
 # Receipts per Query page (and so per BatchGetItem of their inbox items, at most 100 a
 # request): a page is read only once the one before is worked off.
 LOG_PAGE_SIZE: Final = 500
 
 
+@dataclass(frozen=True, slots=True)
+class LogState:
+    """The watermark item: how far the log was looked at, and over how many shards.
+
+    Attributes:
+        watermark: Every receipt before it has been looked at; None: never advanced.
+        shards: Shards the log has been read with up to the watermark (the default
+            count before any run recorded one: every earlier deploy wrote that many).
+        shards_seen: The largest count a reconciler run was deployed with: receivers
+            may have written that many.
+    """
+
+    watermark: int | None
+    shards: int
+    shards_seen: int
+
+    @property
+    def shards_to_read(self) -> int:
+        return max(self.shards, self.shards_seen)
+
+
+def read_state(client: DynamoDBClient, table: str) -> LogState:
+    """The watermark item (consistent read)."""
+    item = dynamodb_requests.get(client, table, dynamodb_items.watermark_key()) or {}
+    mark = item.get(_WATERMARK)
+    default = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+    shards = default if _SHARDS not in item else int(item[_SHARDS]["N"])
+    seen = shards if _SHARDS_SEEN not in item else int(item[_SHARDS_SEEN]["N"])
+    return LogState(
+        watermark=None if mark is None else int(mark["N"]), shards=shards, shards_seen=seen
+    )
+
+
 def read_watermark(client: DynamoDBClient, table: str) -> int | None:
     """The reconciler's watermark (consistent read); None: it never advanced one."""
-    item = dynamodb_requests.get(client, table, dynamodb_items.watermark_key())
-    return None if item is None else int(item[_WATERMARK]["N"])
+    return read_state(client, table).watermark
 
 
-def oldest(client: DynamoDBClient, table: str) -> int | None:
-    """When the oldest receipt the log still holds was received; None: it is empty."""
+def oldest(client: DynamoDBClient, table: str, *, shards: int, first_shard: int = 0) -> int | None:
+    """When the oldest receipt shards ``first_shard`` to ``shards - 1`` still hold was
+    received; None: they are empty."""
     found: list[int] = []
-    for shard in dynamodb_items.all_received_log_shards():
+    for shard in dynamodb_items.all_received_log_shards(shards)[first_shard:]:
         arguments = _window(table, shard, since=None, before=None)
         arguments["Limit"] = 1
         response = _query(client, arguments)
@@ -58,13 +101,14 @@ def receipts(
     *,
     since: int | None,
     before: int | None,
+    shards: int,
     page_size: int = LOG_PAGE_SIZE,
 ) -> Iterator[list[tuple[int, str]]]:
     """``(received_at, delivery id)`` of the receipts in ``[since, before)``, a page of
     one shard at a time, shard after shard (each page in time order)."""
     if _empty(since, before):
         return
-    for shard in dynamodb_items.all_received_log_shards():
+    for shard in dynamodb_items.all_received_log_shards(shards):
         arguments = _window(table, shard, since=since, before=before)
         arguments["Limit"] = page_size
         while True:
@@ -108,14 +152,17 @@ def unlisted_open(
     *,
     since: int | None,
     before: int | None,
+    shards: int,
     page_size: int = LOG_PAGE_SIZE,
     settled: SettledReceipts | None = None,
+    consistent: bool = True,
 ) -> Iterator[dynamodb_items.Item]:
     """The inbox items received in ``[since, before)`` that are open (pending or
-    processing) and have no state index entry, each read consistently (except those
-    ``settled`` knows; those read settled are added to it)."""
-    for page in receipts(client, table, since=since, before=before, page_size=page_size):
-        yield from _read_open_unlisted(client, table, page, settled)
+    processing) and have no state index entry, each read consistently unless told
+    otherwise (except those ``settled`` knows; those read settled are added to it)."""
+    pages = receipts(client, table, since=since, before=before, shards=shards, page_size=page_size)
+    for page in pages:
+        yield from _read_open_unlisted(client, table, page, settled, consistent=consistent)
 
 
 def newest_unlisted_open(
@@ -124,6 +171,7 @@ def newest_unlisted_open(
     *,
     since: int | None,
     before: int | None,
+    shards: int,
     batch: int = 25,
     settled: SettledReceipts | None = None,
 ) -> Iterator[tuple[int, dynamodb_items.Item]]:
@@ -132,7 +180,7 @@ def newest_unlisted_open(
     for :func:`unlisted_open`)."""
     streams = [
         _newest_in_shard(client, table, shard, since=since, before=before, batch=batch)
-        for shard in dynamodb_items.all_received_log_shards()
+        for shard in dynamodb_items.all_received_log_shards(shards)
     ]
     merged = heapq.merge(*streams, reverse=True)
     while chunk := list(itertools.islice(merged, batch)):
@@ -145,13 +193,15 @@ def _read_open_unlisted(
     table: str,
     page: list[tuple[int, str]],
     settled: SettledReceipts | None,
+    *,
+    consistent: bool = True,
 ) -> Iterator[dynamodb_items.Item]:
     """The page's inbox items that are open and unlisted, in the page's order."""
     wanted = [(at, d) for at, d in page if settled is None or d not in settled]
     keys = [dynamodb_items.inbox_key(delivery_id) for _at, delivery_id in wanted]
     found = {
         str(item["delivery_id"]["S"]): item
-        for item in dynamodb_state_index.read_items(client, table, keys)
+        for item in dynamodb_state_index.read_items(client, table, keys, consistent=consistent)
     }
     for received_at, delivery_id in wanted:
         item = found.get(delivery_id)
@@ -162,27 +212,89 @@ def _read_open_unlisted(
 
 
 class DynamoDbReceivedLog:
-    """The reconciler's :class:`~functions.core.reconcile.ReceivedLog` on the table."""
+    """The reconciler's :class:`~functions.core.reconcile.ReceivedLog` on the table.
 
-    def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
+    ``shards`` is the deploy's setting; a run reads at least as many as the watermark
+    item records (:class:`LogState`), and records a larger count once it is safe to.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: DynamoDBClient,
+        table_name: str,
+        shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._configured = shards
+        # Set by watermark() at the start of each run.
+        self._reading = shards
+        self._recorded_mark: int | None = None
+
+    @property
+    def shards_read(self) -> int:
+        """How many shards this run reads (known once :meth:`watermark` was read)."""
+        return self._reading
 
     def watermark(self) -> int | None:
-        return read_watermark(self._client, self._table)
+        """The watermark this run starts from. A deploy that raised the shard count
+        starts its new shards from their oldest receipt, so the mark returned is then
+        earlier than the stored one until a run has read them up to it."""
+        state = read_state(self._client, self._table)
+        self._reading = max(self._configured, state.shards_to_read)
+        self._recorded_mark = state.watermark
+        if self._reading > state.shards_seen:
+            self._record_seen(self._reading)
+        if state.watermark is None or self._reading == state.shards:
+            return state.watermark
+        first = oldest(self._client, self._table, shards=self._reading, first_shard=state.shards)
+        if first is None:
+            return state.watermark
+        # (the reconciler looks again an overlap before the mark it is given)
+        return min(state.watermark, first + table_layout.RECEIVED_LOG_OVERLAP_SECONDS)
+
+    def _record_seen(self, shards: int) -> None:
+        """Record at once that receivers may write ``shards`` shards: a later deploy that
+        lowers the setting still reads them all (an update: never a smaller count)."""
+        dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=dynamodb_items.watermark_key(),
+            UpdateExpression="SET #kind = :kind, #seen = :seen",
+            ConditionExpression="attribute_not_exists(#seen) OR #seen < :seen",
+            ExpressionAttributeNames={"#seen": _SHARDS_SEEN, "#kind": table_layout.KIND_ATTRIBUTE},
+            ExpressionAttributeValues={
+                ":seen": {"N": str(shards)},
+                ":kind": {"S": table_layout.KIND_WATERMARK},
+            },
+        )
 
     def oldest(self) -> int | None:
-        return oldest(self._client, self._table)
+        return oldest(self._client, self._table, shards=self._reading)
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterator[InboxItem]:
-        for item in unlisted_open(
+        for page in self.unlisted_open_pages(since=since, before=before, page_size=page_size):
+            yield from page
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        """The window's open, unlisted items, a page of receipts at a time (empty pages
+        too: the reconciler looks at its deadline per page)."""
+        pages = receipts(
             self._client,
             self._table,
             since=since,
             before=before,
+            shards=self._reading,
             page_size=min(page_size, LOG_PAGE_SIZE),
-        ):
-            yield dynamodb_items.inbox_from_item(item)
+        )
+        for page in pages:
+            # Receipts older than the received age, each then listed by a conditional
+            # write: a read a moment stale costs a no-op at most, at half the price.
+            found = _read_open_unlisted(self._client, self._table, page, None, consistent=False)
+            yield [dynamodb_items.inbox_from_item(item) for item in found]
 
     def list_open(self, item: InboxItem) -> bool:
         """List the open item under ``open``, as if since its receipt; False: it ended or
@@ -197,22 +309,34 @@ class DynamoDbReceivedLog:
         ).moved
 
     def advance(self, watermark: int) -> None:
-        """Move the watermark forward to ``watermark``; never back (a slower run that
-        overlapped a faster one leaves the later mark)."""
+        """Move the watermark forward to ``watermark``, recording the shards read up to
+        it; never back, and never to fewer shards (a slower run that overlapped a faster
+        one, or a run of an older deploy, leaves the later mark and the larger count)."""
+        if self._recorded_mark is not None and watermark <= self._recorded_mark:
+            return  # re-reading new shards below the stored mark: nothing to move yet
         # An update, not a put: the reconciler's role holds no PutItem (one could
         # overwrite a receipt).
         dynamodb_requests.conditional(
             self._client.update_item,
             TableName=self._table,
             Key=dynamodb_items.watermark_key(),
-            UpdateExpression="SET #kind = :kind, #mark = :mark",
-            ConditionExpression="attribute_not_exists(#mark) OR #mark < :mark",
-            ExpressionAttributeNames={"#mark": _WATERMARK, "#kind": table_layout.KIND_ATTRIBUTE},
+            UpdateExpression="SET #kind = :kind, #mark = :mark, #shards = :shards",
+            ConditionExpression=(
+                "(attribute_not_exists(#mark) OR #mark < :mark)"
+                " AND (attribute_not_exists(#shards) OR #shards <= :shards)"
+            ),
+            ExpressionAttributeNames={
+                "#mark": _WATERMARK,
+                "#kind": table_layout.KIND_ATTRIBUTE,
+                "#shards": _SHARDS,
+            },
             ExpressionAttributeValues={
                 ":mark": {"N": str(watermark)},
                 ":kind": {"S": table_layout.KIND_WATERMARK},
+                ":shards": {"N": str(self._reading)},
             },
         )
+        self._recorded_mark = watermark
 
 
 def _open_unlisted(item: dynamodb_items.Item) -> bool:

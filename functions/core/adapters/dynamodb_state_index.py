@@ -85,9 +85,32 @@ def query_keys(
     if page_size is not None:
         arguments["Limit"] = page_size
     for response in _pages(client, arguments):
-        keys = [_table_key(entry) for entry in response.get("Items", [])]
+        keys = [table_key(entry) for entry in response.get("Items", [])]
         if keys:
             yield keys
+
+
+def key_pages(
+    client: DynamoDBClient,
+    table: str,
+    *,
+    shard: str,
+    changed_before: int,
+    page_size: int,
+    start_key: dynamodb_items.Item | None = None,
+) -> Iterator[tuple[list[dynamodb_items.Item], dynamodb_items.Item | None]]:
+    """One index shard's entries listed before ``changed_before``, after ``start_key``
+    (an index key, as a page's ``LastEvaluatedKey``), page by page: each page's entries
+    (index and table keys) and the key after which the next page starts (None: the
+    shard's end). An empty page is yielded too: a reader bounded by time sees each."""
+    arguments = _window_query(table, shard, changed_before, None)
+    if arguments is None:
+        return
+    arguments["Limit"] = page_size
+    if start_key is not None:
+        arguments["ExclusiveStartKey"] = start_key
+    for response in _pages(client, arguments):
+        yield list(response.get("Items", [])), response.get("LastEvaluatedKey") or None
 
 
 def count(
@@ -160,7 +183,7 @@ def _newest_in_shard(
     for response in _pages(client, arguments):
         for entry in response.get("Items", []):
             listed_at = int(entry[table_layout.STATE_INDEX_SORT_KEY]["N"])
-            yield listed_at, shard, _table_key(entry)
+            yield listed_at, shard, table_key(entry)
 
 
 def _window_query(
@@ -205,9 +228,14 @@ def _pages(client: DynamoDBClient, arguments: dict[str, Any]) -> Iterator[Any]:
 
 
 def read_items(
-    client: DynamoDBClient, table: str, keys: list[dynamodb_items.Item]
+    client: DynamoDBClient,
+    table: str,
+    keys: list[dynamodb_items.Item],
+    *,
+    consistent: bool = True,
 ) -> list[dynamodb_items.Item]:
-    """The items under ``keys`` that still exist, read consistently, in the keys' order."""
+    """The items under ``keys`` that still exist, in the keys' order; read consistently
+    unless the caller's next step is a conditional write that checks what it read."""
     found: dict[tuple[str, str], dynamodb_items.Item] = {}
     for start in range(0, len(keys), _BATCH_GET_KEYS):
         wanted: list[dynamodb_items.Item] = keys[start : start + _BATCH_GET_KEYS]
@@ -216,7 +244,7 @@ def read_items(
                 break
             try:
                 response = client.batch_get_item(
-                    RequestItems={table: {"Keys": wanted, "ConsistentRead": True}}
+                    RequestItems={table: {"Keys": wanted, "ConsistentRead": consistent}}
                 )
             except (ClientError, BotoCoreError) as exc:
                 raise storage_error(exc) from exc
@@ -277,7 +305,8 @@ def _filter(
     return keep
 
 
-def _table_key(entry: dynamodb_items.Item) -> dynamodb_items.Item:
+def table_key(entry: dynamodb_items.Item) -> dynamodb_items.Item:
+    """The table key of an index entry."""
     return {
         name: entry[name]
         for name in (table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY)

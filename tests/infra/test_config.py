@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,13 @@ from functions.core.settings_env import SettingsError, host_list
 from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
 from functions.worker.settings import message_seconds
-from infra import schema
+from infra import application, schema
+from infra import config as config_module
 from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 from infra.environments import worker_environment
 from infra.worker import WorkerTiming, check_timing
+from tests.infra.conftest import ROOT
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -477,3 +480,38 @@ def test_the_agents_own_parser_checks_its_settings_at_synth() -> None:
         StackConfig.from_context(agent | {"agent_max_tokens": "lots"})
     # Another workflow reads settings of its own: the synth leaves them to it.
     assert StackConfig.from_context(VALID | {"workflow_setting_temprature": "0.1"})
+
+
+def test_every_key_the_config_reads_reaches_it_from_the_cdk_cli() -> None:
+    # build_app passes the CLI's context on by name: a key missing from that list is
+    # silently ignored (``-c key=value`` would change nothing).
+    source = (ROOT / "infra" / "config.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    (from_context,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "from_context"
+    ]
+    read = {
+        node.args[1].id
+        for node in ast.walk(from_context)
+        if isinstance(node, ast.Call)
+        and len(node.args) >= 2
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "context"
+        and isinstance(node.args[1], ast.Name)
+    }
+    read |= {
+        node.args[0].id
+        for node in ast.walk(from_context)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "context"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
+    assert len(read) > 20
+    names = {getattr(config_module, name) for name in read}
+    assert names <= set(application._CONTEXT_KEYS)

@@ -27,7 +27,7 @@ from functions.core.reconcile import ReconcileConfig, reconcile
 from infra.monitoring import RUNBOOK
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeClaims, FakeEffects, FakeQueue, FakeReceivedLog
-from tests.infra.conftest import ROOT, Synthesized, get_att, ref
+from tests.infra.conftest import ROOT, Synthesized, get_att, ref, synthesize
 from tests.unit.test_claim import LEASE, pending
 from tests.unit.test_process import RecordingWorkflow
 
@@ -112,7 +112,6 @@ def test_custom_metric_alarms_fire_on_the_first_event(synthesized: Synthesized) 
         ("WorkFailed", metric_names.METRIC_WORK_FAILED),
         ("McpAuthFailures", metric_names.METRIC_MCP_AUTH_FAILURES),
         ("UncertainEffects", metric_names.METRIC_UNCERTAIN_EFFECTS),
-        ("BudgetExhausted", metric_names.METRIC_BUDGET_EXHAUSTED),
     ):
         props = alarms[name]
         assert props["Namespace"] == metric_names.METRICS_NAMESPACE, name
@@ -193,7 +192,11 @@ def _emitted(output: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
     ],
 )
 def test_worker_alarms_watch_a_metric_the_worker_really_emits(
-    synthesized: Synthesized, capsys: pytest.CaptureFixture[str], alarm: str, error: ProcessingError
+    synthesized: Synthesized,
+    gated: Synthesized,
+    capsys: pytest.CaptureFixture[str],
+    alarm: str,
+    error: ProcessingError,
 ) -> None:
     # The worker's own use case and metrics sink (Powertools EMF), on in-memory stores.
     item = pending()
@@ -212,7 +215,8 @@ def test_worker_alarms_watch_a_metric_the_worker_really_emits(
     assert work is not None
     asyncio.run(processor.process(work, _FailingPackages(error)))
     metrics.flush()
-    props = _alarms(synthesized)[alarm]
+    # The budget's alarm exists only with a workflow that calls a model.
+    props = _alarms(gated if alarm == "BudgetExhausted" else synthesized)[alarm]
     watched = (
         props["Namespace"],
         props["MetricName"],
@@ -298,8 +302,25 @@ def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes
     assert synthesized.function_logical_id("receiver") in text
 
 
-def test_every_alarm_on_a_count_reads_a_published_metric(synthesized: Synthesized) -> None:
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The agent workflow (a model, so a token budget) with an approval gate."""
+    return synthesize(
+        tmp_path_factory,
+        {
+            "workflow": "agent",
+            "workflow_setting_approval": "alert",
+            "approval_wait_alarm_minutes": 90,
+        },
+    )
+
+
+@pytest.mark.parametrize("stack", ["synthesized", "gated"])
+def test_every_alarm_on_a_count_reads_a_published_metric(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
     # Only published counts are CloudWatch metrics: an alarm on another would never fire.
+    synthesized: Synthesized = request.getfixturevalue(stack)
     ours = [
         a["Properties"]["MetricName"]
         for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
@@ -307,3 +328,20 @@ def test_every_alarm_on_a_count_reads_a_published_metric(synthesized: Synthesize
     ]
     assert ours
     assert set(ours) <= metric_names.PUBLISHED_METRICS
+
+
+def test_the_budget_and_approval_alarms_exist_only_where_their_metric_can_be_published(
+    synthesized: Synthesized, gated: Synthesized
+) -> None:
+    # The archive workflow calls no model and parks nothing: neither alarm (nor its bill).
+    assert not {"BudgetExhausted", "ApprovalWait"} & set(_alarms(synthesized))
+    alarms = _alarms(gated)
+    budget = alarms["BudgetExhausted"]
+    assert budget["MetricName"] == metric_names.METRIC_BUDGET_EXHAUSTED
+    assert (budget["Statistic"], budget["Threshold"]) == ("Sum", 1)
+    assert budget["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    wait = alarms["ApprovalWait"]
+    assert wait["MetricName"] == metric_names.METRIC_APPROVAL_OLDEST_WAIT
+    assert (wait["Statistic"], wait["Threshold"]) == ("Maximum", 90 * 60)
+    assert wait["ComparisonOperator"] == "GreaterThanThreshold"
+    assert wait["Dimensions"] == budget["Dimensions"] == SERVICE_DIMENSION

@@ -172,6 +172,7 @@ def test_a_small_teams_bill_meets_its_target_from_the_last_runs_figures() -> Non
 def test_only_the_alarmed_counts_are_billed_as_metrics_and_no_dashboard_by_default() -> None:
     model = _model()
     (line,) = [x for x in model.lines(VOLUME) if x.component.startswith("CloudWatch metrics")]
-    assert model.metrics == len(metric_names.PUBLISHED_METRICS) <= 6
+    billed = metric_names.PUBLISHED_METRICS - metric_names.WORKFLOW_ONLY_METRICS
+    assert model.metrics == len(billed) <= 6
     assert model.dashboards == 0
     assert "0 dashboard" in line.basis

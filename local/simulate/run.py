@@ -37,7 +37,7 @@ from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.batch import BatchLimits, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger, EffectMode, EffectStatus, outcome_mode
 from functions.core.errors import BudgetExhausted, ProcessingError
 from functions.core.event_source_limits import (
     RELAY_BATCH_SIZE,
@@ -170,9 +170,14 @@ class _ObservedLedger:
 
     def run(self, name: str, fn: Callable[[str], object], **declared: Any) -> bool:
         side = self._world.far_side(name)
-        if declared.get("repeatable"):
+        mode = outcome_mode(
+            declared.get("mode"),
+            reconcile=declared.get("reconcile"),
+            repeatable=bool(declared.get("repeatable")),
+        )
+        if mode is EffectMode.REPEATABLE:
             side.repeatable = True
-        if any("keyed" in str(value).lower() for value in declared.values()):
+        if mode is EffectMode.KEYED:
             side.dedup = True  # the contract a keyed effect relies on
         return self._ledger.run(name, fn, **declared)
 
@@ -217,7 +222,7 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
         model=BedrockConverse(client=cast(Any, bedrock), model_id=settings.model_id),
         topic=topic,
         webhook=webhook,
-        budget=TokenBudget(Budget(world)),
+        budget=TokenBudget(Budget(world), new_id=world.new_reservation_id),
         clock=world,
         metrics=metrics,
     )

@@ -26,7 +26,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -34,7 +34,7 @@ from functions.core.accept import AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.notifier_http import HttpNotifier
-from functions.core.batch import BatchLimits, QueueMessage, process_batch
+from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
 from functions.core.effects import EffectLedger, EffectMode, EffectStatus, outcome_mode
@@ -132,6 +132,35 @@ ROLES: Final = ("receiver", "worker-a", "worker-b", "reconciler")
 SKEW_BOUND: Final = 30  # seconds a process's clock may be off
 # A queue message's fields: what a dead letter's attributes may fill when SQS redrives it.
 MESSAGE_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(QueueMessage))
+
+
+_LOOP: list[asyncio.AbstractEventLoop] = []  # this process's one loop, made on first use
+
+
+def run_batch(batch: Coroutine[Any, Any, list[str]]) -> list[str]:
+    """Run one worker batch to its end on this process's loop, every step on this
+    thread (the loop's default executor runs each call at once, so ``to_thread`` does
+    too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
+    suspended: they are cancelled, as ``asyncio.run`` would, so none runs on in a later
+    batch."""
+    if not _LOOP:
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(InlineExecutor())
+        _LOOP.append(loop)
+    loop = _LOOP[0]
+    try:
+        return loop.run_until_complete(batch)
+    except BaseException:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(_settled(left))
+        raise
+
+
+async def _settled(tasks: set[asyncio.Task[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,7 +581,7 @@ class Simulation:
         deadline = Deadline(inv.ends_at - DEADLINE_MARGIN_SECONDS, world.monotonic)
         try:
             failed = set(
-                asyncio.run(
+                run_batch(
                     process_batch(
                         self.processor,
                         self.queue,
@@ -560,6 +589,7 @@ class Simulation:
                         batch,
                         limits=self.limits,
                         deadline=deadline,
+                        inline=True,
                     )
                 )
             )

@@ -11,9 +11,10 @@ deliveries and redrive the dead-letter queue (the operator commands' steps, thro
 same ports). Then, for some seeds, two weeks pass: TTL deletes rows late and in any
 order, dead letters outlive their items, and a late operator acts on what is left.
 
-The worker runs one message at a time (``BatchLimits.concurrency`` 1): a schedule of
-thread interleavings would not be reproducible, so batch-mates never hold claims at the
-same moment here (docs/simulation.md says what that leaves unexplored).
+The worker batch runs inline (``process_batch(..., inline=True)``): every step on this
+thread, on one event loop reused by every batch, in an order that replays. It runs one
+message at a time (``BatchLimits.concurrency`` 1), so batch-mates never hold claims at
+the same moment here (docs/simulation.md says what that leaves unexplored).
 """
 
 from __future__ import annotations

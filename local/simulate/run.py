@@ -703,7 +703,8 @@ class Simulation:
                 effects.resolve_not_applied(record.delivery_id, record.name, now=now)
 
     def _redrive(self, now: int) -> None:
-        """``relaylink-receiver redrive``: reset a failed delivery, send, delete the letter."""
+        """``relaylink-receiver redrive``: reset a failed delivery (only the failure a
+        worker's letter names), send it unless it has expired, delete the letter."""
         world = self.world
         for message in list(world.dead.values()):
             try:
@@ -712,9 +713,10 @@ class Simulation:
                 continue  # malformed: it stays
             item = world.inbox.get(work.delivery_id)
             if item is not None and item.state is State.FAILED:
-                self.claims.reopen(work.delivery_id, now=now)
+                failure = message.attributes.get("failure")
+                self.claims.reopen(work.delivery_id, now=now, failure=failure)
                 item = world.inbox.get(work.delivery_id)
-            if item is not None and item.state is State.PENDING:
+            if item is not None and item.state is State.PENDING and item.expires_at > now:
                 self.queue.send(work)
             del world.dead[message.message_id]
 

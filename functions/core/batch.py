@@ -40,6 +40,10 @@ that failure (``failed`` -> ``pending``, attempts reset) before it processes it,
 operator's ``redrive`` does. A delivery that failed again since (say after a requeue,
 with an effect in doubt an operator settled by hand) is not the letter's to reopen: it
 stays failed, and the letter is acknowledged.
+
+``process_batch(..., inline=True)`` runs the same batch without threads: each blocking
+call at once on the batch's loop, each message's processor on that loop too (a
+simulation runs it so, in an order that replays; production never does).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -144,8 +148,14 @@ async def process_batch(
     *,
     limits: BatchLimits,
     deadline: Deadline,
+    inline: bool = False,
 ) -> list[str]:
     """Process one batch, sharing one package source (one MCP session per server).
+
+    Args:
+        inline: run every blocking call and every message's processor on the calling
+            loop's thread, one step at a time, instead of a thread each (the order then
+            follows the loop's alone and replays). Production leaves it False.
 
     Returns:
         The ids of the messages to report as batch item failures, in the batch's
@@ -155,7 +165,12 @@ async def process_batch(
     if not messages:
         return []
     workers = min(limits.concurrency, len(messages))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="work-item") as threads:
+    threads = (
+        InlineExecutor()
+        if inline
+        else ThreadPoolExecutor(max_workers=workers, thread_name_prefix="work-item")
+    )
+    with threads:
         async with source(deadline) as packages:
             batch = _Batch(
                 processor=processor,
@@ -164,6 +179,7 @@ async def process_batch(
                 limits=limits,
                 deadline=deadline,
                 threads=threads,
+                inline=inline,
             )
             alone = len(messages) == 1
             failed = await asyncio.gather(*(batch.run(m, alone=alone) for m in messages))
@@ -187,7 +203,8 @@ class _Batch:
         servers: _Servers,
         limits: BatchLimits,
         deadline: Deadline,
-        threads: ThreadPoolExecutor,
+        threads: Executor,
+        inline: bool,
     ) -> None:
         self._processor = processor
         self._queue = queue
@@ -195,6 +212,7 @@ class _Batch:
         self._limits = limits
         self._deadline = deadline
         self._threads = threads
+        self._inline = inline
         self._loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(limits.concurrency)
         # Messages whose delivery was given back unrun to be processed alone.
@@ -256,7 +274,10 @@ class _Batch:
                     return await self._not_started(work, NotStarted.SERVER_UNREACHABLE)
                 if self._deadline.remaining() < self._limits.message_seconds:
                     return await self._not_started(work, NotStarted.NO_TIME)
-                decision = await self._blocking(self._process, work, alone)
+                if self._inline:
+                    decision = await self._processor.process(work, self._servers, alone=alone)
+                else:
+                    decision = await self._blocking(self._process, work, alone)
                 if decision.disposition is Disposition.RUN_ALONE:
                     self.set_aside.add(message.message_id)
                     return False
@@ -298,9 +319,27 @@ class _Batch:
         return False
 
     async def _blocking(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._inline:
+            return call(*args, **kwargs)
         return await self._loop.run_in_executor(
             self._threads, functools.partial(call, *args, **kwargs)
         )
+
+
+class InlineExecutor(ThreadPoolExecutor):
+    """Runs each call at once in the calling thread (no thread is ever started).
+
+    A :class:`ThreadPoolExecutor` only so that a loop takes it as its default executor
+    (``asyncio.to_thread`` then runs inline too).
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 (handed to the awaiting caller, as a thread's)
+            done.set_exception(exc)
+        return done
 
 
 class _Servers:

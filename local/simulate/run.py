@@ -11,9 +11,10 @@ deliveries and redrive the dead-letter queue (the operator commands' steps, thro
 same ports). Then, for some seeds, two weeks pass: TTL deletes rows late and in any
 order, dead letters outlive their items, and a late operator acts on what is left.
 
-The worker runs one message at a time (``BatchLimits.concurrency`` 1): a schedule of
-thread interleavings would not be reproducible, so batch-mates never hold claims at the
-same moment here (docs/simulation.md says what that leaves unexplored).
+The worker batch runs inline (``process_batch(..., inline=True)``): every step on this
+thread, on one event loop reused by every batch, in an order that replays. It runs one
+message at a time (``BatchLimits.concurrency`` 1), so batch-mates never hold claims at
+the same moment here (docs/simulation.md says what that leaves unexplored).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -34,10 +35,10 @@ from functions.core.accept import AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.notifier_http import HttpNotifier
-from functions.core.batch import BatchLimits, QueueMessage, process_batch
+from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger, EffectMode, EffectStatus, outcome_mode
 from functions.core.errors import BudgetExhausted, ProcessingError
 from functions.core.event_source_limits import (
     RELAY_BATCH_SIZE,
@@ -134,6 +135,35 @@ SKEW_BOUND: Final = 30  # seconds a process's clock may be off
 MESSAGE_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(QueueMessage))
 
 
+_LOOP: list[asyncio.AbstractEventLoop] = []  # this process's one loop, made on first use
+
+
+def run_batch(batch: Coroutine[Any, Any, list[str]]) -> list[str]:
+    """Run one worker batch to its end on this process's loop, every step on this
+    thread (the loop's default executor runs each call at once, so ``to_thread`` does
+    too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
+    suspended: they are cancelled, as ``asyncio.run`` would, so none runs on in a later
+    batch."""
+    if not _LOOP:
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(InlineExecutor())
+        _LOOP.append(loop)
+    loop = _LOOP[0]
+    try:
+        return loop.run_until_complete(batch)
+    except BaseException:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(_settled(left))
+        raise
+
+
+async def _settled(tasks: set[asyncio.Task[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 @dataclass(frozen=True, slots=True)
 class SeedResult:
     """What one seed did and what it broke."""
@@ -170,9 +200,14 @@ class _ObservedLedger:
 
     def run(self, name: str, fn: Callable[[str], object], **declared: Any) -> bool:
         side = self._world.far_side(name)
-        if declared.get("repeatable"):
+        mode = outcome_mode(
+            declared.get("mode"),
+            reconcile=declared.get("reconcile"),
+            repeatable=bool(declared.get("repeatable")),
+        )
+        if mode is EffectMode.REPEATABLE:
             side.repeatable = True
-        if any("keyed" in str(value).lower() for value in declared.values()):
+        if mode is EffectMode.KEYED:
             side.dedup = True  # the contract a keyed effect relies on
         return self._ledger.run(name, fn, **declared)
 
@@ -217,7 +252,7 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
         model=BedrockConverse(client=cast(Any, bedrock), model_id=settings.model_id),
         topic=topic,
         webhook=webhook,
-        budget=TokenBudget(Budget(world)),
+        budget=TokenBudget(Budget(world), new_id=world.new_reservation_id),
         clock=world,
         metrics=metrics,
     )
@@ -547,7 +582,7 @@ class Simulation:
         deadline = Deadline(inv.ends_at - DEADLINE_MARGIN_SECONDS, world.monotonic)
         try:
             failed = set(
-                asyncio.run(
+                run_batch(
                     process_batch(
                         self.processor,
                         self.queue,
@@ -555,6 +590,7 @@ class Simulation:
                         batch,
                         limits=self.limits,
                         deadline=deadline,
+                        inline=True,
                     )
                 )
             )
@@ -667,7 +703,8 @@ class Simulation:
                 effects.resolve_not_applied(record.delivery_id, record.name, now=now)
 
     def _redrive(self, now: int) -> None:
-        """``relaylink-receiver redrive``: reset a failed delivery, send, delete the letter."""
+        """``relaylink-receiver redrive``: reset a failed delivery (only the failure a
+        worker's letter names), send it unless it has expired, delete the letter."""
         world = self.world
         for message in list(world.dead.values()):
             try:
@@ -676,9 +713,10 @@ class Simulation:
                 continue  # malformed: it stays
             item = world.inbox.get(work.delivery_id)
             if item is not None and item.state is State.FAILED:
-                self.claims.reopen(work.delivery_id, now=now)
+                failure = message.attributes.get("failure")
+                self.claims.reopen(work.delivery_id, now=now, failure=failure)
                 item = world.inbox.get(work.delivery_id)
-            if item is not None and item.state is State.PENDING:
+            if item is not None and item.state is State.PENDING and item.expires_at > now:
                 self.queue.send(work)
             del world.dead[message.message_id]
 

@@ -31,7 +31,7 @@ from functions.core.accept import inbox_item
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_budget import DAY_RETENTION_SECONDS
 from functions.core.budget import DAY_SECONDS, BudgetDay
-from functions.core.claim import Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import StorageUnavailable, TransientError
@@ -159,12 +159,15 @@ class World:
         # DynamoDB
         self.inbox: dict[str, InboxItem] = {}
         self.owners: dict[str, str] = {}
+        self.failed_by: dict[str, str] = {}  # delivery id -> the claim owner that failed it
         self.unlisted: set[str] = set()
         self.outbox: dict[str, tuple[WorkItem, int]] = {}  # delivery id -> (work, received)
         self.effects: dict[tuple[str, str], EffectRecord] = {}
         self.intent_writers: dict[tuple[str, str], str | None] = {}
         self.steps: dict[tuple[str, str], StepRecord] = {}
         self.budget_days: dict[str, BudgetDay] = {}
+        self.budget_open: dict[str, set[str]] = {}  # day -> its open reservations' ids
+        self._reservation_seq = 0
         self.budget_limit = 0
         self.watermark: int | None = None
         self._ttl: list[tuple[float, int, str, Any]] = []
@@ -238,6 +241,11 @@ class World:
     def read(self, site: str, op: Callable[[], T]) -> T:
         return self.call(site, op, rates=PORT_READ)
 
+    def new_reservation_id(self) -> str:
+        """A reservation id that replays (the production one is random)."""
+        self._reservation_seq += 1
+        return f"reservation-{self._reservation_seq}"
+
     def new_owner(self) -> str:
         self._owner_seq += 1
         self.inv.owner = f"owner-{self._owner_seq}"
@@ -268,6 +276,7 @@ class World:
                 if item is not None and item.state in OPEN and key not in self.truth.terminal:
                     self.truth.vanished[key] = f"{item.state.value} ({item.last_error})"
                 self.owners.pop(key, None)
+                self.failed_by.pop(key, None)
                 self.unlisted.discard(key)
             elif table == "outbox":
                 self.outbox.pop(key, None)
@@ -277,6 +286,7 @@ class World:
                 self.steps.pop(key, None)
             elif table == "budget":
                 self.budget_days.pop(key, None)
+                self.budget_open.pop(key, None)
 
     # --- SQS -----------------------------------------------------------------------
 
@@ -370,6 +380,13 @@ class World:
 # --- the ports ---------------------------------------------------------------------
 
 
+def _free(item: InboxItem, now: int) -> bool:
+    """Open and held by no live worker (pending, or a lease that ran out)."""
+    return item.state is State.PENDING or (
+        item.state is State.PROCESSING and (item.lease_until or 0) <= now
+    )
+
+
 def _listed(world: World, item: InboxItem) -> bool:
     return item.delivery_id not in world.unlisted
 
@@ -431,18 +448,16 @@ class Claims:
             item = w.inbox.get(delivery_id)
             if item is None:
                 return ClaimAttempt(ClaimStatus.MISSING)
-            free = item.state is State.PENDING or (
-                item.state is State.PROCESSING and (item.lease_until or 0) <= now
-            )
-            if self._CLAIM_EXPIRY and item.expires_at and item.expires_at <= now:
-                free = False
-            if not free:
+            lease = now + lease_seconds
+            if not _free(item, now):
                 if item.state is State.COMPLETED:
                     return ClaimAttempt(ClaimStatus.COMPLETED)
                 if item.state is State.PROCESSING:
                     return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
                 return ClaimAttempt(ClaimStatus.CLOSED)
-            lease = now + lease_seconds
+            if self._CLAIM_EXPIRY and item.expires_at <= lease:
+                # Free, but the whole lease does not end before the TTL.
+                return ClaimAttempt(ClaimStatus.EXPIRED)
             w.inbox[delivery_id] = dataclasses.replace(
                 item,
                 state=State.PROCESSING,
@@ -481,18 +496,25 @@ class Claims:
                 return False
             del w.owners[claim.delivery_id]
             values = {k: v(item) if callable(v) else v for k, v in changes.items()}
-            w.inbox[claim.delivery_id] = dataclasses.replace(
-                item, state=state, lease_until=None, state_changed_at=now, **values
-            )
-            if state in (State.COMPLETED, State.FAILED):
-                w.truth.terminal.add(claim.delivery_id)
+            self._move(item, state, now, **values)
             if state is State.FAILED:
-                w.truth.failures[claim.delivery_id] += 1
+                w.failed_by[claim.delivery_id] = claim.owner  # FAIL sets failed_by
             w.truth.finished.add(claim.owner)
             return True
 
         if not w.call(site, update):
             raise ClaimLost()
+
+    def _move(self, item: InboxItem, state: State, now: int, **values: Any) -> None:
+        """Write the item's new state (the lease removed) and the truth it makes."""
+        w = self._w
+        w.inbox[item.delivery_id] = dataclasses.replace(
+            item, state=state, lease_until=None, state_changed_at=now, **values
+        )
+        if state in (State.COMPLETED, State.FAILED):
+            w.truth.terminal.add(item.delivery_id)
+        if state is State.FAILED:
+            w.truth.failures[item.delivery_id] += 1
 
     def complete(
         self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
@@ -512,6 +534,11 @@ class Claims:
             "ddb.release_transient",
             last_error=error_code,
             transient_failures=lambda item: item.transient_failures + 1,
+        )
+
+    def give_back(self, claim: Claim, *, now: int) -> None:
+        self._finish(
+            claim, now, State.PENDING, "ddb.give_back", attempts=lambda item: item.attempts - 1
         )
 
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
@@ -542,7 +569,24 @@ class Claims:
             reset_at=now,
         )
 
-    def reopen(self, delivery_id: str, *, now: int, **_conditions: object) -> bool:
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
+        """As the ``expire`` transition: an open item no live worker holds whose lease
+        from now would not end before its TTL is failed with ``item_expired``."""
+        w = self._w
+
+        def update() -> bool:
+            item = w.inbox.get(delivery_id)
+            if item is None or not _free(item, now) or item.expires_at > now + lease_seconds:
+                return False
+            w.owners.pop(delivery_id, None)
+            self._move(item, State.FAILED, now, last_error=ITEM_EXPIRED)
+            return True
+
+        return w.call("ddb.close_expired", update)
+
+    def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
+        """As ``reset_failed``, or with ``failure`` as ``reset_dead_letter``: only the
+        failure the item's ``failed_by`` names."""
         w = self._w
         generation = w.inv.marked.get(delivery_id)
 
@@ -550,7 +594,9 @@ class Claims:
             item = w.inbox.get(delivery_id)
             if item is None or item.state is not State.FAILED:
                 return False
-            if self._RESET_EXPIRY and item.expires_at and item.expires_at <= now:
+            if self._RESET_EXPIRY and item.expires_at <= now:
+                return False
+            if failure is not None and w.failed_by.get(delivery_id) != failure:
                 return False
             if generation is not None and generation != w.truth.failures[delivery_id]:
                 w.truth.mark_mismatches.append(
@@ -558,6 +604,7 @@ class Claims:
                     f" {w.truth.failures[delivery_id]} ({item.last_error})"
                 )
             w.unlisted.discard(delivery_id)
+            w.failed_by.pop(delivery_id, None)
             w.inbox[delivery_id] = dataclasses.replace(
                 item,
                 state=State.PENDING,
@@ -863,7 +910,6 @@ class Budget:
 
     def __init__(self, world: World) -> None:
         self._w = world
-        self._applied: dict[tuple[object, ...], bool] = {}
 
     def _day(self, day: str) -> BudgetDay:
         w = self._w
@@ -875,47 +921,68 @@ class Budget:
             w.expire_at("budget", day, starts + DAY_SECONDS + DAY_RETENTION_SECONDS)
         return current
 
-    def reserve(self, day: str, tokens: int, **idempotency: object) -> bool:
-        """As the adapter's conditional ADD. A newer port's per-reservation token (any
-        further argument) makes a resent request a no-op, as a condition on it would."""
+    def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
+        """As the adapter's conditional ADD: within the headroom and only while the id
+        is not among the day's open reservations; a refused write whose id is there was
+        an earlier send of this one (admitted)."""
         w = self._w
-        token = ("reserve", day, *sorted(idempotency.items())) if idempotency else None
 
         def update() -> bool:
-            if token is not None and token in self._applied:
-                return self._applied[token]
             current = self._day(day)
+            ids = w.budget_open.setdefault(day, set())
+            if reservation_id in ids:
+                return True
             if current.reserved + tokens > current.limit:
                 return False
-            w.budget_days[day] = dataclasses.replace(current, reserved=current.reserved + tokens)
+            ids.add(reservation_id)
+            w.budget_days[day] = dataclasses.replace(
+                current, reserved=current.reserved + tokens, open_reservations=len(ids)
+            )
             w.inv.reservation_day = day
-            if token is not None:
-                self._applied[token] = True
             return True
 
-        written = w.call("ddb.budget_reserve", update)
+        written = self._send("ddb.budget_reserve", update)
         delivery = w.inv.delivery
         if not written and delivery is not None:
             largest = w.truth.refused_reservation.get(delivery, 0)
             w.truth.refused_reservation[delivery] = max(largest, tokens)
         return written
 
-    def settle(self, day: str, *, reserved: int, used: int, **idempotency: object) -> None:
+    def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
+        self._close(day, reservation_id, "ddb.budget_settle", reserved=reserved, used=used)
+
+    def keep(self, day: str, *, reservation_id: str) -> None:
+        self._close(day, reservation_id, "ddb.budget_keep", reserved=0, used=None)
+
+    def _close(
+        self, day: str, reservation_id: str, site: str, *, reserved: int, used: int | None
+    ) -> None:
+        """Remove an open reservation, on condition that it is open (once); a
+        settlement also moves the counters by what was used (``used``)."""
         w = self._w
-        token = ("settle", day, *sorted(idempotency.items())) if idempotency else None
 
         def update() -> None:
-            if token is not None:
-                if token in self._applied:
-                    return
-                self._applied[token] = True
+            ids = w.budget_open.get(day, set())
             current = w.budget_days.get(day)
-            if current is not None:
-                w.budget_days[day] = dataclasses.replace(
+            if current is None or reservation_id not in ids:
+                return
+            ids.discard(reservation_id)
+            current = dataclasses.replace(current, open_reservations=len(ids))
+            if used is not None:
+                current = dataclasses.replace(
                     current, reserved=current.reserved - reserved + used, used=current.used + used
                 )
+            w.budget_days[day] = current
 
-        w.call("ddb.budget_settle", update)
+        self._send(site, update)
+
+    def _send(self, site: str, op: Callable[[], T]) -> T:
+        """The adapter sends a write that applies once again while its outcome is
+        unknown (twice in all)."""
+        try:
+            return self._w.call(site, op)
+        except StorageUnavailable:
+            return self._w.call(site, op)
 
     def set_limit(self, day: str, tokens: int) -> None:
         w = self._w

@@ -4,6 +4,7 @@ the per-message error boundary and redriven dead letters."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from functions.core import metric_names
 from functions.core.batch import (
     MALFORMED_WORK_ITEM,
     BatchLimits,
+    InlineExecutor,
     QueueMessage,
     process_batch,
 )
@@ -93,17 +95,25 @@ class World(ProcessWorld):
         concurrency: int = 10,
         message_seconds: float = 0.0,
         deadline: Deadline | None = None,
+        inline: bool = False,
     ) -> list[str]:
-        return asyncio.run(
-            process_batch(
-                self.processor(),
-                self.queue,
-                self.packages.factory(),
-                messages,
-                limits=BatchLimits(concurrency, message_seconds),
-                deadline=deadline or Deadline.never(),
-            )
+        batch = process_batch(
+            self.processor(),
+            self.queue,
+            self.packages.factory(),
+            messages,
+            limits=BatchLimits(concurrency, message_seconds),
+            deadline=deadline or Deadline.never(),
+            inline=inline,
         )
+        if not inline:
+            return asyncio.run(batch)
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(InlineExecutor())  # so that to_thread is inline too
+        try:
+            return loop.run_until_complete(batch)
+        finally:
+            loop.close()
 
 
 @pytest.fixture
@@ -127,6 +137,28 @@ def test_batch_shares_one_source_and_maps_dispositions(world: World) -> None:
     assert world.packages.sessions == 1
     assert world.state(items[1]).state is State.COMPLETED
     assert world.metrics.counts[metric_names.METRIC_WORK_ALREADY_DONE] == 1  # items[3]: no inbox
+
+
+def _add_current_thread(threads: set[int]) -> None:
+    threads.add(threading.get_ident())
+
+
+def test_an_inline_batch_runs_every_message_on_the_calling_thread_alike() -> None:
+    outcomes = []
+    for inline in (False, True):
+        world = World()
+        threads: set[int] = set()
+        world.workflow.before = functools.partial(_add_current_thread, threads)
+        items = [work(n) for n in range(3)]
+        for item in items:
+            world.accept(item)
+        world.packages.errors = [TransientError("mcp_unavailable")]  # the first fetch
+        failures = world.run([message(i, n) for n, i in enumerate(items)], inline=inline)
+        states = [world.state(item).state for item in items]
+        outcomes.append((failures, world.queue.visibility, states, sorted(world.workflow.applied)))
+        assert (threads == {threading.get_ident()}) is inline
+
+    assert outcomes[0] == outcomes[1]
 
 
 def test_exhausted_attempts_are_dead_lettered_with_their_reason(world: World) -> None:

@@ -4,24 +4,21 @@ catch what they name, a shrinker that keeps what matters, and its command line."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
-from local.simulate.campaign import simulate
+from functions.core.claim import ITEM_EXPIRED, ClaimStatus
+from functions.core.models import InboxItem, State
 from local.simulate.faults import Fault, Kind
 from local.simulate.invariants import check
 from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
+from local.simulate.schedule import Schedule
 from local.simulate.shrink import ddmin
+from local.simulate.world import Budget, Claims, World
 from ops.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _calm(workflow: str, seed: int = 3) -> Simulation:
@@ -38,24 +35,6 @@ def test_simulate_same_seed_same_transcript() -> None:
     assert first.transcript == second.transcript
     assert first == second
     assert run_seed("agent", 12).transcript != first.transcript
-
-
-def test_simulate_transcript_does_not_depend_on_hash_randomisation() -> None:
-    code = "from local.simulate.run import run_seed;print(run_seed('notify', 5).transcript)"
-    transcripts = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONHASHSEED": hash_seed},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for hash_seed in ("1", "2")
-    }
-
-    assert len(transcripts) == 1
-    assert transcripts == {run_seed("notify", 5).transcript + "\n"}
 
 
 def test_simulate_replay_of_the_whole_schedule_is_the_same_run() -> None:
@@ -78,29 +57,6 @@ def test_simulate_without_faults_completes_every_delivery_once() -> None:
         for name, side in world.far.items():
             if name not in ("mcp", "model", "archive"):
                 assert set(side.applied.values()) == {1}, name
-
-
-def test_simulate_injects_every_fault_kind() -> None:
-    summary = simulate(["notify", "agent"], seeds=60, shrink_limit=0)
-    faults = summary.to_dict()["faults"]
-    injected = Counter({key: value for key, value in faults.items() if value})
-
-    for key in (
-        *REQUIRED_FAULTS,
-        "errors",
-        "sdk_retries",
-        "timeouts",
-        "slow_calls",
-        "acted_then_failed",
-        "far_side_refused",
-        "far_side_rejected",
-        "far_side_unavailable",
-        "far_sides_without_dedup",
-        "days_passed",
-        "operator_visits",
-        "budget_limits",
-    ):
-        assert injected[key] > 0, key
 
 
 def test_simulate_injects_outages_and_skews_as_configuration_faults() -> None:
@@ -207,3 +163,84 @@ def test_simulate_command_refuses_a_bad_option(capsys: pytest.CaptureFixture[str
 
     assert status == 2
     assert "bad_option: --seeds must be at least 1" in capsys.readouterr().err
+
+
+def _world_with_item(expires_in: int = 7 * 24 * 3600) -> tuple[World, Claims]:
+    """A world without faults holding one pending delivery ``d1``."""
+    world = World(0, Schedule(0, replay=[]))
+    now = world.now()
+    world.inbox["d1"] = InboxItem(
+        "d1", "package.received", "sha", now, State.PENDING, expires_at=now + expires_in
+    )
+    return world, Claims(world)
+
+
+def _state(world: World) -> State:
+    return world.inbox["d1"].state
+
+
+def _failed(world: World, claims: Claims) -> str:
+    """Claim ``d1`` and fail it; the failure's name (its claim owner)."""
+    attempt = claims.claim("d1", owner=world.new_owner(), now=world.now(), lease_seconds=60)
+    assert attempt.claim is not None
+    claims.fail(attempt.claim, now=world.now(), error_code="boom")
+    return attempt.claim.owner
+
+
+def test_world_redrive_reopens_only_the_failure_its_mark_names() -> None:
+    world, claims = _world_with_item()
+    first = _failed(world, claims)
+    assert claims.reopen("d1", now=world.now())  # an operator's requeue
+    second = _failed(world, claims)
+
+    assert not claims.reopen("d1", now=world.now(), failure=first)
+    assert _state(world) is State.FAILED
+    assert claims.reopen("d1", now=world.now(), failure=second)
+    assert _state(world) is State.PENDING
+
+
+def test_world_claim_refuses_a_lease_past_the_ttl_and_closes_the_item() -> None:
+    world, claims = _world_with_item(expires_in=30)
+    now = world.now()
+
+    attempt = claims.claim("d1", owner=world.new_owner(), now=now, lease_seconds=60)
+
+    assert attempt.status is ClaimStatus.EXPIRED
+    assert not claims.close_expired("d1", now=now, lease_seconds=10)  # a lease would fit
+    assert claims.close_expired("d1", now=now, lease_seconds=60)
+    assert _state(world) is State.FAILED
+    assert world.inbox["d1"].last_error == ITEM_EXPIRED
+
+
+def test_world_give_back_returns_the_attempt_unrun() -> None:
+    world, claims = _world_with_item()
+    attempt = claims.claim("d1", owner=world.new_owner(), now=world.now(), lease_seconds=60)
+    assert attempt.claim is not None
+
+    claims.give_back(attempt.claim, now=world.now())
+
+    assert _state(world) is State.PENDING
+    assert world.inbox["d1"].attempts == 0
+
+
+def test_world_budget_applies_each_reservation_and_settlement_once() -> None:
+    world = World(0, Schedule(0, replay=[]))
+    world.budget_limit = 100
+    budget = Budget(world)
+
+    assert budget.reserve("2026-01-01", 60, reservation_id="r1")
+    assert budget.reserve("2026-01-01", 60, reservation_id="r1")  # resent: admitted once
+    assert not budget.reserve("2026-01-01", 60, reservation_id="r2")
+    budget.settle("2026-01-01", reservation_id="r1", reserved=60, used=10)
+    budget.settle("2026-01-01", reservation_id="r1", reserved=60, used=10)  # resent
+    assert budget.reserve("2026-01-01", 60, reservation_id="r3")
+    budget.keep("2026-01-01", reservation_id="r3")
+
+    day = budget.get("2026-01-01")
+    assert (day.reserved, day.used, day.open_reservations) == (70, 10, 0)
+
+
+def test_simulate_agent_seed_58_redrives_no_later_failure() -> None:
+    # Before the world followed reset_dead_letter, this seed reported a mark of one
+    # failure reopening a later one (the code under test already refused it).
+    assert run_seed("agent", 58).violations == ()

@@ -13,11 +13,11 @@ import pytest
 from local.simulate.campaign import simulate
 from local.simulate.run import WORKFLOWS
 
+pytestmark = pytest.mark.simulation
 SEEDS = 2000
 PROCESSES = 2
 
 
-@pytest.mark.timeout(900)
 @pytest.mark.parametrize("workflow", WORKFLOWS)
 def test_simulated_seeds_break_no_invariant(workflow: str) -> None:
     summary = simulate([workflow], seeds=SEEDS, processes=PROCESSES, shrink_limit=0)

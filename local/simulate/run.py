@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
+from functions.core import table_layout
 from functions.core.accept import AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
@@ -495,7 +496,10 @@ class Simulation:
         records = []
         for number, entry in enumerate(batch):
             image = dynamodb_items.outbox_to_item(
-                entry["work"], created_at=entry["created_at"], expires_at=entry["expires"]
+                entry["work"],
+                created_at=entry["created_at"],
+                expires_at=entry["expires"],
+                shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
             )
             records.append(
                 {

@@ -21,7 +21,7 @@ import heapq
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -36,6 +36,7 @@ from functions.core.delivery import Delivery
 from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import StorageUnavailable, TransientError
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
+from functions.core.reconcile import OpenCursor, OpenPage
 from functions.core.steps import StepRecord, StepStatus, StoredResult
 from local.simulate import faults
 from local.simulate.faults import Fault, Killed, Kind
@@ -170,6 +171,7 @@ class World:
         self._reservation_seq = 0
         self.budget_limit = 0
         self.watermark: int | None = None
+        self.open_cursor: OpenCursor | None = None  # where the reconciler's open pass resumes
         self._ttl: list[tuple[float, int, str, Any]] = []
         self._ttl_at: dict[tuple[str, Any], float] = {}
         self._ttl_seq = 0
@@ -541,6 +543,17 @@ class Claims:
             claim, now, State.PENDING, "ddb.give_back", attempts=lambda item: item.attempts - 1
         )
 
+    def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
+        self._finish(
+            claim,
+            now,
+            State.AWAITING_APPROVAL,
+            "ddb.park",
+            attempts=lambda item: item.attempts - 1,
+            approval=approval,
+            approval_deadline=deadline,
+        )
+
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         if error_code == "uncertain_effect":
             self._own_intent_in_doubt(claim)
@@ -622,29 +635,38 @@ class Claims:
     def get(self, delivery_id: str) -> InboxItem | None:
         return self._w.read("ddb.get", lambda: self._w.inbox.get(delivery_id))
 
-    def stale_pending(self, *, changed_before: int, page_size: int) -> list[InboxItem]:
+    def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+        """The listed open items in delivery-id order (one shard), a page a read, from
+        the entry after ``start``; each page says where the pass resumes."""
         w = self._w
-        return w.read(
-            "ddb.query_open",
-            lambda: [
-                i
-                for i in w.inbox.values()
-                if _listed(w, i)
-                and i.state is State.PENDING
-                and i.state_changed_at < changed_before
-            ],
-        )
+        after = start.after[1] if start is not None and start.after is not None else ""
+        while True:
 
-    def expired_leases(self, *, now: int, page_size: int) -> list[InboxItem]:
+            def query(after: str = after) -> list[InboxItem]:
+                found = [
+                    i
+                    for i in w.inbox.values()
+                    if _listed(w, i) and i.state in OPEN and i.delivery_id > after
+                ]
+                return sorted(found, key=lambda i: i.delivery_id)[:page_size]
+
+            page = w.read("ddb.query_open", query)
+            if len(page) < page_size:
+                yield OpenPage(items=page, resume=None)
+                return
+            after = page[-1].delivery_id
+            yield OpenPage(items=page, resume=OpenCursor(shard=0, after=(0, after)))
+
+    def open_cursor(self) -> OpenCursor | None:
+        return self._w.read("ddb.get_cursor", lambda: self._w.open_cursor)
+
+    def save_open_cursor(self, cursor: OpenCursor | None) -> None:
         w = self._w
-        return w.read(
-            "ddb.query_open",
-            lambda: [
-                i
-                for i in w.inbox.values()
-                if _listed(w, i) and i.state is State.PROCESSING and (i.lease_until or 0) <= now
-            ],
-        )
+
+        def update() -> None:
+            w.open_cursor = cursor
+
+        w.call("ddb.save_cursor", update)
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         w = self._w
@@ -701,6 +723,14 @@ class ReceivedLog:
         return w.read(
             "ddb.received_oldest", lambda: min((r for _w, r in w.outbox.values()), default=None)
         )
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        """The window's unlisted open items, a page at a time (one empty page when none)."""
+        found = self.unlisted_open(since=since, before=before, page_size=page_size)
+        for first in range(0, max(len(found), 1), page_size):
+            yield found[first : first + page_size]
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
         w = self._w

@@ -15,6 +15,7 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
+from functions.core.approval import AwaitingApproval
 from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
@@ -133,6 +134,11 @@ def relay_records(world: MotoWorld) -> None:
     event = builders.stream_event(StreamReader.filtered(records))
     relay.lambda_handler(event, builders.LambdaContext())
     world.receive()  # the relayed message, out of the worker's way
+    # Skipped, it has served: left in the received log at second 0, it would send the
+    # reconciler's run below walking the log's windows from 1970 until its deadline.
+    world.dynamodb.delete_item(
+        TableName=TABLE, Key=dynamodb_items.outbox_key("broken", 0, shards=1)
+    )
 
 
 def worker_results(world: MotoWorld) -> None:
@@ -143,9 +149,13 @@ def worker_results(world: MotoWorld) -> None:
     exhausted, uncertain = work(4), work(5)
     # A step a dead worker started (a rerun), and a delivery that finds the budget spent.
     rerun, over_budget = work(10), work(11)
+    # A delivery whose proposal waits for a person (parked; the reconciler then reports
+    # how long it has waited).
+    parked = work(14)
     failing = [work(6, "pkg_transient"), work(7, "pkg_auth"), work(8, "pkg_missing")]
     unreachable = WorkItem(work(9).delivery_id, "package.received", "pkg_9", UNREACHABLE_MCP_URL)
-    for item in (completed, deferred, stolen, uncertain, unreachable, rerun, over_budget, *failing):
+    accepted = (completed, deferred, stolen, uncertain, unreachable, rerun, over_budget, parked)
+    for item in (*accepted, *failing):
         world.accept(item)
     world.accept(exhausted, attempts={"N": str(MAX_ATTEMPTS)})
     # Past its TTL (closed unrun), and a suspect whose earlier attempts died twice (set
@@ -167,6 +177,7 @@ def worker_results(world: MotoWorld) -> None:
             world,
             stolen=stolen.delivery_id,
             over_budget=over_budget.delivery_id,
+            parked=parked.delivery_id,
             metrics=EmfMetrics(),
         ),
         packages=lambda deadline: ScriptedPackages(),
@@ -192,6 +203,7 @@ def worker_results(world: MotoWorld) -> None:
         over_budget,
         expired,
         suspect,
+        parked,
         *failing,
     )
     for item in batch:
@@ -202,7 +214,9 @@ def worker_results(world: MotoWorld) -> None:
 
 
 def reconciler_run(world: MotoWorld) -> None:
-    """One run: it counts all five of its counts, zeros included (and reports its lag)."""
+    """One run: it counts all its counts, zeros included (and reports its lag, and how
+    long the parked delivery has waited)."""
+    world.clock.advance(60)
     settings = ReconcilerSettings.from_env(
         {
             env_keys.ENV_TABLE_NAME: TABLE,
@@ -250,11 +264,12 @@ class ScriptedWorkflow:
     claim over first; for ``over_budget``, the day's token budget is spent."""
 
     def __init__(
-        self, world: MotoWorld, *, stolen: str, over_budget: str, metrics: EmfMetrics
+        self, world: MotoWorld, *, stolen: str, over_budget: str, parked: str, metrics: EmfMetrics
     ) -> None:
         self._world = world
         self._stolen = stolen
         self._over_budget = over_budget
+        self._parked = parked
         self._metrics = metrics
 
     def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
@@ -267,6 +282,8 @@ class ScriptedWorkflow:
             )
         if work.delivery_id == self._over_budget:
             raise BudgetExhausted(retry_at=self._world.clock.now() + 3600)
+        if work.delivery_id == self._parked:
+            raise AwaitingApproval("alert", deadline=self._world.clock.now() + 3600)
         effects.step(MODEL_STEP, self._model_call)
         effects.run("notify", lambda key: None)
 

@@ -132,6 +132,9 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (claim.ClaimStore, "reopen"): _reopen,
     (claim.ClaimStore, "give_back"): lambda t, s, d: t.claims.give_back(_claimed(s, d), now=NOW),
+    (claim.ClaimStore, "park"): lambda t, s, d: t.claims.park(
+        _claimed(s, d), now=NOW, approval="alert", deadline=NOW + 3600
+    ),
     # A lease longer than the item's 30 days left: its TTL passes first.
     (claim.ClaimStore, "close_expired"): lambda t, s, d: t.claims.close_expired(
         d, now=NOW, lease_seconds=31 * 86400

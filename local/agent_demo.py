@@ -32,7 +32,7 @@ from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.budget import TokenBudget
 from functions.core.errors import BudgetExhausted
-from functions.core.steps import StepRecord, StepStatus
+from functions.core.ports.steps import StepRecord, StepStatus
 from functions.workflows.agent import ALERT_EFFECT, MODEL_STEP
 from local.sender import Delivery, Sender, SenderConfig
 from local.stack import KilledProcess, LocalStack

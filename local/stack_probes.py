@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_steps import KIND_STEP, step_from_item
-from functions.core.steps import StepRecord, StepStatus
+from functions.core.ports.steps import StepRecord, StepStatus
 from local.state import LocalState
 
 if TYPE_CHECKING:

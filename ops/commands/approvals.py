@@ -83,7 +83,7 @@ def _proposal_line(entry: Waiting) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
-    from functions.core.approval import ApprovalDecision
+    from functions.core.ports.approvals import ApprovalDecision
     from ops import approvals
 
     wanted = ApprovalDecision.APPROVED if args.decision == "approve" else ApprovalDecision.DENIED

@@ -13,9 +13,9 @@ from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 if TYPE_CHECKING:
-    from functions.core.effects import EffectRecord
+    from functions.core.ports.effects import EffectRecord
+    from functions.core.ports.steps import StepRecord
     from functions.core.spend import ModelSpend
-    from functions.core.steps import StepRecord
 
 STATES = ("pending", "processing", "completed", "failed", "ignored", "awaiting_approval")
 

@@ -22,7 +22,8 @@ EXAMPLE_APP = ROOT / "examples" / "existing_app" / "app.py"
 INSTALLED = f"{PACKAGE}."
 LOAD_ARCHIVE = """
 from relaylink_receiver.functions.core.clock import SystemClock
-from relaylink_receiver.functions.core.workflow import WorkflowContext, load_workflow
+from relaylink_receiver.functions.core.workflow import WorkflowContext
+from relaylink_receiver.functions.workflows.wiring import load as load_workflow
 context = WorkflowContext(None, "bucket", False, 5.0, SystemClock())
 print(type(load_workflow("archive", context)).__module__)
 """

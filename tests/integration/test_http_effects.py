@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from functions.core.adapters.notifier_http import HttpNotifier
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger
 from functions.core.errors import NotApplied, PermanentError, TransientError, UncertainEffect
 from functions.core.models import WorkItem
+from functions.core.ports.effects import EffectStatus
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.default import NOTIFY_EFFECT, DefaultWorkflow
 from local.notify_sink import NotifySinkServer

@@ -7,11 +7,12 @@ import dataclasses
 import pytest
 
 from functions.core.effects import EffectMode
-from functions.core.workflow import WORKFLOW_ALIASES, WorkflowContext, load_workflow
+from functions.core.workflow import WorkflowContext
 from functions.workflows.agent import AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.default import DefaultWorkflow
-from functions.workflows.wiring import model_client
+from functions.workflows.wiring import WORKFLOW_ALIASES, model_client
+from functions.workflows.wiring import load as load_workflow
 from local.testkit.clock import FakeClock
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"

@@ -37,8 +37,8 @@ from functions.workflows.agent import (
     AgentWorkflow,
 )
 from functions.workflows.archive import ArchiveWorkflow
-from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
 from functions.workflows.model_client import ModelClient, ModelSettings
+from functions.workflows.notify import SETTING_NOTIFY_URL_DEDUPLICATES, NotifyWorkflow
 from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
     return ArchiveWorkflow(archive=_archive(context, "archive"))
 
 
-def build_default(context: WorkflowContext) -> DefaultWorkflow:
+def build_notify(context: WorkflowContext) -> NotifyWorkflow:
     """``WORKFLOW=notify``: archive to S3, notify over HTTP.
 
     Raises:
@@ -77,7 +77,7 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
     """
     if not context.notify_url:
         raise ValueError("the notify workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
-    return DefaultWorkflow(
+    return NotifyWorkflow(
         deduplicates=flag(context.settings, SETTING_NOTIFY_URL_DEDUPLICATES),
         archive=_archive(context, "notify"),
         notifier=HttpNotifier(
@@ -260,7 +260,7 @@ def _check_url(name: str, url: str, context: WorkflowContext) -> None:
 # The shipped workflows by the short names ``WORKFLOW`` (and CDK context) accept.
 SHIPPED: Final[Mapping[str, WorkflowFactory]] = {
     "archive": build_archive,
-    "notify": build_default,
+    "notify": build_notify,
     "agent": build_agent,
 }
 # This module as the worker's asset lays it out (``functions.…``, also when installed

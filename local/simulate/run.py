@@ -74,7 +74,7 @@ from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
 from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT, AgentSettings, AgentWorkflow
 from functions.workflows.archive import ARCHIVE_EFFECT, ArchiveWorkflow
-from functions.workflows.default import NOTIFY_EFFECT, DefaultWorkflow
+from functions.workflows.notify import NOTIFY_EFFECT, NotifyWorkflow
 from infra.schema import max_receive_count_for
 from local.simulate import faults
 from local.simulate.far_side import (
@@ -240,7 +240,7 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
     if name == "notify":
         notifier = HttpNotifier(url="https://notify.invalid/hook", timeout_seconds=10)
         notifier._opener = cast(Any, FakeOpener(world, NOTIFY_EFFECT))
-        return DefaultWorkflow(archive=archive, notifier=notifier)
+        return NotifyWorkflow(archive=archive, notifier=notifier)
     webhook = HttpAlerts(url="https://alerts.invalid/hook", timeout_seconds=10)
     webhook._opener = cast(Any, FakeOpener(world, ALERT_HTTP_EFFECT))
     topic = SnsAlerts(

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Final, NoReturn
 
-from local.commands import PROG, ErrorCode, chaos, demo, format_line, local_stack, send
+from cli.errors import PROG, ErrorCode, format_line
+from local.commands import chaos, demo, local_stack, send
 from local.simulate import cli as simulate_cli
 from ops.cli_failures import DISTRIBUTION, known_failure
 from ops.commands import (

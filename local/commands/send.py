@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
-from local.commands import ErrorCode, format_line
+from cli.errors import ErrorCode, format_line
 from local.commands.json_output import print_json
 from local.commands.state_file import add_state_file_argument, address
 
@@ -122,7 +122,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from local.sender import HORIZON_SECONDS, Sender, SenderConfig, contract_schedule
 
     _check_options(args)
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    from local.commands import CommandError
+    from cli.errors import CommandError
 
     bad = ErrorCode.BAD_OPTION
     if args.count < 1:
@@ -218,7 +218,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _give_up_after(args: argparse.Namespace) -> float | None:
     """Seconds after a delivery's first attempt when its retries stop; None: the contract's."""
-    from local.commands import CommandError
+    from cli.errors import CommandError
 
     if args.give_up_after is None:
         # Whether or not a terminal is attached: a script or CI job must not hang for days.
@@ -308,7 +308,7 @@ def _counts(states: Counter[str]) -> str:
 
 
 def _targets(args: argparse.Namespace) -> tuple[str, list[str], str, LocalState | None]:
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from local.commands.state_file import read_running_stack
 
     url: str | None = args.url

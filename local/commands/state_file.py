@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from local.commands import CommandError, ErrorCode
+from cli.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
     from local.state import LocalState

@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from local.commands import ErrorCode, format_line
+from cli.errors import ErrorCode, format_line
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
@@ -132,8 +132,8 @@ def _effect_line(effect: EffectRecord) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from cli.errors import CommandError, ErrorCode
     from functions.core.models import State
-    from local.commands import CommandError, ErrorCode
     from ops import inbox
 
     if args.limit is not None and args.limit < 1:

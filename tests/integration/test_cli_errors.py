@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from local.commands import ErrorCode
+from cli.errors import ErrorCode
 from local.state import LocalState, Resources
 from ops.cli import build_parser, main
 from tests.operator_harness import Stack, run_cli

@@ -1,4 +1,4 @@
-"""Dependencies run one way: functions ← infra ← local, ops ← bench; tests use them all.
+"""Dependencies run one way: functions ← infra ← cli ← local, ops ← bench; tests use them all.
 
 Read off the source with ``ast`` (no imports executed), so a stray import in any
 module — even inside a function or under ``TYPE_CHECKING`` — fails here rather than in
@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # package -> the repository packages it must never import
 FORBIDDEN: dict[str, frozenset[str]] = {
-    "functions": frozenset({"infra", "local", "ops", "bench", "tests"}),
-    "infra": frozenset({"local", "ops", "bench", "tests"}),
+    "functions": frozenset({"infra", "cli", "local", "ops", "bench", "tests"}),
+    "infra": frozenset({"cli", "local", "ops", "bench", "tests"}),
+    "cli": frozenset({"local", "ops", "bench", "tests"}),
     "local": frozenset({"ops", "bench", "tests"}),
     "ops": frozenset({"bench", "tests"}),
     "bench": frozenset({"tests"}),

@@ -10,7 +10,7 @@ from types import FrameType
 from typing import Any
 
 from cli.errors import CommandError, ErrorCode
-from local.commands.json_output import json_text
+from cli.json_output import json_text
 from local.commands.local_stack import add_workflow_argument
 
 

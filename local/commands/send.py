@@ -14,7 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cli.errors import ErrorCode, format_line
-from local.commands.json_output import print_json
+from cli.json_output import print_json
 from local.commands.state_file import add_state_file_argument, address
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import sys
 from typing import Any, Final
 
 from cli.errors import CommandError, ErrorCode
-from local.commands.json_output import json_text
+from cli.json_output import json_text
 
 WORKFLOW_CHOICES: Final = ("archive", "notify", "agent", "all")
 MAX_DELIVERIES: Final = 50

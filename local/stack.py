@@ -36,9 +36,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from cli.aws_clients import AwsClients
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
-from local.aws_clients import AwsClients
 from local.aws_emulator import AwsEmulatorProcess
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.child import refusal_in

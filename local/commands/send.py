@@ -18,8 +18,8 @@ from cli.json_output import print_json
 from local.commands.state_file import add_state_file_argument, address
 
 if TYPE_CHECKING:
+    from cli.state import LocalState
     from local.sender import AttemptResult, DeliveryResult, Summary
-    from local.state import LocalState
 
 SECRET_ENV = "RELAYLINK_SIGNING_SECRET"  # noqa: S105 (a variable name)
 # A person at a terminal wants an answer, not three days of retries.

@@ -49,7 +49,7 @@ def test_only_the_four_packages_imports_move() -> None:
         "from functionsx import y\n"
         "from aws_cdk import Stack\n"
         "def f() -> None:\n"
-        "    from local.state import LocalState\n"
+        "    from cli.state import LocalState\n"
         'NAME = "functions.worker.handler"\n'
     )
     assert rewrite_imports(source, old="", new=INSTALLED) == (
@@ -57,7 +57,7 @@ def test_only_the_four_packages_imports_move() -> None:
         "from functionsx import y\n"
         "from aws_cdk import Stack\n"
         "def f() -> None:\n"
-        "    from relaylink_receiver.local.state import LocalState\n"
+        "    from relaylink_receiver.cli.state import LocalState\n"
         'NAME = "functions.worker.handler"\n'
     )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from cli.errors import ErrorCode
-from local.state import LocalState, Resources
+from cli.state import LocalState, Resources
 from ops.cli import build_parser, main
 from tests.operator_harness import Stack, run_cli
 

@@ -12,7 +12,7 @@ from types import FrameType
 from typing import Any
 
 from cli.errors import CommandError, ErrorCode
-from local.commands.state_file import (
+from cli.state_file import (
     add_state_file_argument,
     default_state_file,
     make_private_folder,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cli.errors import ErrorCode, format_line
 from cli.json_output import print_json
-from local.commands.state_file import add_state_file_argument, address
+from cli.state_file import add_state_file_argument, address
 
 if TYPE_CHECKING:
     from cli.state import LocalState
@@ -309,7 +309,7 @@ def _counts(states: Counter[str]) -> str:
 
 def _targets(args: argparse.Namespace) -> tuple[str, list[str], str, LocalState | None]:
     from cli.errors import CommandError
-    from local.commands.state_file import read_running_stack
+    from cli.state_file import read_running_stack
 
     url: str | None = args.url
     secrets: list[str] = list(args.secret)

@@ -106,7 +106,7 @@ def _add_older_than(parser: Any) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     from cli.errors import CommandError, ErrorCode
-    from local.text_table import aligned
+    from cli.text_table import aligned
     from ops import effects
 
     if args.older_than < 0:

@@ -1,9 +1,8 @@
-"""``docs/cost.md``: dollars per million deliveries, from the figures of this run.
+"""The cost model: the stack's monthly bill, line by line, from the figures of this run.
 
 What is measured (in the same ``make bench`` run) and what is assumed are kept
 apart: every quantity is a :class:`Quantity` that says which. Prices are AWS list
-prices for us-east-1 (:data:`PRICES`), without the free tier, savings plans or
-reserved capacity.
+prices (:mod:`bench.prices`); :mod:`bench.cost_doc` renders the bill as docs/cost.md.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from bench.prices import GB, PRICE_DATE, PRICES, REGION, tiered
 from bench.report import Figure, Row, Target
 from bench.write_units import WORKFLOW_PHASE, WORKFLOW_RECORD_PREFIXES, item_size
 from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
@@ -26,56 +26,12 @@ from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-REGION: Final = "us-east-1"
-PRICE_DATE: Final = "2025-06"
 VOLUMES: Final = (1_000_000, 100_000_000, 1_000_000_000)
 SECONDS_PER_MONTH: Final = 30 * 24 * 3600
 WORKER_BATCH: Final = event_source_limits.WORKER_BATCH_SIZE  # a full batch
 # Groups of the bill that are not the pipeline's: what the workflow does, and pays for.
 WORKFLOW_EFFECTS: Final = "Workflow effects"
 MODEL_TOKENS: Final = "Model tokens"
-GB: Final = 1024**3
-
-
-@dataclass(frozen=True)
-class Price:
-    what: str
-    usd: float
-    per: str
-
-
-# AWS list prices, us-east-1, as published on the services' pricing pages and known
-# to the author at PRICE_DATE (DynamoDB on-demand after its November 2024 reduction;
-# Lambda INIT billed since August 2025 is covered by the cold-start line). Check
-# https://aws.amazon.com/pricing/ before relying on them.
-PRICES: Final = {
-    "http_api": Price("API Gateway HTTP API, first 300 M requests/month", 1.00, "1 M requests"),
-    "http_api_over": Price("API Gateway HTTP API, over 300 M", 0.90, "1 M requests"),
-    "rest_api": Price("API Gateway REST API, first 333 M requests/month", 3.50, "1 M requests"),
-    "rest_api_2": Price("API Gateway REST API, next 667 M", 2.80, "1 M requests"),
-    "rest_api_3": Price("API Gateway REST API, next 19 B", 2.38, "1 M requests"),
-    "lambda_requests": Price("Lambda requests", 0.20, "1 M requests"),
-    "lambda_arm_gbs": Price("Lambda duration, arm64, first 7.5 B GB-s/month", 0.0000133334, "GB-s"),
-    "lambda_arm_gbs_2": Price("Lambda duration, arm64, next 11.25 B GB-s", 0.0000120001, "GB-s"),
-    "ddb_wru": Price("DynamoDB on-demand write request units", 0.625, "1 M WRU"),
-    "ddb_rru": Price("DynamoDB on-demand read request units", 0.125, "1 M RRU"),
-    "ddb_storage": Price("DynamoDB Standard storage", 0.25, "GB-month"),
-    "ddb_pitr": Price("DynamoDB point-in-time recovery", 0.20, "GB-month"),
-    "ddb_streams": Price("DynamoDB Streams reads by a Lambda trigger", 0.0, "—"),
-    "sqs": Price("SQS standard requests (64 KB chunks)", 0.40, "1 M requests"),
-    "s3_put": Price("S3 Standard PUT", 0.005, "1,000 requests"),
-    "s3_storage": Price("S3 Standard storage", 0.023, "GB-month"),
-    "logs_ingest": Price("CloudWatch Logs ingestion (Lambda, first 10 TB)", 0.50, "GB"),
-    "logs_storage": Price("CloudWatch Logs storage", 0.03, "GB-month"),
-    "metric": Price("CloudWatch custom metric (first 10,000)", 0.30, "metric-month"),
-    "alarm": Price("CloudWatch standard alarm", 0.10, "alarm-month"),
-    "dashboard": Price("CloudWatch dashboard (beyond 3 free)", 3.00, "dashboard-month"),
-    "xray": Price("X-Ray traces recorded", 5.00, "1 M traces"),
-    "secret": Price("Secrets Manager secret", 0.40, "secret-month"),
-    "secret_calls": Price("Secrets Manager API calls", 0.05, "10,000 calls"),
-    "kms_key": Price("KMS customer managed key (alarm topic)", 1.00, "key-month"),
-    "egress": Price("Data transfer out to the internet (first 10 TB)", 0.09, "GB"),
-}
 
 
 @dataclass(frozen=True)
@@ -351,18 +307,6 @@ def _metric_names() -> set[str]:
     return set(metric_names.PUBLISHED_METRICS - metric_names.WORKFLOW_ONLY_METRICS)
 
 
-def _tiered(amount: float, tiers: list[tuple[float, float]]) -> float:
-    """Cost of ``amount`` with ``tiers`` of (size or inf, price per unit)."""
-    total, left = 0.0, amount
-    for size, price in tiers:
-        used = min(left, size)
-        total += used * price
-        left -= used
-        if left <= 0:
-            break
-    return total
-
-
 @dataclass(frozen=True)
 class Line:
     component: str
@@ -532,7 +476,7 @@ class Model:
             out.append(Line(component, group, usd, basis))
 
         # API Gateway: the receiver sits behind an HTTP API; REST API shown for comparison.
-        http = _tiered(m, [(300, PRICES["http_api"].usd), (math.inf, PRICES["http_api_over"].usd)])
+        http = tiered(m, [(300, PRICES["http_api"].usd), (math.inf, PRICES["http_api_over"].usd)])
         add("API Gateway HTTP API", "API Gateway", http, f"{d:,} requests")
 
         # Lambda: requests and GB-seconds per function.
@@ -563,7 +507,7 @@ class Model:
         }
         for function in ("receiver", "relay", "worker", "reconciler"):
             gb_s = seconds[function] * self.memory[function] / 1024
-            usd = invocations[function] / 1e6 * PRICES["lambda_requests"].usd + _tiered(
+            usd = invocations[function] / 1e6 * PRICES["lambda_requests"].usd + tiered(
                 gb_s, gbs_price
             )
             add(
@@ -700,7 +644,7 @@ class Model:
         function_bytes = sum(self.log_bytes.values())
         log_bytes = function_bytes + self.access_log_bytes.value
         log_gb = d * log_bytes / GB
-        log_usd = _tiered(log_gb, [(10_240, PRICES["logs_ingest"].usd), (math.inf, 0.25)])
+        log_usd = tiered(log_gb, [(10_240, PRICES["logs_ingest"].usd), (math.inf, 0.25)])
         retention = self.config["log_retention_days"] / 30
         add(
             "CloudWatch Logs ingestion + storage",
@@ -780,7 +724,7 @@ class Model:
     @staticmethod
     def rest_api(deliveries: int) -> float:
         """What the REST API would cost instead of the HTTP API."""
-        return _tiered(
+        return tiered(
             deliveries / 1e6,
             [
                 (333, PRICES["rest_api"].usd),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench import cost
+from bench import cost, prices
 from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
@@ -99,7 +99,7 @@ def test_the_workflows_effect_records_are_billed_apart_from_the_pipeline() -> No
     )
     pipeline = model.pipeline_usd(VOLUME)
     assert as_pipeline.pipeline_usd(VOLUME) - pipeline == pytest.approx(
-        VOLUME / 1e6 * cost.PRICES["ddb_wru"].usd
+        VOLUME / 1e6 * prices.PRICES["ddb_wru"].usd
     )
 
 

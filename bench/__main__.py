@@ -64,16 +64,18 @@ def _commit() -> str:
 def _render_only() -> int:
     """The documents again from the last run's data: wording changes, same numbers."""
     data = json.loads((DOCS / "benchmarks.json").read_text(encoding="utf-8"))
-    from bench import cost  # noqa: PLC0415
+    from bench import cost_doc  # noqa: PLC0415
 
-    results = [Figure.from_json(f) for f in data["figures"] if f["figure"] != cost.TARGETS_FIGURE]
+    results = [
+        Figure.from_json(f) for f in data["figures"] if f["figure"] != cost_doc.TARGETS_FIGURE
+    ]
     # docs/cost.md needs the figures that feed it (a run before figure 8 has no worker's).
     priced = {f.number for f in results} >= COST_FIGURES
     if priced:
-        results.append(cost.targets_figure(results))
+        results.append(cost_doc.targets_figure(results))
     write(results, data["run"], PREAMBLE, DOCS / "benchmarks.md", DOCS / "benchmarks.json")
     if priced:
-        cost.write(results, data["run"], DOCS / "cost.md")
+        cost_doc.write(results, data["run"], DOCS / "cost.md")
     _capacity_plan()
     return 0
 
@@ -127,16 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     priced = set(chosen) >= COST_FIGURES
     if priced:
-        from bench import cost  # noqa: PLC0415
+        from bench import cost_doc  # noqa: PLC0415
 
-        results.append(cost.targets_figure(results))
+        results.append(cost_doc.targets_figure(results))
     if args.only and not args.write:
         for figure in results:
             print(figure.to_json())
         return 0
     write(results, run, PREAMBLE, DOCS / "benchmarks.md", DOCS / "benchmarks.json")
     if priced:
-        cost.write(results, run, DOCS / "cost.md")
+        cost_doc.write(results, run, DOCS / "cost.md")
     _capacity_plan()
     print(
         f"wrote docs/benchmarks.md and docs/benchmarks.json in {run['duration']}", file=sys.stderr

@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from bench.stats import Summary, summarize
+from cli.state import LocalState, Resources
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State
 from local.aws_resources import create_queues, create_table
-from local.state import LocalState, Resources
 from local.testkit.aws_calls import AwsCalls
 from ops import bulk
 from ops.target import Target

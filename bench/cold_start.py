@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Final
 from bench.canned import CannedEndpoint
 from bench.receiver_rig import SECRET_ARN, SECRETS_JSON
 from bench.stats import Summary, summarize
+from cli.aws_clients import AwsClients
 from functions.core import env_keys, metric_names, setting_defaults
 from functions.receiver import handler
 from infra.environments import receiver_environment
-from local.aws_clients import AwsClients
 from local.testkit import builders
 from local.testkit.moto_world import REGION
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from bench.output import quiet_output
 from bench.stats import Summary, summarize
-from functions.core.batch import BatchPackageSource, PackageSourceFactory
 from functions.core.deadline import Deadline
 from functions.core.models import State, WorkItem
 from functions.core.package import Package
+from functions.core.ports.package import BatchPackageSource, PackageSourceFactory
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.testkit.moto_world import MotoWorld, moto_world

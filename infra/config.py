@@ -17,8 +17,8 @@ from typing import Any
 from functions.core import event_source_limits, retry_policy, setting_defaults, table_layout
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError
-from functions.core.workflow import WORKFLOW_ALIASES
 from functions.workflows.agent import AgentSettings
+from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra import schema
 from infra.workflow_code import WorkflowCode
 

@@ -1,10 +1,10 @@
-"""The installed layout: one ``relaylink_receiver`` package holding the four packages.
+"""The installed layout: one ``relaylink_receiver`` package holding the five packages.
 
 The repository keeps ``functions``, ``infra``, ``local`` and ``ops`` at its top level,
 and every Lambda asset holds ``functions/`` at its root. A wheel that installed them
 as they are would claim those generic names in site-packages, so this module is also
 the project's build backend (``pyproject.toml``): setuptools builds the wheel, then
-:func:`build_wheel` moves the four packages under ``relaylink_receiver/``, rewrites
+:func:`build_wheel` moves the five packages under ``relaylink_receiver/``, rewrites
 their absolute imports (and the console script) to match and ships
 ``constraints.txt`` beside them. An editable install keeps the repository's layout.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "relaylink_receiver"
-TOP_LEVEL = ("functions", "infra", "local", "ops")
+TOP_LEVEL = ("functions", "infra", "cli", "local", "ops")
 # "" in the repository, "relaylink_receiver." when installed from the wheel.
 PREFIX = (__package__ or "infra").removesuffix("infra")
 INSTALLED = bool(PREFIX)
@@ -49,7 +49,7 @@ def rewrite_imports(source: str, *, old: str, new: str, filename: str = "<source
     """``source`` with each absolute ``from <old>X import`` made ``from <new>X import``.
 
     ``old``/``new`` are prefixes: ``""`` and ``"relaylink_receiver."`` (into the wheel)
-    or the reverse (back to the repository's form). Only the four packages' imports
+    or the reverse (back to the repository's form). Only the five packages' imports
     move; strings, comments and other imports stay byte for byte.
 
     Raises:
@@ -186,7 +186,7 @@ def build_wheel(
     config_settings: Mapping[str, Any] | None = None,
     metadata_directory: str | None = None,
 ) -> str:
-    """setuptools' wheel, then the four packages moved under ``relaylink_receiver/``."""
+    """setuptools' wheel, then the five packages moved under ``relaylink_receiver/``."""
     name: str = _setuptools().build_wheel(wheel_directory, config_settings, metadata_directory)
     relayout_wheel(Path(wheel_directory) / name, constraints=_HERE / CONSTRAINTS_NAME)
     return name

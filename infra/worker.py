@@ -23,8 +23,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import event_source_limits, setting_defaults, steps
-from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS
+from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra.alerts import Alerts
 from infra.config import (
     WORKER_MANAGED_POLICY_ACK,

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from functions.core.workflow import WORKFLOW_ALIASES
+from functions.workflows.wiring import WORKFLOW_ALIASES
 
 # Never shipped from a workflow folder: caches, and what only builds or tests it.
 _SKIPPED_NAMES = frozenset({"__pycache__", "setup.py", "conftest.py"})

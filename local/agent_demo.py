@@ -26,18 +26,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, TextIO
 
+from cli.text_table import aligned
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.budget import TokenBudget
 from functions.core.errors import BudgetExhausted
-from functions.core.steps import StepRecord, StepStatus
+from functions.core.ports.steps import StepRecord, StepStatus
 from functions.workflows.agent import ALERT_EFFECT, MODEL_STEP
 from local.sender import Delivery, Sender, SenderConfig
 from local.stack import KilledProcess, LocalStack
 from local.stack_options import StackOptions
-from local.text_table import aligned
 
 WAIT_SECONDS: Final = 40.0  # a killed worker's messages come back after 8 s
 # How long the emulators hold a model answer or the alert's first read: far longer

@@ -11,10 +11,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cli.aws_clients import AwsClients
+from cli.state import Resources
 from functions.core import setting_defaults
 from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
-from local.aws_clients import AwsClients
-from local.state import Resources
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

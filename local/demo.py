@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from cli.text_table import aligned
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem
 from local.agent_demo import run_agent_demo
 from local.sender import AttemptResult, Delivery, Sender, SenderConfig, forged_secret
 from local.stack import LocalStack
 from local.stack_options import StackOptions
-from local.text_table import aligned
 
 WAIT_SECONDS = 30.0
 TIME_SCALE = 100.0  # RelayLink's 30 s back-off becomes 0.3 s

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from cli.state import LocalState
 from functions.core import env_keys, metric_names, setting_defaults
 from infra.environments import (
     application_log_level,
@@ -20,7 +21,6 @@ from infra.environments import (
 )
 from local.lambda_logging import LAMBDA_JSON_FORMAT
 from local.stack_options import StackOptions
-from local.state import LocalState
 
 # What a child keeps of the supervisor's own environment.
 _INHERITED = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH"})

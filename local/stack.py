@@ -36,9 +36,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from cli.aws_clients import AwsClients
+from cli.state import LocalState, Resources, emulator_clients
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
-from local.aws_clients import AwsClients
 from local.aws_emulator import AwsEmulatorProcess
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.child import refusal_in
@@ -46,7 +47,6 @@ from local.function_environments import front_door_environment, worker_side_envi
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.stack_options import StackOptions
-from local.state import LocalState, Resources, emulator_clients
 from local.state_lock import StateFileLock
 
 # "" in the repository, "relaylink_receiver." when installed from the wheel: the

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from cli.state import LocalState
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_steps import KIND_STEP, step_from_item
-from functions.core.steps import StepRecord, StepStatus
-from local.state import LocalState
+from functions.core.ports.steps import StepRecord, StepStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.literals import QueueAttributeNameType

@@ -17,16 +17,9 @@ from typing import Any, Final
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_from_item
 from functions.core.adapters.work_queue import SqsWorkQueue
-from functions.core.approval import (
-    MAX_NOTE_CHARS,
-    ApprovalDecision,
-    ApprovalRecord,
-    DecideOutcome,
-    Decision,
-    decide,
-    new_decision_token,
-)
+from functions.core.approval import MAX_NOTE_CHARS, DecideOutcome, decide, new_decision_token
 from functions.core.models import InboxItem
+from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 from ops.target import OperatorError, Target
 
 # Who decided, as the record names it (the reconciler's is "timeout").

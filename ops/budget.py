@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
-from functions.core.budget import BudgetDay, TokenBudget
+from functions.core.budget import TokenBudget
+from functions.core.ports.budget import BudgetDay
 from ops.target import Target
 
 # The store's fallback when no day and no operator gave a limit; only ever read back

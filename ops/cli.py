@@ -14,33 +14,43 @@ command raises, and :mod:`ops.cli_failures` names the failure.
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from types import ModuleType
+from typing import Final, NoReturn
 
-from local.commands import PROG, ErrorCode, format_line
+from cli.errors import PROG, ErrorCode, format_line
+from local.commands import chaos, demo, local_stack, send
+from local.simulate import cli as simulate_cli
 from ops.cli_failures import DISTRIBUTION, known_failure
+from ops.commands import (
+    approvals,
+    budget,
+    console,
+    effects,
+    inbox,
+    quarantine,
+    redrive,
+    requeue,
+)
 
-# "" in the repository, "relaylink_receiver." when installed from the wheel.
-_PREFIX = (__package__ or "ops").removesuffix("ops")
 # Order is the order ``--help`` lists them in.
-COMMAND_MODULES = (
-    "local.commands.local_stack",
-    "local.commands.send",
-    "local.commands.demo",
-    "local.commands.chaos",
-    "local.simulate.cli",
-    "ops.commands.inbox",
-    "ops.commands.quarantine",
-    "ops.commands.redrive",
-    "ops.commands.requeue",
-    "ops.commands.effects",
-    "ops.commands.approvals",
-    "ops.commands.budget",
-    "ops.commands.console",
+COMMANDS: Final[tuple[ModuleType, ...]] = (
+    local_stack,
+    send,
+    demo,
+    chaos,
+    simulate_cli,
+    inbox,
+    quarantine,
+    redrive,
+    requeue,
+    effects,
+    approvals,
+    budget,
+    console,
 )
 USAGE_ERROR = 2
 # What a shell reports for a process a closed pipe stopped (128 + SIGPIPE).
@@ -73,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"%(prog)s {version()}", help="print the version"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(_PREFIX + module_name).register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 
-from local.commands import CommandError, ErrorCode
+from cli.errors import CommandError, ErrorCode
 
 DISTRIBUTION = "relaylink-receiver"
 _REGION_HINT = "pass --region, or set AWS_DEFAULT_REGION (or AWS_PROFILE, a profile with a region)"

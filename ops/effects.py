@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import effect_from_item
-from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.models import State
+from functions.core.ports.effects import EffectRecord, EffectStatus
 from ops.bulk import CONCURRENCY, DEFAULT_LIMIT, BulkLimitExceeded, BulkResult, Tally, bulk_result
 from ops.inbox import show_inbox
 from ops.target import OperatorError, Target

@@ -20,10 +20,10 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_effects import effect_from_item
 from functions.core.adapters.dynamodb_spend import SK_SPEND, spend_from_item
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_item
-from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.models import InboxItem, State
+from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.steps import StepRecord
 from functions.core.spend import ModelSpend
-from functions.core.steps import StepRecord
 from ops.target import Target, paginate
 
 

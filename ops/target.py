@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef, ScanOutputTypeDef
     from mypy_boto3_sqs.client import SQSClient
 
-    from local.state import LocalState
+    from cli.state import LocalState
 
 # Stack outputs the operator needs (infra/stack.py).
 OUTPUT_TABLE: Final = "TableName"

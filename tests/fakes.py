@@ -18,24 +18,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core import accept
-from functions.core.approval import ApprovalDecision, ApprovalRecord, Decision
-from functions.core.budget import BudgetDay
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
-from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
-from functions.core.reconcile import OpenCursor, OpenPage
+from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
+from functions.core.ports.budget import BudgetDay
+from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.recovery import OpenCursor, OpenPage
+from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from functions.core.signature import SigningSecret
 from functions.core.spend import ModelSpend
-from functions.core.steps import StepRecord, StepStatus, StoredResult
 
 # --- The receiver's ports -------------------------------------------------------------
 
 
 @dataclass
 class FakeInbox:
-    """:class:`functions.core.accept.InboxWriter` in memory, with countable calls.
+    """:class:`functions.core.ports.inbox.InboxWriter` in memory, with countable calls.
 
     As the DynamoDB adapter: the inbox item and its outbox record are written together
     or not at all, and a quarantine record is kept once per conflicting digest.
@@ -93,7 +93,8 @@ class FakeInbox:
 
 @dataclass
 class FakeSecrets:
-    """:class:`functions.core.accept.SigningSecretSource` in memory; ``secrets`` may change."""
+    """:class:`functions.core.ports.secrets.SigningSecretSource` in memory; ``secrets``
+    may change."""
 
     secrets: Sequence[str]
     calls: int = 0

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from moto.server import ThreadedMotoServer
 
+from cli.state import LocalState, Resources
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.models import InboxItem, State
 from local.aws_resources import create_queues, create_table
-from local.state import LocalState, Resources
 from local.testkit import builders
 from ops.cli import main
 from ops.target import Target

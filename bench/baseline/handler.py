@@ -39,7 +39,7 @@ from functions.core.package import Package
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from functions.core.workflow import WorkflowContext
 from functions.receiver.http_request import MalformedEvent, parse_event
-from functions.workflows.wiring import build_default as build_workflow
+from functions.workflows.wiring import build_notify as build_workflow
 
 TIMEOUT_SECONDS = 10.0  # RelayLink waits 10 s for an answer; the function may not take longer
 

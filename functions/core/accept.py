@@ -15,66 +15,18 @@ unit tests against in-memory fakes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from functions.core import signature, wire
 from functions.core.clock import Clock
 from functions.core.delivery import Delivery, InvalidDelivery, parse_delivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
 from functions.core.models import InboxItem, Outcome, QuarantineRecord, State, WorkItem
-from functions.core.signature import SignatureRejected, SigningSecret
-
-
-class SigningSecretSource(Protocol):
-    """The endpoint secrets the receiver currently knows (more than one during rotation)."""
-
-    def current(self) -> Sequence[SigningSecret]:
-        """The known secrets.
-
-        Raises:
-            SigningSecretsUnavailable: they cannot be fetched or are malformed.
-        """
-        ...
-
-
-class InboxWriter(Protocol):
-    """The durable inbox: the receiver's only storage."""
-
-    def record(
-        self,
-        delivery: Delivery,
-        work: WorkItem | None,
-        *,
-        body_sha256: str,
-        received_at: int,
-        expires_at: int,
-    ) -> InboxItem | None:
-        """Write the delivery's new inbox item (:func:`inbox_item`) and ``work`` as its
-        outbox record, atomically, if the delivery is new.
-
-        Why not an :class:`InboxItem` argument: building one (17 frozen fields) was the
-        largest part of the receiver's own item work per request (docs/benchmarks.md,
-        figure 2); a writer builds its stored form from these fields directly.
-
-        Returns:
-            None when written; otherwise the inbox item already stored under the
-            delivery id, and nothing was written.
-
-        Raises:
-            StorageUnavailable: throttled or failed; nothing was written.
-        """
-        ...
-
-    def quarantine(self, record: QuarantineRecord) -> None:
-        """Keep ``record`` for an operator (idempotent per conflicting digest).
-
-        Raises:
-            StorageUnavailable: throttled or failed.
-        """
-        ...
-
+from functions.core.ports.inbox import InboxWriter
+from functions.core.ports.secrets import SigningSecretSource
+from functions.core.signature import SignatureRejected
 
 # Every outcome's HTTP status. Only 2xx stops RelayLink's retries (docs/contract.md,
 # Responses), so a duplicate and an ignored event get 200.

@@ -21,15 +21,20 @@ decision of the same kind changes nothing and says so; the other kind is refused
 
 from __future__ import annotations
 
-import json
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from functions.core.errors import PermanentError, ProcessingError, TransientError
-from functions.core.models import InboxItem
+from functions.core.ports.approvals import (
+    ApprovalDecision,
+    ApprovalDecisions,
+    ApprovalRecord,
+    ApprovalStore,
+    Decision,
+)
 
 # Who or what decided: a person through the CLI or the console, or the deadline.
 DECIDED_BY_TIMEOUT: Final = "timeout"
@@ -87,48 +92,6 @@ class ApprovalPolicy:
         return name in self.tools
 
 
-class ApprovalDecision(StrEnum):
-    APPROVED = "approved"
-    DENIED = "denied"  # by a person
-    EXPIRED = "expired"  # by the reconciler, at the deadline: denied by the timeout
-
-    @property
-    def error_code(self) -> str:
-        """The ``last_error`` of a delivery this decision ended (none for approved)."""
-        return f"approval_{self.value}"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """One decision as recorded: what, who or what made it, when, with which token."""
-
-    decision: ApprovalDecision
-    decided_by: str
-    decided_at: int
-    token: str
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRecord:
-    """What waits for a person (``name``) in one delivery, and its decision once made.
-
-    Attributes:
-        proposal: what the delivery will do once approved (a JSON object; the agent's
-            alert). Untrusted where it quotes a model: shown as data, never followed.
-    """
-
-    delivery_id: str
-    name: str
-    proposal: Mapping[str, Any]
-    requested_at: int
-    deadline: int
-    decided: Decision | None = None
-
-    def proposal_json(self) -> str:
-        return json.dumps(self.proposal, separators=(",", ":"), sort_keys=True)
-
-
 class AwaitingApproval(ProcessingError):
     """The delivery waits for a person: the worker parks it (no retry, no failure)."""
 
@@ -144,34 +107,6 @@ class ApprovalRefused(PermanentError):
     """Denied by a person or by the timeout; ``code`` says which."""
 
     code = "approval_denied"
-
-
-class ApprovalStore(Protocol):
-    """Port: the delivery's approval records (the table in production)."""
-
-    def get(self, delivery_id: str, name: str) -> ApprovalRecord | None: ...
-
-    def request(self, record: ApprovalRecord, *, expires_at: int) -> bool:
-        """Write ``record`` (undecided) unless one exists; False when one did."""
-        ...
-
-
-class ApprovalDecisions(ApprovalStore, Protocol):
-    """Port: deciding, and the deliveries waiting (the CLI, the console, the reconciler)."""
-
-    def decide(self, delivery_id: str, name: str, decision: Decision) -> bool:
-        """Record ``decision`` and move the waiting inbox item, in one transaction.
-
-        Returns False when a condition refused it (decided already, or the delivery
-        is not waiting for ``name``); raises ``TransientError`` when the outcome is
-        unknown (it may have committed).
-        """
-        ...
-
-    def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
-        """Every inbox item parked ``awaiting_approval``, page by page (a parked time
-        ahead of the reader's clock, a skew between machines, hides none)."""
-        ...
 
 
 def require_approval(

@@ -52,17 +52,19 @@ import asyncio
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from functions.core import metric_names
 from functions.core.deadline import Deadline
 from functions.core.errors import ProcessingError
 from functions.core.models import WorkItem
 from functions.core.observability import logger
-from functions.core.process import Decision, Disposition, PackageSource, Processor
+from functions.core.ports.package import BatchPackageSource, PackageSourceFactory
+from functions.core.ports.queue import WorkQueue
+from functions.core.process import Decision, Disposition, Processor
 
 if TYPE_CHECKING:
     from functions.core.package import Package
@@ -71,31 +73,6 @@ T = TypeVar("T")
 
 # The dead-letter reason of a message body that is not a work item.
 MALFORMED_WORK_ITEM: Final = "malformed_work_item"
-
-
-class WorkQueue(Protocol):
-    """Port: the work queue and its dead-letter queue (SQS in production)."""
-
-    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
-
-    def change_visibility(self, receipt_handle: str, *, seconds: int) -> None: ...
-
-    def dead_letter(self, body: str, *, reason: str, failure: str | None = None) -> None:
-        """Copy ``body`` to the dead-letter queue, marked as dead-lettered by the worker
-        for ``reason`` and ``failure`` (:attr:`Decision.failure`); the mark comes back
-        with the message if SQS redrives it."""
-        ...
-
-
-class BatchPackageSource(PackageSource, Protocol):
-    """A package source for one batch, which remembers the servers it could not reach."""
-
-    def unreachable(self, mcp_url: str) -> bool:
-        """Whether the server failed at transport level (refused, reset, TLS, timeout)."""
-        ...
-
-
-PackageSourceFactory = Callable[[Deadline], AbstractAsyncContextManager[BatchPackageSource]]
 
 
 @dataclass(frozen=True, slots=True)

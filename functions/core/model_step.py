@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from functions.core.errors import PermanentError
 
@@ -113,18 +113,3 @@ class ModelReply:
         if not all(isinstance(v, t) for v, t in zip(values, types, strict=True)):
             raise PermanentError("step_result_invalid")
         return reply
-
-
-class ModelCaller(Protocol[PromptT_contra]):
-    """Port: makes one model call for a model step (budgeted and counted)."""
-
-    def answer(self, prompt: PromptT_contra, call: ModelCall) -> ModelReply:
-        """Call the model once on ``prompt``.
-
-        Raises:
-            NotApplied: the call certainly did not run (throttled); the worker retries.
-            PermanentError: it never will (``model_rejected``, ``budget_too_small``).
-            BudgetExhausted: the day's token budget is spent; the delivery waits.
-            TransientError: the outcome is unknown (it may have run); retried.
-        """
-        ...

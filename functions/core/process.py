@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from functions.core import metric_names, setting_defaults
 from functions.core.approval import AwaitingApproval
@@ -24,11 +24,10 @@ from functions.core.claim import (
     ClaimAttempt,
     ClaimLost,
     ClaimStatus,
-    ClaimStore,
     new_owner_token,
 )
 from functions.core.clock import Clock
-from functions.core.effects import EffectLedger, EffectStore
+from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
     McpAuthError,
@@ -39,28 +38,19 @@ from functions.core.errors import (
 )
 from functions.core.models import WorkItem
 from functions.core.observability import logger
+from functions.core.ports.claims import ClaimStore
+from functions.core.ports.effects import EffectStore
+from functions.core.ports.metrics import MetricsSink
+from functions.core.ports.package import PackageSource
 from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
-    from functions.core.package import Package
+    from functions.core.ports.workflow import Workflow
     from functions.core.steps import StepStorage
-    from functions.core.workflow import Workflow
 
 # SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
 # longer lease is deferred again.
 MAX_QUEUE_DELAY_SECONDS = 900
-
-
-class PackageSource(Protocol):
-    """Port: fetches a package from the MCP server named by the work item."""
-
-    async def get_package(self, mcp_url: str, package_id: str) -> Package: ...
-
-
-class MetricsSink(Protocol):
-    """Port: counts events (CloudWatch EMF in production)."""
-
-    def count(self, name: str, value: int = 1) -> None: ...
 
 
 class Disposition(StrEnum):

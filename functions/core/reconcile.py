@@ -41,27 +41,21 @@ restarted, so it is listed again, and re-enqueued, one pending age later.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Final, Protocol, TypeVar
+from typing import Final, TypeVar
 
 from functions.core import metric_names, table_layout
-from functions.core.approval import (
-    DECIDED_BY_TIMEOUT,
-    ApprovalDecision,
-    ApprovalDecisions,
-    DecideOutcome,
-    Decision,
-    decide,
-    new_decision_token,
-)
+from functions.core.approval import DECIDED_BY_TIMEOUT, DecideOutcome, decide, new_decision_token
 from functions.core.clock import Clock
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectRecord
-from functions.core.models import InboxItem, State, UnsentWork, WorkItem
+from functions.core.models import InboxItem, State, WorkItem
 from functions.core.observability import logger
-from functions.core.process import MetricsSink
+from functions.core.ports.approvals import ApprovalDecision, ApprovalDecisions, Decision
+from functions.core.ports.metrics import ReconcilerMetrics
+from functions.core.ports.queue import EnqueueBatch
+from functions.core.ports.recovery import ReceivedLog, RecoveryStore, UncertainEffects
 
 # Index items per query page. A page is one round trip, so a large one amortises it
 # (DynamoDB ends a page at 1 MB anyway, some 2,000 inbox items); a page is read only
@@ -81,87 +75,6 @@ RECEIVED_WINDOW_SECONDS: Final = 60
 RECEIVED_OVERLAP_SECONDS: Final = table_layout.RECEIVED_LOG_OVERLAP_SECONDS
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class OpenCursor:
-    """Where a pass over the ``open`` list resumes: a shard of the state index, and
-    (within it) the entry after which to continue; None there: the shard's start."""
-
-    shard: int
-    after: tuple[int, str] | None = None  # (listed_at, delivery id) of the last entry read
-
-
-@dataclass(frozen=True, slots=True)
-class OpenPage:
-    """One page of ``open`` items, and where the pass resumes after it (None: done)."""
-
-    items: Sequence[InboxItem]
-    resume: OpenCursor | None
-
-
-class RecoveryStore(Protocol):
-    """Port: the inbox as the reconciler sees it."""
-
-    def get(self, delivery_id: str) -> InboxItem | None: ...
-
-    def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterable[OpenPage]:
-        """The open items from ``start`` (None: the first shard's start), a page at a
-        time, read lazily; each item as it was read (possibly a moment stale)."""
-        ...
-
-    def open_cursor(self) -> OpenCursor | None:
-        """Where the last run left the pass over the open items (None: at its start)."""
-        ...
-
-    def save_open_cursor(self, cursor: OpenCursor | None) -> None: ...
-
-    def touch_pending(self, item: InboxItem, *, now: int) -> bool: ...
-
-    def release_expired(self, item: InboxItem, *, now: int) -> bool: ...
-
-
-class ReceivedLog(Protocol):
-    """Port: the receipts by time, and how far the reconciler has looked at them."""
-
-    def watermark(self) -> int | None: ...
-
-    def oldest(self) -> int | None: ...
-
-    def unlisted_open_pages(
-        self, *, since: int, before: int, page_size: int
-    ) -> Iterable[Sequence[InboxItem]]:
-        """Items received in ``[since, before)``, still open and not listed, a page of
-        receipts at a time (an empty page too: a run bounded by time looks at each)."""
-        ...
-
-    def list_open(self, item: InboxItem) -> bool: ...
-
-    def advance(self, watermark: int) -> None: ...
-
-
-class ReconcilerMetrics(MetricsSink, Protocol):
-    """Port: counts, and how far behind the received log is (CloudWatch EMF)."""
-
-    def seconds(self, name: str, value: float) -> None: ...
-
-
-class UncertainEffects(Protocol):
-    """Port: effect intents without a done record."""
-
-    def uncertain(self, *, intended_before: int, page_size: int) -> Iterable[EffectRecord]: ...
-
-    def flag(self, record: EffectRecord, *, now: int) -> bool: ...
-
-
-class Enqueue(Protocol):
-    def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None: ...
-
-
-class EnqueueBatch(Protocol):
-    def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
-        """Send ``works``; return those the queue refused (a failed call raises)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

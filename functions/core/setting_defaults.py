@@ -15,7 +15,7 @@ from typing import Final
 # missing and acknowledges them. Storage is billed per day kept.
 DEFAULT_INBOX_RETENTION_DAYS: Final = 14
 DEFAULT_SECRETS_MAX_AGE_SECONDS: Final = 300
-# An alias (functions.core.workflow.WORKFLOW_ALIASES): archive needs nothing outside
+# An alias (functions.workflows.wiring.SHIPPED): archive needs nothing outside
 # the stack, so a bare deployment starts and completes deliveries.
 DEFAULT_WORKFLOW: Final = "archive"
 # Attempts of unknown outcome (a workflow bug, a worker that died) before dead-lettering.

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,28 +53,6 @@ class ModelSpend:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
         }
-
-
-class SpendStore(Protocol):
-    """Port: the per-delivery spend records (the table in production)."""
-
-    def sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
-        """Count call ``call_id`` as one that may have run (once, however often sent)."""
-        ...
-
-    def not_run(self, delivery_id: str, call_id: str) -> None:
-        """The service refused call ``call_id`` before running it: it is not counted."""
-        ...
-
-    def answered(
-        self, delivery_id: str, call_id: str, *, input_tokens: int, output_tokens: int
-    ) -> None:
-        """Add the answered call's tokens, once per ``call_id``."""
-        ...
-
-    def get(self, delivery_id: str) -> ModelSpend | None:
-        """The delivery's spend; None when no model call was ever sent for it."""
-        ...
 
 
 def new_call_id() -> str:

@@ -1,7 +1,8 @@
-"""The workflow port: what processing a fetched package means for this receiver.
+"""Loading the workflow (:class:`~functions.core.ports.workflow.Workflow`) the worker runs.
 
 The worker loads one workflow at cold start from the ``WORKFLOW`` setting: one of the
-shipped workflows by its alias (:data:`WORKFLOW_ALIASES`), or your own written
+shipped workflows by its alias (the caller passes them in, see
+:data:`functions.workflows.wiring.SHIPPED`), or your own written
 ``"package.module:attribute"``. The attribute is either an object with a ``run``
 method (a :class:`Workflow`) or a factory that takes a :class:`WorkflowContext`
 and returns one. The shipped ones live in :mod:`functions.workflows`: ``archive``
@@ -12,39 +13,16 @@ model summarise the package and sends the summary as an alert.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final
 
 from functions.core.clock import Clock
-
-if TYPE_CHECKING:
-    from functions.core.effects import EffectLedger
-    from functions.core.models import WorkItem
-    from functions.core.package import Package
+from functions.core.ports.workflow import Workflow
 
 # Where ``functions`` is imported from: itself in Lambda and the repository, inside the
 # ``relaylink_receiver`` package when installed from the wheel (infra/distribution.py).
-_FUNCTIONS_PACKAGE = (__package__ or "functions.core").removesuffix(".core")
-
-# The shipped workflows by the short names ``WORKFLOW`` (and CDK context) accept.
-WORKFLOW_ALIASES: Final = {
-    "archive": "functions.workflows.wiring:build_archive",
-    "notify": "functions.workflows.wiring:build_default",
-    "agent": "functions.workflows.wiring:build_agent",
-}
-
-
-class Workflow(Protocol):
-    """Processes one delivery's package; returns when its completion point is reached.
-
-    Every external effect goes through ``effects.run`` so that a retry of the same
-    delivery never repeats it. Raise a :class:`~functions.core.errors.TransientError`
-    to be retried later, a :class:`~functions.core.errors.PermanentError` to give up.
-    Anything else raised counts as transient (retried, then dead-lettered).
-    """
-
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None: ...
+_FUNCTIONS_PACKAGE: Final = __name__.removesuffix(".core.workflow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +46,29 @@ class WorkflowContext:
     alert_topic_arn: str | None = None
 
 
-def load_workflow(spec: str, context: WorkflowContext) -> Workflow:
-    """Import ``module:attribute`` (or the one an alias stands for) and return its workflow.
+# A shipped workflow's factory: checks the context and builds the workflow.
+WorkflowFactory = Callable[["WorkflowContext"], Workflow]
+
+
+def load_workflow(
+    spec: str, context: WorkflowContext, *, shipped: Mapping[str, WorkflowFactory]
+) -> Workflow:
+    """Build the shipped workflow ``spec`` names, or import ``module:attribute`` and
+    return its workflow.
+
+    Args:
+        shipped: the shipped workflows' factories by alias (the caller wires them).
 
     Raises:
         ValueError: The spec is malformed or names nothing usable (fail at cold start).
     """
-    spec = WORKFLOW_ALIASES.get(spec, spec)
+    factory = shipped.get(spec)
+    if factory is not None:
+        return factory(context)
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(
-            f"workflow setting must be one of {sorted(WORKFLOW_ALIASES)} or"
-            f" 'module:attribute', got {spec!r}"
+            f"workflow setting must be one of {sorted(shipped)} or 'module:attribute', got {spec!r}"
         )
     try:
         module = importlib.import_module(_importable(module_name))

@@ -27,7 +27,7 @@ from functions.core.errors import StorageUnavailable
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import WorkItem
 from functions.core.observability import logger
-from functions.core.reconcile import EnqueueBatch
+from functions.core.ports.queue import EnqueueBatch
 from functions.relay.settings import Settings
 
 if TYPE_CHECKING:

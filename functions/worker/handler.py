@@ -30,14 +30,16 @@ from functions.core.adapters.work_queue import (
     DEAD_LETTERED_ATTRIBUTE,
     SqsWorkQueue,
 )
-from functions.core.batch import BatchLimits, PackageSourceFactory, QueueMessage, process_batch
+from functions.core.batch import BatchLimits, QueueMessage, process_batch
 from functions.core.clock import Clock, SystemClock
 from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.lazy_deps import LazyDeps
+from functions.core.ports.package import PackageSourceFactory
+from functions.core.ports.workflow import Workflow
 from functions.core.process import ProcessConfig, Processor
 from functions.core.steps import StepStorage
-from functions.core.workflow import Workflow, WorkflowContext, load_workflow
+from functions.core.workflow import WorkflowContext
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS, Settings
 
 if TYPE_CHECKING:
@@ -121,7 +123,10 @@ def build_deps(
         ),
     )
     if workflow is None:
-        workflow = load_workflow(
+        # The shipped workflows' wiring (boto3 clients) loads with the production deps.
+        from functions.workflows import wiring  # noqa: PLC0415
+
+        workflow = wiring.load(
             settings.workflow,
             WorkflowContext(
                 notify_url=settings.notify_url,

@@ -84,14 +84,14 @@ from functions.workflows.tool_loop import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from functions.core.approval import ApprovalStore
     from functions.core.budget import TokenBudget
     from functions.core.clock import Clock
     from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
-    from functions.core.process import MetricsSink
-    from functions.core.spend import SpendStore
+    from functions.core.ports.approvals import ApprovalStore
+    from functions.core.ports.metrics import MetricsSink
+    from functions.core.ports.spend import SpendStore
     from functions.workflows.tools import Tool
 
 __all__ = [  # what this module offers, the model names re-exported for earlier callers

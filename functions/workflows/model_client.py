@@ -1,6 +1,6 @@
 """The model client behind ``effects.model``: one Converse call, budgeted and counted.
 
-:class:`ModelClient` is the shipped :class:`~functions.core.model_step.ModelCaller`.
+:class:`ModelClient` is the shipped :class:`~functions.core.ports.model.ModelCaller`.
 Per call (that is, per run of a model step not yet recorded):
 
 1. **reserve** the day's token budget for the prompt's estimate plus ``max_tokens``
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
     from functions.core.budget import Reservation, TokenBudget
     from functions.core.clock import Clock
-    from functions.core.process import MetricsSink
-    from functions.core.spend import SpendStore
+    from functions.core.ports.metrics import MetricsSink
+    from functions.core.ports.spend import SpendStore
 
 # The workflow settings (``WORKFLOW_SETTINGS``) the model client reads, for any workflow.
 SETTING_MODEL_ID: Final = "model_id"

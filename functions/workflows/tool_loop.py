@@ -41,7 +41,8 @@ from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
     from functions.core.effects import EffectLedger
-    from functions.core.model_step import ModelCaller, ModelReply, ToolUse
+    from functions.core.model_step import ModelReply, ToolUse
+    from functions.core.ports.model import ModelCaller
     from functions.workflows.agent_prompt import AgentPrompt
 
 SETTING_MAX_TURNS: Final = "max_turns"

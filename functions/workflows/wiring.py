@@ -1,13 +1,13 @@
 """The shipped workflows wired to their production adapters (the only part that knows AWS).
 
-``WORKFLOW`` names a factory here (by alias, see
-:data:`functions.core.workflow.WORKFLOW_ALIASES`, or as ``module:attribute``); the
-worker calls it once per container with the
+``WORKFLOW`` names a factory here (by alias, see :data:`SHIPPED`, or as
+``module:attribute``); the worker calls it once per container with the
 :class:`~functions.core.workflow.WorkflowContext` its settings give.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -22,8 +22,9 @@ from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
+from functions.core.ports.workflow import Workflow
 from functions.core.settings_env import flag
-from functions.core.workflow import WorkflowContext
+from functions.core.workflow import WorkflowContext, WorkflowFactory, load_workflow
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
 from functions.workflows.adapters.alert_signing import AlertSigner
@@ -36,8 +37,8 @@ from functions.workflows.agent import (
     AgentWorkflow,
 )
 from functions.workflows.archive import ArchiveWorkflow
-from functions.workflows.default import SETTING_NOTIFY_URL_DEDUPLICATES, DefaultWorkflow
 from functions.workflows.model_client import ModelClient, ModelSettings
+from functions.workflows.notify import SETTING_NOTIFY_URL_DEDUPLICATES, NotifyWorkflow
 from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
     return ArchiveWorkflow(archive=_archive(context, "archive"))
 
 
-def build_default(context: WorkflowContext) -> DefaultWorkflow:
+def build_notify(context: WorkflowContext) -> NotifyWorkflow:
     """``WORKFLOW=notify``: archive to S3, notify over HTTP.
 
     Raises:
@@ -76,7 +77,7 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
     """
     if not context.notify_url:
         raise ValueError("the notify workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
-    return DefaultWorkflow(
+    return NotifyWorkflow(
         deduplicates=flag(context.settings, SETTING_NOTIFY_URL_DEDUPLICATES),
         archive=_archive(context, "notify"),
         notifier=HttpNotifier(
@@ -254,3 +255,27 @@ def _check_url(name: str, url: str, context: WorkflowContext) -> None:
         check_target(url, allow_insecure_loopback=context.allow_insecure_loopback)
     except ValueError:
         raise ValueError(f"{name} must be https (http only to loopback, when allowed)") from None
+
+
+# The shipped workflows by the short names ``WORKFLOW`` (and CDK context) accept.
+SHIPPED: Final[Mapping[str, WorkflowFactory]] = {
+    "archive": build_archive,
+    "notify": build_notify,
+    "agent": build_agent,
+}
+# This module as the worker's asset lays it out (``functions.…``, also when installed
+# from the wheel under ``relaylink_receiver``): where infra finds an alias's code.
+_ASSET_MODULE: Final = __name__[__name__.index("functions.") :]
+# Each alias as the ``module:attribute`` it stands for.
+WORKFLOW_ALIASES: Final[Mapping[str, str]] = {
+    alias: f"{_ASSET_MODULE}:{factory.__name__}" for alias, factory in SHIPPED.items()
+}
+
+
+def load(spec: str, context: WorkflowContext) -> Workflow:
+    """The workflow ``WORKFLOW`` names: a shipped one by alias, or ``module:attribute``.
+
+    Raises:
+        ValueError: The spec is malformed or names nothing usable (fail at cold start).
+    """
+    return load_workflow(spec, context, shipped=SHIPPED)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from functions.core.steps import StepRecord
+from functions.core.ports.steps import StepRecord
 
 Run = tuple[str, int]  # (delivery id, run number)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from local.commands.json_output import json_text
+from cli.errors import CommandError, ErrorCode
+from cli.json_output import json_text
 from local.commands.local_stack import add_workflow_argument
 
 
@@ -98,7 +99,6 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from local.chaos import ChaosConfig, run_chaos  # noqa: PLC0415 (heavy: the whole stack)
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     _check_options(args)
     try:
@@ -135,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_options(args: argparse.Namespace) -> None:
     """Each bound of :class:`~local.chaos.ChaosConfig`, named by its flag."""
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     checks = [
         (args.deliveries >= 10, "--deliveries must be at least 10"),

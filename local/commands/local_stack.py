@@ -11,7 +11,8 @@ import threading
 from types import FrameType
 from typing import Any
 
-from local.commands.state_file import (
+from cli.errors import CommandError, ErrorCode
+from cli.state_file import (
     add_state_file_argument,
     default_state_file,
     make_private_folder,
@@ -85,7 +86,6 @@ def register(subparsers: Any) -> None:
 
 
 def _workflow_settings(pairs: list[str]) -> dict[str, str]:
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     settings: dict[str, str] = {}
     for pair in pairs:
@@ -97,7 +97,6 @@ def _workflow_settings(pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     _check_options(args)
     settings = _workflow_settings(args.workflow_setting)
@@ -114,7 +113,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_options(args: argparse.Namespace) -> None:
     from functions.core.signature import SigningSecret  # noqa: PLC0415
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
 
     bad = ErrorCode.BAD_OPTION
     for secret in args.signing_secret:
@@ -160,7 +158,6 @@ def _port_free(port: int) -> bool:
 
 
 def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
     from local.stack import LocalStack, StartRefused  # noqa: PLC0415
     from local.stack_options import StackOptions  # noqa: PLC0415
     from local.state_lock import StateFileBusy  # noqa: PLC0415

@@ -13,13 +13,13 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
-from local.commands import ErrorCode, format_line
-from local.commands.json_output import print_json
-from local.commands.state_file import add_state_file_argument, address
+from cli.errors import ErrorCode, format_line
+from cli.json_output import print_json
+from cli.state_file import add_state_file_argument, address
 
 if TYPE_CHECKING:
+    from cli.state import LocalState
     from local.sender import AttemptResult, DeliveryResult, Summary
-    from local.state import LocalState
 
 SECRET_ENV = "RELAYLINK_SIGNING_SECRET"  # noqa: S105 (a variable name)
 # A person at a terminal wants an answer, not three days of retries.
@@ -122,7 +122,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from local.sender import HORIZON_SECONDS, Sender, SenderConfig, contract_schedule
 
     _check_options(args)
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    from local.commands import CommandError
+    from cli.errors import CommandError
 
     bad = ErrorCode.BAD_OPTION
     if args.count < 1:
@@ -218,7 +218,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _give_up_after(args: argparse.Namespace) -> float | None:
     """Seconds after a delivery's first attempt when its retries stop; None: the contract's."""
-    from local.commands import CommandError
+    from cli.errors import CommandError
 
     if args.give_up_after is None:
         # Whether or not a terminal is attached: a script or CI job must not hang for days.
@@ -308,8 +308,8 @@ def _counts(states: Counter[str]) -> str:
 
 
 def _targets(args: argparse.Namespace) -> tuple[str, list[str], str, LocalState | None]:
-    from local.commands import CommandError
-    from local.commands.state_file import read_running_stack
+    from cli.errors import CommandError
+    from cli.state_file import read_running_stack
 
     url: str | None = args.url
     secrets: list[str] = list(args.secret)

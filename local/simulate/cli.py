@@ -7,7 +7,8 @@ import os
 import sys
 from typing import Any, Final
 
-from local.commands.json_output import json_text
+from cli.errors import CommandError, ErrorCode
+from cli.json_output import json_text
 
 WORKFLOW_CHOICES: Final = ("archive", "notify", "agent", "all")
 MAX_DELIVERIES: Final = 50
@@ -55,7 +56,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError, ErrorCode  # noqa: PLC0415
     from local.simulate.campaign import simulate  # noqa: PLC0415 (imports the whole core)
     from local.simulate.run import WORKFLOWS  # noqa: PLC0415
 

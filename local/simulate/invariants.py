@@ -25,14 +25,14 @@ name comes first so that a summary can count them (docs/simulation.md explains e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from functions.core.effects import EffectStatus
 from functions.core.errors import BudgetExhausted
 from functions.core.models import State
+from functions.core.ports.effects import EffectStatus
 
 if TYPE_CHECKING:
-    from local.simulate.run import Simulation
+    from local.simulate.world import World
 
 INVARIANTS: Final = (
     "terminal_or_waiting",
@@ -44,6 +44,18 @@ INVARIANTS: Final = (
     "dead_letters_marked",
     "redrive_reopens_its_failure",
 )
+
+
+class Simulation(Protocol):
+    """What the checks read of a finished run (:class:`local.simulate.run.Simulation`)."""
+
+    @property
+    def world(self) -> World: ...
+
+    @property
+    def cut(self) -> bool:
+        """Whether the run's step bound ended a phase."""
+        ...
 
 
 def check(simulation: Simulation) -> list[str]:

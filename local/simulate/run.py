@@ -39,7 +39,7 @@ from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectLedger, EffectMode, EffectStatus, outcome_mode
+from functions.core.effects import EffectLedger, EffectMode, outcome_mode
 from functions.core.errors import BudgetExhausted, ProcessingError
 from functions.core.event_source_limits import (
     RELAY_BATCH_SIZE,
@@ -49,6 +49,8 @@ from functions.core.event_source_limits import (
 )
 from functions.core.models import State, WorkItem
 from functions.core.observability import logger
+from functions.core.ports.effects import EffectStatus
+from functions.core.ports.workflow import Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.setting_defaults import (
@@ -63,7 +65,6 @@ from functions.core.setting_defaults import (
 )
 from functions.core.signature import SigningSecret
 from functions.core.steps import StepStorage
-from functions.core.workflow import Workflow
 from functions.relay.handler import Deps as RelayDeps
 from functions.relay.handler import relay
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS, message_seconds
@@ -73,7 +74,7 @@ from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
 from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT, AgentSettings, AgentWorkflow
 from functions.workflows.archive import ARCHIVE_EFFECT, ArchiveWorkflow
-from functions.workflows.default import NOTIFY_EFFECT, DefaultWorkflow
+from functions.workflows.notify import NOTIFY_EFFECT, NotifyWorkflow
 from infra.schema import max_receive_count_for
 from local.simulate import faults
 from local.simulate.far_side import (
@@ -84,6 +85,7 @@ from local.simulate.far_side import (
     package_source,
 )
 from local.simulate.faults import Fault, Killed, Kind
+from local.simulate.invariants import check
 from local.simulate.schedule import SENDER, Schedule
 from local.simulate.world import (
     OPEN,
@@ -238,7 +240,7 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
     if name == "notify":
         notifier = HttpNotifier(url="https://notify.invalid/hook", timeout_seconds=10)
         notifier._opener = cast(Any, FakeOpener(world, NOTIFY_EFFECT))
-        return DefaultWorkflow(archive=archive, notifier=notifier)
+        return NotifyWorkflow(archive=archive, notifier=notifier)
     webhook = HttpAlerts(url="https://alerts.invalid/hook", timeout_seconds=10)
     webhook._opener = cast(Any, FakeOpener(world, ALERT_HTTP_EFFECT))
     topic = SnsAlerts(
@@ -774,8 +776,6 @@ def run_seed(
     workflow: str, seed: int, *, deliveries: int = 4, replay: Sequence[Fault] | None = None
 ) -> SeedResult:
     """Run one seed (or replay a fault list) and check every invariant."""
-    from local.simulate.invariants import check  # noqa: PLC0415 (invariants import run's names)
-
     simulation = Simulation(workflow, seed, deliveries=deliveries, replay=replay)
     simulation.run()
     return simulation.result(check(simulation))

@@ -30,14 +30,15 @@ from functions.core import table_layout
 from functions.core.accept import inbox_item
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_budget import DAY_RETENTION_SECONDS
-from functions.core.budget import DAY_SECONDS, BudgetDay
+from functions.core.budget import DAY_SECONDS
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.delivery import Delivery
-from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import StorageUnavailable, TransientError
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
-from functions.core.reconcile import OpenCursor, OpenPage
-from functions.core.steps import StepRecord, StepStatus, StoredResult
+from functions.core.ports.budget import BudgetDay
+from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.recovery import OpenCursor, OpenPage
+from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from local.simulate import faults
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.schedule import PORT_READ, PORT_WRITE, QUEUE_SEND, Rates, Schedule
@@ -394,7 +395,7 @@ def _listed(world: World, item: InboxItem) -> bool:
 
 
 class Inbox:
-    """:class:`functions.core.accept.InboxWriter`: one transaction, inbox + outbox."""
+    """:class:`functions.core.ports.inbox.InboxWriter`: one transaction, inbox + outbox."""
 
     def __init__(self, world: World) -> None:
         self._w = world
@@ -435,7 +436,7 @@ class Inbox:
 
 
 class Claims:
-    """:class:`functions.core.claim.ClaimStore` and the reconciler's ``RecoveryStore``."""
+    """:class:`functions.core.ports.claims.ClaimStore` and the reconciler's ``RecoveryStore``."""
 
     _CLAIM_EXPIRY: Final = _expiry_checked(transitions.CLAIM)
     _RESET_EXPIRY: Final = _expiry_checked(transitions.RESET_FAILED)
@@ -710,7 +711,7 @@ class Claims:
 
 
 class ReceivedLog:
-    """:class:`functions.core.reconcile.ReceivedLog` over the outbox records."""
+    """:class:`functions.core.ports.recovery.ReceivedLog` over the outbox records."""
 
     def __init__(self, world: World) -> None:
         self._w = world
@@ -776,7 +777,8 @@ _EFFECT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(EffectRecor
 
 
 class Effects:
-    """:class:`functions.core.effects.EffectStore` and the reconciler's ``UncertainEffects``."""
+    """:class:`functions.core.ports.effects.EffectStore` and the reconciler's
+    ``UncertainEffects``."""
 
     def __init__(self, world: World) -> None:
         self._w = world
@@ -880,7 +882,7 @@ class Effects:
 
 
 class Steps:
-    """:class:`functions.core.steps.StepStore`; counts the runs it starts."""
+    """:class:`functions.core.ports.steps.StepStore`; counts the runs it starts."""
 
     def __init__(self, world: World) -> None:
         self._w = world
@@ -936,7 +938,7 @@ class Steps:
 
 
 class Budget:
-    """:class:`functions.core.budget.BudgetStore`: conditional ADDs, as the adapter's."""
+    """:class:`functions.core.ports.budget.BudgetStore`: conditional ADDs, as the adapter's."""
 
     def __init__(self, world: World) -> None:
         self._w = world
@@ -1036,7 +1038,7 @@ def _day_start(day: str) -> int:
 
 
 class Queue:
-    """:class:`functions.core.batch.WorkQueue` and the reconciler's and relay's
+    """:class:`functions.core.ports.queue.WorkQueue` and the reconciler's and relay's
     ``EnqueueBatch`` on the world's work queue."""
 
     def __init__(self, world: World) -> None:

@@ -17,9 +17,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.core.accept import InboxWriter
 from functions.core.delivery import Delivery
 from functions.core.models import InboxItem, State
+from functions.core.ports.inbox import InboxWriter
 
 # Secrets for tests and the bench only (never a deployment's). Two, for rotation tests.
 SECRET = "whsec_" + base64.b64encode(b"relaylink-test-secret-number-one").decode()

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from moto import mock_aws
 
+from cli.aws_clients import AwsClients
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, State, WorkItem
 from infra.schema import max_receive_count_for
-from local.aws_clients import AwsClients
 from local.aws_resources import create_queues, create_secret, create_table
 from local.event_sources import is_outbox_insert
 from local.testkit.clock import FakeClock

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from local.commands import ErrorCode, format_line
+from cli.errors import ErrorCode, format_line
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
@@ -83,7 +83,7 @@ def _proposal_line(entry: Waiting) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
-    from functions.core.approval import ApprovalDecision
+    from functions.core.ports.approvals import ApprovalDecision
     from ops import approvals
 
     wanted = ApprovalDecision.APPROVED if args.decision == "approve" else ApprovalDecision.DENIED

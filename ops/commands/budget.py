@@ -70,7 +70,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    from local.commands import CommandError, ErrorCode
+    from cli.errors import CommandError, ErrorCode
     from ops import budget
 
     if args.tokens < 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from cli.errors import CommandError
 from ops.commands.output import iso, print_json
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ def bulk_window(args: argparse.Namespace, *, now: int) -> dict[str, int | None]:
     Raises:
         CommandError: a limit below 1, or a moment that is not one.
     """
-    from local.commands import CommandError  # noqa: PLC0415 (kept off --help's path)
     from ops.time_window import parse_moment  # noqa: PLC0415
 
     if args.limit < 1:

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError, ErrorCode
+    from cli.errors import CommandError, ErrorCode
     from ops.console.routes import Console
     from ops.console.server import bind
 

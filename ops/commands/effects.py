@@ -105,8 +105,8 @@ def _add_older_than(parser: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from local.commands import CommandError, ErrorCode
-    from local.text_table import aligned
+    from cli.errors import CommandError, ErrorCode
+    from cli.text_table import aligned
     from ops import effects
 
     if args.older_than < 0:
@@ -141,8 +141,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_resolve(args: argparse.Namespace) -> int:
+    from cli.errors import CommandError
     from functions.core.models import State
-    from local.commands import CommandError
     from ops import effects
 
     named = {"effect_name": "--effect", "since": "--since", "until": "--until"}
@@ -179,7 +179,7 @@ def run_resolve(args: argparse.Namespace) -> int:
 
 
 def run_resolve_all(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from ops import effects
 
     if args.older_than < 0:

@@ -8,14 +8,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from local.commands import ErrorCode, format_line
+from cli.errors import ErrorCode, format_line
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 if TYPE_CHECKING:
-    from functions.core.effects import EffectRecord
+    from functions.core.ports.effects import EffectRecord
+    from functions.core.ports.steps import StepRecord
     from functions.core.spend import ModelSpend
-    from functions.core.steps import StepRecord
 
 STATES = ("pending", "processing", "completed", "failed", "ignored", "awaiting_approval")
 
@@ -132,8 +132,8 @@ def _effect_line(effect: EffectRecord) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from cli.errors import CommandError, ErrorCode
     from functions.core.models import State
-    from local.commands import CommandError, ErrorCode
     from ops import inbox
 
     if args.limit is not None and args.limit < 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from local.commands.json_output import print_json
+from cli.json_output import print_json
 
 __all__ = ["iso", "print_json"]
 

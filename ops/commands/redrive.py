@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from ops import requeue
 
     if args.max is not None and args.max < 1:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_all(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from ops import bulk
 
     if args.limit < 1:

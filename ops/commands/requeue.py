@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.commands import CommandError
+    from cli.errors import CommandError
     from ops import requeue
 
     bulk_only = [f"--{n}" for n in ("reason", "since", "until") if getattr(args, n) is not None]

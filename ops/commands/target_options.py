@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from local.commands.state_file import add_state_file_argument
+from cli.state_file import add_state_file_argument
 
 if TYPE_CHECKING:
     from ops.target import Target
@@ -37,8 +37,8 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_target(args: argparse.Namespace) -> Target:
     """The :class:`~ops.target.Target` the options name; user errors raise CommandError."""
-    from local.commands import CommandError, ErrorCode
-    from local.commands.state_file import read_running_stack
+    from cli.errors import CommandError, ErrorCode
+    from cli.state_file import read_running_stack
     from ops.target import OperatorError, Target
 
     if args.local:
@@ -61,8 +61,8 @@ def operator_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """
     from botocore.exceptions import ClientError
 
+    from cli.errors import CommandError, ErrorCode
     from functions.core.errors import StorageUnavailable
-    from local.commands import CommandError, ErrorCode
     from ops.target import OperatorError, describe_aws_error
 
     try:

@@ -20,8 +20,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
-from functions.core.approval import ApprovalRecord
 from functions.core.models import InboxItem, QuarantineRecord, State
+from functions.core.ports.approvals import ApprovalRecord
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
 from ops.approvals import delivery_approvals
 from ops.effects import list_effects

@@ -25,9 +25,10 @@ from urllib.parse import quote, unquote, urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core.approval import MAX_NOTE_CHARS, ApprovalDecision, DecideOutcome
+from functions.core.approval import MAX_NOTE_CHARS, DecideOutcome
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State
+from functions.core.ports.approvals import ApprovalDecision
 from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
 from ops import approvals, budget, bulk, effects, quarantine, requeue
 from ops.console import assets, dead_letters, reads, views

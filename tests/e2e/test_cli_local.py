@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from local.state import LocalState
+from cli.state import LocalState
 from tests.polling import poll
 
 CLI = [sys.executable, "-m", "ops.cli"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.workflow import WORKFLOW_ALIASES
+from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra import bundle
 from infra.workflow_code import WorkflowCode, WorkflowCodeError
 

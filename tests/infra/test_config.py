@@ -12,9 +12,9 @@ import pytest
 from functions.core import env_keys, setting_defaults
 from functions.core.host_policy import HostPolicy
 from functions.core.settings_env import SettingsError, host_list
-from functions.core.workflow import WORKFLOW_ALIASES
 from functions.worker.settings import Settings as WorkerSettings
 from functions.worker.settings import message_seconds
+from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra import application, schema
 from infra import config as config_module
 from infra.application import build_app

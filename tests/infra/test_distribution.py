@@ -22,7 +22,8 @@ EXAMPLE_APP = ROOT / "examples" / "existing_app" / "app.py"
 INSTALLED = f"{PACKAGE}."
 LOAD_ARCHIVE = """
 from relaylink_receiver.functions.core.clock import SystemClock
-from relaylink_receiver.functions.core.workflow import WorkflowContext, load_workflow
+from relaylink_receiver.functions.core.workflow import WorkflowContext
+from relaylink_receiver.functions.workflows.wiring import load as load_workflow
 context = WorkflowContext(None, "bucket", False, 5.0, SystemClock())
 print(type(load_workflow("archive", context)).__module__)
 """
@@ -48,7 +49,7 @@ def test_only_the_four_packages_imports_move() -> None:
         "from functionsx import y\n"
         "from aws_cdk import Stack\n"
         "def f() -> None:\n"
-        "    from local.state import LocalState\n"
+        "    from cli.state import LocalState\n"
         'NAME = "functions.worker.handler"\n'
     )
     assert rewrite_imports(source, old="", new=INSTALLED) == (
@@ -56,7 +57,7 @@ def test_only_the_four_packages_imports_move() -> None:
         "from functionsx import y\n"
         "from aws_cdk import Stack\n"
         "def f() -> None:\n"
-        "    from relaylink_receiver.local.state import LocalState\n"
+        "    from relaylink_receiver.cli.state import LocalState\n"
         'NAME = "functions.worker.handler"\n'
     )
 

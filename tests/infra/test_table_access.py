@@ -19,13 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core import accept, claim, effects, process, reconcile, table_layout
+from functions.core import accept, claim, process, reconcile, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord
+from functions.core.ports import claims as claims_port
+from functions.core.ports import effects as effects_port
+from functions.core.ports import inbox as inbox_port
+from functions.core.ports import recovery as recovery_port
 from local.testkit import builders
 from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
 from tests.unit.test_claim import LEASE, NOW, pending
@@ -41,15 +45,15 @@ STATE_INDEX = f"index/{table_layout.STATE_INDEX}"
 # The storage parameters of each function's use case, and the adapter its handler
 # wires into them.
 USE_CASE_PORTS: dict[str, tuple[tuple[Any, str, type], ...]] = {
-    "receiver": ((accept.AcceptDelivery.__init__, "inbox", accept.InboxWriter),),
+    "receiver": ((accept.AcceptDelivery.__init__, "inbox", inbox_port.InboxWriter),),
     "worker": (
-        (process.Processor, "claims", claim.ClaimStore),
-        (process.Processor, "effects", effects.EffectStore),
+        (process.Processor, "claims", claims_port.ClaimStore),
+        (process.Processor, "effects", effects_port.EffectStore),
     ),
     "reconciler": (
-        (reconcile.reconcile, "store", reconcile.RecoveryStore),
-        (reconcile.reconcile, "received", reconcile.ReceivedLog),
-        (reconcile.reconcile, "effects", reconcile.UncertainEffects),
+        (reconcile.reconcile, "store", recovery_port.RecoveryStore),
+        (reconcile.reconcile, "received", recovery_port.ReceivedLog),
+        (reconcile.reconcile, "effects", recovery_port.UncertainEffects),
     ),
 }
 # An item of a transaction is authorised as the single-item action it performs.
@@ -85,7 +89,7 @@ def _claimed(setup: Adapters, delivery_id: str) -> claim.Claim:
     return attempt.claim
 
 
-def _intent(setup: Adapters, delivery_id: str) -> effects.EffectRecord:
+def _intent(setup: Adapters, delivery_id: str) -> effects_port.EffectRecord:
     setup.effects.record_intent(delivery_id, EFFECT, key="k", now=NOW, expires_at=NOW + 86400)
     record = setup.effects.get(delivery_id, EFFECT)
     assert record is not None
@@ -106,75 +110,79 @@ def _record_done(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
 # unrecorded adapter that puts the item where the call expects it.
 Call = Callable[[Adapters, Adapters, str], object]
 CALLS: dict[tuple[type, str], Call] = {
-    (accept.InboxWriter, "record"): lambda t, s, d: builders.record_new(
+    (inbox_port.InboxWriter, "record"): lambda t, s, d: builders.record_new(
         t.inbox, pending(f"{d}-new")
     ),
-    (accept.InboxWriter, "quarantine"): lambda t, s, d: t.inbox.quarantine(
+    (inbox_port.InboxWriter, "quarantine"): lambda t, s, d: t.inbox.quarantine(
         QuarantineRecord(d, "package.received", "0" * 64, "1" * 64, NOW, NOW + 86400)
     ),
-    (claim.ClaimStore, "claim"): lambda t, s, d: t.claims.claim(
+    (claims_port.ClaimStore, "claim"): lambda t, s, d: t.claims.claim(
         d, owner="tested", now=NOW, lease_seconds=LEASE
     ),
-    (claim.ClaimStore, "complete"): lambda t, s, d: t.claims.complete(
+    (claims_port.ClaimStore, "complete"): lambda t, s, d: t.claims.complete(
         _claimed(s, d), now=NOW, effects_done=frozenset({EFFECT})
     ),
-    (claim.ClaimStore, "release"): lambda t, s, d: t.claims.release(
+    (claims_port.ClaimStore, "release"): lambda t, s, d: t.claims.release(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
-    (claim.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
+    (claims_port.ClaimStore, "release_transient"): lambda t, s, d: t.claims.release_transient(
         _claimed(s, d), now=NOW, error_code="mcp_unavailable"
     ),
-    (claim.ClaimStore, "defer"): lambda t, s, d: t.claims.defer(
+    (claims_port.ClaimStore, "defer"): lambda t, s, d: t.claims.defer(
         _claimed(s, d), now=NOW, error_code="budget_exhausted"
     ),
-    (claim.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
+    (claims_port.ClaimStore, "fail"): lambda t, s, d: t.claims.fail(
         _claimed(s, d), now=NOW, error_code="package_not_found"
     ),
-    (claim.ClaimStore, "reopen"): _reopen,
-    (claim.ClaimStore, "give_back"): lambda t, s, d: t.claims.give_back(_claimed(s, d), now=NOW),
-    (claim.ClaimStore, "park"): lambda t, s, d: t.claims.park(
+    (claims_port.ClaimStore, "reopen"): _reopen,
+    (claims_port.ClaimStore, "give_back"): lambda t, s, d: t.claims.give_back(
+        _claimed(s, d), now=NOW
+    ),
+    (claims_port.ClaimStore, "park"): lambda t, s, d: t.claims.park(
         _claimed(s, d), now=NOW, approval="alert", deadline=NOW + 3600
     ),
     # A lease longer than the item's 30 days left: its TTL passes first.
-    (claim.ClaimStore, "close_expired"): lambda t, s, d: t.claims.close_expired(
+    (claims_port.ClaimStore, "close_expired"): lambda t, s, d: t.claims.close_expired(
         d, now=NOW, lease_seconds=31 * 86400
     ),
-    (effects.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
-    (effects.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
+    (effects_port.EffectStore, "get"): lambda t, s, d: t.effects.get(d, EFFECT),
+    (effects_port.EffectStore, "record_intent"): lambda t, s, d: t.effects.record_intent(
         d, EFFECT, key="k", now=NOW, expires_at=NOW + 86400
     ),
-    (effects.EffectStore, "record_done"): _record_done,
-    (effects.EffectStore, "resolve_not_applied"): lambda t, s, d: (
+    (effects_port.EffectStore, "record_done"): _record_done,
+    (effects_port.EffectStore, "resolve_not_applied"): lambda t, s, d: (
         _intent(s, d),
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),
     ),
-    (reconcile.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
+    (recovery_port.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
     # The lists are read lazily: list() makes their queries.
-    (reconcile.RecoveryStore, "open_pages"): lambda t, s, d: list(
+    (recovery_port.RecoveryStore, "open_pages"): lambda t, s, d: list(
         t.claims.open_pages(start=None, page_size=10)
     ),
-    (reconcile.RecoveryStore, "open_cursor"): lambda t, s, d: t.claims.open_cursor(),
-    (reconcile.RecoveryStore, "save_open_cursor"): lambda t, s, d: t.claims.save_open_cursor(
-        reconcile.OpenCursor(1, (NOW, d))
+    (recovery_port.RecoveryStore, "open_cursor"): lambda t, s, d: t.claims.open_cursor(),
+    (recovery_port.RecoveryStore, "save_open_cursor"): lambda t, s, d: t.claims.save_open_cursor(
+        recovery_port.OpenCursor(1, (NOW, d))
     ),
-    (reconcile.RecoveryStore, "touch_pending"): lambda t, s, d: t.claims.touch_pending(
+    (recovery_port.RecoveryStore, "touch_pending"): lambda t, s, d: t.claims.touch_pending(
         pending(d), now=NOW
     ),
-    (reconcile.RecoveryStore, "release_expired"): lambda t, s, d: t.claims.release_expired(
+    (recovery_port.RecoveryStore, "release_expired"): lambda t, s, d: t.claims.release_expired(
         pending(d, lease_until=_claimed(s, d).lease_until), now=NOW + LEASE
     ),
-    (reconcile.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
-    (reconcile.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
-    (reconcile.ReceivedLog, "unlisted_open_pages"): lambda t, s, d: (
+    (recovery_port.ReceivedLog, "watermark"): lambda t, s, d: t.received.watermark(),
+    (recovery_port.ReceivedLog, "oldest"): lambda t, s, d: t.received.oldest(),
+    (recovery_port.ReceivedLog, "unlisted_open_pages"): lambda t, s, d: (
         builders.record_new(s.inbox, pending(f"{d}-new")),
         list(t.received.unlisted_open_pages(since=0, before=NOW + 1, page_size=10)),
     ),
-    (reconcile.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
-    (reconcile.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
-    (reconcile.UncertainEffects, "uncertain"): lambda t, s, d: list(
+    (recovery_port.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
+    (recovery_port.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
+    (recovery_port.UncertainEffects, "uncertain"): lambda t, s, d: list(
         t.effects.uncertain(intended_before=NOW + 1, page_size=10)
     ),
-    (reconcile.UncertainEffects, "flag"): lambda t, s, d: t.effects.flag(_intent(s, d), now=NOW),
+    (recovery_port.UncertainEffects, "flag"): lambda t, s, d: t.effects.flag(
+        _intent(s, d), now=NOW
+    ),
 }
 
 

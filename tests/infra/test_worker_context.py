@@ -10,9 +10,10 @@ import pytest
 
 from functions.core import env_keys, event_source_limits, setting_defaults
 from functions.core.clock import SystemClock
-from functions.core.workflow import WorkflowContext, load_workflow
+from functions.core.workflow import WorkflowContext
 from functions.reconciler.settings import Settings as ReconcilerSettings
 from functions.worker.settings import Settings as WorkerSettings
+from functions.workflows.wiring import load as load_workflow
 from infra.worker import WorkerTiming, check_timing
 from tests.infra.conftest import (
     Synthesized,

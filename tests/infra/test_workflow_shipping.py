@@ -188,7 +188,7 @@ def test_cli_synth_ships_edited_code_and_the_workflow_with_its_requirement(
         "context = WorkflowContext(notify_url=None, archive_bucket='a', "
         "allow_insecure_loopback=False, timeout_seconds=1.0, clock=None, "
         "settings={'greeting': 'hello'});"
-        "workflow = load_workflow(sys.argv[2], context);"
+        "workflow = load_workflow(sys.argv[2], context, shipped={});"
         "assert isinstance(workflow, flow.Flow) and workflow.greeting == 'hello'"
     )
     subprocess.run(

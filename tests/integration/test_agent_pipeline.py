@@ -33,8 +33,8 @@ from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.budget import TokenBudget
 from functions.core.models import State, WorkItem
+from functions.core.ports.steps import StepStatus
 from functions.core.spend import ModelSpend
-from functions.core.steps import StepStatus
 from functions.workflows.agent import MODEL_STEP
 from local.bedrock_emulator import ConverseError, RunningEmulator
 from local.mcp_server import RunningServer

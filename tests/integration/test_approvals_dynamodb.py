@@ -13,17 +13,15 @@ from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.approval import (
-    ApprovalDecision,
-    ApprovalRecord,
     AwaitingApproval,
     DecideOutcome,
-    Decision,
     decide,
     new_decision_token,
     require_approval,
 )
 from functions.core.claim import Claim, ClaimLost
 from functions.core.models import InboxItem, State
+from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 from local.testkit.botocore_hooks import answer_first, aws_response
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION

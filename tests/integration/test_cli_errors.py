@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from local.commands import ErrorCode
-from local.state import LocalState, Resources
+from cli.errors import ErrorCode
+from cli.state import LocalState, Resources
 from ops.cli import build_parser, main
 from tests.operator_harness import Stack, run_cli
 

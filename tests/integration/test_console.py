@@ -21,13 +21,13 @@ from urllib.parse import parse_qsl
 import boto3
 import pytest
 
+from cli.state import LocalState
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
-from functions.core.approval import ApprovalRecord
 from functions.core.effects import idempotency_key
 from functions.core.models import QuarantineRecord, State, WorkItem
-from functions.core.steps import StoredResult
-from local.state import LocalState
+from functions.core.ports.approvals import ApprovalRecord
+from functions.core.ports.steps import StoredResult
 from ops import approvals
 from ops.console import reads
 from ops.console.assets import SCRIPT, TOKEN_HEADER

@@ -10,8 +10,9 @@ from botocore.config import Config
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger
 from functions.core.errors import NotApplied
+from functions.core.ports.effects import EffectStatus
 from local.testkit.botocore_hooks import answer_first, aws_response
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION

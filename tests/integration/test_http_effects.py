@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from functions.core.adapters.notifier_http import HttpNotifier
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger
 from functions.core.errors import NotApplied, PermanentError, TransientError, UncertainEffect
 from functions.core.models import WorkItem
+from functions.core.ports.effects import EffectStatus
 from functions.workflows.adapters.alert_http import HttpAlerts
-from functions.workflows.default import NOTIFY_EFFECT, DefaultWorkflow
+from functions.workflows.notify import NOTIFY_EFFECT, NotifyWorkflow
 from local.notify_sink import NotifySinkServer
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeEffects
@@ -226,7 +227,7 @@ class FakeArchive:
 
 
 def notify_once(store: FakeEffects, url: str, **kwargs: Any) -> None:
-    workflow = DefaultWorkflow(archive=FakeArchive(), notifier=notifier(url), **kwargs)
+    workflow = NotifyWorkflow(archive=FakeArchive(), notifier=notifier(url), **kwargs)
     workflow.run(WORK, PACKAGE, alert_ledger(store))
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import boto3
 import pytest
 
+from cli.state import LocalState
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord, State, WorkItem
 from functions.core.spend import ModelSpend
-from local.state import LocalState
 from ops.inbox import inbox_view, list_inbox, show_inbox
 from ops.requeue import RedriveOutcome, RequeueOutcome, redrive, requeue, reset_failed
 from ops.target import OperatorError, Target

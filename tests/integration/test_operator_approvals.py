@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from functions.core.approval import ApprovalRecord
+from functions.core.ports.approvals import ApprovalRecord
 from ops import approvals
 from tests.operator_harness import NOW, Stack, run_cli
 

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
-from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
+from functions.core.effects import EffectLedger, idempotency_key
 from functions.core.errors import TransientError
 from functions.core.models import State, WorkItem
+from functions.core.ports.effects import EffectStatus
+from functions.core.ports.steps import StoredResult
 from functions.core.process import Decision, Disposition, ProcessConfig, Processor, Result
-from functions.core.steps import StoredResult
 from local.testkit.clock import FakeClock
 from ops.effects import Doubt, ResolveOutcome, list_effects, resolve_effect
 from ops.inbox import show_progress

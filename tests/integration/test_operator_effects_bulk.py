@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from functions.core.effects import EffectStatus
 from functions.core.models import State
+from functions.core.ports.effects import EffectStatus
 from ops import effects as ops_effects
 from ops.bulk import BulkLimitExceeded
 from ops.effects import ResolveOutcome

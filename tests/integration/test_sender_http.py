@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.state import LocalState, Resources
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from local.sender import CONNECTION_ERROR, TIMEOUT, Delivery, SenderConfig, send_all, send_one
-from local.state import LocalState, Resources
 from local.testkit.builders import OTHER_SECRET, SECRET
 from ops.cli import main
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from local.commands.state_file import default_state_file, make_private_folder
+from cli.state_file import default_state_file, make_private_folder
 from local.state_lock import StateFileBusy, StateFileLock
 from ops.cli import build_parser
 

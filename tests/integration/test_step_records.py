@@ -13,12 +13,8 @@ from functions.core.adapters.object_store_s3 import S3ObjectStore
 from functions.core.effects import EffectLedger
 from functions.core.errors import TransientError
 from functions.core.metric_names import METRIC_STEP_RERUNS
-from functions.core.steps import (
-    RESULT_OBJECT_PREFIX,
-    StepStatus,
-    StepStorage,
-    StoredResult,
-)
+from functions.core.ports.steps import StepStatus, StoredResult
+from functions.core.steps import RESULT_OBJECT_PREFIX, StepStorage
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION
 from tests.fakes import FakeEffects, FakeMetrics

@@ -23,8 +23,9 @@ from functions.core.adapters.dynamodb_budget import (
     DynamoDbBudget,
     day_key,
 )
-from functions.core.budget import BudgetDay, TokenBudget, next_day_starts
+from functions.core.budget import TokenBudget, next_day_starts
 from functions.core.errors import BudgetTooSmall
+from functions.core.ports.budget import BudgetDay
 from local.aws_emulator import AwsEmulator
 from local.aws_resources import create_table
 from local.testkit.moto_world import REGION

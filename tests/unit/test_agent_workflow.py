@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from functions.core import metric_names
-from functions.core.approval import ApprovalDecision, AwaitingApproval, Decision
+from functions.core.approval import AwaitingApproval
 from functions.core.budget import TokenBudget, budget_day, next_day_starts
-from functions.core.effects import EffectLedger, EffectMode, EffectStatus
+from functions.core.effects import EffectLedger, EffectMode
 from functions.core.errors import (
     BudgetExhausted,
     BudgetTooSmall,
@@ -26,9 +26,12 @@ from functions.core.errors import (
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.observability import logger as service_logger
 from functions.core.package import Attachment, Package
+from functions.core.ports.approvals import ApprovalDecision, Decision
+from functions.core.ports.effects import EffectStatus
+from functions.core.ports.steps import StepStatus
 from functions.core.settings_env import SettingsError
 from functions.core.spend import ModelSpend
-from functions.core.steps import StepStatus, StepStorage
+from functions.core.steps import StepStorage
 from functions.workflows.agent import (
     ALERT_EFFECT,
     ALERT_HTTP_EFFECT,

@@ -13,12 +13,10 @@ from functions.core import metric_names
 from functions.core.approval import (
     DECIDED_BY_TIMEOUT,
     EXPIRY_MARGIN_SECONDS,
-    ApprovalDecision,
     ApprovalPolicy,
     ApprovalRefused,
     AwaitingApproval,
     DecideOutcome,
-    Decision,
     decide,
     new_decision_token,
     require_approval,
@@ -26,6 +24,7 @@ from functions.core.approval import (
 from functions.core.effects import EffectLedger
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State, WorkItem
+from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.process import Disposition, ProcessConfig, Processor, Result
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.steps import StepStorage

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.core.budget import BudgetDay, Reservation, TokenBudget, budget_day, next_day_starts
+from functions.core.budget import Reservation, TokenBudget, budget_day, next_day_starts
 from functions.core.errors import BudgetExhausted, BudgetTooSmall, PermanentError, TransientError
+from functions.core.ports.budget import BudgetDay
 from tests.fakes import FakeBudget
 
 # 2025-10-09 14:13:20 UTC

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functions.core.steps import StepRecord, StepStatus
+from functions.core.ports.steps import StepRecord, StepStatus
 from local.chaos.model_window import (
     interrupted_runs,
     model_figures,

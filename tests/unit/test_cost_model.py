@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from bench import cost
+from bench import cost, cost_doc, prices
 from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
 from infra.receiver import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
 
-VOLUME = cost.TARGET_VOLUME
+VOLUME = cost_doc.TARGET_VOLUME
 
 
 def _write(function: str, record: str, table: float, index: float = 0.0) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def test_the_workflows_effect_records_are_billed_apart_from_the_pipeline() -> No
     )
     pipeline = model.pipeline_usd(VOLUME)
     assert as_pipeline.pipeline_usd(VOLUME) - pipeline == pytest.approx(
-        VOLUME / 1e6 * cost.PRICES["ddb_wru"].usd
+        VOLUME / 1e6 * prices.PRICES["ddb_wru"].usd
     )
 
 
@@ -162,8 +162,10 @@ def test_a_small_teams_bill_meets_its_target_from_the_last_runs_figures() -> Non
     data = json.loads(
         (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.json").read_text("utf-8")
     )
-    figures = [Figure.from_json(f) for f in data["figures"] if f["figure"] != cost.TARGETS_FIGURE]
-    rows = {row.measure: row for row in cost.targets_figure(figures).rows}
+    figures = [
+        Figure.from_json(f) for f in data["figures"] if f["figure"] != cost_doc.TARGETS_FIGURE
+    ]
+    rows = {row.measure: row for row in cost_doc.targets_figure(figures).rows}
     small = rows["pipeline cost per 1 M deliveries at 1 M / month"]
     assert small.met is True and small.central <= 15
     assert rows["pipeline cost per 1 M deliveries at 100 M / month"].central <= 8

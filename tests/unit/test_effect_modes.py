@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core.effects import EffectLedger, EffectMode, EffectStatus, outcome_mode
+from functions.core.effects import EffectLedger, EffectMode, outcome_mode
 from functions.core.errors import (
     NotApplied,
     PermanentError,
@@ -16,6 +16,7 @@ from functions.core.errors import (
     TransientError,
     UncertainEffect,
 )
+from functions.core.ports.effects import EffectStatus
 from local.testkit.clock import FakeClock
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ import pytest
 
 from functions.core import table_layout
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
-from functions.core.effects import EffectLedger, EffectStatus, idempotency_key
+from functions.core.effects import EffectLedger, idempotency_key
 from functions.core.errors import NotApplied, TransientError, UncertainEffect
+from functions.core.ports.effects import EffectStatus
 from local.testkit.clock import FakeClock
 
 if TYPE_CHECKING:

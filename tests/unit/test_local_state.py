@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from local.state import LocalState, Resources
+from cli.state import LocalState, Resources
 
 
 def _state() -> LocalState:

@@ -20,8 +20,9 @@ from functions.core.errors import (
     TransientError,
 )
 from functions.core.model_step import ModelCall, ModelReply
+from functions.core.ports.steps import StepStatus
 from functions.core.spend import ModelSpend
-from functions.core.steps import StepStatus, StepStorage
+from functions.core.steps import StepStorage
 from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
 from functions.workflows.model_client import ModelAnswer, ModelClient, token_estimate
 from local.testkit.clock import FakeClock

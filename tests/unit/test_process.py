@@ -14,7 +14,7 @@ import pytest
 from functions.core import metric_names, setting_defaults
 from functions.core.budget import next_day_starts
 from functions.core.claim import ClaimStatus
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
     McpAuthError,
@@ -23,6 +23,8 @@ from functions.core.errors import (
     TransientError,
 )
 from functions.core.models import InboxItem, State, WorkItem
+from functions.core.ports.effects import EffectStatus
+from functions.core.ports.steps import StepStatus
 from functions.core.process import (
     MAX_QUEUE_DELAY_SECONDS,
     Decision,
@@ -32,7 +34,7 @@ from functions.core.process import (
     Result,
 )
 from functions.core.retry_policy import retry_delay, retry_schedule
-from functions.core.steps import StepStatus, StepStorage
+from functions.core.steps import StepStorage
 from infra.schema import max_receive_count_for
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeSteps

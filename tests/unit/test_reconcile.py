@@ -10,15 +10,14 @@ import pytest
 
 from functions.core import metric_names
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectRecord
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
+from functions.core.ports.effects import EffectRecord
+from functions.core.ports.recovery import OpenCursor, OpenPage
 from functions.core.reconcile import (
     RECEIVED_OVERLAP_SECONDS,
     RECEIVED_WINDOW_SECONDS,
     SEND_BATCH_SIZE,
-    OpenCursor,
-    OpenPage,
     ReconcileConfig,
     ReconcileReport,
     reconcile,

@@ -9,13 +9,8 @@ import pytest
 from functions.core.effects import EffectLedger
 from functions.core.errors import PermanentError, TransientError
 from functions.core.metric_names import METRIC_STEP_RERUNS
-from functions.core.steps import (
-    StepStatus,
-    StepStorage,
-    StoredResult,
-    encode_result,
-    result_object_key,
-)
+from functions.core.ports.steps import StepStatus, StoredResult
+from functions.core.steps import StepStorage, encode_result, result_object_key
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeEffects, FakeMetrics, FakeObjects, FakeSteps
 

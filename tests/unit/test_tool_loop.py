@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from functions.core.effects import EffectLedger, EffectStatus
+from functions.core.effects import EffectLedger
 from functions.core.errors import PermanentError, UncertainEffect
 from functions.core.model_step import ToolUse
+from functions.core.ports.effects import EffectStatus
 from functions.core.steps import StepStorage
 from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
 from functions.workflows.model_client import ModelAnswer, ModelClient

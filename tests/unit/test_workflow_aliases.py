@@ -7,11 +7,12 @@ import dataclasses
 import pytest
 
 from functions.core.effects import EffectMode
-from functions.core.workflow import WORKFLOW_ALIASES, WorkflowContext, load_workflow
+from functions.core.workflow import WorkflowContext
 from functions.workflows.agent import AgentWorkflow
 from functions.workflows.archive import ArchiveWorkflow
-from functions.workflows.default import DefaultWorkflow
-from functions.workflows.wiring import model_client
+from functions.workflows.notify import NotifyWorkflow
+from functions.workflows.wiring import WORKFLOW_ALIASES, model_client
+from functions.workflows.wiring import load as load_workflow
 from local.testkit.clock import FakeClock
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:relaylink-alerts"
@@ -28,7 +29,7 @@ CONTEXT = WorkflowContext(
 
 def test_aliases_name_the_shipped_workflows() -> None:
     assert isinstance(load_workflow("archive", CONTEXT), ArchiveWorkflow)
-    assert isinstance(load_workflow("notify", CONTEXT), DefaultWorkflow)
+    assert isinstance(load_workflow("notify", CONTEXT), NotifyWorkflow)
     assert isinstance(load_workflow("agent", CONTEXT), AgentWorkflow)
     for alias, spec in WORKFLOW_ALIASES.items():
         assert type(load_workflow(spec, CONTEXT)) is type(load_workflow(alias, CONTEXT))
@@ -73,11 +74,11 @@ def test_unknown_alias_is_refused() -> None:
 
 def test_http_effects_are_declared_keyed_only_by_their_setting() -> None:
     notify = load_workflow("notify", CONTEXT)
-    assert isinstance(notify, DefaultWorkflow)
+    assert isinstance(notify, NotifyWorkflow)
     assert notify.notify_mode is EffectMode.CHECKED
     keyed = {"notify_url_deduplicates": "true"}
     notify = load_workflow("notify", dataclasses.replace(CONTEXT, settings=keyed))
-    assert isinstance(notify, DefaultWorkflow)
+    assert isinstance(notify, NotifyWorkflow)
     assert notify.notify_mode is EffectMode.KEYED
     with pytest.raises(ValueError, match="notify_url_deduplicates must be true or false"):
         load_workflow(

@@ -25,8 +25,8 @@ from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
-from functions.core.approval import ApprovalDecision, ApprovalRecord, Decision
 from functions.core.models import InboxItem, State
+from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -93,7 +93,7 @@ def approval_from_item(item: dynamodb_items.Item) -> ApprovalRecord:
 
 
 class DynamoDbApprovals:
-    """The :class:`~functions.core.approval.ApprovalDecisions` port."""
+    """The :class:`~functions.core.ports.approvals.ApprovalDecisions` port."""
 
     def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client

@@ -1,4 +1,4 @@
-"""The daily token budget in DynamoDB (the :class:`~functions.core.budget.BudgetStore` port).
+"""The daily token budget in DynamoDB (the :class:`~functions.core.ports.budget.BudgetStore` port).
 
 Two kinds of item, in the table beside the deliveries (never in the state index):
 
@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Final
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.budget import DAY_SECONDS, BudgetDay
+from functions.core.budget import DAY_SECONDS
 from functions.core.errors import StorageUnavailable, TransientError
+from functions.core.ports.budget import BudgetDay
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

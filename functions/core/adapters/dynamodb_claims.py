@@ -18,7 +18,7 @@ from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_
 from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
-from functions.core.reconcile import OpenCursor, OpenPage
+from functions.core.ports.recovery import OpenCursor, OpenPage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -28,7 +28,7 @@ _LEASE_EXPIRED: Final = "lease_expired"
 
 
 class DynamoDbClaims:
-    """Claims and outcomes (the :class:`~functions.core.claim.ClaimStore` port) and the
+    """Claims and outcomes (the :class:`~functions.core.ports.claims.ClaimStore` port) and the
     reconciler's recovery queries, on the stack's table."""
 
     def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.effects import EffectRecord, EffectStatus
 from functions.core.errors import TransientError
+from functions.core.ports.effects import EffectRecord, EffectStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -88,7 +88,7 @@ def _record_item(
 
 
 class DynamoDbEffects:
-    """The :class:`~functions.core.effects.EffectStore` port, plus the reconciler's view."""
+    """The :class:`~functions.core.ports.effects.EffectStore` port, plus the reconciler's view."""
 
     def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client

@@ -52,7 +52,7 @@ _SPENT: Final = object()  # the retry budget's end
 
 
 class DynamoDbInbox:
-    """:class:`functions.core.accept.InboxWriter` on the single table."""
+    """:class:`functions.core.ports.inbox.InboxWriter` on the single table."""
 
     def __init__(
         self,

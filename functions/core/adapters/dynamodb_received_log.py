@@ -212,7 +212,7 @@ def _read_open_unlisted(
 
 
 class DynamoDbReceivedLog:
-    """The reconciler's :class:`~functions.core.reconcile.ReceivedLog` on the table.
+    """The reconciler's :class:`~functions.core.ports.recovery.ReceivedLog` on the table.
 
     ``shards`` is the deploy's setting; a run reads at least as many as the watermark
     item records (:class:`LogState`), and records a larger count once it is safe to.

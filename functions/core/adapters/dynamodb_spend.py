@@ -50,7 +50,7 @@ def spend_from_item(item: dynamodb_items.Item) -> ModelSpend:
 
 
 class DynamoDbSpend:
-    """The :class:`~functions.core.spend.SpendStore` port."""
+    """The :class:`~functions.core.ports.spend.SpendStore` port."""
 
     def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client

@@ -14,7 +14,7 @@ from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.errors import TransientError
-from functions.core.steps import StepRecord, StepStatus, StoredResult
+from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -63,7 +63,7 @@ def step_from_item(item: dynamodb_items.Item) -> StepRecord:
 
 
 class DynamoDbSteps:
-    """The :class:`~functions.core.steps.StepStore` port."""
+    """The :class:`~functions.core.ports.steps.StepStore` port."""
 
     def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
         self._client = client

@@ -34,7 +34,7 @@ _NOTHING: Final = object()  # no value (JSON null is a value, and a malformed on
 
 
 class SecretsManagerSigningSecrets:
-    """:class:`functions.core.accept.SigningSecretSource` backed by one secret ARN."""
+    """:class:`functions.core.ports.secrets.SigningSecretSource` backed by one secret ARN."""
 
     def __init__(
         self,

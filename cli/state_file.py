@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from local.commands import CommandError, ErrorCode
+from cli.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
-    from local.state import LocalState
+    from cli.state import LocalState
 
 STATE_HOME_ENV = "XDG_STATE_HOME"
 STATE_FILE_NAME = "local-stack.json"
@@ -72,7 +72,7 @@ def read_running_stack(path: str, *, answering_url: str = "aws_endpoint_url") ->
 
 def read_state_file(path: str) -> LocalState:
     """The state file at ``path``; what is wrong with it as a one-line CommandError."""
-    from local.state import LocalState  # noqa: PLC0415 (boto3 behind it; --help stays quick)
+    from cli.state import LocalState  # noqa: PLC0415 (boto3 behind it; --help stays quick)
 
     try:
         return LocalState.read(path)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from local.aws_clients import AwsClients
+from cli.aws_clients import AwsClients
 
 # A state file from before the stack generated its own pair (the emulator then
 # admitted any key): these make boto3 never look for real credentials.

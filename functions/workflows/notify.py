@@ -42,7 +42,7 @@ class Notifier(Protocol):
     def was_applied(self, idempotency_key: str) -> bool: ...
 
 
-class DefaultWorkflow:
+class NotifyWorkflow:
     """Archive, then notify: both through the effect ledger.
 
     ``deduplicates``: the notifier's endpoint drops a repeated key, so the notification

@@ -1,0 +1,515 @@
+"""``docs/cost.md`` and figure 9 (the cost targets): the cost model's bill
+(:mod:`bench.cost`), fed by this run's figures, as a document and as a figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from bench.cost import (
+    COLD_START_RATE,
+    DYNAMODB_BATCH_GET_MS,
+    DYNAMODB_CALL_MS,
+    DYNAMODB_WRITE_MS,
+    MCP_CALL_MS,
+    MODEL_TOKENS,
+    MODEL_TOKENS_PER_DELIVERY,
+    MODEL_USD_PER_1000_TOKENS,
+    NOTIFY_MS,
+    S3_PUT_MS,
+    SQS_EMPTY_RECEIVES_PER_MONTH,
+    TTL_DELETION_LAG_DAYS,
+    VOLUMES,
+    WORKER_BATCH,
+    WORKFLOW_EFFECTS,
+    Line,
+    Model,
+    model_with_tracing,
+    stack_config,
+)
+from bench.prices import PRICE_DATE, PRICES, REGION
+from bench.report import Figure, Row, Target
+
+# The target this document is measured against (docs/benchmarks.md, figure 9).
+TARGET_PIPELINE_USD_PER_MILLION_AT_100M: Final = 8.0
+# The same at 1 M deliveries a month, where the fixed items (alarms, metrics, secrets,
+# key) weigh most.
+SMALL_VOLUME: Final = 1_000_000
+TARGET_PIPELINE_USD_PER_MILLION_AT_1M: Final = 15.0
+TARGET_VOLUME: Final = 100_000_000
+# Worker GB-seconds per delivery at a 300 ms MCP answer before the batch ran its
+# messages concurrently (263,184 GB-s per million, commit df85aab): the target is a
+# quarter of it.
+WORKER_GB_S_BEFORE: Final = 263_184 / 1e6
+TARGET_WORKER_GB_S: Final = WORKER_GB_S_BEFORE / 4
+# $ per 1 M deliveries at 1 M / month per component in the run before the targets of
+# figure 9 (docs/cost.md of commit df85aab), for the "before -> after" lines.
+BEFORE_COMMIT: Final = "df85aab"
+BEFORE_USD_PER_MILLION: Final = {
+    "X-Ray": 15.04,
+    "DynamoDB writes": 11.88,
+    "S3 archive PUTs": 5.00,
+    "Lambda worker": 3.71,
+    "SQS": 1.46,
+    "API Gateway HTTP API": 1.00,
+    "DynamoDB storage": 0.456,
+    "CloudWatch Logs": 0.405,
+    "DynamoDB point-in-time recovery": 0.365,
+    "Lambda receiver": 0.287,
+    "Lambda relay": 0.283,
+    "DynamoDB reads": 0.250,
+    "Data transfer out": 0.210,
+}
+BEFORE_PIPELINE_AT_100M: Final = 19.70  # $ per 1 M at 100 M / month without the S3 archive
+# $ per 1 M at 100 M / month per component in the last committed run before the
+# pipeline was billed with the default workflow (docs/cost.md of commit 3917c4b: the
+# notify workflow's pipeline, 13 WRU, its effects' worker time and data inside).
+BEFORE_100M_COMMIT: Final = "3917c4b"
+BEFORE_USD_PER_MILLION_AT_100M: Final = {
+    "DynamoDB writes": 8.125,
+    "API Gateway HTTP API": 1.000,
+    "Lambda worker": 0.796,
+    "SQS": 0.483,
+    "CloudWatch Logs": 0.405,
+    "DynamoDB storage": 0.338,
+    "Lambda receiver": 0.293,
+    "DynamoDB point-in-time recovery": 0.270,
+    "DynamoDB reads": 0.250,
+    "Data transfer out": 0.210,
+    "CloudWatch metrics": 0.124,
+    "Lambda relay": 0.044,
+    "Secrets Manager": 0.012,
+    "KMS key": 0.010,
+}
+
+
+def _volume(deliveries: int) -> str:
+    return f"{deliveries / 1e9:g} B" if deliveries >= 1e9 else f"{deliveries / 1e6:g} M"
+
+
+def _usd(value: float) -> str:
+    if value >= 100:
+        return f"${value:,.0f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3f}"
+
+
+TARGETS_FIGURE: Final = 9
+
+
+def targets_figure(figures: list[Figure]) -> Figure:
+    """Figure 9: the cost targets, from the model fed by this run's figures."""
+    model = Model({f.number: f for f in figures}, stack_config())
+    per_m = TARGET_VOLUME / 1e6
+    pipeline = model.pipeline_usd(TARGET_VOLUME) / per_m
+    bill = model.lines(TARGET_VOLUME)
+    effects = sum(x.usd_per_month for x in bill if x.group == WORKFLOW_EFFECTS) / per_m
+    tokens = sum(x.usd_per_month for x in bill if x.group == MODEL_TOKENS) / per_m
+    gb_s = model.worker_gb_s_per_delivery()
+    traced = model_with_tracing(model)
+    return Figure(
+        TARGETS_FIGURE,
+        "Cost targets (docs/cost.md)",
+        "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8, 11) and the "
+        "stated assumptions (in-region AWS latencies, a 300 ms MCP answer), at the "
+        "stack's defaults. The pipeline: every AWS line of the bill for the default "
+        f"workflow (`{model.workflow}`) except what the workflow itself does (its S3 "
+        "archive, its effect records) and model tokens, which are rows of their own. The "
+        f"worker: a full batch of {WORKER_BATCH} messages run concurrently, billed as its "
+        "waiting plus every message's CPU time at the worker's memory.",
+        [
+            Row(
+                "pipeline cost per 1 M deliveries at 100 M / month",
+                "$",
+                # Cents, as docs/cost.md shows it: rounding twice could show another cent.
+                value=round(pipeline, 2),
+                target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_100M),
+            ),
+            Row(
+                "pipeline cost per 1 M deliveries at 1 M / month",
+                "$",
+                # A small team's bill: the fixed monthly items weigh most here.
+                value=round(model.pipeline_usd(SMALL_VOLUME) / (SMALL_VOLUME / 1e6), 2),
+                target=Target("<=", TARGET_PIPELINE_USD_PER_MILLION_AT_1M),
+            ),
+            Row(
+                "workflow effects per 1 M deliveries at 100 M / month (default workflow)",
+                "$",
+                value=round(effects, 3),
+            ),
+            Row(
+                f"model tokens per 1 M deliveries (agent workflow, "
+                f"{MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens at "
+                f"${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000, assumed)",
+                "$",
+                value=round(tokens, 2),
+            ),
+            Row(
+                "the same with tracing on (Lambda's default sampling)",
+                "$",
+                value=round(traced.pipeline_usd(TARGET_VOLUME) / (TARGET_VOLUME / 1e6), 3),
+            ),
+            Row(
+                "worker GB-seconds per delivery at a 300 ms MCP answer",
+                "GB-s",
+                value=round(gb_s, 5),
+                target=Target("<=", round(TARGET_WORKER_GB_S, 5)),
+            ),
+            Row(
+                "worker GB-seconds per 1 M deliveries at a 300 ms MCP answer",
+                "GB-s",
+                value=round(gb_s * 1e6),
+            ),
+            Row(
+                "worker billed time per message, batch of 10",
+                "ms",
+                value=round(model.worker_ms_per_message(), 1),
+            ),
+            Row(
+                "DynamoDB write request units per delivery, as billed here",
+                "WRU",
+                value=round(model.dynamodb.wru_total, 3),
+            ),
+            Row(
+                "DynamoDB write request units per delivery of the workflow's effect records",
+                "WRU",
+                value=round(model.dynamodb.effect_wru, 3),
+            ),
+        ],
+        notes=[
+            f"Before: {BEFORE_PIPELINE_AT_100M:.2f} $ per 1 M at 100 M / month for the "
+            f"pipeline and {WORKER_GB_S_BEFORE:.4f} GB-s per delivery for the worker "
+            f"(messages one after another at 512 MB; commit {BEFORE_COMMIT}).",
+            f"DynamoDB: {model.dynamodb.source}.",
+            _pipeline_bound(model),
+        ],
+    )
+
+
+def _pipeline_bound(model: Model) -> str:
+    """What the pipeline's cost is made of at the target volume, and what bounds it."""
+    per_m = TARGET_VOLUME / 1e6
+    bill = [
+        x for x in model.lines(TARGET_VOLUME) if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS)
+    ]
+    ranked = sorted(bill, key=lambda x: -x.usd_per_month)[:3]
+    top = ", ".join(f"{x.component} {_usd(x.usd_per_month / per_m)}" for x in ranked)
+    total = sum(x.usd_per_month for x in bill) / per_m
+    writes = next(x for x in bill if x.component.startswith("DynamoDB writes")).usd_per_month
+    fixed_by_requests = sum(x.usd_per_month for x in bill if x.component == "API Gateway HTTP API")
+    per_unit = writes / per_m / model.dynamodb.wru_total
+    verdict = (
+        f"met with {_usd(TARGET_PIPELINE_USD_PER_MILLION_AT_100M - total)} to spare"
+        if total <= TARGET_PIPELINE_USD_PER_MILLION_AT_100M
+        else f"missed by {_usd(total - TARGET_PIPELINE_USD_PER_MILLION_AT_100M)}"
+    )
+    return (
+        f"At 100 M / month the largest lines per 1 M are {top}; the target is {verdict}. "
+        f"DynamoDB writes ({model.dynamodb.wru_total:g} WRU, {_usd(writes / per_m)}) and "
+        f"API Gateway's per-request price ({_usd(fixed_by_requests / per_m)}) are "
+        f"{100 * (writes + fixed_by_requests) / per_m / total:.0f} % of it. "
+        f"Each write unit per delivery costs {_usd(per_unit)} per 1 M: one of them keeps "
+        "completed deliveries listed for operators (the completion moves its index entry "
+        "to the `completed` label, a delete and a put, where dropping it would be one "
+        f"delete); without that listing the pipeline would cost {_usd(total - per_unit)}."
+    )
+
+
+def render(figures: list[Figure], run: dict[str, Any]) -> str:
+    by_number = {f.number: f for f in figures}
+    config = stack_config()
+    model = Model(by_number, config)
+    traced = model_with_tracing(model)
+    bills = {v: model.lines(v) for v in VOLUMES}
+    lines = [
+        "# Cost per delivery",
+        "",
+        f"Written by `make bench` ({run['date (UTC)']}, commit {run['commit']}) from the "
+        "figures of the same run (docs/benchmarks.md); do not edit by hand.",
+        "",
+        f"**Prices:** AWS list prices for **{REGION}**, as published on the services' "
+        f"pricing pages and known to the author as of **{PRICE_DATE}** (DynamoDB on-demand "
+        "after its November 2024 reduction; Lambda's INIT phase billed like invocation "
+        "time, as AWS announced for 1 August 2025); no free tier, savings plans or "
+        "reserved capacity. Check https://aws.amazon.com/pricing/ before relying on them. "
+        "Lambda on arm64 (the build target). Measured quantities come from this run; "
+        "assumed ones (network times inside AWS, the partner's MCP server, model tokens) "
+        "are marked `assumed` under Inputs.",
+        "",
+        "## Dollars per million deliveries",
+        "",
+        f"A delivery: one accepted `package.received`, processed once by the default "
+        f"workflow (`{model.workflow}`: the package archived to S3). Variable cost at 1 M "
+        "deliveries a month, per million; the fixed monthly items (alarms, metrics, dashboard, "
+        "secrets, key) are listed at the end of the same table (the SQS line includes "
+        "the event-source mapping's idle polling). The workflow's own effects and model "
+        "tokens are lines of their own, outside the pipeline's total.",
+        "",
+        "| component | $ per 1 M deliveries | basis (at 1 M / month) |",
+        "|---|---|---|",
+    ]
+    one_million = bills[VOLUMES[0]]
+    fixed_names = {
+        "CloudWatch metrics (EMF), alarms, dashboard",
+        "Secrets Manager (2 secrets + fetches)",
+        "KMS key of the alarm topic",
+    }
+    apart = (WORKFLOW_EFFECTS, MODEL_TOKENS)
+    variable = [x for x in one_million if x.component not in fixed_names and x.group not in apart]
+    for x in sorted(variable, key=lambda x: -x.usd_per_month):
+        lines.append(f"| {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
+    variable_total = sum(x.usd_per_month for x in variable)
+    lines.append(f"| **pipeline, variable total** | **{_usd(variable_total)}** | |")
+    rest = model.rest_api(VOLUMES[0])
+    lines.append(
+        f"| (REST API instead of HTTP API) | {_usd(rest)} "
+        f"| +{_usd(rest - one_million[0].usd_per_month)} per 1 M |"
+    )
+    xray_on = next(x for x in traced.lines(VOLUMES[0]) if x.component == "X-Ray")
+    lines.append(f"| (X-Ray with tracing on) | {_usd(xray_on.usd_per_month)} | {xray_on.basis} |")
+    for x in one_million:
+        if x.component in fixed_names:
+            lines.append(
+                f"| {x.component} (fixed, per month) | {_usd(x.usd_per_month)} | {x.basis} |"
+            )
+    for x in one_million:
+        if x.group in apart:
+            lines.append(f"| {x.group}: {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
+    lines += [
+        "",
+        "## At 1 M, 100 M and 1 B deliveries a month",
+        "",
+        "| group | 1 M / month | 100 M / month | 1 B / month |",
+        "|---|---|---|---|",
+    ]
+    groups = ["API Gateway", "Lambda", "DynamoDB", "SQS", "CloudWatch", "Other"]
+
+    def total(volume: int, groups: list[str] | tuple[str, ...]) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.group in groups)
+
+    for group in groups:
+        cells = [_usd(total(v, [group])) for v in VOLUMES]
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    pipeline = {v: total(v, groups) for v in VOLUMES}
+    lines.append(
+        "| **pipeline total** | " + " | ".join(f"**{_usd(pipeline[v])}**" for v in VOLUMES) + " |"
+    )
+    lines.append(
+        "| **pipeline per 1 M deliveries** | "
+        + " | ".join(f"**{_usd(pipeline[v] / (v / 1e6))}**" for v in VOLUMES)
+        + " |"
+    )
+    for group in apart:
+        cells = [_usd(total(v, [group]) / (v / 1e6)) for v in VOLUMES]
+        lines.append(f"| {group}, per 1 M deliveries | " + " | ".join(cells) + " |")
+    everything = {v: total(v, [*groups, WORKFLOW_EFFECTS]) for v in VOLUMES}
+    lines.append(
+        "| with the default workflow's effects, per 1 M | "
+        + " | ".join(_usd(everything[v] / (v / 1e6)) for v in VOLUMES)
+        + " |"
+    )
+    at_target = pipeline[TARGET_VOLUME] / (TARGET_VOLUME / 1e6)
+    met = "met" if at_target <= TARGET_PIPELINE_USD_PER_MILLION_AT_100M else "**missed**"
+    lines += [
+        "",
+        f"Pipeline cost per 1 M deliveries at 100 M / month: **{_usd(at_target)}** against "
+        f"a target of ${TARGET_PIPELINE_USD_PER_MILLION_AT_100M:g} ({met}; before: "
+        f"${BEFORE_PIPELINE_AT_100M:.2f}, commit {BEFORE_COMMIT}).",
+        "",
+        "What dominates (the pipeline's lines):",
+        "",
+    ]
+    for v in VOLUMES:
+        ranked = sorted(
+            (x for x in bills[v] if x.group not in apart), key=lambda x: -x.usd_per_month
+        )
+        top = ", ".join(
+            f"{x.component} {100 * x.usd_per_month / pipeline[v]:.0f} %" for x in ranked[:3]
+        )
+        lines.append(f"- **{_volume(v)} / month:** {top}.")
+    lines += _reading(model, bills)
+    lines += _before_after(bills[VOLUMES[0]], bills[TARGET_VOLUME])
+    effect_wait_ms = model.worker_wait_ms(WORKER_BATCH) - model.worker_wait_ms(
+        WORKER_BATCH, effects=False
+    )
+    lines += [
+        "",
+        "## Inputs",
+        "",
+        "| input | value | source |",
+        "|---|---|---|",
+        f"| receiver billed duration | {model.receiver_ms():.0f} ms | CPU "
+        f"{model.receiver_cpu_ms.value:.2f} ms ({model.receiver_cpu_ms.source}) x "
+        f"{model._cpu_scale('receiver'):.1f} (CPU share at {model.memory['receiver']} MB) + "
+        f"{DYNAMODB_WRITE_MS.value:.0f} ms ({DYNAMODB_WRITE_MS.source}) |",
+        f"| worker billed duration per batch of {WORKER_BATCH} | "
+        f"{model.worker_batch_ms(WORKER_BATCH):.0f} ms "
+        f"({model.worker_ms_per_message():.0f} ms per message), of which the pipeline's "
+        f"{model.worker_batch_ms(WORKER_BATCH, effects=False):.0f} ms | the pipeline: "
+        f"waits {model.worker_wait_ms(WORKER_BATCH, effects=False):.0f} ms (messages side "
+        f"by side; two MCP answers of {MCP_CALL_MS.value:.0f} ms ({MCP_CALL_MS.source}), "
+        f"the first message probing the server; {DYNAMODB_CALL_MS.value:.0f} ms per "
+        f"DynamoDB call) + {WORKER_BATCH} x CPU {model.worker_bare_cpu_ms.value:.1f} ms "
+        f"({model.worker_bare_cpu_ms.source}); the {model.workflow} workflow's effects: "
+        f"waits {effect_wait_ms:.0f} ms "
+        f"(S3 {S3_PUT_MS.value:.0f} ms per PUT, {model.notifications:g} notification(s) of "
+        f"{NOTIFY_MS.value:.0f} ms ({NOTIFY_MS.source}), its records' DynamoDB calls) + "
+        f"{WORKER_BATCH} x CPU "
+        f"{model.worker_cpu_ms.value - model.worker_bare_cpu_ms.value:.1f} ms (figure 8: "
+        f"{model.worker_cpu_ms.value:.1f} ms with it, {model.worker_cpu_ms.source}); CPU "
+        f"x {model._cpu_scale('worker'):.1f} (CPU share at {model.memory['worker']} MB); a "
+        f"batch of one: {model.worker_batch_ms(1):.0f} ms |",
+        f"| reconciler billed duration | 200 ms per run, + "
+        f"{DYNAMODB_BATCH_GET_MS.value:.0f} ms per 100 receipts of the received log | "
+        f"assumed: a run's fixed work; {DYNAMODB_BATCH_GET_MS.source} |",
+        f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
+        f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
+        f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
+        "(`-c tracing=true`) |",
+    ]
+    for function, ops in model.calls.items():
+        calls = ", ".join(f"{op} {n:g}" for op, n in ops.items())
+        lines.append(f"| {function} AWS calls per delivery | {calls} | measured: figure 7 |")
+    log_text = ", ".join(f"{k} {v:,.0f}" for k, v in model.log_bytes.items())
+    items_text = ", ".join(
+        f"{k} {v['count_per_delivery']:g} x {v['mean_bytes']:.0f} B" for k, v in model.items.items()
+    )
+    wru_text = ", ".join(f"{f} {n:g}" for f, n in model.dynamodb.wru.items())
+    lines += [
+        f"| DynamoDB per delivery | WRU {model.dynamodb.wru_total:g} ({wru_text}; "
+        f"{model.dynamodb.index_wru:g} of them index writes), RRU {model.dynamodb.rru:g}, "
+        f"{model.dynamodb.bytes_at_rest:,.0f} B at rest; the workflow's records: WRU "
+        f"{model.dynamodb.effect_wru:g}, RRU {model.dynamodb.effect_rru:g}, "
+        f"{model.dynamodb.effect_bytes_at_rest:,.0f} B at rest | {model.dynamodb.source} |",
+        f"| log bytes per delivery | {log_text}; HTTP API access log "
+        f"{model.access_log_bytes.value:,.0f} | measured: figure 7; "
+        f"{model.access_log_bytes.source} |",
+        f"| items at rest per delivery | {items_text} | measured: figure 7 |",
+        f"| retention | inbox and outbox (the received log) "
+        f"{config['inbox_retention_days']} days, logs "
+        f"{config['log_retention_days']} "
+        f"days; + {TTL_DELETION_LAG_DAYS.value:g} days before DynamoDB deletes an expired "
+        f"item | infra/config.py defaults, functions/core/table_layout.py; "
+        f"{TTL_DELETION_LAG_DAYS.source} |",
+        f"| cold starts | {COLD_START_RATE.value:g} per request x {model.cold_ms.value:.0f} ms "
+        f"| {COLD_START_RATE.source}; {model.cold_ms.source} |",
+        f"| data transfer out | {model.egress.value:,.0f} B per delivery | {model.egress.source} |",
+        f"| idle SQS polling | {SQS_EMPTY_RECEIVES_PER_MONTH.value:,.0f} receives / month "
+        f"| {SQS_EMPTY_RECEIVES_PER_MONTH.source} |",
+        f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per delivery "
+        f"at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 | "
+        f"{MODEL_TOKENS_PER_DELIVERY.source}; {MODEL_USD_PER_1000_TOKENS.source} |",
+        "",
+        "## Prices used",
+        "",
+        "| item | USD | per |",
+        "|---|---|---|",
+        *(f"| {p.what} | {p.usd:g} | {p.per} |" for p in PRICES.values()),
+    ]
+    lines += _limits()
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _before_after(bill: list[Line], at_target: list[Line]) -> list[str]:
+    """One line per component, before and in this run: $ per 1 M at 1 M / month against
+    the issue's starting point, and at 100 M / month against the last committed run."""
+
+    def after(lines: list[Line], prefix: str) -> float:
+        # A component's own line(s); a workflow effect only where it is the component.
+        return sum(
+            x.usd_per_month
+            for x in lines
+            if x.component.startswith(prefix)
+            and (x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS) or x.component == prefix)
+        )
+
+    out = [
+        "",
+        f"## Before → after (per 1 M deliveries at 1 M / month; before: commit {BEFORE_COMMIT})",
+        "",
+    ]
+    for prefix, before in BEFORE_USD_PER_MILLION.items():
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(bill, prefix))}")
+    per_m = TARGET_VOLUME / 1e6
+    effects = sum(x.usd_per_month for x in at_target if x.group == WORKFLOW_EFFECTS) / per_m
+    out += [
+        "",
+        f"Per 1 M deliveries at 100 M / month, before: commit {BEFORE_100M_COMMIT}, whose "
+        "pipeline was the notify workflow's with its effects' DynamoDB records, worker time "
+        "and data inside; after: the default workflow's pipeline, its effects on lines of "
+        "their own.",
+        "",
+    ]
+    for prefix, before in BEFORE_USD_PER_MILLION_AT_100M.items():
+        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(at_target, prefix) / per_m)}")
+    pipeline = _pipeline(at_target) / per_m
+    out += [
+        f"- **pipeline total: {_usd(sum(BEFORE_USD_PER_MILLION_AT_100M.values()))} → "
+        f"{_usd(pipeline)}**",
+        f"- workflow effects (outside the total): inside the pipeline's lines → {_usd(effects)}",
+    ]
+    return out
+
+
+def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
+    """What the numbers say, in sentences computed from them."""
+
+    def usd(volume: int, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.component.startswith(component))
+
+    def exact(volume: int, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[volume] if x.component == component)
+
+    dynamodb = model.dynamodb
+    low, mid, high = VOLUMES
+    per_m = 1e6 / low
+    xray_on = sum(
+        x.usd_per_month for x in model_with_tracing(model).lines(low) if x.component == "X-Ray"
+    )
+    return [
+        "",
+        f"- **DynamoDB writes**: {dynamodb.wru_total:g} WRU per delivery "
+        f"({', '.join(f'{f} {n:g}' for f, n in dynamodb.wru.items())}), "
+        f"{dynamodb.index_wru:g} of them index writes; "
+        f"{_usd(usd(mid, 'DynamoDB writes') / (mid / 1e6))} per 1 M at 100 M / month.",
+        f"- **X-Ray** is off by default ($0). With tracing on (`-c tracing=true`) and "
+        "Lambda's default sampling (1 request/s and 5 % above it, per function) it would "
+        f"add {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at that "
+        "volume.",
+        f"- **The worker's Lambda time** ({_usd(exact(mid, 'Lambda worker') / (mid / 1e6))} "
+        f"per 1 M at 100 M / month for the pipeline, "
+        f"{_usd(exact(mid, 'Lambda worker time of the effects') / (mid / 1e6))} for the "
+        "workflow's effects) runs a batch's messages side by side: a full batch "
+        f"bills {model.worker_ms_per_message():.0f} ms per message at "
+        f"{model.memory['worker']} MB, against 526 ms at 512 MB when they ran one after "
+        "another. At 1 M / month batches hold about one message, so each bills the whole "
+        f"wait ({model.worker_batch_ms(1):.0f} ms).",
+        f"- **S3 archive PUTs** ({_usd(usd(low, 'S3 archive PUTs') * per_m)} per 1 M) are "
+        "the default workflow's archive effect, outside the pipeline's total; a workflow "
+        "without it saves them.",
+        f"- **API Gateway** is {_usd(usd(low, 'API Gateway') * per_m)} per 1 M with the HTTP "
+        f"API; the REST API would be {_usd(model.rest_api(low) * per_m)}.",
+        f"- At 1 B / month the pipeline costs {_usd(_pipeline(bills[high]) / (high / 1e6))} "
+        "per 1 M.",
+    ]
+
+
+def _pipeline(bill: list[Line]) -> float:
+    return sum(x.usd_per_month for x in bill if x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS))
+
+
+def _limits() -> list[str]:
+    """Where the limits are: one capacity plan, docs/capacity.md (infra/capacity.py)."""
+    return [
+        "",
+        "## Scaling limits, and the setting that moves each",
+        "",
+        "Each component's limit, its arithmetic from AWS's published quotas, the ceiling at "
+        "the defaults and at the largest settings, the alarm that fires first and what to "
+        "raise: docs/capacity.md (one source of numbers, `infra/capacity.py`).",
+    ]
+
+
+def write(figures: list[Figure], run: dict[str, Any], path: Path) -> None:
+    path.write_text(render(figures, run), encoding="utf-8")

@@ -1,0 +1,81 @@
+"""The ports of the approval records: asking, deciding, waiting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from functions.core.models import InboxItem
+
+
+class ApprovalDecision(StrEnum):
+    APPROVED = "approved"
+    DENIED = "denied"  # by a person
+    EXPIRED = "expired"  # by the reconciler, at the deadline: denied by the timeout
+
+    @property
+    def error_code(self) -> str:
+        """The ``last_error`` of a delivery this decision ended (none for approved)."""
+        return f"approval_{self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One decision as recorded: what, who or what made it, when, with which token."""
+
+    decision: ApprovalDecision
+    decided_by: str
+    decided_at: int
+    token: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """What waits for a person (``name``) in one delivery, and its decision once made.
+
+    Attributes:
+        proposal: what the delivery will do once approved (a JSON object; the agent's
+            alert). Untrusted where it quotes a model: shown as data, never followed.
+    """
+
+    delivery_id: str
+    name: str
+    proposal: Mapping[str, Any]
+    requested_at: int
+    deadline: int
+    decided: Decision | None = None
+
+    def proposal_json(self) -> str:
+        return json.dumps(self.proposal, separators=(",", ":"), sort_keys=True)
+
+
+class ApprovalStore(Protocol):
+    """Port: the delivery's approval records (the table in production)."""
+
+    def get(self, delivery_id: str, name: str) -> ApprovalRecord | None: ...
+
+    def request(self, record: ApprovalRecord, *, expires_at: int) -> bool:
+        """Write ``record`` (undecided) unless one exists; False when one did."""
+        ...
+
+
+class ApprovalDecisions(ApprovalStore, Protocol):
+    """Port: deciding, and the deliveries waiting (the CLI, the console, the reconciler)."""
+
+    def decide(self, delivery_id: str, name: str, decision: Decision) -> bool:
+        """Record ``decision`` and move the waiting inbox item, in one transaction.
+
+        Returns False when a condition refused it (decided already, or the delivery
+        is not waiting for ``name``); raises ``TransientError`` when the outcome is
+        unknown (it may have committed).
+        """
+        ...
+
+    def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
+        """Every inbox item parked ``awaiting_approval``, page by page (a parked time
+        ahead of the reader's clock, a skew between machines, hides none)."""
+        ...

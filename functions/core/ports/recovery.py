@@ -1,0 +1,75 @@
+"""The ports of the reconciler: the open inbox items, the received log, uncertain effects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from functions.core.models import InboxItem
+from functions.core.ports.effects import EffectRecord
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCursor:
+    """Where a pass over the ``open`` list resumes: a shard of the state index, and
+    (within it) the entry after which to continue; None there: the shard's start."""
+
+    shard: int
+    after: tuple[int, str] | None = None  # (listed_at, delivery id) of the last entry read
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPage:
+    """One page of ``open`` items, and where the pass resumes after it (None: done)."""
+
+    items: Sequence[InboxItem]
+    resume: OpenCursor | None
+
+
+class RecoveryStore(Protocol):
+    """Port: the inbox as the reconciler sees it."""
+
+    def get(self, delivery_id: str) -> InboxItem | None: ...
+
+    def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterable[OpenPage]:
+        """The open items from ``start`` (None: the first shard's start), a page at a
+        time, read lazily; each item as it was read (possibly a moment stale)."""
+        ...
+
+    def open_cursor(self) -> OpenCursor | None:
+        """Where the last run left the pass over the open items (None: at its start)."""
+        ...
+
+    def save_open_cursor(self, cursor: OpenCursor | None) -> None: ...
+
+    def touch_pending(self, item: InboxItem, *, now: int) -> bool: ...
+
+    def release_expired(self, item: InboxItem, *, now: int) -> bool: ...
+
+
+class ReceivedLog(Protocol):
+    """Port: the receipts by time, and how far the reconciler has looked at them."""
+
+    def watermark(self) -> int | None: ...
+
+    def oldest(self) -> int | None: ...
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterable[Sequence[InboxItem]]:
+        """Items received in ``[since, before)``, still open and not listed, a page of
+        receipts at a time (an empty page too: a run bounded by time looks at each)."""
+        ...
+
+    def list_open(self, item: InboxItem) -> bool: ...
+
+    def advance(self, watermark: int) -> None: ...
+
+
+class UncertainEffects(Protocol):
+    """Port: effect intents without a done record."""
+
+    def uncertain(self, *, intended_before: int, page_size: int) -> Iterable[EffectRecord]: ...
+
+    def flag(self, record: EffectRecord, *, now: int) -> bool: ...

@@ -12,7 +12,7 @@ model summarise the package and sends the summary as an alert.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -66,6 +66,62 @@ class WorkflowContext:
     settings: Mapping[str, str] = field(default_factory=dict)
     table_name: str = ""
     alert_topic_arn: str | None = None
+
+
+class WorkflowSettings(Protocol):
+    """A workflow's own settings, read and checked by its settings class."""
+
+    @property
+    def bedrock_model_ids(self) -> tuple[str, ...]:
+        """The Bedrock models the workflow invokes (the stack grants InvokeModel on them)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowFactory:
+    """A workflow factory that declares how its settings (``WORKFLOW_SETTINGS``) are
+    read, so that the synth refuses, with the workflow's own message, what its cold
+    start would (:func:`read_workflow_settings`).
+
+    Attributes:
+        build: The factory itself.
+        read_settings: The settings class's reader; raises ``SettingsError``.
+    """
+
+    build: Callable[[WorkflowContext], Workflow]
+    read_settings: Callable[[Mapping[str, str]], WorkflowSettings]
+
+    def __call__(self, context: WorkflowContext) -> Workflow:
+        return self.build(context)
+
+
+def reads_settings(
+    read: Callable[[Mapping[str, str]], WorkflowSettings],
+) -> Callable[[Callable[[WorkflowContext], Workflow]], WorkflowFactory]:
+    """Declare a factory's settings reader: ``@reads_settings(MySettings.from_mapping)``."""
+
+    def declare(build: Callable[[WorkflowContext], Workflow]) -> WorkflowFactory:
+        return WorkflowFactory(build=build, read_settings=read)
+
+    return declare
+
+
+def read_workflow_settings(spec: str, settings: Mapping[str, str]) -> WorkflowSettings | None:
+    """A shipped workflow's settings as its own class reads them, or None for a workflow
+    that declares no reader. A deployer's own workflow (not an alias) is not imported
+    here: its requirements need not be installed where the stack is synthesized.
+
+    Raises:
+        SettingsError: the workflow's reader refuses the settings.
+    """
+    target = WORKFLOW_ALIASES.get(spec, spec)
+    if target not in WORKFLOW_ALIASES.values():
+        return None
+    module_name, _, attribute = target.partition(":")
+    factory = getattr(importlib.import_module(_importable(module_name)), attribute)
+    if not isinstance(factory, WorkflowFactory):
+        return None
+    return factory.read_settings(settings)
 
 
 def load_workflow(spec: str, context: WorkflowContext) -> Workflow:

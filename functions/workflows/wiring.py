@@ -22,8 +22,8 @@ from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
-from functions.core.settings_env import flag
-from functions.core.workflow import WorkflowContext
+from functions.core.env_parsers import flag
+from functions.core.workflow import WorkflowContext, reads_settings
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
 from functions.workflows.adapters.alert_signing import AlertSigner
@@ -87,6 +87,7 @@ def build_default(context: WorkflowContext) -> DefaultWorkflow:
     )
 
 
+@reads_settings(AgentSettings.from_mapping)
 def build_agent(context: WorkflowContext) -> AgentWorkflow:
     """``WORKFLOW=agent``: archive, summarise with Bedrock, alert over SNS and/or HTTP.
 

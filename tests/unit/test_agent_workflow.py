@@ -13,6 +13,7 @@ from functions.core import metric_names
 from functions.core.approval import ApprovalDecision, AwaitingApproval, Decision
 from functions.core.budget import TokenBudget, budget_day, next_day_starts
 from functions.core.effects import EffectLedger, EffectMode, EffectStatus
+from functions.core.env_parsers import SettingsError
 from functions.core.errors import (
     BudgetExhausted,
     BudgetTooSmall,
@@ -25,7 +26,6 @@ from functions.core.errors import (
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.observability import logger as service_logger
 from functions.core.package import Attachment, Package
-from functions.core.settings_env import SettingsError
 from functions.core.spend import ModelSpend
 from functions.core.steps import StepStatus, StepStorage
 from functions.workflows.agent import (

@@ -30,7 +30,7 @@ from bench.canned import CannedEndpoint
 from bench.receiver_rig import SECRET_ARN, SECRETS_JSON
 from bench.stats import Summary, summarize
 from cli.aws_clients import AwsClients
-from functions.core import env_keys, metric_names, setting_defaults
+from functions.core import env_names, metric_names, settings_table
 from functions.receiver import handler
 from infra.environments import receiver_environment
 from local.testkit import builders
@@ -107,9 +107,9 @@ def fresh_env(
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_ENDPOINT_URL": endpoint_url,
-        env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
-        env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
-        env_keys.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
+        env_names.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+        env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+        env_names.ENV_POWERTOOLS_LOG_LEVEL: "INFO",
     }
     env.update(extra)
     return env
@@ -177,7 +177,7 @@ def receiver(*, pairs: int, code_root: Path = REPO_ROOT) -> ColdStart:
             receiver_environment(
                 table_name="relaylink-bench",
                 signing_secrets_arn=SECRET_ARN,
-                inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
+                inbox_retention_days=settings_table.INBOX_RETENTION_DAYS.default,
             ),
             code_root,
         )
@@ -313,7 +313,7 @@ def worker_world(*, workflow: str, mcp_latency_ms: int = 0) -> Iterator[WorkerWo
                 lease_seconds=300,
                 notify_url=sink.url,
             )
-            function_env[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+            function_env[env_names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
             yield WorkerWorld(world, mcp, fresh_env(url, function_env))
     finally:
         # moto's state lives in this process, beyond its server: the next world (another

@@ -20,7 +20,7 @@ from typing import Any, Final
 from bench.prices import GB, PRICES, tiered
 from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE, WORKFLOW_RECORD_PREFIXES, item_size
-from functions.core import event_source_limits, metric_names, setting_defaults, table_layout
+from functions.core import event_source_limits, metric_names, settings_table, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
@@ -628,14 +628,14 @@ class Model:
             invocations["worker"] / SECONDS_PER_MONTH * self.worker_batch_ms(worker_batch) / 1000,
         )
         secret_calls = (
-            containers * SECONDS_PER_MONTH / setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+            containers * SECONDS_PER_MONTH / settings_table.SECRETS_MAX_AGE_SECONDS.default
         )
         add(
             "Secrets Manager (2 secrets + fetches)",
             "Other",
             2 * PRICES["secret"].usd + secret_calls / 10_000 * PRICES["secret_calls"].usd,
             f"{secret_calls:,.0f} fetches (one per warm container per "
-            f"{setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS} s)",
+            f"{settings_table.SECRETS_MAX_AGE_SECONDS.default} s)",
         )
         add("KMS key of the alarm topic", "Other", PRICES["kms_key"].usd, "1 key")
         egress_gb = d * self.egress.value / GB

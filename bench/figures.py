@@ -27,7 +27,8 @@ from bench import (
 from bench.report import Figure, Row, Target
 from bench.stats import Summary
 from functions.core import reconcile
-from functions.core.setting_defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_WORKFLOW
+from functions.core.settings_table import WORKFLOW
+from functions.worker.settings import BATCH_CONCURRENCY
 from infra.config import StackConfig
 from ops import bulk
 
@@ -36,6 +37,7 @@ from ops import bulk
 # to the completed label (a delete and a put) and marks the default workflow's one
 # (repeatable) effect done, which writes no record of its own.
 WRITE_UNITS_TARGET: Final = Target("<=", 9)
+DEFAULT_WORKFLOW: Final = WORKFLOW.default
 
 
 @dataclass(frozen=True)
@@ -660,7 +662,7 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
             "RelayLink's 10 s budget.",
             "Until every effect is applied, ours is bounded by the worker side's "
             f"concurrency ({r.e2e['worker_concurrency']} batches at a time here, "
-            f"{DEFAULT_BATCH_CONCURRENCY} messages of a batch at a time, 300 ms of MCP "
+            f"{BATCH_CONCURRENCY.default} messages of a batch at a time, 300 ms of MCP "
             "each), the baseline "
             "by the sender's (5 requests in flight, each doing the whole work): throughput "
             "is a setting for ours (`worker_max_concurrency`) that does not touch the "

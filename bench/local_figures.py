@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.stats import Summary, quantile, summarize
-from functions.core import env_keys, table_layout
+from functions.core import env_names, table_layout
 from functions.core.models import State
 from local import stack_probes
 from local.aws_emulator import process_cpu_seconds
@@ -57,9 +57,9 @@ class BaselineProcess:
         self._env.update(
             {
                 "PYTHONPATH": str(REPO_ROOT),
-                env_keys.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
-                env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
-                env_keys.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
+                env_names.ENV_POWERTOOLS_SERVICE_NAME: "relaylink-baseline",
+                env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: "RelayLinkBaseline",
+                env_names.ENV_POWERTOOLS_LOG_LEVEL: "WARNING",
                 "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
                 "SIGNING_SECRETS_ARN": state.resources.signing_secrets_arn,
                 "MCP_TOKEN": state.mcp_token,

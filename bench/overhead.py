@@ -36,7 +36,7 @@ from bench.receiver_rig import (
     make_rig,
 )
 from bench.stats import Summary, summarize
-from functions.core import metric_names, setting_defaults, table_layout, wire
+from functions.core import metric_names, settings_table, table_layout, wire
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.delivery import Delivery
@@ -310,7 +310,7 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
             inbox=_NoStorageInbox(),
             secrets=rig.deps.accept._secrets,
             clock=rig.clock,
-            retention_seconds=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 86400,
+            retention_seconds=settings_table.INBOX_RETENTION_DAYS.default * 86400,
         )
         handler.container_deps.set(handler.Deps(accept=accept))
         context = builders.LambdaContext()

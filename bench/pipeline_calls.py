@@ -34,8 +34,7 @@ from bench.write_units import (
     WriteUnits,
     item_size,
 )
-from functions.core import env_keys, metric_names, table_layout
-from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from functions.core import env_names, metric_names, settings_table, table_layout
 from functions.receiver import handler as receiver_handler
 from functions.relay import handler as relay_handler
 from functions.relay.settings import Settings as RelaySettings
@@ -157,7 +156,7 @@ class PipelineCalls:
 
 
 def measure(
-    *, deliveries: int = 20, batch: int = 10, workflow: str = DEFAULT_WORKFLOW
+    *, deliveries: int = 20, batch: int = 10, workflow: str = settings_table.WORKFLOW.default
 ) -> PipelineCalls:
     """``deliveries`` accepted deliveries, relayed in one stream batch, worked in batches
     by ``workflow``."""
@@ -203,7 +202,7 @@ def measure(
             )
             relay_handler.container_deps.set(
                 relay_handler.build_deps(
-                    RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}),
+                    RelaySettings.from_env({env_names.ENV_WORK_QUEUE_URL: aws.queue_url}),
                     sqs=boto3.client("sqs"),
                 )
             )
@@ -211,7 +210,7 @@ def measure(
                 aws,
                 token=MCP_TOKEN,
                 notify_url=sink.url,
-                environment={env_keys.ENV_WORKFLOW: workflow},
+                environment={env_names.ENV_WORKFLOW: workflow},
             )
             stream = StreamReader(aws.streams, aws.stream_arn)
             mcp_before = mcp.requests

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from functions.core import setting_defaults
+from functions.core import settings_table
 from local.testkit import builders, offline_aws
 from local.testkit.clock import START, FakeClock
 from local.testkit.moto_world import REGION
@@ -53,7 +53,7 @@ def make_rig(
     *,
     secret_arn: str = SECRET_ARN,
     table: str = TABLE,
-    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = settings_table.SECRETS_MAX_AGE_SECONDS.default,
 ) -> ReceiverRig:
     """The handler's deps, built exactly as production does, with these clients, installed."""
     return make_receiver_rig(

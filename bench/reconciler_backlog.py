@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from functions.core import env_keys, table_layout
+from functions.core import env_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.deadline import Deadline
 from functions.core.models import State, WorkItem
@@ -93,11 +93,11 @@ def measure(*, open_items: int, lost: int = 20) -> BacklogResult:
         aws.clock.advance(PENDING_AGE + 1)
         settings = Settings.from_env(
             {
-                env_keys.ENV_TABLE_NAME: TABLE,
-                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
-                env_keys.ENV_LEASE_SECONDS: str(LEASE),
-                env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
-                env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(4 * PENDING_AGE),
+                env_names.ENV_TABLE_NAME: TABLE,
+                env_names.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_names.ENV_LEASE_SECONDS: str(LEASE),
+                env_names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
+                env_names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(4 * PENDING_AGE),
             }
         )
         deps = handler.build_deps(settings, dynamodb=aws.dynamodb, sqs=aws.sqs, clock=aws.clock)

@@ -17,8 +17,7 @@ from typing import Any, Final
 
 from bench.cold_start import run_script, worker_world
 from bench.stats import Summary, summarize
-from functions.core import setting_defaults
-from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from functions.core import settings_table
 
 MCP_LATENCY_MS: Final = 300
 BATCH: Final = 10
@@ -84,7 +83,7 @@ class WorkerDuration:
 
 
 def measure(
-    *, batches: int, package_prefix: str = "pkg_", workflow: str = DEFAULT_WORKFLOW
+    *, batches: int, package_prefix: str = "pkg_", workflow: str = settings_table.WORKFLOW.default
 ) -> WorkerDuration:
     """One warm-up batch and ``batches`` timed batches of ten in one worker process,
     for the demo MCP server's packages whose ids start with ``package_prefix``, with
@@ -100,6 +99,6 @@ def measure(
         cpu_ms_per_message=summarize([s["cpu_ms"] / BATCH for s in samples]),
         max_rss_mb=float(result["max_rss_mb"]),
         batch=BATCH,
-        concurrency=setting_defaults.DEFAULT_BATCH_CONCURRENCY,
+        concurrency=settings_table.WORKER_BATCH_CONCURRENCY.env_integer().default,
         mcp_latency_ms=MCP_LATENCY_MS,
     )

@@ -52,6 +52,7 @@ class LocalState:
     resources: Resources
     pids: dict[str, int] = field(default_factory=dict)
     bedrock_url: str = ""  # the Bedrock emulator's, when the worker runs the agent workflow
+    workflow: str = ""  # the worker's workflow setting; "" in a state file from before it
     # The pair this stack's emulator admits (it refuses every other access key id).
     aws_access_key_id: str = LOCAL_ACCESS_KEY
     aws_secret_access_key: str = LOCAL_SECRET_KEY

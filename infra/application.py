@@ -8,54 +8,14 @@ from typing import Any
 
 from aws_cdk import App, Environment
 
-from functions.core import metric_names
+from functions.core import metric_names, settings_table
 from infra import config as keys
 from infra.config import StackConfig
 from infra.nag import add_checks
 from infra.stack import ReceiverStack
 
-_CONTEXT_KEYS = (
-    keys.STAGE,
-    keys.MCP_ALLOWED_HOSTS,
-    keys.ALARM_EMAIL,
-    keys.INBOX_RETENTION_DAYS,
-    keys.WORKER_MAX_CONCURRENCY,
-    keys.WORKER_MAX_ATTEMPTS,
-    keys.WORKER_RETRY_HORIZON_HOURS,
-    keys.LOG_LEVEL,
-    keys.LOG_RETENTION_DAYS,
-    keys.SIGNING_SECRETS_ARN,
-    keys.MCP_TOKEN_SECRET_ARN,
-    keys.SIGNING_SECRETS_KMS_KEY_ARN,
-    keys.MCP_TOKEN_KMS_KEY_ARN,
-    keys.NOTIFY_URL,
-    keys.WORKFLOW,
-    keys.API_RATE_LIMIT,
-    keys.API_BURST_LIMIT,
-    keys.RECEIVED_LOG_SHARDS,
-    keys.RELAY_PARALLELIZATION_FACTOR,
-    keys.RECONCILE_EVERY_MINUTES,
-    keys.WORK_QUEUE_AGE_ALARM_MINUTES,
-    keys.APPROVAL_WAIT_ALARM_MINUTES,
-    keys.WORKFLOW_SOURCE,
-    keys.WORKFLOW_REQUIREMENTS,
-    *keys.SHORT_SETTING_KEYS,
-    keys.WORKER_MANAGED_POLICY_ARNS,
-    keys.WORKER_MANAGED_POLICY_ACK,
-    keys.WORKER_SECRET_ARNS,
-    keys.WORKER_BEDROCK_MODEL_ARNS,
-    keys.WORKER_TIMEOUT_SECONDS,
-    keys.WORKER_MEMORY_MB,
-    keys.WORKER_BATCH_SIZE,
-    keys.WORKER_BATCH_CONCURRENCY,
-    keys.WORKER_WORKFLOW_SECONDS,
-    keys.ALERT_EMAIL,
-    keys.ALERT_URL_KMS_KEY_ARN,
-    keys.ALERT_SIGNING_KMS_KEY_ARN,
-    keys.TRACING,
-    keys.DASHBOARD,
-    keys.TABLE_WARM_WRITE_UNITS,
-)
+# Every context key of the settings table, and the agent's short keys.
+_CONTEXT_KEYS = settings_table.context_keys()
 
 
 def build_app(

@@ -12,24 +12,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import event_source_limits, table_layout
+from functions.core import event_source_limits, settings_table, table_layout
 from functions.core.reconcile import RECEIVED_WINDOW_SECONDS, SAFETY_MARGIN_SECONDS
 from infra.config import StackConfig
 
 # --- AWS's published quotas (defaults per account and region unless said) -------------
 # API Gateway HTTP API: 10,000 requests/s across the account's APIs, burst 5,000
 # (API Gateway quotas, "Throttle quota per account, per Region across HTTP APIs").
-API_ACCOUNT_RATE: Final = 10_000
-API_ACCOUNT_BURST: Final = 5_000
+# The settings table bounds api_rate_limit and api_burst_limit by them.
+API_ACCOUNT_RATE: Final = settings_table.API_RATE_LIMIT.high
+API_ACCOUNT_BURST: Final = settings_table.API_BURST_LIMIT.high
 # Lambda: 1,000 concurrent executions shared by the account's functions (adjustable).
 LAMBDA_ACCOUNT_CONCURRENCY: Final = 1_000
 # DynamoDB: 1,000 WCU/s per partition (a partition key can take no more), 40,000 WRU/s
 # per on-demand table (adjustable), 4,000 WRU/s instantly on a new on-demand table.
 PARTITION_WRITE_UNITS: Final = 1_000
 TABLE_WRITE_UNITS: Final = 40_000
-NEW_TABLE_WRITE_UNITS: Final = 4_000
+NEW_TABLE_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.low
 # Lambda's stream event source: 1 to 10 batches of one shard in flight at once.
-MAX_PARALLELIZATION_FACTOR: Final = 10
+MAX_PARALLELIZATION_FACTOR: Final = settings_table.RELAY_PARALLELIZATION_FACTOR.high
 
 # --- What the raised quotas are assumed to be at the largest settings -------------------
 RAISED_LAMBDA_CONCURRENCY: Final = 10_000
@@ -91,9 +92,9 @@ def largest(config: StackConfig | None = None) -> StackConfig:
         api_burst_limit=API_ACCOUNT_BURST,
         received_log_shards=table_layout.MAX_RECEIVED_LOG_SHARDS,
         relay_parallelization_factor=MAX_PARALLELIZATION_FACTOR,
-        worker_max_concurrency=1_000,
+        worker_max_concurrency=settings_table.WORKER_MAX_CONCURRENCY.high,
         worker_batch_size=event_source_limits.WORKER_BATCH_SIZE,
-        reconcile_every_minutes=1,
+        reconcile_every_minutes=settings_table.RECONCILE_EVERY_MINUTES.low,
     )
 
 

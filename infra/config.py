@@ -9,79 +9,66 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from functions.core import event_source_limits, retry_policy, setting_defaults, table_layout
+from functions.core import event_source_limits, settings_table
+from functions.core.env_parsers import SettingsError
 from functions.core.host_policy import HostPolicy
-from functions.core.settings_env import SettingsError
-from functions.workflows.agent import AgentSettings
-from functions.workflows.wiring import WORKFLOW_ALIASES
+from functions.core.workflow import WorkflowSettings, read_workflow_settings
+from functions.workflows.wiring import SHIPPED, WORKFLOW_ALIASES
 from infra import schema
 from infra.workflow_code import WorkflowCode
 
-# Context keys (documented in docs/deploy.md).
-STAGE = "stage"
-MCP_ALLOWED_HOSTS = "mcp_allowed_hosts"
-ALARM_EMAIL = "alarm_email"
-INBOX_RETENTION_DAYS = "inbox_retention_days"
-WORKER_MAX_CONCURRENCY = "worker_max_concurrency"
-WORKER_MAX_ATTEMPTS = "worker_max_attempts"
-WORKER_BATCH_CONCURRENCY = "worker_batch_concurrency"
-WORKER_WORKFLOW_SECONDS = "worker_workflow_seconds"
-WORKER_RETRY_HORIZON_HOURS = "worker_retry_horizon_hours"
-LOG_LEVEL = "log_level"
-LOG_RETENTION_DAYS = "log_retention_days"
-SIGNING_SECRETS_ARN = "signing_secrets_arn"
-MCP_TOKEN_SECRET_ARN = "mcp_token_secret_arn"  # noqa: S105 (a context key, not a secret)
-SIGNING_SECRETS_KMS_KEY_ARN = "signing_secrets_kms_key_arn"
-MCP_TOKEN_KMS_KEY_ARN = "mcp_token_kms_key_arn"  # noqa: S105 (a context key, not a secret)
-NOTIFY_URL = "notify_url"
-WORKFLOW = "workflow"
-API_RATE_LIMIT = "api_rate_limit"
-API_BURST_LIMIT = "api_burst_limit"
-RECEIVED_LOG_SHARDS = "received_log_shards"
-RELAY_PARALLELIZATION_FACTOR = "relay_parallelization_factor"
-RECONCILE_EVERY_MINUTES = "reconcile_every_minutes"
-WORK_QUEUE_AGE_ALARM_MINUTES = "work_queue_age_alarm_minutes"
-APPROVAL_WAIT_ALARM_MINUTES = "approval_wait_alarm_minutes"
-WORKFLOW_SOURCE = "workflow_source"
-WORKFLOW_REQUIREMENTS = "workflow_requirements"
-# ``workflow_setting_<name>``: one entry of the worker's WORKFLOW_SETTINGS.
-WORKFLOW_SETTING_PREFIX = "workflow_setting_"
-# Short keys for the shipped agent workflow's settings: context key -> setting name.
-SHORT_SETTING_KEYS = {
-    "agent_model_id": "model_id",
-    "agent_max_tokens": "max_tokens",
-    "agent_temperature": "temperature",
-    "agent_system_prompt": "system_prompt",
-    "agent_daily_token_budget": "daily_token_budget",
-    "agent_tools": "tools",
-    "agent_max_turns": "max_turns",
-    "agent_max_tool_calls": "max_tool_calls",
-    "alert_url": "alert_url",
-    "alert_url_secret_arn": "alert_url_secret_arn",
-    "alert_signing_secret_arn": "alert_signing_secret_arn",
-}
-ALERT_URL_KMS_KEY_ARN = "alert_url_kms_key_arn"
-ALERT_SIGNING_KMS_KEY_ARN = "alert_signing_kms_key_arn"
-ALERT_URL_SECRET_ARN = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
-ALERT_SIGNING_SECRET_ARN = "alert_signing_secret_arn"  # noqa: S105 (a context key)
-WORKER_MANAGED_POLICY_ARNS = "worker_managed_policy_arns"
-WORKER_MANAGED_POLICY_ACK = "worker_managed_policy_ack"
-WORKER_SECRET_ARNS = "worker_secret_arns"  # noqa: S105 (a context key, not a secret)
-WORKER_BEDROCK_MODEL_ARNS = "worker_bedrock_model_arns"
-WORKER_TIMEOUT_SECONDS = "worker_timeout_seconds"
-WORKER_MEMORY_MB = "worker_memory_mb"
-WORKER_BATCH_SIZE = "worker_batch_size"
-ALERT_EMAIL = "alert_email"
-TRACING = "tracing"
-DASHBOARD = "dashboard"
-TABLE_WARM_WRITE_UNITS = "table_warm_write_units"
+# Context keys, by the names infra and its tests use (functions.core.settings_table).
+STAGE: Final = settings_table.STAGE.key
+MCP_ALLOWED_HOSTS: Final = settings_table.MCP_ALLOWED_HOSTS.key
+ALARM_EMAIL: Final = settings_table.ALARM_EMAIL.key
+INBOX_RETENTION_DAYS: Final = settings_table.INBOX_RETENTION_DAYS.key
+WORKER_MAX_CONCURRENCY: Final = settings_table.WORKER_MAX_CONCURRENCY.key
+WORKER_MAX_ATTEMPTS: Final = settings_table.WORKER_MAX_ATTEMPTS.key
+WORKER_BATCH_CONCURRENCY: Final = settings_table.WORKER_BATCH_CONCURRENCY.key
+WORKER_WORKFLOW_SECONDS: Final = settings_table.WORKER_WORKFLOW_SECONDS.key
+WORKER_RETRY_HORIZON_HOURS: Final = settings_table.WORKER_RETRY_HORIZON_HOURS.key
+LOG_LEVEL: Final = settings_table.LOG_LEVEL.key
+LOG_RETENTION_DAYS: Final = settings_table.LOG_RETENTION_DAYS.key
+SIGNING_SECRETS_ARN: Final = settings_table.SIGNING_SECRETS_ARN.key
+MCP_TOKEN_SECRET_ARN: Final = settings_table.MCP_TOKEN_SECRET_ARN.key
+SIGNING_SECRETS_KMS_KEY_ARN: Final = settings_table.SIGNING_SECRETS_KMS_KEY_ARN.key
+MCP_TOKEN_KMS_KEY_ARN: Final = settings_table.MCP_TOKEN_KMS_KEY_ARN.key
+NOTIFY_URL: Final = settings_table.NOTIFY_URL.key
+WORKFLOW: Final = settings_table.WORKFLOW.key
+API_RATE_LIMIT: Final = settings_table.API_RATE_LIMIT.key
+API_BURST_LIMIT: Final = settings_table.API_BURST_LIMIT.key
+RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.key
+RELAY_PARALLELIZATION_FACTOR: Final = settings_table.RELAY_PARALLELIZATION_FACTOR.key
+RECONCILE_EVERY_MINUTES: Final = settings_table.RECONCILE_EVERY_MINUTES.key
+WORK_QUEUE_AGE_ALARM_MINUTES: Final = settings_table.WORK_QUEUE_AGE_ALARM_MINUTES.key
+APPROVAL_WAIT_ALARM_MINUTES: Final = settings_table.APPROVAL_WAIT_ALARM_MINUTES.key
+WORKFLOW_SOURCE: Final = settings_table.WORKFLOW_SOURCE.key
+WORKFLOW_REQUIREMENTS: Final = settings_table.WORKFLOW_REQUIREMENTS.key
+WORKFLOW_SETTING_PREFIX: Final = settings_table.WORKFLOW_SETTINGS.key
+ALERT_URL_KMS_KEY_ARN: Final = settings_table.ALERT_URL_KMS_KEY_ARN.key
+ALERT_SIGNING_KMS_KEY_ARN: Final = settings_table.ALERT_SIGNING_KMS_KEY_ARN.key
+WORKER_MANAGED_POLICY_ARNS: Final = settings_table.WORKER_MANAGED_POLICY_ARNS.key
+WORKER_MANAGED_POLICY_ACK: Final = settings_table.WORKER_MANAGED_POLICY_ACK.key
+WORKER_SECRET_ARNS: Final = settings_table.WORKER_SECRET_ARNS.key
+WORKER_BEDROCK_MODEL_ARNS: Final = settings_table.WORKER_BEDROCK_MODEL_ARNS.key
+WORKER_TIMEOUT_SECONDS: Final = settings_table.WORKER_TIMEOUT_SECONDS.key
+WORKER_MEMORY_MB: Final = settings_table.WORKER_MEMORY_MB.key
+WORKER_BATCH_SIZE: Final = settings_table.WORKER_BATCH_SIZE.key
+ALERT_EMAIL: Final = settings_table.ALERT_EMAIL.key
+TRACING: Final = settings_table.TRACING.key
+DASHBOARD: Final = settings_table.DASHBOARD.key
+TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
+# Short keys for a shipped workflow's settings: context key -> setting name.
+SHORT_SETTING_KEYS: Final = {s.key: s.name for s in settings_table.AGENT_SETTINGS}
+ALERT_URL_SECRET_ARN: Final = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
+ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S105 (a context key)
 
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SECRET_ARN = re.compile(
@@ -98,9 +85,6 @@ _BEDROCK_ARN = re.compile(r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:(\d{12})?:[a-z-]+
 _REQUIREMENT = re.compile(r"^[A-Za-z0-9][^\s,]*(\s*[<>=!~,;@\[][^\n]*)?$")
 # Lambda allows 4 KB for all variables; leave room for the worker's own.
 WORKFLOW_SETTINGS_MAX_BYTES = 2048
-
-# CloudWatch Logs accepts only these retention periods (days).
-LOG_RETENTION_CHOICES = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731)
 
 
 class ConfigError(ValueError):
@@ -174,34 +158,29 @@ class StackConfig:
             throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
     """
 
-    stage: str = "prod"
+    stage: str = settings_table.STAGE.default
     mcp_allowed_hosts: tuple[str, ...] = ()
     alarm_email: str | None = None
-    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
-    worker_max_concurrency: int = 5
-    worker_max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
-    worker_workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
-    worker_retry_horizon_hours: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS // 3600
-    log_level: str = "INFO"
-    log_retention_days: int = 30
+    inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default
+    worker_max_concurrency: int = settings_table.WORKER_MAX_CONCURRENCY.default
+    worker_max_attempts: int = settings_table.WORKER_MAX_ATTEMPTS.default
+    worker_workflow_seconds: int = settings_table.WORKER_WORKFLOW_SECONDS.default
+    worker_retry_horizon_hours: int = settings_table.WORKER_RETRY_HORIZON_HOURS.default
+    log_level: str = settings_table.LOG_LEVEL.default
+    log_retention_days: int = settings_table.LOG_RETENTION_DAYS.default
     signing_secrets_arn: str | None = None
     mcp_token_secret_arn: str | None = None
     signing_secrets_kms_key_arn: str | None = None
     mcp_token_kms_key_arn: str | None = None
     notify_url: str | None = None
-    workflow: str = setting_defaults.DEFAULT_WORKFLOW
-    api_rate_limit: int = 1_000
-    api_burst_limit: int = 2_000
-    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
-    relay_parallelization_factor: int = 2
-    reconcile_every_minutes: int = 5
-    # Above a healthy item's stay through a few quick retries (15+30+60+120 s, plus
-    # their runs): an item older than this is riding out an outage, which a person
-    # should know about long before its retry horizon ends.
-    work_queue_age_alarm_minutes: int = 15
-    # A person should hear of a waiting approval well before the gate's default timeout
-    # (a day) denies it.
-    approval_wait_alarm_minutes: int = 240
+    workflow: str = settings_table.WORKFLOW.default
+    api_rate_limit: int = settings_table.API_RATE_LIMIT.default
+    api_burst_limit: int = settings_table.API_BURST_LIMIT.default
+    received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default
+    relay_parallelization_factor: int = settings_table.RELAY_PARALLELIZATION_FACTOR.default
+    reconcile_every_minutes: int = settings_table.RECONCILE_EVERY_MINUTES.default
+    work_queue_age_alarm_minutes: int = settings_table.WORK_QUEUE_AGE_ALARM_MINUTES.default
+    approval_wait_alarm_minutes: int = settings_table.APPROVAL_WAIT_ALARM_MINUTES.default
     workflow_source: str | None = None
     workflow_requirements: tuple[str, ...] = ()
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
@@ -209,19 +188,15 @@ class StackConfig:
     worker_managed_policy_ack: tuple[str, ...] = ()
     worker_secret_arns: tuple[str, ...] = ()
     worker_bedrock_model_arns: tuple[str, ...] = ()
-    worker_timeout_seconds: int = 180
-    # Right-sized from the worker process's own measured peak with the default workflow
-    # (docs/benchmarks.md, figure 8: about 100 MB), with room for a batch of ten
-    # packages near the 1 MB result cap: a batch waits on its messages concurrently,
-    # and the waiting is billed per MB (docs/cost.md).
-    worker_memory_mb: int = 256
-    worker_batch_size: int = event_source_limits.WORKER_BATCH_SIZE
+    worker_timeout_seconds: int = settings_table.WORKER_TIMEOUT_SECONDS.default
+    worker_memory_mb: int = settings_table.WORKER_MEMORY_MB.default
+    worker_batch_size: int = settings_table.WORKER_BATCH_SIZE.default
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
     alert_url_kms_key_arn: str | None = None
     alert_signing_kms_key_arn: str | None = None
-    tracing: bool = False
-    dashboard: bool = False
+    tracing: bool = settings_table.TRACING.default
+    dashboard: bool = settings_table.DASHBOARD.default
     table_warm_write_units: int | None = None
 
     @property
@@ -234,12 +209,18 @@ class StackConfig:
         )
 
     @property
-    def agent_settings(self) -> AgentSettings | None:
-        """The agent workflow's settings as it will read them, or None for another
-        workflow."""
-        if self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
-            return None
-        return AgentSettings.from_mapping(self.workflow_settings)
+    def shipped_workflow_settings(self) -> WorkflowSettings | None:
+        """A shipped workflow's settings as its own settings class reads them (the
+        agent's), or None for a workflow that declares none, or the deployer's own.
+
+        Raises:
+            SettingsError: the workflow's settings class refuses them.
+        """
+        shipped_as = {target: alias for alias, target in WORKFLOW_ALIASES.items()}
+        alias = shipped_as.get(self.workflow_code.target)
+        if alias is None:
+            return None  # the deployer's own: not imported where the stack is synthesized
+        return read_workflow_settings(alias, self.workflow_settings, shipped=SHIPPED)
 
     @property
     def batch_concurrency(self) -> int:
@@ -253,154 +234,14 @@ class StackConfig:
         Raises:
             ConfigError: when a value is malformed or out of range.
         """
-        defaults = cls()
-        config = cls(
-            stage=_text(context, STAGE, defaults.stage),
-            mcp_allowed_hosts=_hosts(context.get(MCP_ALLOWED_HOSTS)),
-            alarm_email=_optional_text(context, ALARM_EMAIL),
-            inbox_retention_days=_integer(
-                context, INBOX_RETENTION_DAYS, defaults.inbox_retention_days, low=4, high=3650
-            ),
-            worker_max_concurrency=_integer(
-                # The SQS event source accepts 2..1000.
-                context,
-                WORKER_MAX_CONCURRENCY,
-                defaults.worker_max_concurrency,
-                low=2,
-                high=1000,
-            ),
-            worker_max_attempts=_integer(
-                # The worker's settings accept 1..100 (SQS's maxReceiveCount would take
-                # 1000): more would fail every worker cold start.
-                context,
-                WORKER_MAX_ATTEMPTS,
-                defaults.worker_max_attempts,
-                low=1,
-                high=100,
-            ),
-            worker_workflow_seconds=_integer(
-                # The upper bound that fits the worker's timeout is checked by infra/worker.py.
-                context,
-                WORKER_WORKFLOW_SECONDS,
-                defaults.worker_workflow_seconds,
-                low=1,
-                high=900,
-            ),
-            worker_retry_horizon_hours=_integer(
-                # Up to RelayLink's own 3 days, which the work queue's 4-day retention
-                # outlasts.
-                context,
-                WORKER_RETRY_HORIZON_HOURS,
-                defaults.worker_retry_horizon_hours,
-                low=1,
-                high=retry_policy.MAX_RETRY_HORIZON_SECONDS // 3600,
-            ),
-            log_level=_text(context, LOG_LEVEL, defaults.log_level).upper(),
-            log_retention_days=_integer(
-                context, LOG_RETENTION_DAYS, defaults.log_retention_days, low=1, high=731
-            ),
-            signing_secrets_arn=_optional_text(context, SIGNING_SECRETS_ARN),
-            mcp_token_secret_arn=_optional_text(context, MCP_TOKEN_SECRET_ARN),
-            signing_secrets_kms_key_arn=_optional_text(context, SIGNING_SECRETS_KMS_KEY_ARN),
-            mcp_token_kms_key_arn=_optional_text(context, MCP_TOKEN_KMS_KEY_ARN),
-            notify_url=_optional_text(context, NOTIFY_URL),
-            workflow=_text(context, WORKFLOW, defaults.workflow),
-            api_rate_limit=_integer(
-                context, API_RATE_LIMIT, defaults.api_rate_limit, low=1, high=10_000
-            ),
-            api_burst_limit=_integer(
-                context, API_BURST_LIMIT, defaults.api_burst_limit, low=1, high=5_000
-            ),
-            received_log_shards=_integer(
-                context,
-                RECEIVED_LOG_SHARDS,
-                defaults.received_log_shards,
-                low=1,
-                high=table_layout.MAX_RECEIVED_LOG_SHARDS,
-            ),
-            # Lambda's stream event sources accept 1..10.
-            relay_parallelization_factor=_integer(
-                context,
-                RELAY_PARALLELIZATION_FACTOR,
-                defaults.relay_parallelization_factor,
-                low=1,
-                high=10,
-            ),
-            reconcile_every_minutes=_integer(
-                context, RECONCILE_EVERY_MINUTES, defaults.reconcile_every_minutes, low=1, high=60
-            ),
-            approval_wait_alarm_minutes=_integer(
-                context,
-                APPROVAL_WAIT_ALARM_MINUTES,
-                defaults.approval_wait_alarm_minutes,
-                low=5,
-                high=366 * 24 * 60,
-            ),
-            work_queue_age_alarm_minutes=_integer(
-                context,
-                WORK_QUEUE_AGE_ALARM_MINUTES,
-                defaults.work_queue_age_alarm_minutes,
-                low=5,
-                high=24 * 60,
-            ),
-            workflow_source=_folder(context, WORKFLOW_SOURCE),
-            workflow_requirements=_requirements(context.get(WORKFLOW_REQUIREMENTS)),
-            workflow_settings=_workflow_settings(context),
-            worker_managed_policy_arns=_arns(
-                context, WORKER_MANAGED_POLICY_ARNS, _MANAGED_POLICY_ARN, "an IAM policy ARN"
-            ),
-            worker_managed_policy_ack=_names(context, WORKER_MANAGED_POLICY_ACK),
-            worker_secret_arns=_arns(
-                context,
-                WORKER_SECRET_ARNS,
-                _SECRET_ARN,
-                "a complete Secrets Manager ARN (with its suffix)",
-            ),
-            worker_bedrock_model_arns=_arns(
-                context,
-                WORKER_BEDROCK_MODEL_ARNS,
-                _BEDROCK_ARN,
-                "a Bedrock model or inference profile ARN, without wildcards",
-            ),
-            # Lambda's limits; at least the MCP fetch's bounds and a model call.
-            worker_timeout_seconds=_integer(
-                context, WORKER_TIMEOUT_SECONDS, defaults.worker_timeout_seconds, low=30, high=900
-            ),
-            worker_memory_mb=_integer(
-                context, WORKER_MEMORY_MB, defaults.worker_memory_mb, low=128, high=10_240
-            ),
-            # An SQS event source takes up to 10 messages without a batching window.
-            worker_batch_size=_integer(
-                context,
-                WORKER_BATCH_SIZE,
-                defaults.worker_batch_size,
-                low=1,
-                high=event_source_limits.WORKER_BATCH_SIZE,
-            ),
-            worker_batch_concurrency=(
-                _integer(
-                    context,
-                    WORKER_BATCH_CONCURRENCY,
-                    0,
-                    low=1,
-                    high=event_source_limits.WORKER_BATCH_SIZE,
-                )
-                if context.get(WORKER_BATCH_CONCURRENCY) not in (None, "")
-                else None
-            ),
-            alert_email=_optional_text(context, ALERT_EMAIL),
-            alert_url_kms_key_arn=_optional_text(context, ALERT_URL_KMS_KEY_ARN),
-            alert_signing_kms_key_arn=_optional_text(context, ALERT_SIGNING_KMS_KEY_ARN),
-            tracing=_boolean(context, TRACING, defaults.tracing),
-            dashboard=_boolean(context, DASHBOARD, defaults.dashboard),
-            # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000
-            # (more once the quota is raised).
-            table_warm_write_units=(
-                _integer(context, TABLE_WARM_WRITE_UNITS, 0, low=4_000, high=400_000)
-                if context.get(TABLE_WARM_WRITE_UNITS) not in (None, "")
-                else None
-            ),
-        )
+        values = {
+            setting.key: _parse(context, setting)
+            for setting in settings_table.SETTINGS
+            if setting.context
+            and setting is not settings_table.WORKFLOW_SETTINGS
+            and not isinstance(setting, settings_table.WorkflowSetting)
+        }
+        config = cls(**values, workflow_settings=_workflow_settings(context))
         config.validate()
         return config
 
@@ -467,10 +308,6 @@ class StackConfig:
         if not self.mcp_allowed_hosts:
             # An empty allowlist would fail every package permanently: refuse to deploy it.
             raise ConfigError(f"{MCP_ALLOWED_HOSTS}: at least one host (e.g. *.relaylink.example)")
-        if self.log_level not in _LOG_LEVELS:
-            raise ConfigError(f"{LOG_LEVEL}: one of {', '.join(_LOG_LEVELS)}")
-        if self.log_retention_days not in LOG_RETENTION_CHOICES:
-            raise ConfigError(f"{LOG_RETENTION_DAYS}: one of {LOG_RETENTION_CHOICES}")
         if self.alarm_email is not None and not _EMAIL.match(self.alarm_email):
             raise ConfigError(f"{ALARM_EMAIL}: not an e-mail address")
         for key, arn in (
@@ -492,8 +329,9 @@ class StackConfig:
         if self.notify_url is not None and not self.notify_url.startswith("https://"):
             raise ConfigError(f"{NOTIFY_URL}: an https:// URL")
         # At least the rate, or the account's burst quota (5,000) for a rate above it.
-        if self.api_burst_limit < min(self.api_rate_limit, 5_000):
-            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT} (or 5000)")
+        quota = settings_table.API_BURST_LIMIT.high
+        if self.api_burst_limit < min(self.api_rate_limit, quota):
+            raise ConfigError(f"{API_BURST_LIMIT}: at least {API_RATE_LIMIT} (or {quota})")
         self._validate_worker()
 
     def _validate_worker(self) -> None:
@@ -518,10 +356,12 @@ class StackConfig:
             raise ConfigError(f"{WORKER_BATCH_CONCURRENCY}: at most {WORKER_BATCH_SIZE}")
         _ = self.dead_letter_retention_seconds  # no dead letter outlives its item
         try:
-            # The agent's own parser: the synth refuses what its cold start would.
-            _ = self.agent_settings
+            # The workflow's own settings class: the synth refuses what its cold start would.
+            _ = self.shipped_workflow_settings
         except SettingsError as exc:
-            raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}* (workflow agent): {exc}") from None
+            raise ConfigError(
+                f"{WORKFLOW_SETTING_PREFIX}* (workflow {self.workflow}): {exc}"
+            ) from None
 
     @property
     def alert_secrets(self) -> tuple[tuple[str, str | None], ...]:
@@ -599,11 +439,32 @@ def _region(arn: str) -> str:
     return arn.split(":")[3]
 
 
-def _text(context: Mapping[str, Any], key: str, default: str) -> str:
-    value = context.get(key, default)
+def _parse(context: Mapping[str, Any], setting: settings_table.Setting) -> Any:
+    """One context value, parsed and bounded as its row of the settings table says."""
+    if isinstance(setting, settings_table.Integer):
+        return _integer(context, setting)
+    if isinstance(setting, settings_table.OptionalInteger):
+        return _optional_integer(context, setting)
+    if isinstance(setting, settings_table.Text):
+        return _text(context, setting)
+    if isinstance(setting, settings_table.Flag):
+        return _boolean(context, setting.key, setting.default)
+    parse: Callable[[Mapping[str, Any], str], Any] = _FORMATTED.get(setting.key, _optional_text)
+    return parse(context, setting.key)
+
+
+def _text(context: Mapping[str, Any], setting: settings_table.Text) -> str:
+    key = setting.key
+    value = context.get(key, setting.default)
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key}: a non-empty string")
-    return value.strip()
+    if not setting.choices:
+        return value.strip()
+    # A choice in any case (``-c log_level=debug``), stored as the table spells it.
+    chosen = [choice for choice in setting.choices if choice.lower() == value.strip().lower()]
+    if not chosen:
+        raise ConfigError(f"{key}: one of {', '.join(setting.choices)}")
+    return chosen[0]
 
 
 def _boolean(context: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -627,8 +488,24 @@ def _optional_text(context: Mapping[str, Any], key: str) -> str | None:
     return value.strip()
 
 
-def _integer(context: Mapping[str, Any], key: str, default: int, *, low: int, high: int) -> int:
-    value = context.get(key, default)
+def _integer(context: Mapping[str, Any], setting: settings_table.Integer) -> int:
+    key, low, high = setting.key, setting.low, setting.high
+    value = _bounded(context.get(key, setting.default), key, low=low, high=high)
+    if setting.choices and value not in setting.choices:
+        raise ConfigError(f"{key}: one of {setting.choices}")
+    return value
+
+
+def _optional_integer(
+    context: Mapping[str, Any], setting: settings_table.OptionalInteger
+) -> int | None:
+    value = context.get(setting.key)
+    if value is None or value == "":
+        return None
+    return _bounded(value, setting.key, low=setting.low, high=setting.high)
+
+
+def _bounded(value: Any, key: str, *, low: int, high: int) -> int:
     # ``-c key=7`` arrives as a string; cdk.json gives a number. bool is an int: refuse it.
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
@@ -664,7 +541,7 @@ def _listed(value: Any, key: str) -> list[str]:
 
 
 def _arns(
-    context: Mapping[str, Any], key: str, pattern: re.Pattern[str], what: str
+    context: Mapping[str, Any], key: str, *, pattern: re.Pattern[str], what: str
 ) -> tuple[str, ...]:
     arns = [part.strip() for item in _listed(context.get(key), key) for part in item.split(",")]
     for arn in arns:
@@ -745,3 +622,32 @@ def _hosts(value: Any) -> tuple[str, ...]:
     except ValueError as exc:
         raise ConfigError(f"{MCP_ALLOWED_HOSTS}: {exc}") from None
     return policy.allowed_hosts
+
+
+def _hosts_of(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    return _hosts(context.get(key))
+
+
+def _requirements_of(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    return _requirements(context.get(key))
+
+
+# Context values whose form only infra checks (lists, ARNs, a folder); any other
+# formatted setting is an optional string (checked by ``StackConfig.validate``).
+_FORMATTED: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
+    MCP_ALLOWED_HOSTS: _hosts_of,
+    WORKFLOW_SOURCE: _folder,
+    WORKFLOW_REQUIREMENTS: _requirements_of,
+    WORKER_MANAGED_POLICY_ARNS: partial(
+        _arns, pattern=_MANAGED_POLICY_ARN, what="an IAM policy ARN"
+    ),
+    WORKER_MANAGED_POLICY_ACK: _names,
+    WORKER_SECRET_ARNS: partial(
+        _arns, pattern=_SECRET_ARN, what="a complete Secrets Manager ARN (with its suffix)"
+    ),
+    WORKER_BEDROCK_MODEL_ARNS: partial(
+        _arns,
+        pattern=_BEDROCK_ARN,
+        what="a Bedrock model or inference profile ARN, without wildcards",
+    ),
+}

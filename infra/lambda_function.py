@@ -15,7 +15,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.core import env_keys, metric_names
+from functions.core import env_names, metric_names
 from infra.bundle import FUNCTIONS, AssetRecipe
 from infra.config import StackConfig
 from infra.environments import application_log_level
@@ -123,10 +123,10 @@ def python_function(
         application_log_level_v2=_APPLICATION_LOG_LEVELS[application_log_level(config.log_level)],
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         environment={
-            env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
-            env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
-            env_keys.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
-            env_keys.ENV_POWERTOOLS_TRACE_DISABLED: "false" if config.tracing else "true",
+            env_names.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+            env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+            env_names.ENV_POWERTOOLS_LOG_LEVEL: config.log_level,
+            env_names.ENV_POWERTOOLS_TRACE_DISABLED: "false" if config.tracing else "true",
             **environment,
         },
     )

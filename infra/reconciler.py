@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import setting_defaults
+from functions.core import settings_table
 from infra.capacity import RECONCILER_TIMEOUT_SECONDS
 from infra.config import StackConfig
 from infra.environments import reconciler_environment
@@ -61,8 +61,12 @@ class Reconciler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.every = Duration.minutes(config.reconcile_every_minutes)
-        pending_age_seconds = setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS
-        self.received_age = Duration.seconds(min(pending_age_seconds, lease_seconds))
+        pending_age_seconds = settings_table.RECONCILE_PENDING_AGE_SECONDS.default
+        self.received_age = Duration.seconds(
+            settings_table.received_age_seconds(
+                pending_age_seconds=pending_age_seconds, lease=lease_seconds
+            )
+        )
         self.function: lambda_.Function = python_function(
             self,
             "Function",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from functions.core.settings_env import SettingsError
+from functions.core.env_parsers import SettingsError
 from infra.bundle import BundleError
 from infra.config import ConfigError
 from infra.distribution import LayoutError

@@ -14,7 +14,7 @@ from aws_cdk import Duration, Tags
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from functions.core import metric_names, setting_defaults
+from functions.core import metric_names, settings_table
 from functions.worker.settings import message_seconds
 from infra.alerts import Alerts
 from infra.archive import Archive
@@ -79,7 +79,7 @@ class RelayLinkReceiver(Construct):
         self.timing = WorkerTiming.for_timeout(
             config.worker_timeout_seconds,
             message_seconds=message_seconds(
-                mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
+                mcp_timeout_seconds=settings_table.MCP_TIMEOUT_SECONDS.default,
                 workflow_seconds=config.worker_workflow_seconds,
             ),
         )

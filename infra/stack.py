@@ -53,6 +53,10 @@ class ReceiverStack(Stack):
         CfnOutput(self, "SigningSecretsArn", value=built.secrets.signing_secrets.secret_arn)
         CfnOutput(self, "McpTokenSecretArn", value=built.secrets.mcp_token.secret_arn)
         CfnOutput(self, "TableName", value=built.table.table.table_name)
+        # Tells the operator commands which workflow runs (``budget show``).
+        CfnOutput(
+            self, "Workflow", value=built.config.workflow, description="The worker's workflow"
+        )
         CfnOutput(self, "AlarmTopicArn", value=built.monitoring.topic.topic_arn)
         CfnOutput(
             self,

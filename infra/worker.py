@@ -22,7 +22,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import event_source_limits, setting_defaults, steps
+from functions.core import event_source_limits, settings_table, steps
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS
 from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra.alerts import Alerts
@@ -40,10 +40,7 @@ from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, grant_item_actions
 
 VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
-# A live worker's lease must outlast its invocation, and a message that comes back after
-# a crash must find the lease expired: timeout < lease < visibility timeout. Five
-# timeouts sits between the two (180 s gives the 900 s lease the worker defaults to).
-LEASE_FACTOR = 5
+LEASE_FACTOR = settings_table.LEASE_FACTOR
 # SQS's longest visibility timeout.
 MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
 
@@ -76,14 +73,12 @@ class WorkerTiming:
         Raises:
             ValueError: the derived values break an invariant (see ``check_timing``).
         """
-        lease = timeout_seconds * LEASE_FACTOR
+        lease = settings_table.lease_seconds(timeout_seconds)
         timing = cls(
             timeout_seconds=timeout_seconds,
             lease_seconds=lease,
             visibility_timeout_seconds=timeout_seconds * VISIBILITY_TIMEOUT_FACTOR,
-            effect_age_seconds=max(
-                setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS, 2 * lease
-            ),
+            effect_age_seconds=settings_table.effect_age_seconds(lease),
         )
         check_timing(
             timeout_s=timing.timeout_seconds,
@@ -269,9 +264,9 @@ class Worker(Construct):
             )
             ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
         models = list(config.worker_bedrock_model_arns)
-        agent = config.agent_settings
-        if agent is not None and agent.bedrock_endpoint_url is None:
-            models.insert(0, foundation_model_arn(self, agent.model_id))
+        workflow = config.shipped_workflow_settings
+        for model_id in reversed(workflow.bedrock_model_ids if workflow else ()):
+            models.insert(0, foundation_model_arn(self, model_id))
         if models:
             self.grant_workflow(
                 iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=models)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cli.aws_clients import AwsClients
 from cli.state import Resources
-from functions.core import setting_defaults
+from functions.core import settings_table
 from infra.schema import TABLE, max_receive_count_for, table_definition, work_queue_attributes
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def create_stack_resources(
         # The local worker retries within the deployed default horizon.
         max_receive_count=max_receive_count_for(
             max_attempts,
-            retry_horizon_seconds=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+            retry_horizon_seconds=settings_table.WORKER_RETRY_HORIZON_HOURS.env_default,
             retry_base_seconds=retry_base_seconds,
         ),
         visibility_timeout=visibility_timeout,

@@ -40,7 +40,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from functions.core import env_keys, event_source_limits, table_layout
+from functions.core import env_names, event_source_limits, table_layout
 from local import lambda_logging
 from local.child import (
     LambdaContext,
@@ -363,7 +363,7 @@ class QueueMapping:
 
 def _describe(exc: BaseException) -> str:
     """The exception's type; a settings error's message too (it names a variable only)."""
-    from functions.core.settings_env import SettingsError  # noqa: PLC0415
+    from functions.core.env_parsers import SettingsError  # noqa: PLC0415
 
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, SettingsError) else type(exc).__name__
 
@@ -447,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     queue = QueueMapping(
         sqs=sqs,
-        queue_url=os.environ[env_keys.ENV_WORK_QUEUE_URL],
+        queue_url=os.environ[env_names.ENV_WORK_QUEUE_URL],
         handler=worker.lambda_handler,
         region=region,
     )
@@ -491,7 +491,7 @@ def _build_the_worker(worker: ModuleType) -> None:
     try:
         worker.container_deps.get()
     except Exception as exc:  # noqa: BLE001 (whatever the team's factory raises: reported)
-        workflow = os.environ.get(env_keys.ENV_WORKFLOW, "")
+        workflow = os.environ.get(env_names.ENV_WORKFLOW, "")
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         refuse_start(f"the worker cannot build workflow {workflow!r}: {detail}")
 

@@ -11,7 +11,8 @@ import json
 import os
 
 from cli.state import LocalState
-from functions.core import env_keys, metric_names, setting_defaults
+from functions.core import env_names, metric_names, settings_table
+from functions.workflows.model_client import DEFAULT_MODEL_ID
 from infra.environments import (
     application_log_level,
     receiver_environment,
@@ -31,8 +32,8 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
     environment.update(state.client_environment())
     environment.update(
         {
-            env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
-            env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+            env_names.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+            env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
             **lambda_log_environment(options.log_level),
             "PYTHONUNBUFFERED": "1",
         }
@@ -45,9 +46,9 @@ def lambda_log_environment(log_level: str) -> dict[str, str]:
     level (the stack sets it) and the format and application log level Lambda sets
     from the function's logging configuration (``infra/lambda_function.py``)."""
     return {
-        env_keys.ENV_POWERTOOLS_LOG_LEVEL: log_level,
-        env_keys.ENV_LAMBDA_LOG_FORMAT: LAMBDA_JSON_FORMAT,
-        env_keys.ENV_LAMBDA_LOG_LEVEL: application_log_level(log_level),
+        env_names.ENV_POWERTOOLS_LOG_LEVEL: log_level,
+        env_names.ENV_LAMBDA_LOG_FORMAT: LAMBDA_JSON_FORMAT,
+        env_names.ENV_LAMBDA_LOG_LEVEL: application_log_level(log_level),
     }
 
 
@@ -59,7 +60,7 @@ def front_door_environment(state: LocalState, options: StackOptions) -> dict[str
         **receiver_environment(
             table_name=resources.table_name,
             signing_secrets_arn=resources.signing_secrets_arn,
-            inbox_retention_days=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
+            inbox_retention_days=settings_table.INBOX_RETENTION_DAYS.default,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
         ),
     }
@@ -109,7 +110,7 @@ def worker_side_environment(
                 raise ValueError(f"functions disagree on {key}")
             merged[key] = value
     # Local only: the demo MCP server is plain HTTP on loopback.
-    merged[env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
+    merged[env_names.ENV_MCP_ALLOW_INSECURE_LOOPBACK] = "true"
     environment = {**_base_environment(state, options), **merged}
     if options.workflow_source:
         # What the deployed worker's asset holds at its root: the workflow folder.
@@ -124,12 +125,12 @@ def agent_environment(state: LocalState, options: StackOptions) -> dict[str, str
     """The agent workflow's settings: the Bedrock emulator, and the alert topic."""
     settings = {
         "bedrock_endpoint_url": state.bedrock_url,
-        "model_id": setting_defaults.DEFAULT_AGENT_MODEL_ID,
+        "model_id": DEFAULT_MODEL_ID,
         "max_tokens": str(options.model_max_tokens),
         "daily_token_budget": str(options.daily_token_budget),
         **options.workflow_settings,
     }
     return {
-        env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings, sort_keys=True),
-        env_keys.ENV_ALERT_TOPIC_ARN: state.resources.alert_topic_arn,
+        env_names.ENV_WORKFLOW_SETTINGS: json.dumps(settings, sort_keys=True),
+        env_names.ENV_ALERT_TOPIC_ARN: state.resources.alert_topic_arn,
     }

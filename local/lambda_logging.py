@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from functions.core import env_keys
+from functions.core import env_names
 from functions.core.log_levels import level_number
 
 LAMBDA_JSON_FORMAT = "JSON"
@@ -115,9 +115,9 @@ class LambdaJsonFormatter(logging.Formatter):
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Lambda's runtime set-up and log filter in this process (JSON format only:
     with the text format Lambda filters nothing and leaves the root logger alone)."""
-    if environ.get(env_keys.ENV_LAMBDA_LOG_FORMAT, "").upper() != LAMBDA_JSON_FORMAT:
+    if environ.get(env_names.ENV_LAMBDA_LOG_FORMAT, "").upper() != LAMBDA_JSON_FORMAT:
         return
-    threshold = level_number(environ.get(env_keys.ENV_LAMBDA_LOG_LEVEL)) or (
+    threshold = level_number(environ.get(env_names.ENV_LAMBDA_LOG_LEVEL)) or (
         DEFAULT_APPLICATION_LEVEL
     )
     sys.stdout = LevelFilteredStream(sys.stdout, threshold)

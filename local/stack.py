@@ -214,6 +214,7 @@ class LocalStack:
             mcp_token=token,
             resources=resources,
             bedrock_url=self.bedrock.url if self.bedrock is not None else "",
+            workflow=options.workflow,
             aws_access_key_id=self.emulator.credentials.access_key_id,
             aws_secret_access_key=self.emulator.credentials.secret_access_key,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from functions.core import setting_defaults
+from functions.core import settings_table
 
 AGENT_WORKFLOW = "agent"
 
@@ -25,7 +25,7 @@ class StackOptions:
     aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
     relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
     worker_concurrency: int = 2
-    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS
+    max_attempts: int = settings_table.WORKER_MAX_ATTEMPTS.default
     mcp_timeout_seconds: int = 2
     # A message starts only while the invocation has the MCP fetch's bound (12 s at a 2 s
     # timeout) plus this left, and the emulated invocation has 60 s.
@@ -34,7 +34,7 @@ class StackOptions:
     visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
     retry_base_seconds: int = 1  # deployed: 15
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
-    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
+    secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default
     log_level: str = "INFO"
     receiver_clock_start: int | None = None  # replaying recorded requests (test vectors)
     receiver_clock_frozen: bool = False  # ... at their exact boundaries

@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from functions.core import env_keys
+from functions.core import env_names
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.settings import Settings
@@ -88,7 +88,7 @@ def run() -> list[Row]:
             create_table(dynamodb, table)
             arn = create_secret(secretsmanager, name=table, value=json.dumps(secrets))
             settings = Settings.from_env(
-                {env_keys.ENV_TABLE_NAME: table, env_keys.ENV_SIGNING_SECRETS_ARN: arn}
+                {env_names.ENV_TABLE_NAME: table, env_names.ENV_SIGNING_SECRETS_ARN: arn}
             )
             handler.container_deps.set(
                 handler.build_deps(

@@ -15,7 +15,11 @@ from typing import Any, Final
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.budget import TokenBudget
 from functions.core.ports.budget import BudgetDay
+from functions.workflows.wiring import WORKFLOW_ALIASES
 from ops.target import Target
+
+# The shipped workflows that call no model: nothing reserves tokens under them.
+_WITHOUT_MODEL: Final = frozenset({WORKFLOW_ALIASES["archive"], WORKFLOW_ALIASES["notify"]})
 
 # The store's fallback when no day and no operator gave a limit; only ever read back
 # (never written: the operator never reserves), and shown as "not set".
@@ -45,6 +49,13 @@ class BudgetStatus:
             "reserved": self.reserved,
             "used": self.used,
         }
+
+
+def has_no_model_budget(workflow: str | None) -> bool:
+    """Whether the workflow is known to call no model, so that no budget applies to it
+    (``archive``, ``notify``); False for the agent, a deployer's own workflow (which may
+    call a model through the model client) and a target that does not say."""
+    return workflow is not None and WORKFLOW_ALIASES.get(workflow, workflow) in _WITHOUT_MODEL
 
 
 def _budget(target: Target) -> TokenBudget:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 OUTPUT_TABLE: Final = "TableName"
 OUTPUT_WORK_QUEUE: Final = "WorkQueueUrl"
 OUTPUT_DEAD_LETTER_QUEUE: Final = "WorkDeadLetterQueueUrl"
+OUTPUT_WORKFLOW: Final = "Workflow"  # absent from a stack deployed before it existed
 # Later than any state change: the index query's "changed before" bound for "all".
 _END_OF_TIME: Final = 2**53
 
@@ -57,6 +58,9 @@ class Target:
     # SQS long-poll wait of redrive's receives: short polls may miss messages on SQS,
     # while the local emulator serves one request at a time and must not be held.
     receive_wait_seconds: int = 1
+    # The worker's workflow (its ``workflow`` setting), or None when the target does not
+    # say (a stack or a state file from before it was recorded).
+    workflow: str | None = None
     # Fresh receipts already read listed or ended: a console refreshing every few
     # seconds then reads only the new and the still open ones (fresh_open).
     settled: dynamodb_received_log.SettledReceipts = field(
@@ -95,6 +99,7 @@ class Target:
             table_name=outputs[OUTPUT_TABLE],
             work_queue_url=outputs[OUTPUT_WORK_QUEUE],
             dead_letter_queue_url=outputs[OUTPUT_DEAD_LETTER_QUEUE],
+            workflow=outputs.get(OUTPUT_WORKFLOW),
         )
 
     @classmethod
@@ -107,6 +112,7 @@ class Target:
             work_queue_url=state.resources.work_queue_url,
             dead_letter_queue_url=state.resources.dead_letter_queue_url,
             receive_wait_seconds=0,
+            workflow=state.workflow or None,
         )
 
     def claims(self) -> DynamoDbClaims:

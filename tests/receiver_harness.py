@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core import setting_defaults, table_layout
+from functions.core import settings_table, table_layout
 from functions.receiver import handler
 from local.testkit.aws_calls import AwsCalls
 from local.testkit.clock import FakeClock, WaitingRoom
@@ -98,7 +98,7 @@ def make_receiver(
     *,
     secrets: list[str],
     now: int,
-    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = settings_table.SECRETS_MAX_AGE_SECONDS.default,
     secret_value: str | None = None,
 ) -> Receiver:
     """Empty the table, create the secret, build deps with fresh watched clients, install."""

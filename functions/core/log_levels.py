@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Final
 
-from functions.core import env_keys
+from functions.core import env_names
 
 _BY_NAME: Final = {
     "TRACE": logging.DEBUG,  # Python has nothing finer; Lambda's runtime maps it so too
@@ -39,7 +39,7 @@ def function_log_level(environ: Mapping[str, str]) -> int | None:
     (Powertools itself lets Lambda's level win even when it is the more verbose one.)
     """
     levels = [
-        level_number(environ.get(env_keys.ENV_LAMBDA_LOG_LEVEL)),
-        level_number(environ.get(env_keys.ENV_POWERTOOLS_LOG_LEVEL)),
+        level_number(environ.get(env_names.ENV_LAMBDA_LOG_LEVEL)),
+        level_number(environ.get(env_names.ENV_POWERTOOLS_LOG_LEVEL)),
     ]
     return max((level for level in levels if level is not None), default=None)

@@ -36,7 +36,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.shared.functions import strtobool
 
-from functions.core import env_keys, metric_names, redaction
+from functions.core import env_names, metric_names, redaction
 from functions.core.log_formatter import JsonLineFormatter
 from functions.core.log_levels import function_log_level
 
@@ -118,7 +118,7 @@ def apply_trace_setting(environ: Mapping[str, str]) -> None:
     docs/cost.md) and an environment read per line.
     """
     try:
-        disabled = strtobool(environ.get(env_keys.ENV_POWERTOOLS_TRACE_DISABLED, "false"))
+        disabled = strtobool(environ.get(env_names.ENV_POWERTOOLS_TRACE_DISABLED, "false"))
     except ValueError:  # not a truth value: Powertools' tracer would refuse it, not us
         disabled = False
     if disabled:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from functions.core import metric_names, setting_defaults
+from functions.core import metric_names, settings_table
 from functions.core.approval import AwaitingApproval
 from functions.core.claim import (
     ITEM_EXPIRED,
@@ -118,7 +118,7 @@ class ProcessConfig:
     max_attempts: int
     lease_seconds: int
     retry_base_seconds: int = RETRY_BASE_SECONDS
-    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    retry_horizon_seconds: int = settings_table.WORKER_RETRY_HORIZON_HOURS.env_default
     alone_after: int = 2
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from functions.core.clock import Clock
 from functions.core.ports.workflow import Workflow
@@ -48,6 +48,66 @@ class WorkflowContext:
 
 # A shipped workflow's factory: checks the context and builds the workflow.
 WorkflowFactory = Callable[["WorkflowContext"], Workflow]
+
+
+class WorkflowSettings(Protocol):
+    """A workflow's own settings, read and checked by its settings class."""
+
+    @property
+    def bedrock_model_ids(self) -> tuple[str, ...]:
+        """The Bedrock models the workflow invokes (the stack grants InvokeModel on them)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FactoryWithSettings:
+    """A workflow factory that declares how its settings (``WORKFLOW_SETTINGS``) are
+    read, so that the synth refuses, with the workflow's own message, what its cold
+    start would (:func:`read_workflow_settings`).
+
+    Attributes:
+        build: The factory itself.
+        read_settings: The settings class's reader; raises ``SettingsError``.
+    """
+
+    build: Callable[[WorkflowContext], Workflow]
+    read_settings: Callable[[Mapping[str, str]], WorkflowSettings]
+
+    def __call__(self, context: WorkflowContext) -> Workflow:
+        return self.build(context)
+
+
+def reads_settings(
+    read: Callable[[Mapping[str, str]], WorkflowSettings],
+) -> Callable[[Callable[[WorkflowContext], Workflow]], FactoryWithSettings]:
+    """Declare a factory's settings reader: ``@reads_settings(MySettings.from_mapping)``."""
+
+    def declare(build: Callable[[WorkflowContext], Workflow]) -> FactoryWithSettings:
+        return FactoryWithSettings(build=build, read_settings=read)
+
+    return declare
+
+
+def factory_name(factory: WorkflowFactory) -> str:
+    """The attribute a shipped factory is found under (a declared one's own function)."""
+    built = factory.build if isinstance(factory, FactoryWithSettings) else factory
+    return built.__name__
+
+
+def read_workflow_settings(
+    spec: str, settings: Mapping[str, str], *, shipped: Mapping[str, WorkflowFactory]
+) -> WorkflowSettings | None:
+    """A shipped workflow's settings as its own class reads them, or None for a workflow
+    that declares no reader. A deployer's own workflow (not an alias) is not imported
+    here: its requirements need not be installed where the stack is synthesized.
+
+    Raises:
+        SettingsError: the workflow's reader refuses the settings.
+    """
+    factory = shipped.get(spec)
+    if not isinstance(factory, FactoryWithSettings):
+        return None
+    return factory.read_settings(settings)
 
 
 def load_workflow(

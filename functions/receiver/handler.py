@@ -25,10 +25,10 @@ from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.adapters.storage_retry import StorageRetry
 from functions.core.clock import Clock, SystemClock
 from functions.core.delivery import InvalidReason
+from functions.core.env_parsers import SettingsError
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import log_with_counts, logger
-from functions.core.settings_env import SettingsError
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
 

@@ -6,19 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import env_keys, setting_defaults, table_layout
-from functions.core.settings_env import BoundedInteger, required, secret_arn
-from functions.core.shared_settings import RECEIVED_LOG_SHARDS, SECRETS_MAX_AGE_SECONDS
+from functions.core import env_names, settings_table
+from functions.core.env_parsers import required, secret_arn
 
-# RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
-# item that expired earlier would let a late retry be accepted a second time.
-MIN_RETENTION_DAYS: Final = 4
-INBOX_RETENTION_DAYS: Final = BoundedInteger(
-    env_keys.ENV_INBOX_RETENTION_DAYS,
-    default=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
-    low=MIN_RETENTION_DAYS,
-    high=3650,
-)
+INBOX_RETENTION_DAYS: Final = settings_table.INBOX_RETENTION_DAYS.env_integer()
+SECRETS_MAX_AGE_SECONDS: Final = settings_table.SECRETS_MAX_AGE_SECONDS.env_integer()
+RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +20,9 @@ class Settings:
 
     table_name: str
     signing_secrets_arn: str
-    secrets_max_age_seconds: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS
-    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
-    received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+    secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default
+    inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default
+    received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default
 
     @property
     def retention_seconds(self) -> int:
@@ -43,8 +36,8 @@ class Settings:
             SettingsError: a required variable is missing or a value is out of range.
         """
         return cls(
-            table_name=required(env, env_keys.ENV_TABLE_NAME),
-            signing_secrets_arn=secret_arn(env, env_keys.ENV_SIGNING_SECRETS_ARN),
+            table_name=required(env, env_names.ENV_TABLE_NAME),
+            signing_secrets_arn=secret_arn(env, env_names.ENV_SIGNING_SECRETS_ARN),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
             received_log_shards=RECEIVED_LOG_SHARDS.read(env),

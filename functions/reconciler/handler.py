@@ -90,7 +90,7 @@ def build_deps(
         config=ReconcileConfig(
             pending_age_seconds=settings.pending_age_seconds,
             effect_age_seconds=settings.effect_age_seconds,
-            received_age_seconds=min(settings.pending_age_seconds, settings.lease_seconds),
+            received_age_seconds=settings.received_age_seconds,
         ),
         approvals=DynamoDbApprovals(client=dynamodb, table_name=settings.table_name),
     )

@@ -6,24 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import env_keys, setting_defaults
-from functions.core.settings_env import BoundedInteger, SettingsError, required
-from functions.core.shared_settings import LEASE_SECONDS, RECEIVED_LOG_SHARDS
+from functions.core import env_names, settings_table
+from functions.core.env_parsers import SettingsError, required
 
-_DAY = 24 * 3600
-
-PENDING_AGE_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS,
-    default=setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-    low=60,
-    high=_DAY,
-)
-EFFECT_AGE_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS,
-    default=setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
-    low=60,
-    high=7 * _DAY,
-)
+LEASE_SECONDS: Final = settings_table.WORKER_LEASE_SECONDS.env_integer()
+RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
+PENDING_AGE_SECONDS: Final = settings_table.RECONCILE_PENDING_AGE_SECONDS.env_integer()
+EFFECT_AGE_SECONDS: Final = settings_table.RECONCILE_EFFECT_AGE_SECONDS.env_integer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +24,13 @@ class Settings:
     effect_age_seconds: int
     received_log_shards: int
 
+    @property
+    def received_age_seconds(self) -> int:
+        """How old a receipt gets before a run looks at it."""
+        return settings_table.received_age_seconds(
+            pending_age_seconds=self.pending_age_seconds, lease=self.lease_seconds
+        )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read exactly the reconciler's variables.
@@ -44,8 +40,8 @@ class Settings:
                 not exceed the worker's lease (a live worker may hold an intent that long).
         """
         settings = cls(
-            table_name=required(env, env_keys.ENV_TABLE_NAME),
-            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
+            table_name=required(env, env_names.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_names.ENV_WORK_QUEUE_URL),
             lease_seconds=LEASE_SECONDS.read(env),
             pending_age_seconds=PENDING_AGE_SECONDS.read(env),
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
@@ -53,7 +49,7 @@ class Settings:
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(
-                f"{env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed "
-                f"{env_keys.ENV_LEASE_SECONDS}"
+                f"{env_names.ENV_RECONCILE_EFFECT_AGE_SECONDS} must exceed "
+                f"{env_names.ENV_LEASE_SECONDS}"
             )
         return settings

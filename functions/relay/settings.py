@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from functions.core import env_keys
-from functions.core.settings_env import required
+from functions.core import env_names
+from functions.core.env_parsers import required
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,4 +20,4 @@ class Settings:
         Raises:
             SettingsError: a required variable is missing.
         """
-        return cls(work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL))
+        return cls(work_queue_url=required(env, env_names.ENV_WORK_QUEUE_URL))

@@ -6,10 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from functions.core import env_keys, event_source_limits, retry_policy, setting_defaults
+from functions.core import env_names, settings_table
 from functions.core.adapters import mcp_timing
-from functions.core.settings_env import (
-    BoundedInteger,
+from functions.core.env_parsers import (
     boolean,
     host_list,
     optional,
@@ -17,41 +16,15 @@ from functions.core.settings_env import (
     secret_arn,
     string_map,
 )
-from functions.core.shared_settings import LEASE_SECONDS, SECRETS_MAX_AGE_SECONDS
 
-MCP_TIMEOUT_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_MCP_TIMEOUT_SECONDS,
-    default=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
-    low=1,
-    high=120,
-)
-MAX_ATTEMPTS: Final = BoundedInteger(
-    env_keys.ENV_MAX_ATTEMPTS, default=setting_defaults.DEFAULT_MAX_ATTEMPTS, low=1, high=100
-)
-RETRY_BASE_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RETRY_BASE_SECONDS,
-    default=retry_policy.RETRY_BASE_SECONDS,
-    low=1,
-    high=retry_policy.MAX_RETRY_DELAY_SECONDS,
-)
-RETRY_HORIZON_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_RETRY_HORIZON_SECONDS,
-    default=setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
-    low=1,
-    high=retry_policy.MAX_RETRY_HORIZON_SECONDS,
-)
-BATCH_CONCURRENCY: Final = BoundedInteger(
-    env_keys.ENV_BATCH_CONCURRENCY,
-    default=setting_defaults.DEFAULT_BATCH_CONCURRENCY,
-    low=1,
-    high=event_source_limits.WORKER_BATCH_SIZE,
-)
-WORKFLOW_SECONDS: Final = BoundedInteger(
-    env_keys.ENV_WORKFLOW_SECONDS,
-    default=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
-    low=1,
-    high=900,  # Lambda's longest timeout
-)
+MCP_TIMEOUT_SECONDS: Final = settings_table.MCP_TIMEOUT_SECONDS.env_integer()
+MAX_ATTEMPTS: Final = settings_table.WORKER_MAX_ATTEMPTS.env_integer()
+RETRY_BASE_SECONDS: Final = settings_table.WORKER_RETRY_BASE_SECONDS.env_integer()
+RETRY_HORIZON_SECONDS: Final = settings_table.WORKER_RETRY_HORIZON_HOURS.env_integer()
+BATCH_CONCURRENCY: Final = settings_table.WORKER_BATCH_CONCURRENCY.env_integer()
+WORKFLOW_SECONDS: Final = settings_table.WORKER_WORKFLOW_SECONDS.env_integer()
+LEASE_SECONDS: Final = settings_table.WORKER_LEASE_SECONDS.env_integer()
+SECRETS_MAX_AGE_SECONDS: Final = settings_table.SECRETS_MAX_AGE_SECONDS.env_integer()
 # Kept back from the end of an invocation: recording the last outcomes and answering.
 DEADLINE_MARGIN_SECONDS: Final = 5.0
 
@@ -79,12 +52,12 @@ class Settings:
     max_attempts: int
     lease_seconds: int
     secrets_max_age_seconds: int
-    retry_base_seconds: int = retry_policy.RETRY_BASE_SECONDS
-    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    retry_base_seconds: int = settings_table.WORKER_RETRY_BASE_SECONDS.default
+    retry_horizon_seconds: int = settings_table.WORKER_RETRY_HORIZON_HOURS.env_default
     workflow_settings: Mapping[str, str] = field(default_factory=dict)
     alert_topic_arn: str | None = None
-    batch_concurrency: int = setting_defaults.DEFAULT_BATCH_CONCURRENCY
-    workflow_seconds: int = setting_defaults.DEFAULT_WORKFLOW_SECONDS
+    batch_concurrency: int = BATCH_CONCURRENCY.default
+    workflow_seconds: int = settings_table.WORKER_WORKFLOW_SECONDS.default
 
     @property
     def message_seconds(self) -> float:
@@ -105,23 +78,23 @@ class Settings:
             SettingsError: a required variable is missing or a value is out of range.
         """
         return cls(
-            table_name=required(env, env_keys.ENV_TABLE_NAME),
-            work_queue_url=required(env, env_keys.ENV_WORK_QUEUE_URL),
-            dead_letter_queue_url=required(env, env_keys.ENV_DEAD_LETTER_QUEUE_URL),
-            mcp_token_secret_arn=secret_arn(env, env_keys.ENV_MCP_TOKEN_SECRET_ARN),
-            mcp_allowed_hosts=host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS),
-            mcp_allow_insecure_loopback=boolean(env, env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
+            table_name=required(env, env_names.ENV_TABLE_NAME),
+            work_queue_url=required(env, env_names.ENV_WORK_QUEUE_URL),
+            dead_letter_queue_url=required(env, env_names.ENV_DEAD_LETTER_QUEUE_URL),
+            mcp_token_secret_arn=secret_arn(env, env_names.ENV_MCP_TOKEN_SECRET_ARN),
+            mcp_allowed_hosts=host_list(env, env_names.ENV_MCP_ALLOWED_HOSTS),
+            mcp_allow_insecure_loopback=boolean(env, env_names.ENV_MCP_ALLOW_INSECURE_LOOPBACK),
             mcp_timeout_seconds=MCP_TIMEOUT_SECONDS.read(env),
-            workflow=optional(env, env_keys.ENV_WORKFLOW) or setting_defaults.DEFAULT_WORKFLOW,
-            notify_url=optional(env, env_keys.ENV_NOTIFY_URL),
-            archive_bucket=optional(env, env_keys.ENV_ARCHIVE_BUCKET),
+            workflow=optional(env, env_names.ENV_WORKFLOW) or settings_table.WORKFLOW.default,
+            notify_url=optional(env, env_names.ENV_NOTIFY_URL),
+            archive_bucket=optional(env, env_names.ENV_ARCHIVE_BUCKET),
             max_attempts=MAX_ATTEMPTS.read(env),
             lease_seconds=LEASE_SECONDS.read(env),
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             retry_base_seconds=RETRY_BASE_SECONDS.read(env),
             retry_horizon_seconds=RETRY_HORIZON_SECONDS.read(env),
-            workflow_settings=string_map(env, env_keys.ENV_WORKFLOW_SETTINGS),
-            alert_topic_arn=optional(env, env_keys.ENV_ALERT_TOPIC_ARN),
+            workflow_settings=string_map(env, env_names.ENV_WORKFLOW_SETTINGS),
+            alert_topic_arn=optional(env, env_names.ENV_ALERT_TOPIC_ARN),
             batch_concurrency=BATCH_CONCURRENCY.read(env),
             workflow_seconds=WORKFLOW_SECONDS.read(env),
         )

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval
 from functions.core.effects import EffectMode, idempotency_key
+from functions.core.env_parsers import SettingsError, flag, integer, number, optional
 from functions.core.model_step import ModelReply
-from functions.core.settings_env import SettingsError, flag, integer, number, optional
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt
 from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
@@ -216,6 +216,11 @@ class AgentSettings:
     @property
     def approval_timeout_seconds(self) -> int:
         return max(1, math.ceil(self.approval_timeout_minutes * 60))
+
+    @property
+    def bedrock_model_ids(self) -> tuple[str, ...]:
+        """The model the stack grants InvokeModel on; none for another endpoint."""
+        return () if self.bedrock_endpoint_url is not None else (self.model_id,)
 
     @property
     def has_alert_url(self) -> bool:

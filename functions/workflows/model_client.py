@@ -39,11 +39,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from functions.core import metric_names, setting_defaults
+from functions.core import metric_names
+from functions.core.env_parsers import SettingsError, integer, number, optional
 from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, TransientError
 from functions.core.model_step import ModelCall, ModelReply, ToolUse
 from functions.core.observability import logger
-from functions.core.settings_env import SettingsError, integer, number, optional
 from functions.core.spend import new_call_id
 from functions.workflows.agent_prompt import AgentPrompt, sanitize_model_output
 
@@ -61,7 +61,8 @@ SETTING_MAX_TOKENS: Final = "max_tokens"
 SETTING_TEMPERATURE: Final = "temperature"
 SETTING_DAILY_TOKEN_BUDGET: Final = "daily_token_budget"  # noqa: S105 (a setting's name)
 SETTING_BEDROCK_ENDPOINT_URL: Final = "bedrock_endpoint_url"
-DEFAULT_MODEL_ID: Final = setting_defaults.DEFAULT_AGENT_MODEL_ID
+# The agent workflow's model; infra grants InvokeModel on it.
+DEFAULT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_TEMPERATURE: Final = 0.2
 DEFAULT_DAILY_TOKEN_BUDGET: Final = 1_000_000

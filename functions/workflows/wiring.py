@@ -22,9 +22,15 @@ from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
+from functions.core.env_parsers import flag
 from functions.core.ports.workflow import Workflow
-from functions.core.settings_env import flag
-from functions.core.workflow import WorkflowContext, WorkflowFactory, load_workflow
+from functions.core.workflow import (
+    WorkflowContext,
+    WorkflowFactory,
+    factory_name,
+    load_workflow,
+    reads_settings,
+)
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
 from functions.workflows.adapters.alert_signing import AlertSigner
@@ -88,6 +94,7 @@ def build_notify(context: WorkflowContext) -> NotifyWorkflow:
     )
 
 
+@reads_settings(AgentSettings.from_mapping)
 def build_agent(context: WorkflowContext) -> AgentWorkflow:
     """``WORKFLOW=agent``: archive, summarise with Bedrock, alert over SNS and/or HTTP.
 
@@ -268,7 +275,7 @@ SHIPPED: Final[Mapping[str, WorkflowFactory]] = {
 _ASSET_MODULE: Final = __name__[__name__.index("functions.") :]
 # Each alias as the ``module:attribute`` it stands for.
 WORKFLOW_ALIASES: Final[Mapping[str, str]] = {
-    alias: f"{_ASSET_MODULE}:{factory.__name__}" for alias, factory in SHIPPED.items()
+    alias: f"{_ASSET_MODULE}:{factory_name(factory)}" for alias, factory in SHIPPED.items()
 }
 
 

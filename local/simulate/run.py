@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from functions.core import table_layout
+from functions.core import settings_table, table_layout
 from functions.core.accept import AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
@@ -53,16 +53,6 @@ from functions.core.ports.effects import EffectStatus
 from functions.core.ports.workflow import Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
-from functions.core.setting_defaults import (
-    DEFAULT_INBOX_RETENTION_DAYS,
-    DEFAULT_LEASE_SECONDS,
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MCP_TIMEOUT_SECONDS,
-    DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
-    DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-    DEFAULT_RETRY_HORIZON_SECONDS,
-    DEFAULT_WORKFLOW_SECONDS,
-)
 from functions.core.signature import SigningSecret
 from functions.core.steps import StepStorage
 from functions.relay.handler import Deps as RelayDeps
@@ -113,8 +103,11 @@ RECEIVER_TIMEOUT_SECONDS: Final = 8
 RELAY_TIMEOUT_SECONDS: Final = 60
 RECONCILER_TIMEOUT_SECONDS: Final = 60
 RECONCILE_EVERY_SECONDS: Final = 300
-RECEIVED_AGE_SECONDS: Final = min(DEFAULT_RECONCILE_PENDING_AGE_SECONDS, DEFAULT_LEASE_SECONDS)
-RETENTION_SECONDS: Final = DEFAULT_INBOX_RETENTION_DAYS * DAY_SECONDS
+RECEIVED_AGE_SECONDS: Final = min(
+    settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
+    settings_table.WORKER_LEASE_SECONDS.default,
+)
+RETENTION_SECONDS: Final = settings_table.INBOX_RETENTION_DAYS.default * DAY_SECONDS
 SENDER_ATTEMPTS: Final = 8  # RelayLink's retries, 30 s doubling (docs/contract.md)
 MAIN_PHASE_SECONDS: Final = 3 * DAY_SECONDS  # the retry horizon, an outage and a requeue
 LATE_PHASE_SECONDS: Final = 4 * DAY_SECONDS  # TTL lags, a late visit, then quiet
@@ -286,7 +279,8 @@ class Simulation:
         self.schedule = Schedule(seed, replay)
         self.world = world = World(seed, self.schedule)
         world.max_receives = max_receive_count_for(
-            DEFAULT_MAX_ATTEMPTS, retry_horizon_seconds=DEFAULT_RETRY_HORIZON_SECONDS
+            settings_table.WORKER_MAX_ATTEMPTS.default,
+            retry_horizon_seconds=settings_table.WORKER_RETRY_HORIZON_HOURS.env_default,
         )
         world.visibility_seconds = WORKER_TIMEOUT_SECONDS * VISIBILITY_TIMEOUT_FACTOR
         self.metrics = Metrics()
@@ -304,9 +298,9 @@ class Simulation:
             clock=world,
             metrics=self.metrics,
             config=ProcessConfig(
-                max_attempts=DEFAULT_MAX_ATTEMPTS,
-                lease_seconds=DEFAULT_LEASE_SECONDS,
-                retry_horizon_seconds=DEFAULT_RETRY_HORIZON_SECONDS,
+                max_attempts=settings_table.WORKER_MAX_ATTEMPTS.default,
+                lease_seconds=settings_table.WORKER_LEASE_SECONDS.default,
+                retry_horizon_seconds=settings_table.WORKER_RETRY_HORIZON_HOURS.env_default,
             ),
             new_owner=world.new_owner,
             steps=StepStorage(records=Steps(world), metrics=self.metrics),
@@ -314,8 +308,8 @@ class Simulation:
         self.limits = BatchLimits(
             concurrency=1,
             message_seconds=message_seconds(
-                mcp_timeout_seconds=DEFAULT_MCP_TIMEOUT_SECONDS,
-                workflow_seconds=DEFAULT_WORKFLOW_SECONDS,
+                mcp_timeout_seconds=settings_table.MCP_TIMEOUT_SECONDS.default,
+                workflow_seconds=settings_table.WORKER_WORKFLOW_SECONDS.default,
             ),
         )
         self.deliveries = self._load(deliveries)
@@ -618,13 +612,20 @@ class Simulation:
             if item.delivery_id in world.unlisted:
                 at = item.received_at + RECEIVED_AGE_SECONDS
             elif item.state is State.PENDING:
-                at = item.state_changed_at + DEFAULT_RECONCILE_PENDING_AGE_SECONDS + 1
+                at = (
+                    item.state_changed_at + settings_table.RECONCILE_PENDING_AGE_SECONDS.default + 1
+                )
             else:
                 at = (item.lease_until or 0) + 1
             wake = at + slack if wake is None else min(wake, at + slack)
         for record in world.effects.values():
             if record.status is EffectStatus.INTENT and record.flagged_at is None:
-                at = record.intent_at + DEFAULT_RECONCILE_EFFECT_AGE_SECONDS + 1 + slack
+                at = (
+                    record.intent_at
+                    + settings_table.RECONCILE_EFFECT_AGE_SECONDS.default
+                    + 1
+                    + slack
+                )
                 wake = at if wake is None else min(wake, at)
         return wake
 
@@ -656,8 +657,8 @@ class Simulation:
                 clock=world,
                 metrics=self.metrics,
                 config=ReconcileConfig(
-                    pending_age_seconds=DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
-                    effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+                    pending_age_seconds=settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
+                    effect_age_seconds=settings_table.RECONCILE_EFFECT_AGE_SECONDS.default,
                     received_age_seconds=RECEIVED_AGE_SECONDS,
                 ),
                 deadline=Deadline(inv.ends_at - 5, world.monotonic),
@@ -698,7 +699,7 @@ class Simulation:
         effects = Effects(world)
         for record in sorted(world.effects.values(), key=lambda r: (r.delivery_id, r.name)):
             item = world.inbox.get(record.delivery_id)
-            stale = record.intent_at < now - DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+            stale = record.intent_at < now - settings_table.RECONCILE_EFFECT_AGE_SECONDS.default
             if record.status is not EffectStatus.INTENT or not (record.flagged_at or stale):
                 continue
             if item is not None and item.state is State.PROCESSING:

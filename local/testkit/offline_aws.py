@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functions.core import env_keys, metric_names
+from functions.core import env_names, metric_names
 from local.testkit.moto_world import REGION
 
 # Values to set: dummy credentials and a fixed region.
@@ -18,4 +18,4 @@ OFFLINE_VARIABLES = {
 # Variables to remove: they would point the clients at a real profile or endpoint.
 REMOVED_VARIABLES = ("AWS_PROFILE", "AWS_ENDPOINT_URL")
 # Set only when absent: Powertools' metrics need a namespace.
-DEFAULT_VARIABLES = {env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE}
+DEFAULT_VARIABLES = {env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from functions.core import env_keys, setting_defaults
+from functions.core import env_names, settings_table
 from functions.core.adapters.storage_retry import StorageRetry
 from functions.receiver import handler
 from functions.receiver.settings import Settings
@@ -69,7 +69,7 @@ def make_receiver_rig(
     table: str,
     secret_arn: str,
     clock: FakeClock,
-    max_age: int = setting_defaults.DEFAULT_SECRETS_MAX_AGE_SECONDS,
+    max_age: int = settings_table.SECRETS_MAX_AGE_SECONDS.default,
     waiting: WaitingRoom | None = None,
 ) -> ReceiverRig:
     """Build the handler's deps exactly as production does and install them; a retry
@@ -77,9 +77,9 @@ def make_receiver_rig(
     room = waiting or WaitingRoom()
     settings = Settings.from_env(
         {
-            env_keys.ENV_TABLE_NAME: table,
-            env_keys.ENV_SIGNING_SECRETS_ARN: secret_arn,
-            env_keys.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
+            env_names.ENV_TABLE_NAME: table,
+            env_names.ENV_SIGNING_SECRETS_ARN: secret_arn,
+            env_names.ENV_SECRETS_MAX_AGE_SECONDS: str(max_age),
         }
     )
     deps = handler.build_deps(

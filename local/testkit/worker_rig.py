@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from functions.core import env_keys
+from functions.core import env_names
 from local.event_sources import sqs_event
 from local.testkit.moto_world import (
     BUCKET,
@@ -63,20 +63,20 @@ def worker_env(
 ) -> dict[str, str]:
     """The worker's environment for ``world``, an MCP server on loopback and ``notify_url``."""
     env = {
-        env_keys.ENV_TABLE_NAME: TABLE,
-        env_keys.ENV_WORK_QUEUE_URL: world.queue_url,
-        env_keys.ENV_DEAD_LETTER_QUEUE_URL: world.dlq_url,
-        env_keys.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
-        env_keys.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
-        env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
-        env_keys.ENV_MCP_TIMEOUT_SECONDS: "2",
-        env_keys.ENV_WORKFLOW: "notify",  # the deployed default, archive, sends nothing
-        env_keys.ENV_NOTIFY_URL: notify_url,
-        env_keys.ENV_ARCHIVE_BUCKET: BUCKET,
-        env_keys.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
-        env_keys.ENV_RETRY_HORIZON_SECONDS: str(RETRY_HORIZON_SECONDS),
-        env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-        env_keys.ENV_SECRETS_MAX_AGE_SECONDS: "300",
+        env_names.ENV_TABLE_NAME: TABLE,
+        env_names.ENV_WORK_QUEUE_URL: world.queue_url,
+        env_names.ENV_DEAD_LETTER_QUEUE_URL: world.dlq_url,
+        env_names.ENV_MCP_TOKEN_SECRET_ARN: token_arn,
+        env_names.ENV_MCP_ALLOWED_HOSTS: "127.0.0.1",
+        env_names.ENV_MCP_ALLOW_INSECURE_LOOPBACK: "true",
+        env_names.ENV_MCP_TIMEOUT_SECONDS: "2",
+        env_names.ENV_WORKFLOW: "notify",  # the deployed default, archive, sends nothing
+        env_names.ENV_NOTIFY_URL: notify_url,
+        env_names.ENV_ARCHIVE_BUCKET: BUCKET,
+        env_names.ENV_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
+        env_names.ENV_RETRY_HORIZON_SECONDS: str(RETRY_HORIZON_SECONDS),
+        env_names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+        env_names.ENV_SECRETS_MAX_AGE_SECONDS: "300",
     }
     env.update(overrides)
     return env

@@ -22,6 +22,8 @@ def register(subparsers: Any) -> None:
         description=(
             "The agent workflow reserves tokens from a budget per UTC day before each"
             " model call; a delivery that finds the day spent waits for the next day."
+            " For a workflow that calls no model (archive, notify), show says so in one"
+            " line and exits 0."
         ),
     )
     actions = parser.add_subparsers(dest="budget_action", metavar="ACTION", required=True)
@@ -62,9 +64,21 @@ def _print(status: BudgetStatus, *, as_json: bool) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    """Today's budget; for a workflow that calls no model, one line that says so (exit 0:
+    the answer is complete, not an error; ``--json`` gives ``model_budget: false``)."""
     from ops import budget
 
-    status = operator_call(budget.show_budget, open_target(args), now=int(time.time()))
+    target = open_target(args)
+    if budget.has_no_model_budget(target.workflow):
+        if args.json:
+            print_json({"model_budget": False, "workflow": target.workflow})
+        else:
+            print(
+                f"workflow {target.workflow} calls no model: it has no model budget"
+                " (the agent workflow, or your own that calls a model, has one)"
+            )
+        return 0
+    status = operator_call(budget.show_budget, target, now=int(time.time()))
     _print(status, as_json=args.json)
     return 0
 

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import Any
 
-from functions.core.env_keys import ENV_RECONCILE_EFFECT_AGE_SECONDS
-from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+from functions.core import settings_table
+from functions.core.env_names import ENV_RECONCILE_EFFECT_AGE_SECONDS
 from ops.commands.bulk_options import add_bulk_arguments, bulk_window, print_bulk
 from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
@@ -98,7 +98,7 @@ def _add_older_than(parser: Any) -> None:
         "--older-than",
         type=int,
         metavar="SECONDS",
-        default=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
+        default=settings_table.RECONCILE_EFFECT_AGE_SECONDS.default,
         help="the reconciler's effect age (default %(default)s: the default of its"
         f" {ENV_RECONCILE_EFFECT_AGE_SECONDS})",
     )

@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core import table_layout
+from functions.core import settings_table, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, QuarantineRecord, State
 from functions.core.ports.approvals import ApprovalRecord
-from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
 from ops.approvals import delivery_approvals
 from ops.effects import list_effects
 from ops.inbox import Progress, show_inbox, show_progress
@@ -157,7 +156,9 @@ def read_home(target: Target, alarms: Alarms, *, now: int, recent: int = 20) -> 
     """Counts by ``Select=COUNT`` Queries of the labels, the most recent records by a
     newest-first merge of every delivery label (one consistent read of ``recent``)."""
     hour_ago = now - HOUR
-    effects = list_effects(target, now=now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS)
+    effects = list_effects(
+        target, now=now, effect_age_seconds=settings_table.RECONCILE_EFFECT_AGE_SECONDS.default
+    )
     return Home(
         open_work=target.count_listed(table_layout.STATE_LABEL_OPEN),
         failed=target.count_listed(table_layout.STATE_LABEL_FAILED),

@@ -25,11 +25,11 @@ from urllib.parse import quote, unquote, urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core import settings_table
 from functions.core.approval import MAX_NOTE_CHARS, DecideOutcome
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State
 from functions.core.ports.approvals import ApprovalDecision
-from functions.core.setting_defaults import DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
 from ops import approvals, budget, bulk, effects, quarantine, requeue
 from ops.console import assets, dead_letters, reads, views
 from ops.target import OperatorError, Target, describe_aws_error
@@ -192,7 +192,9 @@ class Console:
 
     def _effects(self, chrome: views.Chrome, _request: Request) -> Response:
         found = effects.list_effects(
-            self.target, now=chrome.now, effect_age_seconds=DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+            self.target,
+            now=chrome.now,
+            effect_age_seconds=settings_table.RECONCILE_EFFECT_AGE_SECONDS.default,
         )
         return Response(200, views.effects_page(chrome, found))
 

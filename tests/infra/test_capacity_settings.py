@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
-from functions.core import env_keys
+from functions.core import env_names
 from functions.receiver.settings import Settings as ReceiverSettings
 from functions.reconciler.settings import Settings as ReconcilerSettings
 from tests.infra.conftest import Synthesized, get_att, resolved, synthesize
@@ -32,7 +32,7 @@ def test_the_shard_setting_reaches_every_function_that_uses_the_received_log(
     scaled: Synthesized,
 ) -> None:
     told = {
-        name: scaled.environment(name).get(env_keys.ENV_RECEIVED_LOG_SHARDS) for name in FUNCTIONS
+        name: scaled.environment(name).get(env_names.ENV_RECEIVED_LOG_SHARDS) for name in FUNCTIONS
     }
     assert {name for name, value in told.items() if value is not None} == LOG_USERS
     assert (

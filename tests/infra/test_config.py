@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import ast
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from functions.core import env_keys, setting_defaults
+from functions.core import env_names, settings_table
+from functions.core.env_parsers import SettingsError, host_list
 from functions.core.host_policy import HostPolicy
-from functions.core.settings_env import SettingsError, host_list
 from functions.worker.settings import Settings as WorkerSettings
 from functions.worker.settings import message_seconds
 from functions.workflows.wiring import WORKFLOW_ALIASES
@@ -21,7 +21,6 @@ from infra.application import build_app
 from infra.config import ConfigError, StackConfig
 from infra.environments import worker_environment
 from infra.worker import WorkerTiming, check_timing
-from tests.infra.conftest import ROOT
 
 VALID: dict[str, Any] = {"mcp_allowed_hosts": ["*.relaylink.example"]}
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/signing-AbC123"
@@ -30,10 +29,12 @@ KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def0123456
 
 def test_defaults_come_from_the_shared_names() -> None:
     config = StackConfig.from_context(VALID)
-    assert config.inbox_retention_days == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
-    assert config.worker_max_attempts == setting_defaults.DEFAULT_MAX_ATTEMPTS
-    assert config.worker_retry_horizon_seconds == setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
-    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW
+    assert config.inbox_retention_days == settings_table.INBOX_RETENTION_DAYS.default
+    assert config.worker_max_attempts == settings_table.WORKER_MAX_ATTEMPTS.default
+    assert (
+        config.worker_retry_horizon_seconds == settings_table.WORKER_RETRY_HORIZON_HOURS.env_default
+    )
+    assert config.workflow == settings_table.WORKFLOW.default
     assert config.alarm_email is None and config.notify_url is None
 
 
@@ -130,7 +131,7 @@ def test_no_dead_letter_outlives_its_inbox_item() -> None:
             config.worker_timeout_seconds
         ).visibility_timeout_seconds,
     )
-    assert age > setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+    assert age > settings_table.WORKER_RETRY_HORIZON_HOURS.env_default
     retention = config.dead_letter_retention_seconds
     assert age + retention <= config.inbox_retention_days * 86400
     assert retention >= schema.MIN_DEAD_LETTER_RETENTION_SECONDS
@@ -214,9 +215,9 @@ ALLOWLIST_ENTRIES = [
 
 def _worker_accepts(entry: str) -> bool:
     """What the worker does at cold start with MCP_ALLOWED_HOSTS."""
-    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: entry}
+    env = {env_names.ENV_MCP_ALLOWED_HOSTS: entry}
     try:
-        HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
+        HostPolicy(host_list(env, env_names.ENV_MCP_ALLOWED_HOSTS))
     except ValueError:
         return False
     return True
@@ -247,15 +248,15 @@ def test_a_valid_allowlist_is_kept_as_the_worker_reads_it() -> None:
         {"mcp_allowed_hosts": ["*.relaylink.example", "MCP.Partner.Example.", "[::1]"]}
     )
     assert config.mcp_allowed_hosts == ("*.relaylink.example", "mcp.partner.example", "::1")
-    env = {env_keys.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
-    worker = HostPolicy(host_list(env, env_keys.ENV_MCP_ALLOWED_HOSTS))
+    env = {env_names.ENV_MCP_ALLOWED_HOSTS: ",".join(config.mcp_allowed_hosts)}
+    worker = HostPolicy(host_list(env, env_names.ENV_MCP_ALLOWED_HOSTS))
     assert worker.allowed_hosts == config.mcp_allowed_hosts
 
 
 def _worker_reads(
     *,
-    max_attempts: int = setting_defaults.DEFAULT_MAX_ATTEMPTS,
-    retry_horizon_seconds: int = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS,
+    max_attempts: int = settings_table.WORKER_MAX_ATTEMPTS.default,
+    retry_horizon_seconds: int = settings_table.WORKER_RETRY_HORIZON_HOURS.env_default,
 ) -> bool:
     environment = worker_environment(
         table_name="table",
@@ -263,9 +264,9 @@ def _worker_reads(
         dead_letter_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/dlq",
         mcp_token_secret_arn=ARN,
         mcp_allowed_hosts=["*.relaylink.example"],
-        workflow=setting_defaults.DEFAULT_WORKFLOW,
+        workflow=settings_table.WORKFLOW.default,
         archive_bucket="archive",
-        lease_seconds=setting_defaults.DEFAULT_LEASE_SECONDS,
+        lease_seconds=settings_table.WORKER_LEASE_SECONDS.default,
         max_attempts=max_attempts,
         retry_horizon_seconds=retry_horizon_seconds,
     )
@@ -290,8 +291,8 @@ def test_synth_and_worker_agree_on_worker_retry_horizon_hours(hours: int) -> Non
 
 def test_a_workflow_allowance_that_leaves_no_message_time_is_refused() -> None:
     fitting = message_seconds(
-        mcp_timeout_seconds=setting_defaults.DEFAULT_MCP_TIMEOUT_SECONDS,
-        workflow_seconds=setting_defaults.DEFAULT_WORKFLOW_SECONDS,
+        mcp_timeout_seconds=settings_table.MCP_TIMEOUT_SECONDS.default,
+        workflow_seconds=settings_table.WORKER_WORKFLOW_SECONDS.default,
     )
     timings = {"timeout_s": 180, "lease_s": 900, "visibility_s": 1080, "effect_age_s": 3600}
     check_timing(**timings, message_s=fitting)
@@ -322,7 +323,7 @@ def test_batch_settings_reach_the_worker_as_it_reads_them() -> None:
 
 def test_the_default_workflow_is_an_alias_that_needs_nothing_outside_the_stack() -> None:
     config = StackConfig.from_context(VALID)
-    assert config.workflow == setting_defaults.DEFAULT_WORKFLOW == "archive"
+    assert config.workflow == settings_table.WORKFLOW.default == "archive"
     assert config.workflow_code.target == WORKFLOW_ALIASES["archive"]
     assert config.workflow_settings == {}
 
@@ -473,7 +474,10 @@ def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> Non
 
 def test_the_agents_own_parser_checks_its_settings_at_synth() -> None:
     agent = VALID | {"workflow": "agent"}
-    assert StackConfig.from_context(agent | {"agent_max_tokens": 64}).agent_settings is not None
+    assert (
+        StackConfig.from_context(agent | {"agent_max_tokens": 64}).shipped_workflow_settings
+        is not None
+    )
     with pytest.raises(ConfigError, match="temprature"):
         StackConfig.from_context(agent | {"workflow_setting_temprature": "0.1"})
     with pytest.raises(ConfigError, match="max_tokens"):
@@ -484,34 +488,9 @@ def test_the_agents_own_parser_checks_its_settings_at_synth() -> None:
 
 def test_every_key_the_config_reads_reaches_it_from_the_cdk_cli() -> None:
     # build_app passes the CLI's context on by name: a key missing from that list is
-    # silently ignored (``-c key=value`` would change nothing).
-    source = (ROOT / "infra" / "config.py").read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    (from_context,) = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and node.name == "from_context"
-    ]
-    read = {
-        node.args[1].id
-        for node in ast.walk(from_context)
-        if isinstance(node, ast.Call)
-        and len(node.args) >= 2
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id == "context"
-        and isinstance(node.args[1], ast.Name)
-    }
-    read |= {
-        node.args[0].id
-        for node in ast.walk(from_context)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "context"
-        and node.args
-        and isinstance(node.args[0], ast.Name)
-    }
-    assert len(read) > 20
-    names = {getattr(config_module, name) for name in read}
-    assert names <= set(application._CONTEXT_KEYS)
+    # silently ignored (``-c key=value`` would change nothing). The config reads one
+    # field per context row of the settings table, by the row's key.
+    read = {field.name for field in dataclasses.fields(StackConfig)} - {"workflow_settings"}
+    rows = {row.key for row in settings_table.SETTINGS if row.context}
+    assert read <= rows
+    assert read | set(config_module.SHORT_SETTING_KEYS) <= application._CONTEXT_KEYS

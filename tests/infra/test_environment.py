@@ -7,19 +7,19 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from functions.core import env_keys
+from functions.core import env_names
 from tests.infra.conftest import Synthesized, resolved
 
 # Powertools reads these itself, outside our settings.
 POWERTOOLS_KEYS = {
-    env_keys.ENV_POWERTOOLS_SERVICE_NAME,
-    env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE,
-    env_keys.ENV_POWERTOOLS_LOG_LEVEL,
-    env_keys.ENV_POWERTOOLS_TRACE_DISABLED,
+    env_names.ENV_POWERTOOLS_SERVICE_NAME,
+    env_names.ENV_POWERTOOLS_METRICS_NAMESPACE,
+    env_names.ENV_POWERTOOLS_LOG_LEVEL,
+    env_names.ENV_POWERTOOLS_TRACE_DISABLED,
 }
 # Read by a settings object but deliberately never set by the stack: its default (false)
 # is the only production value; it exists for the local runtime and the tests.
-NEVER_SET_IN_AWS = {env_keys.ENV_MCP_ALLOW_INSECURE_LOOPBACK}
+NEVER_SET_IN_AWS = {env_names.ENV_MCP_ALLOW_INSECURE_LOOPBACK}
 
 
 class RecordingEnv(Mapping[str, str]):

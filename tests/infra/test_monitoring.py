@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys, metric_names, setting_defaults
+from functions.core import env_names, metric_names, settings_table
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.deadline import Deadline
 from functions.core.errors import (
@@ -73,8 +73,8 @@ def test_the_received_log_alarm_pages_three_schedule_periods_behind(
     # The reconciler's own rule, from the settings the function is deployed with.
     deployed = synthesized.environment("reconciler")
     received_age = min(
-        int(deployed[env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS]),
-        int(deployed[env_keys.ENV_LEASE_SECONDS]),
+        int(deployed[env_names.ENV_RECONCILE_PENDING_AGE_SECONDS]),
+        int(deployed[env_names.ENV_LEASE_SECONDS]),
     )
     assert (props["Statistic"], props["Period"]) == ("Maximum", 3 * every)
     assert props["Threshold"] == received_age + 3 * every
@@ -90,7 +90,7 @@ def test_the_received_log_alarm_pages_three_schedule_periods_behind(
         clock=FakeClock(),
         metrics=metrics,
         config=ReconcileConfig(
-            pending_age_seconds=setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
+            pending_age_seconds=settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
             effect_age_seconds=2 * received_age,
             received_age_seconds=received_age,
         ),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys, metric_names, table_layout
+from functions.core import env_names, metric_names, table_layout
 from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, retry_schedule
 from infra import schema
 from infra.bundle import LAMBDA_PYTHON_VERSION
@@ -95,8 +95,8 @@ def test_work_queue_visibility_and_redrive_match_the_worker(synthesized: Synthes
         "maxReceiveCount": max_receive_count_for(attempts, retry_horizon_seconds=horizon),
     }
     environment = synthesized.environment("worker")
-    assert environment[env_keys.ENV_MAX_ATTEMPTS] == str(attempts)
-    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(horizon)
+    assert environment[env_names.ENV_MAX_ATTEMPTS] == str(attempts)
+    assert environment[env_names.ENV_RETRY_HORIZON_SECONDS] == str(horizon)
     dlq = synthesized.resources[dlq_id]["Properties"]
     assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
 
@@ -139,18 +139,18 @@ def test_longest_retry_settings_synthesize_within_sqs_limits(longest_retries: Sy
     count = queue["RedrivePolicy"]["maxReceiveCount"]
     assert len(retry_schedule(MAX_RETRY_HORIZON_SECONDS)) + 100 < count <= SQS_MAX_RECEIVE_COUNT
     environment = longest_retries.environment("worker")
-    assert environment[env_keys.ENV_RETRY_HORIZON_SECONDS] == str(MAX_RETRY_HORIZON_SECONDS)
+    assert environment[env_names.ENV_RETRY_HORIZON_SECONDS] == str(MAX_RETRY_HORIZON_SECONDS)
 
 
 def test_worker_lease_sits_between_its_timeout_and_the_visibility_timeout(
     synthesized: Synthesized,
 ) -> None:
-    lease = int(synthesized.environment("worker")[env_keys.ENV_LEASE_SECONDS])
+    lease = int(synthesized.environment("worker")[env_names.ENV_LEASE_SECONDS])
     visibility = synthesized.resource(synthesized.stack.queues.queue)["Properties"][
         "VisibilityTimeout"
     ]
     assert _worker_timeout(synthesized) < lease < visibility
-    assert synthesized.environment("reconciler")[env_keys.ENV_LEASE_SECONDS] == str(lease)
+    assert synthesized.environment("reconciler")[env_names.ENV_LEASE_SECONDS] == str(lease)
 
 
 def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> None:
@@ -165,7 +165,7 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
         # PassThrough, and Powertools' Tracer disabled.
         assert "TracingConfig" not in props
         env = props["Environment"]["Variables"]
-        assert env[env_keys.ENV_POWERTOOLS_TRACE_DISABLED] == "true"
+        assert env[env_names.ENV_POWERTOOLS_TRACE_DISABLED] == "true"
         logging = props["LoggingConfig"]
         assert logging["LogFormat"] == "JSON"
         assert logging["ApplicationLogLevel"] == "INFO" == synthesized.context["log_level"]
@@ -173,9 +173,9 @@ def test_every_function_uses_the_factory_defaults(synthesized: Synthesized) -> N
         group = groups[logging["LogGroup"]["Ref"]]
         assert group["Properties"]["RetentionInDays"] == synthesized.context["log_retention_days"]
         env = props["Environment"]["Variables"]
-        assert env[env_keys.ENV_POWERTOOLS_SERVICE_NAME] == metric_names.SERVICE
-        assert env[env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE] == metric_names.METRICS_NAMESPACE
-        assert env[env_keys.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
+        assert env[env_names.ENV_POWERTOOLS_SERVICE_NAME] == metric_names.SERVICE
+        assert env[env_names.ENV_POWERTOOLS_METRICS_NAMESPACE] == metric_names.METRICS_NAMESPACE
+        assert env[env_names.ENV_POWERTOOLS_LOG_LEVEL] == synthesized.context["log_level"]
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +190,7 @@ def test_tracing_is_one_switch_for_every_function(quiet: Synthesized) -> None:
     for name in FUNCTIONS:
         props = quiet.function(name)["Properties"]
         assert props["TracingConfig"] == {"Mode": "Active"}
-        assert props["Environment"]["Variables"][env_keys.ENV_POWERTOOLS_TRACE_DISABLED] == "false"
+        assert props["Environment"]["Variables"][env_names.ENV_POWERTOOLS_TRACE_DISABLED] == "false"
 
 
 def test_a_quieter_log_level_is_the_functions_own_and_never_lambdas(quiet: Synthesized) -> None:
@@ -199,7 +199,7 @@ def test_a_quieter_log_level_is_the_functions_own_and_never_lambdas(quiet: Synth
     for name in FUNCTIONS:
         props = quiet.function(name)["Properties"]
         assert props["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
-        assert props["Environment"]["Variables"][env_keys.ENV_POWERTOOLS_LOG_LEVEL] == "ERROR"
+        assert props["Environment"]["Variables"][env_names.ENV_POWERTOOLS_LOG_LEVEL] == "ERROR"
 
 
 def test_receiver_answers_before_relaylink_gives_up(synthesized: Synthesized) -> None:
@@ -317,7 +317,7 @@ def test_created_secrets_hold_fail_closed_placeholders(synthesized: Synthesized)
     for secret in (signing, token):
         assert secret["DeletionPolicy"] == "Retain"
     env = synthesized.environment("receiver")
-    assert env[env_keys.ENV_SIGNING_SECRETS_ARN] == ref(
+    assert env[env_names.ENV_SIGNING_SECRETS_ARN] == ref(
         synthesized.logical_id(synthesized.stack.secrets.signing_secrets.secret)
     )
 
@@ -349,15 +349,15 @@ def test_archive_bucket_is_private_encrypted_tls_only_retained_and_expires(
         s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         for s in policy["Statement"]
     )
-    assert synthesized.environment("worker")[env_keys.ENV_ARCHIVE_BUCKET] == ref(bucket_id)
+    assert synthesized.environment("worker")[env_names.ENV_ARCHIVE_BUCKET] == ref(bucket_id)
 
 
 def test_optional_notification_url_and_alarm_email_are_wired(synthesized: Synthesized) -> None:
-    assert synthesized.environment("worker")[env_keys.ENV_NOTIFY_URL] == NOTIFY_URL
+    assert synthesized.environment("worker")[env_names.ENV_NOTIFY_URL] == NOTIFY_URL
     (subscription,) = synthesized.of_type("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Protocol"] == "email"
     assert subscription["Properties"]["Endpoint"] == ALARM_EMAIL
-    hosts = synthesized.environment("worker")[env_keys.ENV_MCP_ALLOWED_HOSTS]
+    hosts = synthesized.environment("worker")[env_names.ENV_MCP_ALLOWED_HOSTS]
     assert hosts.split(",") == synthesized.context["mcp_allowed_hosts"]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys, event_source_limits, setting_defaults
+from functions.core import env_names, event_source_limits, settings_table
 from functions.core.clock import SystemClock
 from functions.core.workflow import WorkflowContext
 from functions.reconciler.settings import Settings as ReconcilerSettings
@@ -70,9 +70,9 @@ def customised(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 def test_a_bare_deployment_runs_the_archive_workflow(bare: Synthesized) -> None:
     environment = bare.environment("worker")
-    assert environment[env_keys.ENV_WORKFLOW] == "archive"
-    assert env_keys.ENV_NOTIFY_URL not in environment
-    assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {}
+    assert environment[env_names.ENV_WORKFLOW] == "archive"
+    assert env_names.ENV_NOTIFY_URL not in environment
+    assert json.loads(environment[env_names.ENV_WORKFLOW_SETTINGS]) == {}
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -112,8 +112,8 @@ def test_the_worker_starts_the_workflow_the_stack_configures(
 
 def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesized) -> None:
     environment = customised.environment("worker")
-    assert environment[env_keys.ENV_WORKFLOW] == "agent"
-    assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {
+    assert environment[env_names.ENV_WORKFLOW] == "agent"
+    assert json.loads(environment[env_names.ENV_WORKFLOW_SETTINGS]) == {
         "model_id": MODEL_ID,
         "alert_url_secret_arn": ALERT_URL_SECRET,
         "alert_signing_secret_arn": ALERT_SIGNING_SECRET,
@@ -123,7 +123,7 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
     settings = WorkerSettings.from_env(resolved(environment))
     assert settings.workflow_settings["model_id"] == MODEL_ID
     topic = customised.logical_id(customised.stack.alerts.topic)
-    assert environment[env_keys.ENV_ALERT_TOPIC_ARN] == {"Ref": topic}
+    assert environment[env_names.ENV_ALERT_TOPIC_ARN] == {"Ref": topic}
 
 
 def _model_arn(model_id: str) -> Any:
@@ -172,7 +172,7 @@ def test_an_alert_url_in_a_secret_appears_in_no_template_environment_or_tree(
         text = path.read_text()
         assert ALERT_URL not in text and "hooks.example.com" not in text, path.name
     for function in FUNCTIONS:
-        settings = customised.environment(function).get(env_keys.ENV_WORKFLOW_SETTINGS, "{}")
+        settings = customised.environment(function).get(env_names.ENV_WORKFLOW_SETTINGS, "{}")
         assert "alert_url" not in json.loads(settings), function
     # The worker reads that secret (test_context_grants_are_exactly_what_it_names); no
     # other function may.
@@ -244,7 +244,7 @@ def test_worker_sizing_and_the_timings_that_follow(customised: Synthesized) -> N
     ]
     assert mapping["BatchSize"] == 4
     queue = customised.resource(customised.stack.queues.queue)["Properties"]
-    lease = int(customised.environment("worker")[env_keys.ENV_LEASE_SECONDS])
+    lease = int(customised.environment("worker")[env_names.ENV_LEASE_SECONDS])
     assert 900 < lease < queue["VisibilityTimeout"] <= 12 * 3600
     reconciler = ReconcilerSettings.from_env(resolved(customised.environment("reconciler")))
     assert reconciler.lease_seconds == lease < reconciler.effect_age_seconds
@@ -265,9 +265,9 @@ def test_every_allowed_timeout_keeps_the_timing_invariants(timeout: int) -> None
 
 def test_the_default_timeout_keeps_the_timings_the_stack_always_had() -> None:
     timing = WorkerTiming.for_timeout(180)
-    assert timing.lease_seconds == setting_defaults.DEFAULT_LEASE_SECONDS
+    assert timing.lease_seconds == settings_table.WORKER_LEASE_SECONDS.default
     assert timing.visibility_timeout_seconds == 1080
-    assert timing.effect_age_seconds == setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS
+    assert timing.effect_age_seconds == settings_table.RECONCILE_EFFECT_AGE_SECONDS.default
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys
+from functions.core import env_names
 from infra.application import build_app
 from infra.bundle import FUNCTIONS, BundleError, dependency_dir
 from infra.workflow_code import WorkflowCodeError
@@ -174,8 +174,8 @@ def test_cli_synth_ships_edited_code_and_the_workflow_with_its_requirement(
         not (receiver / "shipped_agent").exists() and not (receiver / "sortedcontainers").exists()
     )
     environment = worker_function["Environment"]["Variables"]
-    assert environment[env_keys.ENV_WORKFLOW] == FACTORY
-    assert json.loads(environment[env_keys.ENV_WORKFLOW_SETTINGS]) == {"greeting": "hello"}
+    assert environment[env_names.ENV_WORKFLOW] == FACTORY
+    assert json.loads(environment[env_names.ENV_WORKFLOW_SETTINGS]) == {"greeting": "hello"}
     # The worker's own loader, run from the asset alone, finds the factory and its
     # requirement there (what the Lambda runtime's import path holds).
     probe = (
@@ -192,7 +192,7 @@ def test_cli_synth_ships_edited_code_and_the_workflow_with_its_requirement(
         "assert isinstance(workflow, flow.Flow) and workflow.greeting == 'hello'"
     )
     subprocess.run(
-        [sys.executable, "-I", "-c", probe, str(worker), environment[env_keys.ENV_WORKFLOW]],
+        [sys.executable, "-I", "-c", probe, str(worker), environment[env_names.ENV_WORKFLOW]],
         check=True,
         timeout=60,
     )

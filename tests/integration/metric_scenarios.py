@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.core import env_keys, metric_names, table_layout, wire
+from functions.core import env_names, metric_names, table_layout, wire
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
@@ -128,7 +128,7 @@ def relay_records(world: MotoWorld) -> None:
     records = StreamReader(world.streams, world.stream_arn).new_records()
     relay.container_deps.set(
         relay.build_deps(
-            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: world.queue_url}), sqs=world.sqs
+            RelaySettings.from_env({env_names.ENV_WORK_QUEUE_URL: world.queue_url}), sqs=world.sqs
         )
     )
     event = builders.stream_event(StreamReader.filtered(records))
@@ -219,9 +219,9 @@ def reconciler_run(world: MotoWorld) -> None:
     world.clock.advance(60)
     settings = ReconcilerSettings.from_env(
         {
-            env_keys.ENV_TABLE_NAME: TABLE,
-            env_keys.ENV_WORK_QUEUE_URL: world.queue_url,
-            env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+            env_names.ENV_TABLE_NAME: TABLE,
+            env_names.ENV_WORK_QUEUE_URL: world.queue_url,
+            env_names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
         }
     )
     reconciler.container_deps.set(

@@ -27,7 +27,7 @@ import pytest
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-from functions.core import env_keys, metric_names
+from functions.core import env_names, metric_names
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
@@ -117,9 +117,9 @@ class AgentStack:
             notify_url="http://127.0.0.1:9/unused",
             wrap=wrap,
             environment={
-                env_keys.ENV_WORKFLOW: "agent",
-                env_keys.ENV_WORKFLOW_SETTINGS: json.dumps(settings),
-                env_keys.ENV_ALERT_TOPIC_ARN: self.topic_arn,
+                env_names.ENV_WORKFLOW: "agent",
+                env_names.ENV_WORKFLOW_SETTINGS: json.dumps(settings),
+                env_names.ENV_ALERT_TOPIC_ARN: self.topic_arn,
             },
         )
 

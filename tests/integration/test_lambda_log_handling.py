@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core import env_keys, metric_names
+from functions.core import env_names, metric_names
 from functions.core.log_levels import level_number
 from local.function_environments import lambda_log_environment
 from local.lambda_logging import line_level
@@ -41,8 +41,8 @@ def run_container(scenarios: str, log_level: str) -> subprocess.CompletedProcess
     environment = {
         **os.environ,
         **lambda_log_environment(log_level),
-        env_keys.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
-        env_keys.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
+        env_names.ENV_POWERTOOLS_SERVICE_NAME: metric_names.SERVICE,
+        env_names.ENV_POWERTOOLS_METRICS_NAMESPACE: metric_names.METRICS_NAMESPACE,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     return subprocess.run(

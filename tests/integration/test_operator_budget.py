@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from cli.state import LocalState
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.budget import DAY_SECONDS, TokenBudget, budget_day
 from ops.budget import set_budget, show_budget
@@ -86,3 +88,28 @@ def test_budget_set_cli(stack: Stack, capsys: pytest.CaptureFixture[str]) -> Non
     )
     code, out, _ = run_cli(capsys, stack.cli("budget", "show", "--json"))
     assert json.loads(out)["limit"] == 5000
+
+
+@pytest.mark.parametrize("workflow", ["archive", "notify"])
+def test_budget_show_says_a_workflow_without_a_model_has_no_budget(
+    stack: Stack, capsys: pytest.CaptureFixture[str], workflow: str
+) -> None:
+    state = replace(LocalState.read(stack.state_file), workflow=workflow)
+    state.write(stack.state_file)
+    code, out, err = run_cli(capsys, stack.cli("budget", "show"))
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"workflow {workflow} calls no model: it has no model budget"
+        " (the agent workflow, or your own that calls a model, has one)"
+    ]
+    code, out, _ = run_cli(capsys, stack.cli("budget", "show", "--json"))
+    assert (code, json.loads(out)) == (0, {"model_budget": False, "workflow": workflow})
+
+
+def test_budget_show_for_the_agent_shows_the_budget(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replace(LocalState.read(stack.state_file), workflow="agent").write(stack.state_file)
+    code, out, _ = run_cli(capsys, stack.cli("budget", "show", "--json"))
+    assert code == 0
+    assert json.loads(out)["limit"] is None

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys
+from functions.core import env_names
 from functions.core.deadline import Deadline
 from functions.core.models import State
 from functions.receiver import handler as receiver_handler
@@ -171,15 +171,15 @@ def pipeline(aws: MotoWorld, stream: StreamReader, mcp_server: RunningServer) ->
     )
     relay_handler.container_deps.set(
         relay_handler.build_deps(
-            RelaySettings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            RelaySettings.from_env({env_names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     reconciler = reconciler_handler.build_deps(
         ReconcilerSettings.from_env(
             {
-                env_keys.ENV_TABLE_NAME: TABLE,
-                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
-                env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+                env_names.ENV_TABLE_NAME: TABLE,
+                env_names.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
             }
         ),
         dynamodb=aws.dynamodb,

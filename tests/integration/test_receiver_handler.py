@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys, metric_names, wire
+from functions.core import env_names, metric_names, wire
 from functions.core.observability import logger
 from functions.receiver import handler
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
@@ -94,8 +94,8 @@ def test_handler_missing_settings_is_503_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     handler.container_deps.reset()
-    monkeypatch.delenv(env_keys.ENV_TABLE_NAME, raising=False)
-    monkeypatch.delenv(env_keys.ENV_SIGNING_SECRETS_ARN, raising=False)
+    monkeypatch.delenv(env_names.ENV_TABLE_NAME, raising=False)
+    monkeypatch.delenv(env_names.ENV_SIGNING_SECRETS_ARN, raising=False)
     request = builders.signed_request(timestamp=NOW)
 
     raw = handler.lambda_handler(builders.event_for(request), None)
@@ -103,7 +103,7 @@ def test_handler_missing_settings_is_503_naming_the_variable(
     assert raw["statusCode"] == 503
     assert json.loads(raw["body"]) == {"outcome": "unavailable", "reason": "receiver_misconfigured"}
     (record,) = [r for r in caplog.records if r.getMessage() == "receiver settings are invalid"]
-    assert env_keys.ENV_TABLE_NAME in record.error  # type: ignore[attr-defined]
+    assert env_names.ENV_TABLE_NAME in record.error  # type: ignore[attr-defined]
 
 
 def test_handler_logs_no_body_header_value_path_or_secret(

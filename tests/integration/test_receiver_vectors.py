@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from functions.core import setting_defaults, table_layout, wire
+from functions.core import settings_table, table_layout, wire
 from functions.core.adapters import dynamodb_items as items
 from functions.core.models import State
 from local.testkit import builders, vectors
 from tests.receiver_harness import Receiver
 
 VECTORS = vectors.load_vectors()
-RETENTION_SECONDS = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600
+RETENTION_SECONDS = settings_table.INBOX_RETENTION_DAYS.default * 24 * 3600
 
 
 def _assert_inbox(receiver: Receiver, step: vectors.VectorRequest) -> None:

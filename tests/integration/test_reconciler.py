@@ -19,15 +19,15 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import WriteRequestOutputTypeDef, WriteRequestTypeDef
     from mypy_boto3_sqs.client import SQSClient
 
-from functions.core import env_keys, metric_names, table_layout
+from functions.core import env_names, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
 from functions.core.deadline import Deadline
+from functions.core.env_parsers import SettingsError
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
-from functions.core.settings_env import SettingsError
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
 from local.testkit import botocore_hooks, builders
@@ -49,11 +49,11 @@ def work(n: int) -> WorkItem:
 def settings(aws: MotoWorld) -> Settings:
     return Settings.from_env(
         {
-            env_keys.ENV_TABLE_NAME: TABLE,
-            env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
-            env_keys.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
-            env_keys.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
-            env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
+            env_names.ENV_TABLE_NAME: TABLE,
+            env_names.ENV_WORK_QUEUE_URL: aws.queue_url,
+            env_names.ENV_LEASE_SECONDS: str(LEASE_SECONDS),
+            env_names.ENV_RECONCILE_PENDING_AGE_SECONDS: str(PENDING_AGE),
+            env_names.ENV_RECONCILE_EFFECT_AGE_SECONDS: str(EFFECT_AGE),
         }
     )
 
@@ -283,13 +283,13 @@ def test_uncertain_effect_of_a_pending_delivery_is_requeued(
 
 
 def test_settings_refuse_an_effect_age_within_the_lease(aws: MotoWorld) -> None:
-    with pytest.raises(SettingsError, match=env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS):
+    with pytest.raises(SettingsError, match=env_names.ENV_RECONCILE_EFFECT_AGE_SECONDS):
         Settings.from_env(
             {
-                env_keys.ENV_TABLE_NAME: TABLE,
-                env_keys.ENV_WORK_QUEUE_URL: aws.queue_url,
-                env_keys.ENV_LEASE_SECONDS: "900",
-                env_keys.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
+                env_names.ENV_TABLE_NAME: TABLE,
+                env_names.ENV_WORK_QUEUE_URL: aws.queue_url,
+                env_names.ENV_LEASE_SECONDS: "900",
+                env_names.ENV_RECONCILE_EFFECT_AGE_SECONDS: "600",
             }
         )
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.core import env_keys, metric_names, table_layout
+from functions.core import env_names, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import WorkItem
 from functions.relay import handler
@@ -28,7 +28,7 @@ def work(n: int) -> WorkItem:
 def relay(aws: MotoWorld) -> Any:
     handler.container_deps.set(
         handler.build_deps(
-            Settings.from_env({env_keys.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
+            Settings.from_env({env_names.ENV_WORK_QUEUE_URL: aws.queue_url}), sqs=aws.sqs
         )
     )
     yield handler

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core import env_keys, metric_names
+from functions.core import env_names, metric_names
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.work_queue import (
@@ -381,7 +381,7 @@ def test_a_server_that_never_answers_costs_one_wait_and_no_unstarted_attempt(
         aws,
         token=mcp_server.token,
         notify_url=sink.url,
-        environment={env_keys.ENV_WORKFLOW_SECONDS: "1"},
+        environment={env_names.ENV_WORKFLOW_SECONDS: "1"},
     )
     items = [
         WorkItem(

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from bench import pipeline_calls
 from bench.figures import WRITE_UNITS_TARGET
-from functions.core.setting_defaults import DEFAULT_WORKFLOW
+from functions.core import settings_table
 
 
 def test_the_default_workflow_writes_seven_units_per_delivery() -> None:
-    units = pipeline_calls.measure(deliveries=2, workflow=DEFAULT_WORKFLOW).write_units
+    units = pipeline_calls.measure(
+        deliveries=2, workflow=settings_table.WORKFLOW.default
+    ).write_units
     assert WRITE_UNITS_TARGET.met(units.total)
     assert (units.total, units.table_wru, units.index_wru) == (7, 6, 1)
     rows = {row["write"]: row["table_wru"] + row["index_wru"] for row in units.breakdown()}

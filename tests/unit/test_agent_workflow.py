@@ -14,6 +14,7 @@ from functions.core import metric_names
 from functions.core.approval import AwaitingApproval
 from functions.core.budget import TokenBudget, budget_day, next_day_starts
 from functions.core.effects import EffectLedger, EffectMode
+from functions.core.env_parsers import SettingsError
 from functions.core.errors import (
     BudgetExhausted,
     BudgetTooSmall,
@@ -29,7 +30,6 @@ from functions.core.package import Attachment, Package
 from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.steps import StepStatus
-from functions.core.settings_env import SettingsError
 from functions.core.spend import ModelSpend
 from functions.core.steps import StepStorage
 from functions.workflows.agent import (

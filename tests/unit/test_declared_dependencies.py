@@ -27,7 +27,7 @@ PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT: dict[str, Any] = PYPROJECT["project"]
 # The build backend runs in the build's environment, from ``[build-system] requires``.
 BUILD_BACKEND = ROOT / "infra" / "distribution.py"
-OURS = frozenset({"functions", "infra", "local", "ops", "bench", "tests", "bootstrap"})
+OURS = frozenset({"functions", "cli", "infra", "local", "ops", "bench", "tests", "bootstrap"})
 
 # Where the code lives -> the extras, beyond the base dependencies, it runs with.
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -37,6 +37,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     # make runs it on the system's python3 before any venv exists: standard library only.
     "bootstrap.py": (),
     "local": ("local",),
+    "cli": (),
     "ops": (),
     "bench": ("dev",),
     "tests": ("dev",),

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from functions.core import env_keys
+from functions.core import env_names
 from functions.core.log_levels import function_log_level, level_number
 from infra.environments import application_log_level
 from local.function_environments import lambda_log_environment
@@ -105,7 +105,7 @@ def clean_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[logging.Logger]:
 def test_install_sets_the_root_logger_up_as_lambdas_runtime_does(
     clean_root: logging.Logger,
 ) -> None:
-    install({env_keys.ENV_LAMBDA_LOG_FORMAT: "JSON", env_keys.ENV_LAMBDA_LOG_LEVEL: "WARN"})
+    install({env_names.ENV_LAMBDA_LOG_FORMAT: "JSON", env_names.ENV_LAMBDA_LOG_LEVEL: "WARN"})
 
     assert clean_root.level == logging.WARNING
     added = clean_root.handlers[-1]
@@ -117,7 +117,7 @@ def test_install_sets_the_root_logger_up_as_lambdas_runtime_does(
 def test_install_leaves_the_text_format_alone(clean_root: logging.Logger) -> None:
     handlers = list(clean_root.handlers)
 
-    install({env_keys.ENV_LAMBDA_LOG_LEVEL: "DEBUG"})
+    install({env_names.ENV_LAMBDA_LOG_LEVEL: "DEBUG"})
 
     assert clean_root.handlers == handlers
     assert not isinstance(sys.stdout, LevelFilteredStream)
@@ -146,9 +146,9 @@ def test_lambdas_application_log_level_is_never_above_info(
 ) -> None:
     assert application_log_level(log_level) == lambda_level
     assert lambda_log_environment(log_level) == {
-        env_keys.ENV_POWERTOOLS_LOG_LEVEL: log_level,
-        env_keys.ENV_LAMBDA_LOG_FORMAT: "JSON",
-        env_keys.ENV_LAMBDA_LOG_LEVEL: lambda_level,
+        env_names.ENV_POWERTOOLS_LOG_LEVEL: log_level,
+        env_names.ENV_LAMBDA_LOG_FORMAT: "JSON",
+        env_names.ENV_LAMBDA_LOG_LEVEL: lambda_level,
     }
 
 
@@ -158,12 +158,12 @@ def test_the_functions_level_is_the_configured_one(log_level: str) -> None:
 
 
 def test_the_functions_level_is_the_stricter_of_lambdas_and_powertools() -> None:
-    assert function_log_level({env_keys.ENV_LAMBDA_LOG_LEVEL: "WARN"}) == logging.WARNING
+    assert function_log_level({env_names.ENV_LAMBDA_LOG_LEVEL: "WARN"}) == logging.WARNING
     assert (
         function_log_level(
-            {env_keys.ENV_LAMBDA_LOG_LEVEL: "ERROR", env_keys.ENV_POWERTOOLS_LOG_LEVEL: "DEBUG"}
+            {env_names.ENV_LAMBDA_LOG_LEVEL: "ERROR", env_names.ENV_POWERTOOLS_LOG_LEVEL: "DEBUG"}
         )
         == logging.ERROR
     )
-    assert function_log_level({env_keys.ENV_POWERTOOLS_LOG_LEVEL: "loud"}) is None
+    assert function_log_level({env_names.ENV_POWERTOOLS_LOG_LEVEL: "loud"}) is None
     assert function_log_level({}) is None

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from aws_lambda_powertools.logging.filters import SuppressFilter
 
-from functions.core import env_keys, metric_names, observability
+from functions.core import env_names, metric_names, observability
 from functions.core.observability import log_with_counts, logger
 from functions.core.redaction import REDACTED, remember_secret
 
@@ -164,7 +164,7 @@ def test_the_trace_id_is_logged_only_while_tracing_is_on(
     trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0"
     monkeypatch.setenv("_X_AMZN_TRACE_ID", trace)
     try:
-        observability.apply_trace_setting({env_keys.ENV_POWERTOOLS_TRACE_DISABLED: disabled})
+        observability.apply_trace_setting({env_names.ENV_POWERTOOLS_TRACE_DISABLED: disabled})
         log_with_counts(logging.INFO, "delivery handled", FIELDS, [METRIC])
     finally:
         observability.apply_trace_setting(os.environ)

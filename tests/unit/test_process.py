@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import metric_names, setting_defaults
+from functions.core import metric_names, settings_table
 from functions.core.budget import next_day_starts
 from functions.core.claim import ClaimStatus
 from functions.core.effects import EffectLedger
@@ -41,7 +41,7 @@ from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeSteps
 
 MAX_ATTEMPTS = 3
 LEASE = 300
-HORIZON = setting_defaults.DEFAULT_RETRY_HORIZON_SECONDS
+HORIZON = settings_table.WORKER_RETRY_HORIZON_HOURS.env_default
 DAY = 24 * 3600
 MCP_URL = "https://mcp.relaylink.example/mcp"
 
@@ -121,7 +121,7 @@ class World:
             package_id=item.package_id,
             mcp_url=item.mcp_url,
             state_changed_at=self.clock.value,
-            expires_at=self.clock.value + setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * DAY,
+            expires_at=self.clock.value + settings_table.INBOX_RETENTION_DAYS.default * DAY,
         )
         self.claims.add(dataclasses.replace(inbox, **changes))
 

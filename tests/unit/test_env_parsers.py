@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions.core import env_keys, setting_defaults
-from functions.core.settings_env import BoundedInteger, SettingsError, secret_arn
+from functions.core import env_names, settings_table
+from functions.core.env_parsers import BoundedInteger, SettingsError, secret_arn
 from functions.receiver.settings import Settings as ReceiverSettings
 
 AGE = BoundedInteger("AGE", default=30, low=10, high=60)
@@ -31,10 +31,10 @@ def test_secret_arn_is_required_and_must_be_an_arn() -> None:
 
 
 def test_receiver_settings_raise_the_one_settings_error() -> None:
-    env = {env_keys.ENV_TABLE_NAME: "t", env_keys.ENV_SIGNING_SECRETS_ARN: "arn:aws:x"}
+    env = {env_names.ENV_TABLE_NAME: "t", env_names.ENV_SIGNING_SECRETS_ARN: "arn:aws:x"}
     assert (
         ReceiverSettings.from_env(env).inbox_retention_days
-        == setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+        == settings_table.INBOX_RETENTION_DAYS.default
     )
-    with pytest.raises(SettingsError, match=env_keys.ENV_INBOX_RETENTION_DAYS):
-        ReceiverSettings.from_env({**env, env_keys.ENV_INBOX_RETENTION_DAYS: "3"})
+    with pytest.raises(SettingsError, match=env_names.ENV_INBOX_RETENTION_DAYS):
+        ReceiverSettings.from_env({**env, env_names.ENV_INBOX_RETENTION_DAYS: "3"})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,7 @@ from tests.operator_harness import NOW, Stack, run_cli
 ALERT_PROPOSAL = {"title": "Quarterly review", "summary": "Pick offer B.", "channels": ["alert"]}
 
 
-def parked(stack: Stack, name: str = "alert", proposal: dict[str, object] = ALERT_PROPOSAL) -> str:
+def parked(stack: Stack, name: str = "alert", proposal: Mapping[str, Any] = ALERT_PROPOSAL) -> str:
     """A delivery the agent's gate parked, as the worker leaves it."""
     delivery_id = stack.accept()
     claim = stack.claims.claim(delivery_id, owner="w0", now=NOW, lease_seconds=300).claim

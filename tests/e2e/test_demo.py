@@ -58,6 +58,12 @@ def test_demo_scenario_ends_with_every_invariant_holding() -> None:
     assert len(approvals) == 2 and all(line.endswith("(exit 0)") for line in approvals)
     assert text.count("its work item is sent: a worker resumes it") == 2
     assert "tickets 1; the tool's effect record: intent" in text
+    # The resumed attempt asked the ticket system instead of posting again.
+    lookups = [line for line in text.splitlines() if "-> tickets opened 1 (POSTs 1)" in line]
+    assert [line.rpartition("asked the ticket system ")[2] for line in lookups] == [
+        "0 time(s)",
+        "1 time(s)",
+    ], text
 
 
 def _split_label(line: str) -> tuple[str, str]:

@@ -63,7 +63,13 @@ class AgentRow:
     runs: int = 0
     failures: list[str] = field(default_factory=list)
 
-    HEADER: ClassVar = ("delivery", "model calls", "alerts", "final state", "check")
+    HEADER: ClassVar[tuple[str, ...]] = (
+        "delivery",
+        "model calls",
+        "alerts",
+        "final state",
+        "check",
+    )
 
     def cells(self) -> tuple[str, ...]:
         verdict = "ok" if not self.failures else "FAILED"
@@ -71,6 +77,8 @@ class AgentRow:
 
 
 class AgentScenario:
+    PREFIX: ClassVar = "A"  # the steps are A1, A2, ...
+
     def __init__(self, stack: LocalStack, out: TextIO) -> None:
         assert stack.bedrock is not None and stack.emulator is not None
         self.stack = stack
@@ -96,7 +104,7 @@ class AgentScenario:
         print(text, file=self.out, flush=True)
 
     def step(self, text: str) -> None:
-        self.say(f"A{self.number}. {text}")
+        self.say(f"{self.PREFIX}{self.number}. {text}")
         self.number += 1
 
     def new(self) -> Delivery:
@@ -113,24 +121,19 @@ class AgentScenario:
         inbox = dynamodb_items.inbox_from_item(item["Item"]) if "Item" in item else None
         return (None, None) if inbox is None else (inbox.state.value, inbox.last_error)
 
-    def operator(self, *arguments: str) -> str:
-        """``relaylink-receiver <arguments> --json --local <state file>``, as an operator
-        types it; what it answered."""
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ops.cli",
-                *arguments,
-                "--json",
-                "--local",
-                str(self.state_file),
-            ],
+    def command(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+        """``relaylink-receiver <arguments> --local <state file>``, as an operator types it."""
+        return subprocess.run(
+            [sys.executable, "-m", "ops.cli", *arguments, "--local", str(self.state_file)],
             capture_output=True,
             text=True,
             timeout=WAIT_SECONDS,
             check=False,
         )
+
+    def operator(self, *arguments: str) -> str:
+        """``relaylink-receiver <arguments> --json --local <state file>``; what it answered."""
+        done = self.command(*arguments, "--json")
         try:  # one line of it
             answer = json.dumps(json.loads(done.stdout))
         except ValueError:

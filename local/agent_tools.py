@@ -9,6 +9,11 @@
   the POST, so worker kills land inside the tool's window: after the POST and before
   the ledger's done record, the outcome is unknown and the delivery waits in doubt.
 
+``-c agent_tools=local.agent_tools:CHECKED_TOOLS`` (``make demo``): the same two, with
+``open_ticket`` in mode ``checked``: an attempt that died after the POST asks the
+target whether the ticket's key was applied (``GET <NOTIFY_URL>/<key>``) instead of
+leaving it in doubt.
+
 :data:`SCRIPT` is what the Bedrock emulator asks for (``script_tools``): one turn
 per tool, then the summary.
 """
@@ -44,17 +49,41 @@ def lookup_customer(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
     return customer
 
 
-def open_ticket(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
-    notifier = HttpNotifier(
+def _tickets() -> HttpNotifier:
+    return HttpNotifier(
         url=os.environ["NOTIFY_URL"], timeout_seconds=5.0, allow_insecure_loopback=True
     )
+
+
+def open_ticket(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
+    notifier = _tickets()
     time.sleep(ACT_SECONDS)
     notifier.notify({"ticket": tool_input}, idempotency_key=key)
     time.sleep(ACT_SECONDS)
     return {"opened": True}
 
 
+def ticket_opened(key: str) -> bool:
+    """The ``checked`` mode's lookup: does the ticket system have this key's ticket?"""
+    return _tickets().was_applied(key)
+
+
+_LOOKUP: Final = Tool(
+    LOOKUP_TOOL, "Looks a customer's tier up.", _SCHEMA, ToolMode.READ_ONLY, lookup_customer
+)
+_TICKET_DESCRIPTION: Final = "Opens a support ticket."
 TOOLS: Final = (
-    Tool(LOOKUP_TOOL, "Looks a customer's tier up.", _SCHEMA, ToolMode.READ_ONLY, lookup_customer),
-    Tool(TICKET_TOOL, "Opens a support ticket.", _SCHEMA, ToolMode.NONE, open_ticket),
+    _LOOKUP,
+    Tool(TICKET_TOOL, _TICKET_DESCRIPTION, _SCHEMA, ToolMode.NONE, open_ticket),
+)
+CHECKED_TOOLS: Final = (
+    _LOOKUP,
+    Tool(
+        TICKET_TOOL,
+        _TICKET_DESCRIPTION,
+        _SCHEMA,
+        ToolMode.CHECKED,
+        open_ticket,
+        reconcile=ticket_opened,
+    ),
 )

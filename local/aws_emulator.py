@@ -14,6 +14,8 @@ Three things are added in front of moto, all local-only:
 * **Fault injection.** At a settable rate, a DynamoDB request is answered with
   ``ThrottlingException`` (400) or ``InternalServerError`` (500) *before* moto sees
   it, so the caller learns of a failure that wrote nothing, as DynamoDB promises.
+  ``lose_next`` does the other thing DynamoDB may do: moto applies the request and
+  its caller hears ``InternalServerError`` (an answer lost after the write).
 * **A transaction path that does not copy tables.** moto backs every
   ``TransactWriteItems`` up with a deep copy of each table it touches (stream
   records included), so each transaction costs time in proportion to the table.
@@ -193,6 +195,7 @@ class FaultInjector:
         self._rate = rate
         self._counts: Counter[str] = Counter()
         self._delays: dict[str, list[tuple[float, str | None]]] = {}
+        self._losses: dict[str, list[str | None]] = {}
 
     def delay_next(
         self, operation: str, seconds: float, *, count: int = 1, containing: str | None = None
@@ -203,9 +206,27 @@ class FaultInjector:
         with self._lock:
             self._delays.setdefault(operation, []).extend([(seconds, containing)] * count)
 
+    def lose_next(self, operation: str, *, containing: str | None = None) -> None:
+        """Apply the next DynamoDB ``operation`` request (whose JSON body contains
+        ``containing``, if given) and answer it ``InternalServerError``: the write
+        happened, its answer was lost."""
+        with self._lock:
+            self._losses.setdefault(operation, []).append(containing)
+
     def delays_pending(self, operation: str) -> bool:
         with self._lock:
-            return bool(self._delays.get(operation))
+            return bool(self._delays.get(operation) or self._losses.get(operation))
+
+    def loses(self, operation: str, body: bytes) -> bool:
+        """Whether this request's answer is to be lost (taking it from the pending ones)."""
+        with self._lock:
+            pending = self._losses.get(operation, [])
+            for index, containing in enumerate(pending):
+                if containing is None or containing.encode() in body:
+                    del pending[index]
+                    self._counts["lost_answer"] += 1
+                    return True
+            return False
 
     def delay_for(self, operation: str, body: bytes = b"") -> float:
         """The hold for this request (0: none), taking it from the pending ones."""
@@ -239,6 +260,9 @@ class FaultInjector:
                 count=int(delay.get("count", 1)),
                 containing=delay.get("containing"),
             )
+        if "lose" in command:
+            lose = command["lose"]
+            self.lose_next(str(lose["operation"]), containing=lose.get("containing"))
 
     def pick(self) -> str | None:
         """The fault for the next DynamoDB request, or None to let it through."""
@@ -309,6 +333,9 @@ class _Gate:
             if delay:
                 time.sleep(delay)  # outside the lock: other requests go on
             kind = self._faults.pick()
+            if kind is None and self._faults.loses(operation, body):
+                self._serve(environ, lambda *_: lambda _data: None)  # applied, answer dropped
+                kind = "internal_error"
             if kind is not None:
                 status, error_type, message = _FAULTS[kind]
                 body = json.dumps({"__type": error_type, "message": message}).encode()
@@ -1125,6 +1152,9 @@ class EmulatorControls:
     ) -> None:
         delay = {"operation": operation, "seconds": seconds, "count": count}
         self._send({"delay": {**delay, "containing": containing}})
+
+    def lose_next(self, operation: str, *, containing: str | None = None) -> None:
+        self._send({"lose": {"operation": operation, "containing": containing}})
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = self._send(None)["counts"]

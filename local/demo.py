@@ -3,8 +3,9 @@
 Each step sends real signed requests over HTTP to the front door (the real
 receiver handler in its own process) and waits for the worker side to finish,
 then the closing table is read back from the store and from the notification
-target's counter. The agent workflow's scenarios (:mod:`local.agent_demo`) run beside
-them on a stack of their own. The exit status is 1 when any step's expectation fails.
+target's counter. The agent workflow's scenarios (:mod:`local.agent_demo`) and its
+tools' (:mod:`local.tool_demo`) run beside them, each on a stack of its own. The exit
+status is 1 when any step's expectation fails.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from local.agent_demo import run_agent_demo
 from local.sender import AttemptResult, Delivery, Sender, SenderConfig, forged_secret
 from local.stack import LocalStack
 from local.stack_options import StackOptions
+from local.tool_demo import run_tool_demo
 
 WAIT_SECONDS = 30.0
 TIME_SCALE = 100.0  # RelayLink's 30 s back-off becomes 0.3 s
@@ -261,16 +263,20 @@ class Scenario:
 def run_demo(out: TextIO = sys.stdout) -> int:
     started = time.monotonic()
     print("Starting the local stack (moto, demo MCP server, front door, worker) ...", file=out)
-    # The agent's scenarios run meanwhile on their own stack (mostly waiting out a
-    # killed worker's visibility timeout); their narration is printed after these.
-    agent_out = io.StringIO()
-    with ThreadPoolExecutor(1, thread_name_prefix="agent-demo") as pool:
-        agent = pool.submit(run_agent_demo, agent_out)
+    # The agent's scenarios, and its tools', run meanwhile on stacks of their own (mostly
+    # waiting out a killed worker's visibility timeout); their narration follows these.
+    agent_outs = [io.StringIO(), io.StringIO()]
+    with ThreadPoolExecutor(2, thread_name_prefix="agent-demo") as pool:
+        agents = [
+            pool.submit(scenes, text)
+            for scenes, text in zip((run_agent_demo, run_tool_demo), agent_outs, strict=True)
+        ]
         with LocalStack(StackOptions(seed=7)) as stack:
             print(f"webhook URL {stack.state.webhook_url}; logs in {stack.run_dir}\n", file=out)
             healthy = asyncio.run(Scenario(stack, out).run())
-        healthy = agent.result() and healthy
-    print(f"\n{agent_out.getvalue()}", end="", file=out)
+        healthy = all([agent.result() for agent in agents]) and healthy
+    for text in agent_outs:
+        print(f"\n{text.getvalue()}", end="", file=out)
     elapsed = time.monotonic() - started
     verdict = "every invariant holds" if healthy else "INVARIANTS FAILED"
     print(f"\n{verdict} ({elapsed:.1f} s)", file=out)

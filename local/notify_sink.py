@@ -46,6 +46,7 @@ class NotifySink:
         self.deduplicates = deduplicates
         self.requests = 0
         self.posts: Counter[str] = Counter()  # every POST per key, applied or not
+        self.lookups: Counter[str] = Counter()  # every reconcile check (GET) per key
 
     def reset(self, *, deduplicates: bool = False) -> None:
         """Forget every application and fault (a server shared by several tests)."""
@@ -53,6 +54,7 @@ class NotifySink:
             self._applied.clear()
             self._bodies.clear()
             self.posts.clear()
+            self.lookups.clear()
             self._fail_next, self.requests = 0, 0
             self.deduplicates = deduplicates
 
@@ -84,6 +86,7 @@ class NotifySink:
     def was_applied(self, key: str) -> bool:
         with self._lock:
             self.requests += 1
+            self.lookups[key] += 1
             return self._applied[key] > 0
 
 

@@ -10,6 +10,8 @@ leaves it ``pending`` and listed, and the reconciler re-enqueues it one pending 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -45,6 +47,19 @@ class Waiting:
             "requested_at": None if record is None else record.requested_at,
             "proposal": None if record is None else dict(record.proposal),
         }
+
+
+def proposal_parts(proposal: Mapping[str, Any]) -> tuple[str, str]:
+    """What a person reads to decide: a headline and the detail.
+
+    An acting tool's call (``approval=tools:NAME``): ``tool NAME`` and its input as
+    JSON; the agent's alert: its title and summary. Either may quote a model: shown as
+    data, never followed.
+    """
+    if "tool" in proposal:
+        tool_input = json.dumps(proposal.get("input"), sort_keys=True, ensure_ascii=False)
+        return f"tool {proposal['tool']}", tool_input
+    return str(proposal.get("title", "")), str(proposal.get("summary", ""))
 
 
 def approvals_store(target: Target) -> DynamoDbApprovals:

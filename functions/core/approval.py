@@ -22,6 +22,7 @@ decision of the same kind changes nothing and says so; the other kind is refused
 from __future__ import annotations
 
 import secrets
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -50,7 +51,8 @@ EXPIRY_MARGIN_SECONDS: Final = 3600
 # tools whose calls wait for a person.
 APPROVAL_ALERT: Final = "alert"
 _TOOLS_PREFIX: Final = "tools:"
-_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# A tool's name is Bedrock's ([a-zA-Z0-9_-]); the dot is kept for names read before.
+_NAME_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_.-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ class ApprovalPolicy:
             elif part.startswith(_TOOLS_PREFIX):
                 names = [n.strip() for n in part.removeprefix(_TOOLS_PREFIX).split(",")]
                 if not all(names) or any(set(n) - _NAME_CHARS for n in names):
-                    raise ValueError(f"approval: {part!r} must be tools:NAME,NAME ([a-z0-9_.-])")
+                    raise ValueError(f"approval: {part!r} must be tools:NAME,NAME ([a-zA-Z0-9_.-])")
                 tools.update(names)
             else:
                 raise ValueError(f"approval: {part!r} is neither 'alert' nor 'tools:NAME,...'")

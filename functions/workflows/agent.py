@@ -23,7 +23,9 @@ The delivery completes once ``run`` returns, that is after the alert's done reco
 the proposal (the alert as it will go out) is recorded and the delivery parks
 ``awaiting_approval`` (:mod:`functions.core.approval`); once approved, the resumed run
 reuses the archive and the recorded model step and sends the alert; denied or expired
-(``approval_timeout_minutes``), it sends nothing and ends ``failed``.
+(``approval_timeout_minutes``), it sends nothing and ends ``failed``. With
+``approval=tools:NAME,...`` each call of those acting tools waits the same way before
+it runs (:mod:`functions.workflows.tool_loop`).
 
 **Token budget, spend and errors** are the model client's
 (:mod:`functions.workflows.model_client`): the day's budget is reserved before the
@@ -77,6 +79,7 @@ from functions.workflows.tool_loop import (
     DEFAULT_MAX_TURNS,
     SETTING_MAX_TOOL_CALLS,
     SETTING_MAX_TURNS,
+    ToolApproval,
     ToolCaps,
     converse_with_tools,
 )
@@ -153,7 +156,8 @@ SETTING_ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S1
 # "true": the alert_url endpoint drops a second POST with the same Idempotency-Key, so
 # an alert whose outcome is unknown is posted again with its key (mode keyed).
 SETTING_ALERT_URL_DEDUPLICATES: Final = "alert_url_deduplicates"
-# What waits for a person (``alert``; see ApprovalPolicy), and for how long at most.
+# What waits for a person (``alert``, ``tools:NAME,...``; see ApprovalPolicy), and for how
+# long at most.
 SETTING_APPROVAL: Final = "approval"
 SETTING_APPROVAL_TIMEOUT_MINUTES: Final = "approval_timeout_minutes"
 DEFAULT_APPROVAL_TIMEOUT_MINUTES: Final = 1440.0
@@ -285,15 +289,9 @@ class AgentSettings:
 
 def _approval_policy(settings: Mapping[str, str]) -> ApprovalPolicy:
     try:
-        policy = ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
+        return ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
-    if policy.tools:
-        # The tool loop does not wait for a person yet: a tool named here would never wait.
-        raise SettingsError(
-            f"{SETTING_APPROVAL}: the agent workflow cannot hold tools for approval yet"
-        )
-    return policy
 
 
 # The model step's recorded result, under the name the agent gave it first.
@@ -413,7 +411,8 @@ class AgentWorkflow:
     ) -> None:
         """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget,
         ``spend`` None no spend record; ``tools`` empty: one model call, no tools;
-        ``approvals`` is needed when ``settings.approval`` names the alert."""
+        ``approvals`` is needed when ``settings.approval`` names anything, and each tool
+        it names must be an acting one of ``tools`` (``ValueError`` otherwise)."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
@@ -435,13 +434,27 @@ class AgentWorkflow:
         self._approvals = approvals
         if settings.approval.alert and approvals is None:
             raise ValueError("an approval of the alert needs an approval store")
+        self._tool_approval = ToolApproval.of(
+            settings.approval.tools,
+            self._tools,
+            store=approvals,
+            clock=clock,
+            timeout_seconds=settings.approval_timeout_seconds,
+        )
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
         if self._tools:
             caps = ToolCaps(self._settings.max_turns, self._settings.max_tool_calls)
             prompt = self.prompt(package)
-            summary = converse_with_tools(effects, self._client, prompt, self._tools, caps=caps)
+            summary = converse_with_tools(
+                effects,
+                self._client,
+                prompt,
+                self._tools,
+                caps=caps,
+                approval=self._tool_approval,
+            )
         else:
             summary = effects.model(MODEL_STEP, self.prompt(package), self._client)
         alert = Alert(

@@ -17,6 +17,13 @@ Per delivery, turn by turn:
      recorded is not applied again, and the model is told it was applied;
    * an unknown tool name, a :class:`~functions.workflows.tools.ToolError` or a
      refusal (``Rejected``): an error result the model reads;
+   * an acting tool that the ``approval`` setting names (``tools:NAME,...``): before
+     it runs, the proposed call (tool, input, tool-use id) is recorded as the
+     approval ``tool.<digest>`` and the delivery parks ``awaiting_approval``
+     (:mod:`functions.core.approval`); approved, the resumed run reuses every
+     recorded turn and result, reaches this tool use again and runs it through the
+     ledger as above; denied or expired, the delivery ends ``failed``
+     (``approval_denied`` / ``approval_expired``) and the model is not asked again;
 
 3. the results go back to the model in the next turn; a turn without tool uses is
    the final reply.
@@ -35,13 +42,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from functions.core.approval import require_approval
 from functions.core.errors import PermanentError, Rejected
 from functions.core.observability import logger
 from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
+    from functions.core.clock import Clock
     from functions.core.effects import EffectLedger
     from functions.core.model_step import ModelReply, ToolUse
+    from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.model import ModelCaller
     from functions.workflows.agent_prompt import AgentPrompt
 
@@ -58,6 +68,44 @@ class ToolCaps:
 
     max_turns: int = DEFAULT_MAX_TURNS
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+
+
+@dataclass(frozen=True, slots=True)
+class ToolApproval:
+    """The acting tools whose calls wait for a person, and where the wait is recorded."""
+
+    store: ApprovalStore
+    clock: Clock
+    tools: frozenset[str]
+    timeout_seconds: int
+
+    @classmethod
+    def of(
+        cls,
+        gated: frozenset[str],
+        tools: Sequence[Tool],
+        *,
+        store: ApprovalStore | None,
+        clock: Clock,
+        timeout_seconds: int,
+    ) -> ToolApproval | None:
+        """The gate for ``gated`` (the names ``tools:NAME,...`` lists); None for none.
+
+        Raises:
+            ValueError: a name is no acting tool of ``tools`` (a typo would let the
+                action run unapproved), or there is no store: fail at cold start.
+        """
+        if not gated:
+            return None
+        acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
+        if unknown := sorted(gated - acting):
+            raise ValueError(
+                f"approval: tools:{','.join(unknown)} names no acting tool of the tools"
+                f" setting (acting: {sorted(acting) or 'none'})"
+            )
+        if store is None:
+            raise ValueError("an approval of tools needs an approval store")
+        return cls(store, clock, gated, timeout_seconds)
 
 
 def tool_key(delivery_id: str, tool_use_id: str) -> str:
@@ -83,11 +131,14 @@ def converse_with_tools(
     *,
     caps: ToolCaps,
     first_step: str = "model",
+    approval: ToolApproval | None = None,
 ) -> ModelReply:
     """Run the loop (see the module's docstring) and return the final reply.
 
     Raises:
         PermanentError: ``max_turns_reached`` or ``max_tool_calls_reached``.
+        AwaitingApproval: an approved tool use waits for its decision (park it).
+        ApprovalRefused: it was denied, or its time ran out.
         Whatever a model step or an acting tool's effect raises (``NotApplied``,
         ``UncertainEffect``, ``TransientError``, ...): the delivery is retried or
         fails as for any step or effect.
@@ -107,14 +158,19 @@ def converse_with_tools(
             used += 1
             if used > caps.max_tool_calls:
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
-            settle = functools.partial(_settle, effects, by_name, use)
+            settle = functools.partial(_settle, effects, by_name, use, approval)
             outcome = effects.step(tool_record_name(use.id), settle)
             results.append(_result_block(use, outcome))
         turns += [_assistant_turn(reply), {"role": "user", "content": results}]
     _cap_reached(effects, "max_turns_reached", SETTING_MAX_TURNS, caps)
 
 
-def _settle(effects: EffectLedger, tools: Mapping[str, Tool], use: ToolUse) -> dict[str, Any]:
+def _settle(
+    effects: EffectLedger,
+    tools: Mapping[str, Tool],
+    use: ToolUse,
+    approval: ToolApproval | None,
+) -> dict[str, Any]:
     """One tool use's outcome, as recorded: ``{"status": "success"|"error", "content"}``."""
     tool = tools.get(use.name)
     if tool is None:
@@ -126,6 +182,18 @@ def _settle(effects: EffectLedger, tools: Mapping[str, Tool], use: ToolUse) -> d
             return _success(tool.run(use.input, key))
         except ToolError as exc:
             return _error(exc.message)
+    if approval is not None and tool.name in approval.tools:
+        # The proposal comes from the recorded turn, so the run resumed after the
+        # decision runs exactly the call the person approved, with the same key.
+        require_approval(
+            approval.store,
+            delivery_id=effects.delivery_id,
+            name=tool_record_name(use.id),
+            proposal={"tool": tool.name, "input": use.input, "tool_use_id": use.id, "key": key},
+            now=approval.clock.now(),
+            timeout_seconds=approval.timeout_seconds,
+            expires_at=effects.expires_at,
+        )
     answers: list[object] = []
     failures: list[str] = []
 

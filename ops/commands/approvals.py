@@ -74,11 +74,16 @@ def _proposal_line(entry: Waiting) -> str:
     record = entry.record
     if record is None:
         return f"{entry.item.approval}: (no record)"
+    from ops.approvals import proposal_parts
+
     proposal = record.proposal
-    channels = ",".join(str(c) for c in proposal.get("channels", []))
-    title = str(proposal.get("title", ""))
-    summary = " ".join(str(proposal.get("summary", "")).split())
-    shown = f"{record.name} via {channels or '-'}: {title!r} {summary!r}"
+    headline, detail = proposal_parts(proposal)
+    if "tool" in proposal:  # an acting tool's call: the tool and its input
+        shown = f"{record.name}: {headline} {detail}"
+    else:
+        channels = ",".join(str(c) for c in proposal.get("channels", []))
+        summary = " ".join(detail.split())
+        shown = f"{record.name} via {channels or '-'}: {headline!r} {summary!r}"
     return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 1] + "…"
 
 

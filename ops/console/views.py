@@ -17,7 +17,7 @@ from typing import Final
 from urllib.parse import quote, urlencode
 
 from functions.core.models import InboxItem, QuarantineRecord, State
-from ops.approvals import Waiting
+from ops.approvals import Waiting, proposal_parts
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
 from ops.console.reads import (
@@ -523,7 +523,7 @@ def approvals_page(chrome: Chrome, waiting: Sequence[Waiting]) -> str:
     rows = []
     for entry in waiting:
         item = entry.item
-        proposal = {} if entry.record is None else entry.record.proposal
+        headline, detail = proposal_parts({} if entry.record is None else entry.record.proposal)
         fields = {"delivery_id": item.delivery_id, "name": item.approval or ""}
         note = '<input name="note" placeholder="note (optional)" maxlength="500">'
         rows.append(
@@ -531,8 +531,7 @@ def approvals_page(chrome: Chrome, waiting: Sequence[Waiting]) -> str:
                 _delivery_link(chrome, item.delivery_id),
                 escape(item.approval or "-"),
                 # The model wrote it: shown as text (escaped), never followed.
-                f"<b>{escape(str(proposal.get('title', '')))}</b><br>"
-                f"<pre>{escape(str(proposal.get('summary', '')))}</pre>",
+                f"<b>{escape(headline)}</b><br><pre>{escape(detail)}</pre>",
                 escape(age(item.state_changed_at, chrome.now)),
                 escape(iso(item.approval_deadline)),
                 _action(chrome, "/actions/approve", "approve", fields, kind="primary", extra=note)

@@ -41,6 +41,30 @@ def show(capsys: pytest.CaptureFixture[str], state: Path, delivery_id: str) -> d
     return shown
 
 
+def waiting(capsys: pytest.CaptureFixture[str], state: Path) -> list[dict[str, Any]]:
+    """``approvals list --json``: what waits, with what each proposes."""
+    status, out, err = cli(capsys, "approvals", "list", "--local", str(state), "--json")
+    assert status == 0, err
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+def three_parked(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str], state: Path
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Three deliveries sent, once ``approvals list`` shows all three: their ids, the list."""
+    summary = send(stack, 3)
+    assert summary.all_acknowledged
+    sent = [r.delivery_id for r in summary.results]
+    listed = poll(
+        lambda: waiting(capsys, state),
+        lambda items: len(items) == 3,
+        deadline_seconds=DEADLINE_SECONDS,
+    )
+    assert {i["delivery_id"] for i in listed} == set(sent)
+    return sent, listed
+
+
 def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -54,19 +78,8 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
     )
     with audited(options) as stack:
         started = time.monotonic()
-        summary = send(stack, 3)
-        assert summary.all_acknowledged
-        approved, denied, undecided = [r.delivery_id for r in summary.results]
+        (approved, denied, undecided), listed = three_parked(stack, capsys, state)
         local = ("--local", str(state))
-
-        def waiting() -> list[dict[str, Any]]:
-            status, out, err = cli(capsys, "approvals", "list", *local, "--json")
-            assert status == 0, err
-            items: list[dict[str, Any]] = json.loads(out)["items"]
-            return items
-
-        listed = poll(waiting, lambda items: len(items) == 3, deadline_seconds=DEADLINE_SECONDS)
-        assert {i["delivery_id"] for i in listed} == {approved, denied, undecided}
         for entry in listed:
             assert entry["approval"] == "alert"
             assert entry["proposal"]["delivery_id"] == entry["delivery_id"]

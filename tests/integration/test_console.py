@@ -521,17 +521,29 @@ def test_no_page_holds_a_secret_the_mcp_token_or_a_body(stack: Stack, tmp_path: 
 # --- approvals -----------------------------------------------------------------------
 
 
-def parked(stack: Stack, title: str) -> str:
-    """A delivery the agent's gate parked, proposing an alert titled ``title``."""
+def parked(stack: Stack, title: str, *, tool_input: dict[str, str] | None = None) -> str:
+    """A delivery the agent's gate parked, proposing an alert titled ``title`` (or, with
+    ``tool_input``, a call of the tool ``title``)."""
     delivery_id = stack.accept()
     claim = stack.claims.claim(delivery_id, owner="w0", now=NOW, lease_seconds=300).claim
     store = approvals.approvals_store(stack.target)
-    proposal = {"title": title, "summary": "ships today", "channels": ["alert"]}
+    name = "alert" if tool_input is None else "tool.0123456789abcdef"
+    proposal: dict[str, object] = {"title": title, "summary": "ships today", "channels": ["alert"]}
+    if tool_input is not None:
+        proposal = {"tool": title, "input": tool_input, "tool_use_id": "t1", "key": "k"}
     store.request(
-        ApprovalRecord(delivery_id, "alert", proposal, NOW, NOW + 3600), expires_at=NOW + 86400
+        ApprovalRecord(delivery_id, name, proposal, NOW, NOW + 3600), expires_at=NOW + 86400
     )
-    stack.claims.park(claim, now=NOW, approval="alert", deadline=NOW + 3600)
+    stack.claims.park(claim, now=NOW, approval=name, deadline=NOW + 3600)
     return delivery_id
+
+
+def test_approvals_shows_a_proposed_tool_call_and_its_input_escaped(stack: Stack) -> None:
+    delivery_id = parked(stack, "open_ticket", tool_input={"note": "<b>now</b>"})
+    response = get(make_console(stack), "/approvals")
+    assert delivery_id in response.body
+    assert "<b>tool open_ticket</b>" in response.body
+    assert "<pre>{&quot;note&quot;: &quot;&lt;b&gt;now&lt;/b&gt;&quot;}</pre>" in response.body
 
 
 def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: Stack) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -10,17 +12,43 @@ from functions.core.ports.approvals import ApprovalRecord
 from ops import approvals
 from tests.operator_harness import NOW, Stack, run_cli
 
+ALERT_PROPOSAL = {"title": "Quarterly review", "summary": "Pick offer B.", "channels": ["alert"]}
 
-def parked(stack: Stack) -> str:
+
+def parked(stack: Stack, name: str = "alert", proposal: Mapping[str, Any] = ALERT_PROPOSAL) -> str:
     """A delivery the agent's gate parked, as the worker leaves it."""
     delivery_id = stack.accept()
     claim = stack.claims.claim(delivery_id, owner="w0", now=NOW, lease_seconds=300).claim
-    proposal = {"title": "Quarterly review", "summary": "Pick offer B.", "channels": ["alert"]}
     approvals.approvals_store(stack.target).request(
-        ApprovalRecord(delivery_id, "alert", proposal, NOW, NOW + 3600), expires_at=NOW + 86400
+        ApprovalRecord(delivery_id, name, proposal, NOW, NOW + 3600), expires_at=NOW + 86400
     )
-    stack.claims.park(claim, now=NOW, approval="alert", deadline=NOW + 3600)
+    stack.claims.park(claim, now=NOW, approval=name, deadline=NOW + 3600)
     return delivery_id
+
+
+def test_list_shows_a_proposed_tool_call_with_its_input(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "tool.0123456789abcdef"
+    call = {
+        "tool": "open_ticket",
+        "input": {"priority": "high", "customer": "acme"},
+        "tool_use_id": "tooluse_1",
+        "key": "k",
+    }
+    delivery_id = parked(stack, name, call)
+    status, out, _ = run_cli(capsys, stack.cli("approvals", "list"))
+    assert status == 0
+    (line,) = [x for x in out.splitlines() if delivery_id in x]
+    assert line.endswith(f'{name}: tool open_ticket {{"customer": "acme", "priority": "high"}}')
+    status, out, _ = run_cli(capsys, stack.cli("approvals", "list", "--json"))
+    (item,) = json.loads(out)["items"]
+    assert (item["approval"], item["proposal"]) == (name, call)
+    status, out, _ = run_cli(capsys, stack.cli("approvals", "approve", delivery_id))
+    assert (status, out) == (
+        0,
+        f"approved {delivery_id} ({name}): its work item is sent: a worker resumes it\n",
+    )
 
 
 def test_list_shows_what_each_proposes_and_approve_resumes_it_once(

@@ -143,18 +143,20 @@ class World:
     def __post_init__(self) -> None:
         self.budget_store = FakeBudget(default_limit=self.limit)
 
-    def workflow(self, *, budget: bool = True) -> AgentWorkflow:
-        return AgentWorkflow(
-            settings=self.settings,
-            archive=self.archive,
-            model=self.model,
-            topic=self.topic,
-            webhook=self.webhook,
-            budget=TokenBudget(self.budget_store) if budget else None,
-            clock=self.clock,
-            metrics=self.metrics,
-            spend=self.spend,
-        )
+    def workflow(self, *, budget: bool = True, **parts: Any) -> AgentWorkflow:
+        """The workflow on this world's fakes; ``parts`` replace or add arguments."""
+        arguments: dict[str, Any] = {
+            "settings": self.settings,
+            "archive": self.archive,
+            "model": self.model,
+            "topic": self.topic,
+            "webhook": self.webhook,
+            "budget": TokenBudget(self.budget_store) if budget else None,
+            "clock": self.clock,
+            "metrics": self.metrics,
+            "spend": self.spend,
+        }
+        return AgentWorkflow(**(arguments | parts))
 
     def attempt(self) -> None:
         ledger = EffectLedger(
@@ -533,9 +535,30 @@ def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approve
     assert len(world.model.calls) == 1
 
 
-def test_the_agent_refuses_tool_approvals_it_cannot_honour() -> None:
-    with pytest.raises(SettingsError, match="cannot hold tools"):
-        AgentSettings.from_mapping({"approval": "tools:open_ticket"})
+def test_the_agent_holds_named_acting_tools_and_refuses_any_other_name() -> None:
+    """``approval=tools:NAME`` names acting tools of the ``tools`` setting; anything
+    else fails at cold start (a typo would let the action run unapproved)."""
+    settings = AgentSettings.from_mapping({"approval": "tools:open_ticket,Post_Message"})
+    assert settings.approval.tools == {"open_ticket", "Post_Message"}
+    world = World()
+    approvals = FakeApprovals(FakeClaims())
+
+    def acting(name: str, mode: ToolMode = ToolMode.KEYED) -> Tool:
+        return Tool(name, "Acts.", {"type": "object"}, mode, lambda i, k: {})
+
+    def build(tools: list[Tool], store: FakeApprovals | None = approvals) -> AgentWorkflow:
+        return world.workflow(settings=settings, tools=tools, approvals=store)
+
+    build([acting("open_ticket"), acting("Post_Message", ToolMode.NONE)])
+    for tools in (
+        [],
+        [acting("open_ticket")],
+        [acting("open_ticket"), acting("Post_Message", ToolMode.READ_ONLY)],
+    ):
+        with pytest.raises(ValueError, match="names no acting tool"):
+            build(tools)
+    with pytest.raises(ValueError, match="approval store"):
+        build([acting("open_ticket"), acting("Post_Message")], store=None)
     with pytest.raises(SettingsError, match="approval"):
         AgentSettings.from_mapping({"approval": "everything"})
     with pytest.raises(SettingsError, match="approval_timeout_minutes"):

@@ -26,3 +26,17 @@ def test_a_hold_without_a_text_takes_the_next_request_of_its_operation() -> None
     assert faults.delay_for("TransactWriteItems") == 1.5
     assert faults.delay_for("TransactWriteItems", b"{}") == 1.5
     assert faults.delay_for("TransactWriteItems") == 0.0
+
+
+def test_a_lost_answer_takes_the_request_that_contains_its_text_once_and_is_counted() -> None:
+    faults = FaultInjector()
+    faults.lose_next("TransactWriteItems", containing='"approval#tool.1"')
+
+    assert faults.delays_pending("TransactWriteItems")  # (the body is read for it)
+    assert not faults.loses("TransactWriteItems", b'{"sk": {"S": "approval#alert"}}')
+    assert not faults.loses("UpdateItem", b'{"sk": {"S": "approval#tool.1"}}')
+    assert faults.loses("TransactWriteItems", b'{"sk": {"S": "approval#tool.1"}}')
+    assert not faults.loses("TransactWriteItems", b'{"sk": {"S": "approval#tool.1"}}')
+    assert faults.counts() == {"lost_answer": 1}
+    faults.control({"lose": {"operation": "PutItem"}})
+    assert faults.loses("PutItem", b"{}")

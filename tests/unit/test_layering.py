@@ -54,6 +54,9 @@ NAMED_IN_STRINGS: Mapping[tuple[str, str], str] = {
     ("local/chaos/run.py", "local.agent_tools:TOOLS"): (
         "the agent workflow's tools setting, as a team names its own tools"
     ),
+    ("local/tool_demo.py", "local.agent_tools:CHECKED_TOOLS"): (
+        "the agent workflow's tools setting, as a team names its own tools"
+    ),
 }
 
 

@@ -6,6 +6,7 @@ recorded turn keeps an id stable across attempts.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -13,14 +14,24 @@ from typing import Any
 
 import pytest
 
+from functions.core.approval import (
+    ApprovalRefused,
+    AwaitingApproval,
+    DecideOutcome,
+    decide,
+    new_decision_token,
+)
 from functions.core.effects import EffectLedger
 from functions.core.errors import PermanentError, UncertainEffect
 from functions.core.model_step import ToolUse
+from functions.core.models import InboxItem, State
+from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.ports.effects import EffectStatus
 from functions.core.steps import StepStorage
 from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
 from functions.workflows.model_client import ModelAnswer, ModelClient
 from functions.workflows.tool_loop import (
+    ToolApproval,
     ToolCaps,
     converse_with_tools,
     tool_key,
@@ -28,7 +39,7 @@ from functions.workflows.tool_loop import (
 )
 from functions.workflows.tools import Tool, ToolError, ToolMode, load_tools
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeEffects, FakeMetrics, FakeSpend, FakeSteps
+from tests.fakes import FakeApprovals, FakeClaims, FakeEffects, FakeMetrics, FakeSpend, FakeSteps
 
 DELIVERY = "dlv_tools"
 PROMPT = fenced_prompt(
@@ -85,6 +96,7 @@ class World:
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     spend: FakeSpend = field(default_factory=FakeSpend)
     caps: ToolCaps = field(default_factory=ToolCaps)
+    approval: ToolApproval | None = None
 
     def attempt(self) -> Any:
         ledger = EffectLedger(
@@ -96,7 +108,9 @@ class World:
         client = ModelClient(
             model=self.model, clock=self.clock, metrics=self.metrics, spend=self.spend
         )
-        return converse_with_tools(ledger, client, PROMPT, self.tools, caps=self.caps)
+        return converse_with_tools(
+            ledger, client, PROMPT, self.tools, caps=self.caps, approval=self.approval
+        )
 
 
 def lookup_tool(calls: list[dict[str, Any]]) -> Tool:
@@ -217,6 +231,137 @@ def test_a_runaway_loop_fails_naming_its_cap() -> None:
     world = World(greedy, [lookup_tool(lookups)], caps=ToolCaps(max_turns=8, max_tool_calls=4))
     with pytest.raises(PermanentError, match="max_tool_calls_reached"):
         world.attempt()
+
+
+# --- acting tools that wait for a person (approval=tools:NAME) ---------------------------
+
+APPROVAL_TIMEOUT = 1800
+
+
+@dataclass
+class Gated:
+    """A world whose ``open_ticket`` waits for a person; parks as the worker would."""
+
+    world: World
+    far: Ticketing
+    claims: FakeClaims = field(default_factory=FakeClaims)
+    approvals: FakeApprovals = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.approvals = FakeApprovals(self.claims)
+        self.world.approval = ToolApproval.of(
+            frozenset({"open_ticket"}),
+            self.world.tools,
+            store=self.approvals,
+            clock=self.world.clock,
+            timeout_seconds=APPROVAL_TIMEOUT,
+        )
+        self.claims.add(InboxItem(DELIVERY, "package.received", "0" * 64, 0, State.PROCESSING))
+
+    def parks(self) -> AwaitingApproval:
+        """An attempt that must park; the inbox item parked as the claim port does."""
+        with pytest.raises(AwaitingApproval) as parked:
+            self.world.attempt()
+        item = self.claims.items[DELIVERY]
+        self.claims.items[DELIVERY] = dataclasses.replace(
+            item,
+            state=State.AWAITING_APPROVAL,
+            approval=parked.value.name,
+            approval_deadline=parked.value.deadline,
+        )
+        return parked.value
+
+    def decide(self, name: str, wanted: ApprovalDecision, token: str) -> DecideOutcome:
+        decision = Decision(wanted, "operator", self.world.clock.now(), token)
+        return decide(self.approvals, DELIVERY, name, decision).outcome
+
+
+def gated_world(**ticketing: Any) -> Gated:
+    far = Ticketing(**ticketing)
+    lookups: list[dict[str, Any]] = []
+    model = ScriptedModel([[("lookup", {"q": "a"})], [("open_ticket", {"q": "b"})]])
+    return Gated(World(model, [lookup_tool(lookups), ticket_tool(far)]), far)
+
+
+def test_an_approved_tool_waits_with_its_proposed_call_then_runs_once() -> None:
+    gated = gated_world()
+    parked = gated.parks()
+    record = gated.approvals.get(DELIVERY, parked.name)
+    assert record is not None
+    assert not gated.far.tickets  # nothing acts while it waits
+    use_id = record.proposal["tool_use_id"]
+    assert parked.name == tool_record_name(use_id)
+    assert record.proposal == {
+        "tool": "open_ticket",
+        "input": {"q": "b"},
+        "tool_use_id": use_id,
+        "key": tool_key(DELIVERY, use_id),
+    }
+    assert parked.deadline == gated.world.clock.now() + APPROVAL_TIMEOUT
+    gated.parks()  # undecided: parks again, the model is not asked again
+    assert len(gated.world.model.prompts) == 2
+    assert gated.decide(parked.name, ApprovalDecision.APPROVED, "t1") is DecideOutcome.APPLIED
+    reply = gated.world.attempt()
+    assert reply.text == "All done."
+    assert gated.far.tickets == Counter({tool_key(DELIVERY, use_id): 1})
+    assert gated.world.attempt() == reply  # recorded: nothing runs again
+    assert gated.far.tickets == Counter({tool_key(DELIVERY, use_id): 1})
+    assert len(gated.world.model.prompts) == 3  # each turn asked once
+
+
+def test_an_approval_whose_answer_was_lost_runs_the_tool_once() -> None:
+    """The decision committed and its answer was lost; the person (or the CLI) tries
+    again: applied, not a conflict, and the tool still runs once after the resume."""
+    gated = gated_world()
+    parked = gated.parks()
+    gated.approvals.lose_answers = 1
+    token = new_decision_token()
+    assert gated.decide(parked.name, ApprovalDecision.APPROVED, token) is DecideOutcome.APPLIED
+    assert gated.decide(parked.name, ApprovalDecision.APPROVED, "again") is DecideOutcome.UNCHANGED
+    gated.world.attempt()
+    gated.world.attempt()
+    assert sum(gated.far.tickets.values()) == 1
+
+
+def test_approved_then_killed_inside_the_tool_resumes_without_asking_again() -> None:
+    """Killed after the tool acted, before its record: the retry needs no new decision
+    and keeps the tool-use's key (a keyed far side drops the copy)."""
+    gated = gated_world(die_after_acting=True)
+    parked = gated.parks()
+    gated.decide(parked.name, ApprovalDecision.APPROVED, "t1")
+    with pytest.raises(Killed):
+        gated.world.attempt()
+    gated.world.attempt()
+    (key,) = gated.far.tickets
+    assert key.startswith(f"{DELIVERY}:tool:")
+    assert len(gated.approvals.records) == 1
+
+
+def test_a_denied_tool_never_runs_and_the_delivery_fails_saying_so() -> None:
+    gated = gated_world()
+    parked = gated.parks()
+    assert gated.decide(parked.name, ApprovalDecision.DENIED, "t1") is DecideOutcome.APPLIED
+    assert gated.claims.items[DELIVERY].last_error == "approval_denied"
+    for _ in range(2):  # a requeue meets the recorded refusal
+        with pytest.raises(ApprovalRefused, match="approval_denied"):
+            gated.world.attempt()
+    assert not gated.far.tickets
+    assert len(gated.world.model.prompts) == 2  # the model is not told, nor asked again
+
+
+def test_only_acting_tools_of_the_tools_setting_can_wait_for_a_person() -> None:
+    lookups: list[dict[str, Any]] = []
+    tools = [lookup_tool(lookups), ticket_tool(Ticketing())]
+    clock = FakeClock()
+    store = FakeApprovals(FakeClaims())
+    for names in ({"lookup"}, {"open_tikcet"}):
+        with pytest.raises(ValueError, match="names no acting tool"):
+            ToolApproval.of(frozenset(names), tools, store=store, clock=clock, timeout_seconds=60)
+    with pytest.raises(ValueError, match="approval store"):
+        ToolApproval.of(
+            frozenset({"open_ticket"}), tools, store=None, clock=clock, timeout_seconds=60
+        )
+    assert ToolApproval.of(frozenset(), tools, store=None, clock=clock, timeout_seconds=60) is None
 
 
 TOOLS = [Tool("lookup", "Looks up.", SCHEMA, ToolMode.READ_ONLY, lambda i, k: {})]

@@ -29,6 +29,7 @@ from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secre
 from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
+from functions.workflows.adapters.bedrock_guardrail import BedrockGuardrail
 from functions.workflows.agent import (
     SETTING_ALERT_SIGNING_SECRET_ARN,
     SETTING_ALERT_URL_SECRET_ARN,
@@ -54,6 +55,11 @@ BEDROCK_CONFIG: Final = Config(
 )
 # One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).
+# ApplyGuardrail only reads: botocore's own retries of a throttle or a 5xx are safe
+# (the screening's outcome contract is the read-only one), each within 20 s.
+GUARDRAIL_CONFIG: Final = Config(
+    connect_timeout=5, read_timeout=20, retries={"mode": "standard", "total_max_attempts": 3}
+)
 SNS_CONFIG: Final = Config(connect_timeout=2, read_timeout=10, retries={"total_max_attempts": 1})
 DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 
@@ -94,7 +100,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         ValueError: a workflow setting is malformed or not known; ``ARCHIVE_BUCKET``
             is missing; there is neither ``ALERT_TOPIC_ARN`` nor ``alert_url``; a URL
             is not HTTPS (or loopback HTTP, when allowed); the ``tools`` setting names
-            no sequence of tools.
+            no sequence of tools; a guardrail or an approval gate without ``TABLE_NAME``.
     """
     settings = AgentSettings.from_mapping(context.settings)
     parts = _model_parts(context, "agent")
@@ -104,7 +110,13 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
     webhook = build_alert_webhook(settings, context) if settings.has_alert_url else None
     approvals = None
-    if settings.approval.any:
+    guardrail = None
+    if settings.guardrail is not None:
+        client = boto3.client(
+            "bedrock-runtime", endpoint_url=settings.bedrock_endpoint_url, config=GUARDRAIL_CONFIG
+        )
+        guardrail = BedrockGuardrail(client=client, guardrail=settings.guardrail)
+    if settings.approval.any or guardrail is not None:
         if not context.table_name:
             raise ValueError("the agent workflow's approval gate needs TABLE_NAME")
         approvals = DynamoDbApprovals(
@@ -122,6 +134,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         spend=parts.spend,
         tools=() if settings.tools is None else load_tools(settings.tools),
         approvals=approvals,
+        guardrail=guardrail,
     )
 
 

@@ -112,9 +112,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     approvals = None
     guardrail = None
     if settings.guardrail is not None:
-        client = boto3.client(
-            "bedrock-runtime", endpoint_url=settings.bedrock_endpoint_url, config=GUARDRAIL_CONFIG
-        )
+        client = guardrail_client(settings.bedrock_endpoint_url)
         guardrail = BedrockGuardrail(client=client, guardrail=settings.guardrail)
     if settings.approval.any or guardrail is not None:
         if not context.table_name:
@@ -205,6 +203,11 @@ def _model_parts(context: WorkflowContext, user: str) -> _ModelParts:
 def bedrock_client(endpoint_url: str | None) -> BedrockRuntimeClient:
     """The agent's ``bedrock-runtime`` client: one HTTP attempt per call (``BEDROCK_CONFIG``)."""
     return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=BEDROCK_CONFIG)
+
+
+def guardrail_client(endpoint_url: str | None) -> BedrockRuntimeClient:
+    """The screening's ``bedrock-runtime`` client: botocore's retries on (``GUARDRAIL_CONFIG``)."""
+    return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=GUARDRAIL_CONFIG)
 
 
 def build_alert_webhook(

@@ -64,7 +64,12 @@ SHORT_SETTING_KEYS = {
     "alert_url": "alert_url",
     "alert_url_secret_arn": "alert_url_secret_arn",
     "alert_signing_secret_arn": "alert_signing_secret_arn",
+    "guardrail_id": "guardrail_id",
+    "guardrail_version": "guardrail_version",
 }
+# The agent's screening guardrail (both or neither; the worker may apply it and no other).
+GUARDRAIL_ID = "guardrail_id"
+GUARDRAIL_VERSION = "guardrail_version"
 ALERT_URL_KMS_KEY_ARN = "alert_url_kms_key_arn"
 ALERT_SIGNING_KMS_KEY_ARN = "alert_signing_kms_key_arn"
 ALERT_URL_SECRET_ARN = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
@@ -237,9 +242,13 @@ class StackConfig:
     def agent_settings(self) -> AgentSettings | None:
         """The agent workflow's settings as it will read them, or None for another
         workflow."""
-        if self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+        if not self._runs_agent:
             return None
         return AgentSettings.from_mapping(self.workflow_settings)
+
+    @property
+    def _runs_agent(self) -> bool:
+        return self.workflow_code.target == WORKFLOW_ALIASES["agent"]
 
     @property
     def batch_concurrency(self) -> int:
@@ -507,6 +516,9 @@ class StackConfig:
         if alert_url is not None and not alert_url.startswith("https://"):
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}alert_url (alert_url): an https:// URL")
         self._validate_alert_secrets()
+        for key in (GUARDRAIL_ID, GUARDRAIL_VERSION):
+            if key in self.workflow_settings and not self._runs_agent:
+                raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
         if len(json.dumps(dict(self.workflow_settings))) > WORKFLOW_SETTINGS_MAX_BYTES:
             raise ConfigError(
                 f"{WORKFLOW_SETTING_PREFIX}*: at most {WORKFLOW_SETTINGS_MAX_BYTES} bytes of "
@@ -541,7 +553,7 @@ class StackConfig:
             arn = self.workflow_settings.get(key)
             if arn is not None and not _SECRET_ARN.match(arn):
                 raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
-            if arn is not None and self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+            if arn is not None and not self._runs_agent:
                 raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
             _check_secret_key(*kms_key, secret=(key, arn))
 

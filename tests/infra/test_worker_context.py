@@ -21,7 +21,11 @@ from tests.infra.conftest import (
     role_grants,
     synthesize,
 )
-from tests.infra.test_least_privilege import OWN_TOKEN, worker_base_grants
+from tests.infra.test_least_privilege import (
+    OWN_TOKEN,
+    stack_guardrail_arn,
+    worker_base_grants,
+)
 
 FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 MODEL_ID = "amazon.nova-lite-v1:0"
@@ -35,6 +39,7 @@ ALERT_URL_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relayli
 ALERT_SIGNING_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/sign-XyZ789"
 ALERT_URL_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
 ALERT_EMAIL = "agent-alerts@example.com"
+GUARDRAIL_ID = "gr7x2k9q4m1p"
 CUSTOM: dict[str, Any] = {
     "workflow": "agent",
     "agent_model_id": MODEL_ID,
@@ -53,6 +58,8 @@ CUSTOM: dict[str, Any] = {
     "worker_batch_concurrency": 2,
     "worker_workflow_seconds": 120,
     "alert_email": ALERT_EMAIL,
+    "guardrail_id": GUARDRAIL_ID,
+    "guardrail_version": 4,
 }
 
 
@@ -118,6 +125,8 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
         "alert_signing_secret_arn": ALERT_SIGNING_SECRET,
         "daily_token_budget": "5000",
         "system_prompt": "Name the package's author.",
+        "guardrail_id": GUARDRAIL_ID,
+        "guardrail_version": "4",
     }
     settings = WorkerSettings.from_env(resolved(environment))
     assert settings.workflow_settings["model_id"] == MODEL_ID
@@ -152,6 +161,8 @@ def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> No
         ("kms:Decrypt", via_secrets_manager),
         ("bedrock:InvokeModel", resource_key(_model_arn(MODEL_ID))),
         ("bedrock:InvokeModel", resource_key(EXTRA_MODEL)),
+        # The screening guardrail, in the stack's region and account, and no other.
+        ("bedrock:ApplyGuardrail", resource_key(stack_guardrail_arn(GUARDRAIL_ID))),
     }
     # ... and the managed policies it names, attached to the worker's role alone.
     grants = role_grants(

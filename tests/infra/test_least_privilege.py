@@ -272,17 +272,10 @@ def test_a_guardrail_named_by_its_arn_is_granted_on_that_arn_alone() -> None:
 
 def stack_guardrail_arn(guardrail_id: str) -> Any:
     """A bare guardrail id's ARN as the template gives it: the stack's region and account."""
-    return {
-        "Fn::Join": [
-            "",
-            [
-                "arn:",
-                {"Ref": "AWS::Partition"},
-                ":bedrock:",
-                {"Ref": "AWS::Region"},
-                ":",
-                {"Ref": "AWS::AccountId"},
-                f":guardrail/{guardrail_id}",
-            ],
-        ]
-    }
+    return stack_bedrock_arn(":", {"Ref": "AWS::AccountId"}, f":guardrail/{guardrail_id}")
+
+
+def stack_bedrock_arn(*tail: Any) -> Any:
+    """A Bedrock ARN in the stack's partition and region, ``tail`` after the region."""
+    head = ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:", {"Ref": "AWS::Region"}]
+    return {"Fn::Join": ["", [*head, *tail]]}

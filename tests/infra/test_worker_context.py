@@ -23,6 +23,7 @@ from tests.infra.conftest import (
 )
 from tests.infra.test_least_privilege import (
     OWN_TOKEN,
+    stack_bedrock_arn,
     stack_guardrail_arn,
     worker_base_grants,
 )
@@ -135,18 +136,7 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
 
 
 def _model_arn(model_id: str) -> Any:
-    return {
-        "Fn::Join": [
-            "",
-            [
-                "arn:",
-                {"Ref": "AWS::Partition"},
-                ":bedrock:",
-                {"Ref": "AWS::Region"},
-                f"::foundation-model/{model_id}",
-            ],
-        ]
-    }
+    return stack_bedrock_arn(f"::foundation-model/{model_id}")
 
 
 def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> None:

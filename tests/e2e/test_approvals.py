@@ -41,6 +41,14 @@ def show(capsys: pytest.CaptureFixture[str], state: Path, delivery_id: str) -> d
     return shown
 
 
+def waiting(capsys: pytest.CaptureFixture[str], state: Path) -> list[dict[str, Any]]:
+    """``approvals list --json``'s items."""
+    status, out, err = cli(capsys, "approvals", "list", "--local", str(state), "--json")
+    assert status == 0, err
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
 def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -59,13 +67,11 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
         approved, denied, undecided = [r.delivery_id for r in summary.results]
         local = ("--local", str(state))
 
-        def waiting() -> list[dict[str, Any]]:
-            status, out, err = cli(capsys, "approvals", "list", *local, "--json")
-            assert status == 0, err
-            items: list[dict[str, Any]] = json.loads(out)["items"]
-            return items
-
-        listed = poll(waiting, lambda items: len(items) == 3, deadline_seconds=DEADLINE_SECONDS)
+        listed = poll(
+            lambda: waiting(capsys, state),
+            lambda items: len(items) == 3,
+            deadline_seconds=DEADLINE_SECONDS,
+        )
         assert {i["delivery_id"] for i in listed} == {approved, denied, undecided}
         for entry in listed:
             assert entry["approval"] == "alert"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,7 +22,7 @@ from local.sender import Sender, Summary
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 from tests.e2e.stacks import audited
-from tests.e2e.test_approvals import cli, show
+from tests.e2e.test_approvals import cli, show, waiting
 from tests.e2e.test_pipeline_over_http import _config
 from tests.polling import poll
 
@@ -57,13 +56,11 @@ def test_a_briefing_the_guardrail_blocks_waits_for_a_person_and_only_then_reache
         approved, denied = [r.delivery_id for r in flagged.results]
         local = ("--local", str(state))
 
-        def waiting() -> list[dict[str, Any]]:
-            status, out, err = cli(capsys, "approvals", "list", *local, "--json")
-            assert status == 0, err
-            items: list[dict[str, Any]] = json.loads(out)["items"]
-            return items
-
-        listed = poll(waiting, lambda items: len(items) == 2, deadline_seconds=DEADLINE_SECONDS)
+        listed = poll(
+            lambda: waiting(capsys, state),
+            lambda items: len(items) == 2,
+            deadline_seconds=DEADLINE_SECONDS,
+        )
         assert {i["delivery_id"] for i in listed} == {approved, denied}
         for entry in listed:
             assert entry["approval"] == "screening"

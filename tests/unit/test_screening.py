@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -17,6 +18,7 @@ from functions.core.errors import PermanentError, TransientError
 from functions.core.models import InboxItem, State
 from functions.core.settings_env import SettingsError
 from functions.core.steps import StepStatus, StepStorage
+from functions.core.workflow import load_workflow
 from functions.workflows.agent import AgentSettings, AgentWorkflow
 from functions.workflows.screening import (
     APPROVAL_SCREENING,
@@ -35,6 +37,7 @@ from tests.unit.test_agent_workflow import (
     World,
     _sent,
 )
+from tests.unit.test_workflow_aliases import CONTEXT
 
 GUARDRAIL = {"guardrail_id": "gr7x2k9q4m1p", "guardrail_version": "3"}
 BLOCKED = Screening(
@@ -267,3 +270,13 @@ def test_the_workflow_refuses_a_guardrail_it_cannot_hold_briefings_for() -> None
         workflow(FakeGuardrail())
     with pytest.raises(ValueError, match="exactly when the settings name one"):
         workflow(None)
+
+
+def test_the_wiring_holds_blocked_briefings_in_the_table() -> None:
+    screening = dataclasses.replace(CONTEXT, settings=GUARDRAIL)
+    assert isinstance(load_workflow("agent", screening), AgentWorkflow)
+    no_table = dataclasses.replace(
+        screening, table_name="", settings=GUARDRAIL | {"daily_token_budget": "0"}
+    )
+    with pytest.raises(ValueError, match="approval gate needs TABLE_NAME"):
+        load_workflow("agent", no_table)

@@ -9,6 +9,7 @@ import pytest
 
 from functions.core.approval import (
     ApprovalDecision,
+    ApprovalRecord,
     ApprovalRefused,
     AwaitingApproval,
     Decision,
@@ -25,8 +26,12 @@ from functions.workflows.screening import (
     SCREEN_STEP,
     GuardrailRef,
     Screening,
+    held_proposal,
     screened_text,
 )
+from ops.approvals import Waiting
+from ops.commands.approvals import _proposal_line
+from ops.console import views
 from tests.fakes import FakeApprovals, FakeClaims
 from tests.unit.test_agent_workflow import (
     ANSWER,
@@ -280,3 +285,29 @@ def test_the_wiring_holds_blocked_briefings_in_the_table() -> None:
     )
     with pytest.raises(ValueError, match="approval gate needs TABLE_NAME"):
         load_workflow("agent", no_table)
+
+
+def test_the_console_and_approvals_list_show_the_verdict_of_a_held_briefing() -> None:
+    proposal = held_proposal(
+        BLOCKED, delivery_id=DELIVERY, package_id=PACKAGE.package_id, archive_key="a/key.json"
+    )
+    record = ApprovalRecord(DELIVERY, APPROVAL_SCREENING, proposal, 1_800_000_000, 1_800_003_600)
+    item = InboxItem(
+        DELIVERY,
+        "package.received",
+        "0" * 64,
+        1_800_000_000,
+        State.AWAITING_APPROVAL,
+        approval=APPROVAL_SCREENING,
+        approval_deadline=1_800_003_600,
+    )
+    waiting = Waiting(item, record)
+    chrome = views.Chrome(views.Links("tok"), "local stack", False, 1_800_000_060)
+    page = views.approvals_page(chrome, [waiting])
+    assert "Briefing held: guardrail gr7x2k9q4m1p version 3 intervened" in page
+    assert "content filter PROMPT_ATTACK (HIGH): BLOCKED" in page
+    line = _proposal_line(waiting)
+    assert line.startswith("screening")
+    assert "Briefing held: guardrail gr7x2k9q4m1p version 3" in line
+    for shown in (page, line):
+        assert PACKAGE.briefing not in shown and PACKAGE.title not in shown

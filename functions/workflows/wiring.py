@@ -55,10 +55,12 @@ BEDROCK_CONFIG: Final = Config(
 )
 # One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).
-# ApplyGuardrail only reads: botocore's own retries of a throttle or a 5xx are safe
-# (the screening's outcome contract is the read-only one), each within 20 s.
+# ApplyGuardrail only reads: botocore's own retry of a throttle or a 5xx is safe (the
+# screening's outcome contract is the read-only one). It answers in about a second; two
+# attempts of at most 13 s keep screening, the model call and the alert together within
+# the worker's default timeout after the MCP fetch's bound (45 + 26 + 50 s of 180 s).
 GUARDRAIL_CONFIG: Final = Config(
-    connect_timeout=5, read_timeout=20, retries={"mode": "standard", "total_max_attempts": 3}
+    connect_timeout=3, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 2}
 )
 SNS_CONFIG: Final = Config(connect_timeout=2, read_timeout=10, retries={"total_max_attempts": 1})
 DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})

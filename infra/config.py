@@ -247,6 +247,12 @@ class StackConfig:
         return AgentSettings.from_mapping(self.workflow_settings)
 
     @property
+    def screens_briefings(self) -> bool:
+        """Whether the agent screens each briefing with a guardrail (and so may park a
+        blocked one for a person's approval, without any ``approval`` setting)."""
+        return self._runs_agent and GUARDRAIL_ID in self.workflow_settings
+
+    @property
     def _runs_agent(self) -> bool:
         return self.workflow_code.target == WORKFLOW_ALIASES["agent"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_keys, event_source_limits, setting_defaults
+from functions.core import env_keys, event_source_limits, metric_names, setting_defaults
 from functions.core.clock import SystemClock
 from functions.core.workflow import WorkflowContext, load_workflow
 from functions.reconciler.settings import Settings as ReconcilerSettings
@@ -161,6 +161,16 @@ def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> No
     assert grants == worker_base_grants(customised) | extra
     for function in ("receiver", "relay", "reconciler"):
         role_grants(customised, function)  # asserts: no managed policy
+
+
+def test_a_screening_guardrail_alone_brings_the_approval_wait_alarm(
+    customised: Synthesized,
+) -> None:
+    # No approval setting: the briefings the guardrail blocks wait for a person anyway.
+    settings = json.loads(customised.environment("worker")[env_keys.ENV_WORKFLOW_SETTINGS])
+    assert "approval" not in settings and "guardrail_id" in settings
+    wait = customised.resource(customised.stack.monitoring.alarms["ApprovalWait"])
+    assert wait["Properties"]["MetricName"] == metric_names.METRIC_APPROVAL_OLDEST_WAIT
 
 
 def test_an_alert_url_in_a_secret_appears_in_no_template_environment_or_tree(

@@ -133,7 +133,8 @@ class Screening:
 
     def summary(self) -> str:
         """The reason and the findings on one line (what a person deciding reads)."""
-        parts = [self.reason] if self.reason else []
+        reason = self.reason.rstrip(" .;")
+        parts = [reason] if reason else []
         parts += list(self.findings) or ["no finding named"]
         return "; ".join(parts)
 

@@ -191,7 +191,7 @@ def test_a_blocked_briefing_waits_for_a_person_who_sees_the_verdict_not_the_brie
     proposal = record.proposal
     assert proposal["title"] == "Briefing held: guardrail gr7x2k9q4m1p version 3 intervened"
     assert proposal["summary"] == (
-        "Guardrail blocked.; content filter PROMPT_ATTACK (HIGH): BLOCKED; custom word: BLOCKED"
+        "Guardrail blocked; content filter PROMPT_ATTACK (HIGH): BLOCKED; custom word: BLOCKED"
     )
     assert proposal["delivery_id"] == DELIVERY
     assert proposal["archive_key"]  # where the person reads the package

@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 BEDROCK_CONFIG: Final = Config(
     connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 1}
 )
-# One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
-# botocore must never resend one after a 5xx or a timeout (the ledger decides).
 # ApplyGuardrail only reads: botocore's own retry of a throttle or a 5xx is safe (the
 # screening's outcome contract is the read-only one). It answers in about a second; two
 # attempts of at most 13 s keep screening, the model call and the alert together within
@@ -62,6 +60,8 @@ BEDROCK_CONFIG: Final = Config(
 GUARDRAIL_CONFIG: Final = Config(
     connect_timeout=3, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 2}
 )
+# One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
+# botocore must never resend one after a 5xx or a timeout (the ledger decides).
 SNS_CONFIG: Final = Config(connect_timeout=2, read_timeout=10, retries={"total_max_attempts": 1})
 DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
 

@@ -54,7 +54,7 @@ BEDROCK_CONFIG: Final = Config(
     connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 1}
 )
 # ApplyGuardrail only reads: botocore's own retry of a throttle or a 5xx is safe (the
-# screening's outcome contract is the read-only one). It answers in about a second; two
+# screening's outcome contract is the read-only one). It is a short call; two
 # attempts of at most 13 s keep screening, the model call and the alert together within
 # the worker's default timeout after the MCP fetch's bound (45 + 26 + 50 s of 180 s).
 GUARDRAIL_CONFIG: Final = Config(

@@ -68,6 +68,9 @@ TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
 SHORT_SETTING_KEYS: Final = {s.key: s.name for s in settings_table.AGENT_SETTINGS}
 ALERT_URL_SECRET_ARN: Final = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
 ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S105 (a context key)
+# The agent's screening guardrail (both or neither; the worker may apply it and no other).
+GUARDRAIL_ID: Final = "guardrail_id"
+GUARDRAIL_VERSION: Final = "guardrail_version"
 
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -223,6 +226,16 @@ class StackConfig:
         return read_workflow_settings(alias, self.workflow_settings, shipped=SHIPPED)
 
     @property
+    def screens_briefings(self) -> bool:
+        """Whether the agent screens each briefing with a guardrail (and so may park a
+        blocked one for a person's approval, without any ``approval`` setting)."""
+        return self._runs_agent and GUARDRAIL_ID in self.workflow_settings
+
+    @property
+    def _runs_agent(self) -> bool:
+        return self.workflow_code.target == WORKFLOW_ALIASES["agent"]
+
+    @property
     def batch_concurrency(self) -> int:
         """Messages of one batch processed at once (the whole batch unless set)."""
         return self.worker_batch_concurrency or self.worker_batch_size
@@ -345,6 +358,9 @@ class StackConfig:
         if alert_url is not None and not alert_url.startswith("https://"):
             raise ConfigError(f"{WORKFLOW_SETTING_PREFIX}alert_url (alert_url): an https:// URL")
         self._validate_alert_secrets()
+        for key in (GUARDRAIL_ID, GUARDRAIL_VERSION):
+            if key in self.workflow_settings and not self._runs_agent:
+                raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
         if len(json.dumps(dict(self.workflow_settings))) > WORKFLOW_SETTINGS_MAX_BYTES:
             raise ConfigError(
                 f"{WORKFLOW_SETTING_PREFIX}*: at most {WORKFLOW_SETTINGS_MAX_BYTES} bytes of "
@@ -381,7 +397,7 @@ class StackConfig:
             arn = self.workflow_settings.get(key)
             if arn is not None and not _SECRET_ARN.match(arn):
                 raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
-            if arn is not None and self.workflow_code.target != WORKFLOW_ALIASES["agent"]:
+            if arn is not None and not self._runs_agent:
                 raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
             _check_secret_key(*kms_key, secret=(key, arn))
 

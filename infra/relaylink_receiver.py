@@ -144,10 +144,11 @@ class RelayLinkReceiver(Construct):
             stage=config.stage,
             work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
             # Alarms only where their metric can be published (and billed): the budget
-            # with a workflow that calls a model, the wait with an approval gate.
+            # with a workflow that calls a model, the wait with an approval gate (or a
+            # screening guardrail: a blocked briefing waits for a person too).
             approval_max_wait=(
                 Duration.minutes(config.approval_wait_alarm_minutes)
-                if config.workflow_settings.get(APPROVAL_SETTING)
+                if config.workflow_settings.get(APPROVAL_SETTING) or config.screens_briefings
                 else None
             ),
             model_budget=config.workflow not in WORKFLOWS_WITHOUT_A_MODEL,

@@ -4,7 +4,7 @@ Its sizing is context (``worker_timeout_seconds``, ``worker_memory_mb``,
 ``worker_batch_size``); the lease, the work queue's visibility timeout and the
 reconciler's effect age follow from the timeout (:class:`WorkerTiming`). Its workflow's
 own needs are context too (``worker_secret_arns``, ``worker_managed_policy_arns``,
-``worker_bedrock_model_arns``), and a CDK app can add more with
+``worker_bedrock_model_arns``, the agent's ``guardrail_id``), and a CDK app can add more with
 :meth:`Worker.grant_workflow` (docs/workflows.md).
 """
 
@@ -271,6 +271,15 @@ class Worker(Construct):
             self.grant_workflow(
                 iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=models)
             )
+        guardrails = [
+            guardrail_arn(self, guardrail_id)
+            for guardrail_id in (workflow.bedrock_guardrail_ids if workflow else ())
+        ]
+        if guardrails:
+            # The screening guardrail alone (any of its versions: IAM names none).
+            self.grant_workflow(
+                iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=guardrails)
+            )
         for index, arn in enumerate(config.worker_managed_policy_arns):
             self.role.add_managed_policy(
                 iam.ManagedPolicy.from_managed_policy_arn(self, f"ManagedPolicy{index}", arn)
@@ -298,5 +307,18 @@ def foundation_model_arn(scope: Construct, model_id: str) -> str:
         account="",
         resource="foundation-model",
         resource_name=model_id,
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )
+
+
+def guardrail_arn(scope: Construct, guardrail_id: str) -> str:
+    """The guardrail's ARN as given, or ``arn:<partition>:bedrock:<the stack's region>:
+    <its account>:guardrail/<id>`` for a bare id."""
+    if guardrail_id.startswith("arn:"):
+        return guardrail_id
+    return Stack.of(scope).format_arn(
+        service="bedrock",
+        resource="guardrail",
+        resource_name=guardrail_id,
         arn_format=ArnFormat.SLASH_RESOURCE_NAME,
     )

@@ -1,11 +1,14 @@
-"""Amazon Bedrock Runtime's ``Converse`` on loopback, for the local stack and tests.
+"""Amazon Bedrock Runtime's ``Converse`` and ``ApplyGuardrail`` on loopback, for the local
+stack and tests.
 
 moto has no working Bedrock Runtime, so this serves the wire API that boto3's
 ``bedrock-runtime`` client speaks (rest-json, botocore's service model):
-``POST /model/{modelId}/converse`` with a JSON body, a JSON ``ConverseResponse``
-back, and errors the way AWS sends them: the HTTP status of the error shape, an
-``x-amzn-ErrorType`` header and a ``{"message": ...}`` body. Point a client at it
-with ``endpoint_url``; any credentials do (requests are not verified).
+``POST /model/{modelId}/converse`` and
+``POST /guardrail/{guardrailIdentifier}/version/{guardrailVersion}/apply`` with a JSON
+body, a JSON ``ConverseResponse`` / ``ApplyGuardrailResponse`` back, and errors the way
+AWS sends them: the HTTP status of the error shape, an ``x-amzn-ErrorType`` header and
+a ``{"message": ...}`` body. Point a client at it with ``endpoint_url``; any
+credentials do (requests are not verified).
 
 The answer is deterministic: ``Summary of <title>: <first words> [<digest>]``.
 The title and the words come from the package JSON that
@@ -28,6 +31,16 @@ What a test can make it do:
 * ``latency_seconds`` added to every call;
 * ``script_tools(turns)`` -> in a conversation that offers tools, the first turns ask
   for the scripted tools (fresh ``toolUseId`` each call), then the summary follows.
+
+``ApplyGuardrail`` knows the guardrails ``guardrail_ids`` names (by id or ARN; any
+version number or ``DRAFT``): another is a ``ResourceNotFoundException``, a malformed
+id, version or body a ``ValidationException``. It lets every text through
+(``action`` ``NONE``) but one with :data:`GUARDRAIL_MARKER` in it, or any while
+``intervene_next(n)`` lasts: those get ``GUARDRAIL_INTERVENED``, the blocked message as
+output, a ``PROMPT_ATTACK`` content filter (``HIGH``, ``BLOCKED``) and, for the
+marker, a custom word whose ``match`` quotes it (as a word filter quotes what it
+matched). ``fail_guardrail_next(n, error)`` answers the next calls with an error.
+Calls are counted (``guardrail_texts()``: the texts screened, in order).
 
 Every ``Converse`` call is counted per delivery id (the ``requestMetadata`` key
 :data:`DELIVERY_ID_METADATA_KEY`), failed ones too, so tests can see retries:
@@ -61,6 +74,17 @@ from local.loopback_http import LoopbackHTTPServer
 
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
 REFUSE_MARKER: Final = "[[bedrock-emulator:refuse]]"
+GUARDRAIL_MARKER: Final = "[[bedrock-emulator:guardrail]]"
+DEMO_GUARDRAIL_ID: Final = "relaylinkdemo"
+KNOWN_GUARDRAIL_IDS: Final = frozenset({DEMO_GUARDRAIL_ID})
+GUARDRAIL_BLOCKED_MESSAGE: Final = "Sorry, the model cannot answer this question."
+# botocore's patterns for ApplyGuardrail's URI labels.
+_GUARDRAIL_ID: Final = re.compile(
+    r"(?P<id>[a-z0-9]+)|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/(?P<arn_id>[a-z0-9]+)"
+)
+_GUARDRAIL_VERSION: Final = re.compile(r"[1-9][0-9]{0,7}|DRAFT")
+_GUARDRAIL_PATH: Final = re.compile(r"/guardrail/(?P<id>[^/]+)/version/(?P<version>[^/]+)/apply")
+_CHARS_PER_TEXT_UNIT: Final = 1000
 CALLS_PATH: Final = "/_emulator/calls"
 DEFAULT_MODEL_ID: Final = "amazon.nova-micro-v1:0"
 KNOWN_MODEL_IDS: Final = frozenset(
@@ -89,7 +113,9 @@ _POLL_SECONDS: Final = 0.05
 
 
 class ConverseError(StrEnum):
-    """The errors botocore's model lists for ``Converse``; the value is the AWS code."""
+    """The errors botocore's model lists for ``Converse`` and ``ApplyGuardrail`` (all of
+    its but ``ModelTimeout``, ``ModelNotReady``, ``ModelError``; ``ServiceQuotaExceeded``
+    only); the value is the AWS code."""
 
     ACCESS_DENIED = "AccessDeniedException"
     THROTTLING = "ThrottlingException"
@@ -100,6 +126,7 @@ class ConverseError(StrEnum):
     VALIDATION = "ValidationException"
     MODEL_NOT_READY = "ModelNotReadyException"
     MODEL_ERROR = "ModelErrorException"
+    SERVICE_QUOTA_EXCEEDED = "ServiceQuotaExceededException"
 
     @property
     def status(self) -> int:
@@ -117,6 +144,7 @@ _ERROR_STATUS: Final[Mapping[ConverseError, int]] = {
     ConverseError.VALIDATION: 400,
     ConverseError.MODEL_NOT_READY: 429,
     ConverseError.MODEL_ERROR: 424,
+    ConverseError.SERVICE_QUOTA_EXCEEDED: 400,
 }
 
 _ERROR_MESSAGE: Final[Mapping[ConverseError, str]] = {
@@ -129,6 +157,7 @@ _ERROR_MESSAGE: Final[Mapping[ConverseError, str]] = {
     ConverseError.VALIDATION: "The request is not valid.",
     ConverseError.MODEL_NOT_READY: "Model is not ready for inference. Wait and try again.",
     ConverseError.MODEL_ERROR: "The model encountered an error processing the request.",
+    ConverseError.SERVICE_QUOTA_EXCEEDED: "Your request exceeds the service quota.",
 }
 
 
@@ -165,6 +194,7 @@ class BedrockEmulator:
         failure_error: the error those calls get.
         seed: the failure RNG's seed.
         context_tokens: input beyond this many tokens is a ``ValidationException``.
+        guardrail_ids: the guardrails that exist (``ApplyGuardrail``).
     """
 
     def __init__(
@@ -176,6 +206,7 @@ class BedrockEmulator:
         failure_error: ConverseError = ConverseError.THROTTLING,
         seed: int = 0,
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        guardrail_ids: Iterable[str] = KNOWN_GUARDRAIL_IDS,
     ) -> None:
         self._lock = threading.Lock()
         self._model_ids = frozenset(model_ids)
@@ -190,6 +221,10 @@ class BedrockEmulator:
         self._calls: Counter[str] = Counter()
         self._requests: dict[str, Mapping[str, Any]] = {}
         self._total = 0
+        self._guardrail_ids = frozenset(guardrail_ids)
+        self._intervene_next = 0
+        self._fail_guardrail_next: list[ConverseError] = []
+        self._guardrail_texts: list[str] = []
         self.set_latency(latency_seconds)
         self.set_failure_rate(failure_rate, error=failure_error)
 
@@ -240,9 +275,25 @@ class BedrockEmulator:
         with self._lock:
             self._tool_script = [[(name, dict(i)) for name, i in turn] for turn in turns]
 
+    def intervene_next(self, count: int) -> None:
+        """Let the guardrail intervene on the next ``count`` ``ApplyGuardrail`` calls that
+        get no injected error, whatever their text."""
+        with self._lock:
+            self._intervene_next = count
+
+    def fail_guardrail_next(
+        self, count: int, error: ConverseError = ConverseError.THROTTLING
+    ) -> None:
+        """Answer the next ``count`` ``ApplyGuardrail`` calls with ``error``."""
+        with self._lock:
+            self._fail_guardrail_next = [error] * count
+
     def reset(self) -> None:
         """Zero the counters and clear every fault (latency, rate, pending failures)."""
         with self._lock:
+            self._intervene_next = 0
+            self._fail_guardrail_next = []
+            self._guardrail_texts = []
             self._tool_script = []
             self._latency_seconds = 0.0
             self._failure_rate = 0.0
@@ -265,6 +316,11 @@ class BedrockEmulator:
         with self._lock:
             return self._total
 
+    def guardrail_texts(self) -> list[str]:
+        """The text of every ``ApplyGuardrail`` call so far, in order (failed ones too)."""
+        with self._lock:
+            return list(self._guardrail_texts)
+
     def last_request(self, delivery_id: str) -> Mapping[str, Any] | None:
         """The last parsed request body sent for ``delivery_id`` (``modelId`` added)."""
         with self._lock:
@@ -276,6 +332,33 @@ class BedrockEmulator:
         """Answer one ``Converse`` request: ``model_id`` from the path, ``body`` as sent."""
         started = time.monotonic()
         return self._converse(model_id, _parse_body(body), started)
+
+    def apply_guardrail(self, identifier: str, version: str, body: bytes) -> Reply:
+        """Answer one ``ApplyGuardrail`` request: the path's labels (decoded), ``body``."""
+        request = _parse_body(body)
+        texts = _guardrail_texts(request)
+        with self._lock:
+            self._guardrail_texts.append("\n".join(texts or []))
+            injected = self._fail_guardrail_next.pop(0) if self._fail_guardrail_next else None
+            forced = injected is None and self._intervene_next > 0
+            if forced:
+                self._intervene_next -= 1
+            latency = self._latency_seconds
+        if latency:
+            time.sleep(latency)
+        if injected is not None:
+            return Reply.error(injected)
+        match = _GUARDRAIL_ID.fullmatch(identifier)
+        if match is None or not _GUARDRAIL_VERSION.fullmatch(version):
+            return Reply.error(ConverseError.VALIDATION, "The guardrail identifier is invalid.")
+        if request is None or texts is None or request.get("source") not in {"INPUT", "OUTPUT"}:
+            return Reply.error(ConverseError.VALIDATION, "The request is not valid.")
+        if (match["id"] or match["arn_id"]) not in self._guardrail_ids:
+            return Reply.error(
+                ConverseError.RESOURCE_NOT_FOUND,
+                "The guardrail was not found.",
+            )
+        return Reply(status=200, payload=guardrail_answer(texts, intervene=forced))
 
     def _converse(self, model_id: str, request: Mapping[str, Any] | None, started: float) -> Reply:
         injected, refuse, latency = self._record(model_id, request)
@@ -371,6 +454,72 @@ class BedrockEmulator:
             tool_use_id = f"tooluse_{uuid.uuid4().hex[:22]}"
             uses.append({"toolUse": {"toolUseId": tool_use_id, "name": name, "input": tool_input}})
         return uses
+
+
+def guardrail_answer(texts: Sequence[str], *, intervene: bool = False) -> dict[str, Any]:
+    """The ``ApplyGuardrail`` answer on ``texts`` (see the module docstring)."""
+    chars = sum(len(text) for text in texts)
+    units = sum(math.ceil(len(text) / _CHARS_PER_TEXT_UNIT) for text in texts)
+    usage = {
+        "topicPolicyUnits": units,
+        "contentPolicyUnits": units,
+        "wordPolicyUnits": units,
+        "sensitiveInformationPolicyUnits": units,
+        "sensitiveInformationPolicyFreeUnits": 0,
+        "contextualGroundingPolicyUnits": 0,
+    }
+    coverage = {"textCharacters": {"guarded": chars, "total": chars}}
+    marked = any(GUARDRAIL_MARKER in text for text in texts)
+    if not (intervene or marked):
+        return {
+            "usage": usage,
+            "action": "NONE",
+            "outputs": [],
+            "assessments": [{}],
+            "guardrailCoverage": coverage,
+        }
+    assessment: dict[str, Any] = {
+        "contentPolicy": {
+            "filters": [
+                {
+                    "type": "PROMPT_ATTACK",
+                    "confidence": "HIGH",
+                    "filterStrength": "HIGH",
+                    "action": "BLOCKED",
+                    "detected": True,
+                }
+            ]
+        }
+    }
+    if marked:
+        word = {"match": GUARDRAIL_MARKER, "action": "BLOCKED", "detected": True}
+        assessment["wordPolicy"] = {"customWords": [word], "managedWordLists": []}
+    return {
+        "usage": usage,
+        "action": "GUARDRAIL_INTERVENED",
+        "actionReason": "Guardrail blocked.",
+        "outputs": [{"text": GUARDRAIL_BLOCKED_MESSAGE}],
+        "assessments": [assessment],
+        "guardrailCoverage": coverage,
+    }
+
+
+def _guardrail_texts(request: Mapping[str, Any] | None) -> list[str] | None:
+    """The text of each ``text`` block of an ``ApplyGuardrail`` body; None when the body
+    is not one (no content, a block of no known kind, a text that is not a string)."""
+    content = None if request is None else request.get("content")
+    if not isinstance(content, list) or not content:
+        return None
+    texts = []
+    for block in content:
+        if not isinstance(block, dict) or not ({"text", "image"} & set(block)):
+            return None
+        if "text" in block:
+            text = block["text"].get("text") if isinstance(block["text"], dict) else None
+            if not isinstance(text, str):
+                return None
+            texts.append(text)
+    return texts
 
 
 def token_count(text: str) -> int:
@@ -528,12 +677,15 @@ def _handler(emulator: BedrockEmulator) -> type[BaseHTTPRequestHandler]:
                 return
             body = self.rfile.read(length)
             path = urllib.parse.urlsplit(self.path).path
-            match = _CONVERSE_PATH.fullmatch(path)
-            if match is None:
+            # Labels are matched encoded: an ARN's "/" arrives as %2F.
+            if match := _CONVERSE_PATH.fullmatch(path):
+                model_id = urllib.parse.unquote(match["model"])
+                self._send(emulator.converse(model_id, body))
+            elif match := _GUARDRAIL_PATH.fullmatch(path):
+                labels = (urllib.parse.unquote(match["id"]), urllib.parse.unquote(match["version"]))
+                self._send(emulator.apply_guardrail(*labels, body))
+            else:
                 self._send(self._unknown())
-                return
-            model_id = urllib.parse.unquote(match["model"])
-            self._send(emulator.converse(model_id, body))
 
         def do_GET(self) -> None:
             if urllib.parse.urlsplit(self.path).path.rstrip("/") == CALLS_PATH:

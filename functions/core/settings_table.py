@@ -455,6 +455,8 @@ AGENT_SETTINGS: Final = tuple(
         ("alert_url", "alert_url"),
         ("alert_url_secret_arn", "alert_url_secret_arn"),
         ("alert_signing_secret_arn", "alert_signing_secret_arn"),
+        ("guardrail_id", "guardrail_id"),
+        ("guardrail_version", "guardrail_version"),
     )
 )
 

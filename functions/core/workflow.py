@@ -58,6 +58,11 @@ class WorkflowSettings(Protocol):
         """The Bedrock models the workflow invokes (the stack grants InvokeModel on them)."""
         ...
 
+    @property
+    def bedrock_guardrail_ids(self) -> tuple[str, ...]:
+        """The guardrails (ids or ARNs) it applies (the stack grants ApplyGuardrail on them)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class FactoryWithSettings:

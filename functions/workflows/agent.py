@@ -27,6 +27,12 @@ reuses the archive and the recorded model step and sends the alert; denied or ex
 ``approval=tools:NAME,...`` each call of those acting tools waits the same way before
 it runs (:mod:`functions.workflows.tool_loop`).
 
+**Screening.** With ``guardrail_id`` and ``guardrail_version``, between 1 and 2 the
+title and briefing go through that Bedrock guardrail (``ApplyGuardrail``, a recorded
+step ``screen``: :mod:`functions.workflows.screening`); a briefing it blocks parks the
+delivery for a person's approval (``screening``) before any model reads it, whatever
+``approval`` says.
+
 **Token budget, spend and errors** are the model client's
 (:mod:`functions.workflows.model_client`): the day's budget is reserved before the
 call and settled by its outcome (an answer: what it used; throttled or rejected: 0;
@@ -74,6 +80,7 @@ from functions.workflows.model_client import (
     ModelSettings,
     token_estimate,
 )
+from functions.workflows.screening import BriefingScreen, GuardrailRef
 from functions.workflows.tool_loop import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TURNS,
@@ -95,6 +102,7 @@ if TYPE_CHECKING:
     from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.metrics import MetricsSink
     from functions.core.ports.spend import SpendStore
+    from functions.workflows.screening import Guardrail
     from functions.workflows.tools import Tool
 
 __all__ = [  # what this module offers, the model names re-exported for earlier callers
@@ -216,6 +224,16 @@ class AgentSettings:
     tools: str | None = None
     max_turns: int = DEFAULT_MAX_TURNS
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    # The Bedrock guardrail that screens each briefing (both or neither).
+    guardrail_id: str | None = None
+    guardrail_version: str | None = None
+
+    @property
+    def guardrail(self) -> GuardrailRef | None:
+        """The screening guardrail, or None for no screening."""
+        if self.guardrail_id is None or self.guardrail_version is None:
+            return None
+        return GuardrailRef(self.guardrail_id, self.guardrail_version)
 
     @property
     def approval_timeout_seconds(self) -> int:
@@ -225,6 +243,11 @@ class AgentSettings:
     def bedrock_model_ids(self) -> tuple[str, ...]:
         """The model the stack grants InvokeModel on; none for another endpoint."""
         return () if self.bedrock_endpoint_url is not None else (self.model_id,)
+
+    @property
+    def bedrock_guardrail_ids(self) -> tuple[str, ...]:
+        """The screening guardrail the stack grants ApplyGuardrail on, if any."""
+        return () if self.guardrail is None else (self.guardrail.id,)
 
     @property
     def has_alert_url(self) -> bool:
@@ -242,6 +265,7 @@ class AgentSettings:
         if unknown := sorted(set(settings) - known):
             raise SettingsError(f"workflow settings not known to the agent workflow: {unknown}")
         model = ModelSettings.from_mapping(settings)
+        guardrail = GuardrailRef.from_settings(settings)
         alert_url = optional(settings, SETTING_ALERT_URL)
         url_secret = optional(settings, SETTING_ALERT_URL_SECRET_ARN)
         signing_secret = optional(settings, SETTING_ALERT_SIGNING_SECRET_ARN)
@@ -284,6 +308,8 @@ class AgentSettings:
                 low=1,
                 high=MAX_MAX_TOOL_CALLS,
             ),
+            guardrail_id=None if guardrail is None else guardrail.id,
+            guardrail_version=None if guardrail is None else guardrail.version,
         )
 
 
@@ -408,11 +434,14 @@ class AgentWorkflow:
         approvals: ApprovalStore | None = None,
         spend: SpendStore | None = None,
         tools: Sequence[Tool] = (),
+        guardrail: Guardrail | None = None,
     ) -> None:
         """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget,
         ``spend`` None no spend record; ``tools`` empty: one model call, no tools;
-        ``approvals`` is needed when ``settings.approval`` names anything, and each tool
-        it names must be an acting one of ``tools`` (``ValueError`` otherwise)."""
+        ``guardrail`` screens each briefing, and is needed when ``settings`` name one;
+        ``approvals`` is needed when ``settings.approval`` names anything, and with a
+        guardrail (a blocked briefing waits for a person); each tool the approval names
+        must be an acting one of ``tools`` (``ValueError`` otherwise)."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
@@ -441,9 +470,19 @@ class AgentWorkflow:
             clock=clock,
             timeout_seconds=settings.approval_timeout_seconds,
         )
+        if (settings.guardrail is None) != (guardrail is None):
+            raise ValueError("a guardrail is given exactly when the settings name one")
+        self._screen: BriefingScreen | None = None
+        if guardrail is not None:
+            if approvals is None:
+                raise ValueError("screening holds a blocked briefing for approval: needs a store")
+            timeout = settings.approval_timeout_seconds
+            self._screen = BriefingScreen(guardrail, approvals, clock, timeout)
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
+        if self._screen is not None:
+            self._screen.clear(work.delivery_id, package, archive_key=key, effects=effects)
         if self._tools:
             caps = ToolCaps(self._settings.max_turns, self._settings.max_tool_calls)
             prompt = self.prompt(package)

@@ -36,6 +36,7 @@ from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secre
 from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
+from functions.workflows.adapters.bedrock_guardrail import BedrockGuardrail
 from functions.workflows.agent import (
     SETTING_ALERT_SIGNING_SECRET_ARN,
     SETTING_ALERT_URL_SECRET_ARN,
@@ -58,6 +59,13 @@ if TYPE_CHECKING:
 # adapter maps the one answer; our own back-off retries, each call reserved anew.
 BEDROCK_CONFIG: Final = Config(
     connect_timeout=5, read_timeout=45, retries={"mode": "standard", "total_max_attempts": 1}
+)
+# ApplyGuardrail only reads: botocore's own retry of a throttle or a 5xx is safe (the
+# screening's outcome contract is the read-only one). It is a short call; two
+# attempts of at most 13 s keep screening, the model call and the alert together within
+# the worker's default timeout after the MCP fetch's bound (45 + 26 + 50 s of 180 s).
+GUARDRAIL_CONFIG: Final = Config(
+    connect_timeout=3, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 2}
 )
 # One attempt per publish: SNS cannot deduplicate a standard topic's messages, so
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).
@@ -102,7 +110,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         ValueError: a workflow setting is malformed or not known; ``ARCHIVE_BUCKET``
             is missing; there is neither ``ALERT_TOPIC_ARN`` nor ``alert_url``; a URL
             is not HTTPS (or loopback HTTP, when allowed); the ``tools`` setting names
-            no sequence of tools.
+            no sequence of tools; a guardrail or an approval gate without ``TABLE_NAME``.
     """
     settings = AgentSettings.from_mapping(context.settings)
     parts = _model_parts(context, "agent")
@@ -112,7 +120,11 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         topic = SnsAlerts(client=sns, topic_arn=context.alert_topic_arn)
     webhook = build_alert_webhook(settings, context) if settings.has_alert_url else None
     approvals = None
-    if settings.approval.any:
+    guardrail = None
+    if settings.guardrail is not None:
+        client = guardrail_client(settings.bedrock_endpoint_url)
+        guardrail = BedrockGuardrail(client=client, guardrail=settings.guardrail)
+    if settings.approval.any or guardrail is not None:
         if not context.table_name:
             raise ValueError("the agent workflow's approval gate needs TABLE_NAME")
         approvals = DynamoDbApprovals(
@@ -130,6 +142,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         spend=parts.spend,
         tools=() if settings.tools is None else load_tools(settings.tools),
         approvals=approvals,
+        guardrail=guardrail,
     )
 
 
@@ -200,6 +213,11 @@ def _model_parts(context: WorkflowContext, user: str) -> _ModelParts:
 def bedrock_client(endpoint_url: str | None) -> BedrockRuntimeClient:
     """The agent's ``bedrock-runtime`` client: one HTTP attempt per call (``BEDROCK_CONFIG``)."""
     return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=BEDROCK_CONFIG)
+
+
+def guardrail_client(endpoint_url: str | None) -> BedrockRuntimeClient:
+    """The screening's ``bedrock-runtime`` client: botocore's retries on (``GUARDRAIL_CONFIG``)."""
+    return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, config=GUARDRAIL_CONFIG)
 
 
 def build_alert_webhook(

@@ -462,6 +462,30 @@ def test_alert_secrets_are_named_by_complete_arn_for_the_agent_with_their_keys()
         StackConfig.from_context(VALID | {"alert_url_secret_arn": ARN})
 
 
+def test_a_screening_guardrail_is_named_for_the_agent_by_id_and_version_refused_otherwise() -> None:
+    agent = VALID | {"workflow": "agent"}
+    config = StackConfig.from_context(agent | {"guardrail_id": "gr1", "guardrail_version": 2})
+    assert config.workflow_settings == {"guardrail_id": "gr1", "guardrail_version": "2"}
+    assert config.shipped_workflow_settings is not None
+    assert config.shipped_workflow_settings.bedrock_guardrail_ids == ("gr1",)
+    for context, named in (
+        ({"guardrail_id": "gr1"}, "guardrail_id and guardrail_version: both or neither"),
+        ({"guardrail_version": "1"}, "both or neither"),
+        ({"guardrail_id": "Gr-1", "guardrail_version": "1"}, "guardrail_id: a guardrail id"),
+        ({"guardrail_id": "gr1", "guardrail_version": "latest"}, "a version number or DRAFT"),
+    ):
+        with pytest.raises(ConfigError, match=named) as refused:
+            StackConfig.from_context(agent | context)
+        assert "\n" not in str(refused.value)  # one line
+    for workflow in ("archive", "notify", "my_flows.triage:build"):
+        with pytest.raises(ConfigError, match="guardrail_id: only with the agent workflow"):
+            StackConfig.from_context(
+                VALID
+                | {"workflow": workflow, "notify_url": "https://n.example/in"}
+                | {"guardrail_id": "gr1", "guardrail_version": "1"}
+            )
+
+
 def test_batch_concurrency_is_the_whole_batch_unless_set_and_never_more() -> None:
     assert StackConfig.from_context(VALID | {"worker_batch_size": 4}).batch_concurrency == 4
     config = StackConfig.from_context(

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk import App, Stack
 
 from functions.core import steps, table_layout
+from infra.worker import guardrail_arn
 from tests.infra.conftest import (
     NOTIFY_URL,
     Grant,
@@ -239,3 +241,41 @@ def test_readers_may_decrypt_their_secrets_key_only_through_secrets_manager(
 def test_without_a_customer_managed_key_no_role_may_use_kms(synthesized: Synthesized) -> None:
     for function in ("receiver", "relay", "worker", "reconciler"):
         assert _kms_statements(synthesized, function) == [], function
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The agent workflow as shipped: a model, no screening guardrail."""
+    return synthesize(tmp_path_factory, {"workflow": "agent"})
+
+
+def test_without_a_guardrail_the_agent_may_invoke_its_model_and_apply_no_guardrail(
+    agent: Synthesized,
+) -> None:
+    bedrock = {
+        (action, resource)
+        for action, resource in role_grants(agent, "worker")
+        if action.startswith("bedrock:")
+    }
+    assert {action for action, _ in bedrock} == {"bedrock:InvokeModel"}
+    assert len(bedrock) == 1
+
+
+def test_a_guardrail_named_by_its_arn_is_granted_on_that_arn_alone() -> None:
+    arn = "arn:aws:bedrock:eu-west-1:210987654321:guardrail/gr7x2k9q4m1p"
+    stack = Stack(App(), "Guardrails")
+    assert guardrail_arn(stack, arn) == arn
+    assert stack.resolve(guardrail_arn(stack, "gr7x2k9q4m1p")) == stack_guardrail_arn(
+        "gr7x2k9q4m1p"
+    )
+
+
+def stack_guardrail_arn(guardrail_id: str) -> Any:
+    """A bare guardrail id's ARN as the template gives it: the stack's region and account."""
+    return stack_bedrock_arn(":", {"Ref": "AWS::AccountId"}, f":guardrail/{guardrail_id}")
+
+
+def stack_bedrock_arn(*tail: Any) -> Any:
+    """A Bedrock ARN in the stack's partition and region, ``tail`` after the region."""
+    head = ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:", {"Ref": "AWS::Region"}]
+    return {"Fn::Join": ["", [*head, *tail]]}

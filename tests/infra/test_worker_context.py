@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_names, event_source_limits, settings_table
+from functions.core import env_names, event_source_limits, metric_names, settings_table
 from functions.core.clock import SystemClock
 from functions.core.workflow import WorkflowContext
 from functions.reconciler.settings import Settings as ReconcilerSettings
@@ -22,7 +22,12 @@ from tests.infra.conftest import (
     role_grants,
     synthesize,
 )
-from tests.infra.test_least_privilege import OWN_TOKEN, worker_base_grants
+from tests.infra.test_least_privilege import (
+    OWN_TOKEN,
+    stack_bedrock_arn,
+    stack_guardrail_arn,
+    worker_base_grants,
+)
 
 FUNCTIONS = ("receiver", "relay", "worker", "reconciler")
 MODEL_ID = "amazon.nova-lite-v1:0"
@@ -36,6 +41,7 @@ ALERT_URL_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relayli
 ALERT_SIGNING_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/sign-XyZ789"
 ALERT_URL_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1f2e3d4c-5b6a-4789-8abc-def012345678"
 ALERT_EMAIL = "agent-alerts@example.com"
+GUARDRAIL_ID = "gr7x2k9q4m1p"
 CUSTOM: dict[str, Any] = {
     "workflow": "agent",
     "agent_model_id": MODEL_ID,
@@ -54,6 +60,8 @@ CUSTOM: dict[str, Any] = {
     "worker_batch_concurrency": 2,
     "worker_workflow_seconds": 120,
     "alert_email": ALERT_EMAIL,
+    "guardrail_id": GUARDRAIL_ID,
+    "guardrail_version": 4,
 }
 
 
@@ -119,6 +127,8 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
         "alert_signing_secret_arn": ALERT_SIGNING_SECRET,
         "daily_token_budget": "5000",
         "system_prompt": "Name the package's author.",
+        "guardrail_id": GUARDRAIL_ID,
+        "guardrail_version": "4",
     }
     settings = WorkerSettings.from_env(resolved(environment))
     assert settings.workflow_settings["model_id"] == MODEL_ID
@@ -127,18 +137,7 @@ def test_workflow_settings_and_short_keys_reach_the_worker(customised: Synthesiz
 
 
 def _model_arn(model_id: str) -> Any:
-    return {
-        "Fn::Join": [
-            "",
-            [
-                "arn:",
-                {"Ref": "AWS::Partition"},
-                ":bedrock:",
-                {"Ref": "AWS::Region"},
-                f"::foundation-model/{model_id}",
-            ],
-        ]
-    }
+    return stack_bedrock_arn(f"::foundation-model/{model_id}")
 
 
 def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> None:
@@ -153,6 +152,8 @@ def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> No
         ("kms:Decrypt", via_secrets_manager),
         ("bedrock:InvokeModel", resource_key(_model_arn(MODEL_ID))),
         ("bedrock:InvokeModel", resource_key(EXTRA_MODEL)),
+        # The screening guardrail, in the stack's region and account, and no other.
+        ("bedrock:ApplyGuardrail", resource_key(stack_guardrail_arn(GUARDRAIL_ID))),
     }
     # ... and the managed policies it names, attached to the worker's role alone.
     grants = role_grants(
@@ -161,6 +162,16 @@ def test_context_grants_are_exactly_what_it_names(customised: Synthesized) -> No
     assert grants == worker_base_grants(customised) | extra
     for function in ("receiver", "relay", "reconciler"):
         role_grants(customised, function)  # asserts: no managed policy
+
+
+def test_a_screening_guardrail_alone_brings_the_approval_wait_alarm(
+    customised: Synthesized,
+) -> None:
+    # No approval setting: the briefings the guardrail blocks wait for a person anyway.
+    settings = json.loads(customised.environment("worker")[env_names.ENV_WORKFLOW_SETTINGS])
+    assert "approval" not in settings and "guardrail_id" in settings
+    wait = customised.resource(customised.stack.monitoring.alarms["ApprovalWait"])
+    assert wait["Properties"]["MetricName"] == metric_names.METRIC_APPROVAL_OLDEST_WAIT
 
 
 def test_an_alert_url_in_a_secret_appears_in_no_template_environment_or_tree(

@@ -9,8 +9,8 @@ The client makes **one HTTP attempt per call** (``retries`` off: ``BEDROCK_CONFI
 :mod:`functions.workflows.wiring`). A botocore retry after an answer that may follow a
 model run would run the model again unseen, and its last answer would decide how the
 token budget settles the call: a 500 then a throttle looked like a call that never
-ran. So each answer maps to one outcome here, and the workflow settles the budget by
-it (:mod:`functions.workflows.model_client`):
+ran. So each answer maps to one outcome (:mod:`functions.workflows.adapters.bedrock_errors`),
+and the workflow settles the budget by it (:mod:`functions.workflows.model_client`):
 
 * an answer: the summary; the budget settles the tokens it reports;
 * throttled (``ThrottlingException``, ``ModelNotReadyException``: 429), or never
@@ -38,15 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-)
-
-from functions.core.errors import NotApplied, PermanentError, TransientError
+from functions.core.errors import TransientError
 from functions.core.model_step import ToolUse
+from functions.workflows.adapters.bedrock_errors import bedrock_call
 from functions.workflows.agent_prompt import AgentPrompt
 from functions.workflows.model_client import ModelAnswer
 
@@ -54,10 +48,6 @@ if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
 
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
-_THROTTLED: Final = frozenset({"ThrottlingException", "ModelNotReadyException"})
-_REJECTED: Final = frozenset(
-    {"ValidationException", "AccessDeniedException", "ResourceNotFoundException"}
-)
 
 
 class BedrockConverse:
@@ -84,24 +74,8 @@ class BedrockConverse:
             request["requestMetadata"] = {DELIVERY_ID_METADATA_KEY: delivery_id}
         if prompt.tool_config is not None:
             request["toolConfig"] = prompt.tool_config
-        try:
-            response = self._client.converse(**request)
-        except ClientError as exc:
-            raise _translated(exc) from exc
-        except (EndpointConnectionError, ConnectTimeoutError) as exc:
-            raise NotApplied("model_unavailable") from exc  # never connected
-        except BotoCoreError as exc:
-            raise TransientError("model_unavailable") from exc
+        response = bedrock_call(lambda: self._client.converse(**request), subject="model")
         return _answer(response)
-
-
-def _translated(exc: ClientError) -> Exception:
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code in _THROTTLED:
-        return NotApplied("model_throttled")
-    if code in _REJECTED:
-        return PermanentError("model_rejected")
-    return TransientError("model_unavailable")
 
 
 def _answer(response: Mapping[str, Any]) -> ModelAnswer:

@@ -1,8 +1,11 @@
 """The stack's settings, parsed once from CDK context (``cdk.json`` or ``-c key=value``).
 
-Every knob a deployer may turn lives here with its default and its bounds, so a
-typo or an out-of-range value fails the synth with a clear message instead of
-producing a stack that misbehaves at run time.
+Every knob a deployer may turn is a row of :mod:`functions.core.settings_table` with its
+default and its bounds; this module parses each context value by its row (and checks
+what a single value cannot say in :meth:`StackConfig.validate`), so a typo or an
+out-of-range value fails the synth with a clear message instead of producing a stack
+that misbehaves at run time. A shipped workflow's own settings are read by that
+workflow's settings class (:func:`functions.core.workflow.read_workflow_settings`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class Reader(StrEnum):
     RECONCILER = "reconciler"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Setting:
     """One setting.
 
@@ -63,7 +63,7 @@ class Setting:
         return ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Integer(Setting):
     """An integer from ``low`` to ``high`` (or one of ``choices``).
 
@@ -101,7 +101,7 @@ class Integer(Setting):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class OptionalInteger(Setting):
     """An integer from ``low`` to ``high``, or unset (meaning ``unset``).
 
@@ -129,7 +129,7 @@ class OptionalInteger(Setting):
         return f"{self.low} to {self.high}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Text(Setting):
     """A non-empty string with a default (one of ``choices`` when given)."""
 
@@ -143,7 +143,7 @@ class Text(Setting):
         return ", ".join(f"`{choice}`" for choice in self.choices)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Flag(Setting):
     """``true`` or ``false``."""
 
@@ -153,13 +153,13 @@ class Flag(Setting):
         return "`true`" if self.default else "`false`"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Formatted(Setting):
     """Unset by default; its form (an ARN, an e-mail address, a list, a folder) is
     checked by ``infra.config``."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class WorkflowSetting(Setting):
     """A short context key for one of a shipped workflow's own settings
     (``workflow_setting_<name>``); that workflow's settings class holds its default and

@@ -103,9 +103,9 @@ RECEIVER_TIMEOUT_SECONDS: Final = 8
 RELAY_TIMEOUT_SECONDS: Final = 60
 RECONCILER_TIMEOUT_SECONDS: Final = 60
 RECONCILE_EVERY_SECONDS: Final = 300
-RECEIVED_AGE_SECONDS: Final = min(
-    settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
-    settings_table.WORKER_LEASE_SECONDS.default,
+RECEIVED_AGE_SECONDS: Final = settings_table.received_age_seconds(
+    pending_age_seconds=settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
+    lease=settings_table.WORKER_LEASE_SECONDS.default,
 )
 RETENTION_SECONDS: Final = settings_table.INBOX_RETENTION_DAYS.default * DAY_SECONDS
 SENDER_ATTEMPTS: Final = 8  # RelayLink's retries, 30 s doubling (docs/contract.md)

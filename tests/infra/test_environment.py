@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from functions.core import env_names
+from functions.core import env_names, settings_table
 from tests.infra.conftest import Synthesized, resolved
 
 # Powertools reads these itself, outside our settings.
@@ -55,3 +55,15 @@ def test_environment_is_exactly_what_the_settings_read(
     assert provided - env.read == set(), "set by the stack but never read"
     assert env.read - provided - NEVER_SET_IN_AWS == set(), "read but not set by the stack"
     assert set(environment) >= POWERTOOLS_KEYS
+
+
+@pytest.mark.parametrize("function", ["receiver", "relay", "worker", "reconciler"])
+def test_the_settings_table_names_the_functions_that_read_each_variable(
+    synthesized: Synthesized, function: str
+) -> None:
+    settings_module = importlib.import_module(f"functions.{function}.settings")
+    env = RecordingEnv(resolved(synthesized.environment(function)))
+    settings_module.Settings.from_env(env)
+    table_variables = {s.env for s in settings_table.SETTINGS if s.env is not None}
+    readers = {s.env for s in settings_table.SETTINGS if function in s.readers}
+    assert env.read & table_variables == readers

@@ -25,8 +25,10 @@ def register(subparsers: Any) -> None:
         "approvals",
         help="deliveries waiting for a person's approval: list, approve, deny",
         description=(
-            "A workflow with an approval gate (the agent's 'approval' setting) parks each"
-            " delivery once its proposal is recorded. List them with what they propose;"
+            "A workflow with an approval gate (the agent's 'approval' setting: its alert, or"
+            " the acting tools it names) parks each delivery once its proposal is recorded;"
+            " with a screening guardrail (guardrail_id), so does each briefing the guardrail"
+            " blocked (approval 'screening'). List them with what they propose;"
             " approve (the delivery resumes and does what it proposed) or deny (it ends"
             " failed, approval_denied). A decision is recorded once: a second approve"
             " changes nothing, and approving a denied one (or denying an approved one)"
@@ -80,6 +82,8 @@ def _proposal_line(entry: Waiting) -> str:
     headline, detail = proposal_parts(proposal)
     if "tool" in proposal:  # an acting tool's call: the tool and its input
         shown = f"{record.name}: {headline} {detail}"
+    elif "channels" not in proposal:  # a held briefing: the guardrail's verdict
+        shown = f"{record.name}: {headline} {' '.join(detail.split())}"
     else:
         channels = ",".join(str(c) for c in proposal.get("channels", []))
         summary = " ".join(detail.split())

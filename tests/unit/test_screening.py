@@ -303,7 +303,7 @@ def test_the_console_and_approvals_list_show_the_verdict_of_a_held_briefing() ->
     assert "Briefing held: guardrail gr7x2k9q4m1p version 3 intervened" in page
     assert "content filter PROMPT_ATTACK (HIGH): BLOCKED" in page
     line = _proposal_line(waiting)
-    assert line.startswith("screening")
+    assert line.startswith("screening: ")  # no alert channels to name
     assert "Briefing held: guardrail gr7x2k9q4m1p version 3" in line
     for shown in (page, line):
         assert PACKAGE.briefing not in shown and PACKAGE.title not in shown

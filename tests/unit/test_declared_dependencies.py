@@ -2,7 +2,7 @@
 
 ``functions/`` runs on ``[project] dependencies`` alone (the Lambda assets are built
 from them), ``infra/`` and ``app.py`` add ``[infra]``, ``local/`` adds ``[local]``,
-``ops/`` is the base CLI, and ``bench/`` and ``tests/`` run in the development
+``cli/`` and ``ops/`` are the base CLI, and ``bench/`` and ``tests/`` run in the development
 install (``[dev]``, which takes in the other extras). Imports under
 ``if TYPE_CHECKING:`` never run; only mypy reads them, so they belong to ``[dev]``.
 Modules are mapped to distributions by the installed metadata, so an import name
@@ -27,7 +27,7 @@ PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT: dict[str, Any] = PYPROJECT["project"]
 # The build backend runs in the build's environment, from ``[build-system] requires``.
 BUILD_BACKEND = ROOT / "infra" / "distribution.py"
-OURS = frozenset({"functions", "infra", "local", "ops", "bench", "tests", "bootstrap"})
+OURS = frozenset({"functions", "infra", "cli", "local", "ops", "bench", "tests", "bootstrap"})
 
 # Where the code lives -> the extras, beyond the base dependencies, it runs with.
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -36,6 +36,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "app.py": ("infra",),
     # make runs it on the system's python3 before any venv exists: standard library only.
     "bootstrap.py": (),
+    "cli": (),
     "local": ("local",),
     "ops": (),
     "bench": ("dev",),

@@ -31,7 +31,8 @@ COST_FIGURES = frozenset({2, 3, 7, 8, 11})
 
 PREAMBLE = """# Benchmarks
 
-Written by `make bench` (`python -m bench`); do not edit by hand. Timings
+Written by `make bench` (`python -m bench`); do not edit by hand, except the last
+section (Earlier measurements), which a run keeps as it is. Timings
 are ratios measured side by side in one run, because absolute times drift on a
 shared machine; every figure gives its method, the median and the spread
 (quartiles, range) and, where the project sets one, the target and whether it is met.

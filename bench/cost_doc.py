@@ -37,50 +37,9 @@ TARGET_PIPELINE_USD_PER_MILLION_AT_100M: Final = 8.0
 SMALL_VOLUME: Final = 1_000_000
 TARGET_PIPELINE_USD_PER_MILLION_AT_1M: Final = 15.0
 TARGET_VOLUME: Final = 100_000_000
-# Worker GB-seconds per delivery at a 300 ms MCP answer before the batch ran its
-# messages concurrently (263,184 GB-s per million, commit df85aab): the target is a
-# quarter of it.
-WORKER_GB_S_BEFORE: Final = 263_184 / 1e6
-TARGET_WORKER_GB_S: Final = WORKER_GB_S_BEFORE / 4
-# $ per 1 M deliveries at 1 M / month per component in the run before the targets of
-# figure 9 (docs/cost.md of commit df85aab), for the "before -> after" lines.
-BEFORE_COMMIT: Final = "df85aab"
-BEFORE_USD_PER_MILLION: Final = {
-    "X-Ray": 15.04,
-    "DynamoDB writes": 11.88,
-    "S3 archive PUTs": 5.00,
-    "Lambda worker": 3.71,
-    "SQS": 1.46,
-    "API Gateway HTTP API": 1.00,
-    "DynamoDB storage": 0.456,
-    "CloudWatch Logs": 0.405,
-    "DynamoDB point-in-time recovery": 0.365,
-    "Lambda receiver": 0.287,
-    "Lambda relay": 0.283,
-    "DynamoDB reads": 0.250,
-    "Data transfer out": 0.210,
-}
-BEFORE_PIPELINE_AT_100M: Final = 19.70  # $ per 1 M at 100 M / month without the S3 archive
-# $ per 1 M at 100 M / month per component in the last committed run before the
-# pipeline was billed with the default workflow (docs/cost.md of commit 3917c4b: the
-# notify workflow's pipeline, 13 WRU, its effects' worker time and data inside).
-BEFORE_100M_COMMIT: Final = "3917c4b"
-BEFORE_USD_PER_MILLION_AT_100M: Final = {
-    "DynamoDB writes": 8.125,
-    "API Gateway HTTP API": 1.000,
-    "Lambda worker": 0.796,
-    "SQS": 0.483,
-    "CloudWatch Logs": 0.405,
-    "DynamoDB storage": 0.338,
-    "Lambda receiver": 0.293,
-    "DynamoDB point-in-time recovery": 0.270,
-    "DynamoDB reads": 0.250,
-    "Data transfer out": 0.210,
-    "CloudWatch metrics": 0.124,
-    "Lambda relay": 0.044,
-    "Secrets Manager": 0.012,
-    "KMS key": 0.010,
-}
+# A quarter of the worker's GB-seconds per delivery at a 300 ms MCP answer when a batch
+# ran its messages one after another (docs/benchmarks.md, Earlier measurements).
+TARGET_WORKER_GB_S: Final = 0.065796
 
 
 def _volume(deliveries: int) -> str:
@@ -178,9 +137,6 @@ def targets_figure(figures: list[Figure]) -> Figure:
             ),
         ],
         notes=[
-            f"Before: {BEFORE_PIPELINE_AT_100M:.2f} $ per 1 M at 100 M / month for the "
-            f"pipeline and {WORKER_GB_S_BEFORE:.4f} GB-s per delivery for the worker "
-            f"(messages one after another at 512 MB; commit {BEFORE_COMMIT}).",
             f"DynamoDB: {model.dynamodb.source}.",
             _pipeline_bound(model),
         ],
@@ -314,8 +270,9 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     lines += [
         "",
         f"Pipeline cost per 1 M deliveries at 100 M / month: **{_usd(at_target)}** against "
-        f"a target of ${TARGET_PIPELINE_USD_PER_MILLION_AT_100M:g} ({met}; before: "
-        f"${BEFORE_PIPELINE_AT_100M:.2f}, commit {BEFORE_COMMIT}).",
+        f"a target of ${TARGET_PIPELINE_USD_PER_MILLION_AT_100M:g} ({met}; earlier "
+        "bills, with the commit they were measured at: docs/benchmarks.md, Earlier "
+        "measurements).",
         "",
         "What dominates (the pipeline's lines):",
         "",
@@ -329,7 +286,6 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         )
         lines.append(f"- **{_volume(v)} / month:** {top}.")
     lines += _reading(model, bills)
-    lines += _before_after(bills[VOLUMES[0]], bills[TARGET_VOLUME])
     effect_wait_ms = model.worker_wait_ms(WORKER_BATCH) - model.worker_wait_ms(
         WORKER_BATCH, effects=False
     )
@@ -409,47 +365,6 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
     ]
     lines += _limits()
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _before_after(bill: list[Line], at_target: list[Line]) -> list[str]:
-    """One line per component, before and in this run: $ per 1 M at 1 M / month against
-    the issue's starting point, and at 100 M / month against the last committed run."""
-
-    def after(lines: list[Line], prefix: str) -> float:
-        # A component's own line(s); a workflow effect only where it is the component.
-        return sum(
-            x.usd_per_month
-            for x in lines
-            if x.component.startswith(prefix)
-            and (x.group not in (WORKFLOW_EFFECTS, MODEL_TOKENS) or x.component == prefix)
-        )
-
-    out = [
-        "",
-        f"## Before → after (per 1 M deliveries at 1 M / month; before: commit {BEFORE_COMMIT})",
-        "",
-    ]
-    for prefix, before in BEFORE_USD_PER_MILLION.items():
-        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(bill, prefix))}")
-    per_m = TARGET_VOLUME / 1e6
-    effects = sum(x.usd_per_month for x in at_target if x.group == WORKFLOW_EFFECTS) / per_m
-    out += [
-        "",
-        f"Per 1 M deliveries at 100 M / month, before: commit {BEFORE_100M_COMMIT}, whose "
-        "pipeline was the notify workflow's with its effects' DynamoDB records, worker time "
-        "and data inside; after: the default workflow's pipeline, its effects on lines of "
-        "their own.",
-        "",
-    ]
-    for prefix, before in BEFORE_USD_PER_MILLION_AT_100M.items():
-        out.append(f"- {prefix}: {_usd(before)} → {_usd(after(at_target, prefix) / per_m)}")
-    pipeline = _pipeline(at_target) / per_m
-    out += [
-        f"- **pipeline total: {_usd(sum(BEFORE_USD_PER_MILLION_AT_100M.values()))} → "
-        f"{_usd(pipeline)}**",
-        f"- workflow effects (outside the total): inside the pipeline's lines → {_usd(effects)}",
-    ]
-    return out
 
 
 def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:

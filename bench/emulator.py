@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from moto import mock_aws
 
-from local import aws_emulator
+from local.aws_emulator import moto_patches
 from local.aws_resources import create_table
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def measure() -> dict[int, tuple[float, float]]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_table(client, "bench")
-        aws_emulator.install_fast_transactions()
-        users: list[Any] = aws_emulator._fast_path_users
+        moto_patches.install_fast_transactions()
+        users: list[Any] = moto_patches.fast_path_users
         written = 0
         for size in SIZES:
             users.append(marker)

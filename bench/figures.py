@@ -211,21 +211,11 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "our items come from typed builders), which takes about 85 µs off the same call; "
             "the second row compares against a client with that same configuration, i.e. "
             "our Python code alone over the cheapest botocore call.",
-            "Before the changes of this issue (same method, same machine, measured once on "
-            "the receiver of commit 20403bf): 1.45 against the plain client, 1.53 against "
-            "the same configuration. The changes: the request's "
-            "metric rides in its log line (one JSON line instead of a log line plus an EMF "
-            "record) and the parameter validation above.",
-            "Then (commit 2559e95, two runs on a quiet machine → this run): 1.40 → "
-            f"{canned.ratios[overhead.SAME_CONFIG].median:.3g} against the same "
-            "configuration; handler 487 µs over a 347 µs bare call → "
-            f"{canned.handler_us.median:,.0f} over "
-            f"{canned.bare_us[overhead.SAME_CONFIG].median:,.0f}; "
-            "our code with storage taken out 69 → "
-            f"{own['handler'].median:,.0f} µs, after a bare call 113 → "
-            f"{own['after_call'].median:,.0f} µs, the request's log line and metric 33 → "
-            f"{own['record'].median:,.0f} µs; callgrind counts our code at 605k → about 320k "
-            "instructions per request. The request line is built from its fields and "
+            f"This run: handler {canned.handler_us.median:,.0f} µs over a "
+            f"{canned.bare_us[overhead.SAME_CONFIG].median:,.0f} µs bare call; our code with "
+            f"storage taken out {own['handler'].median:,.0f} µs, after a bare call "
+            f"{own['after_call'].median:,.0f} µs, the request's log line and metric "
+            f"{own['record'].median:,.0f} µs. The request line is built from its fields and "
             "written to Powertools' handler without a `LogRecord` when that handler is the "
             "only one the record would reach (as in Lambda); the bytes are the stock "
             "formatter's, the EMF directive is encoded once per set of metric names, and "
@@ -235,7 +225,8 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "object and a frame), item attributes written out, HTTP API headers "
             "lower-cased in one C-speed pass, the signing HMAC keyed once per secret, and "
             "the accepted inbox item written from the delivery's fields (no frozen "
-            "17-field `InboxItem` per request: about 2 µs, 29k instructions).",
+            "17-field `InboxItem` per request: about 2 µs, 29k instructions). Earlier "
+            "runs: the end of this document.",
             "What bounds the ratio on the receiver's client config: "
             f"{_own_code_bound(canned, own)}",
         ],
@@ -332,13 +323,10 @@ def cold_start_times(sizes: Sizes) -> Figure:
         f"against moto's server, the demo MCP server and the notify sink; {worker.runs} runs.",
         rows,
         notes=[
-            "Before the changes of this issue (same method, elapsed time, measured once on "
-            "the receiver of commit 20403bf with 8 pairs): ratio 1.33, handler import "
-            "132 ms, against 1.12 and 94 ms after them in the same session. The changes: "
-            "the signing secrets are fetched and cached by our adapter instead of "
+            "The signing secrets are fetched and cached by our adapter instead of "
             "Powertools Parameters (whose import brings boto3, s3transfer and "
             "every provider), and the clients come from one botocore session, so the "
-            "receiver never imports boto3.",
+            "receiver never imports boto3 (earlier runs: the end of this document).",
             f"The worker's cold total is {ratio_worker:.1f} times the boto3 baseline: "
             "it imports the MCP SDK (httpx, anyio, pydantic) and its first batch opens an "
             "MCP session; moto's server speed is part of the batch time.",
@@ -823,17 +811,10 @@ def write_units_per_delivery(sizes: Sizes) -> Figure:
         "index). One row per kind of write: which function, which record, which change.",
         rows,
         notes=[
-            "Before this data model (metered the same way on the commit before it): 19 WRU "
-            "per delivery in figure 7's pipeline (notify workflow), 15 with the default "
-            "workflow (8 table + 7 index); 9 of the 19 were index writes (the "
-            "`by_state` index projected ALL, every state change moved the item between "
-            "index partitions, every effect intent was listed).",
-            "Before the received log (commit 2559e95): 9 WRU with the default workflow "
-            "(6 table + 3 index): the receipt listed every new item `open` (1) and the "
-            "completion moved it to `completed` (a delete and a put, 2). Now the receipt "
-            "lists nothing and the completion puts the only entry (1); the reconciler "
-            "lists `open` only a receipt still open after the received age, and reads the "
-            "received log for it (reads only: docs/cost.md).",
+            "The receipt lists nothing and the completion puts the only index entry (1); "
+            "the reconciler lists `open` only a receipt still open after the received age, "
+            "and reads the received log for it (reads only: docs/cost.md). Earlier runs: "
+            "the end of this document.",
         ],
         details={"deliveries": n, "writes_per_delivery": result.breakdown()},
     )

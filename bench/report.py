@@ -7,7 +7,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench.stats import Summary
 
@@ -238,6 +238,17 @@ def _closing(figures: list[Figure], run: dict[str, Any]) -> list[str]:
     return lines
 
 
+# The one section of docs/benchmarks.md written by hand: figures of earlier runs, each
+# with the date and commit it was measured at, which a run keeps as it finds them.
+EARLIER_HEADING: Final = "## Earlier measurements"
+
+
+def kept_section(markdown: str) -> str:
+    """The hand-kept section (:data:`EARLIER_HEADING` to the end), or ""."""
+    at = markdown.find("\n" + EARLIER_HEADING + "\n")
+    return markdown[at + 1 :] if at >= 0 else ""
+
+
 def write(
     figures: list[Figure], run: dict[str, Any], preamble: str, markdown: Path, data: Path
 ) -> None:
@@ -245,4 +256,6 @@ def write(
         json.dumps({"run": run, "figures": [f.to_json() for f in figures]}, indent=2) + "\n",
         encoding="utf-8",
     )
-    markdown.write_text(render_markdown(figures, run, preamble), encoding="utf-8")
+    kept = kept_section(markdown.read_text(encoding="utf-8")) if markdown.exists() else ""
+    text = render_markdown(figures, run, preamble)
+    markdown.write_text(text + ("\n" + kept if kept else ""), encoding="utf-8")

@@ -22,13 +22,14 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import WSGIRequestHandler
 
 from functions.core import table_layout
-from local import aws_emulator as emulator_module
 from local.aws_emulator import (
     CONTROL_PATH,
     AwsEmulator,
     AwsEmulatorProcess,
     EmulatorControls,
     EmulatorCredentials,
+    gate,
+    moto_patches,
 )
 from local.aws_resources import create_table
 from tests.polling import poll
@@ -306,11 +307,11 @@ def test_item_answers_skip_moto_serializer_with_the_same_json(aws_emulator: AwsE
     ask("d1")
     plain = [body.replace(b'"d1"', b'"d2"') for body in bodies]
     bodies.clear()
-    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
+    moto_patches.fast_path_users.remove(aws_emulator)  # moto's own serializer
     try:
         ask("d2")
     finally:
-        emulator_module._fast_path_users.append(aws_emulator)
+        moto_patches.fast_path_users.append(aws_emulator)
 
     assert len(plain) == 4
     assert b'"count": {"N": "4"}' in plain[-1]
@@ -360,11 +361,11 @@ def test_stream_records_skip_moto_serializer_with_the_same_json(aws_emulator: Aw
     records = read()
     plain = list(bodies)
     bodies.clear()
-    emulator_module._fast_path_users.remove(aws_emulator)  # moto's own serializer
+    moto_patches.fast_path_users.remove(aws_emulator)  # moto's own serializer
     try:
         assert read() == records
     finally:
-        emulator_module._fast_path_users.append(aws_emulator)
+        moto_patches.fast_path_users.append(aws_emulator)
 
     assert [r["eventName"] for r in records] == ["INSERT", "MODIFY", "REMOVE"]
     assert records[1]["dynamodb"]["NewImage"]["flag"] == {"BOOL": True}
@@ -478,13 +479,13 @@ def _both_ways(
     table = f"both-{uuid.uuid4().hex[:8]}"
     create_table(dynamodb, table)
     fast = requests(dynamodb, table)
-    emulator_module._fast_path_users.remove(aws_emulator)
+    moto_patches.fast_path_users.remove(aws_emulator)
     try:
         dynamodb.delete_table(TableName=table)
         create_table(dynamodb, table)
         own = requests(dynamodb, table)
     finally:
-        emulator_module._fast_path_users.append(aws_emulator)
+        moto_patches.fast_path_users.append(aws_emulator)
     return fast, own
 
 
@@ -544,7 +545,7 @@ def test_an_open_connection_sends_each_answer_without_waiting_for_an_ack() -> No
     # Nagle's algorithm would hold an answer's body until the caller acknowledges its
     # head, which the caller delays by 40 ms on a kept-open connection.
     with socket.socket() as ended, socket.create_server(("127.0.0.1", 0)) as listener:
-        handler = emulator_module._keep_alive_handler(WSGIRequestHandler, ended)
+        handler = gate._keep_alive_handler(WSGIRequestHandler, ended)
         caller = socket.create_connection(listener.getsockname()[:2])
         accepted, _ = listener.accept()
         with caller, accepted:
@@ -561,7 +562,7 @@ def _sized_puts(dynamodb: DynamoDBClient, table: str) -> list[Any]:
     pk, sk = table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY
     many = {f"a{i}": {"S": "x" * i} for i in range(40)}
     # Measured as moto measures: each name and value in bytes ("fits" and "over": 4).
-    room = emulator_module.ITEM_SIZE_LIMIT - len(pk + "fits") - len(sk + "inbox") - len("big")
+    room = moto_patches.ITEM_SIZE_LIMIT - len(pk + "fits") - len(sk + "inbox") - len("big")
     answers: list[Any] = []
     for name, extra in (
         ("many", many),

@@ -2,7 +2,7 @@
 
 ``functions/`` runs on ``[project] dependencies`` alone (the Lambda assets are built
 from them), ``infra/`` and ``app.py`` add ``[infra]``, ``local/`` adds ``[local]``,
-``ops/`` is the base CLI, and ``bench/`` and ``tests/`` run in the development
+``cli/`` and ``ops/`` are the base CLI, and ``bench/`` and ``tests/`` run in the development
 install (``[dev]``, which takes in the other extras). Imports under
 ``if TYPE_CHECKING:`` never run; only mypy reads them, so they belong to ``[dev]``.
 Modules are mapped to distributions by the installed metadata, so an import name
@@ -36,8 +36,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "app.py": ("infra",),
     # make runs it on the system's python3 before any venv exists: standard library only.
     "bootstrap.py": (),
-    "local": ("local",),
     "cli": (),
+    "local": ("local",),
     "ops": (),
     "bench": ("dev",),
     "tests": ("dev",),

@@ -268,3 +268,31 @@ def test_functions_import_only_their_floor_and_below() -> None:
             if target_floor is not None and target_floor > floor:
                 offences.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert offences == []
+
+
+# What ops may take from local, each with why; its CLI base comes from cli/.
+OPS_FROM_LOCAL: Mapping[str, frozenset[str]] = {
+    # The one CLI registers the local stack's commands beside the operator's.
+    "ops.cli": frozenset(
+        {
+            "local.commands.chaos",
+            "local.commands.demo",
+            "local.commands.local_stack",
+            "local.commands.send",
+            "local.simulate.cli",
+        }
+    ),
+    # The console serves on loopback with the local stack's HTTP server.
+    "ops.console.server": frozenset({"local.loopback_http"}),
+}
+
+
+def test_ops_takes_its_cli_base_from_cli_not_local() -> None:
+    offences = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for module, path in _module_files().items()
+        if module.split(".")[0] == "ops"
+        for line, target in _imports(module)
+        if target.split(".")[0] == "local" and target not in OPS_FROM_LOCAL.get(module, ())
+    ]
+    assert offences == []

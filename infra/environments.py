@@ -105,9 +105,11 @@ def reconciler_environment(
     pending_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_PENDING_AGE_SECONDS,
     effect_age_seconds: int = setting_defaults.DEFAULT_RECONCILE_EFFECT_AGE_SECONDS,
     received_log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
 ) -> dict[str, str]:
     return {
         env_keys.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
+        env_keys.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
         env_keys.ENV_TABLE_NAME: table_name,
         env_keys.ENV_WORK_QUEUE_URL: work_queue_url,
         env_keys.ENV_LEASE_SECONDS: str(lease_seconds),

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
-from functions.core import metric_names, table_layout
+from functions.core import metric_names, setting_defaults, table_layout
 from functions.core.approval import (
     DECIDED_BY_TIMEOUT,
     ApprovalDecision,
@@ -126,7 +126,9 @@ class ReceivedLog(Protocol):
 
     def watermark(self) -> int | None: ...
 
-    def oldest(self) -> int | None: ...
+    def oldest(self, *, since: int | None = None) -> int | None:
+        """When the oldest receipt (at or after ``since``) was received; None: none."""
+        ...
 
     def unlisted_open_pages(
         self, *, since: int, before: int, page_size: int
@@ -172,6 +174,9 @@ class ReconcileConfig:
     # and the lease, the first moment either rule could apply to it.
     received_age_seconds: int
     page_size: int = LIST_PAGE_SIZE  # tests page small to cross many page boundaries
+    # How long a receipt lives (the inbox retention, its TTL): the received log is never
+    # read further back than this, whatever it holds.
+    retention_seconds: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS * 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,8 +403,15 @@ def _list_received(
     if budget.spent_now():
         return
     end = now - config.received_age_seconds
+    # A receipt older than the retention has expired with its inbox item; one stamped
+    # far in the past (a malformed record) must not send the run walking windows from
+    # 1970 until its deadline.
+    floor = now - config.retention_seconds
     mark = received.watermark()
-    start = received.oldest() if mark is None else mark - RECEIVED_OVERLAP_SECONDS
+    if mark is None:
+        start = received.oldest(since=floor)
+    else:
+        start = max(mark - RECEIVED_OVERLAP_SECONDS, floor)
     # Without a watermark yet, nothing before the oldest receipt is left to look at.
     progress.watermark = start if mark is None else mark
     if start is None:  # nothing received yet: later receipts are all after the end

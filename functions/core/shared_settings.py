@@ -23,6 +23,17 @@ RECEIVED_LOG_SHARDS: Final = BoundedInteger(
     low=1,
     high=table_layout.MAX_RECEIVED_LOG_SHARDS,
 )
+# RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
+# item that expired earlier would let a late retry be accepted a second time.
+MIN_RETENTION_DAYS: Final = 4
+# How long an inbox item and its receipt live (their TTL): the receiver stamps it, the
+# reconciler reads no receipt older than it.
+INBOX_RETENTION_DAYS: Final = BoundedInteger(
+    env_keys.ENV_INBOX_RETENTION_DAYS,
+    default=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
+    low=MIN_RETENTION_DAYS,
+    high=3650,
+)
 # How long a cached secret (signing secrets, MCP token) is used before it is read again.
 SECRETS_MAX_AGE_SECONDS: Final = BoundedInteger(
     env_keys.ENV_SECRETS_MAX_AGE_SECONDS,

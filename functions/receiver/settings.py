@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
 
 from functions.core import env_keys, setting_defaults, table_layout
-from functions.core.settings_env import BoundedInteger, required, secret_arn
-from functions.core.shared_settings import RECEIVED_LOG_SHARDS, SECRETS_MAX_AGE_SECONDS
-
-# RelayLink retries for up to 3 days (docs/contract.md, Retries and timing): an inbox
-# item that expired earlier would let a late retry be accepted a second time.
-MIN_RETENTION_DAYS: Final = 4
-INBOX_RETENTION_DAYS: Final = BoundedInteger(
-    env_keys.ENV_INBOX_RETENTION_DAYS,
-    default=setting_defaults.DEFAULT_INBOX_RETENTION_DAYS,
-    low=MIN_RETENTION_DAYS,
-    high=3650,
+from functions.core.settings_env import required, secret_arn
+from functions.core.shared_settings import (
+    INBOX_RETENTION_DAYS,
+    RECEIVED_LOG_SHARDS,
+    SECRETS_MAX_AGE_SECONDS,
 )
 
 

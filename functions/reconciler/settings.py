@@ -8,7 +8,11 @@ from typing import Final
 
 from functions.core import env_keys, setting_defaults
 from functions.core.settings_env import BoundedInteger, SettingsError, required
-from functions.core.shared_settings import LEASE_SECONDS, RECEIVED_LOG_SHARDS
+from functions.core.shared_settings import (
+    INBOX_RETENTION_DAYS,
+    LEASE_SECONDS,
+    RECEIVED_LOG_SHARDS,
+)
 
 _DAY = 24 * 3600
 
@@ -34,6 +38,11 @@ class Settings:
     pending_age_seconds: int
     effect_age_seconds: int
     received_log_shards: int
+    inbox_retention_days: int = setting_defaults.DEFAULT_INBOX_RETENTION_DAYS
+
+    @property
+    def retention_seconds(self) -> int:
+        return self.inbox_retention_days * _DAY
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -50,6 +59,7 @@ class Settings:
             pending_age_seconds=PENDING_AGE_SECONDS.read(env),
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
             received_log_shards=RECEIVED_LOG_SHARDS.read(env),
+            inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(

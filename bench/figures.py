@@ -29,6 +29,7 @@ from bench.stats import Summary
 from functions.core import reconcile
 from functions.core.setting_defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_WORKFLOW
 from infra.config import StackConfig
+from local import front_door
 from ops import bulk
 
 # The data model's floor (docs/cost.md): the receipt's transaction (2 items at 2 WRU),
@@ -913,17 +914,18 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             ),
         ],
         notes=[
-            "What bounds the share on one machine is CPU: a receipt costs about 11 ms of "
-            "CPU across the three processes it crosses (measured at 300 with the worker "
-            "side paused: the simulated RelayLink 4.2 ms, the front door and receiver "
-            "3.6, the emulator 3.6, of it 1.8 in moto's transaction). Answering all of "
-            "2,000 within RelayLink's 10 s timeout needs some 22 CPU-seconds in those "
-            "10 s, more than 2 cores give even when idle, and the worker side works off "
-            "the burst at the same time. Attempts that time out are retried and answered "
-            "200 (the receipt was taken). The front door takes every connection (its "
-            "backlog is the stage's burst, as API Gateway's is); AWS's receiver answers "
-            "in milliseconds with as many environments as the burst needs "
-            "(docs/capacity.md).",
+            "What bounds the share on one machine is CPU: a receipt costs about 9 ms of "
+            "CPU across the three processes it crosses (measured at 300 at once with the "
+            "worker side paused: the simulated RelayLink 3.6 ms, the front door and "
+            "receiver 2.8, the emulator 2.3, of it 1.5 in moto's transaction). Answering "
+            "all of 2,000 within RelayLink's 10 s timeout needs some 17 CPU-seconds in "
+            "those 10 s: on 2 cores only with nothing else running, while the worker side "
+            "works off the burst at the same time. Attempts that time out are retried "
+            "and answered 200 (the receipt was taken). The front door takes every "
+            "connection (its backlog is the stage's burst, as API Gateway's is) and runs "
+            f"{front_door.CONCURRENT_INVOCATIONS} invocations at once, as many as the "
+            "receiver's client keeps connections; AWS's receiver answers in milliseconds "
+            "with as many environments as the burst needs (docs/capacity.md).",
             f"The burst is sent by senders of {burst.SENDER_DELIVERIES} deliveries each "
             "(one HTTP client each, all started at once): one client for the whole "
             "burst spent most of the bench's CPU in its own connection pool, quadratic "

@@ -104,9 +104,11 @@ def reconciler_environment(
     pending_age_seconds: int = settings_table.RECONCILE_PENDING_AGE_SECONDS.default,
     effect_age_seconds: int = settings_table.RECONCILE_EFFECT_AGE_SECONDS.default,
     received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default,
+    inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default,
 ) -> dict[str, str]:
     return {
         env_names.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
+        env_names.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
         env_names.ENV_TABLE_NAME: table_name,
         env_names.ENV_WORK_QUEUE_URL: work_queue_url,
         env_names.ENV_LEASE_SECONDS: str(lease_seconds),

@@ -81,6 +81,7 @@ class Reconciler(Construct):
                 pending_age_seconds=pending_age_seconds,
                 effect_age_seconds=effect_age_seconds,
                 received_log_shards=config.received_log_shards,
+                inbox_retention_days=config.inbox_retention_days,
             ),
         )
         # It lists by the state index (keys only: it reads the listed items by key with

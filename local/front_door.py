@@ -32,6 +32,12 @@ from local.child import (
 
 # API Gateway's own payload limit: larger requests never reach the function.
 API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+# Invocations at once. The process is one container whose handler's clients keep
+# botocore's default 10 connections: a burst of hundreds at once made every request
+# beyond them open a connection to the emulator and drop it after one call (a new
+# thread there each time, and a warning here), which cost more CPU than the receipts.
+# The rest wait for a free one, as requests wait for a Lambda environment.
+CONCURRENT_INVOCATIONS = 10
 
 
 class ReplayClock:
@@ -55,6 +61,7 @@ class FrontDoor(BaseHTTPRequestHandler):
     """API Gateway for one function: set ``invoke`` and ``function_name`` in a subclass."""
 
     invoke: Invoke
+    invocations: threading.BoundedSemaphore
     function_name = "receiver"
     remaining_ms = 8_000  # the receiver Lambda's timeout (infra/receiver.py)
     server_version = "relaylink-local"
@@ -94,8 +101,9 @@ class FrontDoor(BaseHTTPRequestHandler):
             source_ip=self.client_address[0],
         )
         invoke = type(self).invoke
-        context = LambdaContext(self.function_name, remaining_ms=self.remaining_ms)
-        result = invoke(event, context)
+        with self.invocations:
+            context = LambdaContext(self.function_name, remaining_ms=self.remaining_ms)
+            result = invoke(event, context)
         self._answer(api_gateway.http_response(result))
 
     def _answer(self, response: api_gateway.HttpResponse) -> None:
@@ -117,6 +125,22 @@ class _BurstServer(ThreadingHTTPServer):
     request_queue_size = StackConfig().api_burst_limit
 
 
+def door_for(
+    invoke: Invoke, *, name: str = "receiver", remaining_ms: int = FrontDoor.remaining_ms
+) -> type[FrontDoor]:
+    """The request handler class of a front door into ``invoke``."""
+    return type(
+        "Door",
+        (FrontDoor,),
+        {
+            "invoke": staticmethod(invoke),
+            "invocations": threading.BoundedSemaphore(CONCURRENT_INVOCATIONS),
+            "function_name": name,
+            "remaining_ms": remaining_ms,
+        },
+    )
+
+
 def serve(
     invoke: Invoke,
     *,
@@ -126,12 +150,9 @@ def serve(
     remaining_ms: int = FrontDoor.remaining_ms,
 ) -> None:
     """Serve ``POST /relaylink`` into ``invoke`` until SIGTERM/SIGINT, then exit quietly."""
-    door = type(
-        "Door",
-        (FrontDoor,),
-        {"invoke": staticmethod(invoke), "function_name": name, "remaining_ms": remaining_ms},
+    server = _BurstServer(
+        ("127.0.0.1", port), door_for(invoke, name=name, remaining_ms=remaining_ms)
     )
-    server = _BurstServer(("127.0.0.1", port), door)
     server.daemon_threads = True
     serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
     serving.start()

@@ -345,8 +345,10 @@ class FakeReceivedLog:
     def watermark(self) -> int | None:
         return self.mark
 
-    def oldest(self) -> int | None:
-        return min((i.received_at for i in self.claims.items.values()), default=None)
+    def oldest(self, *, since: int | None = None) -> int | None:
+        floor = since if since is not None else -1
+        received = (i.received_at for i in self.claims.items.values())
+        return min((at for at in received if at >= floor), default=None)
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
         self.windows.append((since, before))

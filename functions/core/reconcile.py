@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, TypeVar
 
-from functions.core import metric_names, table_layout
+from functions.core import metric_names, settings_table, table_layout
 from functions.core.approval import DECIDED_BY_TIMEOUT, DecideOutcome, decide, new_decision_token
 from functions.core.clock import Clock
 from functions.core.deadline import Deadline
@@ -85,6 +85,9 @@ class ReconcileConfig:
     # and the lease, the first moment either rule could apply to it.
     received_age_seconds: int
     page_size: int = LIST_PAGE_SIZE  # tests page small to cross many page boundaries
+    # How long a receipt lives (the inbox retention, its TTL): the received log is never
+    # read further back than this, whatever it holds.
+    retention_seconds: int = settings_table.INBOX_RETENTION_DAYS.default * 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,8 +314,15 @@ def _list_received(
     if budget.spent_now():
         return
     end = now - config.received_age_seconds
+    # A receipt older than the retention has expired with its inbox item; one stamped
+    # far in the past (a malformed record) must not send the run walking windows from
+    # 1970 until its deadline.
+    floor = now - config.retention_seconds
     mark = received.watermark()
-    start = received.oldest() if mark is None else mark - RECEIVED_OVERLAP_SECONDS
+    if mark is None:
+        start = received.oldest(since=floor)
+    else:
+        start = max(mark - RECEIVED_OVERLAP_SECONDS, floor)
     # Without a watermark yet, nothing before the oldest receipt is left to look at.
     progress.watermark = start if mark is None else mark
     if start is None:  # nothing received yet: later receipts are all after the end

@@ -91,6 +91,7 @@ def build_deps(
             pending_age_seconds=settings.pending_age_seconds,
             effect_age_seconds=settings.effect_age_seconds,
             received_age_seconds=settings.received_age_seconds,
+            retention_seconds=settings.retention_seconds,
         ),
         approvals=DynamoDbApprovals(client=dynamodb, table_name=settings.table_name),
     )

@@ -13,6 +13,8 @@ LEASE_SECONDS: Final = settings_table.WORKER_LEASE_SECONDS.env_integer()
 RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
 PENDING_AGE_SECONDS: Final = settings_table.RECONCILE_PENDING_AGE_SECONDS.env_integer()
 EFFECT_AGE_SECONDS: Final = settings_table.RECONCILE_EFFECT_AGE_SECONDS.env_integer()
+INBOX_RETENTION_DAYS: Final = settings_table.INBOX_RETENTION_DAYS.env_integer()
+_DAY: Final = 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,11 @@ class Settings:
     pending_age_seconds: int
     effect_age_seconds: int
     received_log_shards: int
+    inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default
+
+    @property
+    def retention_seconds(self) -> int:
+        return self.inbox_retention_days * _DAY
 
     @property
     def received_age_seconds(self) -> int:
@@ -46,6 +53,7 @@ class Settings:
             pending_age_seconds=PENDING_AGE_SECONDS.read(env),
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
             received_log_shards=RECEIVED_LOG_SHARDS.read(env),
+            inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(

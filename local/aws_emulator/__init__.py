@@ -24,7 +24,8 @@ Three things are added in front of moto, all local-only:
   ``docs/local.md`` has the measured effect.
 * **Queries that do not sort the table.** moto sorts every item of a table before
   each ``Query`` (and then sorts the matches again); a ``Query`` here reads only the
-  partition it names, or, on an index, every item unsorted, and moto sorts the
+  partition it names, or, on a global index, the items filed under the index
+  partition it names (kept up to date by every write), unsorted, and moto sorts the
   matches as before. Same answers, same pages.
 * **DynamoDB item answers written straight to JSON.** moto's response serializer
   walks every attribute of every item against the API's shapes; an answer to an item

@@ -24,19 +24,7 @@ from urllib.parse import parse_qs
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from local.aws_emulator.faults import FAULT_ANSWERS, FaultInjector
-from local.aws_emulator.moto_patches import (
-    fast_path_users,
-    install_condition_templates,
-    install_fast_queries,
-    install_fast_transactions,
-    install_fast_tree_walks,
-    install_fast_update_validation,
-    install_one_size_check_per_item,
-    install_plain_dynamodb_answers,
-    install_plain_stream_records,
-    install_request_caches,
-    install_sqs_without_recounts,
-)
+from local.aws_emulator.moto_patches import fast_path_users, install_patches
 
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 # The emulator's own controls (fault rate, delays; counts): a path no AWS API uses.
@@ -330,16 +318,7 @@ class AwsEmulator:
             create_backend_app,
         )
 
-        install_fast_transactions()
-        install_fast_queries()
-        install_request_caches()
-        install_fast_update_validation()
-        install_fast_tree_walks()
-        install_condition_templates()
-        install_one_size_check_per_item()
-        install_plain_dynamodb_answers()
-        install_plain_stream_records()
-        install_sqs_without_recounts()
+        install_patches()
         fast_path_users.append(self)
         # werkzeug logs one line per request, on stderr: noise for the stack's user.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)

@@ -3,17 +3,46 @@ queue counts), each patched once per process and on only while an emulator runs.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import datetime
 import functools
 import importlib
 import json
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # moto's backends are process-wide: the faster paths are on only while an emulator
 # runs, so that in-process moto tests (mock_aws) keep moto's own implementation.
 fast_path_users: list[object] = []
+
+
+def install_patches() -> None:
+    """Every faster path of the package doc (each patches once per process)."""
+    install_fast_transactions()
+    install_fast_queries()
+    install_request_caches()
+    install_fast_update_validation()
+    install_fast_tree_walks()
+    install_condition_templates()
+    install_one_size_check_per_item()
+    install_plain_dynamodb_answers()
+    install_plain_stream_records()
+    install_sqs_without_recounts()
+
+
+@contextlib.contextmanager
+def faster_paths() -> Iterator[None]:
+    """The emulator's faster paths for in-process moto (``mock_aws``) in the block: a
+    benchmark that seeds a large table measures our code, not moto's full scans."""
+    install_patches()
+    user = object()
+    fast_path_users.append(user)
+    try:
+        yield
+    finally:
+        fast_path_users.remove(user)
 
 
 @functools.cache  # patch once per process
@@ -88,6 +117,113 @@ def _has(item: Any, key: tuple[str, Any]) -> bool:
     return value is not None and bool(value == key[1])
 
 
+_ItemKey = tuple[Any, Any]  # an item's (hash, range) key in moto's table (range None: none)
+
+
+class _IndexEntries:
+    """A table's items by the value of each global index's partition key attribute.
+
+    Built at the first index query, then kept: every write to the table (moto's
+    ``put_item``/``delete_item`` of the table, the backend's in-place ``update_item``)
+    marks its key, and the next index query files each marked item again as it is
+    then. So a query reads the one index partition it names, not the whole table.
+    """
+
+    def __init__(self, table: Any) -> None:
+        self.attributes = sorted(
+            {
+                key["AttributeName"]
+                for index in table.global_indexes
+                for key in index.schema
+                if key["KeyType"] == "HASH"
+            }
+        )
+        self.keys: dict[tuple[str, Any], dict[_ItemKey, None]] = {}
+        self.filed: dict[_ItemKey, list[tuple[str, Any]]] = {}
+        self.marked: set[_ItemKey] = set()
+        for item in _every_item(table):
+            self._file((item.hash_key, item.range_key), item)
+
+    def _file(self, key: _ItemKey, item: Any) -> None:
+        values = [(name, item.attrs[name]) for name in self.attributes if name in item.attrs]
+        for value in values:
+            self.keys.setdefault(value, {})[key] = None
+        if values:
+            self.filed[key] = values
+
+    def items(self, table: Any, attribute: str, value: Any) -> list[Any]:
+        for key in self.marked:
+            for old in self.filed.pop(key, []):
+                self.keys.get(old, {}).pop(key, None)
+            item = _table_item(table, key)
+            if item is not None:
+                self._file(key, item)
+        self.marked.clear()
+        found = (_table_item(table, key) for key in self.keys.get((attribute, value), {}))
+        return [item for item in found if item is not None]
+
+
+_index_entries: weakref.WeakKeyDictionary[Any, _IndexEntries] = weakref.WeakKeyDictionary()
+
+
+def _every_item(table: Any) -> Iterator[Any]:
+    for partition in table.items.values():
+        if table.range_key_attr is None:
+            yield partition
+        else:
+            yield from partition.values()
+
+
+def _table_item(table: Any, key: _ItemKey) -> Any:
+    partition = table.items.get(key[0])
+    if partition is None or table.range_key_attr is None:
+        return partition
+    return partition.get(key[1])
+
+
+def _mark(table: Any, key: _ItemKey) -> None:
+    entries = _index_entries.get(table)
+    if entries is not None:
+        entries.marked.add(key)
+
+
+@functools.cache  # patch once per process
+def install_index_marks() -> None:
+    """Mark each written key in its table's :class:`_IndexEntries` (when it has them)."""
+    from moto.dynamodb.exceptions import MockValidationException  # noqa: PLC0415
+    from moto.dynamodb.models import DynamoDBBackend  # noqa: PLC0415
+    from moto.dynamodb.models.table import Table  # noqa: PLC0415
+
+    moto_put = Table.put_item
+    moto_delete = Table.delete_item
+    moto_update = DynamoDBBackend.update_item
+
+    def put_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+        item = moto_put(self, *args, **kwargs)
+        _mark(self, (item.hash_key, item.range_key))
+        return item
+
+    def delete_item(self: Any, hash_key: Any, range_key: Any = None) -> Any:
+        _mark(self, (hash_key, range_key))
+        return moto_delete(self, hash_key, range_key)
+
+    def update_item(self: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
+        table = self.tables.get(table_name)
+        item_key = None
+        if table is not None and table in _index_entries:
+            with contextlib.suppress(MockValidationException):  # moto refuses it below
+                item_key = self.get_keys_value(table, key)
+        try:
+            return moto_update(self, table_name, key, *args, **kwargs)
+        finally:  # moto updates in place: even a refused update is filed again
+            if item_key is not None:
+                _mark(table, item_key)
+
+    Table.put_item = put_item  # type: ignore[method-assign]
+    Table.delete_item = delete_item  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+
+
 @functools.cache  # patch once per process
 def install_fast_queries() -> None:
     """Make moto's ``Query`` read without sorting the table (see module doc).
@@ -95,11 +231,13 @@ def install_fast_queries() -> None:
     moto's ``Table.query`` gathers candidates from ``all_items()``, which sorts the
     whole table, then checks and sorts the candidates itself. During a query (and only
     while an emulator runs) ``all_items()`` of that table returns, unsorted, the
-    partition it names, or on an index the items whose index key attributes equal the
-    query's (moto checks them again); the scan and everything else keep the sorted list.
+    partition it names, or on a global index the items filed under the query's index
+    partition key value (:class:`_IndexEntries`; moto checks them again); the scan and
+    everything else keep the sorted list.
     """
     from moto.dynamodb.models.table import Table  # noqa: PLC0415
 
+    install_index_marks()
     sorted_items = Table.all_items
     moto_query = Table.query
 
@@ -108,6 +246,13 @@ def install_fast_queries() -> None:
         if scope is None or scope[0] is not self:
             return sorted_items(self)
         _, partition_key, index_keys = scope
+        if partition_key is None and index_keys and self.global_indexes:
+            entries = _index_entries.get(self)
+            if entries is None:
+                entries = _index_entries[self] = _IndexEntries(self)
+            attribute, value = index_keys[0]
+            if attribute in entries.attributes:
+                return entries.items(self, attribute, value)
         partitions = self.items.values()
         if partition_key is not None:
             partitions = [self.items[partition_key]] if partition_key in self.items else []

@@ -719,10 +719,12 @@ class ReceivedLog:
     def watermark(self) -> int | None:
         return self._w.read("ddb.watermark", lambda: self._w.watermark)
 
-    def oldest(self) -> int | None:
+    def oldest(self, *, since: int | None = None) -> int | None:
         w = self._w
+        floor = since if since is not None else -1
         return w.read(
-            "ddb.received_oldest", lambda: min((r for _w, r in w.outbox.values()), default=None)
+            "ddb.received_oldest",
+            lambda: min((r for _w, r in w.outbox.values() if r >= floor), default=None),
         )
 
     def unlisted_open_pages(

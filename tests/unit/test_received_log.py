@@ -173,3 +173,15 @@ def test_a_raised_shard_setting_reads_its_new_shards_from_their_oldest_receipt(
     before.watermark()
     before.advance(NOW + 720)
     assert dynamodb_received_log.read_state(dynamodb, table).shards == 32
+
+
+def test_the_oldest_receipt_since_a_time_passes_over_earlier_ones(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    receive(dynamodb, table, 0, 0)  # a record stamped at second 0
+    receive(dynamodb, table, 1, NOW)
+    log = DynamoDbReceivedLog(client=dynamodb, table_name=table)
+    assert log.watermark() is None
+    assert log.oldest() == 0
+    assert log.oldest(since=NOW - 3600) == NOW
+    assert log.oldest(since=NOW + 1) is None

@@ -378,3 +378,27 @@ def test_receipts_the_log_recovers_are_sent_before_the_pass_over_the_open_items(
     assert report.received_listed == 3
     # Not held back for a batch of ten until a long open pass is through.
     assert watched.sent_before_open == [delivery(n) for n in range(3)]
+
+
+def test_a_receipt_stamped_in_1970_does_not_send_the_first_run_walking_from_it() -> None:
+    world = World()
+    malformed = builders.inbox_item(delivery(99), received_at=0)
+    world.claims.add(malformed, listed=False)
+    world.pending(2, listed=False)
+    world.age()
+    report = world.run(deadline_after_looks(40))  # a few windows' worth, not 56 years'
+    assert world.sent_ids() == Counter({delivery(0): 1, delivery(1): 1})
+    assert report.received_lag_seconds == CONFIG.received_age_seconds
+    floor = world.clock.value - CONFIG.retention_seconds
+    assert min(since for since, _ in world.received.windows) >= floor
+
+
+def test_a_watermark_older_than_the_retention_is_read_on_from_the_retention() -> None:
+    world = World()
+    world.received.mark = 1_000  # a reconciler that was off for longer than items live
+    world.age()
+    world.run(deadline_after_looks(10))
+    floor = world.clock.value - CONFIG.retention_seconds
+    assert world.received.windows[0][0] == floor
+    assert world.received.mark is not None
+    assert floor < world.received.mark < world.clock.value - CONFIG.received_age_seconds

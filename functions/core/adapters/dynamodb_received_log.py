@@ -83,12 +83,19 @@ def read_watermark(client: DynamoDBClient, table: str) -> int | None:
     return read_state(client, table).watermark
 
 
-def oldest(client: DynamoDBClient, table: str, *, shards: int, first_shard: int = 0) -> int | None:
-    """When the oldest receipt shards ``first_shard`` to ``shards - 1`` still hold was
-    received; None: they are empty."""
+def oldest(
+    client: DynamoDBClient,
+    table: str,
+    *,
+    shards: int,
+    first_shard: int = 0,
+    since: int | None = None,
+) -> int | None:
+    """When the oldest receipt (at or after ``since``) shards ``first_shard`` to
+    ``shards - 1`` still hold was received; None: they hold none."""
     found: list[int] = []
     for shard in dynamodb_items.all_received_log_shards(shards)[first_shard:]:
-        arguments = _window(table, shard, since=None, before=None)
+        arguments = _window(table, shard, since=since, before=None)
         arguments["Limit"] = 1
         response = _query(client, arguments)
         found.extend(_received_at(entry) for entry in response.get("Items", []))
@@ -270,8 +277,8 @@ class DynamoDbReceivedLog:
             },
         )
 
-    def oldest(self) -> int | None:
-        return oldest(self._client, self._table, shards=self._reading)
+    def oldest(self, *, since: int | None = None) -> int | None:
+        return oldest(self._client, self._table, shards=self._reading, since=since)
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterator[InboxItem]:
         for page in self.unlisted_open_pages(since=since, before=before, page_size=page_size):

@@ -53,7 +53,9 @@ class ReceivedLog(Protocol):
 
     def watermark(self) -> int | None: ...
 
-    def oldest(self) -> int | None: ...
+    def oldest(self, *, since: int | None = None) -> int | None:
+        """When the oldest receipt (at or after ``since``) was received; None: none."""
+        ...
 
     def unlisted_open_pages(
         self, *, since: int, before: int, page_size: int

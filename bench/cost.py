@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import math
 import re
@@ -238,6 +239,7 @@ def access_log_bytes() -> Quantity:
     )
 
 
+@functools.cache  # one synth per process
 def _alarm_count() -> int:
     """The alarms of the default stack (cdk.json's context, no bundling), as synthesized."""
     from infra.application import build_app  # noqa: PLC0415 (the CDK: only when counted)
@@ -267,7 +269,10 @@ class Line:
 class Model:
     """The stack's monthly bill as a function of deliveries per month."""
 
-    def __init__(self, figures: dict[int, Figure], config: dict[str, Any]) -> None:
+    def __init__(
+        self, figures: dict[int, Figure], config: dict[str, Any], *, alarms: int | None = None
+    ) -> None:
+        """``alarms``: the stack's alarm count (None: the default stack's, synthesized)."""
         self.memory = _memory_mb(config["worker_memory_mb"])
         self.config = config
         self.tracing: bool = config["tracing"]
@@ -321,7 +326,7 @@ class Model:
         self.worker_rss_mb = float(worker["max_rss_mb"])
         cold = figures[3].details["receiver"]["receiver_ms"]
         self.cold_ms = Quantity(cold["total_ms"]["median"], "measured: figure 3, receiver total")
-        self.alarms = _alarm_count()
+        self.alarms = _alarm_count() if alarms is None else alarms
         self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
         self.dashboards = 1 if config.get("dashboard") else 0

@@ -13,6 +13,10 @@ from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
 from infra.receiver import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
 
+# Stands in for the default stack's synthesized alarm count (the synth is slow; the
+# bill from the real count is checked in tests/infra/test_cost_targets.py).
+ALARMS = 14
+
 VOLUME = cost_doc.TARGET_VOLUME
 
 
@@ -79,7 +83,7 @@ def _figures(**changes: Any) -> dict[int, Figure]:
 
 
 def _model(**changes: Any) -> cost.Model:
-    return cost.Model(_figures(**changes), cost.stack_config())
+    return cost.Model(_figures(**changes), cost.stack_config(), alarms=ALARMS)
 
 
 def _line(model: cost.Model, component: str) -> cost.Line:
@@ -152,23 +156,6 @@ def test_the_access_log_is_priced_from_the_deployed_format() -> None:
     assert cost.access_log_bytes().value == len(expected.encode()) + 1
     logs = _line(_model(), "CloudWatch Logs ingestion + storage")
     assert f"access log {len(expected) + 1:,}" in logs.basis
-
-
-def test_a_small_teams_bill_meets_its_target_from_the_last_runs_figures() -> None:
-    # docs/benchmarks.json: the figures of the last `make bench` (figure 9 is derived).
-    import json  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    data = json.loads(
-        (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.json").read_text("utf-8")
-    )
-    figures = [
-        Figure.from_json(f) for f in data["figures"] if f["figure"] != cost_doc.TARGETS_FIGURE
-    ]
-    rows = {row.measure: row for row in cost_doc.targets_figure(figures).rows}
-    small = rows["pipeline cost per 1 M deliveries at 1 M / month"]
-    assert small.met is True and small.central <= 15
-    assert rows["pipeline cost per 1 M deliveries at 100 M / month"].central <= 8
 
 
 def test_only_the_alarmed_counts_are_billed_as_metrics_and_no_dashboard_by_default() -> None:

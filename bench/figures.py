@@ -25,6 +25,7 @@ from bench import (
     worker_duration,
     worker_mcp,
 )
+from bench.cost import AGENT_SPEND_FIGURE
 from bench.report import Figure, Row, Target
 from bench.stats import Summary
 from functions.core import reconcile
@@ -905,9 +906,6 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
         ],
         details=result.to_json(),
     )
-
-
-AGENT_SPEND_FIGURE: Final = 14
 
 
 def agent_model_spend(sizes: Sizes) -> Figure:

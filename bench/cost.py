@@ -699,7 +699,8 @@ class Model:
             return self.assumed_model_tokens_line(deliveries)
         tokens_in, tokens_out = deliveries * spend.input_tokens, deliveries * spend.output_tokens
         return Line(
-            f"agent workflow, {spend.model_calls:g} model calls and "
+            f"agent workflow, {spend.model_calls:g} model "
+            f"call{'' if spend.model_calls == 1 else 's'} and "
             f"{spend.input_tokens + spend.output_tokens:,.0f} tokens per delivery (measured)",
             MODEL_TOKENS,
             deliveries * spend.usd,

@@ -197,7 +197,8 @@ def _model_tokens_input(model: Model) -> str:
             "(this run has no figure 14, which measures them) |"
         )
     return (
-        f"| model calls (agent workflow) | {spend.model_calls:g} calls, "
+        f"| model calls (agent workflow) | {spend.model_calls:g} "
+        f"call{'' if spend.model_calls == 1 else 's'}, "
         f"{spend.input_tokens:,.0f} input and {spend.output_tokens:,.0f} output tokens per "
         f"delivery, at Bedrock's per-token prices (Prices used) | {spend.source} |"
     )

@@ -33,6 +33,8 @@ WORKER_BATCH: Final = event_source_limits.WORKER_BATCH_SIZE  # a full batch
 # Groups of the bill that are not the pipeline's: what the workflow does, and pays for.
 WORKFLOW_EFFECTS: Final = "Workflow effects"
 MODEL_TOKENS: Final = "Model tokens"
+# The figure that measures the agent workflow's model calls from its spend records.
+AGENT_SPEND_FIGURE: Final = 14
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ TTL_DELETION_LAG_DAYS: Final = Quantity(
 )
 REFERENCE_CPU_MB: Final = 1769  # Lambda gives one full vCPU at 1,769 MB
 # The agent workflow's model tokens, shown apart from the pipeline (the default
-# workflow calls no model): a stated assumption, not a measurement.
+# workflow calls no model): measured by figure 14 from the deliveries' spend records;
+# these two stand in only for a run without it.
 MODEL_TOKENS_PER_DELIVERY: Final = Quantity(
     1500.0, "assumed: the agent workflow's prompt + answer for one package"
 )
@@ -241,7 +244,8 @@ def access_log_bytes() -> Quantity:
 
 @functools.cache  # one synth per process
 def _alarm_count() -> int:
-    """The alarms of the default stack (cdk.json's context, no bundling), as synthesized."""
+    """The alarms of the default stack (cdk.json's context, no bundling), as synthesized
+    (once per process: a synth takes seconds, and every model and document reads it)."""
     from infra.application import build_app  # noqa: PLC0415 (the CDK: only when counted)
 
     context = json.loads((REPO_ROOT / "cdk.json").read_text(encoding="utf-8"))["context"]
@@ -256,6 +260,42 @@ def _metric_names() -> set[str]:
     (the rest are fields of the functions' log lines, already priced as log bytes), less
     those only a model-calling or approval-gated workflow ever publishes."""
     return set(metric_names.PUBLISHED_METRICS - metric_names.WORKFLOW_ONLY_METRICS)
+
+
+@dataclass(frozen=True)
+class AgentModelSpend:
+    """The agent workflow's model calls and tokens per delivery, as its spend records
+    count them (figure 14)."""
+
+    model_calls: float
+    input_tokens: float
+    output_tokens: float
+    source: str
+
+    @property
+    def usd(self) -> float:
+        """What one delivery's model calls cost at Bedrock's per-token prices."""
+        return (
+            self.input_tokens * PRICES["bedrock_input"].usd
+            + self.output_tokens * PRICES["bedrock_output"].usd
+        ) / 1e6
+
+
+def agent_model_spend(figures: dict[int, Figure]) -> AgentModelSpend | None:
+    """Figure 14's spend per delivery; None when this run did not measure it."""
+    figure = figures.get(AGENT_SPEND_FIGURE)
+    if figure is None:
+        return None
+    spend = figure.details
+    return AgentModelSpend(
+        model_calls=spend["model_calls_per_delivery"],
+        input_tokens=spend["input_tokens_per_delivery"],
+        output_tokens=spend["output_tokens_per_delivery"],
+        source=(
+            f"measured: figure 14, the spend records of {spend['deliveries']} agent "
+            "deliveries on the local stack (the Bedrock emulator's token counts)"
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -283,6 +323,7 @@ class Model:
             "dynamodb_capacity_units_per_delivery"
         ]
         self.dynamodb = dynamodb_inputs(pipeline, figures[11].details)
+        self.agent_spend = agent_model_spend(figures)
         self.workflow: str = pipeline.get("workflow", "notify")
         applied = pipeline.get("notify_applications", {}).get("total", 0)
         # Runs before the field existed measured the notify workflow: one per delivery.
@@ -650,14 +691,38 @@ class Model:
             egress_gb * PRICES["egress"].usd,
             f"{egress_gb:,.1f} GB",
         )
-        tokens = d * MODEL_TOKENS_PER_DELIVERY.value
-        add(
+        out.append(self.model_tokens_line(d))
+        return out
+
+    def model_tokens_line(self, deliveries: int) -> Line:
+        """The agent workflow's model calls: priced from figure 14's spend records, or
+        from the stated assumption when this run has no figure 14."""
+        spend = self.agent_spend
+        if spend is None:
+            return self.assumed_model_tokens_line(deliveries)
+        tokens_in, tokens_out = deliveries * spend.input_tokens, deliveries * spend.output_tokens
+        return Line(
+            f"agent workflow, {spend.model_calls:g} model "
+            f"call{'' if spend.model_calls == 1 else 's'} and "
+            f"{spend.input_tokens + spend.output_tokens:,.0f} tokens per delivery (measured)",
+            MODEL_TOKENS,
+            deliveries * spend.usd,
+            f"{tokens_in:,.0f} input tokens at ${PRICES['bedrock_input'].usd:g} and "
+            f"{tokens_out:,.0f} output tokens at ${PRICES['bedrock_output'].usd:g} per 1 M "
+            "(measured: figure 14's spend records)",
+        )
+
+    @staticmethod
+    def assumed_model_tokens_line(deliveries: int) -> Line:
+        """The agent workflow's model tokens at the stated assumption."""
+        tokens = deliveries * MODEL_TOKENS_PER_DELIVERY.value
+        return Line(
             f"agent workflow, {MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens per delivery",
             MODEL_TOKENS,
             tokens / 1000 * MODEL_USD_PER_1000_TOKENS.value,
-            f"{tokens:,.0f} tokens at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 (assumed)",
+            f"{tokens:,.0f} tokens at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 "
+            "(assumed: no figure 14 in this run)",
         )
-        return out
 
     @staticmethod
     def traces(invocations: dict[str, float]) -> float:

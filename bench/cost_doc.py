@@ -57,14 +57,28 @@ def _usd(value: float) -> str:
 TARGETS_FIGURE: Final = 9
 
 
-def targets_figure(figures: list[Figure]) -> Figure:
-    """Figure 9: the cost targets, from the model fed by this run's figures."""
-    model = Model({f.number: f for f in figures}, stack_config())
+def targets_figure(figures: list[Figure], *, alarms: int | None = None) -> Figure:
+    """Figure 9: the cost targets, from the model fed by this run's figures (``alarms``:
+    the stack's alarm count; None: the default stack's, synthesized)."""
+    model = Model({f.number: f for f in figures}, stack_config(), alarms=alarms)
     per_m = TARGET_VOLUME / 1e6
     pipeline = model.pipeline_usd(TARGET_VOLUME) / per_m
     bill = model.lines(TARGET_VOLUME)
     effects = sum(x.usd_per_month for x in bill if x.group == WORKFLOW_EFFECTS) / per_m
-    tokens = sum(x.usd_per_month for x in bill if x.group == MODEL_TOKENS) / per_m
+    # The row named after the assumption keeps it; a run with figure 14 adds the measured one.
+    assumed_tokens = model.assumed_model_tokens_line(TARGET_VOLUME).usd_per_month / per_m
+    measured_tokens = (
+        []
+        if model.agent_spend is None
+        else [
+            Row(
+                "model tokens per 1 M deliveries (agent workflow, measured: figure 14's "
+                "spend records at Bedrock's per-token prices)",
+                "$",
+                value=round(model.model_tokens_line(TARGET_VOLUME).usd_per_month / per_m, 2),
+            )
+        ]
+    )
     gb_s = model.worker_gb_s_per_delivery()
     traced = model_with_tracing(model)
     return Figure(
@@ -102,8 +116,9 @@ def targets_figure(figures: list[Figure]) -> Figure:
                 f"{MODEL_TOKENS_PER_DELIVERY.value:,.0f} tokens at "
                 f"${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000, assumed)",
                 "$",
-                value=round(tokens, 2),
+                value=round(assumed_tokens, 2),
             ),
+            *measured_tokens,
             Row(
                 "the same with tracing on (Lambda's default sampling)",
                 "$",
@@ -172,10 +187,28 @@ def _pipeline_bound(model: Model) -> str:
     )
 
 
-def render(figures: list[Figure], run: dict[str, Any]) -> str:
+def _model_tokens_input(model: Model) -> str:
+    """The Inputs row of the agent workflow's model calls: measured, or which assumption."""
+    spend = model.agent_spend
+    if spend is None:
+        return (
+            f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per "
+            f"delivery at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 | "
+            f"{MODEL_TOKENS_PER_DELIVERY.source}; {MODEL_USD_PER_1000_TOKENS.source} "
+            "(this run has no figure 14, which measures them) |"
+        )
+    return (
+        f"| model calls (agent workflow) | {spend.model_calls:g} "
+        f"call{'' if spend.model_calls == 1 else 's'}, "
+        f"{spend.input_tokens:,.0f} input and {spend.output_tokens:,.0f} output tokens per "
+        f"delivery, at Bedrock's per-token prices (Prices used) | {spend.source} |"
+    )
+
+
+def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = None) -> str:
     by_number = {f.number: f for f in figures}
     config = stack_config()
-    model = Model(by_number, config)
+    model = Model(by_number, config, alarms=alarms)
     traced = model_with_tracing(model)
     bills = {v: model.lines(v) for v in VOLUMES}
     lines = [
@@ -190,8 +223,8 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         "time, as AWS announced for 1 August 2025); no free tier, savings plans or "
         "reserved capacity. Check https://aws.amazon.com/pricing/ before relying on them. "
         "Lambda on arm64 (the build target). Measured quantities come from this run; "
-        "assumed ones (network times inside AWS, the partner's MCP server, model tokens) "
-        "are marked `assumed` under Inputs.",
+        "assumed ones (network times inside AWS, the partner's MCP server, and the agent's "
+        "model tokens in a run without figure 14) are marked `assumed` under Inputs.",
         "",
         "## Dollars per million deliveries",
         "",
@@ -353,9 +386,7 @@ def render(figures: list[Figure], run: dict[str, Any]) -> str:
         f"| data transfer out | {model.egress.value:,.0f} B per delivery | {model.egress.source} |",
         f"| idle SQS polling | {SQS_EMPTY_RECEIVES_PER_MONTH.value:,.0f} receives / month "
         f"| {SQS_EMPTY_RECEIVES_PER_MONTH.source} |",
-        f"| model tokens (agent workflow) | {MODEL_TOKENS_PER_DELIVERY.value:,.0f} per delivery "
-        f"at ${MODEL_USD_PER_1000_TOKENS.value:g} per 1,000 | "
-        f"{MODEL_TOKENS_PER_DELIVERY.source}; {MODEL_USD_PER_1000_TOKENS.source} |",
+        _model_tokens_input(model),
         "",
         "## Prices used",
         "",

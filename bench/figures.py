@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bench import (
+    agent_spend,
     bulk_requeue,
     burst,
     calls,
@@ -24,6 +25,7 @@ from bench import (
     worker_duration,
     worker_mcp,
 )
+from bench.cost import AGENT_SPEND_FIGURE
 from bench.report import Figure, Row, Target
 from bench.stats import Summary
 from functions.core import reconcile
@@ -62,6 +64,7 @@ class Sizes:
     worker_batches: int = 4
     reconciler_open: int = 100_000
     burst: int = 2_000
+    agent_deliveries: int = 20
     local: local_figures.LocalSizes = field(default_factory=local_figures.LocalSizes)
 
 
@@ -83,6 +86,7 @@ QUICK: Final = Sizes(
     worker_batches=1,
     reconciler_open=1_000,
     burst=200,
+    agent_deliveries=5,
     local=local_figures.LocalSizes(
         latency_deliveries=20,
         kill_deliveries=12,
@@ -918,6 +922,59 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
     )
 
 
+def agent_model_spend(sizes: Sizes) -> Figure:
+    result = agent_spend.measure(sizes.agent_deliveries)
+    data = result.to_json()
+    return Figure(
+        AGENT_SPEND_FIGURE,
+        "The agent workflow's model calls per delivery, from its spend records",
+        f"{result.deliveries} new deliveries through the local stack running the shipped "
+        "`agent` workflow (its default settings: no tools, no approval) against the Bedrock "
+        "emulator, which answers every `Converse` call with token counts (characters / 4, "
+        "rounded up). Once every delivery is finished, each one's spend record "
+        "(`spend#model`) is read as `inbox show --json` reads it (`ops.inbox.show_progress`): "
+        "every call that may have run, and the tokens of those that answered. No faults, "
+        "no kills: the figure is what a delivery costs when nothing goes wrong "
+        "(`chaos --workflow agent` counts the extra calls of kills and lost answers).",
+        [
+            Row(
+                "agent: model calls per delivery",
+                "calls",
+                value=data["model_calls_per_delivery"],
+            ),
+            Row(
+                "agent: input tokens per delivery",
+                "tokens",
+                value=data["input_tokens_per_delivery"],
+            ),
+            Row(
+                "agent: output tokens per delivery",
+                "tokens",
+                value=data["output_tokens_per_delivery"],
+            ),
+            Row(
+                "agent: model calls of unknown outcome per delivery",
+                "calls",
+                value=data["unknown_outcome_calls_per_delivery"],
+                target=Target("==", 0),
+            ),
+            Row(
+                "agent: Converse calls the emulator served per delivery",
+                "calls",
+                value=data["emulator_calls_per_delivery"],
+            ),
+        ],
+        notes=[
+            "docs/cost.md prices the agent workflow's model tokens from the first three "
+            "rows (Bedrock's per-token prices, bench/prices.py). The emulator's tokens are "
+            "an estimate of a real model's: the prompt is the shipped agent's own (system "
+            "prompt, fenced package), the answer the emulator's one-line summary, so a real "
+            "model's longer answer costs more output tokens.",
+        ],
+        details=data,
+    )
+
+
 ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     1: aws_calls_per_outcome,
     2: receiver_overhead,
@@ -930,4 +987,5 @@ ALL: Final[dict[int, Callable[[Sizes], Figure | list[Figure]]]] = {
     11: write_units_per_delivery,
     12: reconciler_backlog_rate,
     13: burst_at_the_front_door,
+    14: agent_model_spend,
 }

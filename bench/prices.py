@@ -49,6 +49,13 @@ PRICES: Final = {
     "secret_calls": Price("Secrets Manager API calls", 0.05, "10,000 calls"),
     "kms_key": Price("KMS customer managed key (alarm topic)", 1.00, "key-month"),
     "egress": Price("Data transfer out to the internet (first 10 TB)", 0.09, "GB"),
+    # The agent workflow's default model (functions/workflows/model_client.py), on demand.
+    "bedrock_input": Price(
+        "Bedrock Amazon Nova Micro input tokens, on demand", 0.035, "1 M tokens"
+    ),
+    "bedrock_output": Price(
+        "Bedrock Amazon Nova Micro output tokens, on demand", 0.14, "1 M tokens"
+    ),
 }
 
 

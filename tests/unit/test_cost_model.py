@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from bench import cost, cost_doc, prices
+from bench import agent_spend, cost, cost_doc, prices
 from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
+from functions.core.spend import ModelSpend
 from infra.receiver import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
 
 # Stands in for the default stack's synthesized alarm count (the synth is slow; the
@@ -165,3 +166,55 @@ def test_only_the_alarmed_counts_are_billed_as_metrics_and_no_dashboard_by_defau
     assert model.metrics == len(billed) <= 6
     assert model.dashboards == 0
     assert "0 dashboard" in line.basis
+
+
+def _with_agent_spend(total: ModelSpend, deliveries: int) -> dict[int, Figure]:
+    """The cost figures and figure 14 as the bench writes it from the spend records."""
+    measured = agent_spend.AgentSpend(
+        deliveries=deliveries, total=total, emulator_calls=total.model_calls, acknowledged=4
+    )
+    figures = _figures()
+    figures[cost.AGENT_SPEND_FIGURE] = Figure(
+        cost.AGENT_SPEND_FIGURE, "t", "m", [], details=measured.to_json()
+    )
+    return figures
+
+
+def _model_tokens(model: cost.Model) -> cost.Line:
+    (line,) = [x for x in model.lines(VOLUME) if x.group == cost.MODEL_TOKENS]
+    return line
+
+
+def test_the_agents_model_cost_is_priced_from_its_spend_records() -> None:
+    # 4 deliveries: 6 calls that may have run (one never answered), tokens of 5.
+    total = ModelSpend(model_calls=6, answered=5, input_tokens=4000, output_tokens=800)
+    figures = _with_agent_spend(total, deliveries=4)
+    line = _model_tokens(cost.Model(figures, cost.stack_config(), alarms=ALARMS))
+    per_delivery = (
+        1000 * prices.PRICES["bedrock_input"].usd + 200 * prices.PRICES["bedrock_output"].usd
+    ) / 1e6
+    assert line.usd_per_month == pytest.approx(VOLUME * per_delivery)
+    assert "1.5 model calls and 1,200 tokens per delivery (measured)" in line.component
+    assert "figure 14" in line.basis
+    rows = {
+        r.measure: r for r in cost_doc.targets_figure(list(figures.values()), alarms=ALARMS).rows
+    }
+    measured = next(v for k, v in rows.items() if "measured: figure 14" in k)
+    assert measured.central == pytest.approx(round(1e6 * per_delivery, 2))
+    inputs = cost_doc.render(
+        list(figures.values()), {"date (UTC)": "d", "commit": "c"}, alarms=ALARMS
+    )
+    assert "measured: figure 14, the spend records of 4 agent deliveries" in inputs
+
+
+def test_without_the_spend_figure_the_agents_model_cost_is_the_stated_assumption() -> None:
+    model = _model()
+    assert model.agent_spend is None
+    line = _model_tokens(model)
+    assumed = cost.MODEL_TOKENS_PER_DELIVERY.value / 1000 * cost.MODEL_USD_PER_1000_TOKENS.value
+    assert line.usd_per_month == pytest.approx(VOLUME * assumed)
+    assert "assumed: no figure 14 in this run" in line.basis
+    document = cost_doc.render(
+        list(_figures().values()), {"date (UTC)": "d", "commit": "c"}, alarms=ALARMS
+    )
+    assert "this run has no figure 14, which measures them" in document

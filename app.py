@@ -8,10 +8,21 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 VENV = Path(__file__).resolve().parent / ".venv"
 MIN_NODE_MAJOR = 22  # the CDK's supported releases (docs/deploy.md)
+# A step quiet this long gets a "still ..." line: a synth is never silent for long.
+HEARTBEAT_SECONDS = 10.0
+
+
+class _Step:
+    """The step the app is on, since when, and when a line last said so."""
+
+    line = "starting"
+    since = said = time.monotonic()
 
 
 def _in_an_interpreter_with_the_cdk() -> None:
@@ -30,7 +41,9 @@ def _in_an_interpreter_with_the_cdk() -> None:
 
 def main() -> None:
     _in_an_interpreter_with_the_cdk()
+    threading.Thread(target=_heartbeat, name="cdk-app-heartbeat", daemon=True).start()
     _node_notice()
+    _say("loading the CDK library and the stack's code (the first run compiles them)")
     # Both need the CDK: imported after the check.
     from infra import refusals  # noqa: PLC0415
     from infra.application import build_app  # noqa: PLC0415
@@ -71,7 +84,20 @@ def _node_notice() -> None:
 
 
 def _say(line: str) -> None:
+    _Step.line, _Step.since = line, time.monotonic()
+    _Step.said = _Step.since
     print(f"cdk app: {line}", file=sys.stderr, flush=True)
+
+
+def _heartbeat(stop: threading.Event | None = None) -> None:
+    """A line for a step that has been quiet for HEARTBEAT_SECONDS (until ``stop``)."""
+    ticker = stop or threading.Event()
+    while not ticker.wait(HEARTBEAT_SECONDS / 2):
+        now = time.monotonic()
+        if now - _Step.said >= HEARTBEAT_SECONDS:
+            _Step.said = now
+            step, took = _Step.line.split(" (", maxsplit=1)[0], now - _Step.since
+            print(f"cdk app: still {step} ({took:.0f} s)", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

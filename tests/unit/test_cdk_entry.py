@@ -3,12 +3,18 @@ project's ``.venv``, or says in one line what to run when that venv cannot synth
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
 import sys
+import threading
 import venv
 from pathlib import Path
+
+import pytest
+
+from tests.polling import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,3 +72,28 @@ def test_a_venv_without_the_cdk_says_to_run_make(tmp_path: Path) -> None:
     assert completed.stderr.count("\n") == 1
     assert "has no CDK" in completed.stderr
     assert f"run `make` in {project} first" in completed.stderr
+
+
+def test_a_quiet_step_gets_a_still_line_so_a_synth_is_never_silent_for_long(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("cdk_app_entry", ROOT / "app.py")
+    assert spec is not None and spec.loader is not None
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    monkeypatch.setattr(app, "HEARTBEAT_SECONDS", 0.05)
+    app._say("bundling everything (the first synth installs wheels)")
+    stop = threading.Event()
+    beating = threading.Thread(target=app._heartbeat, args=(stop,), daemon=True)
+    beating.start()
+    try:
+        said = poll(
+            lambda: capsys.readouterr().err,
+            lambda err: "still" in err,
+            deadline_seconds=10,
+        )
+    finally:
+        stop.set()
+        beating.join(timeout=10)
+    assert "cdk app: still bundling everything (0 s)" in said
+    assert not beating.is_alive()

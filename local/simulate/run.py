@@ -12,9 +12,10 @@ same ports). Then, for some seeds, two weeks pass: TTL deletes rows late and in 
 order, dead letters outlive their items, and a late operator acts on what is left.
 
 The worker batch runs inline (``process_batch(..., inline=True)``): every step on this
-thread, on one event loop reused by every batch, in an order that replays. It runs one
-message at a time (``BatchLimits.concurrency`` 1), so batch-mates never hold claims at
-the same moment here (docs/simulation.md says what that leaves unexplored).
+thread, on one event loop reused by every batch, in an order that replays. It runs the
+production's concurrency (``DEFAULT_BATCH_CONCURRENCY``, the whole batch): messages
+interleave at their awaits (the package fetch, the workflow's thread), so batch-mates
+hold their claims while one of them runs, and die with it when it kills the invocation.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from functions.core.observability import logger
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.setting_defaults import (
+    DEFAULT_BATCH_CONCURRENCY,
     DEFAULT_INBOX_RETENTION_DAYS,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
@@ -309,8 +311,10 @@ class Simulation:
             new_owner=world.new_owner,
             steps=StepStorage(records=Steps(world), metrics=self.metrics),
         )
+        world.max_attempts = self.processor.config.max_attempts
+        world.lost_attempts_allowed = self.processor.config.runs_alone_after
         self.limits = BatchLimits(
-            concurrency=1,
+            concurrency=DEFAULT_BATCH_CONCURRENCY,
             message_seconds=message_seconds(
                 mcp_timeout_seconds=DEFAULT_MCP_TIMEOUT_SECONDS,
                 workflow_seconds=DEFAULT_WORKFLOW_SECONDS,
@@ -599,7 +603,11 @@ class Simulation:
                 )
             )
         except Killed:
-            return  # no answer: every message of the batch comes back after its visibility
+            # No answer: every message of the batch comes back after its visibility, and
+            # each claim the invocation held ends with it (innocently, but for the step
+            # that was running).
+            world.died_holding()
+            return
         world.delete(m.message_id for m in messages if m.message_id not in failed)
 
     # --- the reconciler ------------------------------------------------------------------

@@ -73,8 +73,10 @@ class Invocation:
     # Marked dead letters in this batch: delivery id -> the failure they were sent for.
     marked: dict[str, int] = field(default_factory=dict)
     owners: list[str] = field(default_factory=list)  # the claim owners it ran as
-    # The delivery whose step was running when it died (None: no claimed delivery's).
+    # The delivery whose step killed it (None: no claimed delivery's): the one running
+    # at a kill, the one that took it past its timeout ("" for none) at a timeout.
     killer: str | None = None
+    overrun: str | None = None
 
 
 @dataclass(slots=True)
@@ -180,8 +182,8 @@ class World:
     def __init__(self, seed: int, schedule: Schedule) -> None:
         self.rng = random.Random(f"world:{seed}")  # noqa: S311 (a reproducible simulation)
         self.schedule = schedule
-        self.t: float = float(EPOCH + self.rng.randrange(DAY_SECONDS))
-        self.started_at = self.t
+        self._t: float = float(EPOCH + self.rng.randrange(DAY_SECONDS))
+        self.started_at = self._t
         self.inv = Invocation("operator", faulty=False)
         _NOTES.set(Notes())
         # The processor's attempts, and how many a delivery may lose to batch-mates
@@ -222,6 +224,20 @@ class World:
 
     # --- time, processes and faults --------------------------------------------
 
+    @property
+    def t(self) -> float:
+        """The true time (virtual seconds)."""
+        return self._t
+
+    @t.setter
+    def t(self, value: float) -> None:
+        """Time passes; the step that takes the current process past its timeout is
+        noted (its next call dies, whichever message makes it)."""
+        inv = self.inv
+        if self._t < inv.ends_at <= value and inv.overrun is None:
+            inv.overrun = self.notes.delivery or ""
+        self._t = value
+
     def now(self) -> int:
         """The current process's clock (skewed), in whole seconds."""
         return int(self.t + self.inv.skew)
@@ -245,17 +261,18 @@ class World:
         if inv.dead:
             raise Killed("dead")
         if self.t >= inv.ends_at:
-            self._die()
+            # The step that took the time kills, not the one that finds it gone.
+            self._die(self.notes.delivery if inv.overrun is None else inv.overrun or None)
             self.counts[faults.TIMEOUTS] += 1
             raise Killed("timeout")
 
     def kill(self) -> None:
-        self._die()
+        self._die(self.notes.delivery)
         raise Killed("kill")
 
-    def _die(self) -> None:
+    def _die(self, killer: str | None) -> None:
         self.inv.dead = True
-        self.inv.killer = self.notes.delivery
+        self.inv.killer = killer
 
     def died_holding(self) -> list[str]:
         """After the current worker invocation died: the deliveries whose claims it
@@ -546,7 +563,10 @@ class Claims:
                 ),
             )
 
-        return self._own_write(owner, lambda: w.call("ddb.claim", update))
+        attempt = self._own_write(owner, lambda: w.call("ddb.claim", update))
+        if attempt.status is not ClaimStatus.CLAIMED and w.owners.get(delivery_id) == owner:
+            w.truth.orphans.add(owner)  # the SDK's resend was refused: held, unknown to it
+        return attempt
 
     def _own_write(self, owner: str, call: Callable[[], T]) -> T:
         """A write of the claim's owner; one that fails may leave the claim held."""

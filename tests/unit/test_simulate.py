@@ -3,6 +3,7 @@ catch what they name, a shrinker that keeps what matters, and its command line."
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ import pytest
 
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
-from local.simulate.faults import Fault, Kind
+from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
 from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
@@ -293,3 +294,20 @@ def test_invariants_catch_a_delivery_given_up_for_its_batch_mates_faults() -> No
     simulation.world.truth.innocent_failures.append("d1: 6 of its 6 unexplained attempts")
 
     assert [v.split(":")[0] for v in check(simulation)] == ["fails_for_its_own_faults"]
+
+
+def test_world_charges_a_timeout_to_the_message_whose_step_took_the_time() -> None:
+    world = World(0, Schedule(0, replay=[]))
+    world.begin("worker", skew=0, seconds=180)
+    slow, finder = contextvars.copy_context(), contextvars.copy_context()
+
+    def step(delivery_id: str, seconds: float) -> None:
+        world.new_owner()
+        world.notes.delivery = delivery_id
+        world.t += seconds
+
+    slow.run(step, "slow", 200)  # a slow request: its client gives up, no call yet
+    with pytest.raises(Killed):
+        finder.run(lambda: world.call("ddb.release", lambda: None))
+
+    assert world.inv.killer == "slow"

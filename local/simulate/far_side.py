@@ -14,6 +14,7 @@ because a retry the SDK hides is exactly what the model-call invariant looks for
 
 from __future__ import annotations
 
+import asyncio
 import email.message
 import io
 import math
@@ -262,7 +263,7 @@ class FakeBedrockClient:
     def _spent(self, delivery_id: str, tokens: int) -> None:
         world = self._world
         world.truth.model_runs[delivery_id] += 1
-        day = world.inv.reservation_day or budget_day(world.now())
+        day = world.notes.reservation_day or budget_day(world.now())
         world.truth.consumed[day] += tokens
 
 
@@ -281,6 +282,9 @@ class Packages:
         return mcp_url in self._unreachable
 
     async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        # The request is on the wire: the batch's other messages run meanwhile (their
+        # claims are taken before this one's workflow runs, as with a thread each).
+        await asyncio.sleep(0)
         down = self._world.far_side("mcp").down(self._world.t)
         kind = _request(self._world, "mcp", rates=MCP_FETCH)
         if down or kind in (Kind.REFUSED, Kind.SLOW):  # a server down refuses connections

@@ -21,6 +21,9 @@ name comes first so that a summary can count them (docs/simulation.md explains e
   message reaches the dead-letter queue by its receive count.
 * ``redrive_reopens_its_failure``: a marked dead letter reopens the failure it was sent
   for, never a later one.
+* ``fails_for_its_own_faults``: a delivery is given up for its unexplained attempts
+  (``attempts_exhausted``) only when it would have been without the attempts that died
+  holding their claim while a batch-mate's step killed the invocation.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ INVARIANTS: Final = (
     "no_false_doubt",
     "dead_letters_marked",
     "redrive_reopens_its_failure",
+    "fails_for_its_own_faults",
 )
 
 
@@ -102,6 +106,10 @@ def check(simulation: Simulation) -> list[str]:
         for line in truth.unmarked_dead_letters
     ]
     found += [f"redrive_reopens_its_failure: {line}" for line in truth.mark_mismatches]
+    found += [
+        f"fails_for_its_own_faults: {line}, and it failed attempts_exhausted"
+        for line in truth.innocent_failures
+    ]
     return found
 
 

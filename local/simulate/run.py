@@ -12,9 +12,10 @@ same ports). Then, for some seeds, two weeks pass: TTL deletes rows late and in 
 order, dead letters outlive their items, and a late operator acts on what is left.
 
 The worker batch runs inline (``process_batch(..., inline=True)``): every step on this
-thread, on one event loop reused by every batch, in an order that replays. It runs one
-message at a time (``BatchLimits.concurrency`` 1), so batch-mates never hold claims at
-the same moment here (docs/simulation.md says what that leaves unexplored).
+thread, on one event loop reused by every batch, in an order that replays. It runs the
+production's concurrency (``worker_batch_concurrency``'s default, the whole batch): messages
+interleave at their awaits (the package fetch, the workflow's thread), so batch-mates
+hold their claims while one of them runs, and die with it when it kills the invocation.
 """
 
 from __future__ import annotations
@@ -305,8 +306,10 @@ class Simulation:
             new_owner=world.new_owner,
             steps=StepStorage(records=Steps(world), metrics=self.metrics),
         )
+        world.max_attempts = self.processor.config.max_attempts
+        world.lost_attempts_allowed = self.processor.config.runs_alone_after
         self.limits = BatchLimits(
-            concurrency=1,
+            concurrency=settings_table.WORKER_BATCH_SIZE.default,
             message_seconds=message_seconds(
                 mcp_timeout_seconds=settings_table.MCP_TIMEOUT_SECONDS.default,
                 workflow_seconds=settings_table.WORKER_WORKFLOW_SECONDS.default,
@@ -595,7 +598,11 @@ class Simulation:
                 )
             )
         except Killed:
-            return  # no answer: every message of the batch comes back after its visibility
+            # No answer: every message of the batch comes back after its visibility, and
+            # each claim the invocation held ends with it (innocently, but for the step
+            # that was running).
+            world.died_holding()
+            return
         world.delete(m.message_id for m in messages if m.message_id not in failed)
 
     # --- the reconciler ------------------------------------------------------------------

@@ -16,6 +16,7 @@ side acted how often, how many model runs there were, which tokens were really s
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import heapq
 import math
@@ -52,6 +53,7 @@ TTL_LAG_SECONDS: Final = 2 * DAY_SECONDS  # TTL deletes within this long after e
 WORK_RETENTION_SECONDS: Final = 4 * DAY_SECONDS  # infra/queues.py
 DEAD_LETTER_RETENTION_SECONDS: Final = 14 * DAY_SECONDS
 OPEN: Final = (State.PENDING, State.PROCESSING)
+ATTEMPTS_EXHAUSTED: Final = "attempts_exhausted"  # the processor's code for it
 
 
 def _expiry_checked(transition: transitions.Transition) -> bool:
@@ -69,11 +71,31 @@ class Invocation:
     ends_at: float = math.inf
     faulty: bool = True  # operators' calls draw no faults
     dead: bool = False
-    owner: str | None = None  # the claim owner the worker is running as
-    delivery: str | None = None  # the delivery it claimed last
-    reservation_day: str | None = None  # the day of the last budget reservation
     # Marked dead letters in this batch: delivery id -> the failure they were sent for.
     marked: dict[str, int] = field(default_factory=dict)
+    owners: list[str] = field(default_factory=list)  # the claim owners it ran as
+    # The delivery whose step killed it (None: no claimed delivery's): the one running
+    # at a kill, the one that took it past its timeout ("" for none) at a timeout.
+    killer: str | None = None
+    overrun: str | None = None
+
+
+@dataclass(slots=True)
+class Notes:
+    """What one message's attempt has done so far, as the world needs to know it.
+
+    A batch runs its messages concurrently (interleaved at their awaits), so these
+    follow each message's task (a context variable), not the invocation.
+    """
+
+    owner: str | None = None  # the claim owner the attempt runs as
+    delivery: str | None = None  # the delivery it claimed
+    reservation_day: str | None = None  # the day of its last budget reservation
+
+
+# The running message's notes; set afresh with each new claim owner, in that message's
+# task (``asyncio.to_thread`` copies the context, so the same notes are seen there).
+_NOTES: contextvars.ContextVar[Notes] = contextvars.ContextVar("simulated_attempt")
 
 
 @dataclass(slots=True)
@@ -145,6 +167,14 @@ class Truth:
     unrecorded_no: set[tuple[str, str]] = field(default_factory=set)
     # Far-side applications beyond the first: (effect, key, after the item's expiry).
     repeats: list[tuple[str, str, bool]] = field(default_factory=list)
+    # Attempts, since the item's last reset, that died holding their claim while a
+    # batch-mate's step ran (the invocation died of something not theirs).
+    innocent_deaths: Counter[str] = field(default_factory=Counter)
+    # Claim owners whose own claim write failed (a lost answer, an error): their claim
+    # may stay held after their message ended, by their own fault.
+    orphans: set[str] = field(default_factory=set)
+    # Deliveries that ran out of attempts only because of such deaths.
+    innocent_failures: list[str] = field(default_factory=list)
 
 
 class World:
@@ -153,9 +183,14 @@ class World:
     def __init__(self, seed: int, schedule: Schedule) -> None:
         self.rng = random.Random(f"world:{seed}")  # noqa: S311 (a reproducible simulation)
         self.schedule = schedule
-        self.t: float = float(EPOCH + self.rng.randrange(DAY_SECONDS))
-        self.started_at = self.t
+        self._t: float = float(EPOCH + self.rng.randrange(DAY_SECONDS))
+        self.started_at = self._t
         self.inv = Invocation("operator", faulty=False)
+        _NOTES.set(Notes())
+        # The processor's attempts, and how many a delivery may lose to batch-mates
+        # before it runs alone (the truth about deliveries given up for attempts).
+        self.max_attempts = 0
+        self.lost_attempts_allowed = 0
         self.counts: Counter[str] = Counter()
         self.truth = Truth()
         # DynamoDB
@@ -190,6 +225,20 @@ class World:
 
     # --- time, processes and faults --------------------------------------------
 
+    @property
+    def t(self) -> float:
+        """The true time (virtual seconds)."""
+        return self._t
+
+    @t.setter
+    def t(self, value: float) -> None:
+        """Time passes; the step that takes the current process past its timeout is
+        noted (its next call dies, whichever message makes it)."""
+        inv = self.inv
+        if self._t < inv.ends_at <= value and inv.overrun is None:
+            inv.overrun = self.notes.delivery or ""
+        self._t = value
+
     def now(self) -> int:
         """The current process's clock (skewed), in whole seconds."""
         return int(self.t + self.inv.skew)
@@ -197,8 +246,14 @@ class World:
     def monotonic(self) -> float:
         return self.t
 
+    @property
+    def notes(self) -> Notes:
+        """The running attempt's notes (outside a worker's message: the process's)."""
+        return _NOTES.get()
+
     def begin(self, role: str, *, skew: int, seconds: float, faulty: bool = True) -> Invocation:
         self.inv = Invocation(role, skew=skew, ends_at=self.t + seconds, faulty=faulty)
+        _NOTES.set(Notes())
         return self.inv
 
     def alive(self) -> None:
@@ -207,13 +262,35 @@ class World:
         if inv.dead:
             raise Killed("dead")
         if self.t >= inv.ends_at:
-            inv.dead = True
+            # The step that took the time kills, not the one that finds it gone.
+            self._die(self.notes.delivery if inv.overrun is None else inv.overrun or None)
             self.counts[faults.TIMEOUTS] += 1
             raise Killed("timeout")
 
     def kill(self) -> None:
-        self.inv.dead = True
+        self._die(self.notes.delivery)
         raise Killed("kill")
+
+    def _die(self, killer: str | None) -> None:
+        self.inv.dead = True
+        self.inv.killer = killer
+
+    def died_holding(self) -> list[str]:
+        """After the current worker invocation died: the deliveries whose claims it
+        still held when it did, each noted as an innocent death unless its own step
+        was the one running."""
+        inv = self.inv
+        owners = set(inv.owners)
+        held = sorted(
+            delivery_id
+            for delivery_id, owner in self.owners.items()
+            if owner in owners and delivery_id in self.inbox
+            and self.inbox[delivery_id].state is State.PROCESSING
+        )  # fmt: skip
+        for delivery_id in held:
+            if delivery_id != inv.killer and self.owners[delivery_id] not in self.truth.orphans:
+                self.truth.innocent_deaths[delivery_id] += 1
+        return held
 
     def draw(self, site: str, rates: Rates) -> Fault | None:
         return self.schedule.draw(site, rates) if self.inv.faulty else None
@@ -250,9 +327,12 @@ class World:
         return f"reservation-{self._reservation_seq}"
 
     def new_owner(self) -> str:
+        """A claim owner that replays; a new attempt, so new notes in its message's task."""
         self._owner_seq += 1
-        self.inv.owner = f"owner-{self._owner_seq}"
-        return self.inv.owner
+        owner = f"owner-{self._owner_seq}"
+        _NOTES.set(Notes(owner=owner))
+        self.inv.owners.append(owner)
+        return owner
 
     # --- TTL -----------------------------------------------------------------------
 
@@ -367,7 +447,7 @@ class World:
         """Far side ``name`` did nothing for ``key`` (``definite``: and said so)."""
         self.far_side(name).refuse(key, definite=definite)
         if definite:
-            self.truth.heard_no[(key.partition(":")[0], name)] = self.inv.owner
+            self.truth.heard_no[(key.partition(":")[0], name)] = self.notes.owner
 
     def acted(self, name: str, key: str) -> None:
         """Far side ``name`` acted for ``key``: note an application beyond the first."""
@@ -469,8 +549,8 @@ class Claims:
                 state_changed_at=now,
             )
             w.owners[delivery_id] = owner
-            w.inv.delivery = delivery_id
-            w.inv.reservation_day = None
+            w.notes.delivery = delivery_id
+            w.notes.reservation_day = None
             return ClaimAttempt(
                 ClaimStatus.CLAIMED,
                 claim=Claim(
@@ -484,7 +564,18 @@ class Claims:
                 ),
             )
 
-        return w.call("ddb.claim", update)
+        attempt = self._own_write(owner, lambda: w.call("ddb.claim", update))
+        if attempt.status is not ClaimStatus.CLAIMED and w.owners.get(delivery_id) == owner:
+            w.truth.orphans.add(owner)  # the SDK's resend was refused: held, unknown to it
+        return attempt
+
+    def _own_write(self, owner: str, call: Callable[[], T]) -> T:
+        """A write of the claim's owner; one that fails may leave the claim held."""
+        try:
+            return call()
+        except StorageUnavailable:
+            self._w.truth.orphans.add(owner)
+            raise
 
     def _finish(self, claim: Claim, now: int, state: State, site: str, **changes: Any) -> None:
         w = self._w
@@ -505,7 +596,7 @@ class Claims:
             w.truth.finished.add(claim.owner)
             return True
 
-        if not w.call(site, update):
+        if not self._own_write(claim.owner, lambda: w.call(site, update)):
             raise ClaimLost()
 
     def _move(self, item: InboxItem, state: State, now: int, **values: Any) -> None:
@@ -558,7 +649,22 @@ class Claims:
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
         if error_code == "uncertain_effect":
             self._own_intent_in_doubt(claim)
+        if error_code == ATTEMPTS_EXHAUSTED:
+            self._exhausted_by_others(claim)
         self._finish(claim, now, State.FAILED, "ddb.fail", last_error=error_code)
+
+    def _exhausted_by_others(self, claim: Claim) -> None:
+        """A delivery given up for its unexplained attempts that would still have had
+        one left without the attempts that died while a batch-mate's step ran, and lost
+        more of them so than the worker allows (after that many it runs alone)."""
+        w = self._w
+        before = claim.unexplained_attempts - 1  # this claim is not one of them
+        innocent = w.truth.innocent_deaths[claim.delivery_id]
+        if innocent > w.lost_attempts_allowed and before - innocent < w.max_attempts:
+            w.truth.innocent_failures.append(
+                f"{claim.delivery_id}: {innocent} of its {before} unexplained attempts died"
+                f" while a batch-mate's step ran (at most {w.lost_attempts_allowed} may)"
+            )
 
     def _own_intent_in_doubt(self, claim: Claim) -> None:
         """An attempt that reports an effect in doubt while the only intent left is the
@@ -619,6 +725,7 @@ class Claims:
                 )
             w.unlisted.discard(delivery_id)
             w.failed_by.pop(delivery_id, None)
+            w.truth.innocent_deaths.pop(delivery_id, None)  # its attempts start again
             w.inbox[delivery_id] = dataclasses.replace(
                 item,
                 state=State.PENDING,
@@ -803,7 +910,7 @@ class Effects:
             w.effects[(delivery_id, name)] = EffectRecord(
                 delivery_id, name, EffectStatus.INTENT, key, now, **kept
             )
-            w.intent_writers[(delivery_id, name)] = w.inv.owner
+            w.intent_writers[(delivery_id, name)] = w.notes.owner
             side = w.far_side(name)
             w.truth.at_intent[(delivery_id, name)] = (side.requests[key], side.definite_no[key])
             w.expire_at("effect", (delivery_id, name), expires_at)
@@ -972,11 +1079,11 @@ class Budget:
             w.budget_days[day] = dataclasses.replace(
                 current, reserved=current.reserved + tokens, open_reservations=len(ids)
             )
-            w.inv.reservation_day = day
+            w.notes.reservation_day = day
             return True
 
         written = self._send("ddb.budget_reserve", update)
-        delivery = w.inv.delivery
+        delivery = w.notes.delivery
         if not written and delivery is not None:
             largest = w.truth.refused_reservation.get(delivery, 0)
             w.truth.refused_reservation[delivery] = max(largest, tokens)

@@ -3,15 +3,17 @@ catch what they name, a shrinker that keeps what matters, and its command line."
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
-from local.simulate.faults import Fault, Kind
+from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
 from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
@@ -244,3 +246,68 @@ def test_simulate_agent_seed_58_redrives_no_later_failure() -> None:
     # Before the world followed reset_dead_letter, this seed reported a mark of one
     # failure reopening a later one (the code under test already refused it).
     assert run_seed("agent", 58).violations == ()
+
+
+def test_simulate_batch_mates_die_with_the_message_that_kills_the_invocation() -> None:
+    # Seed 5's first batch holds three deliveries: the second one's archive request
+    # kills the invocation while the third and fourth hold their claims.
+    simulation = Simulation("agent", 5, replay=[Fault("far.archive", 2, Kind.KILL_BEFORE)])
+    simulation.run()
+    truth = simulation.world.truth
+
+    assert sorted(truth.innocent_deaths.values()) == [1, 1]
+    assert check(simulation) == []  # they run again, each with attempts to spare
+
+
+def test_simulate_each_message_of_a_batch_writes_as_its_own_claim_owner() -> None:
+    simulation = _calm("agent", seed=5)
+    writers: dict[str, set[str | None]] = {}
+    for (delivery_id, _name), owner in simulation.world.intent_writers.items():
+        writers.setdefault(delivery_id, set()).add(owner)
+
+    assert len(writers) == len(simulation.world.truth.accepted)
+    assert all(len(owners) == 1 for owners in writers.values())
+    assert len(set().union(*writers.values())) == len(writers)
+
+
+def _exhausted(world: World, claims: Claims, *, innocent: int) -> list[str]:
+    """``d1`` given up after six unexplained attempts, ``innocent`` of them lost to a
+    batch-mate: what the world notes as given up for others' faults."""
+    world.max_attempts, world.lost_attempts_allowed = 5, 2
+    world.inbox["d1"] = replace(world.inbox["d1"], attempts=5)
+    world.truth.innocent_deaths["d1"] = innocent
+    attempt = claims.claim("d1", owner=world.new_owner(), now=world.now(), lease_seconds=60)
+    assert attempt.claim is not None
+    claims.fail(attempt.claim, now=world.now(), error_code="attempts_exhausted")
+    return world.truth.innocent_failures
+
+
+def test_world_notes_a_delivery_given_up_for_its_batch_mates_faults() -> None:
+    assert _exhausted(*_world_with_item(), innocent=2) == []  # runs alone after two
+    assert _exhausted(*_world_with_item(), innocent=3) == [
+        "d1: 3 of its 5 unexplained attempts died while a batch-mate's step ran (at most 2 may)"
+    ]
+
+
+def test_invariants_catch_a_delivery_given_up_for_its_batch_mates_faults() -> None:
+    simulation = _calm("archive")
+    simulation.world.truth.innocent_failures.append("d1: 6 of its 6 unexplained attempts")
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["fails_for_its_own_faults"]
+
+
+def test_world_charges_a_timeout_to_the_message_whose_step_took_the_time() -> None:
+    world = World(0, Schedule(0, replay=[]))
+    world.begin("worker", skew=0, seconds=180)
+    slow, finder = contextvars.copy_context(), contextvars.copy_context()
+
+    def step(delivery_id: str, seconds: float) -> None:
+        world.new_owner()
+        world.notes.delivery = delivery_id
+        world.t += seconds
+
+    slow.run(step, "slow", 200)  # a slow request: its client gives up, no call yet
+    with pytest.raises(Killed):
+        finder.run(lambda: world.call("ddb.release", lambda: None))
+
+    assert world.inv.killer == "slow"

@@ -66,9 +66,10 @@ LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
 test-lambda: $(LAMBDA_STAMP)
 	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q $(LAMBDA_TESTS)
 
-# The inner loop, seconds: the unit tests only (fakes, no sockets, no asset build).
+# The inner loop, seconds: the unit tests only (fakes, no sockets, no asset build), on
+# every core (pytest-xdist).
 unit: $(DEV_STAMP)
-	$(VENV)/bin/pytest -q tests/unit
+	$(VENV)/bin/pytest -q -n auto tests/unit
 
 # The suite without the e2e tests (which start local stacks).
 integration: $(DEV_STAMP) build

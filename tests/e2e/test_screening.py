@@ -97,7 +97,12 @@ def test_a_briefing_the_guardrail_blocks_waits_for_a_person_and_only_then_reache
         ]
         assert final[passed]["approvals"] == []
         assert stack.quiet(DEADLINE_SECONDS), stack.queue_depths()
-        alerts = {k: n for k, n in stack.effects().items() if k.endswith(":alert")}
+        # The alert topic's subscriber counts from its own queue: wait until it has both.
+        alerts = poll(
+            lambda: {k: n for k, n in stack.effects().items() if k.endswith(":alert")},
+            lambda counted: len(counted) >= 2,
+            deadline_seconds=DEADLINE_SECONDS,
+        )
         assert alerts == {f"{passed}:alert": 1, f"{approved}:alert": 1}
         assert stack.model_calls() == {passed: 1, approved: 1}
         # Each briefing screened once: the resumed run reused the recorded verdict.

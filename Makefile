@@ -64,7 +64,7 @@ LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
 	--ignore=tests/integration/test_bedrock_emulator.py \
 	--ignore=tests/unit/test_simulate.py
 test-lambda: $(LAMBDA_STAMP)
-	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q $(LAMBDA_TESTS)
+	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q -n auto $(LAMBDA_TESTS)
 
 # The inner loop, seconds: the unit tests only (fakes, no sockets, no asset build), on
 # every core (pytest-xdist).

@@ -38,7 +38,9 @@ def _offline_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def moto_aws() -> Iterator[None]:
-    with mock_aws():
+    # Keep boto3's default session between tests: a fresh one reloads every service
+    # model, which cost more than the rest of a storage test's set-up.
+    with mock_aws(config={"core": {"reset_boto3_session": False}}):
         yield
 
 

@@ -16,13 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.local_figures import _deliveries, _wait_done
 from functions.core.spend import ModelSpend
-from local.sender import SenderConfig, send_all
-from local.stack import LocalStack
 from local.stack_options import AGENT_WORKFLOW, StackOptions
-from ops.inbox import show_progress
-from ops.target import Target
 
 # RelayLink's back-off compressed: a retry (none expected) waits milliseconds.
 TIME_SCALE = 3600.0
@@ -55,6 +50,13 @@ class AgentSpend:
 def measure(deliveries: int) -> AgentSpend:
     """Send ``deliveries`` new deliveries through a local stack running the agent
     workflow, wait until each is finished, and sum their spend records."""
+    # The whole local stack, imported only to measure: the cost model reads AgentSpend.
+    from bench.local_figures import _deliveries, _wait_done  # noqa: PLC0415
+    from local.sender import SenderConfig, send_all  # noqa: PLC0415
+    from local.stack import LocalStack  # noqa: PLC0415
+    from ops.inbox import show_progress  # noqa: PLC0415
+    from ops.target import Target  # noqa: PLC0415
+
     rng = random.Random(14)  # reproducible package ids
     run_dir = Path(tempfile.mkdtemp(prefix="relaylink-bench-agent-"))
     options = StackOptions(workflow=AGENT_WORKFLOW, log_level="WARNING", run_dir=str(run_dir))

@@ -7,7 +7,6 @@ prices (:mod:`bench.prices`); :mod:`bench.cost_doc` renders the bill as docs/cos
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
 import json
@@ -25,6 +24,8 @@ from functions.core import event_source_limits, metric_names, settings_table, ta
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT
 from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
+from infra import function_memory
+from infra.access_log import ACCESS_LOG_FIELDS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 VOLUMES: Final = (1_000_000, 100_000_000, 1_000_000_000)
@@ -85,15 +86,14 @@ SQS_EMPTY_RECEIVES_PER_MONTH: Final = Quantity(
 
 
 def _memory_mb(worker_memory_mb: int) -> dict[str, int]:
-    """The functions' memory sizes, read from infra (the defaults where none is set);
-    the worker's is a setting (``worker_memory_mb``, infra/config.py)."""
-    sizes: dict[str, int] = {}
-    for function in ("receiver", "relay", "reconciler"):
-        text = (REPO_ROOT / "infra" / f"{function}.py").read_text(encoding="utf-8")
-        found = re.search(r"memory_size=(\d+)", text)
-        sizes[function] = int(found.group(1)) if found else 256
-    sizes["worker"] = worker_memory_mb
-    return sizes
+    """The functions' memory sizes as infra deploys them; the worker's is a setting
+    (``worker_memory_mb``)."""
+    return {
+        "receiver": function_memory.RECEIVER_MEMORY_MB,
+        "relay": function_memory.RELAY_MEMORY_MB,
+        "reconciler": function_memory.RECONCILER_MEMORY_MB,
+        "worker": worker_memory_mb,
+    }
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def _completed_entry_bytes() -> int:
 
 
 # What an access-log line of the HTTP API stage holds for an accepted delivery, by
-# variable (the rest of the line is infra/receiver.py's format, as deployed).
+# variable (the rest of the line is infra/access_log.py's format, as deployed).
 ACCESS_LOG_SAMPLE: Final = {
     "$context.requestId": "Jk2LmhzxoAMEbXw=",
     "$context.extendedRequestId": "Jk2LmhzxoAMEbXw=",
@@ -223,22 +223,15 @@ ACCESS_LOG_SAMPLE: Final = {
 
 def access_log_bytes() -> Quantity:
     """One access-log line of the receiver's HTTP API stage: the deployed format
-    (``ACCESS_LOG_FIELDS`` of infra/receiver.py, read without importing CDK) with
-    :data:`ACCESS_LOG_SAMPLE`'s values."""
-    tree = ast.parse((REPO_ROOT / "infra" / "receiver.py").read_text(encoding="utf-8"))
-    fields = next(
-        ast.literal_eval(node.value)
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == "ACCESS_LOG_FIELDS" for t in node.targets)
-    )
-    # Compact, as infra/receiver.py's ACCESS_LOG_FORMAT writes it.
+    (:data:`infra.access_log.ACCESS_LOG_FIELDS`) with :data:`ACCESS_LOG_SAMPLE`'s values."""
+    # Compact, as the deployed ACCESS_LOG_FORMAT writes it.
     line = json.dumps(
-        {name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in fields.items()}, separators=(",", ":")
+        {name: ACCESS_LOG_SAMPLE.get(v, v) for name, v in ACCESS_LOG_FIELDS.items()},
+        separators=(",", ":"),
     )
     return Quantity(
         float(len(line.encode()) + 1),
-        "assumed: infra/receiver.py's access-log format with an accepted delivery's values",
+        "assumed: infra/access_log.py's format with an accepted delivery's values",
     )
 
 

@@ -352,7 +352,8 @@ def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = N
         f"| reconciler billed duration | 200 ms per run, + "
         f"{DYNAMODB_BATCH_GET_MS.value:.0f} ms per 100 receipts of the received log | "
         f"assumed: a run's fixed work; {DYNAMODB_BATCH_GET_MS.source} |",
-        f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | infra/*.py; "
+        f"| memory | {', '.join(f'{k} {v} MB' for k, v in model.memory.items())} | "
+        "infra/function_memory.py; "
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
         "(`-c tracing=true`) |",

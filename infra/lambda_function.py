@@ -19,6 +19,7 @@ from functions.core import env_names, metric_names
 from infra.bundle import FUNCTIONS, AssetRecipe
 from infra.config import StackConfig
 from infra.environments import application_log_level
+from infra.function_memory import DEFAULT_MEMORY_MB
 from infra.lambda_code import function_code
 from infra.nag import acknowledge, acknowledge_tracing
 from infra.workflow_code import WorkflowCode
@@ -71,7 +72,7 @@ def python_function(
     description: str,
     environment: Mapping[str, str],
     timeout: Duration,
-    memory_size: int = 256,
+    memory_size: int = DEFAULT_MEMORY_MB,
     workflow: WorkflowCode | None = None,
 ) -> lambda_.Function:
     """A Lambda function running ``functions.<function>.handler.lambda_handler``.

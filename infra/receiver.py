@@ -6,8 +6,6 @@ the query string: a receiver URL may carry a token (docs/contract.md, Request).
 
 from __future__ import annotations
 
-import json
-
 import jsii
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigateway
@@ -18,8 +16,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.access_log import ACCESS_LOG_FORMAT
 from infra.config import StackConfig
 from infra.environments import receiver_environment
+from infra.function_memory import RECEIVER_MEMORY_MB
 from infra.lambda_function import python_function, retention
 from infra.nag import acknowledge
 from infra.secrets import ReadableSecret
@@ -29,26 +29,6 @@ ROUTE_PATH = "/relaylink"
 # RelayLink waits 10 s (docs/contract.md, Retries and timing); answer, or fail, well before that.
 RECEIVER_TIMEOUT = Duration.seconds(8)
 INTEGRATION_TIMEOUT = Duration.seconds(9)
-
-# Every field is a fixed $context variable; none of them holds the path or query string.
-# Logs are billed per byte (docs/cost.md), so what a line would only repeat is left out:
-# the extendedRequestId (an HTTP API's equals its requestId), the method and route key
-# (the API has one route; any other request is answered 404, which ``status`` shows),
-# the protocol, and the response length (the receiver answers a few fixed bodies). The
-# format is compact JSON (ACCESS_LOG_FORMAT): API Gateway writes its separators as given.
-ACCESS_LOG_FIELDS = {
-    "requestId": "$context.requestId",
-    "requestTime": "$context.requestTimeEpoch",
-    "status": "$context.status",
-    "responseLatency": "$context.responseLatency",
-    "integrationStatus": "$context.integrationStatus",
-    "integrationLatency": "$context.integrationLatency",
-    "errorMessage": "$context.error.message",
-    "sourceIp": "$context.identity.sourceIp",
-    "userAgent": "$context.identity.userAgent",
-}
-
-ACCESS_LOG_FORMAT = json.dumps(ACCESS_LOG_FIELDS, separators=(",", ":"))
 
 
 class Receiver(Construct):
@@ -78,7 +58,7 @@ class Receiver(Construct):
             config=config,
             description="Verifies RelayLink deliveries and records each exactly once",
             timeout=RECEIVER_TIMEOUT,
-            memory_size=512,
+            memory_size=RECEIVER_MEMORY_MB,
             environment=receiver_environment(
                 table_name=table.table_name,
                 signing_secrets_arn=signing_secrets.secret_arn,

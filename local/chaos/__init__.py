@@ -9,11 +9,7 @@ timeout (:mod:`local.mcp_server`), and relay invocations that fail before the ha
 (:mod:`local.event_sources`). Then it turns the faults off, waits until the system is
 quiet and checks every invariant (:mod:`local.chaos.invariants`); the result is a
 :class:`ChaosReport` (:mod:`local.chaos.report`). ``docs/reliability.md`` explains each
-check and publishes the figures of a large run.
+check and publishes the figures of a large run. Import what you use from its modules
+(:mod:`local.chaos.run`, :mod:`local.chaos.config`): a test that reads one part does not
+start the whole stack's imports.
 """
-
-from local.chaos.config import ChaosConfig
-from local.chaos.report import ChaosReport
-from local.chaos.run import run_chaos
-
-__all__ = ["ChaosConfig", "ChaosReport", "run_chaos"]

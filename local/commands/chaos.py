@@ -98,7 +98,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from local.chaos import ChaosConfig, run_chaos  # noqa: PLC0415 (heavy: the whole stack)
+    from local.chaos.config import ChaosConfig  # noqa: PLC0415
+    from local.chaos.run import run_chaos  # noqa: PLC0415 (heavy: the whole stack)
 
     _check_options(args)
     try:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from local.chaos import ChaosConfig, run_chaos
+from local.chaos.config import ChaosConfig
+from local.chaos.run import run_chaos
 from ops import cli
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from local.chaos import ChaosConfig, run_chaos
+from local.chaos.config import ChaosConfig
+from local.chaos.run import run_chaos
 
 pytestmark = pytest.mark.e2e
 

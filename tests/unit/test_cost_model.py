@@ -12,7 +12,7 @@ from bench.report import Figure
 from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
 from functions.core.spend import ModelSpend
-from infra.receiver import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
+from infra.access_log import ACCESS_LOG_FIELDS, ACCESS_LOG_FORMAT
 
 # Stands in for the default stack's synthesized alarm count (the synth is slow; the
 # bill from the real count is checked in tests/infra/test_cost_targets.py).

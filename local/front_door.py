@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from infra.config import StackConfig
@@ -123,6 +125,37 @@ class _BurstServer(ThreadingHTTPServer):
     listen backlog's default five: up to the stage's default burst (infra/config.py)."""
 
     request_queue_size = StackConfig().api_burst_limit
+    # A restarted front door binds its port while a killed one's containers may still
+    # be on their way out.
+    allow_reuse_port = True
+
+
+def _die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux): a container
+    never outlives its front door, however the door was stopped."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(0)
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _start_containers(server: _BurstServer, count: int) -> list[int]:
+    """Fork ``count`` more containers that accept from the same listening socket, as
+    API Gateway spreads a burst over Lambda environments; returns their pids. Forked
+    before any thread starts, so each child is a clean copy."""
+    pids: list[int] = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            _die_with_parent()
+            with contextlib.suppress(Stop, KeyboardInterrupt):
+                server.serve_forever()
+            os._exit(0)
+        pids.append(pid)
+    return pids
 
 
 def door_for(
@@ -148,17 +181,26 @@ def serve(
     ready_file: str | None,
     name: str = "receiver",
     remaining_ms: int = FrontDoor.remaining_ms,
+    containers: int = 1,
 ) -> None:
-    """Serve ``POST /relaylink`` into ``invoke`` until SIGTERM/SIGINT, then exit quietly."""
+    """Serve ``POST /relaylink`` into ``invoke`` until SIGTERM/SIGINT, then exit quietly.
+
+    ``containers`` processes serve at once (this one and forked copies), each running
+    :data:`CONCURRENT_INVOCATIONS` invocations at once."""
     server = _BurstServer(
         ("127.0.0.1", port), door_for(invoke, name=name, remaining_ms=remaining_ms)
     )
     server.daemon_threads = True
+    children = _start_containers(server, containers - 1)
+    exit_with_parent()
     serving = threading.Thread(target=server.serve_forever, name="front-door", daemon=True)
     serving.start()
     announce_ready(ready_file)
     with contextlib.suppress(Stop):
         serving.join()
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     quiet_exit()
 
 
@@ -176,9 +218,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="stop the receiver's clock at its start (replaying boundary cases exactly)",
     )
+    parser.add_argument(
+        "--containers",
+        type=int,
+        default=1,
+        help="receiver processes serving at once, as Lambda runs several environments",
+    )
     args = parser.parse_args(argv)
     install_stop_signals()
-    exit_with_parent()
     lambda_logging.install()  # as Lambda's runtime does, before it imports the handler
     from functions.receiver import handler  # noqa: PLC0415 (pay the cold start before serving)
 
@@ -188,7 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         clock = ReplayClock(args.clock_start, frozen=args.freeze_clock)
         handler.container_deps.set(handler.build_deps(Settings.from_env(os.environ), clock=clock))
 
-    serve(handler.lambda_handler, port=args.port, ready_file=args.ready_file)
+    serve(
+        handler.lambda_handler,
+        port=args.port,
+        ready_file=args.ready_file,
+        containers=args.containers,
+    )
     return 0
 
 

@@ -229,6 +229,8 @@ class LocalStack:
                     f"{_PREFIX}local.front_door",
                     "--port",
                     str(port),
+                    "--containers",
+                    str(options.front_door_containers),
                     *self._clock_arguments(),
                 ],
                 front_door_environment(self._state, options),

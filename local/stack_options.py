@@ -25,6 +25,9 @@ class StackOptions:
     aws_fault_rate: float = 0.0  # DynamoDB requests answered with a throttle or 500
     relay_failure_rate: float = 0.0  # relay invocations that fail before the handler
     worker_concurrency: int = 2
+    # Receiver processes behind the front door (Lambda environments; each runs 10
+    # invocations at once). One is enough for tests; a burst needs the cores.
+    front_door_containers: int = 1
     max_attempts: int = settings_table.WORKER_MAX_ATTEMPTS.default
     mcp_timeout_seconds: int = 2
     # A message starts only while the invocation has the MCP fetch's bound (12 s at a 2 s
@@ -55,6 +58,8 @@ class StackOptions:
     def __post_init__(self) -> None:
         if not self.lease_seconds < self.visibility_timeout_seconds:
             raise ValueError("the lease must be shorter than the visibility timeout")
+        if self.front_door_containers < 1:
+            raise ValueError("the front door needs at least one container")
         for rate in (self.mcp_failure_rate, self.aws_fault_rate, self.relay_failure_rate):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError("rates are fractions between 0 and 1")

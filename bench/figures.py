@@ -930,7 +930,7 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             "side running it takes about as much again (its own process and its calls to "
             "the one emulator), and the first attempts beyond what 2 cores answer in 10 s "
             "time out; each is retried and answered 200 (the receipt had been taken).",
-            f"The front door runs {burst.FRONT_DOOR_CONTAINERS} receiver process(es) "
+            f"The front door runs {burst.FRONT_DOOR_CONTAINERS} receiver processes "
             "(`front_door_containers`: forked, on one listening socket, each with "
             f"{front_door.CONCURRENT_INVOCATIONS} invocations at once, as many as the "
             "receiver's client keeps connections) and takes every connection (its backlog "

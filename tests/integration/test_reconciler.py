@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from functions.core import env_names, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_to_item
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
@@ -28,6 +29,7 @@ from functions.core.deadline import Deadline
 from functions.core.env_parsers import SettingsError
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
+from functions.core.ports.approvals import ApprovalRecord
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
 from local.testkit import botocore_hooks, builders
@@ -523,3 +525,124 @@ def test_a_window_of_settled_receipts_does_not_keep_a_run_past_its_deadline(
     assert 0 < sum(asked[d] for d in ids) <= 400
     # The window was not finished: the watermark stays before it, the next run reads it.
     assert (read_watermark(aws.dynamodb, TABLE) or 0) < aws.clock.value - PENDING_AGE
+
+
+def put_all(aws: MotoWorld, items: list[dynamodb_items.Item]) -> None:
+    for start in range(0, len(items), 25):  # BatchWriteItem's maximum
+        requests: list[WriteRequestTypeDef] = [
+            {"PutRequest": {"Item": item}} for item in items[start : start + 25]
+        ]
+        aws.dynamodb.batch_write_item(RequestItems={TABLE: requests})
+
+
+def item_reads(aws: MotoWorld, operation: str) -> Counter[str]:
+    """Every item the table's ``operation`` calls are asked for, by partition key."""
+    asked: Counter[str] = Counter()
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        asked[params["Key"][table_layout.TABLE_PARTITION_KEY]["S"]] += 1
+
+    aws.dynamodb.meta.events.register(f"provide-client-params.dynamodb.{operation}", count)
+    return asked
+
+
+def small_pages(size: int) -> None:
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=size))
+    )
+
+
+def test_the_effects_pass_resumes_where_the_last_run_stopped(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # Intents of deliveries a worker holds (only read, listed run after run) and, among
+    # them in whichever shard, three of deliveries that failed: an operator's case each.
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    ids = [work(200_000 + n).delivery_id for n in range(300)]
+    ended = set(ids[-3:])
+    inbox: list[dynamodb_items.Item] = []
+    for delivery_id in ids:
+        effects.record_intent(delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+        item = builders.inbox_item(delivery_id, received_at=aws.clock.value)
+        if delivery_id in ended:
+            item = dataclasses.replace(item, state=State.FAILED)
+        else:
+            item = dataclasses.replace(
+                item, state=State.PROCESSING, lease_until=aws.clock.value + 10 * EFFECT_AGE
+            )
+        inbox.append(dynamodb_items.inbox_to_item(item))
+    put_all(aws, inbox)
+    aws.clock.advance(EFFECT_AGE + 1)
+    small_pages(20)
+    asked = item_reads(aws, "GetItem")
+    flagged = 0
+    runs = 0
+    while runs < 60:
+        runs += 1
+        # The received log and the open pass's eight empty shards, then about a page.
+        report = handler.container_deps.get().run(deadline=deadline_after_looks(40))
+        flagged += report.effects_flagged
+        if effects.intent_cursor() is None and runs > 1:
+            break  # a whole pass, over as many runs as it took
+    assert flagged == 3
+    assert {r.delivery_id for r in effects.uncertain(intended_before=10**10, page_size=50)} == (
+        set(ids) - ended
+    )
+    assert runs > 2  # it did take more than one run
+    # Each run went on from the last one's cursor: every intent's delivery read about
+    # once per pass, not the first pages again on every run.
+    assert set(ids) <= set(asked)
+    assert max(asked[d] for d in ids) <= 2
+    # (A run that stops inside a page reads that page again next run.)
+    assert sum(asked[d] for d in ids) <= len(ids) + 20 * runs
+
+
+def test_the_approval_pass_resumes_where_the_last_run_stopped(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # Deliveries parked for a day, and three whose approval deadline has passed.
+    parked_at = aws.clock.value
+    ids = [work(300_000 + n).delivery_id for n in range(300)]
+    due = set(ids[-3:])
+    items: list[dynamodb_items.Item] = []
+    for n, delivery_id in enumerate(ids):
+        deadline = parked_at + (60 if delivery_id in due else 86_400)
+        inbox = builders.inbox_item(
+            delivery_id,
+            received_at=parked_at,
+            state=State.AWAITING_APPROVAL,
+            state_changed_at=parked_at + n,
+            approval="alert",
+            approval_deadline=deadline,
+        )
+        raw = dynamodb_items.inbox_to_item(inbox)
+        label = table_layout.STATE_LABEL_AWAITING_APPROVAL
+        raw[table_layout.STATE_INDEX_PARTITION_KEY] = {
+            "S": dynamodb_items.state_shard(label, delivery_id)
+        }
+        raw[table_layout.STATE_INDEX_SORT_KEY] = {"N": str(parked_at + n)}
+        items.append(raw)
+        record = ApprovalRecord(delivery_id, "alert", {}, requested_at=parked_at, deadline=deadline)
+        items.append(approval_to_item(record, expires_at=0))
+    put_all(aws, items)
+    aws.clock.advance(3600)
+    small_pages(20)
+    asked = inbox_reads(aws)
+    approvals = DynamoDbApprovals(client=aws.dynamodb, table_name=TABLE)
+    expired = 0
+    runs = 0
+    while runs < 60:
+        runs += 1
+        report = handler.container_deps.get().run(deadline=deadline_after_looks(20))
+        expired += report.approvals_expired
+        # The longest wait is the backlog's, whatever part of the pass the run read.
+        assert report.approval_oldest_wait_seconds == 3600
+        if approvals.waiting_cursor() is None and runs > 1:
+            break
+    assert runs > 2
+    assert max(asked[d] for d in ids) <= 2
+    assert sum(asked[d] for d in ids) <= len(ids) + 20 * runs
+    assert expired == 3
+    assert {aws.inbox(d).last_error for d in due} == {"approval_expired"}
+    assert {i.delivery_id for i in approvals.waiting(page_size=100)} == set(ids) - due

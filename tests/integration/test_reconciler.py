@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from functions.core.env_parsers import SettingsError
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
 from functions.core.ports.approvals import ApprovalRecord
+from functions.core.reconcile import ReconcileReport
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
 from local.testkit import botocore_hooks, builders
@@ -411,11 +412,19 @@ def test_small_budget_stops_early_and_the_next_run_continues(
     assert workers.seen == Counter(dict.fromkeys(ids, 1))  # each exactly once
 
 
+def put_all(aws: MotoWorld, items: list[dynamodb_items.Item]) -> None:
+    for start in range(0, len(items), 25):  # BatchWriteItem's maximum
+        requests: list[WriteRequestTypeDef] = [
+            {"PutRequest": {"Item": item}} for item in items[start : start + 25]
+        ]
+        aws.dynamodb.batch_write_item(RequestItems={TABLE: requests})
+
+
 def healthy_open_backlog(aws: MotoWorld, count: int) -> list[str]:
     """``count`` processing items listed ``open`` whose leases run long yet: nothing for a
     run to do with them but read them (an MCP outage's backlog, in miniature)."""
     ids: list[str] = []
-    puts: list[WriteRequestTypeDef] = []
+    items: list[dynamodb_items.Item] = []
     for n in range(count):
         delivery_id = work(100_000 + n).delivery_id
         ids.append(delivery_id)
@@ -429,9 +438,8 @@ def healthy_open_backlog(aws: MotoWorld, count: int) -> list[str]:
             "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_OPEN, delivery_id)
         }
         raw[table_layout.STATE_INDEX_SORT_KEY] = {"N": str(aws.clock.value)}
-        puts.append({"PutRequest": {"Item": raw}})
-    for start in range(0, len(puts), 25):
-        aws.dynamodb.batch_write_item(RequestItems={TABLE: puts[start : start + 25]})
+        items.append(raw)
+    put_all(aws, items)
     return ids
 
 
@@ -466,6 +474,24 @@ def test_many_healthy_open_items_do_not_keep_a_short_run_from_the_received_log(
     assert sum(asked[d] for d in healthy) <= page
 
 
+def small_pages(size: int) -> None:
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=size))
+    )
+
+
+def a_whole_pass(cursor: Callable[[], object], *, looks: int) -> list[ReconcileReport]:
+    """Short runs, one after another, until the pass whose saved ``cursor`` this reads
+    went through whole (back at its start after the first run), at most 60."""
+    reports: list[ReconcileReport] = []
+    while len(reports) < 60:
+        reports.append(handler.container_deps.get().run(deadline=deadline_after_looks(looks)))
+        if cursor() is None and len(reports) > 1:
+            break
+    return reports
+
+
 def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconciler: Any) -> None:
     healthy = healthy_open_backlog(aws, 600)
     aws.clock.advance(PENDING_AGE + 1)
@@ -477,20 +503,11 @@ def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconc
         UpdateExpression="SET lease_until = :past",
         ExpressionAttributeValues={":past": {"N": str(aws.clock.value - 1)}},
     )
-    deps = handler.container_deps.get()
-    handler.container_deps.set(
-        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=50))
-    )
+    small_pages(50)
     asked = inbox_reads(aws)
-    released = 0
-    runs = 0
-    while runs < 40:
-        runs += 1
-        report = handler.container_deps.get().run(deadline=deadline_after_looks(3))
-        released += report.leases_requeued
-        if claims(aws).open_cursor() is None and runs > 1:
-            break  # a whole pass, over as many runs as it took
-    assert released == 1
+    reports = a_whole_pass(claims(aws).open_cursor, looks=3)
+    runs = len(reports)
+    assert sum(report.leases_requeued for report in reports) == 1
     assert sent(aws) == [expired]
     assert runs > 1  # it did take more than one run
     # Each run went on from the last one's cursor: every item read about once per pass,
@@ -527,14 +544,6 @@ def test_a_window_of_settled_receipts_does_not_keep_a_run_past_its_deadline(
     assert (read_watermark(aws.dynamodb, TABLE) or 0) < aws.clock.value - PENDING_AGE
 
 
-def put_all(aws: MotoWorld, items: list[dynamodb_items.Item]) -> None:
-    for start in range(0, len(items), 25):  # BatchWriteItem's maximum
-        requests: list[WriteRequestTypeDef] = [
-            {"PutRequest": {"Item": item}} for item in items[start : start + 25]
-        ]
-        aws.dynamodb.batch_write_item(RequestItems={TABLE: requests})
-
-
 def item_reads(aws: MotoWorld, operation: str) -> Counter[str]:
     """Every item the table's ``operation`` calls are asked for, by partition key."""
     asked: Counter[str] = Counter()
@@ -544,13 +553,6 @@ def item_reads(aws: MotoWorld, operation: str) -> Counter[str]:
 
     aws.dynamodb.meta.events.register(f"provide-client-params.dynamodb.{operation}", count)
     return asked
-
-
-def small_pages(size: int) -> None:
-    deps = handler.container_deps.get()
-    handler.container_deps.set(
-        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=size))
-    )
 
 
 def test_the_effects_pass_resumes_where_the_last_run_stopped(
@@ -576,16 +578,10 @@ def test_the_effects_pass_resumes_where_the_last_run_stopped(
     aws.clock.advance(EFFECT_AGE + 1)
     small_pages(20)
     asked = item_reads(aws, "GetItem")
-    flagged = 0
-    runs = 0
-    while runs < 60:
-        runs += 1
-        # The received log and the open pass's eight empty shards, then about a page.
-        report = handler.container_deps.get().run(deadline=deadline_after_looks(40))
-        flagged += report.effects_flagged
-        if effects.intent_cursor() is None and runs > 1:
-            break  # a whole pass, over as many runs as it took
-    assert flagged == 3
+    # The received log and the open pass's eight empty shards, then about a page a run.
+    reports = a_whole_pass(effects.intent_cursor, looks=40)
+    runs = len(reports)
+    assert sum(report.effects_flagged for report in reports) == 3
     assert {r.delivery_id for r in effects.uncertain(intended_before=10**10, page_size=50)} == (
         set(ids) - ended
     )
@@ -630,19 +626,13 @@ def test_the_approval_pass_resumes_where_the_last_run_stopped(
     small_pages(20)
     asked = inbox_reads(aws)
     approvals = DynamoDbApprovals(client=aws.dynamodb, table_name=TABLE)
-    expired = 0
-    runs = 0
-    while runs < 60:
-        runs += 1
-        report = handler.container_deps.get().run(deadline=deadline_after_looks(20))
-        expired += report.approvals_expired
-        # The longest wait is the backlog's, whatever part of the pass the run read.
-        assert report.approval_oldest_wait_seconds == 3600
-        if approvals.waiting_cursor() is None and runs > 1:
-            break
+    reports = a_whole_pass(approvals.waiting_cursor, looks=20)
+    runs = len(reports)
+    # The longest wait is the backlog's, whatever part of the pass each run read.
+    assert {report.approval_oldest_wait_seconds for report in reports} == {3600}
     assert runs > 2
     assert max(asked[d] for d in ids) <= 2
     assert sum(asked[d] for d in ids) <= len(ids) + 20 * runs
-    assert expired == 3
+    assert sum(report.approvals_expired for report in reports) == 3
     assert {aws.inbox(d).last_error for d in due} == {"approval_expired"}
     assert {i.delivery_id for i in approvals.waiting(page_size=100)} == set(ids) - due

@@ -1,6 +1,6 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at the received log first, then at two lists of the state index, in this order:
+It looks at the received log first, then at three lists of the state index, in this order:
 
 * receipts not yet looked at (after the watermark) and older than the received age
   (the pending age or the lease, whichever is shorter): the receiver does not list a
@@ -20,10 +20,18 @@ It looks at the received log first, then at two lists of the state index, in thi
   one run can read is still covered, shard after shard, run after run.
 * effect intents older than a threshold: a retry of a ``pending`` delivery resolves
   them with the effect's own reconcile check, so that delivery is re-enqueued now;
-  one whose delivery is over (failed, completed) is flagged for an operator.
+  one whose delivery is over (failed, completed) is flagged for an operator. Intents of
+  deliveries a worker holds, or re-enqueued, stay listed: the pass resumes from a cursor
+  of its own (:class:`IntentCursor`), so they do not keep every run from the rest.
 * deliveries parked ``awaiting_approval`` (:func:`expire_approvals`, a pass of its
-  own): one whose deadline has passed is denied by the timeout (``approval_expired``),
-  and the oldest wait is reported for its alarm.
+  own): one whose deadline has passed is denied by the timeout (``approval_expired``).
+  Those not yet due stay parked: this pass too resumes from its cursor. The oldest wait
+  is read from the list's first entries and reported for its alarm.
+
+The three passes over the index share one loop (:func:`_work_off`): a cursor saved
+after each page worked off, never before, so a run that stops inside a page (deadline,
+crash) reads that page again next run and skips nothing; back at the start once the
+pass is through.
 
 Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
@@ -31,9 +39,9 @@ twice is harmless because a claim is idempotent.
 
 A run pages through the lists, in that order, until its deadline (the Lambda's remaining
 time less :data:`SAFETY_MARGIN_SECONDS`), which it checks before every page and every
-write; then it stops and the next run continues where it stopped (the watermark, the
-open pass's cursor; what this run handled is no longer due: its write restarted the
-item's clock or moved it). Work items whose
+write; then it stops and the next run continues where it stopped (the watermark, each
+pass's cursor; what this run handled is no longer due: its write restarted the
+item's clock or moved it, or it is harmless to do again). Work items whose
 write won are sent :data:`SEND_BATCH_SIZE` at a time, always after the write: only the
 run that won sends. An item the queue then refuses stays ``pending`` with its clock
 restarted, so it is listed again, and re-enqueued, one pending age later.
@@ -56,7 +64,11 @@ from functions.core.ports.approvals import ApprovalDecision, ApprovalDecisions, 
 from functions.core.ports.effects import EffectRecord
 from functions.core.ports.metrics import ReconcilerMetrics
 from functions.core.ports.queue import EnqueueBatch
-from functions.core.ports.recovery import ReceivedLog, RecoveryStore, UncertainEffects
+from functions.core.ports.recovery import (
+    ReceivedLog,
+    RecoveryStore,
+    UncertainEffects,
+)
 
 # Index items per query page. A page is one round trip, so a large one amortises it
 # (DynamoDB ends a page at 1 MB anyway, some 2,000 inbox items); a page is read only

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import WriteRequestOutputTypeDef, WriteRequestTypeDef
@@ -636,3 +637,50 @@ def test_the_approval_pass_resumes_where_the_last_run_stopped(
     assert sum(report.approvals_expired for report in reports) == 3
     assert {aws.inbox(d).last_error for d in due} == {"approval_expired"}
     assert {i.delivery_id for i in approvals.waiting(page_size=100)} == set(ids) - due
+
+
+def test_a_lost_answer_on_the_intent_cursor_save_skips_nothing(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    ids = [work(400_000 + n).delivery_id for n in range(60)]
+    inbox: list[dynamodb_items.Item] = []
+    for delivery_id in ids:  # deliveries a worker holds: their intents stay listed
+        effects.record_intent(delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+        item = dataclasses.replace(
+            builders.inbox_item(delivery_id, received_at=aws.clock.value),
+            state=State.PROCESSING,
+            lease_until=aws.clock.value + 10 * EFFECT_AGE,
+        )
+        inbox.append(dynamodb_items.inbox_to_item(item))
+    put_all(aws, inbox)
+    aws.clock.advance(EFFECT_AGE + 1)
+    small_pages(10)
+    saves: list[dict[str, Any]] = []
+
+    def note(params: dict[str, Any], **_: Any) -> None:
+        saves.append(params["Key"])
+
+    def lose_the_first_answer(**_: Any) -> None:
+        if saves[-1:] == [intent_cursor_key] and len(lost) < 1:
+            lost.append(1)
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.invalid")
+
+    intent_cursor_key = dynamodb_items.key(
+        table_layout.WATERMARK_PARTITION, table_layout.INTENT_CURSOR_SORT_KEY
+    )
+    lost: list[int] = []
+    events = aws.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.UpdateItem", note)
+    events.register("after-call.dynamodb.UpdateItem", lose_the_first_answer)
+    asked = item_reads(aws, "GetItem")
+    with pytest.raises(StorageUnavailable):
+        handler.container_deps.get().run(deadline=Deadline.never())
+    # The save was applied, its answer lost: the next run goes on after that page.
+    after_first_page = effects.intent_cursor()
+    assert after_first_page is not None
+    assert lost == [1]
+    assert 0 < sum(asked[d] for d in ids) <= 10  # one page (the first shard's, or part)
+    handler.container_deps.get().run(deadline=Deadline.never())
+    assert effects.intent_cursor() is None  # through
+    assert [asked[d] for d in ids] == [1] * len(ids)  # each once, none skipped

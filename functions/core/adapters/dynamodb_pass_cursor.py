@@ -3,9 +3,10 @@
 Each pass (the open items, the uncertain effect intents, the parked deliveries) keeps
 one item beside the watermark (``pk`` = ``reconciler``, ``sk`` = the pass's cursor
 key): the index shard it is in and the last entry it worked off there. Written by an
-update, not a put: the reconciler's role holds no PutItem. A save whose answer was lost
-is simply made again by the next page (it sets, never adds), and a cursor that never
-got saved only means a page is read again (every action is a conditional write).
+update, not a put: the reconciler's role holds no PutItem. A save sets, never adds: one
+whose answer was lost was applied (the next run goes on after its page) or was not
+(the next run reads that page again; every action is a conditional write), so nothing
+is skipped either way.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from functions.core import accept
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
@@ -25,7 +25,7 @@ from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork
 from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
-from functions.core.ports.recovery import OpenCursor, OpenPage
+from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from functions.core.signature import SigningSecret
 from functions.core.spend import ModelSpend
@@ -264,22 +264,15 @@ class FakeClaims:
 
     def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
         """The listed open items by id (one shard), ``page_size`` at a time, lazily."""
-        after = "" if start is None or start.after is None else start.after[1]
-        while True:
-            ids = sorted(
-                d
+        return _inbox_pages(
+            lambda: {
+                d: i
                 for d, i in self.items.items()
-                if d > after
-                and d not in self.unlisted
-                and i.state in (State.PENDING, State.PROCESSING)
-            )
-            page = [self.items[d] for d in ids[:page_size]]
-            more = len(ids) > page_size
-            resume = OpenCursor(0, (0, page[-1].delivery_id)) if more else None
-            yield OpenPage(items=page, resume=resume)
-            if resume is None:
-                return
-            after = page[-1].delivery_id
+                if d not in self.unlisted and i.state in (State.PENDING, State.PROCESSING)
+            },
+            start=start,
+            page_size=page_size,
+        )
 
     def open_cursor(self) -> OpenCursor | None:
         return self.cursor
@@ -391,9 +384,57 @@ class FakeReceivedLog:
             self.mark = watermark
 
 
+_K = TypeVar("_K", str, tuple[str, str])
+_V = TypeVar("_V")
+
+
+def _key_pages(
+    listed: Callable[[], dict[_K, _V]], *, after: _K | None, page_size: int
+) -> Iterator[tuple[list[_V], _K | None]]:
+    """What ``listed`` holds after the key ``after``, in key order (one index shard),
+    ``page_size`` at a time, each page read when asked for, as the store is then; with
+    each page the key of its last entry while more follow (None: the end)."""
+    while True:
+        current = listed()
+        keys = sorted(k for k in current if after is None or k > after)
+        page = keys[:page_size]
+        more = len(keys) > page_size
+        yield [current[k] for k in page], page[-1] if more else None
+        if not more:
+            return
+        after = page[-1]
+
+
+def _inbox_pages(
+    listed: Callable[[], dict[str, InboxItem]], *, start: OpenCursor | None, page_size: int
+) -> Iterator[OpenPage]:
+    after = None if start is None or start.after is None else start.after[1]
+    for items, last in _key_pages(listed, after=after, page_size=page_size):
+        yield OpenPage(items=items, resume=None if last is None else OpenCursor(0, (0, last)))
+
+
+@dataclass
+class FakeCursorWrites:
+    """How the table answers a cursor save: ``lose_answers`` next saves are applied and
+    then raise ``StorageUnavailable`` (the answer lost); ``saved`` counts those applied."""
+
+    lose_answers: int = 0
+    saved: int = 0
+
+    def save(self, apply: Callable[[], None]) -> None:
+        apply()
+        self.saved += 1
+        if self.lose_answers:
+            self.lose_answers -= 1
+            raise StorageUnavailable()
+
+
 @dataclass
 class FakeEffects:
     records: dict[tuple[str, str], EffectRecord] = field(default_factory=dict)
+    # Where the reconciler's pass over the intents resumes, as the table keeps it.
+    cursor: IntentCursor | None = None
+    cursor_writes: FakeCursorWrites = field(default_factory=FakeCursorWrites)
 
     def get(self, delivery_id: str, name: str) -> EffectRecord | None:
         return self.records.get((delivery_id, name))
@@ -438,13 +479,35 @@ class FakeEffects:
         return True
 
     def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
-        return [
-            r
-            for r in self.records.values()
-            if r.status is EffectStatus.INTENT
-            and r.intent_at < intended_before
-            and r.flagged_at is None
-        ]
+        pages = self.uncertain_pages(
+            start=None, intended_before=intended_before, page_size=page_size
+        )
+        return [record for page in pages for record in page.items]
+
+    def uncertain_pages(
+        self, *, start: IntentCursor | None, intended_before: int, page_size: int
+    ) -> Iterator[IntentPage]:
+        """Unflagged intents by (delivery id, name) (one shard), a page at a time, lazily."""
+
+        def listed() -> dict[tuple[str, str], EffectRecord]:
+            return {
+                key: r
+                for key, r in self.records.items()
+                if r.status is EffectStatus.INTENT
+                and r.intent_at < intended_before
+                and r.flagged_at is None
+            }
+
+        after = None if start is None or start.after is None else start.after[1:]
+        for records, last in _key_pages(listed, after=after, page_size=page_size):
+            resume = None if last is None else IntentCursor(0, (0, *last))
+            yield IntentPage(items=records, resume=resume)
+
+    def intent_cursor(self) -> IntentCursor | None:
+        return self.cursor
+
+    def save_intent_cursor(self, cursor: IntentCursor | None) -> None:
+        self.cursor_writes.save(lambda: setattr(self, "cursor", cursor))
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         current = self.records.get((record.delivery_id, record.name))
@@ -608,6 +671,9 @@ class FakeApprovals:
     lose_answers: int = 0
     fail_decisions: int = 0
     lose_requests: int = 0
+    # Where the reconciler's pass over the parked items resumes, as the table keeps it.
+    cursor: OpenCursor | None = None
+    cursor_writes: FakeCursorWrites = field(default_factory=FakeCursorWrites)
 
     def get(self, delivery_id: str, name: str) -> ApprovalRecord | None:
         return self.records.get((delivery_id, name))
@@ -651,7 +717,22 @@ class FakeApprovals:
         return True
 
     def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
-        return [i for i in self.claims.items.values() if i.state is State.AWAITING_APPROVAL]
+        return list(self._parked().values())
+
+    def waiting_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+        return _inbox_pages(self._parked, start=start, page_size=page_size)
+
+    def waiting_cursor(self) -> OpenCursor | None:
+        return self.cursor
+
+    def save_waiting_cursor(self, cursor: OpenCursor | None) -> None:
+        self.cursor_writes.save(lambda: setattr(self, "cursor", cursor))
+
+    def waiting_since(self) -> int | None:
+        return min((i.state_changed_at for i in self._parked().values()), default=None)
+
+    def _parked(self) -> dict[str, InboxItem]:
+        return {d: i for d, i in self.claims.items.items() if i.state is State.AWAITING_APPROVAL}
 
 
 @dataclass

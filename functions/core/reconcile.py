@@ -1,6 +1,6 @@
 """The reconciler's use case: find work that fell through the cracks and put it back.
 
-It looks at the received log first, then at two lists of the state index, in this order:
+It looks at the received log first, then at three lists of the state index, in this order:
 
 * receipts not yet looked at (after the watermark) and older than the received age
   (the pending age or the lease, whichever is shorter): the receiver does not list a
@@ -20,10 +20,18 @@ It looks at the received log first, then at two lists of the state index, in thi
   one run can read is still covered, shard after shard, run after run.
 * effect intents older than a threshold: a retry of a ``pending`` delivery resolves
   them with the effect's own reconcile check, so that delivery is re-enqueued now;
-  one whose delivery is over (failed, completed) is flagged for an operator.
+  one whose delivery is over (failed, completed) is flagged for an operator. Intents of
+  deliveries a worker holds, or re-enqueued, stay listed: the pass resumes from a cursor
+  of its own (:class:`IntentCursor`), so they do not keep every run from the rest.
 * deliveries parked ``awaiting_approval`` (:func:`expire_approvals`, a pass of its
-  own): one whose deadline has passed is denied by the timeout (``approval_expired``),
-  and the oldest wait is reported for its alarm.
+  own): one whose deadline has passed is denied by the timeout (``approval_expired``).
+  Those not yet due stay parked: this pass too resumes from its cursor. The oldest wait
+  is read from the list's first entries and reported for its alarm.
+
+The three passes over the index share one loop (:func:`_work_off`): a cursor saved
+after each page worked off, never before, so a run that stops inside a page (deadline,
+crash) reads that page again next run and skips nothing; back at the start once the
+pass is through.
 
 Every action starts with a conditional write on what was listed, so a second
 reconciler run (or a worker) that got there first makes it a no-op; a message sent
@@ -31,9 +39,9 @@ twice is harmless because a claim is idempotent.
 
 A run pages through the lists, in that order, until its deadline (the Lambda's remaining
 time less :data:`SAFETY_MARGIN_SECONDS`), which it checks before every page and every
-write; then it stops and the next run continues where it stopped (the watermark, the
-open pass's cursor; what this run handled is no longer due: its write restarted the
-item's clock or moved it). Work items whose
+write; then it stops and the next run continues where it stopped (the watermark, each
+pass's cursor; what this run handled is no longer due: its write restarted the
+item's clock or moved it, or it is harmless to do again). Work items whose
 write won are sent :data:`SEND_BATCH_SIZE` at a time, always after the write: only the
 run that won sends. An item the queue then refuses stays ``pending`` with its clock
 restarted, so it is listed again, and re-enqueued, one pending age later.
@@ -41,10 +49,10 @@ restarted, so it is listed again, and re-enqueued, one pending age later.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from functions.core import metric_names, settings_table, table_layout
 from functions.core.approval import DECIDED_BY_TIMEOUT, DecideOutcome, decide, new_decision_token
@@ -53,9 +61,14 @@ from functions.core.deadline import Deadline
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.observability import logger
 from functions.core.ports.approvals import ApprovalDecision, ApprovalDecisions, Decision
+from functions.core.ports.effects import EffectRecord
 from functions.core.ports.metrics import ReconcilerMetrics
 from functions.core.ports.queue import EnqueueBatch
-from functions.core.ports.recovery import ReceivedLog, RecoveryStore, UncertainEffects
+from functions.core.ports.recovery import (
+    ReceivedLog,
+    RecoveryStore,
+    UncertainEffects,
+)
 
 # Index items per query page. A page is one round trip, so a large one amortises it
 # (DynamoDB ends a page at 1 MB anyway, some 2,000 inbox items); a page is read only
@@ -75,6 +88,9 @@ RECEIVED_WINDOW_SECONDS: Final = 60
 RECEIVED_OVERLAP_SECONDS: Final = table_layout.RECEIVED_LOG_OVERLAP_SECONDS
 
 _T = TypeVar("_T")
+_C = TypeVar("_C")
+_T_co = TypeVar("_T_co", covariant=True)
+_C_co = TypeVar("_C_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,25 +159,8 @@ def reconcile(
         _open_pass(
             store, budget, now=now, stale_before=stale_before, batches=batches, config=config
         )
-    flagged = 0
     with _Batch(queue) as requeued:
-        uncertain = effects.uncertain(
-            intended_before=now - config.effect_age_seconds, page_size=config.page_size
-        )
-        for record in budget.within(uncertain):
-            inbox = store.get(record.delivery_id)
-            if inbox is not None and inbox.state is State.PROCESSING:
-                continue  # a worker holds it, or the lease rule above will free it
-            if inbox is not None and inbox.state is State.PENDING:
-                if store.touch_pending(inbox, now=now):
-                    requeued.add(inbox)
-                continue
-            if effects.flag(record, now=now):
-                flagged += 1
-                logger.warning(
-                    "effect outcome uncertain, operator needed",
-                    extra={"delivery_id": record.delivery_id, "effect": record.name},
-                )
+        flagged = _effects_pass(store, effects, budget, now=now, requeued=requeued, config=config)
     sweep = _approval_pass(approvals, metrics, now=now, budget=budget, config=config)
     for metric, value in (
         (metric_names.METRIC_APPROVALS_EXPIRED, sweep.expired),
@@ -214,28 +213,101 @@ def expire_approvals(
 ) -> ApprovalSweep:
     """Deny, by the timeout, every parked delivery whose approval deadline has passed.
 
-    Self-contained: it reads only the ``awaiting_approval`` label, page by page, and
-    stops before the next item once ``budget`` is spent (the next run sees what is left:
-    a denied item has left the label). Each denial is the decision's conditional
-    transaction, so a person's decision a moment earlier wins, and a denial whose answer
-    was lost is recognised by its token rather than counted twice or as a conflict.
+    Self-contained: it reads only the ``awaiting_approval`` label, page by page from
+    where the last run stopped (its cursor, saved after each page worked off and back
+    at the start once the pass is through), and stops before the next page or denial
+    once ``budget`` is spent. Each denial is the decision's conditional transaction, so
+    a person's decision a moment earlier wins, and a denial whose answer was lost is
+    recognised by its token rather than counted twice or as a conflict. The oldest wait
+    is read from the label's first entries, not from the part of the pass this run
+    read: a pass that takes several runs still reports the longest wait every run.
     """
+    expired = _expire_due(approvals, now=now, budget=budget, page_size=page_size)
+    # Read even past the deadline: one key per shard fits the safety margin, and the
+    # alarm must not go without its figure while a backlog spends every run's budget.
+    since = approvals.waiting_since()
+    oldest = 0 if since is None else max(now - since, 0)
+    return ApprovalSweep(expired=expired, oldest_wait_seconds=oldest)
+
+
+def _expire_due(approvals: ApprovalDecisions, *, now: int, budget: _Budget, page_size: int) -> int:
+    """The pass itself: how many deliveries it denied."""
     expired = 0
-    oldest = 0
-    for item in budget.within(approvals.waiting(page_size=page_size)):
+
+    def due(item: InboxItem) -> bool:
         deadline = item.approval_deadline
-        if item.approval is None or deadline is None or deadline > now:
-            oldest = max(oldest, now - item.state_changed_at)
-            continue
+        return item.approval is not None and deadline is not None and deadline <= now
+
+    def deny(item: InboxItem) -> None:
+        nonlocal expired
+        assert item.approval is not None  # due() checked it
         timeout = Decision(ApprovalDecision.EXPIRED, DECIDED_BY_TIMEOUT, now, new_decision_token())
-        result = decide(approvals, item.delivery_id, item.approval, timeout)
-        if result.outcome is DecideOutcome.APPLIED:
+        if decide(approvals, item.delivery_id, item.approval, timeout).outcome is (
+            DecideOutcome.APPLIED
+        ):
             expired += 1
             logger.warning(
                 "approval expired: denied by the timeout",
                 extra={"delivery_id": item.delivery_id, "approval": item.approval},
             )
-    return ApprovalSweep(expired=expired, oldest_wait_seconds=oldest)
+
+    pages = approvals.waiting_pages(start=approvals.waiting_cursor(), page_size=page_size)
+    _work_off(budget, pages, due=due, work=deny, save=approvals.save_waiting_cursor)
+    return expired
+
+
+def _effects_pass(
+    store: RecoveryStore,
+    effects: UncertainEffects,
+    budget: _Budget,
+    *,
+    now: int,
+    requeued: _Batch,
+    config: ReconcileConfig,
+) -> int:
+    """The uncertain intents from where the last run stopped (the cursor is saved after
+    each page worked off, and back at the start once the pass is through); returns how
+    many it flagged."""
+    flagged = 0
+
+    def settle(record: EffectRecord) -> None:
+        nonlocal flagged
+        flagged += _settle_intent(store, effects, record, now=now, requeued=requeued)
+
+    pages = effects.uncertain_pages(
+        start=effects.intent_cursor(),
+        intended_before=now - config.effect_age_seconds,
+        page_size=config.page_size,
+    )
+    # Every intent costs a read at least: each one counts as a write would.
+    _work_off(budget, pages, due=lambda _record: True, work=settle, save=effects.save_intent_cursor)
+    return flagged
+
+
+def _settle_intent(
+    store: RecoveryStore,
+    effects: UncertainEffects,
+    record: EffectRecord,
+    *,
+    now: int,
+    requeued: _Batch,
+) -> int:
+    """Requeue the pending delivery of one uncertain intent, or flag the intent of one
+    that is over for an operator; returns 1 if it flagged it."""
+    inbox = store.get(record.delivery_id)
+    if inbox is not None and inbox.state is State.PROCESSING:
+        return 0  # a worker holds it, or the lease rule above will free it
+    if inbox is not None and inbox.state is State.PENDING:
+        if store.touch_pending(inbox, now=now):
+            requeued.add(inbox)
+        return 0
+    if not effects.flag(record, now=now):
+        return 0
+    logger.warning(
+        "effect outcome uncertain, operator needed",
+        extra={"delivery_id": record.delivery_id, "effect": record.name},
+    )
+    return 1
 
 
 def _open_pass(
@@ -249,20 +321,51 @@ def _open_pass(
 ) -> None:
     """The open items from where the last run stopped; the cursor is saved after each
     page worked off, and back at the start once the pass is through."""
-    start = store.open_cursor()
-    pages = store.open_pages(start=start, page_size=config.page_size)
+    _work_off(
+        budget,
+        store.open_pages(start=store.open_cursor(), page_size=config.page_size),
+        due=lambda item: _due(item, now=now, stale_before=stale_before),
+        work=lambda item: _recover(
+            store, item, now=now, stale_before=stale_before, batches=batches
+        ),
+        save=store.save_open_cursor,
+    )
+
+
+class _Page(Protocol[_T_co, _C_co]):
+    """A page of a pass over a list, and where the pass resumes after it (None: done)."""
+
+    @property
+    def items(self) -> Sequence[_T_co]: ...
+
+    @property
+    def resume(self) -> _C_co | None: ...
+
+
+def _work_off(
+    budget: _Budget,
+    pages: Iterable[_Page[_T, _C]],
+    *,
+    due: Callable[[_T], bool],
+    work: Callable[[_T], None],
+    save: Callable[[_C | None], None],
+) -> None:
+    """A pass over a list, from where the last run stopped (``pages`` start at its saved
+    cursor): the items ``due`` of each page are worked off, then the cursor is saved;
+    back at the start once the pass is through. The deadline is looked at before each
+    page and each item due but a page's first."""
     for page in budget.within(pages):
         handled = 0
         for item in page.items:
-            if not _due(item, now=now, stale_before=stale_before):
-                continue  # healthy: nothing to write, so nothing to wait for
-            # At least one write per page read: a run that ends here every time still
-            # gets through the page, one item a run (its cursor stays before the page).
+            if not due(item):
+                continue  # nothing to write, so nothing to wait for
+            # At least one per page read: a run that ends here every time still gets
+            # through the page, one item a run (its cursor stays before the page).
             if handled and budget.spent_now():
                 return  # the page is read again next run: what was done is no longer due
-            _recover(store, item, now=now, stale_before=stale_before, batches=batches)
+            work(item)
             handled += 1
-        store.save_open_cursor(page.resume)
+        save(page.resume)
         if page.resume is None:
             return  # through: the next run starts over
 

@@ -74,8 +74,12 @@ WATERMARK_SORT_KEY: Final = "received_watermark"
 KIND_WATERMARK: Final = "watermark"
 WATERMARK_SHARDS_ATTRIBUTE: Final = "received_log_shards"  # read up to the watermark
 WATERMARK_SHARDS_SEEN_ATTRIBUTE: Final = "received_log_shards_seen"  # largest deployed
-# Where the reconciler's pass over the open items resumes (one item beside the watermark).
+# Where each of the reconciler's passes over a label of the state index resumes (one item
+# each beside the watermark): the open items, the uncertain effect intents, the parked
+# deliveries.
 OPEN_CURSOR_SORT_KEY: Final = "open_cursor"
+INTENT_CURSOR_SORT_KEY: Final = "intent_cursor"
+WAITING_CURSOR_SORT_KEY: Final = "waiting_cursor"
 KIND_CURSOR: Final = "cursor"
 # Readers of the log look again this far before the watermark: a receipt stamped a little
 # earlier than it was written (a clock behind, a slow transaction) is still seen. Read

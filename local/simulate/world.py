@@ -38,7 +38,7 @@ from functions.core.errors import StorageUnavailable, TransientError
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
-from functions.core.ports.recovery import OpenCursor, OpenPage
+from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from local.simulate import faults
 from local.simulate.faults import Fault, Killed, Kind
@@ -208,6 +208,7 @@ class World:
         self.budget_limit = 0
         self.watermark: int | None = None
         self.open_cursor: OpenCursor | None = None  # where the reconciler's open pass resumes
+        self.intent_cursor: IntentCursor | None = None  # where its effects pass resumes
         self._ttl: list[tuple[float, int, str, Any]] = []
         self._ttl_at: dict[tuple[str, Any], float] = {}
         self._ttl_seq = 0
@@ -962,18 +963,43 @@ class Effects:
 
         return w.call("ddb.resolve_effect", update)
 
-    def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
+    def uncertain_pages(
+        self, *, start: IntentCursor | None, intended_before: int, page_size: int
+    ) -> Iterator[IntentPage]:
+        """Unflagged intents in (delivery id, name) order (one shard), a page a read,
+        from the intent after ``start``; each page says where the pass resumes."""
         w = self._w
-        return w.read(
-            "ddb.query_intents",
-            lambda: [
-                r
-                for r in w.effects.values()
-                if r.status is EffectStatus.INTENT
-                and r.intent_at < intended_before
-                and r.flagged_at is None
-            ],
-        )
+        after = ("", "") if start is None or start.after is None else start.after[1:]
+        while True:
+
+            def query(after: tuple[str, str] = after) -> list[EffectRecord]:
+                found = [
+                    r
+                    for r in w.effects.values()
+                    if r.status is EffectStatus.INTENT
+                    and r.intent_at < intended_before
+                    and r.flagged_at is None
+                    and (r.delivery_id, r.name) > after
+                ]
+                return sorted(found, key=lambda r: (r.delivery_id, r.name))[:page_size]
+
+            page = w.read("ddb.query_intents", query)
+            if len(page) < page_size:
+                yield IntentPage(items=page, resume=None)
+                return
+            after = (page[-1].delivery_id, page[-1].name)
+            yield IntentPage(items=page, resume=IntentCursor(shard=0, after=(0, *after)))
+
+    def intent_cursor(self) -> IntentCursor | None:
+        return self._w.read("ddb.get_intent_cursor", lambda: self._w.intent_cursor)
+
+    def save_intent_cursor(self, cursor: IntentCursor | None) -> None:
+        w = self._w
+
+        def update() -> None:
+            w.intent_cursor = cursor
+
+        w.call("ddb.save_intent_cursor", update)
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         w = self._w

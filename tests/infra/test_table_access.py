@@ -177,8 +177,13 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (recovery_port.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
     (recovery_port.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
-    (recovery_port.UncertainEffects, "uncertain"): lambda t, s, d: list(
-        t.effects.uncertain(intended_before=NOW + 1, page_size=10)
+    (recovery_port.UncertainEffects, "uncertain_pages"): lambda t, s, d: (
+        _intent(s, d),
+        list(t.effects.uncertain_pages(start=None, intended_before=NOW + 1, page_size=10)),
+    ),
+    (recovery_port.UncertainEffects, "intent_cursor"): lambda t, s, d: t.effects.intent_cursor(),
+    (recovery_port.UncertainEffects, "save_intent_cursor"): lambda t, s, d: (
+        t.effects.save_intent_cursor(recovery_port.IntentCursor(1, (NOW, d, EFFECT)))
     ),
     (recovery_port.UncertainEffects, "flag"): lambda t, s, d: t.effects.flag(
         _intent(s, d), now=NOW

@@ -8,12 +8,13 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import WriteRequestOutputTypeDef, WriteRequestTypeDef
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 from functions.core import env_names, metric_names, table_layout
 from functions.core.adapters import dynamodb_items
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_to_item
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_key
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
@@ -28,6 +30,8 @@ from functions.core.deadline import Deadline
 from functions.core.env_parsers import SettingsError
 from functions.core.errors import StorageUnavailable
 from functions.core.models import State, WorkItem
+from functions.core.ports.approvals import ApprovalRecord
+from functions.core.reconcile import ReconcileReport
 from functions.reconciler import handler
 from functions.reconciler.settings import Settings
 from local.testkit import botocore_hooks, builders
@@ -409,11 +413,19 @@ def test_small_budget_stops_early_and_the_next_run_continues(
     assert workers.seen == Counter(dict.fromkeys(ids, 1))  # each exactly once
 
 
+def put_all(aws: MotoWorld, items: list[dynamodb_items.Item]) -> None:
+    for start in range(0, len(items), 25):  # BatchWriteItem's maximum
+        requests: list[WriteRequestTypeDef] = [
+            {"PutRequest": {"Item": item}} for item in items[start : start + 25]
+        ]
+        aws.dynamodb.batch_write_item(RequestItems={TABLE: requests})
+
+
 def healthy_open_backlog(aws: MotoWorld, count: int) -> list[str]:
     """``count`` processing items listed ``open`` whose leases run long yet: nothing for a
     run to do with them but read them (an MCP outage's backlog, in miniature)."""
     ids: list[str] = []
-    puts: list[WriteRequestTypeDef] = []
+    items: list[dynamodb_items.Item] = []
     for n in range(count):
         delivery_id = work(100_000 + n).delivery_id
         ids.append(delivery_id)
@@ -427,9 +439,8 @@ def healthy_open_backlog(aws: MotoWorld, count: int) -> list[str]:
             "S": dynamodb_items.state_shard(table_layout.STATE_LABEL_OPEN, delivery_id)
         }
         raw[table_layout.STATE_INDEX_SORT_KEY] = {"N": str(aws.clock.value)}
-        puts.append({"PutRequest": {"Item": raw}})
-    for start in range(0, len(puts), 25):
-        aws.dynamodb.batch_write_item(RequestItems={TABLE: puts[start : start + 25]})
+        items.append(raw)
+    put_all(aws, items)
     return ids
 
 
@@ -464,6 +475,24 @@ def test_many_healthy_open_items_do_not_keep_a_short_run_from_the_received_log(
     assert sum(asked[d] for d in healthy) <= page
 
 
+def small_pages(size: int) -> None:
+    deps = handler.container_deps.get()
+    handler.container_deps.set(
+        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=size))
+    )
+
+
+def a_whole_pass(cursor: Callable[[], object], *, looks: int) -> list[ReconcileReport]:
+    """Short runs, one after another, until the pass whose saved ``cursor`` this reads
+    went through whole (back at its start after the first run), at most 60."""
+    reports: list[ReconcileReport] = []
+    while len(reports) < 60:
+        reports.append(handler.container_deps.get().run(deadline=deadline_after_looks(looks)))
+        if cursor() is None and len(reports) > 1:
+            break
+    return reports
+
+
 def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconciler: Any) -> None:
     healthy = healthy_open_backlog(aws, 600)
     aws.clock.advance(PENDING_AGE + 1)
@@ -475,20 +504,11 @@ def test_the_open_pass_resumes_where_the_last_run_stopped(aws: MotoWorld, reconc
         UpdateExpression="SET lease_until = :past",
         ExpressionAttributeValues={":past": {"N": str(aws.clock.value - 1)}},
     )
-    deps = handler.container_deps.get()
-    handler.container_deps.set(
-        dataclasses.replace(deps, config=dataclasses.replace(deps.config, page_size=50))
-    )
+    small_pages(50)
     asked = inbox_reads(aws)
-    released = 0
-    runs = 0
-    while runs < 40:
-        runs += 1
-        report = handler.container_deps.get().run(deadline=deadline_after_looks(3))
-        released += report.leases_requeued
-        if claims(aws).open_cursor() is None and runs > 1:
-            break  # a whole pass, over as many runs as it took
-    assert released == 1
+    reports = a_whole_pass(claims(aws).open_cursor, looks=3)
+    runs = len(reports)
+    assert sum(report.leases_requeued for report in reports) == 1
     assert sent(aws) == [expired]
     assert runs > 1  # it did take more than one run
     # Each run went on from the last one's cursor: every item read about once per pass,
@@ -523,3 +543,144 @@ def test_a_window_of_settled_receipts_does_not_keep_a_run_past_its_deadline(
     assert 0 < sum(asked[d] for d in ids) <= 400
     # The window was not finished: the watermark stays before it, the next run reads it.
     assert (read_watermark(aws.dynamodb, TABLE) or 0) < aws.clock.value - PENDING_AGE
+
+
+def item_reads(aws: MotoWorld, operation: str) -> Counter[str]:
+    """Every item the table's ``operation`` calls are asked for, by partition key."""
+    asked: Counter[str] = Counter()
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        asked[params["Key"][table_layout.TABLE_PARTITION_KEY]["S"]] += 1
+
+    aws.dynamodb.meta.events.register(f"provide-client-params.dynamodb.{operation}", count)
+    return asked
+
+
+def test_the_effects_pass_resumes_where_the_last_run_stopped(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # Intents of deliveries a worker holds (only read, listed run after run) and, among
+    # them in whichever shard, three of deliveries that failed: an operator's case each.
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    ids = [work(200_000 + n).delivery_id for n in range(300)]
+    ended = set(ids[-3:])
+    inbox: list[dynamodb_items.Item] = []
+    for delivery_id in ids:
+        effects.record_intent(delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+        item = builders.inbox_item(delivery_id, received_at=aws.clock.value)
+        if delivery_id in ended:
+            item = dataclasses.replace(item, state=State.FAILED)
+        else:
+            item = dataclasses.replace(
+                item, state=State.PROCESSING, lease_until=aws.clock.value + 10 * EFFECT_AGE
+            )
+        inbox.append(dynamodb_items.inbox_to_item(item))
+    put_all(aws, inbox)
+    aws.clock.advance(EFFECT_AGE + 1)
+    small_pages(20)
+    asked = item_reads(aws, "GetItem")
+    # The received log and the open pass's eight empty shards, then about a page a run.
+    reports = a_whole_pass(effects.intent_cursor, looks=40)
+    runs = len(reports)
+    assert sum(report.effects_flagged for report in reports) == 3
+    assert {r.delivery_id for r in effects.uncertain(intended_before=10**10, page_size=50)} == (
+        set(ids) - ended
+    )
+    assert runs > 2  # it did take more than one run
+    # Each run went on from the last one's cursor: every intent's delivery read about
+    # once per pass, not the first pages again on every run.
+    assert set(ids) <= set(asked)
+    assert max(asked[d] for d in ids) <= 2
+    # (A run that stops inside a page reads that page again next run.)
+    assert sum(asked[d] for d in ids) <= len(ids) + 20 * runs
+
+
+def test_the_approval_pass_resumes_where_the_last_run_stopped(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    # Deliveries parked for a day, and three whose approval deadline has passed.
+    parked_at = aws.clock.value
+    ids = [work(300_000 + n).delivery_id for n in range(300)]
+    due = set(ids[-3:])
+    items: list[dynamodb_items.Item] = []
+    for n, delivery_id in enumerate(ids):
+        deadline = parked_at + (60 if delivery_id in due else 86_400)
+        inbox = builders.inbox_item(
+            delivery_id,
+            received_at=parked_at,
+            state=State.AWAITING_APPROVAL,
+            state_changed_at=parked_at + n,
+            approval="alert",
+            approval_deadline=deadline,
+        )
+        raw = dynamodb_items.inbox_to_item(inbox)
+        label = table_layout.STATE_LABEL_AWAITING_APPROVAL
+        raw[table_layout.STATE_INDEX_PARTITION_KEY] = {
+            "S": dynamodb_items.state_shard(label, delivery_id)
+        }
+        raw[table_layout.STATE_INDEX_SORT_KEY] = {"N": str(parked_at + n)}
+        items.append(raw)
+        record = ApprovalRecord(delivery_id, "alert", {}, requested_at=parked_at, deadline=deadline)
+        items.append(approval_to_item(record, expires_at=0))
+    put_all(aws, items)
+    aws.clock.advance(3600)
+    small_pages(20)
+    asked = inbox_reads(aws)
+    approvals = DynamoDbApprovals(client=aws.dynamodb, table_name=TABLE)
+    reports = a_whole_pass(approvals.waiting_cursor, looks=20)
+    runs = len(reports)
+    # The longest wait is the backlog's, whatever part of the pass each run read.
+    assert {report.approval_oldest_wait_seconds for report in reports} == {3600}
+    assert runs > 2
+    assert max(asked[d] for d in ids) <= 2
+    assert sum(asked[d] for d in ids) <= len(ids) + 20 * runs
+    assert sum(report.approvals_expired for report in reports) == 3
+    assert {aws.inbox(d).last_error for d in due} == {"approval_expired"}
+    assert {i.delivery_id for i in approvals.waiting(page_size=100)} == set(ids) - due
+
+
+def test_a_lost_answer_on_the_intent_cursor_save_skips_nothing(
+    aws: MotoWorld, reconciler: Any
+) -> None:
+    effects = DynamoDbEffects(client=aws.dynamodb, table_name=TABLE)
+    ids = [work(400_000 + n).delivery_id for n in range(60)]
+    inbox: list[dynamodb_items.Item] = []
+    for delivery_id in ids:  # deliveries a worker holds: their intents stay listed
+        effects.record_intent(delivery_id, "notify", key="k", now=aws.clock.value, expires_at=0)
+        item = dataclasses.replace(
+            builders.inbox_item(delivery_id, received_at=aws.clock.value),
+            state=State.PROCESSING,
+            lease_until=aws.clock.value + 10 * EFFECT_AGE,
+        )
+        inbox.append(dynamodb_items.inbox_to_item(item))
+    put_all(aws, inbox)
+    aws.clock.advance(EFFECT_AGE + 1)
+    small_pages(10)
+    saves: list[dict[str, Any]] = []
+
+    def note(params: dict[str, Any], **_: Any) -> None:
+        saves.append(params["Key"])
+
+    def lose_the_first_answer(**_: Any) -> None:
+        if saves[-1:] == [intent_cursor_key] and len(lost) < 1:
+            lost.append(1)
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.invalid")
+
+    intent_cursor_key = dynamodb_items.key(
+        table_layout.WATERMARK_PARTITION, table_layout.INTENT_CURSOR_SORT_KEY
+    )
+    lost: list[int] = []
+    events = aws.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.UpdateItem", note)
+    events.register("after-call.dynamodb.UpdateItem", lose_the_first_answer)
+    asked = item_reads(aws, "GetItem")
+    with pytest.raises(StorageUnavailable):
+        handler.container_deps.get().run(deadline=Deadline.never())
+    # The save was applied, its answer lost: the next run goes on after that page.
+    after_first_page = effects.intent_cursor()
+    assert after_first_page is not None
+    assert lost == [1]
+    assert 0 < sum(asked[d] for d in ids) <= 10  # one page (the first shard's, or part)
+    handler.container_deps.get().run(deadline=Deadline.never())
+    assert effects.intent_cursor() is None  # through
+    assert [asked[d] for d in ids] == [1] * len(ids)  # each once, none skipped

@@ -12,8 +12,9 @@ from functions.core import metric_names
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
+from functions.core.ports.approvals import ApprovalRecord
 from functions.core.ports.effects import EffectRecord
-from functions.core.ports.recovery import OpenCursor, OpenPage
+from functions.core.ports.recovery import IntentCursor, OpenCursor, OpenPage
 from functions.core.reconcile import (
     RECEIVED_OVERLAP_SECONDS,
     RECEIVED_WINDOW_SECONDS,
@@ -24,7 +25,14 @@ from functions.core.reconcile import (
 )
 from local.testkit import builders
 from local.testkit.clock import FakeClock, deadline_after_looks
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeQueue, FakeReceivedLog
+from tests.fakes import (
+    FakeApprovals,
+    FakeClaims,
+    FakeEffects,
+    FakeMetrics,
+    FakeQueue,
+    FakeReceivedLog,
+)
 
 PENDING_AGE = 600
 EFFECT_AGE = 1200
@@ -47,6 +55,7 @@ class World:
     effects: FakeEffects = dataclasses.field(default_factory=FakeEffects)
     queue: FakeQueue = dataclasses.field(default_factory=FakeQueue)
     metrics: FakeMetrics = dataclasses.field(default_factory=FakeMetrics)
+    approvals: FakeApprovals | None = None
     received: FakeReceivedLog = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +77,9 @@ class World:
     def age(self) -> None:
         self.clock.advance(PENDING_AGE + 1)
 
-    def run(self, deadline: Deadline | None = None) -> ReconcileReport:
+    def run(
+        self, deadline: Deadline | None = None, *, config: ReconcileConfig = CONFIG
+    ) -> ReconcileReport:
         return reconcile(
             store=self.claims,
             received=self.received,
@@ -76,8 +87,9 @@ class World:
             queue=self.queue,
             clock=self.clock,
             metrics=self.metrics,
-            config=CONFIG,
+            config=config,
             deadline=deadline or Deadline.never(),
+            approvals=self.approvals,
         )
 
     def sent_ids(self) -> Counter[str]:
@@ -346,7 +358,7 @@ def test_an_empty_log_reports_the_received_age_as_its_lag() -> None:
 
 def test_a_failure_after_the_log_is_read_still_reports_its_lag() -> None:
     class Failing(FakeEffects):
-        def uncertain(self, *, intended_before: int, page_size: int) -> list[EffectRecord]:
+        def intent_cursor(self) -> IntentCursor | None:
             raise StorageUnavailable("throttled")
 
     world = World(effects=Failing())
@@ -402,3 +414,194 @@ def test_a_watermark_older_than_the_retention_is_read_on_from_the_retention() ->
     assert world.received.windows[0][0] == floor
     assert world.received.mark is not None
     assert floor < world.received.mark < world.clock.value - CONFIG.received_age_seconds
+
+
+# --- the effects and approval passes resume where the last run stopped ------------------
+
+PAGE = 5
+SMALL_PAGES = dataclasses.replace(CONFIG, page_size=PAGE)
+HELD = 40  # stay listed run after run: only read, nothing to write
+DUE = 10  # listed after them
+
+
+class Looked(FakeClaims):
+    """Counts the reads of each inbox item: how often the effects pass looked at it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: Counter[str] = Counter()
+
+    def get(self, delivery_id: str) -> InboxItem | None:
+        self.reads[delivery_id] += 1
+        return super().get(delivery_id)
+
+
+def watch_reads(world: World) -> Looked:
+    """The world's claims from now on counting their reads."""
+    looked = Looked()
+    looked.items, looked.unlisted = world.claims.items, world.claims.unlisted
+    world.claims = looked
+    return looked
+
+
+def intents_backlog(world: World) -> None:
+    """HELD intents of deliveries a worker holds, then DUE of deliveries that failed: an
+    operator's case each, flagged once the pass reaches it."""
+    for n in range(HELD + DUE):
+        world.effects.record_intent(
+            delivery(n), "notify", key="k", now=world.clock.value, expires_at=0
+        )
+        held = n < HELD
+        item = builders.inbox_item(
+            delivery(n),
+            received_at=world.clock.value,
+            state=State.PROCESSING if held else State.FAILED,
+            lease_until=world.clock.value + 10 * EFFECT_AGE if held else None,
+        )
+        # Not listed open: the open pass reads one empty page before this pass.
+        world.claims.add(item, listed=False)
+    world.clock.advance(EFFECT_AGE + 1)
+    world.received.mark = world.clock.value  # the received log is read up to now
+
+
+def flagged(world: World) -> set[str]:
+    return {d for (d, _), r in world.effects.records.items() if r.flagged_at is not None}
+
+
+def test_an_intent_backlog_larger_than_a_run_is_worked_off_over_runs_none_starved() -> None:
+    looked = Looked()
+    world = World(claims=looked)
+    intents_backlog(world)
+    runs = 0
+    while flagged(world) != {delivery(n) for n in range(HELD, HELD + DUE)} and runs < 30:
+        runs += 1
+        report = world.run(deadline_after_looks(8), config=SMALL_PAGES)
+        assert report.budget_spent is True or runs > 1  # no run reads the whole backlog
+    # Every run went on from where the last one stopped: the failed deliveries past the
+    # first run's reach were reached, each intent looked at once and flagged once.
+    assert 1 < runs < 30
+    assert world.metrics.counts[metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED] == DUE
+    # Each run read its last page's first record and stopped: read again by the next.
+    assert set(looked.reads) == {delivery(n) for n in range(HELD + DUE)}
+    assert max(looked.reads.values()) <= 2
+    assert sum(looked.reads.values()) <= HELD + DUE + runs
+
+
+def test_an_effects_pass_stopped_mid_page_keeps_its_cursor_before_the_page() -> None:
+    world = World()
+    intents_backlog(world)
+    # The run stops inside the second page: two looks before this pass (the received log,
+    # the open pass's one page), one per page read and per record after a page's first.
+    world.run(deadline_after_looks(2 + PAGE + 3), config=SMALL_PAGES)
+    assert world.effects.cursor == IntentCursor(0, (0, delivery(PAGE - 1), "notify"))
+    # Then its process died: nothing more written. The next run reads that page again.
+    looked = watch_reads(world)
+    world.run(config=SMALL_PAGES)
+    assert sorted(looked.reads) == [delivery(n) for n in range(PAGE, HELD + DUE)]
+    assert flagged(world) == {delivery(n) for n in range(HELD, HELD + DUE)}
+    assert world.effects.cursor is None  # through: back at the start
+
+
+def test_an_effects_pass_crashed_mid_page_skips_nothing_of_the_page() -> None:
+    class Crashing(FakeEffects):
+        flags = 0
+
+        def flag(self, record: EffectRecord, *, now: int) -> bool:
+            self.flags += 1
+            if self.flags == 3:
+                raise RuntimeError("the run's process died")
+            return super().flag(record, now=now)
+
+    world = World(effects=Crashing())
+    intents_backlog(world)
+    # The failed deliveries' intents are pages 9 and 10: the crash is in page 9.
+    with pytest.raises(RuntimeError):
+        world.run(config=SMALL_PAGES)
+    assert world.effects.cursor == IntentCursor(0, (0, delivery(HELD - 1), "notify"))
+    assert len(flagged(world)) == 2
+    world.run(config=SMALL_PAGES)
+    assert flagged(world) == {delivery(n) for n in range(HELD, HELD + DUE)}
+    # Each flagged once; the run that died reported nothing.
+    assert world.metrics.counts[metric_names.METRIC_RECONCILER_EFFECTS_FLAGGED] == DUE - 2
+
+
+def test_a_lost_answer_on_the_intent_cursor_save_skips_nothing() -> None:
+    world = World()
+    intents_backlog(world)
+    world.effects.cursor_writes.lose_answers = 1
+    with pytest.raises(StorageUnavailable):
+        world.run(config=SMALL_PAGES)
+    # The save was applied: the next run goes on after the page it was made for.
+    assert world.effects.cursor == IntentCursor(0, (0, delivery(PAGE - 1), "notify"))
+    looked = watch_reads(world)
+    world.run(config=SMALL_PAGES)
+    assert sorted(looked.reads) == [delivery(n) for n in range(PAGE, HELD + DUE)]
+    assert flagged(world) == {delivery(n) for n in range(HELD, HELD + DUE)}
+    assert world.effects.cursor is None
+
+
+def parked_backlog(world: World) -> FakeApprovals:
+    """HELD deliveries parked with a day to go, then DUE whose deadline has passed."""
+    approvals = FakeApprovals(world.claims)
+    world.approvals = approvals
+    now = world.clock.value
+    for n in range(HELD + DUE):
+        deadline = now + (86_400 if n < HELD else -1)
+        item = builders.inbox_item(
+            delivery(n),
+            received_at=now - 3600,
+            state=State.AWAITING_APPROVAL,
+            state_changed_at=now - 3600 + n,
+            approval="alert",
+            approval_deadline=deadline,
+        )
+        world.claims.add(item)
+        world.received.mark = now  # the received log is read up to now
+        approvals.records[(delivery(n), "alert")] = ApprovalRecord(
+            delivery(n), "alert", {}, requested_at=now - 3600 + n, deadline=deadline
+        )
+    return approvals
+
+
+def expired(world: World) -> set[str]:
+    return {d for d, i in world.claims.items.items() if i.last_error == "approval_expired"}
+
+
+def test_a_parked_backlog_larger_than_a_run_is_worked_off_over_runs_none_starved() -> None:
+    world = World()
+    approvals = parked_backlog(world)
+    runs = 0
+    while expired(world) != {delivery(n) for n in range(HELD, HELD + DUE)} and runs < 30:
+        runs += 1
+        report = world.run(deadline_after_looks(8), config=SMALL_PAGES)
+        # The longest wait is the whole backlog's, not only of what this run read.
+        assert report.approval_oldest_wait_seconds == 3600
+    assert 1 < runs < 30
+    assert world.metrics.counts[metric_names.METRIC_APPROVALS_EXPIRED] == DUE
+    decided = [r for r in approvals.records.values() if r.decided is not None]
+    assert len(decided) == DUE
+    assert all(world.claims.items[delivery(n)].approval for n in range(HELD))
+
+
+def test_an_approval_pass_stopped_mid_page_then_a_lost_cursor_answer_skips_nothing() -> None:
+    world = World()
+    approvals = parked_backlog(world)
+    # Only due ones: the pass's every page is a page of denials.
+    for n in range(HELD):
+        del world.claims.items[delivery(n)]
+    # Three looks before this pass (the received log, the open and the effects passes'
+    # one empty page each), one per page read and per denial after a page's first: the
+    # run stops inside the second page.
+    world.run(deadline_after_looks(3 + PAGE + 3), config=SMALL_PAGES)
+    assert approvals.cursor == OpenCursor(0, (0, delivery(HELD + PAGE - 1)))
+    assert 0 < len(expired(world) - {delivery(n) for n in range(HELD, HELD + PAGE)}) < PAGE
+    approvals.cursor_writes.lose_answers = 1  # the save ending the pass: back to the start
+    with pytest.raises(StorageUnavailable):
+        world.run(config=SMALL_PAGES)
+    assert approvals.cursor is None
+    assert expired(world) == {delivery(n) for n in range(HELD, HELD + DUE)}
+    assert sum(r.decided is not None for r in approvals.records.values()) == DUE
+    # The first run's denials; the one that lost its answer reported nothing.
+    assert world.metrics.counts[metric_names.METRIC_APPROVALS_EXPIRED] == PAGE + 3
+    world.run(config=SMALL_PAGES)  # a pass over nothing: it starts over and ends
+    assert approvals.cursor is None

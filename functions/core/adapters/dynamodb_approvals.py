@@ -22,11 +22,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
-from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
+from functions.core.adapters import (
+    dynamodb_items,
+    dynamodb_pass_cursor,
+    dynamodb_requests,
+    dynamodb_state_index,
+)
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.models import InboxItem, State
 from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
+from functions.core.ports.recovery import OpenCursor, OpenPage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -161,6 +167,47 @@ class DynamoDbApprovals:
         except BotoCoreError as exc:
             raise storage_error(exc) from exc
         return True
+
+    def waiting_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
+        """The parked items from ``start``, a query page of one index shard at a time
+        (each read consistently); items no longer parked are left out."""
+        pages = dynamodb_state_index.label_pages(
+            self._client,
+            self._table,
+            label=table_layout.STATE_LABEL_AWAITING_APPROVAL,
+            start=dynamodb_pass_cursor.inbox_position(start),
+            changed_before=_EVER,
+            page_size=page_size,
+        )
+        for items, resume in pages:
+            parked = (dynamodb_items.inbox_from_item(item) for item in items)
+            yield OpenPage(
+                items=[i for i in parked if i.state is State.AWAITING_APPROVAL],
+                resume=dynamodb_pass_cursor.inbox_cursor(resume),
+            )
+
+    def waiting_cursor(self) -> OpenCursor | None:
+        """Where the last run left the reconciler's pass over the parked items."""
+        return dynamodb_pass_cursor.inbox_cursor(
+            dynamodb_pass_cursor.load(
+                self._client, self._table, sort_key=table_layout.WAITING_CURSOR_SORT_KEY
+            )
+        )
+
+    def save_waiting_cursor(self, cursor: OpenCursor | None) -> None:
+        dynamodb_pass_cursor.save(
+            self._client,
+            self._table,
+            sort_key=table_layout.WAITING_CURSOR_SORT_KEY,
+            position=dynamodb_pass_cursor.inbox_position(cursor),
+        )
+
+    def waiting_since(self) -> int | None:
+        """When the delivery parked longest ago was parked: the first entry of each
+        shard (the index orders a shard by when each entry joined the label)."""
+        return dynamodb_state_index.oldest_listed(
+            self._client, self._table, label=table_layout.STATE_LABEL_AWAITING_APPROVAL
+        )
 
     def waiting(self, *, page_size: int) -> Iterator[InboxItem]:
         label = table_layout.STATE_LABEL_AWAITING_APPROVAL

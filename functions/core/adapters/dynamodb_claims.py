@@ -8,13 +8,17 @@ open items of the state index for the reconciler.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
-from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
+from functions.core.adapters import (
+    dynamodb_items,
+    dynamodb_pass_cursor,
+    dynamodb_state_index,
+)
 from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
@@ -144,72 +148,37 @@ class DynamoDbClaims:
         """The open items from ``start``, a query page of one index shard at a time, each
         read eventually consistently (the reconciler's every write on them is
         conditional); items no longer listed open are left out."""
-        shards = dynamodb_items.all_state_shards(table_layout.STATE_LABEL_OPEN)
-        first = 0 if start is None else start.shard
-        for index in range(first, len(shards)):
-            after = start.after if start is not None and index == start.shard else None
-            pages = dynamodb_state_index.key_pages(
-                self._client,
-                self._table,
-                shard=shards[index],
-                changed_before=_END_OF_TIME,
-                page_size=page_size,
-                start_key=None if after is None else _open_entry(shards[index], after),
+        pages = dynamodb_state_index.label_pages(
+            self._client,
+            self._table,
+            label=table_layout.STATE_LABEL_OPEN,
+            start=dynamodb_pass_cursor.inbox_position(start),
+            changed_before=_END_OF_TIME,
+            page_size=page_size,
+            consistent=False,
+        )
+        for items, resume in pages:
+            yield OpenPage(
+                items=[dynamodb_items.inbox_from_item(item) for item in items],
+                resume=dynamodb_pass_cursor.inbox_cursor(resume),
             )
-            for entries, last in pages:
-                keys = [dynamodb_state_index.table_key(entry) for entry in entries]
-                read = dynamodb_state_index.read_items(
-                    self._client, self._table, keys, consistent=False
-                )
-                items = [
-                    dynamodb_items.inbox_from_item(item)
-                    for item in read
-                    if item.get(table_layout.STATE_INDEX_PARTITION_KEY) == {"S": shards[index]}
-                ]
-                if last is not None:
-                    resume: OpenCursor | None = OpenCursor(index, _after(last))
-                elif index + 1 < len(shards):
-                    resume = OpenCursor(index + 1)
-                else:
-                    resume = None
-                yield OpenPage(items=items, resume=resume)
 
     def open_cursor(self) -> OpenCursor | None:
         """Where the last run left the pass over the open items (a consistent read)."""
-        item = dynamodb_requests.get(self._client, self._table, _cursor_key())
-        if item is None or "cursor_shard" not in item:
-            return None
-        after = None
-        if "cursor_listed_at" in item:
-            after = (int(item["cursor_listed_at"]["N"]), str(item["cursor_id"]["S"]))
-        return OpenCursor(int(item["cursor_shard"]["N"]), after)
+        return dynamodb_pass_cursor.inbox_cursor(
+            dynamodb_pass_cursor.load(
+                self._client, self._table, sort_key=table_layout.OPEN_CURSOR_SORT_KEY
+            )
+        )
 
     def save_open_cursor(self, cursor: OpenCursor | None) -> None:
-        """Keep where the pass resumes (an update: the role holds no PutItem)."""
-        names = {"#kind": table_layout.KIND_ATTRIBUTE}
-        values: dict[str, Any] = {":kind": {"S": table_layout.KIND_CURSOR}}
-        if cursor is None:
-            update = "SET #kind = :kind REMOVE cursor_shard, cursor_listed_at, cursor_id"
-        elif cursor.after is None:
-            update = "SET #kind = :kind, cursor_shard = :shard REMOVE cursor_listed_at, cursor_id"
-            values[":shard"] = {"N": str(cursor.shard)}
-        else:
-            update = (
-                "SET #kind = :kind, cursor_shard = :shard, cursor_listed_at = :at, cursor_id = :id"
-            )
-            values[":shard"] = {"N": str(cursor.shard)}
-            values[":at"] = {"N": str(cursor.after[0])}
-            values[":id"] = {"S": cursor.after[1]}
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_cursor_key(),
-                UpdateExpression=update,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise storage_error(exc) from exc
+        """Keep where the pass resumes."""
+        dynamodb_pass_cursor.save(
+            self._client,
+            self._table,
+            sort_key=table_layout.OPEN_CURSOR_SORT_KEY,
+            position=dynamodb_pass_cursor.inbox_position(cursor),
+        )
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
         """Restart the pending item's clock; False if it changed since it was listed."""
@@ -259,27 +228,6 @@ class DynamoDbClaims:
 
 # Later than any listing time: the open pass reads every entry of the label.
 _END_OF_TIME: Final = 10**10
-
-
-def _cursor_key() -> dynamodb_items.Item:
-    return dynamodb_items.key(table_layout.WATERMARK_PARTITION, table_layout.OPEN_CURSOR_SORT_KEY)
-
-
-def _open_entry(shard: str, after: tuple[int, str]) -> dynamodb_items.Item:
-    """The index key of the open entry ``after`` names (a Query's ExclusiveStartKey)."""
-    listed_at, delivery_id = after
-    return {
-        table_layout.STATE_INDEX_PARTITION_KEY: {"S": shard},
-        table_layout.STATE_INDEX_SORT_KEY: {"N": str(listed_at)},
-        **dynamodb_items.inbox_key(delivery_id),
-    }
-
-
-def _after(last: dynamodb_items.Item) -> tuple[int, str]:
-    return (
-        int(last[table_layout.STATE_INDEX_SORT_KEY]["N"]),
-        str(last[table_layout.TABLE_PARTITION_KEY]["S"]),
-    )
 
 
 def _why_not_claimed(old: dynamodb_items.Item | None, *, now: int) -> ClaimAttempt:

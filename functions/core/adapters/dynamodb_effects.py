@@ -14,10 +14,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from functions.core import table_layout
-from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
+from functions.core.adapters import (
+    dynamodb_items,
+    dynamodb_pass_cursor,
+    dynamodb_requests,
+    dynamodb_state_index,
+)
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
 from functions.core.errors import TransientError
 from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.recovery import IntentCursor, IntentPage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -168,15 +174,46 @@ class DynamoDbEffects:
 
     def uncertain(self, *, intended_before: int, page_size: int) -> Iterator[EffectRecord]:
         """Intents older than ``intended_before`` that no one has flagged yet (lazily)."""
-        items = dynamodb_state_index.query_index(
+        pages = self.uncertain_pages(
+            start=None, intended_before=intended_before, page_size=page_size
+        )
+        return (record for page in pages for record in page.items)
+
+    def uncertain_pages(
+        self, *, start: IntentCursor | None, intended_before: int, page_size: int
+    ) -> Iterator[IntentPage]:
+        """Unflagged intents older than ``intended_before`` from ``start``, a query page
+        of one index shard at a time (each read consistently)."""
+        pages = dynamodb_state_index.label_pages(
             self._client,
             self._table,
             label=table_layout.STATE_LABEL_EFFECT_INTENT,
+            start=_position(start),
             changed_before=intended_before,
-            unflagged=True,
             page_size=page_size,
+            unflagged=True,
         )
-        return (effect_from_item(item) for item in items)
+        for items, resume in pages:
+            yield IntentPage(
+                items=[effect_from_item(item) for item in items], resume=_cursor(resume)
+            )
+
+    def intent_cursor(self) -> IntentCursor | None:
+        """Where the last run left the pass over the intents (a consistent read)."""
+        return _cursor(
+            dynamodb_pass_cursor.load(
+                self._client, self._table, sort_key=table_layout.INTENT_CURSOR_SORT_KEY
+            )
+        )
+
+    def save_intent_cursor(self, cursor: IntentCursor | None) -> None:
+        """Keep where the pass over the intents resumes."""
+        dynamodb_pass_cursor.save(
+            self._client,
+            self._table,
+            sort_key=table_layout.INTENT_CURSOR_SORT_KEY,
+            position=_position(cursor),
+        )
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
         """Mark an uncertain effect as handed to an operator; False if done or flagged."""
@@ -192,3 +229,25 @@ class DynamoDbEffects:
                 ":now": {"N": str(now)},
             },
         ).written
+
+
+def _position(cursor: IntentCursor | None) -> dynamodb_pass_cursor.Position | None:
+    if cursor is None:
+        return None
+    if cursor.after is None:
+        return dynamodb_pass_cursor.Position(cursor.shard)
+    listed_at, delivery_id, name = cursor.after
+    sort_key = table_layout.SK_EFFECT_PREFIX + name
+    return dynamodb_pass_cursor.Position(cursor.shard, (listed_at, delivery_id, sort_key))
+
+
+def _cursor(position: dynamodb_pass_cursor.Position | None) -> IntentCursor | None:
+    if position is None:
+        return None
+    if position.after is None:
+        return IntentCursor(position.shard)
+    listed_at, delivery_id, sort_key = position.after
+    return IntentCursor(
+        position.shard,
+        (listed_at, delivery_id, sort_key.removeprefix(table_layout.SK_EFFECT_PREFIX)),
+    )

@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_errors import storage_error
+from functions.core.adapters.dynamodb_pass_cursor import Position, entry_after
 from functions.core.errors import StorageUnavailable
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 # (throttled) are asked for again before the listing gives up as storage weather.
 _BATCH_GET_KEYS: Final = 100
 _BATCH_GET_ROUNDS: Final = 4
+# Later than any listing time (epoch seconds): a window that ends here holds every entry.
+_END_OF_TIME: Final = 2**40
 
 
 def query_shard(
@@ -113,6 +116,51 @@ def key_pages(
         yield list(response.get("Items", [])), response.get("LastEvaluatedKey") or None
 
 
+def label_pages(
+    client: DynamoDBClient,
+    table: str,
+    *,
+    label: str,
+    start: Position | None,
+    changed_before: int,
+    page_size: int,
+    unflagged: bool = False,
+    consistent: bool = True,
+) -> Iterator[tuple[list[dynamodb_items.Item], Position | None]]:
+    """The items listed under ``label`` before ``changed_before``, from ``start`` (None:
+    the first shard's start), a query page of one shard at a time, read lazily: each
+    page's items still listed there (``unflagged``: only those without ``flagged_at``)
+    and where a pass resumes after it (None: the label's end)."""
+    shards = dynamodb_items.all_state_shards(label)
+    first = 0 if start is None else start.shard
+    for index in range(first, len(shards)):
+        at = start if start is not None and index == start.shard else Position(index)
+        if at.after is not None and at.after[0] >= changed_before:
+            # Nothing after it is in the window (a shorter one than when it was saved);
+            # DynamoDB refuses a start key outside the key condition.
+            continue
+        keep = _filter(
+            shards[index], changed_before, changed_since=None, expired_at=None, unflagged=unflagged
+        )
+        for entries, last in key_pages(
+            client,
+            table,
+            shard=shards[index],
+            changed_before=changed_before,
+            page_size=page_size,
+            start_key=at.start_key(label),
+        ):
+            keys = [table_key(entry) for entry in entries]
+            read = read_items(client, table, keys, consistent=consistent)
+            if last is not None:
+                resume: Position | None = entry_after(index, last)
+            elif index + 1 < len(shards):
+                resume = Position(index + 1)
+            else:
+                resume = None
+            yield [item for item in read if keep(item)], resume
+
+
 def count(
     client: DynamoDBClient,
     table: str,
@@ -131,6 +179,25 @@ def count(
         arguments["Select"] = "COUNT"
         total += sum(response.get("Count", 0) for response in _pages(client, arguments))
     return total
+
+
+def oldest_listed(client: DynamoDBClient, table: str, *, label: str) -> int | None:
+    """When the entry listed longest ago under ``label`` was listed: the first key of
+    each shard, no item read (the index may lag the table by a moment); None: none."""
+    oldest: int | None = None
+    for shard in dynamodb_items.all_state_shards(label):
+        arguments = _window_query(table, shard, _END_OF_TIME, None)
+        if arguments is None:  # (a window with no start is never empty)
+            continue
+        arguments["Limit"] = 1
+        try:
+            response = client.query(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            raise storage_error(exc) from exc
+        for entry in response.get("Items", []):
+            listed_at = int(entry[table_layout.STATE_INDEX_SORT_KEY]["N"])
+            oldest = listed_at if oldest is None else min(oldest, listed_at)
+    return oldest
 
 
 def newest(

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from functions.core.models import InboxItem
+from functions.core.ports.recovery import OpenCursor, OpenPage
 
 
 class ApprovalDecision(StrEnum):
@@ -78,4 +79,19 @@ class ApprovalDecisions(ApprovalStore, Protocol):
     def waiting(self, *, page_size: int) -> Iterable[InboxItem]:
         """Every inbox item parked ``awaiting_approval``, page by page (a parked time
         ahead of the reader's clock, a skew between machines, hides none)."""
+        ...
+
+    def waiting_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterable[OpenPage]:
+        """The parked items from ``start`` (None: the first shard's start), a page at a
+        time, read lazily."""
+        ...
+
+    def waiting_cursor(self) -> OpenCursor | None:
+        """Where the last run left the reconciler's pass over the parked items."""
+        ...
+
+    def save_waiting_cursor(self, cursor: OpenCursor | None) -> None: ...
+
+    def waiting_since(self) -> int | None:
+        """When the delivery parked longest ago was parked; None: none is parked."""
         ...

@@ -12,8 +12,9 @@ from functions.core.ports.effects import EffectRecord
 
 @dataclass(frozen=True, slots=True)
 class OpenCursor:
-    """Where a pass over the ``open`` list resumes: a shard of the state index, and
-    (within it) the entry after which to continue; None there: the shard's start."""
+    """Where a pass over a list of inbox items (the ``open`` ones; the parked ones too)
+    resumes: a shard of the state index, and (within it) the entry after which to
+    continue; None there: the shard's start."""
 
     shard: int
     after: tuple[int, str] | None = None  # (listed_at, delivery id) of the last entry read
@@ -25,6 +26,24 @@ class OpenPage:
 
     items: Sequence[InboxItem]
     resume: OpenCursor | None
+
+
+@dataclass(frozen=True, slots=True)
+class IntentCursor:
+    """Where a pass over the uncertain effect intents resumes: a shard of the state
+    index, and (within it) the intent after which to continue; None there: its start."""
+
+    shard: int
+    # (listed_at, delivery id, effect name) of the last intent read
+    after: tuple[int, str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IntentPage:
+    """One page of uncertain intents, and where the pass resumes after it (None: done)."""
+
+    items: Sequence[EffectRecord]
+    resume: IntentCursor | None
 
 
 class RecoveryStore(Protocol):
@@ -72,6 +91,17 @@ class ReceivedLog(Protocol):
 class UncertainEffects(Protocol):
     """Port: effect intents without a done record."""
 
-    def uncertain(self, *, intended_before: int, page_size: int) -> Iterable[EffectRecord]: ...
+    def uncertain_pages(
+        self, *, start: IntentCursor | None, intended_before: int, page_size: int
+    ) -> Iterable[IntentPage]:
+        """Unflagged intents older than ``intended_before`` from ``start`` (None: the
+        first shard's start), a page at a time, read lazily."""
+        ...
+
+    def intent_cursor(self) -> IntentCursor | None:
+        """Where the last run left the pass over the intents (None: at its start)."""
+        ...
+
+    def save_intent_cursor(self, cursor: IntentCursor | None) -> None: ...
 
     def flag(self, record: EffectRecord, *, now: int) -> bool: ...

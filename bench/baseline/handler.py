@@ -33,8 +33,10 @@ from functions.core import wire
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
 from functions.core.delivery import InvalidDelivery, parse_delivery
+from functions.core.effects import EffectMode
 from functions.core.host_policy import HostPolicy
 from functions.core.models import WorkItem
+from functions.core.observability import logger
 from functions.core.package import Package
 from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from functions.core.workflow import WorkflowContext
@@ -60,9 +62,11 @@ class DirectEffects:
         fn: Callable[[str], object],
         *,
         key: str | None = None,
+        mode: EffectMode | None = None,
         reconcile: Callable[[str], bool] | None = None,
         repeatable: bool = False,
     ) -> bool:
+        """:meth:`EffectLedger.run`'s signature; the outcome mode means nothing here."""
         fn(key or f"{self.delivery_id}:{name}")
         return True
 
@@ -158,6 +162,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     except IdempotencyAlreadyInProgressError:
         return _answer(409, "in_progress")  # another attempt holds the record: retry later
-    except Exception:
+    except Exception as exc:
+        # The type only: the message could quote the package.
+        logger.warning("baseline failed", extra={"error_type": type(exc).__name__})
         return _answer(500, "failed")
     return _answer(200, "processed")

@@ -47,9 +47,12 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 # The infra tests synthesize (every synth bundles the assets itself), some with the
-# pinned CDK CLI.
+# pinned CDK CLI. They and the e2e tests (each starts local stacks) run one at a time:
+# two synths at once bundle the same asset into one folder. The rest runs on every core.
+PARALLEL_TESTS := tests/unit tests/integration tests/simulation tests/adversarial tests/vectors
 pytest: $(DEV_STAMP) node_modules/.package-lock.json
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto $(PARALLEL_TESTS)
+	$(VENV)/bin/pytest $(addprefix --ignore=,$(PARALLEL_TESTS))
 
 # The functions' unit and integration tests on the Lambda runtime's Python, without the
 # CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development

@@ -125,8 +125,13 @@ class _BurstServer(ThreadingHTTPServer):
     listen backlog's default five: up to the stage's default burst (infra/config.py)."""
 
     request_queue_size = StackConfig().api_burst_limit
-    # A restarted front door binds its port while a killed one's containers may still
-    # be on their way out.
+
+
+class _SharedPortServer(_BurstServer):
+    """A front door with containers: a restarted one binds its port while a killed
+    one's containers may still be on their way out. Only then, so that two stacks never
+    share a port unnoticed."""
+
     allow_reuse_port = True
 
 
@@ -187,7 +192,8 @@ def serve(
 
     ``containers`` processes serve at once (this one and forked copies), each running
     :data:`CONCURRENT_INVOCATIONS` invocations at once."""
-    server = _BurstServer(
+    server_class = _SharedPortServer if containers > 1 else _BurstServer
+    server = server_class(
         ("127.0.0.1", port), door_for(invoke, name=name, remaining_ms=remaining_ms)
     )
     server.daemon_threads = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 from local.aws_emulator.gate import ACCESS_KEY_ENV, CONTROL_PATH, EmulatorCredentials
 
 READY_SECONDS = 60.0
+START_ATTEMPTS = 3
 STOP_SECONDS = 5.0
 # "" in the repository, "relaylink_receiver." when installed from the wheel: what stands
 # before this module's own three names.
@@ -108,9 +110,19 @@ class AwsEmulatorProcess:
         return self._process.pid if self._process is not None else 0
 
     def start(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self._port = int(probe.getsockname()[1])
+        # A port probed free can be taken before the emulator binds it (another stack
+        # starting at the same moment): an emulator that exits before it is ready is
+        # started again on another port.
+        for _ in range(START_ATTEMPTS):
+            if self._spawn():
+                break
+        else:
+            raise RuntimeError("the AWS emulator did not start")
+        self.faults = EmulatorControls(self.endpoint_url, self.credentials.access_key_id)
+
+    def _spawn(self) -> bool:
+        """One emulator process on a probed port; False if it exited before it was ready."""
+        self._port = free_port()
         ready = Path(tempfile.mkdtemp(prefix="relaylink-aws-")) / "ready"
         log = self._log_file.open("ab") if self._log_file else subprocess.DEVNULL
         try:
@@ -137,13 +149,17 @@ class AwsEmulatorProcess:
                 log.close()
         deadline = time.monotonic() + READY_SECONDS
         while not ready.exists():
-            if self._process.poll() is not None or time.monotonic() > deadline:
+            if self._process.poll() is not None:
+                self._process = None
+                shutil.rmtree(ready.parent, ignore_errors=True)
+                return False
+            if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("the AWS emulator did not start")
             time.sleep(0.02)
         ready.unlink()
         ready.parent.rmdir()
-        self.faults = EmulatorControls(self.endpoint_url, self.credentials.access_key_id)
+        return True
 
     def calls(self) -> dict[str, int]:
         """Requests moto has served, per operation."""
@@ -168,6 +184,13 @@ class AwsEmulatorProcess:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def free_port() -> int:
+    """A loopback port free at this moment (nothing holds it for the caller)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def process_cpu_seconds(pid: int) -> float:

@@ -675,3 +675,24 @@ def test_index_queries_follow_every_write_as_moto_does(aws_emulator: AwsEmulator
     assert fast == own
     # After the last write: d1 moved in, d3 left, d0 and d4 deleted, d7 and d8 and d9 came.
     assert fast[-4:] == [["d1", "d7"], ["d2"], ["d9", "d8"], ["d5"]]
+
+
+def test_an_emulator_whose_port_was_taken_meanwhile_starts_on_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from local.aws_emulator import process  # noqa: PLC0415
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real = process.free_port
+        monkeypatch.setattr(process, "free_port", lambda: next(ports, None) or real())
+        emulator = AwsEmulatorProcess()
+        emulator.start()
+        try:
+            assert emulator.endpoint_url != f"http://127.0.0.1:{taken.getsockname()[1]}"
+            dynamodb = _dynamodb(emulator.endpoint_url, emulator.credentials)
+            assert dynamodb.list_tables()["TableNames"] == []
+        finally:
+            emulator.stop()

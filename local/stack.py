@@ -25,7 +25,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from cli.state import LocalState, Resources, emulator_clients
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
 from local.aws_emulator import AwsEmulatorProcess
+from local.aws_emulator.process import free_port
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.child import refusal_in
 from local.function_environments import front_door_environment, worker_side_environment
@@ -67,12 +67,6 @@ def generate_signing_secret() -> str:
     import base64  # noqa: PLC0415
 
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +197,7 @@ class LocalStack:
                 )
             )
             resources = self._add_alert_topic(resources)
-        port = options.port or _free_port()
+        port = options.port or free_port()
         self._state = LocalState(
             webhook_url=f"http://127.0.0.1:{port}/relaylink",
             mcp_url=self.mcp.url,

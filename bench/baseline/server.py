@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from local.child import exit_with_parent, install_stop_signals
+from local.child import install_stop_signals
 from local.front_door import serve
 
 
@@ -19,8 +19,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
-    install_stop_signals()
-    exit_with_parent()
+    install_stop_signals()  # serve() leaves with the parent
     from bench.baseline import handler  # noqa: PLC0415 (pay the cold start before serving)
 
     # RelayLink's answer deadline: Powertools sets the in-progress expiry from it.

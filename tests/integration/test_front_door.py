@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from local import front_door
+from local.aws_emulator.process import free_port
 from tests.polling import poll
 
 
@@ -79,12 +79,6 @@ serve(lambda event, context: {"statusCode": 200, "body": str(os.getpid())},
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _answering_pid(port: int) -> str | None:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -97,7 +91,7 @@ def _answering_pid(port: int) -> str | None:
 
 
 def test_containers_share_the_port_and_die_with_the_door(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     ready = tmp_path / "ready"
     door = subprocess.Popen(
         [sys.executable, "-c", _PID_DOOR, str(port), str(ready)],

@@ -8,6 +8,8 @@ pydantic: the shape is small, and the error must never echo the input.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -94,6 +96,18 @@ class Package:
             "attachments": [attachment.to_mapping() for attachment in self.attachments],
             "created_at": _utc_text(self.created_at),
         }
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the package's canonical form: what a screening verdict and
+        an approval are about, and what tells one version of a package from another.
+
+        The canonical form is the contract's JSON shape with sorted keys, no spaces and
+        UTF-8 text: fields the server adds (and the parser drops) never change it.
+        """
+        canonical = json.dumps(
+            self.to_mapping(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def _text(data: Mapping[Any, Any], name: str, *, allow_empty: bool = False) -> str:

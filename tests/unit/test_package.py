@@ -256,3 +256,24 @@ def test_property_any_result_is_a_package_or_invalid_package(data: object) -> No
     # What parses can also be archived: JSON text, parsed back to the same package.
     document = json.dumps(package.to_mapping())
     assert Package.from_mapping(json.loads(document)) == package
+
+
+def test_package_digest_ignores_unknown_fields_and_key_order() -> None:
+    data = _contract_example()
+    plain = Package.from_mapping(data).digest()
+    data["priority"] = "high"
+    reordered = dict(reversed(list(data.items())))
+    assert Package.from_mapping(reordered).digest() == plain
+    assert len(plain) == 64
+
+
+def test_package_digest_changes_with_any_field_the_agent_reads() -> None:
+    base = Package.from_mapping(_contract_example()).digest()
+    for field, value in (
+        ("title", "Totally different title"),
+        ("briefing", "Markdown text for the agent ..!"),
+        ("attachments", [{"name": "notes.md", "media_type": "text/markdown", "size": 1833}]),
+    ):
+        data = _contract_example()
+        data[field] = value
+        assert Package.from_mapping(data).digest() != base, field

@@ -329,3 +329,24 @@ def test_the_record_keeps_the_proposal_its_package_and_their_digest(
     stored = dynamodb.get_item(TableName=table, Key=approval_key(DELIVERY, "alert"))["Item"]
     assert stored["proposal_digest"]["S"] == asked.proposal_digest()
     assert stored["proposal_package"]["S"] == "d" * 64
+
+
+def test_a_decision_writes_exactly_the_attributes_the_workers_role_may_not(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    """infra denies the worker's role these names (tests/infra/test_least_privilege.py):
+    a decision attribute the list missed would be one the worker could still write."""
+    clock = FakeClock()
+    approvals = parked(dynamodb, table, clock)
+    key = approval_key(DELIVERY, "alert")
+    asked = set(dynamodb.get_item(TableName=table, Key=key)["Item"])
+    assert asked.isdisjoint(table_layout.APPROVAL_DECISION_ATTRIBUTES)
+    assert set(table_layout.APPROVAL_PROPOSAL_ATTRIBUTES) <= asked | {"proposal_package"}
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None
+    named = dataclasses.replace(
+        decision(ApprovalDecision.APPROVED, clock), proposal=record.proposal_digest()
+    )
+    assert approvals.decide(DELIVERY, "alert", named) is True
+    decided = set(dynamodb.get_item(TableName=table, Key=key)["Item"])
+    assert decided - asked == {*table_layout.APPROVAL_DECISION_ATTRIBUTES, "note"}

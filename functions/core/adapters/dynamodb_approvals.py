@@ -64,18 +64,6 @@ _IN_TIME: Condition = (
     ),
 )
 _TIMED_OUT: Condition = (("deadline <= :at", "the timeout decides only once it has passed"),)
-# The attributes that make a decision: the worker's role may write none of them
-# (infra/worker.py denies it), so code running in the worker cannot approve.
-DECISION_ATTRIBUTES: Final = (
-    "decision",
-    "decided_by",
-    "decided_at",
-    "decision_token",
-    "decided_proposal",
-)
-# What a decision is about: put once with the record, never updated (the worker's role
-# may not update them: an approved record's proposal cannot be swapped under it).
-PROPOSAL_ATTRIBUTES: Final = ("proposal", "proposal_digest", "proposal_package")
 _INBOX_MOVES: Final = {
     ApprovalDecision.APPROVED: transitions.APPROVE,
     ApprovalDecision.DENIED: transitions.DENY,

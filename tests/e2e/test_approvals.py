@@ -105,8 +105,8 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
         assert "already approved" in out
         assert "nothing changed" in out
 
-        argv = ("approvals", "deny", denied, *local, "--note", "not now", "--by", "bob")
-        status, _, err = cli(capsys, *argv)
+        deny = ("approvals", "deny", denied, *local, "--note", "not now", "--by", "bob")
+        status, _, err = cli(capsys, *deny)
         assert (status, err) == (0, "")
         status, _, err = cli(capsys, "approvals", "approve", denied, *local)
         assert status == 1

@@ -75,8 +75,8 @@ def test_tool_calls_wait_for_a_person_and_an_approval_whose_answer_was_lost_acts
         assert status == 0
         assert "already approved" in out
 
-        argv = ("approvals", "deny", denied, *local, "--note", "no ticket", "--by", "bob")
-        status, _, err = cli(capsys, *argv)
+        deny = ("approvals", "deny", denied, *local, "--note", "no ticket", "--by", "bob")
+        status, _, err = cli(capsys, *deny)
         assert (status, err) == (0, "")
 
         ends = {approved: "completed", denied: "failed", undecided: "failed"}

@@ -111,11 +111,20 @@ class AwaitingApproval(ProcessingError):
 
     code = "awaiting_approval"
 
-    def __init__(self, name: str, deadline: int, proposal_digest: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        deadline: int,
+        proposal_digest: str = "",
+        package_digest: str | None = None,
+    ) -> None:
         super().__init__()
         self.name = name
         self.deadline = deadline
-        self.proposal_digest = proposal_digest  # what the decision must name
+        # What it waits for: the proposal's digest (what a decision names) and the
+        # package it was made from; a resumed run goes on only for the same.
+        self.proposal_digest = proposal_digest
+        self.package_digest = package_digest
 
 
 class ApprovalRefused(PermanentError):
@@ -178,7 +187,16 @@ def require_approval(
     if record is None:
         record = _ask(store, asked, expires_at=expires_at)
     if record.decided is None:
-        raise AwaitingApproval(record.name, record.deadline, digest)
+        logger.info(
+            "waits for a person's decision",
+            extra={
+                "delivery_id": delivery_id,
+                "approval": record.name,
+                "proposal": record.short_digest(),
+                "package_digest": package_digest,
+            },
+        )
+        raise AwaitingApproval(record.name, record.deadline, digest, package_digest)
     if record.decided.decision is not ApprovalDecision.APPROVED:
         raise ApprovalRefused(record.decided.decision.error_code)
     return record

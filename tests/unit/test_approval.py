@@ -291,6 +291,19 @@ def test_a_resumed_run_from_another_package_parks_again_and_sends_nothing() -> N
     record = world.approvals.get(WORK.delivery_id, waiting)
     assert record is not None
     assert record.package_digest == "c" * 64
+    with pytest.raises(AwaitingApproval) as parked:  # asked again: the same record
+        require_approval(
+            world.approvals,
+            delivery_id=WORK.delivery_id,
+            name="alert",
+            proposal=PROPOSAL,
+            package_digest="c" * 64,
+            now=world.clock.now(),
+            timeout_seconds=TIMEOUT,
+            expires_at=EXPIRES,
+        )
+    assert (parked.value.name, parked.value.package_digest) == (waiting, "c" * 64)
+    assert parked.value.proposal_digest == record.proposal_digest()
     assert record.decided is None
     assert world.decide(ApprovalDecision.APPROVED, name=waiting) is DecideOutcome.APPLIED
     world.process()

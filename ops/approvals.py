@@ -197,7 +197,7 @@ def decide_approval(
     """
     if note is not None and len(note) > MAX_NOTE_CHARS:
         raise OperatorError(f"--note is longer than {MAX_NOTE_CHARS} characters")
-    named = _named_digest(proposal)
+    named = named_digest(proposal)
     store = approvals_store(target)
     name = name or _pending_name(target, delivery_id)
     record = None if name is None else store.get(delivery_id, name)
@@ -236,12 +236,17 @@ def decide_approval(
     return DecisionReport(delivery_id, name, wanted, result.outcome, result.record, resumed=True)
 
 
-def _named_digest(proposal: str | None) -> str | None:
+class BadDigest(OperatorError):
+    """``--proposal`` is no digest (the caller's option)."""
+
+
+def named_digest(proposal: str | None) -> str | None:
+    """The digest prefix a decision names, lower case; None: none named."""
     if proposal is None:
         return None
     named = proposal.strip().lower()
     if not MIN_NAMED_DIGEST <= len(named) <= 64 or set(named) - _HEX:
-        raise OperatorError(
+        raise BadDigest(
             f"--proposal is a proposal's digest: the {SHORT_DIGEST_CHARS} hex characters"
             f" approvals list prints (at least {MIN_NAMED_DIGEST})"
         )

@@ -21,6 +21,10 @@ OPERATOR_ENV: Final = "RELAYLINK_OPERATOR"
 MAX_NAME_CHARS: Final = 200
 
 
+class BadOperatorName(OperatorError):
+    """The name given could mislead a reader of the record (the caller's option)."""
+
+
 def operator_name(given: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The name the operator gives (``--by``, then the environment); None: none given."""
     env = os.environ if environ is None else environ
@@ -28,7 +32,7 @@ def operator_name(given: str | None, environ: Mapping[str, str] | None = None) -
     if not name:
         return None
     if len(name) > MAX_NAME_CHARS or visible(name) != name:
-        raise OperatorError(
+        raise BadOperatorName(
             f"--by (or ${OPERATOR_ENV}) is at most {MAX_NAME_CHARS} characters,"
             " with no control or invisible character"
         )

@@ -120,10 +120,17 @@ def _proposal_line(entry: Waiting, limit: int | None = _SHOWN_CHARS) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
+    from cli.errors import CommandError
     from functions.core.ports.approvals import ApprovalDecision
     from ops import approvals
+    from ops.operator_identity import BadOperatorName, operator_name
 
     wanted = ApprovalDecision.APPROVED if args.decision == "approve" else ApprovalDecision.DENIED
+    try:  # the caller's options first: refused as such, before any AWS call
+        approvals.named_digest(args.proposal)
+        operator_name(args.by)
+    except (approvals.BadDigest, BadOperatorName) as exc:
+        raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
     target = open_target(args)
     decided_by = operator_call(_decider, args)
     report = operator_call(

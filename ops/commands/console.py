@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
     from ops import operator_identity
     from ops.commands.target_options import operator_call
 
+    try:  # the caller's option first: refused as such, before any AWS call
+        operator_identity.operator_name(args.by)
+    except operator_identity.BadOperatorName as exc:
+        raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
     target = open_target(args)
     if args.local:
         operator = operator_call(operator_identity.local_decider, args.by)

@@ -116,6 +116,7 @@ def approval_view(record: ApprovalRecord) -> dict[str, Any]:
         "decided_by": None if decided is None else decided.decided_by,
         "decided_at": None if decided is None else decided.decided_at,
         "note": None if decided is None else decided.note,
+        "decided_proposal": None if decided is None else decided.proposal,
     }
 
 

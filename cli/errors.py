@@ -31,6 +31,10 @@ class ErrorCode(StrEnum):
     MISSING_EXTRA = "missing_extra"  # an optional extra's package is not installed
     NOT_AWAITING_APPROVAL = "not_awaiting_approval"  # approvals: nothing waits for a decision
     APPROVAL_DECIDED = "approval_decided"  # approvals: the other decision is recorded
+    APPROVAL_EXPIRED = "approval_expired"  # approvals: decided at or after the deadline
+    APPROVAL_OTHER_PROPOSAL = "approval_other_proposal"  # approvals: another one waits
+    # approvals: approve names no proposal where more than one was asked for
+    APPROVAL_PROPOSAL_REQUIRED = "approval_proposal_required"
 
 
 class CommandError(Exception):

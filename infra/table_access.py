@@ -55,3 +55,30 @@ def grant_state_index_query(grantee: iam.IGrantable, table: dynamodb.ITable) -> 
         actions=["dynamodb:Query"],
         resource_arns=[f"{table.table_arn}/index/{table_layout.STATE_INDEX}"],
     )
+
+
+def deny_approval_decisions(grantee: iam.IGrantable, table: dynamodb.ITable) -> None:
+    """Deny writing what makes an approval's decision, and rewriting what it is about.
+
+    The worker runs a model and tools on third-party content: whatever runs in it must
+    not approve its own parked call. IAM's fine-grained access control names the
+    top-level attributes a request writes (``dynamodb:Attributes``): a put or update
+    that writes any decision attribute is denied, and so is an update of a proposal
+    (the worker puts a record once and never updates it). A Deny wins over every
+    Allow, the deployer's managed policies included.
+    """
+    for actions, attributes in (
+        (
+            [ItemAction.PUT_ITEM.value, ItemAction.UPDATE_ITEM.value],
+            table_layout.APPROVAL_DECISION_ATTRIBUTES,
+        ),
+        ([ItemAction.UPDATE_ITEM.value], table_layout.APPROVAL_PROPOSAL_ATTRIBUTES),
+    ):
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=actions,
+                resources=[table.table_arn],
+                conditions={"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(attributes)}},
+            )
+        )

@@ -37,7 +37,7 @@ from infra.environments import worker_environment
 from infra.lambda_function import python_function
 from infra.nag import acknowledge, logical_id, role_of
 from infra.secrets import ReadableSecret
-from infra.table_access import ItemAction, grant_item_actions
+from infra.table_access import ItemAction, deny_approval_decisions, grant_item_actions
 
 VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
 LEASE_FACTOR = settings_table.LEASE_FACTOR
@@ -200,6 +200,8 @@ class Worker(Construct):
             ItemAction.PUT_ITEM,
             ItemAction.UPDATE_ITEM,
         )
+        # It asks for approvals; it may never decide one (docs/security.md).
+        deny_approval_decisions(self.function, table)
         # Re-sending a deferred work item, and moving an unreadable or exhausted message
         # to the dead-letter queue with its state recorded, are the worker's own sends.
         work_queue.grant_send_messages(self.function)

@@ -701,6 +701,12 @@ class FakeApprovals:
             return False
         if decision.decision is ApprovalDecision.EXPIRED and not expired:
             return False
+        # A person's decision: before the deadline, about the proposal the record holds.
+        if decision.decision is not ApprovalDecision.EXPIRED and (
+            record.deadline <= decision.decided_at
+            or decision.proposal not in (None, record.proposal_digest())
+        ):
+            return False
         self.records[(delivery_id, name)] = dataclasses.replace(record, decided=decision)
         approved = decision.decision is ApprovalDecision.APPROVED
         self.claims.items[delivery_id] = dataclasses.replace(

@@ -12,6 +12,15 @@ recorded step; denied (by a person) or expired (by the reconciler at the deadlin
 ends ``failed`` with ``approval_denied`` / ``approval_expired``, and any later run of
 it (a requeue) meets the same recorded refusal.
 
+**What was approved is what runs.** The record binds the exact call: the proposal
+(an alert's text, a tool's name and canonical arguments) and the digest of the
+package it was made from. A person's decision names the proposal's digest, and the
+store refuses it when the record holds another one, or when it comes at or after the
+deadline (``approval_expired``, whatever the reconciler has done). A resumed run that
+proposes anything else (other arguments, other text, another package) finds no
+decision for it: it asks again under a name of its own (``<name>.<short digest>``)
+and parks; the old decision never runs what nobody saw.
+
 **Exactly once, also when an answer is lost.** Each decision carries a fresh token,
 written with it. A decision whose write committed but whose answer was lost (the SDK
 retries it and meets its own condition; or it raises after committing) is recognised
@@ -21,6 +30,7 @@ decision of the same kind changes nothing and says so; the other kind is refused
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import string
 from collections.abc import Mapping
@@ -29,7 +39,9 @@ from enum import StrEnum
 from typing import Any, Final
 
 from functions.core.errors import PermanentError, ProcessingError, TransientError
+from functions.core.observability import logger
 from functions.core.ports.approvals import (
+    SHORT_DIGEST_CHARS,
     ApprovalDecision,
     ApprovalDecisions,
     ApprovalRecord,
@@ -99,10 +111,20 @@ class AwaitingApproval(ProcessingError):
 
     code = "awaiting_approval"
 
-    def __init__(self, name: str, deadline: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        deadline: int,
+        proposal_digest: str = "",
+        package_digest: str | None = None,
+    ) -> None:
         super().__init__()
         self.name = name
         self.deadline = deadline
+        # What it waits for: the proposal's digest (what a decision names) and the
+        # package it was made from; a resumed run goes on only for the same.
+        self.proposal_digest = proposal_digest
+        self.package_digest = package_digest
 
 
 class ApprovalRefused(PermanentError):
@@ -117,45 +139,90 @@ def require_approval(
     delivery_id: str,
     name: str,
     proposal: Mapping[str, Any],
+    package_digest: str | None,
     now: int,
     timeout_seconds: int,
     expires_at: int,
 ) -> ApprovalRecord:
-    """The approved record of ``name``; asks for it first when it was never asked for.
+    """The approved record of exactly this proposal; asks for it when it was not asked.
 
-    Call it only with a proposal built from recorded results: the record keeps the
-    first one, and the run resumed after approval must do what was approved.
+    Call it only with a proposal built from recorded results, so that the run resumed
+    after approval proposes the same; one that proposes anything else (or from another
+    package) is asked for anew (see the module docstring).
 
     Raises:
         AwaitingApproval: undecided (asked for now, or earlier): park the delivery.
         ApprovalRefused: denied, or expired (``approval_expired``).
+        PermanentError: ``approval_proposal_too_large``, or
+            ``approval_proposal_conflict`` (a record under the proposal's own name
+            holds another proposal: a digest collision, or a forged record).
     """
+    deadline = now + timeout_seconds
+    if expires_at:
+        # A decision after the item's expiry would find nothing to resume, and TTL
+        # may delete the item soon after it: the timeout comes first, with time for
+        # a reconciler run to deny it visibly.
+        deadline = min(deadline, expires_at - EXPIRY_MARGIN_SECONDS)
+    asked = ApprovalRecord(
+        delivery_id, name, dict(proposal), now, deadline, package_digest=package_digest
+    )
+    digest = asked.proposal_digest()
     record = store.get(delivery_id, name)
+    if record is not None and record.proposal_digest() != digest:
+        # Decided or not, that record is about something else: this proposal waits
+        # under its own name, and nothing decided about the other one applies to it.
+        logger.warning(
+            "the run proposes something else than the approval asked for: asked again",
+            extra={
+                "delivery_id": delivery_id,
+                "approval": name,
+                "asked": record.short_digest(),
+                "proposed": digest[:SHORT_DIGEST_CHARS],
+            },
+        )
+        asked = dataclasses.replace(asked, name=reproposal_name(name, digest))
+        record = store.get(delivery_id, asked.name)
+        if record is not None and record.proposal_digest() != digest:
+            raise PermanentError("approval_proposal_conflict")
     if record is None:
-        deadline = now + timeout_seconds
-        if expires_at:
-            # A decision after the item's expiry would find nothing to resume, and TTL
-            # may delete the item soon after it: the timeout comes first, with time for
-            # a reconciler run to deny it visibly.
-            deadline = min(deadline, expires_at - EXPIRY_MARGIN_SECONDS)
-        asked = ApprovalRecord(delivery_id, name, dict(proposal), now, deadline)
-        if len(asked.proposal_json().encode()) > MAX_PROPOSAL_BYTES:
-            raise PermanentError("approval_proposal_too_large")
-        failure: TransientError | None = None
-        try:
-            written = store.request(asked, expires_at=expires_at)
-        except TransientError as exc:
-            written, failure = False, exc  # committed or not: the read below tells
-        # A put whose answer was lost finds its own record (the SDK's retry meets its
-        # condition, or it raised after committing): the same proposal, built from
-        # recorded results, so the record read here is as good as ours.
-        record = asked if written else store.get(delivery_id, name)
-        if record is None:
-            raise failure or TransientError("approval_unreadable")
+        record = _ask(store, asked, expires_at=expires_at)
     if record.decided is None:
-        raise AwaitingApproval(name, record.deadline)
+        logger.info(
+            "waits for a person's decision",
+            extra={
+                "delivery_id": delivery_id,
+                "approval": record.name,
+                "proposal": record.short_digest(),
+                "package_digest": package_digest,
+            },
+        )
+        raise AwaitingApproval(record.name, record.deadline, digest, package_digest)
     if record.decided.decision is not ApprovalDecision.APPROVED:
         raise ApprovalRefused(record.decided.decision.error_code)
+    return record
+
+
+def reproposal_name(name: str, digest: str) -> str:
+    """Where a proposal that differs from the one asked for under ``name`` waits."""
+    return f"{name}.{digest[:SHORT_DIGEST_CHARS]}"
+
+
+def _ask(store: ApprovalStore, asked: ApprovalRecord, *, expires_at: int) -> ApprovalRecord:
+    if len(asked.proposal_json().encode()) > MAX_PROPOSAL_BYTES:
+        raise PermanentError("approval_proposal_too_large")
+    failure: TransientError | None = None
+    try:
+        written = store.request(asked, expires_at=expires_at)
+    except TransientError as exc:
+        written, failure = False, exc  # committed or not: the read below tells
+    # A put whose answer was lost finds its own record (the SDK's retry meets its
+    # condition, or it raised after committing); a put that met another record finds
+    # that one, checked again by the caller's digest comparison below.
+    record = asked if written else store.get(asked.delivery_id, asked.name)
+    if record is None:
+        raise failure or TransientError("approval_unreadable")
+    if record.proposal_digest() != asked.proposal_digest():
+        raise PermanentError("approval_proposal_conflict")
     return record
 
 
@@ -164,6 +231,8 @@ class DecideOutcome(StrEnum):
     UNCHANGED = "unchanged"  # the same decision was recorded before: nothing changed
     REFUSED = "refused"  # the other decision was recorded before
     NOT_WAITING = "not_waiting"  # no such approval, or its delivery is not parked for it
+    EXPIRED = "expired"  # a person's decision at or after the deadline: refused
+    OTHER_PROPOSAL = "other_proposal"  # the record holds another proposal than named
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +248,10 @@ def new_decision_token() -> str:
 def decide(store: ApprovalDecisions, delivery_id: str, name: str, wanted: Decision) -> DecideResult:
     """Record ``wanted`` exactly once (see the module docstring).
 
+    A person's decision (approved or denied) at or after the deadline is ``EXPIRED``,
+    also when the timeout's is recorded already; one naming another proposal than the
+    record's is ``OTHER_PROPOSAL``. Neither changes anything.
+
     Raises:
         TransientError: the store failed and the record does not show the decision.
     """
@@ -190,15 +263,31 @@ def decide(store: ApprovalDecisions, delivery_id: str, name: str, wanted: Decisi
         failure = exc  # committed or not: the record tells
     record = store.get(delivery_id, name)
     decided = None if record is None else record.decided
+    if decided is not None and decided.token == wanted.token:
+        return DecideResult(DecideOutcome.APPLIED, record)  # ours, its answer lost
+    if record is not None and (late := _refused_as_made(record, wanted)) is not None:
+        return DecideResult(late, record)
     if decided is None:
         if failure is not None:
             raise failure
         return DecideResult(DecideOutcome.NOT_WAITING, record)
-    if decided.token == wanted.token:
-        return DecideResult(DecideOutcome.APPLIED, record)  # ours, its answer lost
     # Denied by a person or by the timeout: a deny meeting either one changes nothing.
     refusals = {ApprovalDecision.DENIED, ApprovalDecision.EXPIRED}
     same = decided.decision is wanted.decision or {decided.decision, wanted.decision} <= refusals
     if same:
         return DecideResult(DecideOutcome.UNCHANGED, record)
     return DecideResult(DecideOutcome.REFUSED, record)
+
+
+def _refused_as_made(record: ApprovalRecord, wanted: Decision) -> DecideOutcome | None:
+    """Why a person's decision cannot stand, whatever was recorded: it names another
+    proposal, or it comes at or after the deadline (the timeout's, recorded or not)."""
+    if wanted.decision is ApprovalDecision.EXPIRED:
+        return None
+    if wanted.proposal is not None and wanted.proposal != record.proposal_digest():
+        return DecideOutcome.OTHER_PROPOSAL
+    decided = record.decided
+    timed_out = decided is not None and decided.decision is ApprovalDecision.EXPIRED
+    if timed_out or (decided is None and record.deadline <= wanted.decided_at):
+        return DecideOutcome.EXPIRED
+    return None

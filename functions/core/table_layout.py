@@ -24,6 +24,19 @@ KIND_OUTBOX: Final = "outbox"
 KIND_QUARANTINE: Final = "quarantine"
 KIND_EFFECT: Final = "effect"
 KIND_APPROVAL: Final = "approval"
+# The attributes of an approval record that make a decision: the worker's role may
+# write none of them (infra/table_access.py denies it), so code running in the worker
+# cannot decide its own parked call.
+APPROVAL_DECISION_ATTRIBUTES: Final = (
+    "decision",
+    "decided_by",
+    "decided_at",
+    "decision_token",
+    "decided_proposal",
+)
+# What a decision is about: put once with the record and never updated, so the
+# worker's role may not update them (an approved record's proposal cannot be swapped).
+APPROVAL_PROPOSAL_ATTRIBUTES: Final = ("proposal", "proposal_digest", "proposal_package")
 
 # A sparse, keys-only global secondary index of "what an operator or the reconciler
 # lists", each record under a label: inbox items by where they are in their life (open =

@@ -485,6 +485,7 @@ class AgentWorkflow:
             self._screen.clear(work.delivery_id, package, archive_key=key, effects=effects)
         if self._tools:
             caps = ToolCaps(self._settings.max_turns, self._settings.max_tool_calls)
+            tool_gate = self._tool_approval  # a call is approved for this package only
             prompt = self.prompt(package)
             summary = converse_with_tools(
                 effects,
@@ -492,7 +493,7 @@ class AgentWorkflow:
                 prompt,
                 self._tools,
                 caps=caps,
-                approval=self._tool_approval,
+                approval=None if tool_gate is None else tool_gate.about(package.digest()),
             )
         else:
             summary = effects.model(MODEL_STEP, self.prompt(package), self._client)
@@ -512,6 +513,7 @@ class AgentWorkflow:
                 delivery_id=work.delivery_id,
                 name=APPROVAL_ALERT,
                 proposal={**alert.payload(), "channels": [n for n, _ in self._channels]},
+                package_digest=package.digest(),
                 now=self._clock.now(),
                 timeout_seconds=self._settings.approval_timeout_seconds,
                 expires_at=effects.expires_at,

@@ -220,6 +220,7 @@ class BriefingScreen:
                 delivery_id=delivery_id,
                 name=APPROVAL_SCREENING,
                 proposal=proposal,
+                package_digest=package.digest(),
                 now=self.clock.now(),
                 timeout_seconds=self.timeout_seconds,
                 expires_at=effects.expires_at,

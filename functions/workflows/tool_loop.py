@@ -22,7 +22,9 @@ Per delivery, turn by turn:
      approval ``tool.<digest>`` and the delivery parks ``awaiting_approval``
      (:mod:`functions.core.approval`); approved, the resumed run reuses every
      recorded turn and result, reaches this tool use again and runs it through the
-     ledger as above; denied or expired, the delivery ends ``failed``
+     ledger as above, but only if the call it makes now (tool, arguments, package)
+     is the one approved: another one is asked for anew; denied or expired, the
+     delivery ends ``failed``
      (``approval_denied`` / ``approval_expired``) and the model is not asked again;
 
 3. the results go back to the model in the next turn; a turn without tool uses is
@@ -72,12 +74,20 @@ class ToolCaps:
 
 @dataclass(frozen=True, slots=True)
 class ToolApproval:
-    """The acting tools whose calls wait for a person, and where the wait is recorded."""
+    """The acting tools whose calls wait for a person, and where the wait is recorded.
+
+    ``package_digest``: the package the run's calls are made from; a call is approved
+    for it only (:meth:`about` binds a run's).
+    """
 
     store: ApprovalStore
     clock: Clock
     tools: frozenset[str]
     timeout_seconds: int
+    package_digest: str | None = None
+
+    def about(self, package_digest: str) -> ToolApproval:
+        return dataclasses.replace(self, package_digest=package_digest)
 
     @classmethod
     def of(
@@ -190,6 +200,7 @@ def _settle(
             delivery_id=effects.delivery_id,
             name=tool_record_name(use.id),
             proposal={"tool": tool.name, "input": use.input, "tool_use_id": use.id, "key": key},
+            package_digest=approval.package_digest,
             now=approval.clock.now(),
             timeout_seconds=approval.timeout_seconds,
             expires_at=effects.expires_at,

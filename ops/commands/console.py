@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import os
 import secrets
 from typing import Any
@@ -34,6 +35,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--read-only", action="store_true", help="refuse every change (requeue, redrive, resolve)"
     )
+    parser.add_argument(
+        "--by",
+        metavar="NAME",
+        help="who decides the approvals decided here (local stack: default"
+        " $RELAYLINK_OPERATOR, else your login name; deployed: your AWS principal is"
+        " recorded, NAME beside it)",
+    )
     add_target_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -45,7 +53,19 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535", code=ErrorCode.BAD_OPTION)
+    from ops import operator_identity
+    from ops.commands.target_options import operator_call
+
+    try:  # the caller's option first: refused as such, before any AWS call
+        operator_identity.operator_name(args.by)
+    except operator_identity.BadOperatorName as exc:
+        raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None
     target = open_target(args)
+    if args.local:
+        operator = operator_call(operator_identity.local_decider, args.by)
+    else:
+        caller = functools.partial(operator_identity.caller_arn, args.region)
+        operator = operator_call(operator_identity.deployed_decider, caller, args.by)
     cloudwatch = None
     stack = None
     if not args.local:
@@ -60,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         read_only=args.read_only,
         cloudwatch=cloudwatch,
         stack_name=stack,
+        operator=operator,
     )
     try:
         server = bind(console, args.port)

@@ -95,7 +95,12 @@ def run_show(args: argparse.Namespace) -> int:
         )
         for name in progress.repeatable_done
     ]
-    lines += [(f"approval {r.name}", approvals.approval_line(r)) for r in asked]
+    for record in asked:
+        lines += [
+            (f"approval {record.name}", approvals.approval_line(record)),
+            (f"  proposal {record.short_digest()}", approvals.proposal_text(record)),
+            ("  package", record.package_digest or "(not recorded)"),
+        ]
     if progress.spend.model_calls:
         lines.append(("model calls", spend_line(progress.spend)))
     width = max(len(label) for label, _ in lines)

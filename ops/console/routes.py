@@ -96,6 +96,9 @@ class Console:
     cloudwatch: CloudWatchClient | None = None
     stack_name: str | None = None
     clock: Callable[[], int] = field(default=lambda: int(datetime.now(UTC).timestamp()))
+    # Who decides the approvals decided here (ops.operator_identity: the AWS principal
+    # of a deployed stack, a name on a local one), recorded as "<who> (console)".
+    operator: str = approvals.DECIDED_BY_CONSOLE
 
     # --- guards -------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
@@ -292,23 +295,40 @@ class Console:
         return self._decide(form, now, ApprovalDecision.DENIED)
 
     def _decide(self, form: dict[str, str], now: int, wanted: ApprovalDecision) -> tuple[str, str]:
-        """One decision, recorded once; the other one recorded before is a 409."""
+        """One decision about the proposal the page showed (its digest is in the form),
+        recorded once; the other one recorded before, another proposal waiting, or a
+        deadline passed is a 409 that says so."""
         delivery_id = _required(form, "delivery_id")
         note = form.get("note", "").strip() or None
         if note is not None and len(note) > MAX_NOTE_CHARS:
             raise BadInput("bad_note", f"a note has at most {MAX_NOTE_CHARS} characters")
+        proposal = _required(form, "proposal")
+        by = self.operator
         report = approvals.decide_approval(
             self.target,
             delivery_id,
             wanted,
             now=now,
-            decided_by=approvals.DECIDED_BY_CONSOLE,
+            decided_by=by if by == approvals.DECIDED_BY_CONSOLE else f"{by} (console)",
             note=note,
             name=form.get("name") or None,
+            proposal=proposal,
         )
-        decided = None if report.record is None else report.record.decided
+        record = report.record
+        decided = None if record is None else record.decided
         if report.outcome is DecideOutcome.NOT_WAITING:
             raise Conflict("not_awaiting_approval", f"{delivery_id} waits for no approval")
+        if report.outcome is DecideOutcome.OTHER_PROPOSAL and record is not None:
+            raise Conflict(
+                "approval_other_proposal",
+                f"{delivery_id} waits for another proposal ({record.short_digest()}) than"
+                " the one shown: read it again before deciding",
+            )
+        if report.outcome is DecideOutcome.EXPIRED:
+            raise Conflict(
+                "approval_expired",
+                f"{delivery_id}: its deadline has passed; nothing was {wanted.value}, nothing acts",
+            )
         if report.outcome is DecideOutcome.REFUSED and decided is not None:
             raise Conflict(
                 "approval_decided",

@@ -17,7 +17,8 @@ from typing import Final
 from urllib.parse import quote, urlencode
 
 from functions.core.models import InboxItem, QuarantineRecord, State
-from ops.approvals import Waiting, proposal_parts
+from functions.core.ports.approvals import ApprovalRecord
+from ops.approvals import Waiting, proposal_parts, proposal_text
 from ops.budget import BudgetStatus
 from ops.console.dead_letters import DeadLetters
 from ops.console.reads import (
@@ -29,6 +30,7 @@ from ops.console.reads import (
     Listed,
 )
 from ops.effects import EffectInDoubt
+from ops.shown_text import visible
 
 HOME_REFRESH_SECONDS: Final = 5
 NAVIGATION: Final = (
@@ -388,17 +390,20 @@ def _approval_events(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int,
     """Each approval asked for, and its decision (who or what, when, why)."""
     events = []
     for record in delivery.approvals:
-        detail = f"{escape(record.name)}: deadline {escape(iso(record.deadline))}"
+        detail = (
+            f"{escape(record.name)}: deadline {escape(iso(record.deadline))}"
+            f"{_proposal_block(record)}"
+        )
         decided = record.decided
         if decided is None and delivery.item.approval == record.name:
-            fields = {"delivery_id": record.delivery_id, "name": record.name}
+            fields = _decision_fields(record)
             detail += _action(chrome, "/actions/approve", "approve", fields, kind="primary")
             detail += _action(chrome, "/actions/deny", "deny", fields)
         events.append((record.requested_at, 5, "approval asked", detail))
         if decided is not None:
-            said = f"{escape(decided.decision.value)} by {escape(decided.decided_by)}"
+            said = f"{escape(decided.decision.value)} by {escape(visible(decided.decided_by))}"
             if decided.note:
-                said += f": {escape(decided.note)}"
+                said += f": {escape(visible(decided.note))}"
             events.append((decided.decided_at, 6, "approval decided", said))
     return events
 
@@ -518,24 +523,60 @@ def effects_page(chrome: Chrome, effects: Sequence[EffectInDoubt]) -> str:
     return page(chrome, "Effects in doubt", content)
 
 
+def _decision_fields(record: ApprovalRecord) -> dict[str, str]:
+    """What a decision posts: the approval and the digest of the proposal shown."""
+    return {
+        "delivery_id": record.delivery_id,
+        "name": record.name,
+        "proposal": record.proposal_digest(),
+    }
+
+
+def _proposal_block(record: ApprovalRecord) -> str:
+    """The whole proposal (canonical JSON, hidden characters visible), its digest and
+    its package's."""
+    return (
+        f"<br>proposal <code>{escape(record.short_digest())}</code>, package"
+        f" <code>{escape(record.package_digest or 'not recorded')}</code>"
+        f"<pre>{escape(proposal_text(record))}</pre>"
+    )
+
+
 def approvals_page(chrome: Chrome, waiting: Sequence[Waiting]) -> str:
     """Deliveries waiting for a person: what each proposes, approve and deny."""
     rows = []
     for entry in waiting:
         item = entry.item
-        headline, detail = proposal_parts({} if entry.record is None else entry.record.proposal)
-        fields = {"delivery_id": item.delivery_id, "name": item.approval or ""}
+        record = entry.record
+        headline, detail = proposal_parts({} if record is None else record.proposal)
         note = '<input name="note" placeholder="note (optional)" maxlength="500">'
+        # Without its record there is nothing to name: no decision from this page.
+        decide = (
+            ""
+            if record is None
+            else (
+                _action(
+                    chrome,
+                    "/actions/approve",
+                    "approve",
+                    _decision_fields(record),
+                    kind="primary",
+                    extra=note,
+                )
+                + _action(chrome, "/actions/deny", "deny", _decision_fields(record), extra=note)
+            )
+        )
         rows.append(
             [
                 _delivery_link(chrome, item.delivery_id),
                 escape(item.approval or "-"),
-                # The model wrote it: shown as text (escaped), never followed.
-                f"<b>{escape(headline)}</b><br><pre>{escape(detail)}</pre>",
+                # The model wrote it: shown as text (escaped, every hidden character
+                # made visible), whole, never followed.
+                f"<b>{escape(headline)}</b><br><pre>{escape(detail)}</pre>"
+                + ("" if record is None else _proposal_block(record)),
                 escape(age(item.state_changed_at, chrome.now)),
                 escape(iso(item.approval_deadline)),
-                _action(chrome, "/actions/approve", "approve", fields, kind="primary", extra=note)
-                + _action(chrome, "/actions/deny", "deny", fields, extra=note),
+                decide,
             ]
         )
     content = (

@@ -3,9 +3,10 @@
 The stack is the one ``relaylink-receiver local --workflow agent --workflow-setting
 approval=alert`` starts (a short timeout, so the undecided one expires within the
 test). Three deliveries park and show in ``approvals list``; the first is approved
-(twice: its alert still goes out once), the second denied (approving it then is
-refused, one line), the third left to its timeout; each ends terminal and
-``inbox show`` names the decision, who or what made it, and when.
+(twice: its alert still goes out once; naming another proposal is refused first), the
+second denied (approving it then is refused, one line), the third left to its timeout
+(approving it after is refused, ``approval_expired``); each ends terminal and ``inbox
+show`` names the decision, who or what made it, when, and the proposal's digests.
 """
 
 from __future__ import annotations
@@ -87,7 +88,16 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
             assert entry["proposal"]["channels"] == ["alert"]
         assert _alerts(stack) == {}  # nothing goes out while they wait
 
-        status, out, err = cli(capsys, "approvals", "approve", approved, *local, "--note", "ok")
+        digests = {entry["delivery_id"]: entry["short_digest"] for entry in listed}
+        # Naming another proposal than the one that waits is refused, and nothing moves.
+        other = "0" * 12 if digests[approved] != "0" * 12 else "1" * 12
+        argv = ("approvals", "approve", approved, *local, "--proposal", other)
+        status, _, err = cli(capsys, *argv)
+        assert status == 1
+        assert err.startswith("relaylink-receiver approvals: error: approval_other_proposal: ")
+        assert f"--proposal {digests[approved]}" in err
+        argv = ("approvals", "approve", approved, *local, "--proposal", digests[approved])
+        status, out, err = cli(capsys, *argv, "--note", "ok", "--by", "alice")
         assert (status, err) == (0, ""), err
         assert "a worker resumes it" in out
         status, out, _ = cli(capsys, "approvals", "approve", approved, *local)
@@ -95,7 +105,8 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
         assert "already approved" in out
         assert "nothing changed" in out
 
-        status, _, err = cli(capsys, "approvals", "deny", denied, *local, "--note", "not now")
+        deny = ("approvals", "deny", denied, *local, "--note", "not now", "--by", "bob")
+        status, _, err = cli(capsys, *deny)
         assert (status, err) == (0, "")
         status, _, err = cli(capsys, "approvals", "approve", denied, *local)
         assert status == 1
@@ -113,6 +124,11 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
         assert {d: final[d]["state"] for d in ends} == ends, final
         assert final[denied]["last_error"] == "approval_denied"
         assert final[undecided]["last_error"] == "approval_expired"
+        # A decision after the deadline is refused naming approval_expired; nothing acts.
+        argv = ("approvals", "approve", undecided, *local, "--proposal", digests[undecided])
+        status, out, err = cli(capsys, *argv)
+        assert (status, out) == (1, "")
+        assert err.startswith("relaylink-receiver approvals: error: approval_expired: ")
         decisions = {
             d: [
                 (a["name"], a["decision"], a["decided_by"], a["note"])
@@ -121,11 +137,15 @@ def test_parked_deliveries_are_approved_once_denied_or_expired_and_say_so(
             for d in ends
         }
         assert decisions == {
-            approved: [("alert", "approved", "operator", "ok")],
-            denied: [("alert", "denied", "operator", "not now")],
+            approved: [("alert", "approved", "alice", "ok")],
+            denied: [("alert", "denied", "bob", "not now")],
             undecided: [("alert", "expired", "timeout", None)],
         }
         assert all(final[d]["approvals"][0]["decided_at"] for d in ends)
+        for d in ends:  # each decision is about the proposal listed, and its package
+            (asked,) = final[d]["approvals"]
+            assert asked["proposal_digest"].startswith(digests[d])
+            assert len(asked["package_digest"]) == 64
         # The approved alert went out once; the denied and the expired ones never.
         assert stack.quiet(DEADLINE_SECONDS), stack.queue_depths()
         # The alert topic's subscriber counts from its own queue: wait until it has one.

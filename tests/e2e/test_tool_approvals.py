@@ -64,7 +64,9 @@ def test_tool_calls_wait_for_a_person_and_an_approval_whose_answer_was_lost_acts
         # The decision's transaction commits and its answer is lost.
         lost = f"{table_layout.SK_APPROVAL_PREFIX}{names[approved]}"
         stack.emulator.faults.lose_next("TransactWriteItems", containing=lost)
-        status, out, err = cli(capsys, "approvals", "approve", approved, *local, "--json")
+        digests = {i["delivery_id"]: i["short_digest"] for i in listed}
+        argv = ("approvals", "approve", approved, *local, "--proposal", digests[approved])
+        status, out, err = cli(capsys, *argv, "--json", "--by", "alice")
         assert (status, err) == (0, ""), err
         decided = json.loads(out)
         assert (decided["outcome"], decided["resumed"]) == ("applied", True)
@@ -73,7 +75,8 @@ def test_tool_calls_wait_for_a_person_and_an_approval_whose_answer_was_lost_acts
         assert status == 0
         assert "already approved" in out
 
-        status, _, err = cli(capsys, "approvals", "deny", denied, *local, "--note", "no ticket")
+        deny = ("approvals", "deny", denied, *local, "--note", "no ticket", "--by", "bob")
+        status, _, err = cli(capsys, *deny)
         assert (status, err) == (0, "")
 
         ends = {approved: "completed", denied: "failed", undecided: "failed"}
@@ -91,10 +94,14 @@ def test_tool_calls_wait_for_a_person_and_an_approval_whose_answer_was_lost_acts
             for d in ends
         }
         assert decisions == {
-            approved: [(names[approved], "approved", "operator")],
-            denied: [(names[denied], "denied", "operator")],
+            approved: [(names[approved], "approved", "alice")],
+            denied: [(names[denied], "denied", "bob")],
             undecided: [(names[undecided], "expired", "timeout")],
         }
+        # The ticket call approved is the one listed: its arguments and its package.
+        (asked,) = final[approved]["approvals"]
+        assert asked["proposal_digest"].startswith(digests[approved])
+        assert asked["proposal"]["input"] == {"customer": "acme", "priority": "high"}
         assert stack.quiet(DEADLINE_SECONDS), stack.queue_depths()
         # The approved ticket was opened once, under its tool-use's key; the others never.
         (approved_item,) = [i for i in listed if i["delivery_id"] == approved]

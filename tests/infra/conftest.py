@@ -133,6 +133,8 @@ def role_grants(
     for statement in role_statements(
         synthesized, function, managed_policy_arns=managed_policy_arns
     ):
+        if statement["Effect"] == "Deny":
+            continue  # grants nothing (role_denials reads them)
         assert statement["Effect"] == "Allow"
         actions = _listed(statement["Action"])
         # Only a KMS grant through Secrets Manager carries a condition (kms:ViaService).
@@ -142,6 +144,11 @@ def role_grants(
         assert set(statement) <= allowed, statement
         grants.update((a, resource_key(r)) for a in actions for r in _listed(statement["Resource"]))
     return grants
+
+
+def role_denials(synthesized: Synthesized, function: str) -> list[dict[str, Any]]:
+    """The Deny statements of ``function``'s own policy."""
+    return [s for s in role_statements(synthesized, function) if s["Effect"] == "Deny"]
 
 
 def _listed(value: Any) -> list[Any]:

@@ -16,6 +16,7 @@ from tests.infra.conftest import (
     get_att,
     ref,
     resource_key,
+    role_denials,
     role_grants,
     role_statements,
     synthesize,
@@ -150,6 +151,40 @@ def worker_base_grants(synthesized: Synthesized) -> set[Grant]:
 
 def test_worker_grants(synthesized: Synthesized) -> None:
     assert role_grants(synthesized, "worker") == worker_base_grants(synthesized)
+
+
+def test_the_worker_may_not_decide_an_approval_nor_rewrite_a_proposal(
+    synthesized: Synthesized,
+) -> None:
+    """Code running in the worker (a model's tool, a poisoned dependency) could otherwise
+    write ``decision = approved`` on its own parked call. The reconciler keeps its
+    update: the timeout's denial is its write."""
+    table = get_att(_ids(synthesized)["table"], "Arn")
+    assert role_denials(synthesized, "worker") == [
+        {
+            "Effect": "Deny",
+            "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem"],
+            "Resource": table,
+            "Condition": {
+                "ForAnyValue:StringEquals": {
+                    "dynamodb:Attributes": list(table_layout.APPROVAL_DECISION_ATTRIBUTES)
+                }
+            },
+        },
+        {
+            "Effect": "Deny",
+            "Action": "dynamodb:UpdateItem",
+            "Resource": table,
+            "Condition": {
+                "ForAnyValue:StringEquals": {
+                    "dynamodb:Attributes": list(table_layout.APPROVAL_PROPOSAL_ATTRIBUTES)
+                }
+            },
+        },
+    ]
+    assert {"decision", "decided_by"} <= set(table_layout.APPROVAL_DECISION_ATTRIBUTES)
+    for function in ("receiver", "relay", "reconciler"):
+        assert role_denials(synthesized, function) == [], function
 
 
 def test_reconciler_grants(synthesized: Synthesized) -> None:

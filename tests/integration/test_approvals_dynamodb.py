@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import boto3
@@ -10,7 +11,7 @@ from botocore.config import Config
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
-from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
+from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_key
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.approval import (
     AwaitingApproval,
@@ -206,6 +207,7 @@ def test_the_first_request_whose_answer_was_lost_still_parks_the_delivery(
             delivery_id=DELIVERY,
             name="alert",
             proposal={"title": "t"},
+            package_digest="b" * 64,
             now=clock.value,
             timeout_seconds=DEADLINE_IN,
             expires_at=clock.value + 86_400,
@@ -234,3 +236,117 @@ def test_a_park_whose_answer_was_lost_leaves_it_parked_and_its_message_acknowled
     assert parked_item.state is State.AWAITING_APPROVAL
     assert parked_item.approval == "alert"
     assert parked_item.attempts == 0  # given back once, not twice
+
+
+# --- what a decision is about, and when it may be made -------------------------------
+
+
+def parked_again(client: DynamoDBClient, table: str, clock: FakeClock) -> None:
+    """The inbox item waits for ``alert`` again, while its record holds a decision (a
+    state no path of ours makes: it isolates the record's own condition)."""
+    item = dataclasses.replace(
+        inbox(client, table),
+        state=State.AWAITING_APPROVAL,
+        approval="alert",
+        approval_deadline=clock.value + DEADLINE_IN,
+        last_error=None,
+    )
+    client.put_item(TableName=table, Item=dynamodb_items.inbox_to_item(item))
+
+
+@pytest.mark.parametrize("first", [ApprovalDecision.DENIED, ApprovalDecision.APPROVED])
+def test_a_decision_is_written_once_by_the_records_own_condition(
+    dynamodb: DynamoDBClient, table: str, first: ApprovalDecision
+) -> None:
+    """The inbox item waits for the approval again, so only the record's
+    ``attribute_not_exists(decision)`` stands between a second decision and the first."""
+    clock = FakeClock()
+    approvals = parked(dynamodb, table, clock)
+    assert approvals.decide(DELIVERY, "alert", decision(first, clock, "first")) is True
+    parked_again(dynamodb, table, clock)
+    for wanted in ApprovalDecision.APPROVED, ApprovalDecision.DENIED:
+        assert approvals.decide(DELIVERY, "alert", decision(wanted, clock)) is False
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None and record.decided is not None
+    assert (record.decided.decision, record.decided.token) == (first, "first")
+    assert inbox(dynamodb, table).state is State.AWAITING_APPROVAL  # nothing moved
+
+
+@pytest.mark.parametrize("wanted", [ApprovalDecision.APPROVED, ApprovalDecision.DENIED])
+def test_the_store_refuses_a_persons_decision_at_or_after_the_deadline(
+    dynamodb: DynamoDBClient, table: str, wanted: ApprovalDecision
+) -> None:
+    """Whatever the reconciler has done yet: the record's condition compares the
+    deadline with the decision's time, so nothing acts on a late yes."""
+    clock = FakeClock()
+    approvals = parked(dynamodb, table, clock)
+    clock.advance(DEADLINE_IN)
+    assert approvals.decide(DELIVERY, "alert", decision(wanted, clock)) is False
+    result = decide(approvals, DELIVERY, "alert", decision(wanted, clock))
+    assert result.outcome is DecideOutcome.EXPIRED
+    assert inbox(dynamodb, table).state is State.AWAITING_APPROVAL
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None and record.decided is None
+    # The timeout's own decision still goes through, after it too.
+    timeout = Decision(ApprovalDecision.EXPIRED, "timeout", clock.value, new_decision_token())
+    assert decide(approvals, DELIVERY, "alert", timeout).outcome is DecideOutcome.APPLIED
+    late = decide(approvals, DELIVERY, "alert", decision(wanted, clock))
+    assert late.outcome is DecideOutcome.EXPIRED
+
+
+def test_the_store_refuses_a_decision_about_another_proposal(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    clock = FakeClock()
+    approvals = parked(dynamodb, table, clock)
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None
+    other = dataclasses.replace(decision(ApprovalDecision.APPROVED, clock), proposal="0" * 64)
+    assert approvals.decide(DELIVERY, "alert", other) is False
+    assert inbox(dynamodb, table).state is State.AWAITING_APPROVAL
+    named = dataclasses.replace(other, proposal=record.proposal_digest())
+    assert approvals.decide(DELIVERY, "alert", named) is True
+    decided = approvals.get(DELIVERY, "alert")
+    assert decided is not None and decided.decided is not None
+    assert decided.decided.proposal == record.proposal_digest()
+
+
+def test_the_record_keeps_the_proposal_its_package_and_their_digest(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    clock = FakeClock()
+    approvals = DynamoDbApprovals(client=dynamodb, table_name=table)
+    asked = ApprovalRecord(
+        DELIVERY,
+        "alert",
+        {"title": "t\u202e"},
+        clock.value,
+        clock.value + 60,
+        package_digest="d" * 64,
+    )
+    assert approvals.request(asked, expires_at=clock.value + EXPIRES_IN) is True
+    assert approvals.get(DELIVERY, "alert") == asked
+    stored = dynamodb.get_item(TableName=table, Key=approval_key(DELIVERY, "alert"))["Item"]
+    assert stored["proposal_digest"]["S"] == asked.proposal_digest()
+    assert stored["proposal_package"]["S"] == "d" * 64
+
+
+def test_a_decision_writes_exactly_the_attributes_the_workers_role_may_not(
+    dynamodb: DynamoDBClient, table: str
+) -> None:
+    """infra denies the worker's role these names (tests/infra/test_least_privilege.py):
+    a decision attribute the list missed would be one the worker could still write."""
+    clock = FakeClock()
+    approvals = parked(dynamodb, table, clock)
+    key = approval_key(DELIVERY, "alert")
+    asked = set(dynamodb.get_item(TableName=table, Key=key)["Item"])
+    assert asked.isdisjoint(table_layout.APPROVAL_DECISION_ATTRIBUTES)
+    assert set(table_layout.APPROVAL_PROPOSAL_ATTRIBUTES) <= asked | {"proposal_package"}
+    record = approvals.get(DELIVERY, "alert")
+    assert record is not None
+    named = dataclasses.replace(
+        decision(ApprovalDecision.APPROVED, clock), proposal=record.proposal_digest()
+    )
+    assert approvals.decide(DELIVERY, "alert", named) is True
+    decided = set(dynamodb.get_item(TableName=table, Key=key)["Item"])
+    assert decided - asked == {*table_layout.APPROVAL_DECISION_ATTRIBUTES, "note"}

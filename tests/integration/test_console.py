@@ -538,12 +538,45 @@ def parked(stack: Stack, title: str, *, tool_input: dict[str, str] | None = None
     return delivery_id
 
 
+def shown_digest(stack: Stack, delivery_id: str, name: str = "alert") -> str:
+    """The proposal digest the approvals page posts with a decision."""
+    record = approvals.approvals_store(stack.target).get(delivery_id, name)
+    assert record is not None
+    page = get(make_console(stack), "/approvals").body
+    assert f'name="proposal" value="{record.proposal_digest()}"' in page
+    return record.proposal_digest()
+
+
+def test_a_console_decision_names_what_it_showed_in_time_and_who_made_it(stack: Stack) -> None:
+    console = make_console(stack, operator="alice")
+    delivery_id = parked(stack, "Pay \u202eacme\u200b")
+    page = get(console, "/approvals").body
+    assert "\u202e" not in page and "\u200b" not in page
+    assert "Pay \\u202eacme\\u200b" in page
+    digest = shown_digest(stack, delivery_id)
+    form = {"delivery_id": delivery_id, "name": "alert"}
+    other = post(console, "/actions/approve", {**form, "proposal": "0" * 64})
+    assert (other.status, error(other)) == (409, "approval_other_proposal")
+    unnamed = post(console, "/actions/approve", form)
+    assert (unnamed.status, error(unnamed)) == (400, "missing_proposal")
+    late = make_console(stack, operator="alice", clock=lambda: NOW + 3600)
+    expired = post(late, "/actions/approve", {**form, "proposal": digest})
+    assert (expired.status, error(expired)) == (409, "approval_expired")
+    assert stack.drain(stack.target.work_queue_url) == []  # nothing acts
+    approved = post(console, "/actions/approve", {**form, "proposal": digest})
+    assert approved.status == 200, approved.body
+    record = approvals.approvals_store(stack.target).get(delivery_id, "alert")
+    assert record is not None and record.decided is not None
+    assert record.decided.decided_by == "alice (console)"
+    assert "approved by alice (console)" in get(console, f"/delivery/{delivery_id}").body
+
+
 def test_approvals_shows_a_proposed_tool_call_and_its_input_escaped(stack: Stack) -> None:
     delivery_id = parked(stack, "open_ticket", tool_input={"note": "<b>now</b>"})
     response = get(make_console(stack), "/approvals")
     assert delivery_id in response.body
     assert "<b>tool open_ticket</b>" in response.body
-    assert "<pre>{&quot;note&quot;: &quot;&lt;b&gt;now&lt;/b&gt;&quot;}</pre>" in response.body
+    assert "<pre>{&quot;note&quot;:&quot;&lt;b&gt;now&lt;/b&gt;&quot;}</pre>" in response.body
 
 
 def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: Stack) -> None:
@@ -566,7 +599,8 @@ def test_approvals_lists_each_waiting_delivery_with_its_proposal_escaped(stack: 
 def test_approve_resumes_once_and_deny_after_it_is_a_conflict(stack: Stack) -> None:
     console = make_console(stack)
     delivery_id = parked(stack, "t")
-    form = {"delivery_id": delivery_id, "name": "alert", "note": "looks right"}
+    digest = shown_digest(stack, delivery_id)
+    form = {"delivery_id": delivery_id, "name": "alert", "note": "looks right", "proposal": digest}
     approved = post(console, "/actions/approve", form)
     assert approved.status == 200, approved.body
     assert json.loads(approved.body)["message"] == f"{delivery_id}: approved"
@@ -584,5 +618,5 @@ def test_approve_resumes_once_and_deny_after_it_is_a_conflict(stack: Stack) -> N
     page = get(console, f"/delivery/{delivery_id}")
     assert "approval decided" in page.body
     assert "approved by console: looks right" in page.body
-    unknown = post(console, "/actions/deny", {"delivery_id": str(uuid.uuid4())})
+    unknown = post(console, "/actions/deny", {"delivery_id": str(uuid.uuid4()), "proposal": digest})
     assert (unknown.status, error(unknown)) == (409, "not_awaiting_approval")

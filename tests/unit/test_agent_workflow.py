@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -497,7 +498,7 @@ def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approve
     )
     approvals = FakeApprovals(claims)
 
-    def attempt() -> None:
+    def attempt(package: Package = PACKAGE) -> None:
         ledger = EffectLedger(
             DELIVERY,
             store=world.effects,
@@ -515,7 +516,7 @@ def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approve
             metrics=world.metrics,
             approvals=approvals,
         )
-        gated.run(WORK, PACKAGE, ledger)
+        gated.run(WORK, package, ledger)
 
     with pytest.raises(AwaitingApproval) as parked:
         attempt()
@@ -529,6 +530,14 @@ def test_approval_of_the_alert_parks_after_the_model_step_and_sends_once_approve
         attempt()  # still undecided: parks again, the model is not asked again
     decision = Decision(ApprovalDecision.APPROVED, "operator", world.clock.now(), "t1")
     assert approvals.decide(DELIVERY, "alert", decision)
+    # Served another version of the package, the same alert is another proposal: the
+    # yes given for the package the person saw does not send it.
+    changed = dataclasses.replace(PACKAGE, briefing=PACKAGE.briefing + " (changed)")
+    with pytest.raises(AwaitingApproval) as again:
+        attempt(changed)
+    assert again.value.name.startswith("alert.")
+    assert again.value.proposal_digest != record.proposal_digest()
+    assert _sent(world.topic) == []
     attempt()
     attempt()
     assert len(_sent(world.topic)) == 1

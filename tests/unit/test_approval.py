@@ -40,6 +40,8 @@ from tests.fakes import (
 )
 
 TIMEOUT = 3600
+PROPOSAL = {"title": "Package pkg_1", "summary": "ships today"}
+PACKAGE_DIGEST = "a" * 64
 EXPIRES = 1_760_000_000 + 14 * 86_400  # (FakeClock starts at 1_760_000_000)
 WORK = WorkItem(
     "7d0c3b1a-2f4e-4c6d-9b8a-0e1f2a3b4c5d", "package.received", "pkg_1", "https://mcp.example/mcp"
@@ -54,6 +56,7 @@ class GatedWorkflow:
     clock: FakeClock
     sent: list[str] = field(default_factory=list)
     proposals: int = 0
+    package_digest: str = PACKAGE_DIGEST  # what the run's package is, this attempt
 
     def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
         proposal = effects.step("proposal", self._propose)
@@ -62,6 +65,7 @@ class GatedWorkflow:
             delivery_id=work.delivery_id,
             name="alert",
             proposal=proposal,
+            package_digest=self.package_digest,
             now=self.clock.now(),
             timeout_seconds=TIMEOUT,
             expires_at=effects.expires_at,
@@ -70,7 +74,7 @@ class GatedWorkflow:
 
     def _propose(self) -> dict[str, str]:
         self.proposals += 1
-        return {"title": "Package pkg_1", "summary": "ships today"}
+        return dict(PROPOSAL)
 
 
 class Packages:
@@ -120,9 +124,17 @@ class World:
     def item(self) -> InboxItem:
         return self.claims.items[WORK.delivery_id]
 
-    def decide(self, wanted: ApprovalDecision, *, token: str | None = None) -> DecideOutcome:
-        decision = Decision(wanted, "operator", self.clock.now(), token or new_decision_token())
-        return decide(self.approvals, WORK.delivery_id, "alert", decision).outcome
+    def decide(
+        self,
+        wanted: ApprovalDecision,
+        *,
+        token: str | None = None,
+        name: str = "alert",
+        proposal: str | None = None,
+    ) -> DecideOutcome:
+        token = token or new_decision_token()
+        decision = Decision(wanted, "operator", self.clock.now(), token, proposal=proposal)
+        return decide(self.approvals, WORK.delivery_id, name, decision).outcome
 
 
 def test_policy_reads_alert_tools_and_both() -> None:
@@ -238,6 +250,66 @@ def test_a_decision_that_failed_before_committing_says_so() -> None:
     assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.APPLIED
 
 
+def test_the_record_binds_the_proposal_and_the_package_it_was_made_from() -> None:
+    world = World()
+    world.process()
+    record = world.approvals.get(WORK.delivery_id, "alert")
+    assert record is not None
+    assert record.proposal == PROPOSAL
+    assert record.package_digest == PACKAGE_DIGEST
+    other = dataclasses.replace(record, package_digest="c" * 64)
+    assert other.proposal_digest() != record.proposal_digest()
+    reworded = dataclasses.replace(record, proposal={**PROPOSAL, "summary": "ships today!"})
+    assert reworded.proposal_digest() != record.proposal_digest()
+
+
+def test_a_decision_naming_another_proposal_changes_nothing() -> None:
+    world = World()
+    world.process()
+    outcome = world.decide(ApprovalDecision.APPROVED, proposal="0" * 64)
+    assert outcome is DecideOutcome.OTHER_PROPOSAL
+    assert world.item().state is State.AWAITING_APPROVAL
+    record = world.approvals.get(WORK.delivery_id, "alert")
+    assert record is not None
+    assert record.decided is None
+    named = world.decide(ApprovalDecision.APPROVED, proposal=record.proposal_digest())
+    assert named is DecideOutcome.APPLIED
+
+
+def test_a_resumed_run_from_another_package_parks_again_and_sends_nothing() -> None:
+    """Approved for what the person saw; the resumed run proposes from another package:
+    a new proposal that waits under its own name, the old yes does not run it."""
+    world = World()
+    world.process()
+    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.APPLIED
+    world.workflow.package_digest = "c" * 64
+    assert world.process().result is Result.AWAITING_APPROVAL
+    assert world.workflow.sent == []
+    waiting = world.item().approval
+    assert waiting is not None
+    assert waiting.startswith("alert.")
+    record = world.approvals.get(WORK.delivery_id, waiting)
+    assert record is not None
+    assert record.package_digest == "c" * 64
+    with pytest.raises(AwaitingApproval) as parked:  # asked again: the same record
+        require_approval(
+            world.approvals,
+            delivery_id=WORK.delivery_id,
+            name="alert",
+            proposal=PROPOSAL,
+            package_digest="c" * 64,
+            now=world.clock.now(),
+            timeout_seconds=TIMEOUT,
+            expires_at=EXPIRES,
+        )
+    assert (parked.value.name, parked.value.package_digest) == (waiting, "c" * 64)
+    assert parked.value.proposal_digest == record.proposal_digest()
+    assert record.decided is None
+    assert world.decide(ApprovalDecision.APPROVED, name=waiting) is DecideOutcome.APPLIED
+    world.process()
+    assert len(world.workflow.sent) == 1
+
+
 def test_the_first_request_whose_answer_was_lost_still_parks() -> None:
     world = World()
     world.approvals.lose_requests = 1
@@ -252,7 +324,8 @@ def test_the_deadline_never_outlives_the_delivery() -> None:
             world.approvals,
             delivery_id=WORK.delivery_id,
             name="alert",
-            proposal={},
+            proposal=PROPOSAL,
+            package_digest=PACKAGE_DIGEST,
             now=world.clock.value,
             timeout_seconds=TIMEOUT,
             expires_at=world.clock.value + 600 + EXPIRY_MARGIN_SECONDS,
@@ -275,14 +348,16 @@ def test_an_expired_approval_refuses_with_its_own_code() -> None:
             world.approvals,
             delivery_id=WORK.delivery_id,
             name="alert",
-            proposal={},
+            proposal=PROPOSAL,
+            package_digest=PACKAGE_DIGEST,
             now=world.clock.value,
             timeout_seconds=TIMEOUT,
             expires_at=EXPIRES,
         )
     assert refused.value.code == "approval_expired"
-    assert world.decide(ApprovalDecision.DENIED) is DecideOutcome.UNCHANGED
-    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.REFUSED
+    # A person's decision after the timeout's, of either kind, is refused as late.
+    assert world.decide(ApprovalDecision.DENIED) is DecideOutcome.EXPIRED
+    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.EXPIRED
 
 
 # --- the reconciler's pass ---------------------------------------------------------------
@@ -339,13 +414,30 @@ def test_the_reconcilers_denial_whose_answer_was_lost_is_counted_once() -> None:
     assert world.item().last_error == "approval_expired"
 
 
-def test_a_persons_decision_before_the_timeout_wins() -> None:
+def test_a_persons_decision_before_the_deadline_wins() -> None:
+    world = World()
+    world.process()
+    world.clock.advance(TIMEOUT - 1)
+    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.APPLIED
+    world.clock.advance(1)
+    assert run_reconciler(world).approvals_expired == 0
+    assert world.item().state is State.PENDING
+
+
+def test_a_persons_decision_at_the_deadline_is_refused_before_the_reconciler_runs() -> None:
     world = World()
     world.process()
     world.clock.advance(TIMEOUT)
-    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.APPLIED
-    assert run_reconciler(world).approvals_expired == 0
-    assert world.item().state is State.PENDING
+    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.EXPIRED
+    assert world.decide(ApprovalDecision.DENIED) is DecideOutcome.EXPIRED
+    record = world.approvals.get(WORK.delivery_id, "alert")
+    assert record is not None
+    assert record.decided is None
+    assert world.item().state is State.AWAITING_APPROVAL  # nothing moved: nothing acts
+    assert run_reconciler(world).approvals_expired == 1
+    assert world.decide(ApprovalDecision.APPROVED) is DecideOutcome.EXPIRED
+    assert world.item().last_error == "approval_expired"
+    assert world.workflow.sent == []
 
 
 def test_the_pass_stops_at_the_deadline_and_the_next_run_goes_on() -> None:

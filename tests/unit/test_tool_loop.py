@@ -309,6 +309,26 @@ def test_an_approved_tool_waits_with_its_proposed_call_then_runs_once() -> None:
     assert len(gated.world.model.prompts) == 3  # each turn asked once
 
 
+def test_an_approved_call_made_from_another_package_waits_again_and_the_old_yes_runs_nothing() -> (
+    None
+):
+    """Approved for the package the person saw; the resumed run works from another one
+    (a changed package): the same call is another proposal, asked for anew."""
+    gated = gated_world()
+    assert gated.world.approval is not None
+    gated.world.approval = gated.world.approval.about("a" * 64)
+    first = gated.parks()
+    assert gated.decide(first.name, ApprovalDecision.APPROVED, "t1") is DecideOutcome.APPLIED
+    gated.world.approval = gated.world.approval.about("b" * 64)
+    again = gated.parks()
+    assert again.name == f"{first.name}.{again.proposal_digest[:12]}"
+    assert again.proposal_digest != first.proposal_digest
+    assert not gated.far.tickets  # the old yes ran nothing
+    assert gated.decide(again.name, ApprovalDecision.APPROVED, "t2") is DecideOutcome.APPLIED
+    gated.world.attempt()
+    assert sum(gated.far.tickets.values()) == 1
+
+
 def test_an_approval_whose_answer_was_lost_runs_the_tool_once() -> None:
     """The decision committed and its answer was lost; the person (or the CLI) tries
     again: applied, not a conflict, and the tool still runs once after the resume."""

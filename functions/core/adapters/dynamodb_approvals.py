@@ -5,8 +5,10 @@ retention. It is never listed in the state index itself: the parked inbox item i
 (``awaiting_approval#NN``), and a listing reads the record beside each item.
 
 A decision is one ``TransactWriteItems``: the record's decision (only if none is
-recorded) and the inbox item's move out of ``awaiting_approval`` (only if it still
-waits for this approval; :mod:`.dynamodb_inbox_transitions`). Its ``ClientRequestToken``
+recorded, only about the proposal the person named, only before the deadline for a
+person and only after it for the timeout) and the inbox item's move out of
+``awaiting_approval`` (only if it still waits for this approval;
+:mod:`.dynamodb_inbox_transitions`). Its ``ClientRequestToken``
 is the decision's token, so the SDK's retry of a transaction that committed but whose
 answer was lost is answered as a success by DynamoDB (within its ten minutes), and a
 later read tells our decision from another by the token on the record.
@@ -48,6 +50,20 @@ _UNDECIDED: Condition = (
     ("attribute_exists(pk)", "only an approval that was asked for is decided"),
     ("attribute_not_exists(decision)", "decided once: the first decision stands"),
 )
+_NAMED_PROPOSAL: Condition = (
+    (
+        "attribute_not_exists(proposal_digest) OR proposal_digest = :proposal",
+        "a person decides what they were shown, not what waits now (a record from before"
+        " digests were kept has no digest; its proposal was never rewritten either)",
+    ),
+)
+_IN_TIME: Condition = (
+    (
+        "deadline > :at",
+        "a person's decision after the deadline is refused, whatever the reconciler has done yet",
+    ),
+)
+_TIMED_OUT: Condition = (("deadline <= :at", "the timeout decides only once it has passed"),)
 _INBOX_MOVES: Final = {
     ApprovalDecision.APPROVED: transitions.APPROVE,
     ApprovalDecision.DENIED: transitions.DENY,
@@ -66,9 +82,12 @@ def approval_to_item(record: ApprovalRecord, *, expires_at: int) -> dynamodb_ite
         "delivery_id": {"S": record.delivery_id},
         "name": {"S": record.name},
         "proposal": {"S": record.proposal_json()},
+        "proposal_digest": {"S": record.proposal_digest()},
         "requested_at": {"N": str(record.requested_at)},
         "deadline": {"N": str(record.deadline)},
     }
+    if record.package_digest is not None:
+        item["proposal_package"] = {"S": record.package_digest}
     if expires_at:
         item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
     return item
@@ -84,7 +103,9 @@ def approval_from_item(item: dynamodb_items.Item) -> ApprovalRecord:
             decided_at=int(item["decided_at"]["N"]),
             token=str(item["decision_token"]["S"]),
             note=str(item["note"]["S"]) if "note" in item else None,
+            proposal=str(item["decided_proposal"]["S"]) if "decided_proposal" in item else None,
         )
+    package_digest = item.get("proposal_package")
     proposal: Any = json.loads(item["proposal"]["S"])
     if not isinstance(proposal, dict):
         raise ValueError("an approval's proposal is a JSON object")
@@ -95,6 +116,7 @@ def approval_from_item(item: dynamodb_items.Item) -> ApprovalRecord:
         requested_at=int(item["requested_at"]["N"]),
         deadline=int(item["deadline"]["N"]),
         decided=decided,
+        package_digest=None if package_digest is None else str(package_digest["S"]),
     )
 
 
@@ -130,6 +152,15 @@ class DynamoDbApprovals:
         if decision.note:
             values[":note"] = {"S": decision.note}
             update += ", note = :note"
+        condition = _UNDECIDED
+        if decision.decision is ApprovalDecision.EXPIRED:
+            condition += _TIMED_OUT
+        else:
+            condition += _IN_TIME
+        if decision.proposal is not None:
+            values[":proposal"] = {"S": decision.proposal}
+            update += ", decided_proposal = :proposal"
+            condition += _NAMED_PROPOSAL
         move = _INBOX_MOVES[decision.decision]
         extra = {} if move is transitions.APPROVE else {"error": decision.decision.error_code}
         inbox = transitions.update_request(
@@ -141,7 +172,7 @@ class DynamoDbApprovals:
                     "TableName": self._table,
                     "Key": approval_key(delivery_id, name),
                     "UpdateExpression": update,
-                    "ConditionExpression": condition_expression(_UNDECIDED),
+                    "ConditionExpression": condition_expression(condition),
                     "ExpressionAttributeValues": values,
                 }
             },

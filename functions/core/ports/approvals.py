@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,15 +24,25 @@ class ApprovalDecision(StrEnum):
         return f"approval_{self.value}"
 
 
+# A proposal's short digest: what ``approvals list`` prints and ``--proposal`` names.
+SHORT_DIGEST_CHARS = 12
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One decision as recorded: what, who or what made it, when, with which token."""
+    """One decision as recorded: what, who or what made it, when, with which token.
+
+    ``proposal``: the digest of the proposal a person decided (what they were shown);
+    the store refuses the decision when the record holds another. None: the timeout's,
+    which decides whatever waits.
+    """
 
     decision: ApprovalDecision
     decided_by: str
     decided_at: int
     token: str
     note: str | None = None
+    proposal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +50,12 @@ class ApprovalRecord:
     """What waits for a person (``name``) in one delivery, and its decision once made.
 
     Attributes:
-        proposal: what the delivery will do once approved (a JSON object; the agent's
-            alert). Untrusted where it quotes a model: shown as data, never followed.
+        proposal: what the delivery will do once approved (a JSON object: the agent's
+            alert, an acting tool's call). Untrusted where it quotes a model: shown as
+            data, never followed.
+        package_digest: the digest of the package the proposal was made from
+            (:meth:`functions.core.package.Package.digest`); None on a record written
+            before it was kept (a resumed run never matches it: asked again).
     """
 
     delivery_id: str
@@ -49,9 +64,29 @@ class ApprovalRecord:
     requested_at: int
     deadline: int
     decided: Decision | None = None
+    package_digest: str | None = None
 
     def proposal_json(self) -> str:
+        """The canonical form: sorted keys, no spaces (what the digest is over)."""
         return json.dumps(self.proposal, separators=(",", ":"), sort_keys=True)
+
+    def proposal_digest(self) -> str:
+        """SHA-256 (hex) of what a decision is about: the proposal and its package."""
+        return proposal_digest(self.proposal, self.package_digest)
+
+    def short_digest(self) -> str:
+        return self.proposal_digest()[:SHORT_DIGEST_CHARS]
+
+
+def proposal_digest(proposal: Mapping[str, Any], package_digest: str | None) -> str:
+    """SHA-256 (hex) over the canonical proposal and the package digest: two proposals
+    with another argument, text or package never share it."""
+    canonical = json.dumps(
+        {"package_digest": package_digest, "proposal": proposal},
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class ApprovalStore(Protocol):
@@ -70,8 +105,10 @@ class ApprovalDecisions(ApprovalStore, Protocol):
     def decide(self, delivery_id: str, name: str, decision: Decision) -> bool:
         """Record ``decision`` and move the waiting inbox item, in one transaction.
 
-        Returns False when a condition refused it (decided already, or the delivery
-        is not waiting for ``name``); raises ``TransientError`` when the outcome is
+        Returns False when a condition refused it (decided already, the delivery is
+        not waiting for ``name``, the record holds another proposal than
+        ``decision.proposal``, or a person's decision comes at or after the deadline
+        and the timeout's before it); raises ``TransientError`` when the outcome is
         unknown (it may have committed).
         """
         ...

@@ -450,6 +450,7 @@ AGENT_SETTINGS: Final = tuple(
         ("agent_system_prompt", "system_prompt"),
         ("agent_daily_token_budget", "daily_token_budget"),
         ("agent_tools", "tools"),
+        ("agent_tools_without_approval", "tools_without_approval"),
         ("agent_max_turns", "max_turns"),
         ("agent_max_tool_calls", "max_tool_calls"),
         ("alert_url", "alert_url"),

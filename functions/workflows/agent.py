@@ -23,9 +23,10 @@ The delivery completes once ``run`` returns, that is after the alert's done reco
 the proposal (the alert as it will go out) is recorded and the delivery parks
 ``awaiting_approval`` (:mod:`functions.core.approval`); once approved, the resumed run
 reuses the archive and the recorded model step and sends the alert; denied or expired
-(``approval_timeout_minutes``), it sends nothing and ends ``failed``. With
-``approval=tools:NAME,...`` each call of those acting tools waits the same way before
-it runs (:mod:`functions.workflows.tool_loop`).
+(``approval_timeout_minutes``), it sends nothing and ends ``failed``. Each call of an
+acting tool waits the same way before it runs, whatever ``approval`` says, unless
+``tools_without_approval=NAME,...`` exempts that tool (read-only tools never wait;
+:mod:`functions.workflows.tool_loop`).
 
 **Screening.** With ``guardrail_id`` and ``guardrail_version``, between 1 and 2 the
 title and briefing go through that Bedrock guardrail (``ApplyGuardrail``, a recorded
@@ -52,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval
+from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval, tool_names
 from functions.core.effects import EffectMode, idempotency_key
 from functions.core.env_parsers import SettingsError, flag, integer, number, optional
 from functions.core.model_step import ModelReply
@@ -84,6 +85,7 @@ from functions.workflows.screening import BriefingScreen, GuardrailRef
 from functions.workflows.tool_loop import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TURNS,
+    SETTING_EXEMPT,
     SETTING_MAX_TOOL_CALLS,
     SETTING_MAX_TURNS,
     ToolApproval,
@@ -222,6 +224,8 @@ class AgentSettings:
     approval_timeout_minutes: float = DEFAULT_APPROVAL_TIMEOUT_MINUTES
 
     tools: str | None = None
+    # The acting tools that run without a person's yes; every other acting tool waits.
+    tools_without_approval: frozenset[str] = frozenset()
     max_turns: int = DEFAULT_MAX_TURNS
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     # The Bedrock guardrail that screens each briefing (both or neither).
@@ -298,6 +302,7 @@ class AgentSettings:
                 high=MAX_APPROVAL_TIMEOUT_MINUTES,
             ),
             tools=optional(settings, SETTING_TOOLS),
+            tools_without_approval=_exempt_tools(settings),
             max_turns=integer(
                 settings, SETTING_MAX_TURNS, default=DEFAULT_MAX_TURNS, low=1, high=MAX_MAX_TURNS
             ),
@@ -316,6 +321,13 @@ class AgentSettings:
 def _approval_policy(settings: Mapping[str, str]) -> ApprovalPolicy:
     try:
         return ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _exempt_tools(settings: Mapping[str, str]) -> frozenset[str]:
+    try:
+        return tool_names(optional(settings, SETTING_EXEMPT), setting=SETTING_EXEMPT)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
 
@@ -439,9 +451,11 @@ class AgentWorkflow:
         """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget,
         ``spend`` None no spend record; ``tools`` empty: one model call, no tools;
         ``guardrail`` screens each briefing, and is needed when ``settings`` name one;
-        ``approvals`` is needed when ``settings.approval`` names anything, and with a
-        guardrail (a blocked briefing waits for a person); each tool the approval names
-        must be an acting one of ``tools`` (``ValueError`` otherwise)."""
+        ``approvals`` is needed when ``settings.approval`` names anything, with an
+        acting tool that ``tools_without_approval`` does not exempt, and with a
+        guardrail (a blocked briefing waits for a person); each tool the approval or
+        the exemption names must be an acting one of ``tools`` (``ValueError``
+        otherwise)."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
@@ -469,6 +483,7 @@ class AgentWorkflow:
             store=approvals,
             clock=clock,
             timeout_seconds=settings.approval_timeout_seconds,
+            exempt=settings.tools_without_approval,
         )
         if (settings.guardrail is None) != (guardrail is None):
             raise ValueError("a guardrail is given exactly when the settings name one")

@@ -17,8 +17,9 @@ Per delivery, turn by turn:
      recorded is not applied again, and the model is told it was applied;
    * an unknown tool name, a :class:`~functions.workflows.tools.ToolError` or a
      refusal (``Rejected``): an error result the model reads;
-   * an acting tool that the ``approval`` setting names (``tools:NAME,...``): before
-     it runs, the proposed call (tool, input, tool-use id) is recorded as the
+   * an acting tool, unless the setting ``tools_without_approval`` exempts it by name
+     (read-only tools never wait; ``approval=tools:NAME,...`` names some explicitly,
+     as before): before it runs, the proposed call (tool, input, tool-use id) is recorded as the
      approval ``tool.<digest>`` and the delivery parks ``awaiting_approval``
      (:mod:`functions.core.approval`); approved, the resumed run reuses every
      recorded turn and result, reaches this tool use again and runs it through the
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 
 SETTING_MAX_TURNS: Final = "max_turns"
 SETTING_MAX_TOOL_CALLS: Final = "max_tool_calls"
+# The acting tools that run without a person's yes (NAME,NAME); every other one waits.
+SETTING_EXEMPT: Final = "tools_without_approval"
 DEFAULT_MAX_TURNS: Final = 8
 DEFAULT_MAX_TOOL_CALLS: Final = 20
 _DIGEST_CHARS: Final = 16  # a step or effect name is [a-z0-9_.-]; a tool-use id is not
@@ -72,12 +75,22 @@ class ToolCaps:
 
 @dataclass(frozen=True, slots=True)
 class ToolApproval:
-    """The acting tools whose calls wait for a person, and where the wait is recorded."""
+    """The acting tools whose calls wait for a person, and where the wait is recorded.
 
-    store: ApprovalStore
+    Attributes:
+        tools: the acting tools whose calls wait: every one not in ``exempt``.
+        exempt: the acting tools a deployer let run unasked, by name.
+    """
+
+    store: ApprovalStore | None
     clock: Clock
     tools: frozenset[str]
     timeout_seconds: int
+    exempt: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.tools and self.store is None:
+            raise ValueError("tools that wait for a person need an approval store")
 
     @classmethod
     def of(
@@ -88,24 +101,35 @@ class ToolApproval:
         store: ApprovalStore | None,
         clock: Clock,
         timeout_seconds: int,
-    ) -> ToolApproval | None:
-        """The gate for ``gated`` (the names ``tools:NAME,...`` lists); None for none.
+        exempt: frozenset[str] = frozenset(),
+    ) -> ToolApproval:
+        """The gate of ``tools``: every acting one waits but those ``exempt`` names;
+        ``gated`` (the names ``approval=tools:NAME,...`` lists) must wait.
 
         Raises:
             ValueError: a name is no acting tool of ``tools`` (a typo would let the
-                action run unapproved), or there is no store: fail at cold start.
+                action run unapproved, or exempt nothing), a name is both gated and
+                exempt, or a tool waits and there is no store: fail at cold start.
         """
-        if not gated:
-            return None
         acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
-        if unknown := sorted(gated - acting):
+        for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
+            if unknown := sorted(names - acting):
+                raise ValueError(
+                    f"{setting}{','.join(unknown)} names no acting tool of the tools"
+                    f" setting (acting: {sorted(acting) or 'none'})"
+                )
+        if both := sorted(gated & exempt):
             raise ValueError(
-                f"approval: tools:{','.join(unknown)} names no acting tool of the tools"
-                f" setting (acting: {sorted(acting) or 'none'})"
+                f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
+                " name it in one of them"
             )
-        if store is None:
-            raise ValueError("an approval of tools needs an approval store")
-        return cls(store, clock, gated, timeout_seconds)
+        waiting = frozenset(acting - exempt)
+        if waiting and store is None:
+            raise ValueError(
+                f"acting tools wait for a person ({','.join(sorted(waiting))}): that needs"
+                f" an approval store, or name them in {SETTING_EXEMPT}"
+            )
+        return cls(store, clock, waiting, timeout_seconds, exempt)
 
 
 def tool_key(delivery_id: str, tool_use_id: str) -> str:
@@ -135,14 +159,21 @@ def converse_with_tools(
 ) -> ModelReply:
     """Run the loop (see the module's docstring) and return the final reply.
 
+    ``approval`` says which acting tools wait (:meth:`ToolApproval.of`); without it
+    no acting tool may be offered.
+
     Raises:
+        ValueError: acting tools offered without an ``approval``.
         PermanentError: ``max_turns_reached`` or ``max_tool_calls_reached``.
-        AwaitingApproval: an approved tool use waits for its decision (park it).
+        AwaitingApproval: a tool use waits for its decision (park it).
         ApprovalRefused: it was denied, or its time ran out.
         Whatever a model step or an acting tool's effect raises (``NotApplied``,
         ``UncertainEffect``, ``TransientError``, ...): the delivery is retried or
         fails as for any step or effect.
     """
+    if approval is None and any(tool.mode.effect_mode is not None for tool in tools):
+        # Fail closed: an acting tool runs unasked only when exempted by name.
+        raise ValueError("acting tools need a ToolApproval (ToolApproval.of exempts by name)")
     by_name = {tool.name: tool for tool in tools}
     offered = dataclasses.replace(prompt, tool_config=tool_config(tools))
     turns: list[dict[str, Any]] = []
@@ -182,7 +213,7 @@ def _settle(
             return _success(tool.run(use.input, key))
         except ToolError as exc:
             return _error(exc.message)
-    if approval is not None and tool.name in approval.tools:
+    if approval is not None and approval.store is not None and tool.name in approval.tools:
         # The proposal comes from the recorded turn, so the run resumed after the
         # decision runs exactly the call the person approved, with the same key.
         require_approval(

@@ -17,7 +17,11 @@ from tests.integration.test_agent_pipeline import (  # noqa: F401 (fixtures)
 )
 from tests.integration.test_pipeline import crashed
 
-TOOLS_SETTINGS = {"tools": "tests.integration.agent_tools:TOOLS"}
+# These tests are about acting once: the ticket runs without a person's yes, by name.
+TOOLS_SETTINGS = {
+    "tools": "tests.integration.agent_tools:TOOLS",
+    "tools_without_approval": "open_ticket",
+}
 SCRIPT = [[("lookup", {"customer": "acme"})], [("open_ticket", {"customer": "acme"})]]
 
 
@@ -28,6 +32,23 @@ def tools_stack(stack: AgentStack) -> Iterator[AgentStack]:  # noqa: F811 (the f
     yield stack
     stack.emulator.emulator.script_tools([])
     FAR_SIDE.reset()
+
+
+def test_an_acting_tool_waits_for_a_person_unless_exempted_by_name(
+    tools_stack: AgentStack,
+) -> None:
+    """No ``approval`` setting, no exemption: the lookup runs, the ticket's call parks
+    the delivery with its proposal, and nothing is opened or alerted."""
+    work = tools_stack.deliver()
+    settings = {"tools": TOOLS_SETTINGS["tools"]}
+    _, result = tools_stack.worker(extra=settings).run_visible()
+    assert result == {"batchItemFailures": []}
+    item = tools_stack.aws.inbox(work.delivery_id)
+    assert item.state is State.AWAITING_APPROVAL
+    assert item.approval is not None and item.approval.startswith("tool.")
+    assert FAR_SIDE.lookups == [{"customer": "acme"}]
+    assert not FAR_SIDE.ticket_posts
+    assert tools_stack.alerts_for(work.delivery_id) == []
 
 
 def test_tool_using_delivery_reads_acts_once_and_alerts_once(tools_stack: AgentStack) -> None:

@@ -108,9 +108,18 @@ class World:
         client = ModelClient(
             model=self.model, clock=self.clock, metrics=self.metrics, spend=self.spend
         )
+        # Unless a test gates them, its acting tools are exempted by name.
+        approval = self.approval or exempting(self.tools, self.clock)
         return converse_with_tools(
-            ledger, client, PROMPT, self.tools, caps=self.caps, approval=self.approval
+            ledger, client, PROMPT, self.tools, caps=self.caps, approval=approval
         )
+
+
+def exempting(tools: list[Tool], clock: FakeClock) -> ToolApproval:
+    acting = frozenset(t.name for t in tools if t.mode is not ToolMode.READ_ONLY)
+    return ToolApproval.of(
+        frozenset(), tools, store=None, clock=clock, timeout_seconds=60, exempt=acting
+    )
 
 
 def lookup_tool(calls: list[dict[str, Any]]) -> Tool:
@@ -244,17 +253,20 @@ class Gated:
 
     world: World
     far: Ticketing
+    # None: named in approval=tools:open_ticket; a set: no approval setting, these exempt.
+    exempt: frozenset[str] | None = None
     claims: FakeClaims = field(default_factory=FakeClaims)
     approvals: FakeApprovals = field(init=False)
 
     def __post_init__(self) -> None:
         self.approvals = FakeApprovals(self.claims)
         self.world.approval = ToolApproval.of(
-            frozenset({"open_ticket"}),
+            frozenset({"open_ticket"}) if self.exempt is None else frozenset(),
             self.world.tools,
             store=self.approvals,
             clock=self.world.clock,
             timeout_seconds=APPROVAL_TIMEOUT,
+            exempt=self.exempt or frozenset(),
         )
         self.claims.add(InboxItem(DELIVERY, "package.received", "0" * 64, 0, State.PROCESSING))
 
@@ -276,11 +288,11 @@ class Gated:
         return decide(self.approvals, DELIVERY, name, decision).outcome
 
 
-def gated_world(**ticketing: Any) -> Gated:
+def gated_world(exempt: frozenset[str] | None = None, **ticketing: Any) -> Gated:
     far = Ticketing(**ticketing)
     lookups: list[dict[str, Any]] = []
     model = ScriptedModel([[("lookup", {"q": "a"})], [("open_ticket", {"q": "b"})]])
-    return Gated(World(model, [lookup_tool(lookups), ticket_tool(far)]), far)
+    return Gated(World(model, [lookup_tool(lookups), ticket_tool(far)]), far, exempt)
 
 
 def test_an_approved_tool_waits_with_its_proposed_call_then_runs_once() -> None:
@@ -361,7 +373,61 @@ def test_only_acting_tools_of_the_tools_setting_can_wait_for_a_person() -> None:
         ToolApproval.of(
             frozenset({"open_ticket"}), tools, store=None, clock=clock, timeout_seconds=60
         )
-    assert ToolApproval.of(frozenset(), tools, store=None, clock=clock, timeout_seconds=60) is None
+    with pytest.raises(ValueError, match="approval store, or name them in tools_without_approval"):
+        ToolApproval.of(frozenset(), tools, store=None, clock=clock, timeout_seconds=60)
+    for exempt in ({"lookup"}, {"open_tikcet"}):
+        with pytest.raises(ValueError, match=r"tools_without_approval=.* names no acting tool"):
+            ToolApproval.of(
+                frozenset(), tools, store=store, clock=clock, timeout_seconds=60, exempt=exempt
+            )
+    with pytest.raises(ValueError, match="exempted by tools_without_approval too"):
+        ToolApproval.of(
+            frozenset({"open_ticket"}),
+            tools,
+            store=store,
+            clock=clock,
+            timeout_seconds=60,
+            exempt=frozenset({"open_ticket"}),
+        )
+    exempted = ToolApproval.of(
+        frozenset(),
+        tools,
+        store=None,
+        clock=clock,
+        timeout_seconds=60,
+        exempt=frozenset({"open_ticket"}),
+    )
+    assert exempted.tools == frozenset()
+
+
+def test_an_acting_tool_waits_by_default_and_runs_unasked_only_when_exempted_by_name() -> None:
+    """No ``approval`` setting: the read-only lookup runs, the ticket waits; exempted by
+    name (``tools_without_approval``), it runs without anyone's yes."""
+    gated = gated_world(exempt=frozenset())
+    parked = gated.parks()
+    record = gated.approvals.get(DELIVERY, parked.name)
+    assert record is not None and record.proposal["tool"] == "open_ticket"
+    assert not gated.far.tickets
+    assert len(gated.world.model.prompts) == 2  # the lookup ran: its turn went on
+    exempt = gated_world(exempt=frozenset({"open_ticket"}))
+    assert exempt.world.attempt().text == "All done."
+    assert sum(exempt.far.tickets.values()) == 1
+    assert exempt.approvals.records == {}
+
+
+def test_acting_tools_offered_without_an_approval_gate_are_refused() -> None:
+    far = Ticketing()
+    world = World(ScriptedModel([[("open_ticket", {})]]), [ticket_tool(far)])
+    ledger = EffectLedger(
+        DELIVERY,
+        store=world.effects,
+        clock=world.clock,
+        steps=StepStorage(records=world.steps, metrics=world.metrics),
+    )
+    client = ModelClient(model=world.model, clock=world.clock, metrics=world.metrics)
+    with pytest.raises(ValueError, match="acting tools need a ToolApproval"):
+        converse_with_tools(ledger, client, PROMPT, world.tools, caps=world.caps)
+    assert world.model.prompts == [] and not far.tickets
 
 
 TOOLS = [Tool("lookup", "Looks up.", SCHEMA, ToolMode.READ_ONLY, lambda i, k: {})]

@@ -26,8 +26,10 @@ Per delivery, turn by turn:
      ledger as above; denied or expired, the delivery ends ``failed``
      (``approval_denied`` / ``approval_expired``) and the model is not asked again;
 
-3. the results go back to the model in the next turn; a turn without tool uses is
-   the final reply.
+3. the results go back to the model in the next turn, each fenced as untrusted data
+   (:func:`~functions.workflows.agent_prompt.fenced_tool_result`: one escaped JSON line
+   between lines carrying the prompt's nonce; the system prompt says so); a turn
+   without tool uses is the final reply.
 
 Caps end a runaway loop: more than ``max_turns`` model turns, or more than
 ``max_tool_calls`` tool uses per delivery, fail the delivery (``max_turns_reached`` /
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from functions.core.approval import require_approval
 from functions.core.errors import PermanentError, Rejected
 from functions.core.observability import logger
+from functions.workflows.agent_prompt import fenced_tool_result, tool_results_rule
 from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
@@ -175,7 +178,11 @@ def converse_with_tools(
         # Fail closed: an acting tool runs unasked only when exempted by name.
         raise ValueError("acting tools need a ToolApproval (ToolApproval.of exempts by name)")
     by_name = {tool.name: tool for tool in tools}
-    offered = dataclasses.replace(prompt, tool_config=tool_config(tools))
+    offered = dataclasses.replace(
+        prompt,
+        system=f"{prompt.system}\n\n{tool_results_rule(prompt.nonce)}",
+        tool_config=tool_config(tools),
+    )
     turns: list[dict[str, Any]] = []
     used = 0
     for turn in range(caps.max_turns):
@@ -191,7 +198,7 @@ def converse_with_tools(
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
             settle = functools.partial(_settle, effects, by_name, use, approval)
             outcome = effects.step(tool_record_name(use.id), settle)
-            results.append(_result_block(use, outcome))
+            results.append(_result_block(use, outcome, prompt.nonce))
         turns += [_assistant_turn(reply), {"role": "user", "content": results}]
     _cap_reached(effects, "max_turns_reached", SETTING_MAX_TURNS, caps)
 
@@ -260,11 +267,11 @@ def _error(message: str) -> dict[str, Any]:
     return {"status": "error", "content": {"error": message}}
 
 
-def _result_block(use: ToolUse, outcome: Any) -> dict[str, Any]:
+def _result_block(use: ToolUse, outcome: Any, nonce: str) -> dict[str, Any]:
     return {
         "toolResult": {
             "toolUseId": use.id,
-            "content": [{"json": outcome["content"]}],
+            "content": [{"text": fenced_tool_result(outcome["content"], nonce)}],
             "status": outcome["status"],
         }
     }

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -69,6 +70,19 @@ def test_tool_using_delivery_reads_acts_once_and_alerts_once(tools_stack: AgentS
         "open_ticket",
     ]
     assert "You have no tools" not in request["system"][0]["text"]
+    # Over the wire, each tool result is fenced text, never raw JSON.
+    results = [
+        block["toolResult"]
+        for message in request["messages"]
+        for block in message["content"]
+        if "toolResult" in block
+    ]
+    assert len(results) == 2
+    for tool_result in results:
+        ((content,),) = [tool_result["content"]]
+        opening, data, closing = content["text"].split("\n")
+        assert opening.startswith("<tool-result-") and closing == "</" + opening[1:]
+        assert json.loads(data)
     spend = tools_stack.spend(work.delivery_id)
     assert (spend.model_calls, spend.answered) == (3, 3)
 

@@ -496,8 +496,16 @@ class AgentWorkflow:
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
+        screen = None
         if self._screen is not None:
             self._screen.clear(work.delivery_id, package, archive_key=key, effects=effects)
+            screen = functools.partial(
+                self._screen.clear_tool_result,
+                work.delivery_id,
+                package_id=package.package_id,
+                archive_key=key,
+                effects=effects,
+            )
         if self._tools:
             caps = ToolCaps(self._settings.max_turns, self._settings.max_tool_calls)
             prompt = self.prompt(package)
@@ -508,6 +516,7 @@ class AgentWorkflow:
                 self._tools,
                 caps=caps,
                 approval=self._tool_approval,
+                screen=screen,
             )
         else:
             summary = effects.model(MODEL_STEP, self.prompt(package), self._client)

@@ -141,6 +141,12 @@ def build_prompt(
     )
 
 
+def package_json(package: Package, *, limits: PromptLimits = DEFAULT_LIMITS) -> str:
+    """The package's line of the prompt, between its fence lines: the capped fields as
+    :func:`fence_safe_json` writes them (what the model reads of it, byte for byte)."""
+    return fence_safe_json(_capped(package, limits)[0])
+
+
 def fenced_prompt(
     data: object,
     *,

@@ -43,12 +43,16 @@ import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from functions.core.approval import require_approval
 from functions.core.errors import PermanentError, Rejected
 from functions.core.observability import logger
-from functions.workflows.agent_prompt import fenced_tool_result, tool_results_rule
+from functions.workflows.agent_prompt import (
+    fence_safe_json,
+    fenced_tool_result,
+    tool_results_rule,
+)
 from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
@@ -135,6 +139,14 @@ class ToolApproval:
         return cls(store, clock, waiting, timeout_seconds, exempt)
 
 
+class ResultScreen(Protocol):
+    """Screens one tool result before the model reads it (the guardrail's gate)."""
+
+    def __call__(self, name: str, tool: str, text: str) -> object:
+        """``name``: the tool use's record name; ``text``: the result's fenced line."""
+        ...
+
+
 def tool_key(delivery_id: str, tool_use_id: str) -> str:
     """The idempotency key of one tool use's action."""
     return f"{delivery_id}:tool:{tool_use_id}"
@@ -159,11 +171,14 @@ def converse_with_tools(
     caps: ToolCaps,
     first_step: str = "model",
     approval: ToolApproval | None = None,
+    screen: ResultScreen | None = None,
 ) -> ModelReply:
     """Run the loop (see the module's docstring) and return the final reply.
 
     ``approval`` says which acting tools wait (:meth:`ToolApproval.of`); without it
-    no acting tool may be offered.
+    no acting tool may be offered. ``screen`` (screening on) is given each tool
+    result's line, exactly as the model will read it between its fence lines, before
+    the turn that carries it; it raises to hold the result back.
 
     Raises:
         ValueError: acting tools offered without an ``approval``.
@@ -198,6 +213,8 @@ def converse_with_tools(
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
             settle = functools.partial(_settle, effects, by_name, use, approval)
             outcome = effects.step(tool_record_name(use.id), settle)
+            if screen is not None:
+                screen(tool_record_name(use.id), use.name, fence_safe_json(outcome["content"]))
             results.append(_result_block(use, outcome, prompt.nonce))
         turns += [_assistant_turn(reply), {"role": "user", "content": results}]
     _cap_reached(effects, "max_turns_reached", SETTING_MAX_TURNS, caps)

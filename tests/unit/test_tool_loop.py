@@ -408,7 +408,12 @@ def test_only_acting_tools_of_the_tools_setting_can_wait_for_a_person() -> None:
     for exempt in ({"lookup"}, {"open_tikcet"}):
         with pytest.raises(ValueError, match=r"tools_without_approval=.* names no acting tool"):
             ToolApproval.of(
-                frozenset(), tools, store=store, clock=clock, timeout_seconds=60, exempt=exempt
+                frozenset(),
+                tools,
+                store=store,
+                clock=clock,
+                timeout_seconds=60,
+                exempt=frozenset(exempt),
             )
     with pytest.raises(ValueError, match="exempted by tools_without_approval too"):
         ToolApproval.of(

@@ -449,6 +449,7 @@ AGENT_SETTINGS: Final = tuple(
         ("agent_temperature", "temperature"),
         ("agent_system_prompt", "system_prompt"),
         ("agent_daily_token_budget", "daily_token_budget"),
+        ("agent_delivery_token_cap", "delivery_token_cap"),
         ("agent_tools", "tools"),
         ("agent_tools_without_approval", "tools_without_approval"),
         ("agent_max_turns", "max_turns"),

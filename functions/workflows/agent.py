@@ -60,6 +60,7 @@ from functions.core.model_step import ModelReply
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt
 from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
+from functions.workflows.metered_guardrail import MeteredGuardrail
 from functions.workflows.model_client import (
     CHARS_PER_TOKEN_ESTIMATE,
     DEFAULT_DAILY_TOKEN_BUDGET,
@@ -215,6 +216,8 @@ class AgentSettings:
     temperature: float = DEFAULT_TEMPERATURE
     system_prompt: str | None = None
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
+    # The most tokens one delivery's model and guardrail calls may use; 0: no cap.
+    delivery_token_cap: int = 0
     alert_url: str | None = None
     alert_url_secret_arn: str | None = None
     alert_signing_secret_arn: str | None = None
@@ -288,6 +291,7 @@ class AgentSettings:
             temperature=model.temperature,
             system_prompt=optional(settings, SETTING_SYSTEM_PROMPT),
             daily_token_budget=model.daily_token_budget,
+            delivery_token_cap=model.delivery_token_cap,
             alert_url=alert_url,
             alert_url_secret_arn=url_secret,
             alert_signing_secret_arn=signing_secret,
@@ -472,6 +476,7 @@ class AgentWorkflow:
             budget=budget,
             spend=spend,
             max_reply_chars=MAX_SUMMARY_CHARS,
+            token_cap=settings.delivery_token_cap,
         )
         self._clock = clock
         self._approvals = approvals
@@ -492,7 +497,14 @@ class AgentWorkflow:
             if approvals is None:
                 raise ValueError("screening holds a blocked briefing for approval: needs a store")
             timeout = settings.approval_timeout_seconds
-            self._screen = BriefingScreen(guardrail, approvals, clock, timeout)
+            metered = MeteredGuardrail(
+                guardrail,
+                clock=clock,
+                budget=budget,
+                spend=spend,
+                token_cap=settings.delivery_token_cap,
+            )
+            self._screen = BriefingScreen(metered, approvals, clock, timeout)
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)

@@ -160,21 +160,41 @@ class Guardrail(Protocol):
         ...
 
 
+class PaidGuardrail(Protocol):
+    """Port: a guardrail call paid for by a delivery (budgeted and counted:
+    :class:`~functions.workflows.metered_guardrail.MeteredGuardrail`)."""
+
+    def screen(self, text: str, *, delivery_id: str, expires_at: int) -> Screening:
+        """As :meth:`Guardrail.screen`, charged to ``delivery_id``."""
+        ...
+
+
 def screened_text(package: Package) -> str:
     """What the guardrail reads of a package: its line of the prompt, exactly as the model
     receives it (capped and escaped as the fence carries it)."""
     return package_json(package)
 
 
-def screen_briefing(effects: EffectLedger, guardrail: Guardrail, package: Package) -> Screening:
+def screen_briefing(
+    effects: EffectLedger, guardrail: PaidGuardrail, package: Package
+) -> Screening:
     """The recorded verdict on ``package`` (the guardrail is asked while none is recorded)."""
     return screen_text(effects, guardrail, SCREEN_STEP, screened_text(package))
 
 
-def screen_text(effects: EffectLedger, guardrail: Guardrail, step: str, text: str) -> Screening:
-    """The recorded verdict of step ``step`` on ``text`` (asked while none is recorded)."""
-    record = effects.step(step, lambda: guardrail.screen(text).to_record())
-    return Screening.from_record(record)
+def screen_text(
+    effects: EffectLedger, guardrail: PaidGuardrail, step: str, text: str
+) -> Screening:
+    """The recorded verdict of step ``step`` on ``text`` (asked while none is recorded;
+    each call counted in the delivery's spend and the day's budget)."""
+
+    def ask() -> dict[str, Any]:
+        screening = guardrail.screen(
+            text, delivery_id=effects.delivery_id, expires_at=effects.expires_at
+        )
+        return screening.to_record()
+
+    return Screening.from_record(effects.step(step, ask))
 
 
 def finding_line(text: str) -> str:
@@ -201,9 +221,10 @@ def held_proposal(
 
 @dataclass(frozen=True, slots=True)
 class BriefingScreen:
-    """The guardrail, and the gate where a briefing it blocked waits for a person."""
+    """The guardrail (its calls paid for), and the gate where a text it blocked waits
+    for a person."""
 
-    guardrail: Guardrail
+    guardrail: PaidGuardrail
     approvals: ApprovalStore
     clock: Clock
     timeout_seconds: int

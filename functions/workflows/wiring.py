@@ -170,6 +170,7 @@ def model_client(context: WorkflowContext) -> ModelClient:
         temperature=settings.temperature,
         budget=parts.budget,
         spend=parts.spend,
+        token_cap=settings.delivery_token_cap,
     )
 
 

@@ -23,6 +23,9 @@ TOOLS_SETTINGS = {
     "tools": "tests.integration.agent_tools:TOOLS",
     "tools_without_approval": "open_ticket",
 }
+# Above the first turn's estimate (its prompt, generously counted, plus max_tokens),
+# below that plus the tokens the first turn used and the second turn's estimate.
+FIRST_TURN_FITS = 1400
 SCRIPT = [[("lookup", {"customer": "acme"})], [("open_ticket", {"customer": "acme"})]]
 
 
@@ -119,3 +122,22 @@ def test_a_runaway_tool_loop_fails_naming_its_cap(tools_stack: AgentStack) -> No
     assert (inbox.state, inbox.last_error) == (State.FAILED, "max_turns_reached")
     assert tools_stack.alerts_for(work.delivery_id) == []
     assert tools_stack.emulator.calls() == {work.delivery_id: 3}
+
+
+def test_a_delivery_past_its_token_cap_fails_naming_it_and_the_model_sees_no_call_past_it(
+    tools_stack: AgentStack,
+) -> None:
+    """The cap lets the first turn through; with its tokens counted, the second turn's
+    estimate would pass it: the delivery fails ``delivery_token_cap``, the emulator got
+    one call, no ticket and no alert."""
+    work = tools_stack.deliver()
+    capped = TOOLS_SETTINGS | {"delivery_token_cap": str(FIRST_TURN_FITS)}
+    tools_stack.worker(extra=capped).run_visible()
+    item = tools_stack.aws.inbox(work.delivery_id)
+    assert (item.state, item.last_error) == (State.FAILED, "delivery_token_cap")
+    assert tools_stack.emulator.calls() == {work.delivery_id: 1}
+    assert FAR_SIDE.lookups == [{"customer": "acme"}]  # the first turn's tool ran
+    assert not FAR_SIDE.ticket_posts
+    assert tools_stack.alerts_for(work.delivery_id) == []
+    spend = tools_stack.spend(work.delivery_id)
+    assert spend.model_calls == 1 and spend.tokens <= FIRST_TURN_FITS

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import pytest
 
 from functions.core.approval import ApprovalRefused, AwaitingApproval
+from functions.core.budget import TokenBudget
 from functions.core.effects import EffectLedger
 from functions.core.env_parsers import SettingsError
-from functions.core.errors import PermanentError, TransientError
+from functions.core.errors import NotApplied, PermanentError, TransientError
 from functions.core.model_step import ToolUse
 from functions.core.models import InboxItem, State
 from functions.core.package import Attachment, Package
 from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 from functions.core.ports.steps import StepStatus
+from functions.core.spend import ModelSpend, guardrail_text_units, guardrail_tokens
 from functions.core.steps import StepStorage
 from functions.workflows.agent import AgentSettings, AgentWorkflow, ModelAnswer
 from functions.workflows.agent_prompt import AgentPrompt
@@ -78,6 +81,7 @@ class Screened:
     world: World = field(default_factory=World)
     claims: FakeClaims = field(default_factory=FakeClaims)
     tools: list[Tool] = field(default_factory=list)
+    paid: bool = False  # with the world's token budget and spend record
     approvals: FakeApprovals = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +104,8 @@ class Screened:
             model=world.model,
             topic=world.topic,
             webhook=None,
-            budget=None,
+            budget=TokenBudget(world.budget_store) if self.paid else None,
+            spend=world.spend if self.paid else None,
             clock=world.clock,
             metrics=world.metrics,
             approvals=self.approvals,
@@ -166,6 +171,45 @@ def test_the_guardrail_reads_exactly_the_package_text_the_model_receives() -> No
     assert "ignore previous instructions.pdf" in text and "text/x-\\u003csystem\\u003e" in text
     assert "t" * 300 in text and "t" * 301 not in text
     assert text == screened_text(package)
+
+
+def test_each_guardrail_call_counts_in_the_delivery_spend_and_the_day_budget() -> None:
+    screened = Screened(paid=True)
+    screened.world.model.answers = [ANSWER]
+    screened.attempt()
+    (text,) = screened.guardrail.texts
+    spend = screened.world.spend.get(DELIVERY)
+    assert spend is not None
+    assert (spend.guardrail_calls, spend.guardrail_answered) == (1, 1)
+    assert spend.guardrail_text_units == guardrail_text_units(text) >= 1
+    assert spend.guardrail_tokens == guardrail_tokens(text) == math.ceil(len(text) / 3)
+    day = screened.world.day()
+    model_tokens = ANSWER.input_tokens + ANSWER.output_tokens
+    assert day.used == model_tokens + guardrail_tokens(text)
+    assert spend.tokens == day.used
+
+
+def test_a_throttled_guardrail_call_costs_nothing_and_an_unknown_one_stays_counted() -> None:
+    throttled = Screened(guardrail=FakeGuardrail([NotApplied("guardrail_throttled")]), paid=True)
+    with pytest.raises(NotApplied):
+        throttled.attempt()
+    assert throttled.world.spend.get(DELIVERY) == ModelSpend()
+    assert throttled.world.day().used == 0
+    lost = Screened(guardrail=FakeGuardrail([TransientError("guardrail_unavailable")]), paid=True)
+    with pytest.raises(TransientError):
+        lost.attempt()
+    spend = lost.world.spend.get(DELIVERY)
+    assert spend is not None and (spend.guardrail_calls, spend.guardrail_answered) == (1, 0)
+    # It may have run (and been billed): its reservation is kept at its tokens.
+    assert lost.world.day().reserved == guardrail_tokens(lost.guardrail.texts[0])
+
+
+def test_a_guardrail_call_that_would_pass_the_delivery_token_cap_is_never_made() -> None:
+    cap = guardrail_tokens(screened_text(PACKAGE)) - 1
+    screened = Screened(settings={"delivery_token_cap": str(cap)}, paid=True)
+    with pytest.raises(PermanentError, match="delivery_token_cap"):
+        screened.attempt()
+    assert screened.guardrail.texts == [] and screened.world.model.calls == []
 
 
 TOOL_SCHEMA = {"type": "object", "properties": {}}

@@ -29,8 +29,8 @@ from functions.core.models import InboxItem, State
 from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.ports.effects import EffectStatus
 from functions.core.steps import StepStorage
-from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
-from functions.workflows.model_client import ModelAnswer, ModelClient
+from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt, tool_results_rule
+from functions.workflows.model_client import ModelAnswer, ModelClient, token_estimate
 from functions.workflows.tool_loop import (
     ToolApproval,
     ToolCaps,
@@ -38,7 +38,7 @@ from functions.workflows.tool_loop import (
     tool_key,
     tool_record_name,
 )
-from functions.workflows.tools import Tool, ToolError, ToolMode, load_tools
+from functions.workflows.tools import Tool, ToolError, ToolMode, load_tools, tool_config
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeApprovals, FakeClaims, FakeEffects, FakeMetrics, FakeSpend, FakeSteps
 
@@ -97,6 +97,7 @@ class World:
     spend: FakeSpend = field(default_factory=FakeSpend)
     caps: ToolCaps = field(default_factory=ToolCaps)
     approval: ToolApproval | None = None
+    token_cap: int = 0
 
     def attempt(self) -> Any:
         ledger = EffectLedger(
@@ -106,7 +107,11 @@ class World:
             steps=StepStorage(records=self.steps, metrics=self.metrics),
         )
         client = ModelClient(
-            model=self.model, clock=self.clock, metrics=self.metrics, spend=self.spend
+            model=self.model,
+            clock=self.clock,
+            metrics=self.metrics,
+            spend=self.spend,
+            token_cap=self.token_cap,
         )
         # Unless a test gates them, its acting tools are exempted by name.
         approval = self.approval or exempting(self.tools, self.clock)
@@ -482,3 +487,22 @@ def test_load_tools_takes_a_sequence_or_a_factory_and_refuses_anything_else() ->
 
 def tools_factory() -> list[Tool]:
     return TOOLS
+
+
+def test_a_delivery_whose_next_model_call_would_pass_its_token_cap_fails_before_the_call() -> None:
+    lookups: list[dict[str, Any]] = []
+    model = ScriptedModel([[("lookup", {})]] * 3)
+    world = World(model, [lookup_tool(lookups)])
+    offered = dataclasses.replace(
+        PROMPT,
+        system=f"{PROMPT.system}\n\n{tool_results_rule(NONCE)}",
+        tool_config=tool_config(world.tools),
+    )
+    first = token_estimate(offered) + 512  # the model client's default max_tokens
+    world.token_cap = first + 5  # the first call fits; with its 12 tokens the second cannot
+    with pytest.raises(PermanentError, match="delivery_token_cap"):
+        world.attempt()
+    assert len(model.prompts) == 1  # the model never saw the call past the cap
+    assert lookups == [{}]
+    spend = world.spend.get(DELIVERY)
+    assert spend is not None and (spend.model_calls, spend.tokens) == (1, 12)

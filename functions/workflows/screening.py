@@ -175,16 +175,12 @@ def screened_text(package: Package) -> str:
     return package_json(package)
 
 
-def screen_briefing(
-    effects: EffectLedger, guardrail: PaidGuardrail, package: Package
-) -> Screening:
+def screen_briefing(effects: EffectLedger, guardrail: PaidGuardrail, package: Package) -> Screening:
     """The recorded verdict on ``package`` (the guardrail is asked while none is recorded)."""
     return screen_text(effects, guardrail, SCREEN_STEP, screened_text(package))
 
 
-def screen_text(
-    effects: EffectLedger, guardrail: PaidGuardrail, step: str, text: str
-) -> Screening:
+def screen_text(effects: EffectLedger, guardrail: PaidGuardrail, step: str, text: str) -> Screening:
     """The recorded verdict of step ``step`` on ``text`` (asked while none is recorded;
     each call counted in the delivery's spend and the day's budget)."""
 

@@ -29,12 +29,15 @@ acting tool waits the same way before it runs, whatever ``approval`` says, unles
 :mod:`functions.workflows.tool_loop`).
 
 **Screening.** With ``guardrail_id`` and ``guardrail_version``, between 1 and 2 the
-title and briefing go through that Bedrock guardrail (``ApplyGuardrail``, a recorded
-step ``screen``: :mod:`functions.workflows.screening`); a briefing it blocks parks the
-delivery for a person's approval (``screening``) before any model reads it, whatever
-``approval`` says.
+package's line of the prompt, exactly as the model receives it (title, briefing,
+attachments), goes through that Bedrock guardrail (``ApplyGuardrail``, a recorded step
+``screen``: :mod:`functions.workflows.screening`), and with tools so does each tool
+result's line before the turn that carries it; a text it blocks parks the delivery for
+a person's approval (``screening``, ``screening.tool.<digest>``) before any model
+reads it, whatever ``approval`` says. Each guardrail call is paid: counted in the
+delivery's spend and the day's budget (:mod:`functions.workflows.metered_guardrail`).
 
-**Token budget, spend and errors** are the model client's
+**Token budget, spend, the delivery's token cap and errors** are the model client's
 (:mod:`functions.workflows.model_client`): the day's budget is reserved before the
 call and settled by its outcome (an answer: what it used; throttled or rejected: 0;
 unknown: kept at its estimate); every call that may have run is counted in the

@@ -235,6 +235,13 @@ class StackConfig:
         return self._runs_agent and GUARDRAIL_ID in self.workflow_settings
 
     @property
+    def offers_agent_tools(self) -> bool:
+        """Whether the agent offers tools (its acting ones wait for a person unless
+        ``tools_without_approval`` exempts them: the team's code decides which act, and
+        it is not imported where the stack is synthesized)."""
+        return self._runs_agent and "tools" in self.workflow_settings
+
+    @property
     def _runs_agent(self) -> bool:
         return self.workflow_code.target == WORKFLOW_ALIASES["agent"]
 

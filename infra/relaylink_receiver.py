@@ -145,10 +145,13 @@ class RelayLinkReceiver(Construct):
             work_queue_max_age=Duration.minutes(config.work_queue_age_alarm_minutes),
             # Alarms only where their metric can be published (and billed): the budget
             # with a workflow that calls a model, the wait with an approval gate (or a
-            # screening guardrail: a blocked briefing waits for a person too).
+            # screening guardrail: a blocked briefing waits for a person too; or tools:
+            # an acting one waits by default).
             approval_max_wait=(
                 Duration.minutes(config.approval_wait_alarm_minutes)
-                if config.workflow_settings.get(APPROVAL_SETTING) or config.screens_briefings
+                if config.workflow_settings.get(APPROVAL_SETTING)
+                or config.screens_briefings
+                or config.offers_agent_tools
                 else None
             ),
             model_budget=config.workflow not in WORKFLOWS_WITHOUT_A_MODEL,

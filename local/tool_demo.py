@@ -4,11 +4,12 @@ and a worker killed between a tool call and its record.
 It runs on a local stack of its own: the agent workflow with the tools of
 :mod:`local.agent_tools` (``CHECKED_TOOLS``: a customer lookup, and ``open_ticket``,
 which POSTs to the local ticket system and whose outcome the ledger can look up),
-``approval=tools:open_ticket``, and the Bedrock emulator scripted to look the customer
-up, then open a ticket, then summarise. Each row counts the emulator's ``Converse``
-calls, the tickets the ticket system holds under the delivery's tool keys
-(``<delivery_id>:tool:<tool-use id>``), the POSTs and the ledger's lookups that reached
-it under them, and the alerts, for one delivery:
+no ``approval`` setting (an acting tool waits for a person by default; only
+``tools_without_approval`` would let it run unasked), and the Bedrock emulator
+scripted to look the customer up, then open a ticket, then summarise. Each row counts
+the emulator's ``Converse`` calls, the tickets the ticket system holds under the
+delivery's tool keys (``<delivery_id>:tool:<tool-use id>``), the POSTs and the
+ledger's lookups that reached it under them, and the alerts, for one delivery:
 
 * the ticket call waits for a person: the delivery parks ``awaiting_approval`` with
   the proposed call, ``approvals list`` shows it, ``approvals approve ID`` resumes it;
@@ -43,10 +44,8 @@ from local.sender import Sender
 from local.stack import KilledProcess, LocalStack
 from local.stack_options import StackOptions
 
-SETTINGS: Final = {
-    "tools": "local.agent_tools:CHECKED_TOOLS",
-    "approval": f"tools:{agent_tools.TICKET_TOOL}",
-}
+# No approval setting: the ticket waits for a person because it acts.
+SETTINGS: Final = {"tools": "local.agent_tools:CHECKED_TOOLS"}
 _TURNS: Final = 3  # the lookup's turn, the ticket's, the summary
 # How long the emulator holds the killed worker's done record: past the demo's end, so
 # the resumed worker certainly finds the intent (the held write, if it ever lands, is
@@ -150,8 +149,8 @@ class ToolScenario(AgentScenario):
     # --- the steps ---------------------------------------------------------------
     async def approved(self, sender: Sender, row: ToolRow) -> None:
         self.say(
-            "T1. An acting tool waits for a person (approval=tools:open_ticket): the model looks "
-            "the customer up, then asks to open a ticket; the delivery parks with the "
+            "T1. An acting tool waits for a person by default (no approval setting): the "
+            "model looks the customer up, then asks to open a ticket; the delivery parks with the "
             "proposed call, no worker holding it. Approved from the CLI, the ticket is "
             "opened once and the loop goes on: each turn asked once, one alert."
         )
@@ -215,7 +214,7 @@ class ToolScenario(AgentScenario):
 
 def run_tool_demo(out: TextIO) -> bool:
     """The tool scenarios on a stack of their own; True when every invariant holds."""
-    print("The agent with tools, on a stack of its own (approval=tools:open_ticket):", file=out)
+    print("The agent with tools, on a stack of its own (acting tools wait by default):", file=out)
     options = StackOptions(seed=7, workflow="agent", workflow_settings=SETTINGS)
     with LocalStack(options) as stack:
         return asyncio.run(ToolScenario(stack, out).run())

@@ -753,6 +753,9 @@ class FakeSpend:
     calls: dict[str, set[str]] = field(default_factory=dict)
     refused: dict[str, set[str]] = field(default_factory=dict)
     answers: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    # The guardrail's calls, and their answers' (text units, tokens), apart.
+    guardrail_calls: dict[str, set[str]] = field(default_factory=dict)
+    guardrail_answers: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     errors: list[Exception] = field(default_factory=list)
     lost_answers: int = 0
 
@@ -776,13 +779,28 @@ class FakeSpend:
         answers = self.answers.setdefault(delivery_id, {})
         self._write(lambda: answers.setdefault(call_id, (input_tokens, output_tokens)))
 
+    def guardrail_sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        self._write(lambda: self.guardrail_calls.setdefault(delivery_id, set()).add(call_id))
+
+    def guardrail_answered(
+        self, delivery_id: str, call_id: str, *, text_units: int, tokens: int
+    ) -> None:
+        answers = self.guardrail_answers.setdefault(delivery_id, {})
+        self._write(lambda: answers.setdefault(call_id, (text_units, tokens)))
+
     def get(self, delivery_id: str) -> ModelSpend | None:
-        if delivery_id not in self.calls:
+        if delivery_id not in self.calls and delivery_id not in self.guardrail_calls:
             return None
         answers = self.answers.get(delivery_id, {})
+        screened = self.guardrail_answers.get(delivery_id, {})
+        refused = self.refused.get(delivery_id, set())
         return ModelSpend(
-            model_calls=len(self.calls[delivery_id] - self.refused.get(delivery_id, set())),
+            model_calls=len(self.calls.get(delivery_id, set()) - refused),
             answered=len(answers),
             input_tokens=sum(tokens for tokens, _ in answers.values()),
             output_tokens=sum(tokens for _, tokens in answers.values()),
+            guardrail_calls=len(self.guardrail_calls.get(delivery_id, set()) - refused),
+            guardrail_answered=len(screened),
+            guardrail_text_units=sum(units for units, _ in screened.values()),
+            guardrail_tokens=sum(tokens for _, tokens in screened.values()),
         )

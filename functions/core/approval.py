@@ -72,7 +72,10 @@ class ApprovalPolicy:
     """What waits for a person, from the ``approval`` setting.
 
     The setting is ``alert``, ``tools:NAME,NAME`` or both joined by ``;``
-    (``alert;tools:open_ticket``); empty or absent: nothing waits.
+    (``alert;tools:open_ticket``); empty or absent: the alert goes out unasked. Acting
+    tools wait whatever it says, unless the setting ``tools_without_approval`` exempts
+    them by name (``functions.workflows.tool_loop.ToolApproval``); naming one here
+    keeps it waiting, and a name both here and exempted is refused.
     """
 
     alert: bool = False
@@ -94,8 +97,8 @@ class ApprovalPolicy:
             if part == APPROVAL_ALERT:
                 alert = True
             elif part.startswith(_TOOLS_PREFIX):
-                names = [n.strip() for n in part.removeprefix(_TOOLS_PREFIX).split(",")]
-                if not all(names) or any(set(n) - _NAME_CHARS for n in names):
+                names = _names(part.removeprefix(_TOOLS_PREFIX))
+                if names is None:
                     raise ValueError(f"approval: {part!r} must be tools:NAME,NAME ([a-zA-Z0-9_.-])")
                 tools.update(names)
             else:
@@ -104,6 +107,27 @@ class ApprovalPolicy:
 
     def needs_tool(self, name: str) -> bool:
         return name in self.tools
+
+
+def tool_names(text: str | None, *, setting: str) -> frozenset[str]:
+    """The tool names a setting lists as ``NAME,NAME`` (empty or absent: none).
+
+    Raises:
+        ValueError: naming ``setting``, for a name outside ``[a-zA-Z0-9_.-]``.
+    """
+    if not (text or "").strip():
+        return frozenset()
+    names = _names(text or "")
+    if names is None:
+        raise ValueError(f"{setting}: {text!r} must be NAME,NAME ([a-zA-Z0-9_.-])")
+    return frozenset(names)
+
+
+def _names(text: str) -> list[str] | None:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names) or any(set(n) - _NAME_CHARS for n in names):
+        return None
+    return names
 
 
 class AwaitingApproval(ProcessingError):

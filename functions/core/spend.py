@@ -16,12 +16,26 @@ Each write is keyed by the call id, so a write sent twice (an SDK retry after an
 answer that was lost) counts once. A call sent but neither answered nor refused has
 an *unknown* outcome: counted as a call, its tokens not known (the token budget keeps
 it at its estimate).
+
+A screening guardrail's ``ApplyGuardrail`` calls are paid too and counted the same
+way, apart from the model's (:meth:`SpendStore.guardrail_sent`,
+:meth:`SpendStore.guardrail_answered`): each with the text units it is billed for
+(:func:`guardrail_text_units`) and the tokens it is charged to the day's budget and
+the delivery's cap (:func:`guardrail_tokens`: the tokens of its text, estimated as a
+prompt's are, so one budget in one unit bounds all the text a delivery pays for).
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass
+from typing import Final
+
+# What ApplyGuardrail bills by: a text unit holds up to 1,000 characters, per policy.
+GUARDRAIL_TEXT_UNIT_CHARS: Final = 1000
+# As the model client estimates a prompt's tokens (its CHARS_PER_TOKEN_ESTIMATE).
+GUARDRAIL_CHARS_PER_TOKEN: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +53,21 @@ class ModelSpend:
     answered: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    guardrail_calls: int = 0
+    guardrail_answered: int = 0
+    guardrail_text_units: int = 0
+    guardrail_tokens: int = 0
 
     @property
     def unknown_outcomes(self) -> int:
         """Calls that may have run but never answered (killed, lost, failed after sending)."""
         return max(0, self.model_calls - self.answered)
+
+    @property
+    def tokens(self) -> int:
+        """The tokens the delivery's answered calls used: the model's, and the guardrail's
+        texts (what its token cap counts)."""
+        return self.input_tokens + self.output_tokens + self.guardrail_tokens
 
     def to_dict(self) -> dict[str, int]:
         return {
@@ -52,9 +76,22 @@ class ModelSpend:
             "unknown_outcome_calls": self.unknown_outcomes,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "guardrail_calls": self.guardrail_calls,
+            "guardrail_text_units": self.guardrail_text_units,
+            "guardrail_tokens": self.guardrail_tokens,
         }
 
 
 def new_call_id() -> str:
     """A fresh id for one model call (unique, not secret)."""
     return secrets.token_hex(8)
+
+
+def guardrail_text_units(text: str) -> int:
+    """The text units one ApplyGuardrail call on ``text`` is billed for (per policy)."""
+    return max(1, math.ceil(len(text) / GUARDRAIL_TEXT_UNIT_CHARS))
+
+
+def guardrail_tokens(text: str) -> int:
+    """What one ApplyGuardrail call on ``text`` is charged to the token budget and cap."""
+    return max(1, math.ceil(len(text) / GUARDRAIL_CHARS_PER_TOKEN))

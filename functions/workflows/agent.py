@@ -23,17 +23,21 @@ The delivery completes once ``run`` returns, that is after the alert's done reco
 the proposal (the alert as it will go out) is recorded and the delivery parks
 ``awaiting_approval`` (:mod:`functions.core.approval`); once approved, the resumed run
 reuses the archive and the recorded model step and sends the alert; denied or expired
-(``approval_timeout_minutes``), it sends nothing and ends ``failed``. With
-``approval=tools:NAME,...`` each call of those acting tools waits the same way before
-it runs (:mod:`functions.workflows.tool_loop`).
+(``approval_timeout_minutes``), it sends nothing and ends ``failed``. Each call of an
+acting tool waits the same way before it runs, whatever ``approval`` says, unless
+``tools_without_approval=NAME,...`` exempts that tool (read-only tools never wait;
+:mod:`functions.workflows.tool_loop`).
 
 **Screening.** With ``guardrail_id`` and ``guardrail_version``, between 1 and 2 the
-title and briefing go through that Bedrock guardrail (``ApplyGuardrail``, a recorded
-step ``screen``: :mod:`functions.workflows.screening`); a briefing it blocks parks the
-delivery for a person's approval (``screening``) before any model reads it, whatever
-``approval`` says.
+package's line of the prompt, exactly as the model receives it (title, briefing,
+attachments), goes through that Bedrock guardrail (``ApplyGuardrail``, a recorded step
+``screen``: :mod:`functions.workflows.screening`), and with tools so does each tool
+result's line before the turn that carries it; a text it blocks parks the delivery for
+a person's approval (``screening``, ``screening.tool.<digest>``) before any model
+reads it, whatever ``approval`` says. Each guardrail call is paid: counted in the
+delivery's spend and the day's budget (:mod:`functions.workflows.metered_guardrail`).
 
-**Token budget, spend and errors** are the model client's
+**Token budget, spend, the delivery's token cap and errors** are the model client's
 (:mod:`functions.workflows.model_client`): the day's budget is reserved before the
 call and settled by its outcome (an answer: what it used; throttled or rejected: 0;
 unknown: kept at its estimate); every call that may have run is counted in the
@@ -52,13 +56,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval
+from functions.core.approval import APPROVAL_ALERT, ApprovalPolicy, require_approval, tool_names
 from functions.core.effects import EffectMode, idempotency_key
 from functions.core.env_parsers import SettingsError, flag, integer, number, optional
 from functions.core.model_step import ModelReply
 from functions.workflows.agent_prompt import AgentPrompt, build_prompt
 from functions.workflows.alert_text import alert_block, alert_line
 from functions.workflows.archive import Archive, archive_package
+from functions.workflows.metered_guardrail import MeteredGuardrail
 from functions.workflows.model_client import (
     CHARS_PER_TOKEN_ESTIMATE,
     DEFAULT_DAILY_TOKEN_BUDGET,
@@ -84,6 +89,7 @@ from functions.workflows.screening import BriefingScreen, GuardrailRef
 from functions.workflows.tool_loop import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TURNS,
+    SETTING_EXEMPT,
     SETTING_MAX_TOOL_CALLS,
     SETTING_MAX_TURNS,
     ToolApproval,
@@ -213,6 +219,8 @@ class AgentSettings:
     temperature: float = DEFAULT_TEMPERATURE
     system_prompt: str | None = None
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
+    # The most tokens one delivery's model and guardrail calls may use; 0: no cap.
+    delivery_token_cap: int = 0
     alert_url: str | None = None
     alert_url_secret_arn: str | None = None
     alert_signing_secret_arn: str | None = None
@@ -222,6 +230,8 @@ class AgentSettings:
     approval_timeout_minutes: float = DEFAULT_APPROVAL_TIMEOUT_MINUTES
 
     tools: str | None = None
+    # The acting tools that run without a person's yes; every other acting tool waits.
+    tools_without_approval: frozenset[str] = frozenset()
     max_turns: int = DEFAULT_MAX_TURNS
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     # The Bedrock guardrail that screens each briefing (both or neither).
@@ -284,6 +294,7 @@ class AgentSettings:
             temperature=model.temperature,
             system_prompt=optional(settings, SETTING_SYSTEM_PROMPT),
             daily_token_budget=model.daily_token_budget,
+            delivery_token_cap=model.delivery_token_cap,
             alert_url=alert_url,
             alert_url_secret_arn=url_secret,
             alert_signing_secret_arn=signing_secret,
@@ -298,6 +309,7 @@ class AgentSettings:
                 high=MAX_APPROVAL_TIMEOUT_MINUTES,
             ),
             tools=optional(settings, SETTING_TOOLS),
+            tools_without_approval=_exempt_tools(settings),
             max_turns=integer(
                 settings, SETTING_MAX_TURNS, default=DEFAULT_MAX_TURNS, low=1, high=MAX_MAX_TURNS
             ),
@@ -316,6 +328,13 @@ class AgentSettings:
 def _approval_policy(settings: Mapping[str, str]) -> ApprovalPolicy:
     try:
         return ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _exempt_tools(settings: Mapping[str, str]) -> frozenset[str]:
+    try:
+        return tool_names(optional(settings, SETTING_EXEMPT), setting=SETTING_EXEMPT)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
 
@@ -439,9 +458,11 @@ class AgentWorkflow:
         """``topic`` and ``webhook`` may not both be None; ``budget`` None is no budget,
         ``spend`` None no spend record; ``tools`` empty: one model call, no tools;
         ``guardrail`` screens each briefing, and is needed when ``settings`` name one;
-        ``approvals`` is needed when ``settings.approval`` names anything, and with a
-        guardrail (a blocked briefing waits for a person); each tool the approval names
-        must be an acting one of ``tools`` (``ValueError`` otherwise)."""
+        ``approvals`` is needed when ``settings.approval`` names anything, with an
+        acting tool that ``tools_without_approval`` does not exempt, and with a
+        guardrail (a blocked briefing waits for a person); each tool the approval or
+        the exemption names must be an acting one of ``tools`` (``ValueError``
+        otherwise)."""
         channels = [(ALERT_EFFECT, topic), (ALERT_HTTP_EFFECT, webhook)]
         self._channels = [(name, channel) for name, channel in channels if channel is not None]
         if not self._channels:
@@ -458,6 +479,7 @@ class AgentWorkflow:
             budget=budget,
             spend=spend,
             max_reply_chars=MAX_SUMMARY_CHARS,
+            token_cap=settings.delivery_token_cap,
         )
         self._clock = clock
         self._approvals = approvals
@@ -469,6 +491,7 @@ class AgentWorkflow:
             store=approvals,
             clock=clock,
             timeout_seconds=settings.approval_timeout_seconds,
+            exempt=settings.tools_without_approval,
         )
         if (settings.guardrail is None) != (guardrail is None):
             raise ValueError("a guardrail is given exactly when the settings name one")
@@ -477,12 +500,28 @@ class AgentWorkflow:
             if approvals is None:
                 raise ValueError("screening holds a blocked briefing for approval: needs a store")
             timeout = settings.approval_timeout_seconds
-            self._screen = BriefingScreen(guardrail, approvals, clock, timeout)
+            metered = MeteredGuardrail(
+                guardrail,
+                clock=clock,
+                budget=budget,
+                spend=spend,
+                token_cap=settings.delivery_token_cap,
+            )
+            self._screen = BriefingScreen(metered, approvals, clock, timeout)
 
     def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
         key = archive_package(self._archive, work, package, effects)
+        screen = None
         if self._screen is not None:
             self._screen.clear(work.delivery_id, package, archive_key=key, effects=effects)
+            screen = functools.partial(
+                self._screen.clear_tool_result,
+                work.delivery_id,
+                package_id=package.package_id,
+                package_digest=package.digest(),
+                archive_key=key,
+                effects=effects,
+            )
         if self._tools:
             caps = ToolCaps(self._settings.max_turns, self._settings.max_tool_calls)
             tool_gate = self._tool_approval  # a call is approved for this package only
@@ -494,6 +533,7 @@ class AgentWorkflow:
                 self._tools,
                 caps=caps,
                 approval=None if tool_gate is None else tool_gate.about(package.digest()),
+                screen=screen,
             )
         else:
             summary = effects.model(MODEL_STEP, self.prompt(package), self._client)

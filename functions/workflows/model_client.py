@@ -3,6 +3,9 @@
 :class:`ModelClient` is the shipped :class:`~functions.core.ports.model.ModelCaller`.
 Per call (that is, per run of a model step not yet recorded):
 
+0. **cap**: with ``delivery_token_cap``, a call whose estimate would take the
+   delivery past it fails the delivery ``delivery_token_cap`` before anything else
+   (:mod:`functions.core.token_cap`);
 1. **reserve** the day's token budget for the prompt's estimate plus ``max_tokens``
    (:meth:`~functions.core.budget.TokenBudget.require`). A spent day raises
    :class:`~functions.core.errors.BudgetExhausted` (the delivery waits for the next
@@ -45,7 +48,13 @@ from functions.core.errors import BudgetTooSmall, NotApplied, PermanentError, Tr
 from functions.core.model_step import ModelCall, ModelReply, ToolUse
 from functions.core.observability import logger
 from functions.core.spend import new_call_id
+from functions.core.token_cap import (
+    MAX_DELIVERY_TOKEN_CAP,
+    SETTING_DELIVERY_TOKEN_CAP,
+    require_within_cap,
+)
 from functions.workflows.agent_prompt import AgentPrompt, sanitize_model_output
+from functions.workflows.paid_calls import PaidCallBooks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,6 +93,8 @@ class ModelSettings:
     Attributes:
         daily_token_budget: tokens all workers may spend per UTC day; 0 turns it off.
         bedrock_endpoint_url: another Bedrock Runtime endpoint (the local emulator).
+        delivery_token_cap: the most tokens one delivery's paid calls may use
+            (:mod:`functions.core.token_cap`); 0: no cap.
     """
 
     model_id: str = DEFAULT_MODEL_ID
@@ -91,6 +102,7 @@ class ModelSettings:
     temperature: float = DEFAULT_TEMPERATURE
     daily_token_budget: int = DEFAULT_DAILY_TOKEN_BUDGET
     bedrock_endpoint_url: str | None = None
+    delivery_token_cap: int = 0
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> ModelSettings:
@@ -118,6 +130,9 @@ class ModelSettings:
                 high=MAX_DAILY_TOKEN_BUDGET,
             ),
             bedrock_endpoint_url=optional(settings, SETTING_BEDROCK_ENDPOINT_URL),
+            delivery_token_cap=integer(
+                settings, SETTING_DELIVERY_TOKEN_CAP, default=0, low=0, high=MAX_DELIVERY_TOKEN_CAP
+            ),
         )
 
 
@@ -189,8 +204,10 @@ class ModelClient:
         spend: SpendStore | None = None,
         max_reply_chars: int = MAX_REPLY_CHARS,
         new_call_id: Callable[[], str] = new_call_id,
+        token_cap: int = 0,
     ) -> None:
-        """``budget`` None: no token budget; ``spend`` None: no spend record."""
+        """``budget`` None: no token budget; ``spend`` None: no spend record (and so no
+        ``token_cap``, the most tokens one delivery may use; 0: none)."""
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._model = model
@@ -198,14 +215,24 @@ class ModelClient:
         self._metrics = metrics
         self._budget = budget
         self._spend = spend
+        self._books = PaidCallBooks(budget=budget, spend=spend, subject="model")
+        self._token_cap = token_cap
         self._max_reply_chars = max_reply_chars
         self._new_call_id = new_call_id
 
     def answer(self, prompt: AgentPrompt, call: ModelCall) -> ModelReply:
         """Reserve, count, call, settle (see the module's table for each outcome)."""
+        estimate = token_estimate(prompt) + self.max_tokens
+        require_within_cap(
+            self._spend,
+            delivery_id=call.delivery_id,
+            tokens=estimate,
+            cap=self._token_cap,
+            call="model call",
+        )
         reservation = None
         if self._budget is not None:
-            reservation = self._reserve(call, prompt, self._budget)
+            reservation = self._reserve(call, estimate, self._budget)
         call_id = self._new_call_id()
         if self._spend is not None:
             try:
@@ -213,8 +240,8 @@ class ModelClient:
             except TransientError:
                 # Nothing is sent uncounted. The count may have committed (its answer
                 # lost): withdraw it, so the record never shows a call never sent.
-                self._settle(reservation, 0)
-                self._record(lambda spend: spend.not_run(call.delivery_id, call_id))
+                self._books.settle(reservation, 0)
+                self._books.record(lambda spend: spend.not_run(call.delivery_id, call_id))
                 raise
         self._metrics.count(metric_names.METRIC_MODEL_CALLS)
         try:
@@ -225,15 +252,15 @@ class ModelClient:
                 delivery_id=call.delivery_id,
             )
         except (NotApplied, PermanentError):
-            self._settle(reservation, 0)  # refused before the model ran: nothing used
-            self._record(lambda spend: spend.not_run(call.delivery_id, call_id))
+            self._books.settle(reservation, 0)  # refused before the model ran: nothing used
+            self._books.record(lambda spend: spend.not_run(call.delivery_id, call_id))
             raise
         except Exception:
             # Any other failure may have run the model: counted at its estimate for good.
-            self._settle(reservation, None)
+            self._books.settle(reservation, None)
             raise
-        self._settle(reservation, answer.input_tokens + answer.output_tokens)
-        self._record(
+        self._books.settle(reservation, answer.input_tokens + answer.output_tokens)
+        self._books.record(
             lambda spend: spend.answered(
                 call.delivery_id,
                 call_id,
@@ -255,8 +282,7 @@ class ModelClient:
         )
         return reply
 
-    def _reserve(self, call: ModelCall, prompt: AgentPrompt, budget: TokenBudget) -> Reservation:
-        estimate = token_estimate(prompt) + self.max_tokens
+    def _reserve(self, call: ModelCall, estimate: int, budget: TokenBudget) -> Reservation:
         try:
             return budget.require(estimate, self._clock.now())
         except BudgetTooSmall as exc:
@@ -273,29 +299,3 @@ class ModelClient:
                 },
             )
             raise
-
-    def _settle(self, reservation: Reservation | None, used: int | None) -> None:
-        """Settle at ``used`` tokens; None: the outcome is unknown, keep the estimate."""
-        if reservation is None or self._budget is None:
-            return
-        try:
-            if used is None:
-                self._budget.keep(reservation)
-            else:
-                self._budget.settle(reservation, used)
-        except TransientError:
-            # The answer is paid for either way: a failed settlement must not fail the
-            # step (which would call the model again). The reservation stays counted
-            # at its estimate.
-            logger.warning("token budget not settled; the reservation stays at its estimate")
-
-    def _record(self, write: Callable[[SpendStore], None]) -> None:
-        """A spend write after the call: its failure must not fail the step either."""
-        if self._spend is None:
-            return
-        try:
-            write(self._spend)
-        except TransientError:
-            # The call stays counted as sent, its tokens unknown: the record errs
-            # towards an unknown outcome, never towards a call that did not happen.
-            logger.warning("model spend not recorded; the call stays counted as sent")

@@ -1,15 +1,21 @@
 """Screening: the briefing goes through a Bedrock guardrail before any model reads it.
 
 With the settings ``guardrail_id`` and ``guardrail_version``, the agent workflow asks
-Bedrock's ``ApplyGuardrail`` (source ``INPUT``) about the package's title and briefing,
-as the prompt would carry them, before its model step. The guardrail's verdict is a
-recorded step, ``screen`` (:mod:`functions.core.steps`): every later attempt of the
-delivery reads it instead of asking again. The call only reads, so its outcome
+Bedrock's ``ApplyGuardrail`` (source ``INPUT``) about exactly the third-party text the
+model will receive, before the model receives it: the package's line of the prompt
+(title, briefing, attachments' names and media types, as the fence carries them:
+:func:`~functions.workflows.agent_prompt.package_json`) before the first model step,
+and each tool result's line (:func:`~functions.workflows.agent_prompt.fence_safe_json`
+of what the fence carries) before the turn that carries it. Each verdict is a
+recorded step, ``screen`` for the package and ``screen.tool.<digest>`` for a tool
+result (:mod:`functions.core.steps`): every later attempt of the delivery reads it
+instead of asking again. The call only reads, so its outcome
 contract is the read-only one: an unknown outcome (a 5xx, a timeout, a worker killed
 during the call) is simply asked again.
 
 A briefing the guardrail blocks (``GUARDRAIL_INTERVENED``) is never processed
-unseen: the delivery waits for a person (the approval ``screening``,
+unseen: the delivery waits for a person (the approval ``screening``; for a tool result
+``screening.tool.<digest>``, before the model reads it;
 :mod:`functions.core.approval`), whether or not the ``approval`` setting names
 anything. The proposal the person sees names the guardrail, its reason and what its
 policies found (their kinds, never the matched text, never the briefing); the package
@@ -27,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from functions.core.approval import require_approval
 from functions.core.env_parsers import SettingsError, optional
 from functions.core.errors import PermanentError
-from functions.workflows.agent_prompt import DEFAULT_LIMITS
+from functions.workflows.agent_prompt import package_json
 from functions.workflows.alert_text import alert_line
 
 if TYPE_CHECKING:
@@ -154,16 +160,37 @@ class Guardrail(Protocol):
         ...
 
 
+class PaidGuardrail(Protocol):
+    """Port: a guardrail call paid for by a delivery (budgeted and counted:
+    :class:`~functions.workflows.metered_guardrail.MeteredGuardrail`)."""
+
+    def screen(self, text: str, *, delivery_id: str, expires_at: int) -> Screening:
+        """As :meth:`Guardrail.screen`, charged to ``delivery_id``."""
+        ...
+
+
 def screened_text(package: Package) -> str:
-    """What the guardrail reads: the title and the briefing, cut as the prompt cuts them."""
-    title = package.title[: DEFAULT_LIMITS.title_chars]
-    return f"{title}\n\n{package.briefing[: DEFAULT_LIMITS.briefing_chars]}"
+    """What the guardrail reads of a package: its line of the prompt, exactly as the model
+    receives it (capped and escaped as the fence carries it)."""
+    return package_json(package)
 
 
-def screen_briefing(effects: EffectLedger, guardrail: Guardrail, package: Package) -> Screening:
+def screen_briefing(effects: EffectLedger, guardrail: PaidGuardrail, package: Package) -> Screening:
     """The recorded verdict on ``package`` (the guardrail is asked while none is recorded)."""
-    record = effects.step(SCREEN_STEP, lambda: guardrail.screen(screened_text(package)).to_record())
-    return Screening.from_record(record)
+    return screen_text(effects, guardrail, SCREEN_STEP, screened_text(package))
+
+
+def screen_text(effects: EffectLedger, guardrail: PaidGuardrail, step: str, text: str) -> Screening:
+    """The recorded verdict of step ``step`` on ``text`` (asked while none is recorded;
+    each call counted in the delivery's spend and the day's budget)."""
+
+    def ask() -> dict[str, Any]:
+        screening = guardrail.screen(
+            text, delivery_id=effects.delivery_id, expires_at=effects.expires_at
+        )
+        return screening.to_record()
+
+    return Screening.from_record(effects.step(step, ask))
 
 
 def finding_line(text: str) -> str:
@@ -190,9 +217,10 @@ def held_proposal(
 
 @dataclass(frozen=True, slots=True)
 class BriefingScreen:
-    """The guardrail, and the gate where a briefing it blocked waits for a person."""
+    """The guardrail (its calls paid for), and the gate where a text it blocked waits
+    for a person."""
 
-    guardrail: Guardrail
+    guardrail: PaidGuardrail
     approvals: ApprovalStore
     clock: Clock
     timeout_seconds: int
@@ -215,14 +243,58 @@ class BriefingScreen:
                 package_id=package.package_id,
                 archive_key=archive_key,
             )
-            require_approval(
-                self.approvals,
-                delivery_id=delivery_id,
-                name=APPROVAL_SCREENING,
-                proposal=proposal,
-                package_digest=package.digest(),
-                now=self.clock.now(),
-                timeout_seconds=self.timeout_seconds,
-                expires_at=effects.expires_at,
+            self._hold(delivery_id, APPROVAL_SCREENING, proposal, package.digest(), effects)
+        return screening
+
+    def clear_tool_result(
+        self,
+        delivery_id: str,
+        name: str,
+        tool: str,
+        text: str,
+        *,
+        package_id: str,
+        package_digest: str,
+        archive_key: str,
+        effects: EffectLedger,
+    ) -> Screening:
+        """The recorded verdict on one tool result (``text``: its line as the model will
+        read it; ``name``: the tool use's record name), once it may reach the model.
+
+        Raises:
+            AwaitingApproval, ApprovalRefused: as :meth:`clear`, for the approval
+                ``screening.<name>``.
+        """
+        screening = screen_text(effects, self.guardrail, f"{SCREEN_STEP}.{name}", text)
+        if screening.intervened:
+            proposal = held_proposal(
+                screening, delivery_id=delivery_id, package_id=package_id, archive_key=archive_key
+            )
+            proposal["title"] = (
+                f"Tool result held: {alert_line(tool, 64)}: guardrail {screening.guardrail}"
+                " intervened"
+            )
+            proposal["tool_use"] = name
+            self._hold(
+                delivery_id, f"{APPROVAL_SCREENING}.{name}", proposal, package_digest, effects
             )
         return screening
+
+    def _hold(
+        self,
+        delivery_id: str,
+        name: str,
+        proposal: dict[str, Any],
+        package_digest: str,
+        effects: EffectLedger,
+    ) -> None:
+        require_approval(
+            self.approvals,
+            delivery_id=delivery_id,
+            name=name,
+            proposal=proposal,
+            package_digest=package_digest,
+            now=self.clock.now(),
+            timeout_seconds=self.timeout_seconds,
+            expires_at=effects.expires_at,
+        )

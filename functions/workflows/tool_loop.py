@@ -17,8 +17,9 @@ Per delivery, turn by turn:
      recorded is not applied again, and the model is told it was applied;
    * an unknown tool name, a :class:`~functions.workflows.tools.ToolError` or a
      refusal (``Rejected``): an error result the model reads;
-   * an acting tool that the ``approval`` setting names (``tools:NAME,...``): before
-     it runs, the proposed call (tool, input, tool-use id) is recorded as the
+   * an acting tool, unless the setting ``tools_without_approval`` exempts it by name
+     (read-only tools never wait; ``approval=tools:NAME,...`` names some explicitly,
+     as before): before it runs, the proposed call (tool, input, tool-use id) is recorded as the
      approval ``tool.<digest>`` and the delivery parks ``awaiting_approval``
      (:mod:`functions.core.approval`); approved, the resumed run reuses every
      recorded turn and result, reaches this tool use again and runs it through the
@@ -27,8 +28,10 @@ Per delivery, turn by turn:
      delivery ends ``failed``
      (``approval_denied`` / ``approval_expired``) and the model is not asked again;
 
-3. the results go back to the model in the next turn; a turn without tool uses is
-   the final reply.
+3. the results go back to the model in the next turn, each fenced as untrusted data
+   (:func:`~functions.workflows.agent_prompt.fenced_tool_result`: one escaped JSON line
+   between lines carrying the prompt's nonce; the system prompt says so); a turn
+   without tool uses is the final reply.
 
 Caps end a runaway loop: more than ``max_turns`` model turns, or more than
 ``max_tool_calls`` tool uses per delivery, fail the delivery (``max_turns_reached`` /
@@ -42,11 +45,16 @@ import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from functions.core.approval import require_approval
 from functions.core.errors import PermanentError, Rejected
 from functions.core.observability import logger
+from functions.workflows.agent_prompt import (
+    fence_safe_json,
+    fenced_tool_result,
+    tool_results_rule,
+)
 from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
@@ -59,6 +67,8 @@ if TYPE_CHECKING:
 
 SETTING_MAX_TURNS: Final = "max_turns"
 SETTING_MAX_TOOL_CALLS: Final = "max_tool_calls"
+# The acting tools that run without a person's yes (NAME,NAME); every other one waits.
+SETTING_EXEMPT: Final = "tools_without_approval"
 DEFAULT_MAX_TURNS: Final = 8
 DEFAULT_MAX_TOOL_CALLS: Final = 20
 _DIGEST_CHARS: Final = 16  # a step or effect name is [a-z0-9_.-]; a tool-use id is not
@@ -76,15 +86,23 @@ class ToolCaps:
 class ToolApproval:
     """The acting tools whose calls wait for a person, and where the wait is recorded.
 
-    ``package_digest``: the package the run's calls are made from; a call is approved
-    for it only (:meth:`about` binds a run's).
+    Attributes:
+        tools: the acting tools whose calls wait: every one not in ``exempt``.
+        exempt: the acting tools a deployer let run unasked, by name.
+        package_digest: the package the run's calls are made from; a call is approved
+            for it only (:meth:`about` binds a run's).
     """
 
-    store: ApprovalStore
+    store: ApprovalStore | None
     clock: Clock
     tools: frozenset[str]
     timeout_seconds: int
+    exempt: frozenset[str] = frozenset()
     package_digest: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.tools and self.store is None:
+            raise ValueError("tools that wait for a person need an approval store")
 
     def about(self, package_digest: str) -> ToolApproval:
         return dataclasses.replace(self, package_digest=package_digest)
@@ -98,24 +116,43 @@ class ToolApproval:
         store: ApprovalStore | None,
         clock: Clock,
         timeout_seconds: int,
-    ) -> ToolApproval | None:
-        """The gate for ``gated`` (the names ``tools:NAME,...`` lists); None for none.
+        exempt: frozenset[str] = frozenset(),
+    ) -> ToolApproval:
+        """The gate of ``tools``: every acting one waits but those ``exempt`` names;
+        ``gated`` (the names ``approval=tools:NAME,...`` lists) must wait.
 
         Raises:
             ValueError: a name is no acting tool of ``tools`` (a typo would let the
-                action run unapproved), or there is no store: fail at cold start.
+                action run unapproved, or exempt nothing), a name is both gated and
+                exempt, or a tool waits and there is no store: fail at cold start.
         """
-        if not gated:
-            return None
         acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
-        if unknown := sorted(gated - acting):
+        for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
+            if unknown := sorted(names - acting):
+                raise ValueError(
+                    f"{setting}{','.join(unknown)} names no acting tool of the tools"
+                    f" setting (acting: {sorted(acting) or 'none'})"
+                )
+        if both := sorted(gated & exempt):
             raise ValueError(
-                f"approval: tools:{','.join(unknown)} names no acting tool of the tools"
-                f" setting (acting: {sorted(acting) or 'none'})"
+                f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
+                " name it in one of them"
             )
-        if store is None:
-            raise ValueError("an approval of tools needs an approval store")
-        return cls(store, clock, gated, timeout_seconds)
+        waiting = frozenset(acting - exempt)
+        if waiting and store is None:
+            raise ValueError(
+                f"acting tools wait for a person ({','.join(sorted(waiting))}): that needs"
+                f" an approval store, or name them in {SETTING_EXEMPT}"
+            )
+        return cls(store, clock, waiting, timeout_seconds, exempt)
+
+
+class ResultScreen(Protocol):
+    """Screens one tool result before the model reads it (the guardrail's gate)."""
+
+    def __call__(self, name: str, tool: str, text: str) -> object:
+        """``name``: the tool use's record name; ``text``: the result's fenced line."""
+        ...
 
 
 def tool_key(delivery_id: str, tool_use_id: str) -> str:
@@ -142,19 +179,33 @@ def converse_with_tools(
     caps: ToolCaps,
     first_step: str = "model",
     approval: ToolApproval | None = None,
+    screen: ResultScreen | None = None,
 ) -> ModelReply:
     """Run the loop (see the module's docstring) and return the final reply.
 
+    ``approval`` says which acting tools wait (:meth:`ToolApproval.of`); without it
+    no acting tool may be offered. ``screen`` (screening on) is given each tool
+    result's line, exactly as the model will read it between its fence lines, before
+    the turn that carries it; it raises to hold the result back.
+
     Raises:
+        ValueError: acting tools offered without an ``approval``.
         PermanentError: ``max_turns_reached`` or ``max_tool_calls_reached``.
-        AwaitingApproval: an approved tool use waits for its decision (park it).
+        AwaitingApproval: a tool use waits for its decision (park it).
         ApprovalRefused: it was denied, or its time ran out.
         Whatever a model step or an acting tool's effect raises (``NotApplied``,
         ``UncertainEffect``, ``TransientError``, ...): the delivery is retried or
         fails as for any step or effect.
     """
+    if approval is None and any(tool.mode.effect_mode is not None for tool in tools):
+        # Fail closed: an acting tool runs unasked only when exempted by name.
+        raise ValueError("acting tools need a ToolApproval (ToolApproval.of exempts by name)")
     by_name = {tool.name: tool for tool in tools}
-    offered = dataclasses.replace(prompt, tool_config=tool_config(tools))
+    offered = dataclasses.replace(
+        prompt,
+        system=f"{prompt.system}\n\n{tool_results_rule(prompt.nonce)}",
+        tool_config=tool_config(tools),
+    )
     turns: list[dict[str, Any]] = []
     used = 0
     for turn in range(caps.max_turns):
@@ -170,7 +221,9 @@ def converse_with_tools(
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
             settle = functools.partial(_settle, effects, by_name, use, approval)
             outcome = effects.step(tool_record_name(use.id), settle)
-            results.append(_result_block(use, outcome))
+            if screen is not None:
+                screen(tool_record_name(use.id), use.name, fence_safe_json(outcome["content"]))
+            results.append(_result_block(use, outcome, prompt.nonce))
         turns += [_assistant_turn(reply), {"role": "user", "content": results}]
     _cap_reached(effects, "max_turns_reached", SETTING_MAX_TURNS, caps)
 
@@ -192,7 +245,7 @@ def _settle(
             return _success(tool.run(use.input, key))
         except ToolError as exc:
             return _error(exc.message)
-    if approval is not None and tool.name in approval.tools:
+    if approval is not None and approval.store is not None and tool.name in approval.tools:
         # The proposal comes from the recorded turn, so the run resumed after the
         # decision runs exactly the call the person approved, with the same key.
         require_approval(
@@ -240,11 +293,11 @@ def _error(message: str) -> dict[str, Any]:
     return {"status": "error", "content": {"error": message}}
 
 
-def _result_block(use: ToolUse, outcome: Any) -> dict[str, Any]:
+def _result_block(use: ToolUse, outcome: Any, nonce: str) -> dict[str, Any]:
     return {
         "toolResult": {
             "toolUseId": use.id,
-            "content": [{"json": outcome["content"]}],
+            "content": [{"text": fenced_tool_result(outcome["content"], nonce)}],
             "status": outcome["status"],
         }
     }

@@ -124,7 +124,8 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     if settings.guardrail is not None:
         client = guardrail_client(settings.bedrock_endpoint_url)
         guardrail = BedrockGuardrail(client=client, guardrail=settings.guardrail)
-    if settings.approval.any or guardrail is not None:
+    tools = () if settings.tools is None else load_tools(settings.tools)
+    if settings.approval.any or guardrail is not None or tools:
         if not context.table_name:
             raise ValueError("the agent workflow's approval gate needs TABLE_NAME")
         approvals = DynamoDbApprovals(
@@ -140,7 +141,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
         clock=context.clock,
         metrics=parts.metrics,
         spend=parts.spend,
-        tools=() if settings.tools is None else load_tools(settings.tools),
+        tools=tools,
         approvals=approvals,
         guardrail=guardrail,
     )
@@ -169,6 +170,7 @@ def model_client(context: WorkflowContext) -> ModelClient:
         temperature=settings.temperature,
         budget=parts.budget,
         spend=parts.spend,
+        token_cap=settings.delivery_token_cap,
     )
 
 

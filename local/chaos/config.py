@@ -41,7 +41,8 @@ class ChaosConfig:
     workflow: str = "notify"
     bedrock_latency_ms: int = 200  # agent workflow: widens the model-call window
     # Agent workflow: the model asks for local.agent_tools' tools (a lookup, then a
-    # ticket opened at the notification target), killed inside their windows too.
+    # ticket opened at the notification target, exempted from approval by name),
+    # killed inside their windows too.
     tools: bool = False
 
     def __post_init__(self) -> None:

@@ -37,6 +37,9 @@ from local.stack import LocalStack
 from local.stack_options import StackOptions
 
 TOOLS_SPEC = "local.agent_tools:TOOLS"
+# The run measures acting once under kills, not a person's decisions: the ticket runs
+# unasked, exempted by name (an acting tool waits for a person by default).
+TOOLS_SETTINGS = {"tools": TOOLS_SPEC, "tools_without_approval": agent_tools.TICKET_TOOL}
 # What the step runner logs when a step runs again after a worker died inside it.
 STEP_RERUN_MESSAGE = "step rerun: an earlier attempt died inside it"
 
@@ -52,7 +55,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         max_attempts=config.max_attempts,
         workflow=config.workflow,
         bedrock_latency_ms=config.bedrock_latency_ms,
-        workflow_settings={"tools": TOOLS_SPEC} if config.tools else {},
+        workflow_settings=TOOLS_SETTINGS if config.tools else {},
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()

@@ -103,6 +103,8 @@ def run_show(args: argparse.Namespace) -> int:
         ]
     if progress.spend.model_calls:
         lines.append(("model calls", spend_line(progress.spend)))
+    if progress.spend.guardrail_calls:
+        lines.append(("guardrail calls", guardrail_line(progress.spend)))
     width = max(len(label) for label, _ in lines)
     for label, shown in lines:
         print(f"{label:<{width}}  {'-' if shown is None else shown}")
@@ -115,6 +117,14 @@ def spend_line(spend: ModelSpend) -> str:
     if spend.unknown_outcomes:
         line += f", {spend.unknown_outcomes} of unknown outcome: killed or answer lost"
     return line + f"), tokens {spend.input_tokens} in / {spend.output_tokens} out"
+
+
+def guardrail_line(spend: ModelSpend) -> str:
+    """The delivery's screening calls: how many may have run, what they were billed for."""
+    return (
+        f"{spend.guardrail_calls} ({spend.guardrail_text_units} text units,"
+        f" {spend.guardrail_tokens} tokens)"
+    )
 
 
 def _step_line(step: StepRecord) -> str:

@@ -345,3 +345,28 @@ def test_the_budget_and_approval_alarms_exist_only_where_their_metric_can_be_pub
     assert (wait["Statistic"], wait["Threshold"]) == ("Maximum", 90 * 60)
     assert wait["ComparisonOperator"] == "GreaterThanThreshold"
     assert wait["Dimensions"] == budget["Dimensions"] == SERVICE_DIMENSION
+
+
+def test_agent_tools_wait_for_a_person_by_default_so_the_approval_alarm_exists(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """No ``approval`` setting: an acting tool waits anyway (the team's code, not
+    imported at synth, decides which act), so the wait is watched; the exemption
+    reaches the worker by its short key."""
+    synthesized = synthesize(
+        tmp_path_factory,
+        {
+            "workflow": "agent",
+            "agent_tools": "team_tools:TOOLS",
+            "agent_tools_without_approval": "open_ticket",
+            "approval_wait_alarm_minutes": 45,
+        },
+    )
+    wait = _alarms(synthesized)["ApprovalWait"]
+    assert (wait["MetricName"], wait["Threshold"]) == (
+        metric_names.METRIC_APPROVAL_OLDEST_WAIT,
+        45 * 60,
+    )
+    environment = synthesized.environment("worker")
+    settings = json.loads(environment[env_names.ENV_WORKFLOW_SETTINGS])
+    assert settings["tools_without_approval"] == "open_ticket"

@@ -35,6 +35,36 @@ def test_spend_writes_resent_after_a_lost_answer_count_once(stack: Stack) -> Non
     )
 
 
+def test_guardrail_calls_count_apart_once_per_call_id_and_inbox_show_gives_them(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spend = _spend(stack)
+    delivery_id = stack.accept()
+    for _ in range(2):  # each write resent after a lost answer: counted once
+        spend.sent(delivery_id, "model-1", expires_at=0)
+        spend.answered(delivery_id, "model-1", input_tokens=900, output_tokens=40)
+        spend.guardrail_sent(delivery_id, "screen-1", expires_at=0)
+        spend.guardrail_answered(delivery_id, "screen-1", text_units=3, tokens=700)
+        spend.guardrail_sent(delivery_id, "screen-2", expires_at=0)
+        spend.not_run(delivery_id, "screen-2")  # throttled: never ran, never billed
+    recorded = spend.get(delivery_id)
+    assert recorded == ModelSpend(
+        model_calls=1,
+        answered=1,
+        input_tokens=900,
+        output_tokens=40,
+        guardrail_calls=1,
+        guardrail_answered=1,
+        guardrail_text_units=3,
+        guardrail_tokens=700,
+    )
+    assert recorded.tokens == 1640
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id))
+    assert status == 0
+    shown = [line.split(None, 2) for line in out.splitlines() if line.startswith("guardrail")]
+    assert shown == [["guardrail", "calls", "1 (3 text units, 700 tokens)"]]
+
+
 def test_spend_record_shares_the_delivery_partition_and_retention(stack: Stack) -> None:
     delivery_id = stack.accept()
     _spend(stack).sent(delivery_id, "call-1", expires_at=2_000_000_000)
@@ -62,6 +92,9 @@ def test_inbox_show_gives_model_calls_and_tokens(
         "unknown_outcome_calls": 1,
         "input_tokens": 812,
         "output_tokens": 57,
+        "guardrail_calls": 0,
+        "guardrail_text_units": 0,
+        "guardrail_tokens": 0,
     }
     status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id))
     assert status == 0

@@ -80,3 +80,21 @@ def test_a_flagged_briefing_parks_with_no_model_call_and_once_approved_is_alerte
     assert len(stack.alerts_for(work.delivery_id)) == 1
     assert stack.emulator.calls() == {work.delivery_id: 1}
     assert len(stack.emulator.emulator.guardrail_texts()) == 1
+
+
+def test_the_guardrail_is_sent_exactly_the_package_text_the_model_request_carries(
+    agent_stack: AgentStack,
+) -> None:
+    """Over the wire: ApplyGuardrail's text is the Converse request's fenced package line
+    (attachments' names and media types included), byte for byte."""
+    stack = agent_stack
+    work = deliver(stack, "pkg_01JE7Q9V5K3M8N2P4R6T")
+    stack.worker(extra=GUARDRAIL).run_visible()
+    assert stack.aws.inbox(work.delivery_id).state is State.COMPLETED
+    (screened,) = stack.emulator.emulator.guardrail_texts()
+    request = stack.emulator.emulator.last_request(work.delivery_id)
+    assert request is not None
+    user = request["messages"][0]["content"][0]["text"].split("\n")
+    opening = next(line for line in user if line.startswith("<package-data-"))
+    assert screened == user[user.index(opening) + 1]
+    assert '"attachments": [{"name": ' in screened

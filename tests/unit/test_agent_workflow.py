@@ -603,6 +603,23 @@ def test_settings_read_the_tools_and_their_caps() -> None:
             AgentSettings.from_mapping(bad)
 
 
+def test_settings_read_the_exempted_tools_and_the_delivery_token_cap() -> None:
+    settings = AgentSettings.from_mapping(
+        {"tools_without_approval": " open_ticket , post_note", "delivery_token_cap": "50000"}
+    )
+    assert settings.tools_without_approval == {"open_ticket", "post_note"}
+    assert settings.delivery_token_cap == 50_000
+    defaults = AgentSettings.from_mapping({})
+    assert (defaults.tools_without_approval, defaults.delivery_token_cap) == (frozenset(), 0)
+    for bad, named in (
+        ({"tools_without_approval": "open ticket"}, "tools_without_approval"),
+        ({"tools_without_approval": "a,,b"}, "tools_without_approval"),
+        ({"delivery_token_cap": "-1"}, "delivery_token_cap"),
+    ):
+        with pytest.raises(SettingsError, match=named):
+            AgentSettings.from_mapping(bad)
+
+
 def test_with_tools_the_prompt_offers_them_instead_of_denying_any(world: World) -> None:
     tool = Tool(
         "lookup", "Looks up.", {"type": "object"}, ToolMode.READ_ONLY, lambda i, k: {"ok": 1}

@@ -97,9 +97,9 @@ def _agent_drift(name: str, text: str) -> Iterator[str]:
 
 
 def _as_docs_write(value: object) -> str:
-    """A default as the docs write it: ``none`` for nothing (no approval), ``1440`` for
+    """A default as the docs write it: ``none`` for nothing (no approval, no name), ``1440`` for
     1440.0."""
-    if value is None or value == NO_APPROVAL:
+    if value is None or value == NO_APPROVAL or value == frozenset():
         return "none"
     if isinstance(value, float):
         return f"{value:g}"

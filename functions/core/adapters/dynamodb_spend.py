@@ -1,4 +1,5 @@
-"""A delivery's model spend in DynamoDB (``pk`` = delivery id, ``sk`` = ``spend#model``).
+"""A delivery's paid calls in DynamoDB (``pk`` = delivery id, ``sk`` = ``spend#model``):
+the model's, and the screening guardrail's.
 
 One item per delivery, beside its ``step#`` and ``effect#`` records and sharing their
 retention (``expires_at``). Call ids are kept in string sets, so every write is
@@ -26,6 +27,12 @@ KIND_SPEND: Final = "spend"
 _NOT_ANSWERED: Condition = (
     ("NOT contains(answered, :id)", "an answered call's tokens are added once per call id"),
 )
+_GUARDRAIL_NOT_ANSWERED: Condition = (
+    (
+        "NOT contains(guardrail_answered, :id)",
+        "an answered guardrail call's units are added once per call id",
+    ),
+)
 
 
 def spend_key(delivery_id: str) -> dynamodb_items.Item:
@@ -46,6 +53,10 @@ def spend_from_item(item: dynamodb_items.Item) -> ModelSpend:
         answered=len(ids("answered")),
         input_tokens=number("input_tokens"),
         output_tokens=number("output_tokens"),
+        guardrail_calls=len(ids("guardrail_calls") - ids("not_run")),
+        guardrail_answered=len(ids("guardrail_answered")),
+        guardrail_text_units=number("guardrail_text_units"),
+        guardrail_tokens=number("guardrail_tokens"),
     )
 
 
@@ -57,6 +68,12 @@ class DynamoDbSpend:
         self._table = table_name
 
     def sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        self._sent("calls", delivery_id, call_id, expires_at=expires_at)
+
+    def guardrail_sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        self._sent("guardrail_calls", delivery_id, call_id, expires_at=expires_at)
+
+    def _sent(self, calls: str, delivery_id: str, call_id: str, *, expires_at: int) -> None:
         update = "SET #kind = :kind, delivery_id = :delivery_id"
         values: dynamodb_items.Item = {
             ":kind": {"S": KIND_SPEND},
@@ -70,7 +87,7 @@ class DynamoDbSpend:
             self._client.update_item,
             TableName=self._table,
             Key=spend_key(delivery_id),
-            UpdateExpression=update + " ADD calls :ids",
+            UpdateExpression=f"{update} ADD {calls} :ids",
             ExpressionAttributeNames={"#kind": table_layout.KIND_ATTRIBUTE},
             ExpressionAttributeValues=values,
         )
@@ -99,6 +116,25 @@ class DynamoDbSpend:
                 ":id": {"S": call_id},
                 ":in": {"N": str(input_tokens)},
                 ":out": {"N": str(output_tokens)},
+            },
+        )
+
+    def guardrail_answered(
+        self, delivery_id: str, call_id: str, *, text_units: int, tokens: int
+    ) -> None:
+        dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=spend_key(delivery_id),
+            UpdateExpression=(
+                "ADD guardrail_answered :ids, guardrail_text_units :units, guardrail_tokens :t"
+            ),
+            ConditionExpression=condition_expression(_GUARDRAIL_NOT_ANSWERED),
+            ExpressionAttributeValues={
+                ":ids": {"SS": [call_id]},
+                ":id": {"S": call_id},
+                ":units": {"N": str(text_units)},
+                ":t": {"N": str(tokens)},
             },
         )
 

@@ -24,6 +24,17 @@ class SpendStore(Protocol):
         """Add the answered call's tokens, once per ``call_id``."""
         ...
 
+    def guardrail_sent(self, delivery_id: str, call_id: str, *, expires_at: int) -> None:
+        """Count guardrail call ``call_id`` as one that may have run (once); ``not_run``
+        withdraws it as it does a model call."""
+        ...
+
+    def guardrail_answered(
+        self, delivery_id: str, call_id: str, *, text_units: int, tokens: int
+    ) -> None:
+        """Add the answered guardrail call's text units and tokens, once per ``call_id``."""
+        ...
+
     def get(self, delivery_id: str) -> ModelSpend | None:
-        """The delivery's spend; None when no model call was ever sent for it."""
+        """The delivery's spend; None when no paid call was ever sent for it."""
         ...

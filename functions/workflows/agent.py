@@ -96,12 +96,12 @@ if TYPE_CHECKING:
 
     from functions.core.budget import TokenBudget
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
     from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.metrics import MetricsSink
     from functions.core.ports.spend import SpendStore
+    from functions.core.ports.workflow import Ledger
     from functions.workflows.screening import Guardrail
     from functions.workflows.tools import Tool
 
@@ -479,7 +479,7 @@ class AgentWorkflow:
             timeout = settings.approval_timeout_seconds
             self._screen = BriefingScreen(guardrail, approvals, clock, timeout)
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         key = archive_package(self._archive, work, package, effects)
         if self._screen is not None:
             self._screen.clear(work.delivery_id, package, archive_key=key, effects=effects)

@@ -32,9 +32,9 @@ from functions.workflows.alert_text import alert_line
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.package import Package
     from functions.core.ports.approvals import ApprovalStore
+    from functions.core.ports.workflow import Ledger
 
 SETTING_GUARDRAIL_ID: Final = "guardrail_id"
 SETTING_GUARDRAIL_VERSION: Final = "guardrail_version"
@@ -160,7 +160,7 @@ def screened_text(package: Package) -> str:
     return f"{title}\n\n{package.briefing[: DEFAULT_LIMITS.briefing_chars]}"
 
 
-def screen_briefing(effects: EffectLedger, guardrail: Guardrail, package: Package) -> Screening:
+def screen_briefing(effects: Ledger, guardrail: Guardrail, package: Package) -> Screening:
     """The recorded verdict on ``package`` (the guardrail is asked while none is recorded)."""
     record = effects.step(SCREEN_STEP, lambda: guardrail.screen(screened_text(package)).to_record())
     return Screening.from_record(record)
@@ -198,7 +198,7 @@ class BriefingScreen:
     timeout_seconds: int
 
     def clear(
-        self, delivery_id: str, package: Package, *, archive_key: str, effects: EffectLedger
+        self, delivery_id: str, package: Package, *, archive_key: str, effects: Ledger
     ) -> Screening:
         """The recorded verdict, once the briefing may go on: let through, or approved.
 

@@ -49,10 +49,10 @@ from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.model_step import ModelReply, ToolUse
     from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.model import ModelCaller
+    from functions.core.ports.workflow import Ledger
     from functions.workflows.agent_prompt import AgentPrompt
 
 SETTING_MAX_TURNS: Final = "max_turns"
@@ -124,7 +124,7 @@ def turn_step(turn: int, first: str) -> str:
 
 
 def converse_with_tools(
-    effects: EffectLedger,
+    effects: Ledger,
     client: ModelCaller[AgentPrompt],
     prompt: AgentPrompt,
     tools: Sequence[Tool],
@@ -166,7 +166,7 @@ def converse_with_tools(
 
 
 def _settle(
-    effects: EffectLedger,
+    effects: Ledger,
     tools: Mapping[str, Tool],
     use: ToolUse,
     approval: ToolApproval | None,
@@ -249,7 +249,7 @@ def _assistant_turn(reply: ModelReply) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
-def _cap_reached(effects: EffectLedger, code: str, setting: str, caps: ToolCaps) -> NoReturn:
+def _cap_reached(effects: Ledger, code: str, setting: str, caps: ToolCaps) -> NoReturn:
     logger.error(
         f"the tool loop reached its cap: raise {setting} if this delivery needs more",
         extra={

@@ -40,7 +40,7 @@ from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectLedger, EffectMode, outcome_mode
+from functions.core.effects import EffectMode, outcome_mode
 from functions.core.errors import BudgetExhausted, ProcessingError
 from functions.core.event_source_limits import (
     RELAY_BATCH_SIZE,
@@ -51,7 +51,7 @@ from functions.core.event_source_limits import (
 from functions.core.models import State, WorkItem
 from functions.core.observability import logger
 from functions.core.ports.effects import EffectStatus
-from functions.core.ports.workflow import Workflow
+from functions.core.ports.workflow import Ledger, Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.signature import SigningSecret
@@ -191,7 +191,7 @@ class _ObservedLedger:
     """The real ledger, passed through; it tells the world how each effect is declared
     (a repeatable effect may apply twice; a keyed one meets a far side that deduplicates)."""
 
-    def __init__(self, ledger: EffectLedger, world: World) -> None:
+    def __init__(self, ledger: Ledger, world: World) -> None:
         self._ledger = ledger
         self._world = world
 
@@ -217,8 +217,8 @@ class _ObservedWorkflow:
         self._workflow = workflow
         self._world = world
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
-        observed = cast(EffectLedger, _ObservedLedger(effects, self._world))
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
+        observed = cast(Ledger, _ObservedLedger(effects, self._world))
         self._workflow.run(work, package, observed)
 
 

@@ -206,7 +206,14 @@ class _ObservedLedger:
             side.repeatable = True
         if mode is EffectMode.KEYED:
             side.dedup = True  # the contract a keyed effect relies on
-        return self._ledger.run(name, fn, **declared)
+        ran = self._ledger.run(name, fn, **declared)
+        # The attempt went past this effect: applied now or before (the invariant
+        # effect_applied holds a completed delivery to it).
+        owner = self._world.notes.owner or ""
+        self._world.history.ran_effects.setdefault(owner, set()).add(
+            (self._ledger.delivery_id, name)
+        )
+        return ran
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ledger, name)
@@ -509,10 +516,14 @@ class Simulation:
             )
         world.begin("relay", skew=0, seconds=RELAY_TIMEOUT_SECONDS)
         deps = RelayDeps(queue=self.queue, metrics=cast(Any, self.metrics))
+        sent_before, faults_before = len(world.history.enqueued), len(self.schedule.injected)
         try:
             failed = {int(sequence) for sequence in relay(records, deps)}
         except Killed:
             failed = set(range(len(batch)))
+        self._check_relay(
+            batch, failed, sent_before, faulted=faults_before < len(self.schedule.injected)
+        )
         keep = []
         for number, entry in enumerate(batch):
             tries = entry.get("tries", 0) + 1
@@ -522,6 +533,22 @@ class Simulation:
         world.stream[: len(batch)] = keep
         if keep:
             self._relay_at = world.t + 2 ** min(keep[0]["tries"], 6)
+
+    def _check_relay(
+        self, batch: Sequence[dict[str, Any]], failed: set[int], sent_before: int, *, faulted: bool
+    ) -> None:
+        """The relay's answer against the queue: a record it reports taken reached the
+        queue in this invocation; one it reports failed failed for an injected fault."""
+        history = self.world.history
+        sent = {e.delivery_id for e in history.enqueued[sent_before:] if e.role == "relay"}
+        for number, entry in enumerate(batch):
+            delivery_id = entry["work"].delivery_id
+            if number not in failed and delivery_id not in sent:
+                history.relay_lies.append(f"{delivery_id}: reported sent, never reached the queue")
+            elif number in failed and not faulted:
+                history.relay_lies.append(
+                    f"{delivery_id}: reported failed, and no fault was injected"
+                )
 
     # --- the worker ----------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, 
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from local.simulate import faults
 from local.simulate.faults import Fault, Killed, Kind
+from local.simulate.history import History
 from local.simulate.schedule import PORT_READ, PORT_WRITE, QUEUE_SEND, Rates, Schedule
 
 T = TypeVar("T")
@@ -193,6 +194,7 @@ class World:
         self.lost_attempts_allowed = 0
         self.counts: Counter[str] = Counter()
         self.truth = Truth()
+        self.history = History()  # the mechanisms' committed writes, in order
         # DynamoDB
         self.inbox: dict[str, InboxItem] = {}
         self.owners: dict[str, str] = {}
@@ -385,6 +387,8 @@ class World:
         dead: bool = False,
         attributes: dict[str, Any] | None = None,
     ) -> None:
+        if not dead:
+            self._note_enqueued(body)
         self._message_seq += 1
         message_id = f"m{self._message_seq}"
         queue = self.dead if dead else self.work
@@ -397,6 +401,40 @@ class World:
             generation=generation,
             attributes=dict(attributes or {}),
         )
+
+    def _note_enqueued(self, body: str) -> None:
+        try:
+            delivery_id = WorkItem.from_json(body).delivery_id
+        except ValueError:
+            return
+        if self.inv.role == "reconciler":
+            self._note_resent(delivery_id)
+        self.history.note_enqueued(self.t, delivery_id, role=self.inv.role)
+
+    def _note_resent(self, delivery_id: str) -> None:
+        """The reconciler sends ``delivery_id`` again: note what lost its message, if
+        anything did (the queue held no copy, its worker died holding it, an attempt
+        died or lost its answer inside an effect), and how long its state had not moved."""
+        copies = sorted(
+            m.visible_at - self.t for m in self.work.values() if _delivery_of(m.body) == delivery_id
+        )
+        events = [e for e in self.history.states if e.delivery_id == delivery_id]
+        if events and events[-1].transition == "touch_pending":
+            events.pop()  # this run's own touch
+        last = events[-1] if events else None
+        why = ""
+        if not copies:
+            why = "its message was gone"
+        elif last is not None and last.transition == "release_expired":
+            why = "its worker died holding it"
+        elif any(
+            r.delivery_id == delivery_id and r.status is EffectStatus.INTENT
+            for r in self.effects.values()
+        ):
+            why = "an attempt left an effect in doubt"
+        unchanged = self.t - (last.at if last is not None else self.started_at)
+        detail = ", ".join(f"{c:.0f}" for c in copies)
+        self.history.reconciler_sends.append((self.t, delivery_id, why, unchanged, detail))
 
     def next_visible(self) -> float | None:
         return min((m.visible_at for m in self.work.values()), default=None)
@@ -461,6 +499,13 @@ class World:
             self.truth.repeats.append((name, key, expired))
 
 
+def _delivery_of(body: str) -> str | None:
+    try:
+        return WorkItem.from_json(body).delivery_id
+    except ValueError:
+        return None
+
+
 # --- the ports ---------------------------------------------------------------------
 
 
@@ -501,6 +546,9 @@ class Inbox:
                 expires_at=expires_at,
             )  # fmt: skip
             w.inbox[item.delivery_id] = item
+            w.history.note_state(
+                w.t, item.delivery_id, transition="accept", from_state=None, to_state=item.state
+            )
             w.unlisted.add(item.delivery_id)
             w.truth.accepted.add(item.delivery_id)
             w.expire_at("inbox", item.delivery_id, expires_at)
@@ -550,6 +598,10 @@ class Claims:
                 state_changed_at=now,
             )
             w.owners[delivery_id] = owner
+            w.history.note_state(
+                w.t, delivery_id, transition="claim", from_state=item.state,
+                to_state=State.PROCESSING, writer=owner, now=now, lease_until=lease,
+            )  # fmt: skip
             w.notes.delivery = delivery_id
             w.notes.reservation_day = None
             return ClaimAttempt(
@@ -591,6 +643,14 @@ class Claims:
                 return False
             del w.owners[claim.delivery_id]
             values = {k: v(item) if callable(v) else v for k, v in changes.items()}
+            done = values.get("effects_done") or frozenset()
+            w.history.note_state(
+                w.t, claim.delivery_id, transition=site.removeprefix("ddb.")
+                + ("_with_effects" if done else ""), from_state=item.state, to_state=state,
+                writer=claim.owner,
+            )  # fmt: skip
+            for name in sorted(done):
+                w.history.note_done(claim.delivery_id, name, how="the completion")
             self._move(item, state, now, **values)
             if state is State.FAILED:
                 w.failed_by[claim.delivery_id] = claim.owner  # FAIL sets failed_by
@@ -700,6 +760,10 @@ class Claims:
             if item is None or not _free(item, now) or item.expires_at > now + lease_seconds:
                 return False
             w.owners.pop(delivery_id, None)
+            w.history.note_state(
+                w.t, delivery_id, transition="expire", from_state=item.state,
+                to_state=State.FAILED,
+            )  # fmt: skip
             self._move(item, State.FAILED, now, last_error=ITEM_EXPIRED)
             return True
 
@@ -727,6 +791,11 @@ class Claims:
             w.unlisted.discard(delivery_id)
             w.failed_by.pop(delivery_id, None)
             w.truth.innocent_deaths.pop(delivery_id, None)  # its attempts start again
+            w.history.note_state(
+                w.t, delivery_id,
+                transition="reset_failed" if failure is None else "reset_dead_letter",
+                from_state=item.state, to_state=State.PENDING,
+            )  # fmt: skip
             w.inbox[delivery_id] = dataclasses.replace(
                 item,
                 state=State.PENDING,
@@ -789,6 +858,10 @@ class Claims:
             ):
                 return False
             w.inbox[item.delivery_id] = dataclasses.replace(current, state_changed_at=now)
+            w.history.note_state(
+                w.t, item.delivery_id, transition="touch_pending", from_state=current.state,
+                to_state=State.PENDING,
+            )  # fmt: skip
             return True
 
         return w.call("ddb.touch_pending", update)
@@ -806,6 +879,10 @@ class Claims:
             ):
                 return False
             w.owners.pop(item.delivery_id, None)
+            w.history.note_state(
+                w.t, item.delivery_id, transition="release_expired", from_state=current.state,
+                to_state=State.PENDING,
+            )  # fmt: skip
             w.inbox[item.delivery_id] = dataclasses.replace(
                 current,
                 state=State.PENDING,
@@ -929,6 +1006,7 @@ class Effects:
             w.effects[(delivery_id, name)] = dataclasses.replace(
                 record, status=EffectStatus.DONE, done_at=now, flagged_at=None
             )
+            w.history.note_done(delivery_id, name, how="the ledger")
             return True
 
         if not w.call("ddb.record_done", update):
@@ -959,6 +1037,8 @@ class Effects:
             w.effects[(delivery_id, name)] = dataclasses.replace(
                 current, status=status, flagged_at=None, **changes
             )
+            if status is EffectStatus.DONE:
+                w.history.note_done(delivery_id, name, how="an operator")
             return True
 
         return w.call("ddb.resolve_effect", update)

@@ -61,8 +61,8 @@ class History:
     ran_effects: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     # Effects recorded done, by (delivery, effect): how (ledger, operator, completion).
     marked_done: dict[tuple[str, str], str] = field(default_factory=dict)
-    # Bodies other than the accepted one sent under a known id: (delivery, outcome).
-    other_bytes: list[tuple[str, str]] = field(default_factory=list)
+    # Other bytes under a known id that were not quarantined, or changed the item.
+    other_bytes: list[str] = field(default_factory=list)
     # Overlapping attempts the schedule staged (counted for the report).
     overlaps: Counter[str] = field(default_factory=Counter)
 

@@ -131,10 +131,7 @@ def check(simulation: Simulation) -> list[str]:
         for at, delivery_id, why, unchanged, detail in world.history.reconciler_sends
         if not why and unchanged < STALE_PENDING_SECONDS
     ]
-    found += [
-        f"other_bytes_quarantined: {delivery_id}: other bytes under its id answered {outcome}"
-        for delivery_id, outcome in world.history.other_bytes
-    ]
+    found += [f"other_bytes_quarantined: {line}" for line in world.history.other_bytes]
     return found
 
 

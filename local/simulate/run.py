@@ -27,6 +27,7 @@ import heapq
 import json
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ from local.simulate.far_side import (
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
-from local.simulate.schedule import SENDER, Schedule
+from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
     Budget,
@@ -135,17 +136,24 @@ MESSAGE_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(QueueMessag
 _LOOP: list[asyncio.AbstractEventLoop] = []  # this process's one loop, made on first use
 
 
-def run_batch(batch: Coroutine[Any, Any, list[str]]) -> list[str]:
-    """Run one worker batch to its end on this process's loop, every step on this
-    thread (the loop's default executor runs each call at once, so ``to_thread`` does
-    too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
+def _inline_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(InlineExecutor())
+    return loop
+
+
+def run_batch(
+    batch: Coroutine[Any, Any, list[str]], loop: asyncio.AbstractEventLoop | None = None
+) -> list[str]:
+    """Run one worker batch to its end on this process's loop (or ``loop``), every step
+    on this thread (the loop's default executor runs each call at once, so ``to_thread``
+    does too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
     suspended: they are cancelled, as ``asyncio.run`` would, so none runs on in a later
     batch."""
-    if not _LOOP:
-        loop = asyncio.new_event_loop()
-        loop.set_default_executor(InlineExecutor())
-        _LOOP.append(loop)
-    loop = _LOOP[0]
+    if loop is None:
+        if not _LOOP:
+            _LOOP.append(_inline_loop())
+        loop = _LOOP[0]
     try:
         return loop.run_until_complete(batch)
     except BaseException:
@@ -268,6 +276,7 @@ class _Send:
     seq: int
     index: int = field(compare=False)
     attempt: int = field(compare=False)
+    other: bool = field(default=False, compare=False)  # other bytes under its id
 
 
 class Simulation:
@@ -330,6 +339,8 @@ class Simulation:
         self._relay_at: float | None = None
         self._steps = 0
         self._worker_turn = 0
+        self._overlapping = False  # the other container runs a delivery of a stalled one
+        world.at_attempt_point = self._maybe_overlap
         self.cut = False  # the step bound ended a phase
 
     # --- setup -----------------------------------------------------------------------
@@ -473,13 +484,16 @@ class Simulation:
 
     # --- RelayLink and the receiver ----------------------------------------------------
 
-    def _send_at(self, at: float, index: int, attempt: int) -> None:
+    def _send_at(self, at: float, index: int, attempt: int, *, other: bool = False) -> None:
         self._seq += 1
-        heapq.heappush(self.sends, _Send(at, self._seq, index, attempt))
+        heapq.heappush(self.sends, _Send(at, self._seq, index, attempt, other))
 
     def _send(self) -> None:
         world = self.world
         send = heapq.heappop(self.sends)
+        if send.other:
+            self._send_other_bytes(send)
+            return
         delivery_id, body, _at = self.deliveries[send.index]
         world.begin("receiver", skew=self.skew["receiver"], seconds=RECEIVER_TIMEOUT_SECONDS)
         headers = signed_headers(
@@ -492,8 +506,38 @@ class Simulation:
         if 200 <= status < 300:
             if world.draw("relaylink.send", SENDER) is not None:
                 self._send_at(world.t + world.rng.uniform(1, 600), send.index, send.attempt + 1)
+            if world.draw("relaylink.other_bytes", OTHER_BYTES, later=True) is not None:
+                at = world.t + world.rng.uniform(1, 3600)
+                self._send_at(at, send.index, send.attempt + 1, other=True)
         elif send.attempt < SENDER_ATTEMPTS:
             self._send_at(world.t + 30 * 2 ** (send.attempt - 1), send.index, send.attempt + 1)
+
+    def _send_other_bytes(self, send: _Send) -> None:
+        """Other bytes, correctly signed, under a delivery id already accepted: they must
+        end quarantined (or unanswered), and the accepted item must not change."""
+        world = self.world
+        delivery_id, _body, _at = self.deliveries[send.index]
+        other = delivery_body(
+            delivery_id, package_id=f"pkg_other_{send.index:04d}", mcp_url=MCP_URL
+        )
+        world.begin("receiver", skew=self.skew["receiver"], seconds=RECEIVER_TIMEOUT_SECONDS)
+        headers = signed_headers(
+            other, delivery_id=delivery_id, timestamp=int(world.t), attempt=send.attempt
+        )
+        before = world.inbox.get(delivery_id)
+        try:
+            outcome = self.accept({k.lower(): v for k, v in headers.items()}, other).outcome.value
+        except Killed:
+            outcome = "no answer"
+        after = world.inbox.get(delivery_id)
+        if before is not None and after != before:
+            world.history.other_bytes.append(
+                f"{delivery_id}: other bytes under its id changed the accepted item ({outcome})"
+            )
+        elif before is not None and outcome not in ("quarantined", "unavailable", "no answer"):
+            world.history.other_bytes.append(
+                f"{delivery_id}: other bytes under its id answered {outcome}"
+            )
 
     def _relay(self) -> None:
         world = self.world
@@ -593,7 +637,65 @@ class Simulation:
         if not messages:
             return
         self._worker_turn += 1
-        role = ROLES[1 + self._worker_turn % 2]
+        self._batch(messages, ROLES[1 + self._worker_turn % 2])
+
+    def _maybe_overlap(self, delivery_id: str) -> None:
+        """Right after a worker's claim or read of one of the delivery's records: maybe its
+        process stalls there past its lease, and the other worker container, handed a
+        copy of the message, claims the delivery and runs it before the first goes on
+        (two attempts at once: the race a step recorder or a ledger must survive)."""
+        world = self.world
+        stalled = world.inv
+        item = world.inbox.get(delivery_id)
+        work = None if item is None else item.work_item()
+        if self._overlapping or stalled.role != "worker" or stalled.dead or work is None:
+            return
+        if item is None or item.state is not State.PROCESSING:
+            return
+        if world.draw("worker.overlap", OVERLAP, later=True) is None:
+            return
+        stall = settings_table.WORKER_LEASE_SECONDS.default + 2 * SKEW_BOUND + 1
+        stalled.ends_at += stall  # a stopped process: its own timeout stops too
+        world.t += stall
+        world.enqueue(work.to_json())
+        message = list(world.work.values())[-1]  # the copy just sent
+        message.receives += 1
+        message.visible_at = world.t + world.visibility_seconds
+        message.receipt = f"{message.message_id}/{message.receives}"
+        other = ROLES[1 + (self._worker_turn + 1) % 2]
+        failures: list[BaseException] = []
+
+        def apart() -> None:
+            loop = _inline_loop()
+            try:
+                self._batch([message], other, loop=loop)
+            except BaseException as exc:  # noqa: BLE001 (re-raised on the stalled thread)
+                failures.append(exc)
+            finally:
+                loop.close()
+
+        self._overlapping = True
+        try:
+            # Its own thread: the stalled batch's loop is running on this one.
+            thread = threading.Thread(target=apart, name="worker-apart")
+            thread.start()
+            thread.join()
+        finally:
+            self._overlapping = False
+            world.inv = stalled
+        world.history.overlaps[delivery_id] += 1
+        if failures:
+            raise failures[0]
+
+    def _batch(
+        self,
+        messages: Sequence[Any],
+        role: str,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        """One invocation of worker container ``role`` over ``messages``."""
+        world = self.world
         inv = world.begin("worker", skew=self.skew[role], seconds=WORKER_TIMEOUT_SECONDS)
         batch = []
         for message in messages:
@@ -621,7 +723,8 @@ class Simulation:
                         limits=self.limits,
                         deadline=deadline,
                         inline=True,
-                    )
+                    ),
+                    loop,
                 )
             )
         except Killed:

@@ -225,6 +225,9 @@ class World:
         # Downstream systems, by effect (and "model", "mcp").
         self.far: dict[str, FarSide] = {}
         self._owner_seq = 0
+        # Called after a worker's claim and its reads of effect and step records (the
+        # run stages two attempts of one delivery at once there: Kind.OVERLAP).
+        self.at_attempt_point: Callable[[str], None] | None = None
 
     # --- time, processes and faults --------------------------------------------
 
@@ -295,8 +298,8 @@ class World:
                 self.truth.innocent_deaths[delivery_id] += 1
         return held
 
-    def draw(self, site: str, rates: Rates) -> Fault | None:
-        return self.schedule.draw(site, rates) if self.inv.faulty else None
+    def draw(self, site: str, rates: Rates, *, later: bool = False) -> Fault | None:
+        return self.schedule.draw(site, rates, later=later) if self.inv.faulty else None
 
     def call(self, site: str, op: Callable[[], T], *, rates: Rates = PORT_WRITE) -> T:
         """One port call through its fault boundary."""
@@ -618,6 +621,8 @@ class Claims:
             )
 
         attempt = self._own_write(owner, lambda: w.call("ddb.claim", update))
+        if attempt.status is ClaimStatus.CLAIMED and w.at_attempt_point is not None:
+            w.at_attempt_point(delivery_id)
         if attempt.status is not ClaimStatus.CLAIMED and w.owners.get(delivery_id) == owner:
             w.truth.orphans.add(owner)  # the SDK's resend was refused: held, unknown to it
         return attempt
@@ -971,7 +976,10 @@ class Effects:
         self._w = world
 
     def get(self, delivery_id: str, name: str) -> EffectRecord | None:
-        return self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+        record = self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+        if self._w.at_attempt_point is not None:
+            self._w.at_attempt_point(delivery_id)
+        return record
 
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int, **extra: Any
@@ -1103,7 +1111,10 @@ class Steps:
         self._w = world
 
     def get(self, delivery_id: str, name: str) -> StepRecord | None:
-        return self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+        record = self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+        if self._w.at_attempt_point is not None:
+            self._w.at_attempt_point(delivery_id)
+        return record
 
     def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
         w = self._w

@@ -11,7 +11,9 @@ timeout dies at its next call. TTL deletes a row at ``expires_at`` plus a lag dr
 per row (late, and in any order).
 
 The world also keeps the truth the invariants need and the core cannot see: which far
-side acted how often, how many model runs there were, which tokens were really spent.
+side acted how often, how many model runs there were, which tokens were really spent;
+and the mechanisms' history (:mod:`local.simulate.history`): each committed state write
+with its writer, each message sent to the queue with its sender's role.
 """
 
 from __future__ import annotations
@@ -406,9 +408,8 @@ class World:
         )
 
     def _note_enqueued(self, body: str) -> None:
-        try:
-            delivery_id = WorkItem.from_json(body).delivery_id
-        except ValueError:
+        delivery_id = _delivery_of(body)
+        if delivery_id is None:
             return
         if self.inv.role == "reconciler":
             self._note_resent(delivery_id)

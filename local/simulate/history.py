@@ -10,7 +10,9 @@ written by the lease's holder, states moving along the transition table, every o
 record relayed, the reconciler re-enqueueing only what was lost.
 
 The world calls the ``note_*`` methods from its ports (a line each), the run from the
-relay's and the reconciler's invocations; nothing here decides an outcome.
+relay's and the reconciler's invocations; nothing here decides an outcome. A world that
+runs the adapters' own requests names a write's transition with :func:`transition_of`
+(and its writer by the request's ``:owner``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.dynamodb_conditions import condition_expression
 from functions.core.models import State
 
 
@@ -89,3 +93,15 @@ class History:
 
     def note_done(self, delivery_id: str, name: str, *, how: str) -> None:
         self.marked_done.setdefault((delivery_id, name), how)
+
+
+def transition_of(update_expression: str, condition: str) -> str | None:
+    """The row of the transition table an ``UpdateItem`` of the inbox item carries out
+    (None: no row), told by its update and condition expressions."""
+    for row in transitions.TRANSITIONS:
+        if (
+            row.update_expression() == update_expression
+            and condition_expression(row.condition) == condition
+        ):
+            return row.name
+    return None

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
 
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.dynamodb_conditions import condition_expression
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
 from local.simulate.faults import Fault, Killed, Kind
-from local.simulate.history import StateWritten
+from local.simulate.history import StateWritten, transition_of
 from local.simulate.invariants import check
 from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
@@ -456,3 +459,16 @@ def test_overlapping_attempts_are_staged_and_the_second_container_takes_over() -
     assert check(simulation) == []
     assert len(set(owners)) >= 2  # the stalled attempt's and the other container's
     assert any(f.kind is Kind.OVERLAP for f in simulation.schedule.injected)
+
+
+@pytest.mark.parametrize("row", transitions.TRANSITIONS, ids=lambda row: row.name)
+def test_a_write_of_the_real_adapter_names_its_transition(row: transitions.Transition) -> None:
+    values: dict[str, transitions.Value] = {}
+    parts = f"{row.update_expression()} {condition_expression(row.condition)}"
+    for name in sorted(set(re.findall(r":(\w+)", parts))):
+        if name in ("now", "shard", "zero", "one") or name in {s.value for s in State}:
+            continue
+        values[name] = frozenset({"archive"}) if name == "effects" else "x"
+    request = transitions.update_request("table", row, "d1", now=1, **values)
+
+    assert transition_of(request["UpdateExpression"], request["ConditionExpression"]) == row.name

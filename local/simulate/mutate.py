@@ -88,6 +88,22 @@ MUTATIONS: Final = (
         "the relay reports a failed SendMessageBatch as sent",
     ),
     Mutation(
+        "relay_drops_a_batch_of_one",
+        "functions/relay/handler.py",
+        "    return _send_all(outgoing, deps)\n",
+        "    return _send_all(outgoing, deps) if len(outgoing) > 1 else []\n",
+        "archive",
+        "the relay drops a stream batch of one record and reports it sent",
+    ),
+    Mutation(
+        "reconciler_resends_fresh_pending",
+        "functions/core/reconcile.py",
+        "    return item.state is State.PENDING and item.state_changed_at < stale_before\n",
+        "    return item.state is State.PENDING\n",
+        "notify",
+        "the reconciler sends every pending item again, however recently it changed",
+    ),
+    Mutation(
         "other_digest_answered_duplicate",
         "functions/core/accept.py",
         "        if existing.body_sha256 == digest:\n",

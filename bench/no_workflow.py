@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
+    from functions.core.ports.workflow import Ledger
 
 SPEC: Final = "bench.no_workflow:workflow"
 
@@ -20,7 +20,7 @@ SPEC: Final = "bench.no_workflow:workflow"
 class NoWorkflow:
     """Completes every delivery as soon as its package is fetched."""
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         return None
 
 

@@ -52,28 +52,22 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any, TypeVar
 
 from functions.core.clock import Clock
 from functions.core.errors import NotApplied, Rejected, TransientError, UncertainEffect
 from functions.core.model_step import ModelCall, ModelReply
-from functions.core.ports.effects import EffectRecord, EffectStatus, EffectStore
+from functions.core.ports.effects import EffectMode, EffectRecord, EffectStatus, EffectStore
 from functions.core.ports.model import ModelCaller
 from functions.core.steps import StepRecorder, StepStorage
+
+# EffectMode is named with the ledger by every workflow; it lives in the effects port,
+# which the workflow port's ledger protocol (``Ledger``) shares.
+__all__ = ["EffectLedger", "EffectMode", "idempotency_key", "new_attempt_token", "outcome_mode"]
 
 PromptT = TypeVar("PromptT")
 
 _EFFECT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-
-
-class EffectMode(StrEnum):
-    """How an unknown outcome of an effect is settled (see the module's docstring)."""
-
-    REPEATABLE = "repeatable"  # run it again: repeating it reaches the same state
-    KEYED = "keyed"  # call again with the same key: the far side drops a duplicate
-    CHECKED = "checked"  # the effect's reconcile lookup says whether it was applied
-    OPERATOR = "operator"  # in doubt: the delivery fails, a person resolves it
 
 
 def new_attempt_token() -> str:

@@ -102,12 +102,12 @@ if TYPE_CHECKING:
 
     from functions.core.budget import TokenBudget
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
     from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.metrics import MetricsSink
     from functions.core.ports.spend import SpendStore
+    from functions.core.ports.workflow import Ledger
     from functions.workflows.screening import Guardrail
     from functions.workflows.tools import Tool
 
@@ -509,7 +509,7 @@ class AgentWorkflow:
             )
             self._screen = BriefingScreen(metered, approvals, clock, timeout)
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         key = archive_package(self._archive, work, package, effects)
         screen = None
         if self._screen is not None:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
-    from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
+    from functions.core.ports.workflow import Ledger
 
 ARCHIVE_EFFECT: Final = "archive"
 
@@ -46,9 +46,7 @@ def package_document(work: WorkItem, package: Package) -> bytes:
     return json.dumps(document, sort_keys=True).encode()
 
 
-def archive_package(
-    archive: Archive, work: WorkItem, package: Package, effects: EffectLedger
-) -> str:
+def archive_package(archive: Archive, work: WorkItem, package: Package, effects: Ledger) -> str:
     """Put the package document through the ledger; returns its key."""
     key = archive_key(work.delivery_id)
     document = package_document(work, package)
@@ -62,5 +60,5 @@ class ArchiveWorkflow:
     def __init__(self, *, archive: Archive) -> None:
         self._archive = archive
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         archive_package(self._archive, work, package, effects)

@@ -27,9 +27,9 @@ from functions.core.effects import EffectMode
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
-    from functions.core.effects import EffectLedger
     from functions.core.models import WorkItem
     from functions.core.package import Package
+    from functions.core.ports.workflow import Ledger
 
 NOTIFY_EFFECT: Final = "notify"
 # The workflow setting: "true" when NOTIFY_URL drops a repeated Idempotency-Key.
@@ -54,7 +54,7 @@ class NotifyWorkflow:
         self._notifier = notifier
         self.notify_mode = EffectMode.KEYED if deduplicates else EffectMode.CHECKED
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         key = archive_package(self._archive, work, package, effects)
         payload = {
             "delivery_id": work.delivery_id,

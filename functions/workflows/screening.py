@@ -38,9 +38,9 @@ from functions.workflows.alert_text import alert_line
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.package import Package
     from functions.core.ports.approvals import ApprovalStore
+    from functions.core.ports.workflow import Ledger
 
 SETTING_GUARDRAIL_ID: Final = "guardrail_id"
 SETTING_GUARDRAIL_VERSION: Final = "guardrail_version"
@@ -175,12 +175,12 @@ def screened_text(package: Package) -> str:
     return package_json(package)
 
 
-def screen_briefing(effects: EffectLedger, guardrail: PaidGuardrail, package: Package) -> Screening:
+def screen_briefing(effects: Ledger, guardrail: PaidGuardrail, package: Package) -> Screening:
     """The recorded verdict on ``package`` (the guardrail is asked while none is recorded)."""
     return screen_text(effects, guardrail, SCREEN_STEP, screened_text(package))
 
 
-def screen_text(effects: EffectLedger, guardrail: PaidGuardrail, step: str, text: str) -> Screening:
+def screen_text(effects: Ledger, guardrail: PaidGuardrail, step: str, text: str) -> Screening:
     """The recorded verdict of step ``step`` on ``text`` (asked while none is recorded;
     each call counted in the delivery's spend and the day's budget)."""
 
@@ -226,7 +226,7 @@ class BriefingScreen:
     timeout_seconds: int
 
     def clear(
-        self, delivery_id: str, package: Package, *, archive_key: str, effects: EffectLedger
+        self, delivery_id: str, package: Package, *, archive_key: str, effects: Ledger
     ) -> Screening:
         """The recorded verdict, once the briefing may go on: let through, or approved.
 
@@ -256,7 +256,7 @@ class BriefingScreen:
         package_id: str,
         package_digest: str,
         archive_key: str,
-        effects: EffectLedger,
+        effects: Ledger,
     ) -> Screening:
         """The recorded verdict on one tool result (``text``: its line as the model will
         read it; ``name``: the tool use's record name), once it may reach the model.
@@ -286,7 +286,7 @@ class BriefingScreen:
         name: str,
         proposal: dict[str, Any],
         package_digest: str,
-        effects: EffectLedger,
+        effects: Ledger,
     ) -> None:
         require_approval(
             self.approvals,

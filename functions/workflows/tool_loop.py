@@ -59,10 +59,10 @@ from functions.workflows.tools import Tool, ToolError, tool_config
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
-    from functions.core.effects import EffectLedger
     from functions.core.model_step import ModelReply, ToolUse
     from functions.core.ports.approvals import ApprovalStore
     from functions.core.ports.model import ModelCaller
+    from functions.core.ports.workflow import Ledger
     from functions.workflows.agent_prompt import AgentPrompt
 
 SETTING_MAX_TURNS: Final = "max_turns"
@@ -171,7 +171,7 @@ def turn_step(turn: int, first: str) -> str:
 
 
 def converse_with_tools(
-    effects: EffectLedger,
+    effects: Ledger,
     client: ModelCaller[AgentPrompt],
     prompt: AgentPrompt,
     tools: Sequence[Tool],
@@ -229,7 +229,7 @@ def converse_with_tools(
 
 
 def _settle(
-    effects: EffectLedger,
+    effects: Ledger,
     tools: Mapping[str, Tool],
     use: ToolUse,
     approval: ToolApproval | None,
@@ -313,7 +313,7 @@ def _assistant_turn(reply: ModelReply) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
-def _cap_reached(effects: EffectLedger, code: str, setting: str, caps: ToolCaps) -> NoReturn:
+def _cap_reached(effects: Ledger, code: str, setting: str, caps: ToolCaps) -> NoReturn:
     logger.error(
         f"the tool loop reached its cap: raise {setting} if this delivery needs more",
         extra={

@@ -52,6 +52,20 @@ def register(subparsers: Any) -> None:
         " replays its seed up to 120 times)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--mutations",
+        action="store_true",
+        help="the mutation check instead: plant each bug of local/simulate/mutate.py in a"
+        " scratch copy, one at a time, and run --seeds seeds of its workflow there on"
+        " --processes mutants at once; a table (or --json) of what was found; exit 1 if a"
+        " bug was missed (or the unmutated copy violates), 2 if a mutation's code moved",
+    )
+    parser.add_argument(
+        "--known-missed",
+        default="",
+        metavar="NAMES",
+        help="with --mutations: comma-separated bugs the simulator is known to miss yet",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -69,6 +83,17 @@ def run(args: argparse.Namespace) -> int:
     for ok, message in checks:
         if not ok:
             raise CommandError(message, code=ErrorCode.BAD_OPTION)
+    if args.mutations:
+        from local.simulate import mutate  # noqa: PLC0415
+
+        return mutate.report(
+            only="",
+            known_missed=args.known_missed,
+            seeds=args.seeds,
+            first_seed=args.first_seed,
+            jobs=args.processes,
+            as_json=args.json,
+        )
     workflows = WORKFLOWS if args.workflow == "all" else (args.workflow,)
     summary = simulate(
         workflows,

@@ -37,6 +37,10 @@ class Kind(StrEnum):
     NO_DEDUP = "no_dedup"  # configuration: the far side does not deduplicate on the key
     DAYS_PASS = "days_pass"  # noqa: S105 (a fault kind, not a secret); configuration: ``value`` seconds pass, TTL deletes, late operator
     OPERATOR = "operator"  # configuration: an operator visit at ``value`` s (action bits)
+    OTHER_BYTES = "other_bytes"  # RelayLink (or a forger with the secret): other bytes, known id
+    # A worker process stalls past its lease right after a read, and the other worker
+    # container takes the delivery over (a copy of its message) before it goes on.
+    OVERLAP = "overlap"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -75,6 +79,8 @@ SUMMARY_KEYS: Final = {
     Kind.NO_DEDUP: "far_sides_without_dedup",
     Kind.DAYS_PASS: "days_passed",
     Kind.OPERATOR: "operator_visits",
+    Kind.OTHER_BYTES: "other_bytes_sent",
+    Kind.OVERLAP: "overlapping_attempts",
 }
 # Counted by the world as they happen rather than drawn: TTL deletions and timeouts.
 EXPIRY: Final = "expiry"

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, Protocol
 
+from functions.core import settings_table
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.errors import BudgetExhausted
 from functions.core.models import State
 from functions.core.ports.effects import EffectStatus
@@ -47,6 +49,14 @@ INVARIANTS: Final = (
     "dead_letters_marked",
     "redrive_reopens_its_failure",
     "fails_for_its_own_faults",
+    # On the mechanisms, from the seed's history (local/simulate/history.py):
+    "effect_applied",
+    "one_live_holder",
+    "holder_writes_outcome",
+    "transitions_documented",
+    "relay_reaches_queue",
+    "reconciler_resends_only_lost",
+    "other_bytes_quarantined",
 )
 
 
@@ -110,6 +120,125 @@ def check(simulation: Simulation) -> list[str]:
         f"fails_for_its_own_faults: {line}, and it failed attempts_exhausted"
         for line in truth.innocent_failures
     ]
+    found += _effect_applied(world)
+    found += _holders(world)
+    found += _transitions_documented(world)
+    found += [f"relay_reaches_queue: {line}" for line in world.history.relay_lies]
+    found += [
+        f"reconciler_resends_only_lost: {delivery_id}: sent again at {at - world.started_at:.0f} s"
+        f" while the queue held it (due in {detail} s), {unchanged:.0f} s after its last"
+        " change, and nothing had lost it"
+        for at, delivery_id, why, unchanged, detail in world.history.reconciler_sends
+        if not why and unchanged < STALE_PENDING_SECONDS
+    ]
+    found += [f"other_bytes_quarantined: {line}" for line in world.history.other_bytes]
+    return found
+
+
+def _applied_for(world: World, name: str, delivery_id: str) -> bool:
+    """Whether far side ``name`` acted at least once for the delivery (any of its keys:
+    the idempotency key, the archive's object key)."""
+    side = world.far.get(name)
+    return side is not None and any(
+        count and delivery_id in key for key, count in side.applied.items()
+    )
+
+
+def _effect_applied(world: World) -> list[str]:
+    """Every effect recorded done was applied; so was every effect the attempt that
+    completed a delivery went past (a ledger that writes "done" before it applies the
+    effect completes deliveries whose effect never happened)."""
+    found = []
+    history = world.history
+    for (delivery_id, name), how in sorted(history.marked_done.items()):
+        if not _applied_for(world, name, delivery_id):
+            found.append(
+                f"effect_applied: {delivery_id}: {name} recorded done by {how},"
+                " never applied by the far side"
+            )
+    for event in history.states:
+        if event.to_state is not State.COMPLETED or event.writer is None:
+            continue
+        for delivery_id, name in sorted(history.ran_effects.get(event.writer, ())):
+            recorded = (delivery_id, name) in history.marked_done
+            if (
+                delivery_id == event.delivery_id
+                and not recorded
+                and not _applied_for(world, name, delivery_id)
+            ):
+                found.append(
+                    f"effect_applied: {delivery_id}: completed past {name},"
+                    " which the far side never applied"
+                )
+    return found
+
+
+# A pending item unchanged this long looks lost to the reconciler (its rule: it cannot
+# see the queue), less the skew its clock may have (local/simulate/run.py's bound).
+STALE_PENDING_SECONDS: Final = settings_table.RECONCILE_PENDING_AGE_SECONDS.default - 60
+
+# The rows a worker writes as the lease's holder (conditional on lease_owner).
+_HOLDER_ROWS: Final = frozenset(
+    row.name for row in transitions.TRANSITIONS if row.condition == transitions.COMPLETE.condition
+)
+
+
+def _holders(world: World) -> list[str]:
+    """From the history of committed state writes: a claim never takes a delivery whose
+    lease another owner still holds (by the claimer's clock, as the claim's condition
+    compares), and every outcome a worker writes names the lease's current holder."""
+    found = []
+    holder: dict[str, tuple[str, int]] = {}  # delivery -> (owner, lease_until)
+    for event in world.history.states:
+        current = holder.get(event.delivery_id)
+        if event.transition == "claim":
+            if (
+                current is not None
+                and current[0] != event.writer
+                and event.now is not None
+                and event.now < current[1]
+            ):
+                found.append(
+                    f"one_live_holder: {event.delivery_id}: {event.writer} claimed it at"
+                    f" {event.now} while {current[0]} held it until {current[1]}"
+                )
+            if event.writer is not None and event.lease_until is not None:
+                holder[event.delivery_id] = (event.writer, event.lease_until)
+            continue
+        if event.transition in _HOLDER_ROWS and (current is None or current[0] != event.writer):
+            held = "nobody" if current is None else current[0]
+            found.append(
+                f"holder_writes_outcome: {event.delivery_id}: {event.transition} written"
+                f" by {event.writer} while {held} held the lease"
+            )
+        if event.to_state is not State.PROCESSING:
+            holder.pop(event.delivery_id, None)
+    return found
+
+
+_ROWS: Final = {row.name: row for row in transitions.TRANSITIONS}
+
+
+def _transitions_documented(world: World) -> list[str]:
+    """Every state write is a row of the transition table, from one of its states to
+    its state (docs/processing.md; the table in dynamodb_inbox_transitions)."""
+    found = []
+    for event in world.history.states:
+        if event.transition == "accept":
+            allowed = event.from_state is None and event.to_state in transitions.ACCEPT_STATES
+        else:
+            row = _ROWS.get(event.transition)
+            allowed = (
+                row is not None
+                and event.from_state in row.from_states
+                and (row.listing_only or event.to_state is row.to_state)
+            )
+        if not allowed:
+            before = "nothing" if event.from_state is None else event.from_state.value
+            found.append(
+                f"transitions_documented: {event.delivery_id}: {event.transition} moved it"
+                f" from {before} to {event.to_state.value}, which the table does not allow"
+            )
     return found
 
 

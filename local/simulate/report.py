@@ -17,7 +17,15 @@ from local.simulate.faults import Fault
 from local.simulate.shrink import invariant_of
 
 # Always in the summary, zero or not.
-REQUIRED_FAULTS: Final = ("lost_answers", "expiry", "duplicates", "kills", "clock_skew")
+REQUIRED_FAULTS: Final = (
+    "lost_answers",
+    "expiry",
+    "duplicates",
+    "kills",
+    "clock_skew",
+    "other_bytes_sent",
+    "overlapping_attempts",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ import heapq
 import json
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
-from functions.core.effects import EffectLedger, EffectMode, outcome_mode
+from functions.core.effects import EffectMode, outcome_mode
 from functions.core.errors import BudgetExhausted, ProcessingError
 from functions.core.event_source_limits import (
     RELAY_BATCH_SIZE,
@@ -51,7 +52,7 @@ from functions.core.event_source_limits import (
 from functions.core.models import State, WorkItem
 from functions.core.observability import logger
 from functions.core.ports.effects import EffectStatus
-from functions.core.ports.workflow import Workflow
+from functions.core.ports.workflow import Ledger, Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.signature import SigningSecret
@@ -77,7 +78,7 @@ from local.simulate.far_side import (
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
-from local.simulate.schedule import SENDER, Schedule
+from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
     Budget,
@@ -135,17 +136,24 @@ MESSAGE_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(QueueMessag
 _LOOP: list[asyncio.AbstractEventLoop] = []  # this process's one loop, made on first use
 
 
-def run_batch(batch: Coroutine[Any, Any, list[str]]) -> list[str]:
-    """Run one worker batch to its end on this process's loop, every step on this
-    thread (the loop's default executor runs each call at once, so ``to_thread`` does
-    too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
+def _inline_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(InlineExecutor())
+    return loop
+
+
+def run_batch(
+    batch: Coroutine[Any, Any, list[str]], loop: asyncio.AbstractEventLoop | None = None
+) -> list[str]:
+    """Run one worker batch to its end on this process's loop (or ``loop``), every step
+    on this thread (the loop's default executor runs each call at once, so ``to_thread``
+    does too). A batch that dies (:class:`Killed`) leaves its other messages' tasks
     suspended: they are cancelled, as ``asyncio.run`` would, so none runs on in a later
     batch."""
-    if not _LOOP:
-        loop = asyncio.new_event_loop()
-        loop.set_default_executor(InlineExecutor())
-        _LOOP.append(loop)
-    loop = _LOOP[0]
+    if loop is None:
+        if not _LOOP:
+            _LOOP.append(_inline_loop())
+        loop = _LOOP[0]
     try:
         return loop.run_until_complete(batch)
     except BaseException:
@@ -191,7 +199,7 @@ class _ObservedLedger:
     """The real ledger, passed through; it tells the world how each effect is declared
     (a repeatable effect may apply twice; a keyed one meets a far side that deduplicates)."""
 
-    def __init__(self, ledger: EffectLedger, world: World) -> None:
+    def __init__(self, ledger: Ledger, world: World) -> None:
         self._ledger = ledger
         self._world = world
 
@@ -206,7 +214,14 @@ class _ObservedLedger:
             side.repeatable = True
         if mode is EffectMode.KEYED:
             side.dedup = True  # the contract a keyed effect relies on
-        return self._ledger.run(name, fn, **declared)
+        ran = self._ledger.run(name, fn, **declared)
+        # The attempt went past this effect: applied now or before (the invariant
+        # effect_applied holds a completed delivery to it).
+        owner = self._world.notes.owner or ""
+        self._world.history.ran_effects.setdefault(owner, set()).add(
+            (self._ledger.delivery_id, name)
+        )
+        return ran
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ledger, name)
@@ -217,8 +232,8 @@ class _ObservedWorkflow:
         self._workflow = workflow
         self._world = world
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
-        observed = cast(EffectLedger, _ObservedLedger(effects, self._world))
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
+        observed = cast(Ledger, _ObservedLedger(effects, self._world))
         self._workflow.run(work, package, observed)
 
 
@@ -261,6 +276,7 @@ class _Send:
     seq: int
     index: int = field(compare=False)
     attempt: int = field(compare=False)
+    other: bool = field(default=False, compare=False)  # other bytes under its id
 
 
 class Simulation:
@@ -323,6 +339,8 @@ class Simulation:
         self._relay_at: float | None = None
         self._steps = 0
         self._worker_turn = 0
+        self._overlapping = False  # the other container runs a delivery of a stalled one
+        world.at_attempt_point = self._maybe_overlap
         self.cut = False  # the step bound ended a phase
 
     # --- setup -----------------------------------------------------------------------
@@ -466,13 +484,16 @@ class Simulation:
 
     # --- RelayLink and the receiver ----------------------------------------------------
 
-    def _send_at(self, at: float, index: int, attempt: int) -> None:
+    def _send_at(self, at: float, index: int, attempt: int, *, other: bool = False) -> None:
         self._seq += 1
-        heapq.heappush(self.sends, _Send(at, self._seq, index, attempt))
+        heapq.heappush(self.sends, _Send(at, self._seq, index, attempt, other))
 
     def _send(self) -> None:
         world = self.world
         send = heapq.heappop(self.sends)
+        if send.other:
+            self._send_other_bytes(send)
+            return
         delivery_id, body, _at = self.deliveries[send.index]
         world.begin("receiver", skew=self.skew["receiver"], seconds=RECEIVER_TIMEOUT_SECONDS)
         headers = signed_headers(
@@ -485,8 +506,38 @@ class Simulation:
         if 200 <= status < 300:
             if world.draw("relaylink.send", SENDER) is not None:
                 self._send_at(world.t + world.rng.uniform(1, 600), send.index, send.attempt + 1)
+            if world.draw("relaylink.other_bytes", OTHER_BYTES, later=True) is not None:
+                at = world.t + world.rng.uniform(1, 3600)
+                self._send_at(at, send.index, send.attempt + 1, other=True)
         elif send.attempt < SENDER_ATTEMPTS:
             self._send_at(world.t + 30 * 2 ** (send.attempt - 1), send.index, send.attempt + 1)
+
+    def _send_other_bytes(self, send: _Send) -> None:
+        """Other bytes, correctly signed, under a delivery id already accepted: they must
+        end quarantined (or unanswered), and the accepted item must not change."""
+        world = self.world
+        delivery_id, _body, _at = self.deliveries[send.index]
+        other = delivery_body(
+            delivery_id, package_id=f"pkg_other_{send.index:04d}", mcp_url=MCP_URL
+        )
+        world.begin("receiver", skew=self.skew["receiver"], seconds=RECEIVER_TIMEOUT_SECONDS)
+        headers = signed_headers(
+            other, delivery_id=delivery_id, timestamp=int(world.t), attempt=send.attempt
+        )
+        before = world.inbox.get(delivery_id)
+        try:
+            outcome = self.accept({k.lower(): v for k, v in headers.items()}, other).outcome.value
+        except Killed:
+            outcome = "no answer"
+        after = world.inbox.get(delivery_id)
+        if before is not None and after != before:
+            world.history.other_bytes.append(
+                f"{delivery_id}: other bytes under its id changed the accepted item ({outcome})"
+            )
+        elif before is not None and outcome not in ("quarantined", "unavailable", "no answer"):
+            world.history.other_bytes.append(
+                f"{delivery_id}: other bytes under its id answered {outcome}"
+            )
 
     def _relay(self) -> None:
         world = self.world
@@ -509,10 +560,14 @@ class Simulation:
             )
         world.begin("relay", skew=0, seconds=RELAY_TIMEOUT_SECONDS)
         deps = RelayDeps(queue=self.queue, metrics=cast(Any, self.metrics))
+        sent_before, faults_before = len(world.history.enqueued), len(self.schedule.injected)
         try:
             failed = {int(sequence) for sequence in relay(records, deps)}
         except Killed:
             failed = set(range(len(batch)))
+        self._check_relay(
+            batch, failed, sent_before, faulted=faults_before < len(self.schedule.injected)
+        )
         keep = []
         for number, entry in enumerate(batch):
             tries = entry.get("tries", 0) + 1
@@ -522,6 +577,22 @@ class Simulation:
         world.stream[: len(batch)] = keep
         if keep:
             self._relay_at = world.t + 2 ** min(keep[0]["tries"], 6)
+
+    def _check_relay(
+        self, batch: Sequence[dict[str, Any]], failed: set[int], sent_before: int, *, faulted: bool
+    ) -> None:
+        """The relay's answer against the queue: a record it reports taken reached the
+        queue in this invocation; one it reports failed failed for an injected fault."""
+        history = self.world.history
+        sent = {e.delivery_id for e in history.enqueued[sent_before:] if e.role == "relay"}
+        for number, entry in enumerate(batch):
+            delivery_id = entry["work"].delivery_id
+            if number not in failed and delivery_id not in sent:
+                history.relay_lies.append(f"{delivery_id}: reported sent, never reached the queue")
+            elif number in failed and not faulted:
+                history.relay_lies.append(
+                    f"{delivery_id}: reported failed, and no fault was injected"
+                )
 
     # --- the worker ----------------------------------------------------------------------
 
@@ -566,7 +637,65 @@ class Simulation:
         if not messages:
             return
         self._worker_turn += 1
-        role = ROLES[1 + self._worker_turn % 2]
+        self._batch(messages, ROLES[1 + self._worker_turn % 2])
+
+    def _maybe_overlap(self, delivery_id: str) -> None:
+        """Right after a worker's claim or read of one of the delivery's records: maybe its
+        process stalls there past its lease, and the other worker container, handed a
+        copy of the message, claims the delivery and runs it before the first goes on
+        (two attempts at once: the race a step recorder or a ledger must survive)."""
+        world = self.world
+        stalled = world.inv
+        item = world.inbox.get(delivery_id)
+        work = None if item is None else item.work_item()
+        if self._overlapping or stalled.role != "worker" or stalled.dead or work is None:
+            return
+        if item is None or item.state is not State.PROCESSING:
+            return
+        if world.draw("worker.overlap", OVERLAP, later=True) is None:
+            return
+        stall = settings_table.WORKER_LEASE_SECONDS.default + 2 * SKEW_BOUND + 1
+        stalled.ends_at += stall  # a stopped process: its own timeout stops too
+        world.t += stall
+        world.enqueue(work.to_json())
+        message = list(world.work.values())[-1]  # the copy just sent
+        message.receives += 1
+        message.visible_at = world.t + world.visibility_seconds
+        message.receipt = f"{message.message_id}/{message.receives}"
+        other = ROLES[1 + (self._worker_turn + 1) % 2]
+        failures: list[BaseException] = []
+
+        def apart() -> None:
+            loop = _inline_loop()
+            try:
+                self._batch([message], other, loop=loop)
+            except BaseException as exc:  # noqa: BLE001 (re-raised on the stalled thread)
+                failures.append(exc)
+            finally:
+                loop.close()
+
+        self._overlapping = True
+        try:
+            # Its own thread: the stalled batch's loop is running on this one.
+            thread = threading.Thread(target=apart, name="worker-apart")
+            thread.start()
+            thread.join()
+        finally:
+            self._overlapping = False
+            world.inv = stalled
+        world.history.overlaps[delivery_id] += 1
+        if failures:
+            raise failures[0]
+
+    def _batch(
+        self,
+        messages: Sequence[Any],
+        role: str,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        """One invocation of worker container ``role`` over ``messages``."""
+        world = self.world
         inv = world.begin("worker", skew=self.skew[role], seconds=WORKER_TIMEOUT_SECONDS)
         batch = []
         for message in messages:
@@ -594,7 +723,8 @@ class Simulation:
                         limits=self.limits,
                         deadline=deadline,
                         inline=True,
-                    )
+                    ),
+                    loop,
                 )
             )
         except Killed:

@@ -52,6 +52,12 @@ MCP_FETCH: Final[Rates] = (
 )
 # RelayLink sends a delivery again after it was acknowledged (the contract allows it).
 SENDER: Final[Rates] = ((Kind.DUPLICATE, 0.05),)
+# After an acknowledged delivery: other bytes under its id (a sender bug, a forger with
+# the secret). Drawn from the schedule's second generator (below).
+OTHER_BYTES: Final[Rates] = ((Kind.OTHER_BYTES, 0.03),)
+# At a worker's read of an effect or step record: it stalls past its lease there and
+# the other container runs the delivery meanwhile (the second generator too).
+OVERLAP: Final[Rates] = ((Kind.OVERLAP, 0.01),)
 # Per seed: calm, normal or stormy.
 WEATHER: Final = (0.3, 1.0, 1.0, 3.0)
 
@@ -62,6 +68,9 @@ class Schedule:
     def __init__(self, seed: int, replay: Sequence[Fault] | None = None) -> None:
         self.seed = seed
         self._rng = random.Random(f"faults:{seed}")  # noqa: S311 (a reproducible simulation)
+        # The faults added later draw from a generator of their own, so that adding
+        # them moved no other fault of any seed (a seed's findings stay where they were).
+        self._later = random.Random(f"faults+:{seed}")  # noqa: S311
         self._replay = None if replay is None else {(f.site, f.call): f for f in replay}
         self._calls: Counter[str] = Counter()
         self.injected: list[Fault] = []
@@ -71,15 +80,16 @@ class Schedule:
     def replaying(self) -> bool:
         return self._replay is not None
 
-    def draw(self, site: str, rates: Rates) -> Fault | None:
-        """The fault at the next call of ``site``, if any (one draw per call)."""
+    def draw(self, site: str, rates: Rates, *, later: bool = False) -> Fault | None:
+        """The fault at the next call of ``site``, if any (one draw per call); ``later``:
+        from the second generator."""
         self._calls[site] += 1
         call = self._calls[site]
         if self._replay is not None:
             fault = self._replay.get((site, call))
         else:
             fault = None
-            roll = self._rng.random()
+            roll = (self._later if later else self._rng).random()
             total = 0.0
             for kind, rate in rates:
                 total += rate * self.weather

@@ -11,7 +11,9 @@ timeout dies at its next call. TTL deletes a row at ``expires_at`` plus a lag dr
 per row (late, and in any order).
 
 The world also keeps the truth the invariants need and the core cannot see: which far
-side acted how often, how many model runs there were, which tokens were really spent.
+side acted how often, how many model runs there were, which tokens were really spent;
+and the mechanisms' history (:mod:`local.simulate.history`): each committed state write
+with its writer, each message sent to the queue with its sender's role.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, 
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from local.simulate import faults
 from local.simulate.faults import Fault, Killed, Kind
+from local.simulate.history import History
 from local.simulate.schedule import PORT_READ, PORT_WRITE, QUEUE_SEND, Rates, Schedule
 
 T = TypeVar("T")
@@ -193,6 +196,7 @@ class World:
         self.lost_attempts_allowed = 0
         self.counts: Counter[str] = Counter()
         self.truth = Truth()
+        self.history = History()  # the mechanisms' committed writes, in order
         # DynamoDB
         self.inbox: dict[str, InboxItem] = {}
         self.owners: dict[str, str] = {}
@@ -223,6 +227,9 @@ class World:
         # Downstream systems, by effect (and "model", "mcp").
         self.far: dict[str, FarSide] = {}
         self._owner_seq = 0
+        # Called after a worker's claim and its reads of effect and step records (the
+        # run stages two attempts of one delivery at once there: Kind.OVERLAP).
+        self.at_attempt_point: Callable[[str], None] | None = None
 
     # --- time, processes and faults --------------------------------------------
 
@@ -293,8 +300,8 @@ class World:
                 self.truth.innocent_deaths[delivery_id] += 1
         return held
 
-    def draw(self, site: str, rates: Rates) -> Fault | None:
-        return self.schedule.draw(site, rates) if self.inv.faulty else None
+    def draw(self, site: str, rates: Rates, *, later: bool = False) -> Fault | None:
+        return self.schedule.draw(site, rates, later=later) if self.inv.faulty else None
 
     def call(self, site: str, op: Callable[[], T], *, rates: Rates = PORT_WRITE) -> T:
         """One port call through its fault boundary."""
@@ -385,6 +392,8 @@ class World:
         dead: bool = False,
         attributes: dict[str, Any] | None = None,
     ) -> None:
+        if not dead:
+            self._note_enqueued(body)
         self._message_seq += 1
         message_id = f"m{self._message_seq}"
         queue = self.dead if dead else self.work
@@ -397,6 +406,39 @@ class World:
             generation=generation,
             attributes=dict(attributes or {}),
         )
+
+    def _note_enqueued(self, body: str) -> None:
+        delivery_id = _delivery_of(body)
+        if delivery_id is None:
+            return
+        if self.inv.role == "reconciler":
+            self._note_resent(delivery_id)
+        self.history.note_enqueued(self.t, delivery_id, role=self.inv.role)
+
+    def _note_resent(self, delivery_id: str) -> None:
+        """The reconciler sends ``delivery_id`` again: note what lost its message, if
+        anything did (the queue held no copy, its worker died holding it, an attempt
+        died or lost its answer inside an effect), and how long its state had not moved."""
+        copies = sorted(
+            m.visible_at - self.t for m in self.work.values() if _delivery_of(m.body) == delivery_id
+        )
+        events = [e for e in self.history.states if e.delivery_id == delivery_id]
+        if events and events[-1].transition == "touch_pending":
+            events.pop()  # this run's own touch
+        last = events[-1] if events else None
+        why = ""
+        if not copies:
+            why = "its message was gone"
+        elif last is not None and last.transition == "release_expired":
+            why = "its worker died holding it"
+        elif any(
+            r.delivery_id == delivery_id and r.status is EffectStatus.INTENT
+            for r in self.effects.values()
+        ):
+            why = "an attempt left an effect in doubt"
+        unchanged = self.t - (last.at if last is not None else self.started_at)
+        detail = ", ".join(f"{c:.0f}" for c in copies)
+        self.history.reconciler_sends.append((self.t, delivery_id, why, unchanged, detail))
 
     def next_visible(self) -> float | None:
         return min((m.visible_at for m in self.work.values()), default=None)
@@ -461,6 +503,13 @@ class World:
             self.truth.repeats.append((name, key, expired))
 
 
+def _delivery_of(body: str) -> str | None:
+    try:
+        return WorkItem.from_json(body).delivery_id
+    except ValueError:
+        return None
+
+
 # --- the ports ---------------------------------------------------------------------
 
 
@@ -501,6 +550,9 @@ class Inbox:
                 expires_at=expires_at,
             )  # fmt: skip
             w.inbox[item.delivery_id] = item
+            w.history.note_state(
+                w.t, item.delivery_id, transition="accept", from_state=None, to_state=item.state
+            )
             w.unlisted.add(item.delivery_id)
             w.truth.accepted.add(item.delivery_id)
             w.expire_at("inbox", item.delivery_id, expires_at)
@@ -550,6 +602,10 @@ class Claims:
                 state_changed_at=now,
             )
             w.owners[delivery_id] = owner
+            w.history.note_state(
+                w.t, delivery_id, transition="claim", from_state=item.state,
+                to_state=State.PROCESSING, writer=owner, now=now, lease_until=lease,
+            )  # fmt: skip
             w.notes.delivery = delivery_id
             w.notes.reservation_day = None
             return ClaimAttempt(
@@ -566,6 +622,8 @@ class Claims:
             )
 
         attempt = self._own_write(owner, lambda: w.call("ddb.claim", update))
+        if attempt.status is ClaimStatus.CLAIMED and w.at_attempt_point is not None:
+            w.at_attempt_point(delivery_id)
         if attempt.status is not ClaimStatus.CLAIMED and w.owners.get(delivery_id) == owner:
             w.truth.orphans.add(owner)  # the SDK's resend was refused: held, unknown to it
         return attempt
@@ -591,6 +649,14 @@ class Claims:
                 return False
             del w.owners[claim.delivery_id]
             values = {k: v(item) if callable(v) else v for k, v in changes.items()}
+            done = values.get("effects_done") or frozenset()
+            w.history.note_state(
+                w.t, claim.delivery_id, transition=site.removeprefix("ddb.")
+                + ("_with_effects" if done else ""), from_state=item.state, to_state=state,
+                writer=claim.owner,
+            )  # fmt: skip
+            for name in sorted(done):
+                w.history.note_done(claim.delivery_id, name, how="the completion")
             self._move(item, state, now, **values)
             if state is State.FAILED:
                 w.failed_by[claim.delivery_id] = claim.owner  # FAIL sets failed_by
@@ -700,6 +766,10 @@ class Claims:
             if item is None or not _free(item, now) or item.expires_at > now + lease_seconds:
                 return False
             w.owners.pop(delivery_id, None)
+            w.history.note_state(
+                w.t, delivery_id, transition="expire", from_state=item.state,
+                to_state=State.FAILED,
+            )  # fmt: skip
             self._move(item, State.FAILED, now, last_error=ITEM_EXPIRED)
             return True
 
@@ -727,6 +797,11 @@ class Claims:
             w.unlisted.discard(delivery_id)
             w.failed_by.pop(delivery_id, None)
             w.truth.innocent_deaths.pop(delivery_id, None)  # its attempts start again
+            w.history.note_state(
+                w.t, delivery_id,
+                transition="reset_failed" if failure is None else "reset_dead_letter",
+                from_state=item.state, to_state=State.PENDING,
+            )  # fmt: skip
             w.inbox[delivery_id] = dataclasses.replace(
                 item,
                 state=State.PENDING,
@@ -789,6 +864,10 @@ class Claims:
             ):
                 return False
             w.inbox[item.delivery_id] = dataclasses.replace(current, state_changed_at=now)
+            w.history.note_state(
+                w.t, item.delivery_id, transition="touch_pending", from_state=current.state,
+                to_state=State.PENDING,
+            )  # fmt: skip
             return True
 
         return w.call("ddb.touch_pending", update)
@@ -806,6 +885,10 @@ class Claims:
             ):
                 return False
             w.owners.pop(item.delivery_id, None)
+            w.history.note_state(
+                w.t, item.delivery_id, transition="release_expired", from_state=current.state,
+                to_state=State.PENDING,
+            )  # fmt: skip
             w.inbox[item.delivery_id] = dataclasses.replace(
                 current,
                 state=State.PENDING,
@@ -894,7 +977,10 @@ class Effects:
         self._w = world
 
     def get(self, delivery_id: str, name: str) -> EffectRecord | None:
-        return self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+        record = self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+        if self._w.at_attempt_point is not None:
+            self._w.at_attempt_point(delivery_id)
+        return record
 
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int, **extra: Any
@@ -929,6 +1015,7 @@ class Effects:
             w.effects[(delivery_id, name)] = dataclasses.replace(
                 record, status=EffectStatus.DONE, done_at=now, flagged_at=None
             )
+            w.history.note_done(delivery_id, name, how="the ledger")
             return True
 
         if not w.call("ddb.record_done", update):
@@ -959,6 +1046,8 @@ class Effects:
             w.effects[(delivery_id, name)] = dataclasses.replace(
                 current, status=status, flagged_at=None, **changes
             )
+            if status is EffectStatus.DONE:
+                w.history.note_done(delivery_id, name, how="an operator")
             return True
 
         return w.call("ddb.resolve_effect", update)
@@ -1023,7 +1112,10 @@ class Steps:
         self._w = world
 
     def get(self, delivery_id: str, name: str) -> StepRecord | None:
-        return self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+        record = self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+        if self._w.at_attempt_point is not None:
+            self._w.at_attempt_point(delivery_id)
+        return record
 
     def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
         w = self._w

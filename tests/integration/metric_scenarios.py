@@ -16,7 +16,6 @@ from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.approval import AwaitingApproval
-from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
     McpAuthError,
@@ -25,6 +24,7 @@ from functions.core.errors import (
     TransientError,
 )
 from functions.core.models import Outcome, WorkItem
+from functions.core.ports.workflow import Ledger
 from functions.reconciler import handler as reconciler
 from functions.reconciler.settings import Settings as ReconcilerSettings
 from functions.relay import handler as relay
@@ -272,7 +272,7 @@ class ScriptedWorkflow:
         self._parked = parked
         self._metrics = metrics
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
         if work.delivery_id == self._stolen:
             DynamoDbClaims(client=self._world.dynamodb, table_name=TABLE).claim(
                 work.delivery_id,

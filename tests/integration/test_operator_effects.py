@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
-from functions.core.effects import EffectLedger, idempotency_key
+from functions.core.effects import idempotency_key
 from functions.core.errors import TransientError
 from functions.core.models import State, WorkItem
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.steps import StoredResult
+from functions.core.ports.workflow import Ledger
 from functions.core.process import Decision, Disposition, ProcessConfig, Processor, Result
 from local.testkit.clock import FakeClock
 from ops.effects import Doubt, ResolveOutcome, list_effects, resolve_effect
@@ -225,7 +226,7 @@ class ArchiveThenNotify:
     lost_notifications: int = 1
     calls: list[str] = field(default_factory=list)
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
         effects.run("archive", self.calls.append)
         effects.run("notify", self._notify)
 

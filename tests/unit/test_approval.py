@@ -21,10 +21,10 @@ from functions.core.approval import (
     new_decision_token,
     require_approval,
 )
-from functions.core.effects import EffectLedger
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.ports.approvals import ApprovalDecision, Decision
+from functions.core.ports.workflow import Ledger
 from functions.core.process import Disposition, ProcessConfig, Processor, Result
 from functions.core.reconcile import ReconcileConfig, reconcile
 from functions.core.steps import StepStorage
@@ -58,7 +58,7 @@ class GatedWorkflow:
     proposals: int = 0
     package_digest: str = PACKAGE_DIGEST  # what the run's package is, this attempt
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
         proposal = effects.step("proposal", self._propose)
         require_approval(
             self.approvals,

@@ -296,3 +296,30 @@ def test_ops_takes_its_cli_base_from_cli_not_local() -> None:
         if target.split(".")[0] == "local" and target not in OPS_FROM_LOCAL.get(module, ())
     ]
     assert offences == []
+
+
+PORTS = "functions.core.ports"
+
+
+def _takes_ports(module: str) -> bool:
+    """Whether ``module`` is a port or uses one (a use case, a service of the core)."""
+    return (
+        module == PORTS
+        or module.startswith(PORTS + ".")
+        or any(target == PORTS or target.startswith(PORTS + ".") for _, target in _imports(module))
+    )
+
+
+def test_ports_import_only_ports_and_the_values_they_carry() -> None:
+    """A port names protocols and the values they pass (models, claims, packages): it
+    never imports a use case or a service that takes ports (the effect ledger, the
+    processor). Such an import turns the dependency upside down: the port would change
+    whenever the service does; the port names a protocol the service satisfies instead."""
+    offences = [
+        f"{_module_files()[module].relative_to(ROOT)}:{line} imports {target}"
+        for module in _module_files()
+        if module.startswith(PORTS + ".")
+        for line, target in _imports(module)
+        if not target.startswith(PORTS) and _takes_ports(target)
+    ]
+    assert offences == []

@@ -14,7 +14,6 @@ import pytest
 from functions.core import metric_names, settings_table
 from functions.core.budget import next_day_starts
 from functions.core.claim import ClaimStatus
-from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
     McpAuthError,
@@ -25,6 +24,7 @@ from functions.core.errors import (
 from functions.core.models import InboxItem, State, WorkItem
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.steps import StepStatus
+from functions.core.ports.workflow import Ledger
 from functions.core.process import (
     MAX_QUEUE_DELAY_SECONDS,
     Decision,
@@ -86,7 +86,7 @@ class RecordingWorkflow:
     applied: list[str] = field(default_factory=list)
     before: Callable[[], None] | None = None
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
         if self.before is not None:
             self.before()
         effects.run("notify", self.applied.append)
@@ -529,7 +529,7 @@ class SteppingWorkflow:
         self.runs.append(1)
         return len(self.runs)
 
-    def run(self, work: WorkItem, package: Any, effects: EffectLedger) -> None:
+    def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
         self.seen.append(effects.step("model", self._model))
         if self.failures:
             self.failures -= 1

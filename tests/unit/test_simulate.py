@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
 
+from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.dynamodb_conditions import condition_expression
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
 from local.simulate.faults import Fault, Killed, Kind
+from local.simulate.history import StateWritten, transition_of
 from local.simulate.invariants import check
 from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
@@ -311,3 +315,160 @@ def test_world_charges_a_timeout_to_the_message_whose_step_took_the_time() -> No
         finder.run(lambda: world.call("ddb.release", lambda: None))
 
     assert world.inv.killer == "slow"
+
+
+# --- the invariants on the mechanisms (the seed's history) -------------------------
+
+
+def _first_claim(simulation: Simulation) -> StateWritten:
+    return next(e for e in simulation.world.history.states if e.transition == "claim")
+
+
+def _invariants(simulation: Simulation) -> list[str]:
+    return [v.split(":")[0] for v in check(simulation)]
+
+
+def test_history_of_a_calm_seed_claims_and_completes_each_delivery_once() -> None:
+    simulation = _calm("notify")
+    history = simulation.world.history
+    for delivery_id in simulation.world.truth.accepted:
+        moves = [e.transition for e in history.states if e.delivery_id == delivery_id]
+        assert moves == ["accept", "claim", "complete_with_effects"]
+    relayed = Counter(e.delivery_id for e in history.enqueued if e.role == "relay")
+    assert set(relayed) == simulation.world.truth.accepted
+    assert set(relayed.values()) == {1}
+    assert {(d, n) for d, n in history.marked_done} == {
+        (d, n) for d in simulation.world.truth.accepted for n in ("archive", "notify")
+    }
+
+
+def test_invariants_catch_a_second_live_holder() -> None:
+    simulation = _calm("notify")
+    claim = _first_claim(simulation)
+    assert claim.now is not None and claim.lease_until is not None
+    history = simulation.world.history
+    at = history.states.index(claim) + 1
+    history.states.insert(
+        at, replace(claim, writer="owner-rival", now=claim.lease_until - 1, lease_until=0)
+    )
+
+    # The rival's claim while the lease lived; then the first owner's completion is
+    # written by an owner that no longer holds it.
+    assert _invariants(simulation) == ["one_live_holder", "holder_writes_outcome"]
+
+
+def test_invariants_allow_a_claim_once_the_lease_ran_out() -> None:
+    simulation = _calm("notify")
+    claim = _first_claim(simulation)
+    assert claim.lease_until is not None
+    history = simulation.world.history
+    at = history.states.index(claim) + 1
+    rival = replace(claim, writer="owner-rival", now=claim.lease_until)
+    history.states.insert(at, rival)
+    completion = next(
+        e for e in history.states[at + 1 :] if e.delivery_id == claim.delivery_id and e.writer
+    )
+    history.states[history.states.index(completion)] = replace(completion, writer="owner-rival")
+
+    assert check(simulation) == []
+
+
+def test_invariants_catch_an_outcome_written_by_another_worker() -> None:
+    simulation = _calm("archive")
+    history = simulation.world.history
+    index, completion = next(
+        (n, e) for n, e in enumerate(history.states) if e.to_state is State.COMPLETED
+    )
+    history.states[index] = replace(completion, writer="owner-stranger")
+
+    assert _invariants(simulation) == ["holder_writes_outcome"]
+
+
+def test_invariants_catch_a_state_move_off_the_transition_table() -> None:
+    simulation = _calm("archive")
+    history = simulation.world.history
+    completion = next(e for e in history.states if e.to_state is State.COMPLETED)
+    history.states.append(
+        replace(completion, transition="reset_failed", from_state=State.COMPLETED, writer=None)
+    )
+
+    assert _invariants(simulation) == ["transitions_documented"]
+
+
+def test_invariants_catch_an_effect_recorded_done_that_never_happened() -> None:
+    simulation = _calm("notify")
+    side = simulation.world.far["notify"]
+    key = sorted(side.applied)[0]
+    side.applied[key] = 0  # the far side never acted: done was written before it
+
+    found = check(simulation)
+    assert [v.split(":")[0] for v in found] == ["effect_applied"]
+    assert "notify recorded done by the ledger, never applied" in found[0]
+
+
+def test_invariants_catch_a_relay_answer_the_queue_does_not_back() -> None:
+    simulation = _calm("archive")
+    simulation.world.history.relay_lies.append("d1: reported sent, never reached the queue")
+
+    assert _invariants(simulation) == ["relay_reaches_queue"]
+
+
+def test_invariants_catch_a_resend_of_what_nothing_lost() -> None:
+    simulation = _calm("archive")
+    sends = simulation.world.history.reconciler_sends
+    sends.append((simulation.world.t, "d1", "", 10.0, "0"))  # queued, changed 10 s ago
+    sends.append((simulation.world.t, "d2", "its message was gone", 10.0, ""))
+    sends.append((simulation.world.t, "d3", "", 3600.0, "40"))  # stale: the reconciler's rule
+
+    assert _invariants(simulation) == ["reconciler_resends_only_lost"]
+
+
+def test_other_bytes_under_a_known_id_end_quarantined() -> None:
+    seeds = [
+        s
+        for s in range(60)
+        if any(f.kind is Kind.OTHER_BYTES for f in run_seed("archive", s).faults)
+    ]
+    assert seeds
+    simulation = Simulation("archive", seeds[0])
+    simulation.run()
+
+    assert check(simulation) == []
+    assert simulation.world.history.other_bytes == []
+    assert all(
+        e.transition != "accept" or e.from_state is None for e in simulation.world.history.states
+    )
+
+
+def test_overlapping_attempts_are_staged_and_the_second_container_takes_over() -> None:
+    for seed in range(100):
+        simulation = Simulation("agent", seed)
+        simulation.run()
+        overlaps = simulation.world.history.overlaps
+        if overlaps:
+            break
+    else:
+        pytest.fail("no overlap in 100 agent seeds")
+    delivery_id = sorted(overlaps)[0]
+    owners = [
+        e.writer
+        for e in simulation.world.history.states
+        if e.delivery_id == delivery_id and e.transition == "claim"
+    ]
+
+    assert check(simulation) == []
+    assert len(set(owners)) >= 2  # the stalled attempt's and the other container's
+    assert any(f.kind is Kind.OVERLAP for f in simulation.schedule.injected)
+
+
+@pytest.mark.parametrize("row", transitions.TRANSITIONS, ids=lambda row: row.name)
+def test_a_write_of_the_real_adapter_names_its_transition(row: transitions.Transition) -> None:
+    values: dict[str, transitions.Value] = {}
+    parts = f"{row.update_expression()} {condition_expression(row.condition)}"
+    for name in sorted(set(re.findall(r":(\w+)", parts))):
+        if name in ("now", "shard", "zero", "one") or name in {s.value for s in State}:
+            continue
+        values[name] = frozenset({"archive"}) if name == "effects" else "x"
+    request = transitions.update_request("table", row, "d1", now=1, **values)
+
+    assert transition_of(request["UpdateExpression"], request["ConditionExpression"]) == row.name

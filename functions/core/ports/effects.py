@@ -7,6 +7,15 @@ from enum import StrEnum
 from typing import Protocol
 
 
+class EffectMode(StrEnum):
+    """How an unknown outcome of an effect is settled (:mod:`functions.core.effects`)."""
+
+    REPEATABLE = "repeatable"  # run it again: repeating it reaches the same state
+    KEYED = "keyed"  # call again with the same key: the far side drops a duplicate
+    CHECKED = "checked"  # the effect's reconcile lookup says whether it was applied
+    OPERATOR = "operator"  # in doubt: the delivery fails, a person resolves it
+
+
 class EffectStatus(StrEnum):
     INTENT = "intent"  # about to be applied, or applied without a done record yet
     DONE = "done"

@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
-from functions.core.effects import EffectLedger
+from functions.core.model_step import ModelReply
 from functions.core.models import WorkItem
 from functions.core.package import Package
+from functions.core.ports.effects import EffectMode
+from functions.core.ports.model import ModelCaller
+
+PromptT = TypeVar("PromptT")
+
+
+class Ledger(Protocol):
+    """What a workflow may do with one delivery's effects and steps; the effect ledger
+    (:class:`functions.core.effects.EffectLedger`) is the one the worker hands it."""
+
+    @property
+    def delivery_id(self) -> str: ...
+
+    @property
+    def expires_at(self) -> int:
+        """When the delivery's records expire (0: not known)."""
+        ...
+
+    def run(
+        self,
+        name: str,
+        fn: Callable[[str], object],
+        *,
+        key: str | None = None,
+        mode: EffectMode | None = None,
+        reconcile: Callable[[str], bool] | None = None,
+        repeatable: bool = False,
+    ) -> bool:
+        """Apply effect ``name`` unless this delivery already applied it."""
+        ...
+
+    def step(self, name: str, fn: Callable[[], object]) -> Any:
+        """The recorded result of step ``name``, calling ``fn`` only when there is none."""
+        ...
+
+    def model(self, name: str, prompt: PromptT, client: ModelCaller[PromptT]) -> ModelReply:
+        """The recorded reply of model step ``name``, asking ``client`` only when there is none."""
+        ...
 
 
 class Workflow(Protocol):
@@ -18,4 +57,4 @@ class Workflow(Protocol):
     Anything else raised counts as transient (retried, then dead-lettered).
     """
 
-    def run(self, work: WorkItem, package: Package, effects: EffectLedger) -> None: ...
+    def run(self, work: WorkItem, package: Package, effects: Ledger) -> None: ...

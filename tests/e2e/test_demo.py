@@ -51,7 +51,7 @@ def test_demo_scenario_ends_with_every_invariant_holding() -> None:
     # each approval came from the CLI, and the kill landed between ticket and record.
     assert text.count("-> awaiting_approval; model calls 2; tickets 0") == 2, text
     listed = [line for line in text.splitlines() if ": tool open_ticket " in line]
-    assert len(listed) == 1 and listed[0].endswith('{"customer": "acme", "priority": "high"}')
+    assert len(listed) == 1 and listed[0].endswith('{"customer":"acme","priority":"high"}')
     approvals = [
         line for line in text.splitlines() if "$ relaylink-receiver approvals approve" in line
     ]

@@ -29,8 +29,13 @@ What a test can make it do:
 * ``refuse_next(n)`` or :data:`REFUSE_MARKER` anywhere in the input -> an empty
   answer with ``stopReason`` ``content_filtered``;
 * ``latency_seconds`` added to every call;
-* ``script_tools(turns)`` -> in a conversation that offers tools, the first turns ask
-  for the scripted tools (fresh ``toolUseId`` each call), then the summary follows.
+* ``use_script(script)`` -> a :class:`~local.model_script.ModelScript` (a file's, see
+  :func:`~local.model_script.load_model_script`): per delivery, the turns' text, tool
+  uses (fresh ``toolUseId`` each call; asked only in a conversation that offers
+  tools) and token usage, then the summary follows; ``script_tools(turns)`` is the
+  same for tool turns alike for every delivery;
+* ``watch_tool_uses(callback)`` -> told of each tool use it answers (the local stack's
+  kill points find a tool's records by it).
 
 ``ApplyGuardrail`` knows the guardrails ``guardrail_ids`` names (by id or ARN; any
 version number or ``DRAFT``): another is a ``ResourceNotFoundException``, a malformed
@@ -64,13 +69,14 @@ import time
 import urllib.parse
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from local.loopback_http import LoopbackHTTPServer
+from local.model_script import ModelScript, ScriptedTurn
 
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
 REFUSE_MARKER: Final = "[[bedrock-emulator:refuse]]"
@@ -110,6 +116,8 @@ _STOP_DEADLINE_SECONDS: Final = 10.0
 # How often serve_forever looks for a stop request: a test stopping its own
 # emulator should not wait the default half second.
 _POLL_SECONDS: Final = 0.05
+# Told (delivery id, tool name, toolUseId) of each tool use answered.
+ToolUseWatcher = Callable[[str, str, str], None]
 
 
 class ConverseError(StrEnum):
@@ -217,7 +225,8 @@ class BedrockEmulator:
         self._rng = random.Random(seed)  # noqa: S311 - fault injection, not security
         self._fail_next: list[ConverseError] = []
         self._refuse_next = 0
-        self._tool_script: list[list[tuple[str, dict[str, Any]]]] = []
+        self._script = ModelScript()
+        self._tool_use_watchers: list[ToolUseWatcher] = []
         self._calls: Counter[str] = Counter()
         self._requests: dict[str, Mapping[str, Any]] = {}
         self._total = 0
@@ -263,17 +272,30 @@ class BedrockEmulator:
         with self._lock:
             self._refuse_next = count
 
-    def script_tools(self, turns: Sequence[Sequence[tuple[str, Mapping[str, Any]]]]) -> None:
-        """Ask for tools in every conversation that offers them (``toolConfig``).
+    def use_script(self, script: ModelScript) -> None:
+        """Answer from ``script`` (an empty one turns it off).
 
-        A request whose conversation holds ``n`` assistant turns is answered, while
-        ``n < len(turns)``, with ``stopReason`` ``tool_use`` and one ``toolUse`` block
-        per ``(name, input)`` of ``turns[n]``, each with a fresh random ``toolUseId``
-        (as Bedrock draws one per call); after that, with the usual summary. A name the
-        request does not offer is a ``ValidationException``. An empty list turns it off.
+        A request whose conversation holds ``n`` assistant turns gets turn ``n`` of the
+        entry matching its package: its text, and, when the request offers tools
+        (``toolConfig``), one ``toolUse`` block per tool use with a fresh random
+        ``toolUseId`` (as Bedrock draws one per call) and ``stopReason`` ``tool_use``;
+        its ``usage`` replaces the estimate. Past the entry's turns, the usual summary.
+        A tool the request does not offer is a ``ValidationException``.
         """
         with self._lock:
-            self._tool_script = [[(name, dict(i)) for name, i in turn] for turn in turns]
+            self._script = script
+
+    def script_tools(self, turns: Sequence[Sequence[tuple[str, Mapping[str, Any]]]]) -> None:
+        """Every conversation that offers tools asks, in its turn ``n``, for the
+        ``(name, input)`` tools of ``turns[n]``, then gets the summary (see
+        :meth:`use_script`). An empty list turns it off."""
+        self.use_script(ModelScript.tool_turns(turns))
+
+    def watch_tool_uses(self, watcher: ToolUseWatcher) -> None:
+        """Call ``watcher(delivery_id, tool name, toolUseId)`` for each tool use answered,
+        before the answer leaves."""
+        with self._lock:
+            self._tool_use_watchers.append(watcher)
 
     def intervene_next(self, count: int) -> None:
         """Let the guardrail intervene on the next ``count`` ``ApplyGuardrail`` calls that
@@ -294,7 +316,7 @@ class BedrockEmulator:
             self._intervene_next = 0
             self._fail_guardrail_next = []
             self._guardrail_texts = []
-            self._tool_script = []
+            self._script = ModelScript()
             self._latency_seconds = 0.0
             self._failure_rate = 0.0
             self._fail_next = []
@@ -408,19 +430,28 @@ class BedrockEmulator:
         input_tokens = token_count(input_text)
         if input_tokens > self._context_tokens:
             raise _Invalid("Input is too long for requested model.")
-        uses = self._tool_uses(request, len(messages) // 2)
+        scripted = self._scripted_turn(messages)
+        uses = self._tool_uses(request, scripted)
         if refuse or REFUSE_MARKER in input_text:
             content: list[dict[str, Any]] = []
             stop_reason, output_tokens = "content_filtered", 0
         elif uses:
-            content, stop_reason = uses, "tool_use"
-            output_tokens = token_count(json.dumps(uses))
+            text = [{"text": scripted.text}] if scripted is not None and scripted.text else []
+            content, stop_reason = [*text, *uses], "tool_use"
+            output_tokens = token_count(json.dumps(content))
         else:
-            answer = summary(model_id, system, messages)
+            has_text = scripted is not None and scripted.text.strip()
+            answer = scripted.text if scripted is not None and has_text else ""
+            answer = answer or summary(model_id, system, messages)
             stop_reason = "end_turn"
             if max_tokens is not None and token_count(answer) > max_tokens:
                 answer, stop_reason = answer[: max_tokens * 4], "max_tokens"
             content, output_tokens = [{"text": answer}], token_count(answer)
+        if scripted is not None:
+            input_tokens = _given(scripted.input_tokens, input_tokens)
+            output_tokens = _given(scripted.output_tokens, output_tokens)
+        if uses:
+            self._announce(request, uses)
         return Reply(
             status=200,
             payload={
@@ -435,12 +466,31 @@ class BedrockEmulator:
             },
         )
 
-    def _tool_uses(self, request: Mapping[str, Any], turn: int) -> list[dict[str, Any]]:
+    def _scripted_turn(self, messages: Sequence[tuple[str, Sequence[str]]]) -> ScriptedTurn | None:
+        """The script's answer to this conversation (None: the emulator's own)."""
+        with self._lock:
+            script = self._script
+        user_texts = [text for role, texts in messages if role == "user" for text in texts]
+        package = next(filter(None, map(_package_in, user_texts)), None)
+        return script.turn(package, len(messages) // 2)
+
+    def _announce(self, request: Mapping[str, Any], uses: Sequence[Mapping[str, Any]]) -> None:
+        metadata = request.get("requestMetadata")
+        delivery_id = (
+            metadata.get(DELIVERY_ID_METADATA_KEY) if isinstance(metadata, Mapping) else None
+        )
+        with self._lock:
+            watchers = list(self._tool_use_watchers)
+        for use in uses:
+            for watcher in watchers:
+                watcher(str(delivery_id or ""), use["toolUse"]["name"], use["toolUse"]["toolUseId"])
+
+    def _tool_uses(
+        self, request: Mapping[str, Any], scripted: ScriptedTurn | None
+    ) -> list[dict[str, Any]]:
         """The scripted tool uses of this turn, when the request offers tools."""
         config = request.get("toolConfig")
-        with self._lock:
-            script = self._tool_script
-        if not isinstance(config, Mapping) or turn >= len(script):
+        if not isinstance(config, Mapping) or scripted is None or not scripted.tool_uses:
             return []
         offered = {
             tool.get("toolSpec", {}).get("name")
@@ -448,7 +498,8 @@ class BedrockEmulator:
             if isinstance(tool, Mapping)
         }
         uses = []
-        for name, tool_input in script[turn]:
+        for scripted_use in scripted.tool_uses:
+            name, tool_input = scripted_use.name, dict(scripted_use.input)
             if name not in offered:
                 raise _Invalid(f"The model asked for a tool the request does not offer: {name}.")
             tool_use_id = f"tooluse_{uuid.uuid4().hex[:22]}"
@@ -520,6 +571,10 @@ def _guardrail_texts(request: Mapping[str, Any] | None) -> list[str] | None:
                 return None
             texts.append(text)
     return texts
+
+
+def _given(scripted: int | None, estimate: int) -> int:
+    return estimate if scripted is None else scripted
 
 
 def token_count(text: str) -> int:

@@ -1,0 +1,1 @@
+"""A team's agent tools: the template of docs/workflows.md, "Build your own agent here"."""

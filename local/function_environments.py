@@ -116,7 +116,7 @@ def worker_side_environment(
         # What the deployed worker's asset holds at its root: the workflow folder.
         paths = [options.workflow_source, environment.get("PYTHONPATH", "")]
         environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
-    if options.agent:
+    if options.model:
         environment.update(agent_environment(state, options))
     return environment
 

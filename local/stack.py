@@ -44,6 +44,7 @@ from local.aws_emulator.process import free_port
 from local.aws_resources import create_alert_topic, create_stack_resources
 from local.child import refusal_in
 from local.function_environments import front_door_environment, worker_side_environment
+from local.kill_point import KillPointWatch, Kind
 from local.mcp_server import RunningServer, start_in_thread
 from local.notify_sink import NotifySinkServer
 from local.stack_options import StackOptions
@@ -141,6 +142,9 @@ class LocalStack:
     sink: NotifySinkServer | None = None
     bedrock: bedrock_emulator.RunningEmulator | None = None
     alerts: AlertCounter | None = None
+    kill_point: KillPointWatch | None = None
+    # Told one line when the kill point fires (the `local` command prints it).
+    announce: Callable[[str], None] = field(default=lambda line: None)
     _state: LocalState | None = None
     _children: dict[Role, _Child] = field(default_factory=dict)
     _run_dir: Path | None = None
@@ -190,12 +194,13 @@ class LocalStack:
         )
         self.sink = NotifySinkServer().start()
         resources = self._create_resources(signing, token)
-        if options.agent:
-            self.bedrock = bedrock_emulator.start_in_thread(
-                emulator=bedrock_emulator.BedrockEmulator(
-                    latency_seconds=options.bedrock_latency_ms / 1000, seed=options.seed
-                )
+        if options.model:
+            model = bedrock_emulator.BedrockEmulator(
+                latency_seconds=options.bedrock_latency_ms / 1000, seed=options.seed
             )
+            if options.model_script is not None:
+                model.use_script(options.model_script)
+            self.bedrock = bedrock_emulator.start_in_thread(emulator=model)
             resources = self._add_alert_topic(resources)
         port = options.port or free_port()
         self._state = LocalState(
@@ -240,12 +245,15 @@ class LocalStack:
         self.wait_ready(READY_DEADLINE_SECONDS)
         # Faults start once the stack serves: its own set-up must not be the victim.
         self.emulator.faults.set_rate(options.aws_fault_rate)
+        self._watch_kill_point()
         self._write_state()
         self._monitor = threading.Thread(target=self._watch, name="supervisor", daemon=True)
         self._monitor.start()
 
     def stop(self) -> None:
         self._stopping.set()
+        if self.kill_point is not None:
+            self.kill_point.stop()
         if self._monitor is not None:
             self._monitor.join(timeout=5)
         for child in self._children.values():
@@ -376,6 +384,29 @@ class LocalStack:
         )
 
     # --- internals -----------------------------------------------------------------
+    def _watch_kill_point(self) -> None:
+        point = self.options.kill_worker
+        if point is None:
+            return
+        if point.kind is Kind.TOOL and self.bedrock is None:
+            raise StartRefused(
+                f"--kill-worker {point}: a tool's records are named after the model's"
+                " tool-use ids; run the agent workflow or give --model-script"
+            )
+        assert self.emulator is not None
+        faults = self.emulator.faults
+        self.kill_point = KillPointWatch(
+            point,
+            hold=faults.hold_next,
+            clear=faults.clear_holds,
+            held=lambda: faults.counts().get("held", 0),
+            kill=lambda: self.kill("worker"),
+            announce=self.announce,
+        )
+        if self.bedrock is not None:
+            self.bedrock.emulator.watch_tool_uses(self.kill_point.tool_used)
+        self.kill_point.start()
+
     def _create_resources(self, signing: list[str], token: str) -> Resources:
         assert self.emulator is not None
         return create_stack_resources(

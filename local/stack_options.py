@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from functions.core import settings_table
+from local.kill_point import KillPoint
+from local.model_script import ModelScript
 
 AGENT_WORKFLOW = "agent"
 
@@ -49,11 +51,19 @@ class StackOptions:
     bedrock_latency_ms: int = 0  # added to every model call (agent workflow)
     model_max_tokens: int = 256
     daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests
+    model_script: ModelScript | None = None  # what the Bedrock emulator answers
+    kill_worker: KillPoint | None = None  # SIGKILL the worker once, there
 
     @property
     def agent(self) -> bool:
         """Whether the worker runs the agent workflow (it needs Bedrock and an alert topic)."""
         return self.workflow == AGENT_WORKFLOW
+
+    @property
+    def model(self) -> bool:
+        """Whether the stack serves a model (the Bedrock emulator): the agent workflow,
+        or any workflow given a model script."""
+        return self.agent or self.model_script is not None
 
     def __post_init__(self) -> None:
         if not self.lease_seconds < self.visibility_timeout_seconds:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 FAULT_ANSWERS = {
@@ -22,6 +24,19 @@ FAULT_ANSWERS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A DynamoDB write held until its caller dies (then dropped) or ``seconds`` pass
+    (then let through): the moment a kill point SIGKILLs the worker at."""
+
+    operation: str
+    containing: tuple[str, ...]  # every one of these is in the request's JSON body
+    seconds: float
+
+    def matches(self, operation: str, body: bytes) -> bool:
+        return operation == self.operation and all(c.encode() in body for c in self.containing)
+
+
 class FaultInjector:
     """Decides, with a seeded generator, which DynamoDB requests fail, and counts them."""
 
@@ -32,6 +47,7 @@ class FaultInjector:
         self._counts: Counter[str] = Counter()
         self._delays: dict[str, list[tuple[float, str | None]]] = {}
         self._losses: dict[str, list[str | None]] = {}
+        self._holds: list[Hold] = []
 
     def delay_next(
         self, operation: str, seconds: float, *, count: int = 1, containing: str | None = None
@@ -49,9 +65,32 @@ class FaultInjector:
         with self._lock:
             self._losses.setdefault(operation, []).append(containing)
 
+    def hold_next(self, operation: str, containing: Sequence[str], seconds: float) -> None:
+        """Hold the next ``operation`` request whose body has every text of
+        ``containing`` until its caller hangs up (it is then dropped, never applied) or
+        ``seconds`` pass; ``counts()["held"]`` says how many were taken."""
+        with self._lock:
+            self._holds.append(Hold(operation, tuple(containing), seconds))
+
+    def clear_holds(self) -> None:
+        """Forget the holds no request has taken yet."""
+        with self._lock:
+            self._holds.clear()
+
+    def hold_for(self, operation: str, body: bytes) -> float:
+        """The seconds this request is held (0: none), taking the hold it matches."""
+        with self._lock:
+            for index, hold in enumerate(self._holds):
+                if hold.matches(operation, body):
+                    del self._holds[index]
+                    self._counts["held"] += 1
+                    return hold.seconds
+            return 0.0
+
     def delays_pending(self, operation: str) -> bool:
         with self._lock:
-            return bool(self._delays.get(operation) or self._losses.get(operation))
+            held = any(hold.operation == operation for hold in self._holds)
+            return bool(self._delays.get(operation) or self._losses.get(operation) or held)
 
     def loses(self, operation: str, body: bytes) -> bool:
         """Whether this request's answer is to be lost (taking it from the pending ones)."""
@@ -96,6 +135,15 @@ class FaultInjector:
                 count=int(delay.get("count", 1)),
                 containing=delay.get("containing"),
             )
+        if "hold" in command:
+            hold = command["hold"]
+            containing = hold["containing"]
+            if not isinstance(containing, list):
+                raise TypeError("hold.containing must be a list of texts")
+            texts = [str(c) for c in containing]
+            self.hold_next(str(hold["operation"]), texts, float(hold["seconds"]))
+        if command.get("clear_holds"):
+            self.clear_holds()
         if "lose" in command:
             lose = command["lose"]
             self.lose_next(str(lose["operation"]), containing=lose.get("containing"))

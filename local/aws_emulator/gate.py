@@ -41,6 +41,7 @@ SQS_ARRIVALS = frozenset(
     )
 )
 LONG_POLL_RECHECK_SECONDS = 0.2
+HOLD_POLL_SECONDS = 0.02  # how often a held write looks for its caller's death
 MAX_WAIT_TIME_SECONDS = 20  # SQS's limit; other values go to moto, which refuses them
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -140,6 +141,11 @@ class _Gate:
             delay = self._faults.delay_for(operation, body)
             if delay:
                 time.sleep(delay)  # outside the lock: other requests go on
+            held = self._faults.hold_for(operation, body)
+            if held and _caller_died_within(environ, held):
+                # A process killed before its write left: nothing is applied. The
+                # answer goes nowhere; it only ends the request.
+                return _json_answer(start_response, "500 Internal Server Error", {})
             kind = self._faults.pick()
             if kind is None and self._faults.loses(operation, body):
                 self._serve(environ, lambda *_: lambda _data: None)  # applied, answer dropped
@@ -257,6 +263,16 @@ def _hung_up(environ: dict[str, Any]) -> bool:
         return False
     except OSError:
         return True
+
+
+def _caller_died_within(environ: dict[str, Any], seconds: float) -> bool:
+    """Wait (outside the lock) until the caller hangs up or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _hung_up(environ):
+            return True
+        time.sleep(HOLD_POLL_SECONDS)
+    return False
 
 
 def _operation(environ: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,13 @@ class EmulatorControls:
 
     def lose_next(self, operation: str, *, containing: str | None = None) -> None:
         self._send({"lose": {"operation": operation, "containing": containing}})
+
+    def hold_next(self, operation: str, containing: Sequence[str], seconds: float) -> None:
+        hold = {"operation": operation, "containing": list(containing), "seconds": seconds}
+        self._send({"hold": hold})
+
+    def clear_holds(self) -> None:
+        self._send({"clear_holds": True})
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = self._send(None)["counts"]

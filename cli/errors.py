@@ -19,9 +19,11 @@ class ErrorCode(StrEnum):
     PORT_IN_USE = "port_in_use"
     START_FAILED = "start_failed"
     WORKFLOW_INVALID = "workflow_invalid"  # local: the worker cannot load or build it
+    MODEL_SCRIPT_INVALID = "model_script_invalid"  # local, chaos: --model-script's file
     RECEIVER_UNREACHABLE = "receiver_unreachable"  # send: nothing answers at the URL
     ATTEMPT_REFUSED = "attempt_refused"  # send: the receiver answered, not with a 2xx
     WAIT_DEADLINE = "wait_deadline"  # send --wait: deliveries not final in time
+    AWAITING_APPROVAL = "awaiting_approval"  # send --wait: deliveries wait for a person
     INTERRUPTED = "interrupted"  # send: Ctrl-C, with what was sent so far
     UNKNOWN_DELIVERY = "unknown_delivery"  # inbox show: no such delivery id
     AWS_REGION = "aws_region"

@@ -44,6 +44,8 @@ class ChaosConfig:
     # ticket opened at the notification target, exempted from approval by name),
     # killed inside their windows too.
     tools: bool = False
+    model_script: str | None = None  # a model script file the Bedrock emulator answers from
+    kill_worker: str | None = None  # a kill point (local.kill_point), fired once
 
     def __post_init__(self) -> None:
         if self.deliveries < 10:

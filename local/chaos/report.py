@@ -138,6 +138,8 @@ class ChaosReport:
     # Per effect name: deliveries with it applied once, never (completed), more than once.
     effects: dict[str, dict[str, int]] = field(default_factory=dict)
     model: dict[str, int] = field(default_factory=dict)  # the agent workflow's model step
+    # With --kill-worker: the point, and the worker pid it killed (0: it never fired).
+    kill_point: dict[str, str | int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -172,6 +174,10 @@ class ChaosReport:
             for role, kills in self.kills.items()
         ]
         rows += [(f"faults injected, {kind}", n) for kind, n in asdict(self.faults).items()]
+        if self.kill_point:
+            pid = self.kill_point["killed_pid"]
+            fired = f"killed worker pid {pid}" if pid else "never reached"
+            rows.append((f"kill point {self.kill_point['point']}", fired))
         rows += [
             ("inbox states", self.outcomes),
             ("worker attempts", self.worker_attempts),

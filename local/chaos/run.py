@@ -33,6 +33,8 @@ from local.chaos.report import (
     FaultCounts,
 )
 from local.event_sources import INJECTED_RELAY_FAILURE
+from local.kill_point import KillPoint
+from local.model_script import load_model_script
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
@@ -56,6 +58,8 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         workflow=config.workflow,
         bedrock_latency_ms=config.bedrock_latency_ms,
         workflow_settings=TOOLS_SETTINGS if config.tools else {},
+        model_script=load_model_script(config.model_script) if config.model_script else None,
+        kill_worker=KillPoint.parse(config.kill_worker) if config.kill_worker else None,
     )
     started = time.monotonic()
     abandoned = _AbandonedMcpRequests()
@@ -65,7 +69,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
         stack.mcp.set_slow_rate(
             config.mcp_slow_rate, delay_ms=options.mcp_timeout_seconds * 1000 + 500
         )
-        if config.tools:
+        if config.tools and config.model_script is None:
             assert stack.bedrock is not None
             stack.bedrock.emulator.script_tools(agent_tools.SCRIPT)
         rng = random.Random(config.seed)  # noqa: S311 (a reproducible simulation)
@@ -126,6 +130,7 @@ def run_chaos(config: ChaosConfig, *, progress: Callable[[str], None] | None = N
             ),
             effects=findings.effects,
             model=model,
+            kill_point=_kill_point(stack),
             violations=violations,
         )
 
@@ -226,3 +231,8 @@ class _WorkerLog:
                         if record.get("step") == MODEL_STEP:
                             model_reruns.append((str(record["delivery_id"]), int(record["run"])))
         return cls(relay_failures, dict(sorted(outcomes.items())), tuple(model_reruns))
+
+
+def _kill_point(stack: LocalStack) -> dict[str, str | int]:
+    watch = stack.kill_point
+    return {} if watch is None else {"point": str(watch.point), "killed_pid": watch.killed_pid}

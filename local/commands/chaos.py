@@ -11,7 +11,7 @@ from typing import Any
 
 from cli.errors import CommandError, ErrorCode
 from cli.json_output import json_text
-from local.commands.local_stack import add_workflow_argument
+from local.commands.local_stack import add_model_arguments, add_workflow_argument, model_options
 
 
 def register(subparsers: Any) -> None:
@@ -93,6 +93,7 @@ def register(subparsers: Any) -> None:
         help="agent workflow: the model asks for a lookup and an acting tool (a ticket)"
         " on every delivery; the report counts the tool's uses per key",
     )
+    add_model_arguments(parser)
     parser.add_argument("--report", metavar="FILE", help="write the figures as JSON here")
     parser.set_defaults(handler=run)
 
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from local.chaos.run import run_chaos  # noqa: PLC0415 (heavy: the whole stack)
 
     _check_options(args)
+    model_options(args)  # refused here, in one line, before the stack starts
     try:
         config = ChaosConfig(
             deliveries=args.deliveries,
@@ -117,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
             workflow=args.workflow,
             bedrock_latency_ms=args.bedrock_latency_ms,
             tools=args.tools,
+            model_script=args.model_script,
+            kill_worker=args.kill_worker,
         )
     except ValueError as exc:  # a combination the checks above do not name
         raise CommandError(str(exc), code=ErrorCode.BAD_OPTION) from None

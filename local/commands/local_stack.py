@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.errors import CommandError, ErrorCode
 from cli.state_file import (
@@ -17,6 +17,10 @@ from cli.state_file import (
     default_state_file,
     make_private_folder,
 )
+
+if TYPE_CHECKING:
+    from local.kill_point import KillPoint
+    from local.model_script import ModelScript
 
 
 def register(subparsers: Any) -> None:
@@ -82,7 +86,57 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="a folder of your workflow's packages, put first on the worker's import path",
     )
+    add_model_arguments(parser)
     parser.set_defaults(handler=run)
+
+
+def add_model_arguments(parser: Any) -> None:
+    """``--model-script`` and ``--kill-worker``, shared by ``local`` and ``chaos``."""
+    parser.add_argument(
+        "--model-script",
+        metavar="FILE",
+        help="a model script (JSON): the model's answers per delivery, turn by turn (text,"
+        " tool uses, usage), served by the local Bedrock emulator (docs/workflows.md)",
+    )
+    parser.add_argument(
+        "--kill-worker",
+        metavar="WHEN:KIND:NAME",
+        help="SIGKILL the worker once at this point of your workflow, e.g."
+        " after:tool:open_ticket, before:tool:NAME, before:step:NAME, after:effect:NAME"
+        " (docs/local.md)",
+    )
+
+
+def model_options(args: argparse.Namespace) -> tuple[ModelScript | None, KillPoint | None]:
+    """The parsed ``--model-script`` and ``--kill-worker``.
+
+    Raises:
+        CommandError: a script that is not valid (one line naming the file, the entry and
+            what is wrong), a kill point that is not one, or a tool point without a model.
+    """
+    from local.kill_point import KillPoint, Kind  # noqa: PLC0415
+    from local.model_script import ModelScriptError, load_model_script  # noqa: PLC0415
+
+    script = None
+    if args.model_script:
+        try:
+            script = load_model_script(args.model_script)
+        except ModelScriptError as exc:
+            invalid = ErrorCode.MODEL_SCRIPT_INVALID
+            raise CommandError(f"--model-script {exc}", code=invalid) from None
+    point = None
+    if args.kill_worker:
+        try:
+            point = KillPoint.parse(args.kill_worker)
+        except ValueError as exc:
+            raise CommandError(f"--kill-worker: {exc}", code=ErrorCode.BAD_OPTION) from None
+        if point.kind is Kind.TOOL and args.workflow != "agent" and script is None:
+            raise CommandError(
+                f"--kill-worker {point}: a tool's records are named after the model's tool-use"
+                " ids; use --workflow agent or give --model-script",
+                code=ErrorCode.BAD_OPTION,
+            )
+    return script, point
 
 
 def _workflow_settings(pairs: list[str]) -> dict[str, str]:
@@ -100,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check_options(args)
     settings = _workflow_settings(args.workflow_setting)
+    script, point = model_options(args)
     # Checked before the stack starts: its front door is a child process, whose bind
     # error would surface only as an exit, with logs in a folder deleted on the way out.
     if args.port and not _port_free(args.port):
@@ -108,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             " pick another with --port N, or --port 0 for a free one",
             code=ErrorCode.PORT_IN_USE,
         )
-    return _serve(args, settings)
+    return _serve(args, settings, script, point)
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -157,7 +212,12 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
+def _serve(
+    args: argparse.Namespace,
+    workflow_settings: dict[str, str],
+    script: ModelScript | None,
+    point: KillPoint | None,
+) -> int:
     from local.stack import LocalStack, StartRefused  # noqa: PLC0415
     from local.stack_options import StackOptions  # noqa: PLC0415
     from local.state_lock import StateFileBusy  # noqa: PLC0415
@@ -174,6 +234,8 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
         workflow=args.workflow,
         workflow_settings=workflow_settings,
         workflow_source=os.path.abspath(args.workflow_source) if args.workflow_source else None,
+        model_script=script,
+        kill_worker=point,
     )
     stop = threading.Event()
 
@@ -188,7 +250,7 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
         else "rerun with --run-dir DIR to keep its logs"
     )
     try:
-        stack = LocalStack(options)
+        stack = LocalStack(options, announce=lambda line: print(line, flush=True))
         stack.__enter__()
     except StateFileBusy as exc:
         raise CommandError(str(exc), code=ErrorCode.STATE_FILE_IN_USE) from None
@@ -213,6 +275,10 @@ def _serve(args: argparse.Namespace, workflow_settings: dict[str, str]) -> int:
             print(f"signing secret (generated)  {state.signing_secrets[0]}")
         if args.state_file:
             print(f"state file    {args.state_file}")
+        if state.bedrock_url:
+            print(f"Bedrock URL   {state.bedrock_url}")
+        if point is not None:
+            print(f"kill point    {point} (once)")
         print(f"logs          {stack.run_dir}")
         print("ready; Ctrl-C stops", flush=True)
         stop.wait()

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Final, NoReturn
 
 from cli.errors import PROG, ErrorCode, format_line
+from cli.suggestions import did_you_mean
 from local.commands import chaos, demo, local_stack, send
 from local.simulate import cli as simulate_cli
 from ops.cli_failures import DISTRIBUTION, known_failure
@@ -61,9 +62,20 @@ INTERRUPTED = 130
 class CommandLineParser(argparse.ArgumentParser):
     """argparse, whose errors are one line in the CLI's shape (subparsers inherit it)."""
 
+    argv: Sequence[str] = ()  # what the root parser was given: where an unknown option was
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self.argv:
+            self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip() or None
-        line = format_line(command, ErrorCode.USAGE, f"{message} (see --help)")
+        hint = did_you_mean(message, self, self.argv)
+        said = f"{message}; {hint}" if hint else f"{message} (see --help)"
+        line = format_line(command, ErrorCode.USAGE, said)
         self.exit(USAGE_ERROR, line + "\n")
 
 

@@ -27,7 +27,12 @@ GIVE_UP_SECONDS = 30.0
 CONTRACT_SCHEDULE = "contract"
 DEFAULT_WAIT_DEADLINE_SECONDS = 120.0
 FINAL_STATES = frozenset({"completed", "failed", "ignored"})
+# Parked until a person decides: --wait stops there, as nothing moves without one.
+AWAITING_APPROVAL = "awaiting_approval"
+EXIT_AWAITING_APPROVAL = 3
+_UNAUTHORIZED = "401"
 _WAIT_PAUSE_SECONDS = 0.5
+STOP_STATES = FINAL_STATES | {AWAITING_APPROVAL}  # what --wait stops at
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +46,9 @@ def register(subparsers: Any) -> None:
             "contract's back-off (30 s, 2 min, 10 min, 1 h, 6 h, then 12 h, up to 3 days) "
             "divided by --time-scale; by default it gives up after 30 s instead "
             "(--give-up-after contract: the whole schedule). Exit 0 only if every delivery "
-            "was acknowledged (and, with --wait, reached a final state in time)."
+            "was acknowledged (and, with --wait, reached a final state in time); with "
+            "--wait, exit 3 when every delivery is final or awaiting approval and some "
+            "await a person's decision (approvals list shows them)."
         ),
     )
     parser.add_argument("--url", help="receiver URL (default: the --local stack's webhook_url)")
@@ -182,7 +189,21 @@ def run(args: argparse.Namespace) -> int:
         print(render_summary(summary))
         if states is not None:
             print(f"states        {_counts(states)}")
+    parked = 0 if states is None else states[AWAITING_APPROVAL]
     finished = states is None or _all_final(states, summary)
+    if states is not None and parked and _all_final(states, summary, parked=parked):
+        where = f" --local {args.local}" if args.local else ""
+        print(
+            format_line(
+                "send",
+                ErrorCode.AWAITING_APPROVAL,
+                f"{parked} of {summary.acknowledged} deliveries await a person's decision:"
+                f" relaylink-receiver approvals list{where}",
+                level="warning",
+            ),
+            file=sys.stderr,
+        )
+        return EXIT_AWAITING_APPROVAL if summary.all_acknowledged else 1
     if not finished:
         print(
             format_line(
@@ -260,6 +281,12 @@ class FirstFailure:
         elif attempt.answer == TIMEOUT:
             code = ErrorCode.RECEIVER_UNREACHABLE
             what = f"no answer from {self._where} within {self._timeout:g} s (--timeout)"
+        elif attempt.answer == _UNAUTHORIZED:
+            code = ErrorCode.ATTEMPT_REFUSED
+            what = (
+                f"{self._where} answered 401: the receiver refused the signature, most likely"
+                f" a signing secret it does not hold (check --secret or ${SECRET_ENV})"
+            )
         else:
             code, what = ErrorCode.ATTEMPT_REFUSED, f"{self._where} answered {attempt.answer}"
         print(
@@ -278,7 +305,7 @@ def _wait_final(summary: Summary, state: LocalState, deadline_seconds: float) ->
 
     waiting = [r.delivery_id for r in summary.results if r.acknowledged]
     print(
-        f"waiting for {len(waiting)} deliveries to reach a final state"
+        f"waiting for {len(waiting)} deliveries to reach a final state or await approval"
         f" (at most {deadline_seconds:g} s) ...",
         file=sys.stderr,
         flush=True,
@@ -288,7 +315,7 @@ def _wait_final(summary: Summary, state: LocalState, deadline_seconds: float) ->
     while True:
         pending = [d for d in waiting if d not in final]
         states = delivery_states(state, pending) if pending else {}
-        final.update({d: s for d, s in states.items() if s in FINAL_STATES})
+        final.update({d: s for d, s in states.items() if s in STOP_STATES})
         if len(final) == len(waiting) or time.monotonic() >= deadline:
             break
         time.sleep(min(_WAIT_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
@@ -299,8 +326,9 @@ def _wait_final(summary: Summary, state: LocalState, deadline_seconds: float) ->
     return counts
 
 
-def _all_final(states: Counter[str], summary: Summary) -> bool:
-    return sum(states[s] for s in FINAL_STATES) == summary.acknowledged
+def _all_final(states: Counter[str], summary: Summary, *, parked: int = 0) -> bool:
+    """Whether every acknowledged delivery is final (or, of ``parked``, awaits approval)."""
+    return sum(states[s] for s in FINAL_STATES) + parked == summary.acknowledged
 
 
 def _counts(states: Counter[str]) -> str:

@@ -115,14 +115,33 @@ class _Accepting(BaseHTTPRequestHandler):
         pass  # keep the test output clean
 
 
-@pytest.fixture
-def accepting_receiver() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
+class _Unauthorized(_Accepting):
+    """A receiver that holds another signing secret: every signature is refused (401)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(401)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/relaylink/s3cr3t-path"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def accepting_receiver() -> Iterator[str]:
+    yield from _serving(_Accepting)
+
+
+@pytest.fixture
+def unauthorized_receiver() -> Iterator[str]:
+    yield from _serving(_Unauthorized)
 
 
 # --- a stopped or unreachable stack --------------------------------------------------------
@@ -308,6 +327,27 @@ def test_argparse_errors_are_one_line_too() -> None:
     assert done.stderr.startswith("relaylink-receiver: error: usage: ")
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog", "said"),
+    [
+        (["sned"], "relaylink-receiver", "argument COMMAND: invalid choice: 'sned'"),
+        (["approvals", "aprove", "d-1"], "relaylink-receiver approvals", "invalid choice"),
+        (["send", "--count", "1", "--wiat"], "relaylink-receiver", "unrecognized arguments"),
+        (["local", "--kill-workr", "x"], "relaylink-receiver", "unrecognized arguments"),
+    ],
+)
+def test_a_typo_gets_the_nearest_command_or_option(argv: list[str], prog: str, said: str) -> None:
+    done = run(*argv)
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"{prog}: error: usage: ")
+    assert said in line
+    nearest = {"sned": "send", "aprove": "approve", "--wiat": "--wait", "--kill-workr": "x"}
+    typo = next(word for word in argv if word in nearest)
+    expected = "--kill-worker" if typo == "--kill-workr" else nearest[typo]
+    assert line.endswith(f"; did you mean {expected!r}?")
+
+
 def test_wait_needs_a_local_stack() -> None:
     done = run("send", "--url", "http://127.0.0.1:9/r", "--secret", SECRET, "--wait")
     assert done.returncode == 2
@@ -431,6 +471,21 @@ def test_send_says_at_the_first_failed_attempt_that_nothing_answers() -> None:
     assert [r["attempts"] for r in summary["results"]] == [3, 3, 3]
     assert summary["gave_up"] == 3
     assert "s3cr3t-path" not in done.stdout + done.stderr
+
+
+def test_send_names_the_signing_secret_on_a_401(unauthorized_receiver: str) -> None:
+    done = run(
+        *["send", "--url", unauthorized_receiver, "--secret", SECRET, "--mcp-url", MCP],
+        *["--give-up-after", "0", "--json"],
+    )
+    assert done.returncode == 1
+    (warning,) = done.stderr.splitlines()
+    message = warning.split(f"{ErrorCode.ATTEMPT_REFUSED.value}: ", 1)[1]
+    assert message.startswith("127.0.0.1:")
+    assert "answered 401: the receiver refused the signature, most likely a signing secret" in (
+        message
+    )
+    assert "--secret or $RELAYLINK_SIGNING_SECRET" in message
 
 
 def _first_warning(stdout_is_a_terminal: bool, extra: Sequence[str] = ()) -> tuple[str, int, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.team_agent.team_tools import ticket_server
+from examples.team_agent.team_tools import ticket_server, tools
 from examples.team_agent.team_tools.tools import TOOLS
 from functions.core.package import Package
 from local.model_script import ModelScriptError
@@ -25,13 +25,15 @@ def _package(title: str) -> Package:
 
 
 @pytest.fixture
-def tickets(monkeypatch: pytest.MonkeyPatch) -> Iterator[ticket_server.Tickets]:
+def tickets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ticket_server.Tickets]:
     tickets = ticket_server.Tickets()
     server = ticket_server.serve(tickets)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/tickets"
-    monkeypatch.setenv("WORKFLOW_SETTINGS", json.dumps({"ticket_url": url}))
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"ticket_url": url}))
+    monkeypatch.setattr(tools, "SETTINGS_FILE", settings)
     yield tickets
     server.shutdown()
     server.server_close()
@@ -46,7 +48,7 @@ def test_the_tool_loop_runs_on_the_scripted_model(tickets: ticket_server.Tickets
     ticket = run.tool_calls[1]
     assert ticket.input == {"customer": "acme", "priority": "high"}
     assert ticket.key.startswith(f"{DELIVERY_ID}:tool:tooluse_")
-    assert tickets.view() == {"posts": {ticket.key: 1}, "tickets": 1}
+    assert tickets.view() == {"posts": {ticket.key: 1}, "tickets": 1, "lookups": 0}
     assert run.reply.text == "Opened a high-priority ticket for acme (gold, eu-west-1)."
     # The script's usage, as the model reported it per turn.
     assert (run.model_calls, run.input_tokens, run.output_tokens) == (3, 1550, 83)

@@ -1,8 +1,9 @@
 """The team's ticket system, stood in on loopback: one ticket per ``Idempotency-Key``.
 
 ``python -m team_tools.ticket_server --port 9000`` serves ``POST /tickets`` (a
-repeated key opens nothing new) and ``GET /tickets``: ``{"posts": {key: POSTs},
-"tickets": n}``, so a run can show every key was POSTed and ticketed once.
+repeated key opens nothing new), ``GET /tickets/<key>`` (200: that key's ticket is
+there; 404: not) and ``GET /tickets``: ``{"posts": {key: POSTs}, "tickets": n,
+"lookups": n}``, so a run can show every key was POSTed and ticketed once.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import contextlib
 import json
 import threading
+import urllib.parse
 from collections import Counter
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,7 @@ class Tickets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.posts: Counter[str] = Counter()
+        self.lookups = 0
 
     def post(self, key: str) -> bool:
         """Count a POST; True when it opened a ticket (a key not seen before)."""
@@ -30,9 +33,14 @@ class Tickets:
             self.posts[key] += 1
             return self.posts[key] == 1
 
+    def has(self, key: str) -> bool:
+        with self._lock:
+            self.lookups += 1
+            return key in self.posts
+
     def view(self) -> dict[str, Any]:
         with self._lock:
-            return {"posts": dict(self.posts), "tickets": len(self.posts)}
+            return {"posts": dict(self.posts), "tickets": len(self.posts), "lookups": self.lookups}
 
 
 def serve(tickets: Tickets, *, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -60,7 +68,13 @@ def serve(tickets: Tickets, *, host: str = "127.0.0.1", port: int = 0) -> Thread
             self.answer(201 if opened else 200, {"ticket": key, "opened": opened})
 
         def do_GET(self) -> None:
-            self.answer(200, tickets.view())
+            path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+            if path.count("/") < 2:
+                self.answer(200, tickets.view())
+                return
+            key = urllib.parse.unquote(path.rsplit("/", 1)[1])
+            found = tickets.has(key)
+            self.answer(200 if found else 404, {"ticket": key, "found": found})
 
     return ThreadingHTTPServer((host, port), Handler)
 

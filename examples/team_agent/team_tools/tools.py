@@ -1,23 +1,29 @@
 """Two tools for the shipped ``agent`` workflow: ``-c agent_tools=team_tools.tools:TOOLS``.
 
 * ``lookup_customer`` (read-only): answers from a table of this module;
-* ``open_ticket`` (acting, mode ``keyed``): POSTs the ticket to the team's ticket
-  system (the workflow setting ``ticket_url``) with the idempotency key the ledger
-  hands it, ``<delivery_id>:tool:<tool-use id>``; the ticket system keeps one ticket
-  per key, so a retry after a worker died mid-call opens nothing twice.
+* ``open_ticket`` (acting, mode ``checked``): POSTs the ticket to the team's
+  ticket system (``ticket_url`` in ``settings.json`` beside this module) with the
+  idempotency key the ledger hands it, ``<delivery_id>:tool:<tool-use id>``. A
+  worker that died after the POST and before the ledger's record leaves the outcome
+  unknown; the next attempt asks the ticket system (``GET <ticket_url>/<key>``: 200
+  there, 404 not) before it POSTs again, so each key is POSTed once. (Mode
+  ``keyed`` would POST again with the same key, for a ticket system that drops a
+  repeated key.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
+import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any, Final
 
-from functions.core.errors import NotApplied, Rejected
+from functions.core.errors import NotApplied, Rejected, TransientError
 from functions.workflows.tools import Tool, ToolError, ToolMode
 
+SETTINGS_FILE = Path(__file__).with_name("settings.json")
 CUSTOMERS: Final = {"acme": {"tier": "gold", "region": "eu-west-1"}}
 SCHEMA: Final = {
     "type": "object",
@@ -27,13 +33,13 @@ SCHEMA: Final = {
 
 
 def ticket_url() -> str:
-    # The worker's WORKFLOW_SETTINGS carry every workflow setting
-    # (`--workflow-setting ticket_url=...` locally, `-c workflow_setting_ticket_url=...`).
-    settings = json.loads(os.environ.get("WORKFLOW_SETTINGS") or "{}")
+    # Shipped with the code (the folder is the asset's root): the agent workflow's own
+    # settings take no names it does not know.
+    settings = json.loads(SETTINGS_FILE.read_text(encoding="utf-8"))
     url = settings.get("ticket_url")
-    if not url:
-        raise ValueError("open_ticket needs the workflow setting ticket_url")
-    return str(url)
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"{SETTINGS_FILE}: ticket_url is missing")
+    return url
 
 
 def lookup_customer(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
@@ -65,6 +71,18 @@ def open_ticket(tool_input: dict[str, Any], key: str) -> dict[str, Any]:
         raise
 
 
+def ticket_opened(key: str) -> bool:
+    """The ``checked`` mode's lookup: does the ticket system hold this key's ticket?"""
+    url = f"{ticket_url()}/{urllib.parse.quote(key, safe='')}"
+    try:
+        with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - checked when POSTed
+            return True
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise TransientError("ticket_lookup_failed") from exc
+
+
 TOOLS: Final = (
     Tool(
         "lookup_customer",
@@ -73,5 +91,12 @@ TOOLS: Final = (
         ToolMode.READ_ONLY,
         lookup_customer,
     ),
-    Tool("open_ticket", "Opens a support ticket.", SCHEMA, ToolMode.KEYED, open_ticket),
+    Tool(
+        "open_ticket",
+        "Opens a support ticket.",
+        SCHEMA,
+        ToolMode.CHECKED,
+        open_ticket,
+        reconcile=ticket_opened,
+    ),
 )

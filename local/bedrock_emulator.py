@@ -51,7 +51,7 @@ Every ``Converse`` call is counted per delivery id (the ``requestMetadata`` key
 :data:`DELIVERY_ID_METADATA_KEY`), failed ones too, so tests can see retries:
 ``GET /_emulator/calls`` returns ``{delivery_id: count}``.
 
-Run it alone with ``python -m local.bedrock_emulator --port 8767``.
+Run it alone with ``python -m local.bedrock_emulator --port 8767 [--model-script FILE]``.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from local.loopback_http import LoopbackHTTPServer
-from local.model_script import ModelScript, ScriptedTurn
+from local.model_script import ModelScript, ModelScriptError, ScriptedTurn, load_model_script
 
 DELIVERY_ID_METADATA_KEY: Final = "delivery_id"
 REFUSE_MARKER: Final = "[[bedrock-emulator:refuse]]"
@@ -828,9 +828,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--model", action="append", default=[], help="a model id that exists (repeatable)"
     )
+    parser.add_argument(
+        "--model-script", metavar="FILE", help="answer from this model script (docs/workflows.md)"
+    )
     args = parser.parse_args(argv)
     if args.latency < 0 or not 0.0 <= args.failure_rate <= 1.0:
         parser.error("--latency must be >= 0 and --failure-rate within [0, 1]")
+    try:
+        script = load_model_script(args.model_script) if args.model_script else ModelScript()
+    except ModelScriptError as exc:
+        parser.error(str(exc))
     emulator = BedrockEmulator(
         model_ids=KNOWN_MODEL_IDS | set(args.model),
         latency_seconds=args.latency,
@@ -838,6 +845,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         failure_error=ConverseError(args.failure_error),
         seed=args.seed,
     )
+    emulator.use_script(script)
     server = _server(args.host, args.port, emulator)
     print(f"bedrock emulator on {_url(args.host, server)}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):

@@ -348,6 +348,34 @@ def test_a_typo_gets_the_nearest_command_or_option(argv: list[str], prog: str, s
     assert line.endswith(f"; did you mean {expected!r}?")
 
 
+@pytest.mark.parametrize("command", ["local", "chaos"])
+def test_an_invalid_model_script_is_refused_at_start_naming_file_and_entry(
+    tmp_path: Path, command: str
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": [{"text": "a"}, {"tool_use": [{"name": "x", "inupt": {}}]}]}')
+    done = run(command, "--workflow", "agent", "--model-script", str(script))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert one_error(done.stderr, command, ErrorCode.MODEL_SCRIPT_INVALID) == (
+        f"--model-script {script}: turns[1].tool_use[0]: unknown key 'inupt'"
+        " (did you mean 'input'?)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--kill-worker", "after:tol:x"], "--kill-worker: KIND 'tol' is unknown: did you mean"),
+        (["--kill-worker", "after:tool"], "--kill-worker: 'after:tool' is not WHEN:KIND:NAME"),
+        (["--kill-worker", "after:tool:x"], "--kill-worker after:tool:x: a tool's records"),
+    ],
+)
+def test_a_kill_point_that_cannot_be_is_refused_at_start(argv: list[str], message: str) -> None:
+    done = run("local", *argv)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert one_error(done.stderr, "local", ErrorCode.BAD_OPTION).startswith(message)
+
+
 def test_wait_needs_a_local_stack() -> None:
     done = run("send", "--url", "http://127.0.0.1:9/r", "--secret", SECRET, "--wait")
     assert done.returncode == 2

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 from werkzeug.serving import WSGIRequestHandler
 
 from functions.core import table_layout
@@ -696,3 +696,39 @@ def test_an_emulator_whose_port_was_taken_meanwhile_starts_on_another(
             assert dynamodb.list_tables()["TableNames"] == []
         finally:
             emulator.stop()
+
+
+def test_a_held_write_whose_caller_hangs_up_is_dropped_and_one_whose_caller_waits_lands(
+    aws_emulator: AwsEmulator,
+) -> None:
+    """The kill points' hold (local/kill_point.py): a killed worker's write never lands."""
+    controls = EmulatorControls(aws_emulator.endpoint_url)
+    dynamodb = _dynamodb(aws_emulator.endpoint_url)
+    table = f"held-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    held_before = controls.counts().get("held", 0)
+
+    def put(sk: str, client: DynamoDBClient) -> None:
+        client.put_item(TableName=table, Item={"pk": {"S": "d1"}, "sk": {"S": sk}})
+
+    controls.hold_next("PutItem", ['"effect#gone"'], 1.0)
+    # A caller that gives up (as a killed process's socket closes) while the write is held.
+    impatient = boto3.client(
+        "dynamodb",
+        region_name=REGION,
+        endpoint_url=aws_emulator.endpoint_url,
+        config=Config(read_timeout=0.5, retries={"total_max_attempts": 1, "mode": "standard"}),
+    )
+    with pytest.raises(ReadTimeoutError):
+        put("effect#gone", impatient)
+    controls.hold_next("PutItem", ['"effect#kept"'], 0.2)
+    put("effect#kept", dynamodb)  # held 0.2 s, its caller still there: applied
+
+    def stored(sk: str) -> bool:
+        key = {"pk": {"S": "d1"}, "sk": {"S": sk}}
+        return "Item" in dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+
+    assert stored("effect#kept")
+    # Not dropped, it would land once its hold of 1 s ends: look for twice that.
+    assert not poll(lambda: stored("effect#gone"), bool, deadline_seconds=2.0)
+    assert controls.counts().get("held", 0) == held_before + 2

@@ -98,3 +98,14 @@ def test_chaos_command_prints_the_table_and_writes_the_report(
     table = capsys.readouterr().out
     assert "PASSED: no violation" in table
     assert "effects applied" in table
+
+
+def test_chaos_kills_the_worker_once_at_a_named_point_and_breaks_no_invariant() -> None:
+    """``--kill-worker after:effect:notify``: after a notification's POST, before its done
+    record; the next attempt looks the key up (mode checked) and posts nothing again."""
+    config = ChaosConfig(deliveries=10, kills=0, seed=3, kill_worker="after:effect:notify")
+    report = run_chaos(config)
+    assert report.passed, report.violations
+    assert report.kill_point["point"] == "after:effect:notify"
+    assert report.kill_point["killed_pid"]
+    assert report.effects["notify"]["duplicated"] == 0

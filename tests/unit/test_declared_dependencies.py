@@ -27,7 +27,9 @@ PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT: dict[str, Any] = PYPROJECT["project"]
 # The build backend runs in the build's environment, from ``[build-system] requires``.
 BUILD_BACKEND = ROOT / "infra" / "distribution.py"
-OURS = frozenset({"functions", "cli", "infra", "local", "ops", "bench", "tests", "bootstrap"})
+OURS = frozenset(
+    {"functions", "cli", "infra", "local", "ops", "bench", "tests", "bootstrap", "examples"}
+)
 
 # Where the code lives -> the extras, beyond the base dependencies, it runs with.
 EXTRAS: dict[str, tuple[str, ...]] = {

@@ -16,7 +16,8 @@ The title and the words come from the package JSON that
 JSON object line with string ``title``/``briefing`` fields); other input is
 summarised as "the request" with the first words of its last user text. The
 digest hashes model id, system prompt and messages. Tokens are counted as
-characters divided by four, rounded up; an answer longer than ``maxTokens`` is
+characters divided by four, rounded up (the input's text blocks, and the tool
+definitions and ``toolUse``/``toolResult`` blocks as JSON); an answer longer than ``maxTokens`` is
 cut and ends with ``stopReason`` ``max_tokens``.
 
 What a test can make it do:
@@ -427,7 +428,8 @@ class BedrockEmulator:
         max_tokens, _temperature = _inference_config(request.get("inferenceConfig"))
         _check_metadata(request.get("requestMetadata"))
         input_text = "".join(system) + "".join(text for _, texts in messages for text in texts)
-        input_tokens = token_count(input_text)
+        # Bedrock bills the tools' definitions and the tool blocks as input too.
+        input_tokens = token_count(input_text + _tool_material(request))
         if input_tokens > self._context_tokens:
             raise _Invalid("Input is too long for requested model.")
         scripted = self._scripted_turn(messages)
@@ -571,6 +573,17 @@ def _guardrail_texts(request: Mapping[str, Any] | None) -> list[str] | None:
                 return None
             texts.append(text)
     return texts
+
+
+def _tool_material(request: Mapping[str, Any]) -> str:
+    """The request's tool definitions and tool blocks (``toolUse``, ``toolResult``) as JSON
+    text, counted as input beside the text blocks."""
+    parts = [json.dumps(request["toolConfig"])] if "toolConfig" in request else []
+    for message in request.get("messages") or []:
+        for block in message.get("content") or [] if isinstance(message, dict) else []:
+            if isinstance(block, dict):
+                parts += [json.dumps(block[k]) for k in ("toolUse", "toolResult") if k in block]
+    return "".join(parts)
 
 
 def _given(scripted: int | None, estimate: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,11 @@ def test_a_file_that_is_not_json_names_where(tmp_path: Path) -> None:
 def test_the_example_script_loads() -> None:
     script = load_model_script(EXAMPLE)
     assert script.entries or script.turns
+
+
+def test_tool_definitions_and_tool_blocks_count_as_input() -> None:
+    emulator = _emulator({"turns": [{"text": "ok"}]})
+    package = {"title": "t"}
+    without = _answer(emulator, _request(package, tools=False))["usage"]["inputTokens"]
+    offered = _answer(emulator, _request(package))["usage"]["inputTokens"]
+    assert offered - without == math.ceil(len(json.dumps(TOOLS)) / 4)

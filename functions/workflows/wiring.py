@@ -20,6 +20,7 @@ from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
+from functions.core.adapters.webhook_signing import WebhookSigner
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
 from functions.core.env_parsers import flag
@@ -33,7 +34,6 @@ from functions.core.workflow import (
 )
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
-from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
 from functions.workflows.adapters.bedrock_guardrail import BedrockGuardrail
@@ -247,7 +247,7 @@ def build_alert_webhook(
         if settings.alert_signing_secret_arn is not None:
             name = SETTING_ALERT_SIGNING_SECRET_ARN
             secret = secret_text(secrets, settings.alert_signing_secret_arn, name=name)
-            signer = AlertSigner(secret=secret, clock=context.clock)
+            signer = WebhookSigner(secret=secret, clock=context.clock)
         return _http_alerts(url, signer, settings, context)
 
     keyed = settings.alert_url_deduplicates
@@ -256,7 +256,7 @@ def build_alert_webhook(
 
 def _http_alerts(
     url: str | None,
-    signer: AlertSigner | None,
+    signer: WebhookSigner | None,
     settings: AgentSettings,
     context: WorkflowContext,
 ) -> HttpAlerts:

@@ -2,7 +2,7 @@
 
 The JSON of :meth:`~functions.workflows.agent.Alert.payload` with ``Idempotency-Key:
 <delivery_id>:alert`` and, with a signer, the Standard Webhooks signature headers
-(:mod:`functions.workflows.adapters.alert_signing`). Only the configured URL is ever
+(:mod:`functions.core.adapters.webhook_signing`). Only the configured URL is ever
 contacted (HTTPS, or plain HTTP to loopback when the local runtime allows it), with no
 proxy and no redirects. One POST per call. What its answer proves
 (:mod:`functions.core.adapters.http_effect`):
@@ -34,7 +34,7 @@ from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_targ
 from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
-    from functions.workflows.adapters.alert_signing import AlertSigner
+    from functions.core.adapters.webhook_signing import WebhookSigner
     from functions.workflows.agent import Alert
 
 _EFFECT: Final = "alert"  # the prefix of every code this channel raises
@@ -55,7 +55,7 @@ class HttpAlerts:
         timeout_seconds: float,
         allow_insecure_loopback: bool = False,
         deduplicates: bool = False,
-        signer: AlertSigner | None = None,
+        signer: WebhookSigner | None = None,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url

@@ -1,10 +1,11 @@
-"""Standard Webhooks signatures on the alert POST: the specification's own example."""
+"""Standard Webhooks signatures on our POSTs (alert, notify): the specification's own example."""
 
 from __future__ import annotations
 
 import pytest
 
-from functions.workflows.adapters.alert_signing import AlertSigner, parse_secret, sign
+from functions.core.adapters.webhook_signing import WebhookSigner, parse_secret
+from functions.core.signature import SigningSecret, sign
 from local.testkit.clock import FakeClock
 
 # The example of the Standard Webhooks specification (standard-webhooks/spec.md).
@@ -16,10 +17,11 @@ SPEC_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
 
 def test_the_signature_is_the_specifications_for_its_example() -> None:
-    assert "v1," + sign(parse_secret(SPEC_SECRET), SPEC_ID, str(SPEC_TIMESTAMP), SPEC_BODY) == (
+    key = SigningSecret(parse_secret(SPEC_SECRET))
+    assert sign(key, delivery_id=SPEC_ID, timestamp=str(SPEC_TIMESTAMP), body=SPEC_BODY) == (
         SPEC_SIGNATURE
     )
-    signer = AlertSigner(secret=f"  {SPEC_SECRET}\n", clock=FakeClock(SPEC_TIMESTAMP))
+    signer = WebhookSigner(secret=f"  {SPEC_SECRET}\n", clock=FakeClock(SPEC_TIMESTAMP))
     assert signer.headers(SPEC_ID, SPEC_BODY) == {
         "webhook-id": SPEC_ID,
         "webhook-timestamp": str(SPEC_TIMESTAMP),
@@ -37,6 +39,6 @@ def test_the_signature_is_the_specifications_for_its_example() -> None:
     ],
 )
 def test_a_secret_of_another_form_is_refused_without_quoting_it(secret: str) -> None:
-    with pytest.raises(ValueError, match="alert signing secret") as refused:
-        AlertSigner(secret=secret, clock=FakeClock(0))
+    with pytest.raises(ValueError, match="signing secret") as refused:
+        WebhookSigner(secret=secret, clock=FakeClock(0))
     assert secret.removeprefix("whsec_") not in str(refused.value)

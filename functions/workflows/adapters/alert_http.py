@@ -25,12 +25,11 @@ proxy and no redirects. One POST per call. What its answer proves
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from typing import TYPE_CHECKING, Final
 
 from functions.core.adapters import http_effect
-from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_target, direct_opener
+from functions.core.adapters.notifier_http import check_target, direct_opener, json_post
 from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
@@ -71,10 +70,6 @@ class HttpAlerts:
 
     def request(self, alert: Alert, *, idempotency_key: str) -> urllib.request.Request:
         """The POST of ``alert``: its body and every header, built in one place."""
-        body = json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode()
-        headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
-        if self._signer is not None:
-            headers |= self._signer.headers(idempotency_key, body)
-        return urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
-            self._url, data=body, method="POST", headers=headers
+        return json_post(
+            self._url, alert.payload(), idempotency_key=idempotency_key, signer=self._signer
         )

@@ -94,6 +94,11 @@ class NotifySink:
                 self._bodies[key] = body
             return self._fail_status if failing else 200
 
+    @property
+    def verifies(self) -> bool:
+        """Whether this sink checks signatures (it was given a signing secret)."""
+        return bool(self._keys)
+
     def signed(self, headers: Any, body: bytes) -> bool:
         """Whether ``body`` carries a valid signature (always, for a sink without a key)."""
         if not self._keys:

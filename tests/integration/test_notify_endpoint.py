@@ -3,6 +3,7 @@ Standard Webhooks receiver: the local sink, verifying as the receiver does."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 
@@ -24,6 +25,7 @@ from tests.fakes import FakeEffects
 from tests.integration.test_agent_adapters import PACKAGE
 
 SIGNING_SECRET = generate_signing_secret()
+_NAMES = itertools.count()
 DELIVERY = "dlv_notify_secret"
 KEY = f"{DELIVERY}:notify"
 WORK = WorkItem(
@@ -48,7 +50,7 @@ def aws(moto_aws: None) -> None:
 def secret(value: object) -> str:
     client = boto3.client("secretsmanager", region_name=REGION)
     text = value if isinstance(value, str) else json.dumps(value)
-    return client.create_secret(Name=f"notify-{len(text)}-{id(value)}", SecretString=text)["ARN"]
+    return client.create_secret(Name=f"notify-{next(_NAMES)}", SecretString=text)["ARN"]
 
 
 def put(arn: str, value: object) -> None:

@@ -56,6 +56,7 @@ WORKFLOW_REQUIREMENTS: Final = settings_table.WORKFLOW_REQUIREMENTS.key
 WORKFLOW_SETTING_PREFIX: Final = settings_table.WORKFLOW_SETTINGS.key
 ALERT_URL_KMS_KEY_ARN: Final = settings_table.ALERT_URL_KMS_KEY_ARN.key
 ALERT_SIGNING_KMS_KEY_ARN: Final = settings_table.ALERT_SIGNING_KMS_KEY_ARN.key
+NOTIFY_SECRET_KMS_KEY_ARN: Final = settings_table.NOTIFY_SECRET_KMS_KEY_ARN.key
 WORKER_MANAGED_POLICY_ARNS: Final = settings_table.WORKER_MANAGED_POLICY_ARNS.key
 WORKER_MANAGED_POLICY_ACK: Final = settings_table.WORKER_MANAGED_POLICY_ACK.key
 WORKER_SECRET_ARNS: Final = settings_table.WORKER_SECRET_ARNS.key
@@ -68,9 +69,12 @@ TRACING: Final = settings_table.TRACING.key
 DASHBOARD: Final = settings_table.DASHBOARD.key
 TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
 # Short keys for a shipped workflow's settings: context key -> setting name.
-SHORT_SETTING_KEYS: Final = {s.key: s.name for s in settings_table.AGENT_SETTINGS}
+SHORT_SETTING_KEYS: Final = {
+    s.key: s.name for s in (*settings_table.AGENT_SETTINGS, *settings_table.NOTIFY_SETTINGS)
+}
 ALERT_URL_SECRET_ARN: Final = "alert_url_secret_arn"  # noqa: S105 (a context key, not a secret)
 ALERT_SIGNING_SECRET_ARN: Final = "alert_signing_secret_arn"  # noqa: S105 (a context key)
+NOTIFY_SECRET_ARN: Final = "notify_secret_arn"  # noqa: S105 (a context key, not a secret)
 # The agent's screening guardrail (both or neither; the worker may apply it and no other).
 GUARDRAIL_ID: Final = "guardrail_id"
 GUARDRAIL_VERSION: Final = "guardrail_version"
@@ -159,6 +163,7 @@ class StackConfig:
         alert_url_kms_key_arn: Customer managed key encrypting the secret
             ``alert_url_secret_arn`` names, or None (the AWS managed key).
         alert_signing_kms_key_arn: The same for ``alert_signing_secret_arn``.
+        notify_secret_kms_key_arn: The same for ``notify_secret_arn``.
         dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
         table_warm_write_units: Write units per second the table takes at once (warm
             throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
@@ -201,6 +206,7 @@ class StackConfig:
     alert_email: str | None = None
     alert_url_kms_key_arn: str | None = None
     alert_signing_kms_key_arn: str | None = None
+    notify_secret_kms_key_arn: str | None = None
     tracing: bool = settings_table.TRACING.default
     dashboard: bool = settings_table.DASHBOARD.default
     table_warm_write_units: int | None = None
@@ -244,6 +250,11 @@ class StackConfig:
     @property
     def _runs_agent(self) -> bool:
         return self.workflow_code.target == WORKFLOW_ALIASES["agent"]
+
+    @property
+    def runs_notify(self) -> bool:
+        """Whether the worker runs the shipped notify workflow."""
+        return self.workflow_code.target == WORKFLOW_ALIASES["notify"]
 
     @property
     def batch_concurrency(self) -> int:
@@ -398,17 +409,42 @@ class StackConfig:
         )
         return tuple((arn, key) for arn, key in pairs if arn is not None)
 
+    @property
+    def notify_secret(self) -> tuple[str, str | None] | None:
+        """(secret ARN, its customer managed key ARN or None) of the notify endpoint's
+        secret, or None."""
+        arn = self.workflow_settings.get(NOTIFY_SECRET_ARN)
+        return None if arn is None else (arn, self.notify_secret_kms_key_arn)
+
     def _validate_alert_secrets(self) -> None:
-        """The alert endpoint's secrets: complete ARNs, for the agent, each with its key."""
-        for key, kms_key in (
-            (ALERT_URL_SECRET_ARN, (ALERT_URL_KMS_KEY_ARN, self.alert_url_kms_key_arn)),
-            (ALERT_SIGNING_SECRET_ARN, (ALERT_SIGNING_KMS_KEY_ARN, self.alert_signing_kms_key_arn)),
+        """The endpoints' secrets: complete ARNs, for their workflow, each with its key."""
+        for key, kms_key, workflow, runs in (
+            (
+                ALERT_URL_SECRET_ARN,
+                (ALERT_URL_KMS_KEY_ARN, self.alert_url_kms_key_arn),
+                "agent",
+                self._runs_agent,
+            ),
+            (
+                ALERT_SIGNING_SECRET_ARN,
+                (ALERT_SIGNING_KMS_KEY_ARN, self.alert_signing_kms_key_arn),
+                "agent",
+                self._runs_agent,
+            ),
+            (
+                NOTIFY_SECRET_ARN,
+                (NOTIFY_SECRET_KMS_KEY_ARN, self.notify_secret_kms_key_arn),
+                "notify",
+                self.runs_notify,
+            ),
         ):
             arn = self.workflow_settings.get(key)
             if arn is not None and not _SECRET_ARN.match(arn):
                 raise ConfigError(f"{key}: a complete Secrets Manager ARN (with its suffix)")
-            if arn is not None and not self._runs_agent:
-                raise ConfigError(f"{key}: only with the agent workflow (-c workflow=agent)")
+            if arn is not None and not runs:
+                raise ConfigError(
+                    f"{key}: only with the {workflow} workflow (-c workflow={workflow})"
+                )
             _check_secret_key(*kms_key, secret=(key, arn))
 
     def _validate_managed_policies(self) -> None:

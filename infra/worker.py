@@ -24,7 +24,6 @@ from constructs import Construct
 
 from functions.core import event_source_limits, settings_table, steps
 from functions.worker.settings import DEADLINE_MARGIN_SECONDS
-from functions.workflows.wiring import WORKFLOW_ALIASES
 from infra.alerts import Alerts
 from infra.config import (
     WORKER_MANAGED_POLICY_ACK,
@@ -170,11 +169,12 @@ class Worker(Construct):
             workflow_settings=config.workflow_settings,
             alert_topic_arn=alerts.topic.topic_arn,
         )
-        if config.notify_url is None and workflow.target == WORKFLOW_ALIASES["notify"]:
+        if config.notify_url is None and config.notify_secret is None and config.runs_notify:
             Annotations.of(self).add_warning_v2(
                 "relaylink:notify-url",
                 "context notify_url is not set: the notify workflow refuses to start "
-                "without it, so every package would fail. Set -c notify_url=https://...",
+                "without it (or notify_secret_arn), so every package would fail. "
+                "Set -c notify_url=https://...",
             )
         self.function: lambda_.Function = python_function(
             self,
@@ -264,6 +264,11 @@ class Worker(Construct):
             secret = secretsmanager.Secret.from_secret_complete_arn(
                 self, f"AlertSecret{index}", arn
             )
+            ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
+        # The notify endpoint's secret: exactly this one (with its key, if any).
+        if config.notify_secret is not None:
+            arn, key_arn = config.notify_secret
+            secret = secretsmanager.Secret.from_secret_complete_arn(self, "NotifySecret", arn)
             ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
         models = list(config.worker_bedrock_model_arns)
         workflow = config.shipped_workflow_settings

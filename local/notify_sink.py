@@ -12,6 +12,12 @@ them first, as an endpoint behind a gateway that times out after it acted (502, 
 ``NotifySink(deduplicates=True)`` is an endpoint that honours the key: a POST whose
 key it already applied answers 200 and changes nothing.
 
+``NotifySinkServer(signing_secret="whsec_...")`` verifies every POST's Standard Webhooks
+signature (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``) as any such
+receiver would, with the very check the receiver applies to RelayLink
+(:mod:`functions.core.signature`): a POST without a valid one is answered 401 and
+counted in ``unsigned``, never applied.
+
 Run it alone with ``python -m local.notify_sink --port 8766``.
 """
 
@@ -21,11 +27,13 @@ import argparse
 import contextlib
 import json
 import threading
+import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
+from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from local.loopback_http import LoopbackHTTPServer
 
 NOTIFY_PATH: Final = "/notify"
@@ -36,8 +44,10 @@ _MAX_BODY: Final = 64 * 1024
 class NotifySink:
     """The sink's state; thread-safe (the server handles requests in threads)."""
 
-    def __init__(self, *, deduplicates: bool = False) -> None:
+    def __init__(self, *, deduplicates: bool = False, signing_secret: str | None = None) -> None:
         self._lock = threading.Lock()
+        self._keys = [] if signing_secret is None else [SigningSecret.parse(signing_secret)]
+        self.unsigned = 0  # POSTs refused for want of a valid signature
         self._applied: Counter[str] = Counter()
         self._bodies: dict[str, Any] = {}
         self._fail_next = 0
@@ -55,6 +65,7 @@ class NotifySink:
             self._bodies.clear()
             self.posts.clear()
             self.lookups.clear()
+            self.unsigned = 0
             self._fail_next, self.requests = 0, 0
             self.deduplicates = deduplicates
 
@@ -82,6 +93,29 @@ class NotifySink:
                 self._applied[key] += 1
                 self._bodies[key] = body
             return self._fail_status if failing else 200
+
+    @property
+    def verifies(self) -> bool:
+        """Whether this sink checks signatures (it was given a signing secret)."""
+        return bool(self._keys)
+
+    def signed(self, headers: Any, body: bytes) -> bool:
+        """Whether ``body`` carries a valid signature (always, for a sink without a key)."""
+        if not self._keys:
+            return True
+        try:
+            signed = read_headers(
+                delivery_id=headers.get("webhook-id"),
+                timestamp=headers.get("webhook-timestamp"),
+                signature=headers.get("webhook-signature"),
+                now=int(time.time()),
+            )
+            verify(signed, body, self._keys)
+        except SignatureRejected:
+            with self._lock:
+                self.unsigned += 1
+            return False
+        return True
 
     def was_applied(self, key: str) -> bool:
         with self._lock:
@@ -112,8 +146,12 @@ def _handler(sink: NotifySink, path: str) -> type[BaseHTTPRequestHandler]:
             if not key or length > _MAX_BODY:
                 self._answer(400)
                 return
+            raw = self.rfile.read(length)
+            if not sink.signed(self.headers, raw):
+                self._answer(401)
+                return
             try:
-                body = json.loads(self.rfile.read(length) or b"null")
+                body = json.loads(raw or b"null")
             except ValueError:
                 self._answer(400)
                 return
@@ -137,9 +175,14 @@ class NotifySinkServer:
     """The sink on 127.0.0.1 in a background thread; ``with NotifySinkServer() as s:``."""
 
     def __init__(
-        self, *, port: int = 0, path: str = NOTIFY_PATH, deduplicates: bool = False
+        self,
+        *,
+        port: int = 0,
+        path: str = NOTIFY_PATH,
+        deduplicates: bool = False,
+        signing_secret: str | None = None,
     ) -> None:
-        self.sink = NotifySink(deduplicates=deduplicates)
+        self.sink = NotifySink(deduplicates=deduplicates, signing_secret=signing_secret)
         self._server = LoopbackHTTPServer(("127.0.0.1", port), _handler(self.sink, path))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.path = path

@@ -21,6 +21,7 @@ minutes. :mod:`local.stack_probes` reads what the stack holds.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -37,11 +38,12 @@ from typing import Literal, TypeVar
 
 from cli.aws_clients import AwsClients
 from cli.state import LocalState, Resources, emulator_clients
+from functions.workflows.notify import SETTING_NOTIFY_SECRET_ARN
 from local import bedrock_emulator, stack_probes
 from local.alert_counter import AlertCounter
 from local.aws_emulator import AwsEmulatorProcess
 from local.aws_emulator.process import free_port
-from local.aws_resources import create_alert_topic, create_stack_resources
+from local.aws_resources import create_alert_topic, create_secret, create_stack_resources
 from local.child import refusal_in
 from local.function_environments import front_door_environment, worker_side_environment
 from local.kill_point import KillPointWatch, Kind
@@ -192,8 +194,21 @@ class LocalStack:
             failure_rate=options.mcp_failure_rate,
             seed=options.seed,
         )
-        self.sink = NotifySinkServer().start()
+        # The notify workflow's POSTs are signed, and the sink verifies each (a key of
+        # the deployer's own, named in the settings, is theirs to verify).
+        notify_key = None
+        if (
+            options.workflow == "notify"
+            and SETTING_NOTIFY_SECRET_ARN not in options.workflow_settings
+        ):
+            notify_key = generate_signing_secret()
+        self.sink = NotifySinkServer(signing_secret=notify_key).start()
         resources = self._create_resources(signing, token)
+        worker_options = options
+        if notify_key is not None:
+            arn = self._create_notify_secret(resources, notify_key)
+            settings = {**options.workflow_settings, SETTING_NOTIFY_SECRET_ARN: arn}
+            worker_options = replace(options, workflow_settings=settings)
         if options.model:
             model = bedrock_emulator.BedrockEmulator(
                 latency_seconds=options.bedrock_latency_ms / 1000, seed=options.seed
@@ -237,7 +252,7 @@ class LocalStack:
             "worker": self._child(
                 "worker",
                 self._worker_command(),
-                worker_side_environment(self._state, options, notify_url=self.sink.url),
+                worker_side_environment(self._state, worker_options, notify_url=self.sink.url),
             ),
         }
         for child in self._children.values():
@@ -418,6 +433,15 @@ class LocalStack:
             max_attempts=self.options.max_attempts,
             retry_base_seconds=self.options.retry_base_seconds,
             visibility_timeout=self.options.visibility_timeout_seconds,
+        )
+
+    def _create_notify_secret(self, resources: Resources, signing_key: str) -> str:
+        """The notify endpoint's secret, holding only its signing key (the URL is the
+        sink's, given as NOTIFY_URL); returns its ARN."""
+        return create_secret(
+            self._emulator_clients()("secretsmanager"),
+            name=f"{resources.table_name.removesuffix('-inbox')}/notify",
+            value=json.dumps({"signing_secret": signing_key}),
         )
 
     def _add_alert_topic(self, resources: Resources) -> Resources:

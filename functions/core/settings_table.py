@@ -419,6 +419,9 @@ ALERT_SIGNING_KMS_KEY_ARN: Final = Formatted(
     key="alert_signing_kms_key_arn",
     doc="the customer managed key of `alert_signing_secret_arn`",
 )
+NOTIFY_SECRET_KMS_KEY_ARN: Final = Formatted(
+    key="notify_secret_kms_key_arn", doc="the customer managed key of `notify_secret_arn`"
+)
 # Off by default: Lambda's default sampling would be the largest line of the bill at low
 # volume (docs/cost.md prices both).
 TRACING: Final = Flag(key="tracing", default=False, doc="X-Ray active tracing on every function")
@@ -433,17 +436,25 @@ TABLE_WARM_WRITE_UNITS: Final = OptionalInteger(
     doc="write units per second the table takes from the start",
 )
 
-# The agent workflow's settings by their short context keys.
-AGENT_SETTINGS: Final = tuple(
-    WorkflowSetting(
-        key=key,
-        workflow="agent",
-        name=name,
-        doc=f"the agent workflow's `{name}`",
-        env=env_names.ENV_WORKFLOW_SETTINGS,
-        readers=(_R.WORKER,),
+
+def _short_keys(workflow: str, pairs: tuple[tuple[str, str], ...]) -> tuple[WorkflowSetting, ...]:
+    """A shipped workflow's settings by their short context keys: (key, setting name)."""
+    return tuple(
+        WorkflowSetting(
+            key=key,
+            workflow=workflow,
+            name=name,
+            doc=f"the {workflow} workflow's `{name}`",
+            env=env_names.ENV_WORKFLOW_SETTINGS,
+            readers=(_R.WORKER,),
+        )
+        for key, name in pairs
     )
-    for key, name in (
+
+
+AGENT_SETTINGS: Final = _short_keys(
+    "agent",
+    (
         ("agent_model_id", "model_id"),
         ("agent_max_tokens", "max_tokens"),
         ("agent_temperature", "temperature"),
@@ -459,8 +470,9 @@ AGENT_SETTINGS: Final = tuple(
         ("alert_signing_secret_arn", "alert_signing_secret_arn"),
         ("guardrail_id", "guardrail_id"),
         ("guardrail_version", "guardrail_version"),
-    )
+    ),
 )
+NOTIFY_SETTINGS: Final = _short_keys("notify", (("notify_secret_arn", "notify_secret_arn"),))
 
 # Not context: fixed for a deployment, or derived from the settings above.
 SECRETS_MAX_AGE_SECONDS: Final = Integer(
@@ -564,10 +576,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     WORKER_BEDROCK_MODEL_ARNS,
     ALERT_URL_KMS_KEY_ARN,
     ALERT_SIGNING_KMS_KEY_ARN,
+    NOTIFY_SECRET_KMS_KEY_ARN,
     TRACING,
     DASHBOARD,
     TABLE_WARM_WRITE_UNITS,
     *AGENT_SETTINGS,
+    *NOTIFY_SETTINGS,
     SECRETS_MAX_AGE_SECONDS,
     MCP_TIMEOUT_SECONDS,
     WORKER_RETRY_BASE_SECONDS,

@@ -7,12 +7,15 @@ this as it is (``WORKFLOW=notify``). It shows the two kinds of effect a workflow
   the same bytes to the same key, so it is declared repeatable
   (:mod:`functions.workflows.archive`).
 * ``notify``: one HTTP POST to ``NOTIFY_URL`` with ``Idempotency-Key:
-  <delivery_id>:notify``. It is not repeatable. By default it is ``checked``: a retry
-  asks ``GET <NOTIFY_URL>/<key>`` when an earlier attempt's outcome is unknown. With
-  the setting ``notify_url_deduplicates=true`` (the endpoint drops a second POST with
-  the same key) it is ``keyed``: the retry simply posts again with the same key. What
-  each answer proves is listed in :mod:`functions.core.adapters.notifier_http`; a
-  definite refusal (a 4xx) fails the delivery as ``notify_rejected``, never in doubt.
+  <delivery_id>:notify`` (the URL, a signing secret or both may instead be kept in the
+  Secrets Manager secret the setting ``notify_secret_arn`` names; with a signing secret
+  the POST is signed as the agent's alert is). It is not repeatable. By default it is
+  ``checked``: a retry asks ``GET <NOTIFY_URL>/<key>`` when an earlier attempt's
+  outcome is unknown. With the setting ``notify_url_deduplicates=true`` (the endpoint
+  drops a second POST with the same key) it is ``keyed``: the retry simply posts again
+  with the same key. What each answer proves is listed in
+  :mod:`functions.core.adapters.notifier_http`; a definite refusal (a 4xx) fails the
+  delivery as ``notify_rejected``, never in doubt.
 
 The workflow takes its archive and notifier as ports; :mod:`functions.workflows.wiring`
 builds it on S3 and HTTP.
@@ -21,9 +24,11 @@ builds it on S3 and HTTP.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from functions.core.effects import EffectMode
+from functions.core.env_parsers import flag, optional
 from functions.workflows.archive import Archive, archive_package
 
 if TYPE_CHECKING:
@@ -34,6 +39,43 @@ if TYPE_CHECKING:
 NOTIFY_EFFECT: Final = "notify"
 # The workflow setting: "true" when NOTIFY_URL drops a repeated Idempotency-Key.
 SETTING_NOTIFY_URL_DEDUPLICATES: Final = "notify_url_deduplicates"
+# The workflow setting: the Secrets Manager secret holding the endpoint's URL, its
+# signing secret, or both (docs/workflows.md, "The notify endpoint in a secret").
+SETTING_NOTIFY_SECRET_ARN: Final = "notify_secret_arn"  # noqa: S105 (a setting's name)
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """The notify workflow's own settings (``WORKFLOW_SETTINGS``).
+
+    Attributes:
+        notify_url_deduplicates: the endpoint drops a repeated ``Idempotency-Key``.
+        notify_secret_arn: the secret holding the endpoint's ``url``, its
+            ``signing_secret`` (``whsec_...``), or both, or None.
+    """
+
+    notify_url_deduplicates: bool = False
+    notify_secret_arn: str | None = None
+
+    @property
+    def bedrock_model_ids(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def bedrock_guardrail_ids(self) -> tuple[str, ...]:
+        return ()
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, str]) -> NotifySettings:
+        """Read the settings this workflow knows; others are left to their readers.
+
+        Raises:
+            SettingsError: ``notify_url_deduplicates`` is not ``true`` or ``false``.
+        """
+        return cls(
+            notify_url_deduplicates=flag(settings, SETTING_NOTIFY_URL_DEDUPLICATES),
+            notify_secret_arn=optional(settings, SETTING_NOTIFY_SECRET_ARN),
+        )
 
 
 class Notifier(Protocol):

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -20,9 +21,9 @@ from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_budget import DynamoDbBudget
 from functions.core.adapters.dynamodb_spend import DynamoDbSpend
 from functions.core.adapters.notifier_http import HttpNotifier, check_target
+from functions.core.adapters.webhook_signing import WebhookSigner
 from functions.core.budget import TokenBudget
 from functions.core.effects import EffectMode
-from functions.core.env_parsers import flag
 from functions.core.ports.workflow import Workflow
 from functions.core.workflow import (
     WorkflowContext,
@@ -32,11 +33,12 @@ from functions.core.workflow import (
     reads_settings,
 )
 from functions.workflows.adapters.alert_http import HttpAlerts
-from functions.workflows.adapters.alert_secrets import SecretBackedAlerts, secret_text
-from functions.workflows.adapters.alert_signing import AlertSigner
+from functions.workflows.adapters.alert_secrets import SecretBackedAlerts
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import BedrockConverse
 from functions.workflows.adapters.bedrock_guardrail import BedrockGuardrail
+from functions.workflows.adapters.endpoint_secrets import secret_text
+from functions.workflows.adapters.notify_secret import SecretBackedNotifier, parse_endpoint
 from functions.workflows.agent import (
     SETTING_ALERT_SIGNING_SECRET_ARN,
     SETTING_ALERT_URL_SECRET_ARN,
@@ -45,7 +47,12 @@ from functions.workflows.agent import (
 )
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.model_client import ModelClient, ModelSettings
-from functions.workflows.notify import SETTING_NOTIFY_URL_DEDUPLICATES, NotifyWorkflow
+from functions.workflows.notify import (
+    SETTING_NOTIFY_SECRET_ARN,
+    Notifier,
+    NotifySettings,
+    NotifyWorkflow,
+)
 from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
@@ -82,23 +89,66 @@ def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
     return ArchiveWorkflow(archive=_archive(context, "archive"))
 
 
+@reads_settings(NotifySettings.from_mapping)
 def build_notify(context: WorkflowContext) -> NotifyWorkflow:
-    """``WORKFLOW=notify``: archive to S3, notify over HTTP.
+    """``WORKFLOW=notify``: archive to S3, notify over HTTP (signed, with a signing
+    secret in ``notify_secret_arn``).
 
     Raises:
-        ValueError: ``NOTIFY_URL`` or ``ARCHIVE_BUCKET`` is missing or not allowed, or
-            the setting ``notify_url_deduplicates`` is not ``true`` or ``false``.
+        ValueError: neither ``NOTIFY_URL`` nor ``notify_secret_arn`` is set;
+            ``ARCHIVE_BUCKET`` is missing; ``NOTIFY_URL`` is not allowed; the setting
+            ``notify_url_deduplicates`` is not ``true`` or ``false``.
     """
-    if not context.notify_url:
-        raise ValueError("the notify workflow needs NOTIFY_URL and ARCHIVE_BUCKET")
+    settings = NotifySettings.from_mapping(context.settings)
+    if not context.notify_url and settings.notify_secret_arn is None:
+        raise ValueError("the notify workflow needs NOTIFY_URL (or its secret) and ARCHIVE_BUCKET")
+    if context.notify_url:  # checked at cold start, with or without a secret
+        _check_url("NOTIFY_URL", context.notify_url, context)
+    notifier: Notifier
+    if settings.notify_secret_arn is None:
+        notifier = _http_notifier(context.notify_url, None, context)
+    else:
+        notifier = SecretBackedNotifier(
+            functools.partial(_notifier_from_secret, settings.notify_secret_arn, context)
+        )
     return NotifyWorkflow(
-        deduplicates=flag(context.settings, SETTING_NOTIFY_URL_DEDUPLICATES),
+        deduplicates=settings.notify_url_deduplicates,
         archive=_archive(context, "notify"),
-        notifier=HttpNotifier(
-            url=context.notify_url,
-            timeout_seconds=context.timeout_seconds,
-            allow_insecure_loopback=context.allow_insecure_loopback,
-        ),
+        notifier=notifier,
+    )
+
+
+def _notifier_from_secret(secret_arn: str, context: WorkflowContext) -> HttpNotifier:
+    """The notifier to the URL and with the signer the secret holds (NOTIFY_URL serves as
+    the URL when it holds only a key).
+
+    Raises:
+        ValueError: naming the setting, never a value.
+    """
+    name = SETTING_NOTIFY_SECRET_ARN
+    text = secret_text(boto3.client("secretsmanager"), secret_arn, name=name)
+    endpoint = parse_endpoint(text, name=name)
+    if endpoint.url is not None and context.notify_url:
+        raise ValueError(f"NOTIFY_URL and the url in {name}: one or the other")
+    url = endpoint.url or context.notify_url
+    if url:
+        _check_url(name, url, context)
+    signer = None
+    if endpoint.signing_secret is not None:
+        signer = WebhookSigner(secret=endpoint.signing_secret, clock=context.clock)
+    return _http_notifier(url, signer, context)
+
+
+def _http_notifier(
+    url: str | None, signer: WebhookSigner | None, context: WorkflowContext
+) -> HttpNotifier:
+    if not url:
+        raise ValueError("the notify workflow needs NOTIFY_URL or a url in its secret")
+    return HttpNotifier(
+        url=url,
+        timeout_seconds=context.timeout_seconds,
+        allow_insecure_loopback=context.allow_insecure_loopback,
+        signer=signer,
     )
 
 
@@ -247,7 +297,7 @@ def build_alert_webhook(
         if settings.alert_signing_secret_arn is not None:
             name = SETTING_ALERT_SIGNING_SECRET_ARN
             secret = secret_text(secrets, settings.alert_signing_secret_arn, name=name)
-            signer = AlertSigner(secret=secret, clock=context.clock)
+            signer = WebhookSigner(secret=secret, clock=context.clock)
         return _http_alerts(url, signer, settings, context)
 
     keyed = settings.alert_url_deduplicates
@@ -256,7 +306,7 @@ def build_alert_webhook(
 
 def _http_alerts(
     url: str | None,
-    signer: AlertSigner | None,
+    signer: WebhookSigner | None,
     settings: AgentSettings,
     context: WorkflowContext,
 ) -> HttpAlerts:

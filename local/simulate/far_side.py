@@ -75,8 +75,8 @@ class _Response:
     def __init__(self, status: int) -> None:
         self.status = status
 
-    def read(self) -> bytes:
-        return b"{}"
+    def read(self, amount: int | None = None) -> bytes:
+        return b"{}"[:amount]
 
     def __enter__(self) -> _Response:
         return self

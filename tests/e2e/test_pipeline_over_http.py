@@ -69,6 +69,9 @@ def test_fifty_deliveries_with_duplicates_complete_with_one_effect_each(
     assert summary.answers["202"] == 50
     assert summary.answers["200"] >= 1  # duplicates answered "already have it"
     _assert_each_completed_once(stack, summary)
+    # Each notification was signed: the sink verified it as a receiver would.
+    assert stack.sink is not None and stack.sink.sink.verifies
+    assert stack.sink.sink.unsigned == 0
 
 
 def test_killing_the_front_door_and_the_worker_during_traffic_loses_nothing(

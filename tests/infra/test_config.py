@@ -518,3 +518,24 @@ def test_every_key_the_config_reads_reaches_it_from_the_cdk_cli() -> None:
     rows = {row.key for row in settings_table.SETTINGS if row.context}
     assert read <= rows
     assert read | set(config_module.SHORT_SETTING_KEYS) <= application._CONTEXT_KEYS
+
+
+def test_the_notify_secret_is_named_by_complete_arn_for_the_notify_workflow_with_its_key() -> None:
+    notify = VALID | {"workflow": "notify"}
+    config = StackConfig.from_context(
+        notify | {"notify_secret_arn": ARN, "notify_secret_kms_key_arn": KEY}
+    )
+    assert config.notify_secret == (ARN, KEY)
+    assert config.workflow_settings == {"notify_secret_arn": ARN}
+    # The long spelling is the same setting.
+    assert StackConfig.from_context(notify | {"workflow_setting_notify_secret_arn": ARN}) == (
+        StackConfig.from_context(notify | {"notify_secret_arn": ARN})
+    )
+    for context, named in (
+        ({"notify_secret_arn": "relaylink/notify"}, "notify_secret_arn: a complete"),
+        ({"notify_secret_kms_key_arn": KEY}, "notify_secret_kms_key_arn: only with notify_secret"),
+    ):
+        with pytest.raises(ConfigError, match=named):
+            StackConfig.from_context(notify | context)
+    with pytest.raises(ConfigError, match="only with the notify workflow"):
+        StackConfig.from_context(VALID | {"workflow": "agent", "notify_secret_arn": ARN})

@@ -278,6 +278,43 @@ def test_without_a_customer_managed_key_no_role_may_use_kms(synthesized: Synthes
         assert _kms_statements(synthesized, function) == [], function
 
 
+# The notify endpoint's secret (URL and signing key), encrypted with its own key.
+NOTIFY_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relaylink/notify-Qw3rTy"
+NOTIFY_KEY = "arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
+
+@pytest.fixture(scope="module")
+def notify_secret(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(
+        tmp_path_factory,
+        {
+            "workflow": "notify",
+            "notify_secret_arn": NOTIFY_SECRET,
+            "notify_secret_kms_key_arn": NOTIFY_KEY,
+        },
+    )
+
+
+def test_the_worker_alone_may_read_the_notify_secret_and_its_key_through_secrets_manager(
+    notify_secret: Synthesized,
+) -> None:
+    assert role_grants(notify_secret, "worker") == (
+        worker_base_grants(notify_secret)
+        | _grants(SECRET_READ, NOTIFY_SECRET)
+        | _grants({"kms:Decrypt"}, NOTIFY_KEY)
+    )
+    assert {
+        "Effect": "Allow",
+        "Action": "kms:Decrypt",
+        "Resource": NOTIFY_KEY,
+        "Condition": VIA_SECRETS_MANAGER,
+    } in _kms_statements(notify_secret, "worker")
+    for function in ("receiver", "relay", "reconciler"):
+        grants = role_grants(notify_secret, function)
+        assert not any(NOTIFY_SECRET in str(resource) for _, resource in grants), function
+        assert _kms_statements(notify_secret, function) == [], function
+
+
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     """The agent workflow as shipped: a model, no screening guardrail."""

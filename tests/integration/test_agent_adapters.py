@@ -25,12 +25,12 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from functions.core.adapters.webhook_signing import WebhookSigner
 from functions.core.clock import SystemClock
 from functions.core.errors import NotApplied, PermanentError, Rejected, TransientError
 from functions.core.package import Package
 from functions.core.workflow import WorkflowContext
 from functions.workflows.adapters.alert_http import HttpAlerts
-from functions.workflows.adapters.alert_signing import AlertSigner
 from functions.workflows.adapters.alert_sns import SnsAlerts
 from functions.workflows.adapters.bedrock_converse import (
     DELIVERY_ID_METADATA_KEY,
@@ -337,7 +337,7 @@ def test_http_alert_is_signed_for_a_standard_webhooks_receiver(
 ) -> None:
     url, received = endpoint
     clock = FakeClock(1_765_000_000)
-    signer = AlertSigner(secret=SIGNING_SECRET, clock=clock)
+    signer = WebhookSigner(secret=SIGNING_SECRET, clock=clock)
     alerts = HttpAlerts(url=url, timeout_seconds=2, allow_insecure_loopback=True, signer=signer)
     alerts.send(ALERT, idempotency_key=KEY)
     clock.advance(30)
@@ -400,7 +400,7 @@ def test_the_docs_receiver_verifies_a_signed_alert(endpoint: tuple[str, list[Rec
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/workflows.md", "exec"), namespace)
     url, received = endpoint
-    signer = AlertSigner(secret=SIGNING_SECRET, clock=SystemClock())
+    signer = WebhookSigner(secret=SIGNING_SECRET, clock=SystemClock())
     alerts = HttpAlerts(url=url, timeout_seconds=2, allow_insecure_loopback=True, signer=signer)
     alerts.send(ALERT, idempotency_key=KEY)
     (request,) = received

@@ -7,12 +7,17 @@ after the endpoint acted must never lead to a second POST (unless it is keyed).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar
 
 import pytest
 
+from functions.core.adapters.http_effect import MAX_ANSWER_BYTES
 from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.effects import EffectLedger
 from functions.core.errors import NotApplied, PermanentError, TransientError, UncertainEffect
@@ -20,11 +25,13 @@ from functions.core.models import WorkItem
 from functions.core.ports.effects import EffectStatus
 from functions.workflows.adapters.alert_http import HttpAlerts
 from functions.workflows.notify import NOTIFY_EFFECT, NotifyWorkflow
+from local.loopback_http import LoopbackHTTPServer
 from local.notify_sink import NotifySinkServer
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeEffects
 from tests.integration.conftest import BlackHole
 from tests.integration.test_agent_adapters import ALERT, DELIVERY, KEY, PACKAGE, refused_endpoint
+from tests.polling import poll
 
 ALERT_KEY = KEY
 WORK = WorkItem(
@@ -158,6 +165,83 @@ def test_http_effect_silence_after_sending_is_unknown(black_hole: BlackHole) -> 
     with pytest.raises(TransientError, match="notify_unconfirmed") as raised:
         silent_notifier.notify({}, idempotency_key="k")
     assert not isinstance(raised.value, NotApplied)
+
+
+class LongAnswer:
+    """What a loopback endpoint answering 200 and a long body managed to send."""
+
+    CHUNK: ClassVar[int] = 64 * 1024
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.done = threading.Event()
+        self.url = ""
+
+
+@contextlib.contextmanager
+def long_answer(*, length: int, cut_after: int | None = None) -> Iterator[LongAnswer]:
+    """An endpoint that answers 200 with a body of ``length`` bytes, counting the bytes
+    it sent before the caller hung up; with ``cut_after``, it sends that many and closes."""
+    answer = LongAnswer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def setup(self) -> None:
+            # A small send buffer: what the kernel holds for the caller stays small.
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, answer.CHUNK)
+            super().setup()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            limit = length if cut_after is None else cut_after
+            try:
+                while answer.sent < limit:
+                    chunk = min(answer.CHUNK, limit - answer.sent)
+                    self.wfile.write(b"x" * chunk)
+                    answer.sent += chunk
+            except ConnectionError:
+                pass  # the caller hung up: what we count is what it could have read
+            finally:
+                self.close_connection = True
+                answer.done.set()
+
+    server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
+    answer.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield answer
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(("effect", "post"), POSTS)
+def test_http_effect_reads_a_huge_answer_only_up_to_its_bound(
+    effect: str, post: Callable[[str], None]
+) -> None:
+    huge = 256 * 1024 * 1024
+    with long_answer(length=huge) as endpoint:
+        post(endpoint.url)  # a 2xx is applied, however long its body
+        poll(endpoint.done.is_set, bool, deadline_seconds=10)
+    assert endpoint.done.is_set()
+    # The bound and what the kernels' socket buffers held, not the 256 MiB answer.
+    assert endpoint.sent < MAX_ANSWER_BYTES + 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("effect", "post"), POSTS)
+def test_http_effect_2xx_whose_body_is_cut_off_is_applied(
+    effect: str, post: Callable[[str], None]
+) -> None:
+    # The status says what happened; a body that ends early is only lost diagnostics.
+    with long_answer(length=10_000, cut_after=100) as endpoint:
+        post(endpoint.url)
 
 
 def test_alert_request_is_built_in_one_method() -> None:

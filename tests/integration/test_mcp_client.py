@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeVar
 
 import anyio
@@ -15,6 +18,7 @@ from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.package import Package
+from local.loopback_http import LoopbackHTTPServer
 from local.mcp_server import RunningServer, demo_package
 from tests.integration.conftest import BlackHole
 
@@ -423,3 +427,54 @@ def test_the_server_counts_the_bytes_clients_send(mcp_server: RunningServer) -> 
     # Only the tools/call body (and at most its Content-Length digits) differs.
     assert 100 <= long - short <= 103
     assert short > mcp_server.controls.tool_calls * len(b"POST / HTTP/1.1\r\n")
+
+
+class RedirectingServer:
+    """A loopback server that answers every request with ``status`` to ``location`` (its
+    own URL when None), recording whether each request carried the bearer token."""
+
+    def __init__(self, *, status: int, location: str | None = None) -> None:
+        self.bearers: list[bool] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _redirect(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.bearers.append(self.headers.get("Authorization") == f"Bearer {TOKEN}")
+                self.send_response(status)
+                self.send_header("Location", location or server.url)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET = do_DELETE = _redirect
+
+        self._http = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}/mcp"
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[RedirectingServer]:
+        thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._http.shutdown()
+            self._http.server_close()
+            thread.join()
+
+
+TOKEN = "token-sent-once"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["to-itself", "to-another-host"])
+def test_fetcher_follows_no_redirect_and_sends_its_token_once(status: int, elsewhere: bool) -> None:
+    location = "http://localhost:9/mcp" if elsewhere else None
+    with RedirectingServer(status=status, location=location).serving() as server:
+        error = _error_of(_quiet_fetcher(token=CountingToken(TOKEN)), server.url, "pkg_1")
+    assert server.bearers == [True]  # one request, with the token; none followed it
+    assert isinstance(error, errors.PermanentError)
+    assert error.code == "mcp_redirected"

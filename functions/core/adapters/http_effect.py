@@ -24,6 +24,11 @@ the action)                                            ``PermanentError``
 
 A 503 is unknown too: HTTP does not promise that a 503 changed nothing, and a gateway
 answers it while its upstream may be acting.
+
+The status alone says what happened; the answer's body is only diagnostics. At most
+:data:`MAX_ANSWER_BYTES` of it are read (a 300 MiB answer must not take 300 MiB of a
+256 MB worker), and a body that is longer, slow or cut off changes no outcome: a 2xx
+stays applied.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ _NOT_PROCESSED: Final = frozenset({425, 429})
 # 4xx answers whose outcome is unknown: the request timed out on the server's side, or
 # (Idempotency-Key drafts) a request with this key is still being processed.
 _UNDECIDED_4XX: Final = frozenset({408, 409})
+# The most of an answer's body an effect reads before closing the connection.
+MAX_ANSWER_BYTES: Final = 64 * 1024
 
 
 class HttpOutcome(StrEnum):
@@ -97,7 +104,8 @@ def send(
     timeout: float,
     effect: str,
 ) -> int:
-    """Send ``request`` once; its answer's status (the body is read and dropped).
+    """Send ``request`` once; its answer's status (at most ``MAX_ANSWER_BYTES`` of the
+    body are read, then dropped).
 
     Raises:
         NotApplied: ``<effect>_unavailable``: the connection never opened.
@@ -106,8 +114,9 @@ def send(
     """
     try:
         with opener.open(request, timeout=timeout) as response:
-            response.read()
-            return int(response.status)
+            status = int(response.status)
+            _read_bounded(response)
+            return status
     except urllib.error.HTTPError as exc:
         exc.close()
         return int(exc.code)
@@ -120,3 +129,11 @@ def send(
     except (OSError, http.client.HTTPException) as exc:
         # A timeout, a reset or a garbled answer while waiting for the response.
         raise TransientError(f"{effect}_unconfirmed") from exc
+
+
+def _read_bounded(response: http.client.HTTPResponse) -> None:
+    """Read at most ``MAX_ANSWER_BYTES`` of the body; closing drops the rest unread."""
+    try:
+        response.read(MAX_ANSWER_BYTES)
+    except (OSError, http.client.HTTPException):
+        return  # the status has been received: a body cut off or slow changes nothing

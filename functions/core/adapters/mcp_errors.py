@@ -17,6 +17,7 @@ from functions.core.errors import (
     HostNotAllowed,
     InvalidPackage,
     McpAuthError,
+    PermanentError,
     ProcessingError,
     TransientError,
 )
@@ -31,6 +32,7 @@ CODE_TOO_LARGE: Final = "mcp_result_too_large"
 CODE_RESULT_INVALID: Final = "mcp_result_invalid"
 CODE_PACKAGE_MISMATCH: Final = "mcp_package_mismatch"
 CODE_REDIRECTED: Final = "mcp_origin_changed"
+CODE_REDIRECT_ANSWERED: Final = "mcp_redirected"  # a 3xx, never followed
 
 
 def translate(exc: BaseException | None, exchange: Exchange) -> ProcessingError:  # noqa: PLR0911 (one ordered list of rules)
@@ -44,6 +46,9 @@ def translate(exc: BaseException | None, exchange: Exchange) -> ProcessingError:
         return HostNotAllowed(CODE_REDIRECTED)
     if exchange.oversized:
         return InvalidPackage(CODE_TOO_LARGE)
+    if exchange.redirected:
+        # The server sends us elsewhere for this URL: asking again gets the same answer.
+        return PermanentError(CODE_REDIRECT_ANSWERED)
     if status in (401, 403):
         return McpAuthError()
     if status == 429:

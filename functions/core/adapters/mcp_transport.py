@@ -1,10 +1,11 @@
 """The MCP SDK's HTTP transport, guarded: what may be sent where, and how much comes back.
 
 Every HTTP request of an MCP session goes through :class:`GuardedTransport`, which adds
-the bearer token only to the one origin that passed the :class:`HostPolicy`, bounds the
-response size, and turns transport failures into an answer the SDK handles, while
-recording what happened in an :class:`Exchange`. The SDK reports every HTTP error as the
-same JSON-RPC error, so the recorded status is what lets the fetcher tell 401 from 503.
+the bearer token only to the one origin that passed the :class:`HostPolicy`, lets no
+redirect be followed, bounds the response size, and turns transport failures into an
+answer the SDK handles, while recording what happened in an :class:`Exchange`. The SDK
+reports every HTTP error as the same JSON-RPC error, so the recorded status is what
+lets the fetcher tell 401 from 503.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Exchange:
     failure: str | None = None  # "timeout" or "connect", from the transport
     oversized: bool = False
     refused: bool = False  # a request to another origin was stopped
+    redirected: bool = False  # the server answered a redirect (never followed)
 
 
 # The exchange of the call in flight in this task. The SDK sends each request from its
@@ -109,21 +111,14 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         self._max_bytes = max_bytes
         self._exchange = exchange
         self._counts = counts
+        self._redirect_status: int | None = None  # the server redirected once already
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         is_post = request.method == "POST"
         exchange = _CALL_EXCHANGE.get() or self._exchange
-        # The SDK follows redirects only within the origin; this lock holds even if
-        # that changes, and against any URL parser disagreeing with HostPolicy's.
-        if _origin(request.url) != self._origin or not self._policy.allows(str(request.url)):
-            exchange.refused = True
-            return _stand_in(request, 421)
-        if request.method == "GET" and "last-event-id" not in request.headers:
-            # The SDK opens a GET stream for server-initiated messages after a legacy
-            # handshake. get_package needs none, and the spec lets a server refuse the
-            # stream with 405: answering that here saves a request and an open connection
-            # per session. (GETs that resume a response stream carry Last-Event-ID.)
-            return _stand_in(request, 405)
+        refusal = self._refusal(request, exchange)
+        if refusal is not None:
+            return refusal
         request.headers["Authorization"] = self._authorization
         # The cap counts bytes on the wire: a compressed body could expand past it.
         request.headers["Accept-Encoding"] = "identity"
@@ -138,9 +133,36 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             if is_post:
                 exchange.failure = "connect"
             return _stand_in(request, 502)
+        if response.is_redirect:
+            # The SDK follows a redirect within the origin (up to 20 hops, each with the
+            # token): an answer without its Location leaves it nothing to follow.
+            await response.aclose()
+            exchange.redirected = True
+            self._redirect_status = response.status_code
+            return _stand_in(request, response.status_code)
         if not is_post:
             return response  # a resumption GET; the SDK caps its events
         return await self._bounded(request, response, exchange)
+
+    def _refusal(self, request: httpx2.Request, exchange: Exchange) -> httpx2.Response | None:
+        """The answer to a request that must not reach the server, or None to send it."""
+        # No redirect is followed (each hop would carry the token); this lock holds
+        # even if that changes, and against any URL parser disagreeing with HostPolicy's.
+        if _origin(request.url) != self._origin or not self._policy.allows(str(request.url)):
+            exchange.refused = True
+            return _stand_in(request, 421)
+        if self._redirect_status is not None:
+            # A server that redirected is not asked again in this session (the SDK
+            # would fall back from its discovery to a legacy handshake, a second token).
+            exchange.redirected = True
+            return _stand_in(request, self._redirect_status)
+        if request.method == "GET" and "last-event-id" not in request.headers:
+            # The SDK opens a GET stream for server-initiated messages after a legacy
+            # handshake. get_package needs none, and the spec lets a server refuse the
+            # stream with 405: answering that here saves a request and an open connection
+            # per session. (GETs that resume a response stream carry Last-Event-ID.)
+            return _stand_in(request, 405)
+        return None
 
     async def _bounded(
         self, request: httpx2.Request, response: httpx2.Response, exchange: Exchange

@@ -1,8 +1,11 @@
 """The notification effect over HTTP: POST with an idempotency key, GET to check it.
 
-The target is the configured ``NOTIFY_URL`` only (never a URL from a delivery or a
-package): HTTPS, or plain HTTP to a loopback host when the local runtime allows it.
-Redirects and proxies are refused so that a request cannot be sent elsewhere.
+The target is the configured ``NOTIFY_URL`` (or the URL in ``notify_secret_arn``'s
+secret) only, never a URL from a delivery or a package: HTTPS, or plain HTTP to a
+loopback host when the local runtime allows it. Redirects and proxies are refused so
+that a request cannot be sent elsewhere. With a signer, the POST carries the Standard
+Webhooks signature headers (:mod:`functions.core.adapters.webhook_signing`), as the
+agent's alert does; the lookup GET carries no body and no signature.
 
 One POST per call. What its answer proves (:mod:`functions.core.adapters.http_effect`):
 
@@ -30,10 +33,13 @@ import json
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core.adapters import http_effect
 from functions.core.errors import TransientError
+
+if TYPE_CHECKING:
+    from functions.core.adapters.webhook_signing import WebhookSigner
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _EFFECT: Final = "notify"  # the prefix of every code the notifier raises
@@ -75,27 +81,51 @@ def check_target(url: str, *, allow_insecure_loopback: bool) -> None:
     raise ValueError("notification URL must be https (http only to loopback, when allowed)")
 
 
+def json_post(
+    url: str,
+    payload: Mapping[str, object],
+    *,
+    idempotency_key: str,
+    signer: WebhookSigner | None,
+) -> urllib.request.Request:
+    """An effect's POST: compact sorted JSON, its key and, with a signer, its signature."""
+    body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
+    if signer is not None:
+        headers |= signer.headers(idempotency_key, body)
+    return urllib.request.Request(  # noqa: S310 (the caller checked the URL: check_target)
+        url, data=body, method="POST", headers=headers
+    )
+
+
 class HttpNotifier:
     """POSTs JSON to one configured URL and checks keys at ``<url>/<key>``."""
 
     def __init__(
-        self, *, url: str, timeout_seconds: float, allow_insecure_loopback: bool = False
+        self,
+        *,
+        url: str,
+        timeout_seconds: float,
+        allow_insecure_loopback: bool = False,
+        signer: WebhookSigner | None = None,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url.rstrip("/")
         self._timeout = timeout_seconds
         self._opener = direct_opener()
+        self._signer = signer
 
     def notify(self, payload: Mapping[str, object], *, idempotency_key: str) -> None:
         """POST the notification once; raise what a failure proves (the module's list)."""
-        request = urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
-            self._url,
-            data=json.dumps(payload, separators=(",", ":"), sort_keys=True).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key},
-        )
+        request = self.request(payload, idempotency_key=idempotency_key)
         status = http_effect.send(self._opener, request, timeout=self._timeout, effect=_EFFECT)
         http_effect.settle(status, effect=_EFFECT)
+
+    def request(
+        self, payload: Mapping[str, object], *, idempotency_key: str
+    ) -> urllib.request.Request:
+        """The POST of ``payload``: its body and every header, built in one place."""
+        return json_post(self._url, payload, idempotency_key=idempotency_key, signer=self._signer)
 
     def was_applied(self, idempotency_key: str) -> bool:
         """The reconcile check: 200 means applied, 404 means not applied."""

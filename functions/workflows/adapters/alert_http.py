@@ -2,7 +2,7 @@
 
 The JSON of :meth:`~functions.workflows.agent.Alert.payload` with ``Idempotency-Key:
 <delivery_id>:alert`` and, with a signer, the Standard Webhooks signature headers
-(:mod:`functions.workflows.adapters.alert_signing`). Only the configured URL is ever
+(:mod:`functions.core.adapters.webhook_signing`). Only the configured URL is ever
 contacted (HTTPS, or plain HTTP to loopback when the local runtime allows it), with no
 proxy and no redirects. One POST per call. What its answer proves
 (:mod:`functions.core.adapters.http_effect`):
@@ -25,16 +25,15 @@ proxy and no redirects. One POST per call. What its answer proves
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from typing import TYPE_CHECKING, Final
 
 from functions.core.adapters import http_effect
-from functions.core.adapters.notifier_http import IDEMPOTENCY_HEADER, check_target, direct_opener
+from functions.core.adapters.notifier_http import check_target, direct_opener, json_post
 from functions.core.effects import EffectMode
 
 if TYPE_CHECKING:
-    from functions.workflows.adapters.alert_signing import AlertSigner
+    from functions.core.adapters.webhook_signing import WebhookSigner
     from functions.workflows.agent import Alert
 
 _EFFECT: Final = "alert"  # the prefix of every code this channel raises
@@ -55,7 +54,7 @@ class HttpAlerts:
         timeout_seconds: float,
         allow_insecure_loopback: bool = False,
         deduplicates: bool = False,
-        signer: AlertSigner | None = None,
+        signer: WebhookSigner | None = None,
     ) -> None:
         check_target(url, allow_insecure_loopback=allow_insecure_loopback)
         self._url = url
@@ -71,10 +70,6 @@ class HttpAlerts:
 
     def request(self, alert: Alert, *, idempotency_key: str) -> urllib.request.Request:
         """The POST of ``alert``: its body and every header, built in one place."""
-        body = json.dumps(alert.payload(), separators=(",", ":"), sort_keys=True).encode()
-        headers = {"Content-Type": "application/json", IDEMPOTENCY_HEADER: idempotency_key}
-        if self._signer is not None:
-            headers |= self._signer.headers(idempotency_key, body)
-        return urllib.request.Request(  # noqa: S310 (scheme checked in check_target)
-            self._url, data=body, method="POST", headers=headers
+        return json_post(
+            self._url, alert.payload(), idempotency_key=idempotency_key, signer=self._signer
         )

@@ -1,32 +1,36 @@
-"""Standard Webhooks signatures on the alert POST, so its receiver can tell it from a forgery.
+"""Standard Webhooks signatures on our own POSTs, so their receiver can tell them from a
+forgery: the agent's alert (``alert_signing_secret_arn``) and the notify workflow's
+notification (``notify_secret_arn``).
 
-With ``alert_signing_secret_arn`` set, every alert POST carries the three headers of
-the Standard Webhooks specification (https://www.standardwebhooks.com/, "Signature
-scheme"), which any of its libraries verifies:
+Every signed POST carries the three headers of the Standard Webhooks specification
+(https://www.standardwebhooks.com/, "Signature scheme"), which any of its libraries
+verifies:
 
-* ``webhook-id``: the alert's idempotency key (``<delivery_id>:alert``), the same on
-  every attempt, so a receiver can also drop a repeat by it;
+* ``webhook-id``: the POST's idempotency key (``<delivery_id>:alert``,
+  ``<delivery_id>:notify``), the same on every attempt, so a receiver can also drop a
+  repeat by it;
 * ``webhook-timestamp``: the attempt's time in whole seconds since the epoch (a
   receiver refuses one too far from its own clock, which bounds a replay);
 * ``webhook-signature``: ``v1,`` and the base64 HMAC-SHA256 of
   ``<webhook-id>.<webhook-timestamp>.<body>`` keyed with the secret's bytes.
 
-The secret's value is ``whsec_`` and the base64 of 24 to 64 random bytes (what the
-Standard Webhooks libraries generate); docs/workflows.md shows a receiver verifying it.
+The HMAC is the one the receiver verifies RelayLink's deliveries with
+(:func:`functions.core.signature.sign`). The secret's value is ``whsec_`` and the base64
+of 24 to 64 random bytes (what the Standard Webhooks libraries generate);
+docs/workflows.md shows a receiver verifying it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 from typing import TYPE_CHECKING, Final
+
+from functions.core.signature import SECRET_PREFIX, SigningSecret, sign
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
 
-SECRET_PREFIX: Final = "whsec_"  # noqa: S105 (the format's prefix, not a secret)
 MIN_KEY_BYTES: Final = 24
 MAX_KEY_BYTES: Final = 64
 ID_HEADER: Final = "webhook-id"
@@ -34,8 +38,8 @@ TIMESTAMP_HEADER: Final = "webhook-timestamp"
 SIGNATURE_HEADER: Final = "webhook-signature"
 
 
-class AlertSigner:
-    """Signs one alert body at a time with one secret."""
+class WebhookSigner:
+    """Signs one POST body at a time with one secret."""
 
     def __init__(self, *, secret: str, clock: Clock) -> None:
         """Args:
@@ -45,7 +49,7 @@ class AlertSigner:
         Raises:
             ValueError: the secret has another form (the message never quotes it).
         """
-        self._key = parse_secret(secret)
+        self._secret = SigningSecret(parse_secret(secret))
         self._clock = clock
 
     def headers(self, message_id: str, body: bytes) -> dict[str, str]:
@@ -54,7 +58,9 @@ class AlertSigner:
         return {
             ID_HEADER: message_id,
             TIMESTAMP_HEADER: timestamp,
-            SIGNATURE_HEADER: "v1," + sign(self._key, message_id, timestamp, body),
+            SIGNATURE_HEADER: sign(
+                self._secret, delivery_id=message_id, timestamp=timestamp, body=body
+            ),
         }
 
 
@@ -66,19 +72,13 @@ def parse_secret(secret: str) -> bytes:
     """
     text = secret.strip()
     if not text.startswith(SECRET_PREFIX):
-        raise ValueError(f"the alert signing secret must start with {SECRET_PREFIX}")
+        raise ValueError(f"the signing secret must start with {SECRET_PREFIX}")
     try:
         key = base64.b64decode(text.removeprefix(SECRET_PREFIX), validate=True)
     except (binascii.Error, ValueError):
-        raise ValueError("the alert signing secret is not base64 after whsec_") from None
+        raise ValueError("the signing secret is not base64 after whsec_") from None
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
         raise ValueError(
-            f"the alert signing secret's key must be {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes"
+            f"the signing secret's key must be {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes"
         )
     return key
-
-
-def sign(key: bytes, message_id: str, timestamp: str, body: bytes) -> str:
-    """Base64 HMAC-SHA256 of ``<message_id>.<timestamp>.<body>``."""
-    content = f"{message_id}.{timestamp}.".encode() + body
-    return base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()

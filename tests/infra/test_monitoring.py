@@ -16,6 +16,7 @@ from functions.core.errors import (
     BudgetExhausted,
     HostNotAllowed,
     McpAuthError,
+    PackageChanged,
     PackageNotFound,
     PermanentError,
     ProcessingError,
@@ -189,6 +190,7 @@ def _emitted(output: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
         ("WorkFailed", HostNotAllowed()),  # e.g. an allowlist that misses the MCP host
         ("McpAuthFailures", McpAuthError()),
         ("UncertainEffects", UncertainEffect()),
+        ("PackagesChanged", PackageChanged()),  # a refetch served another package
         ("BudgetExhausted", BudgetExhausted(retry_at=1)),  # a deferral, not a failure
     ],
 )

@@ -618,6 +618,7 @@ class Claims:
                     item.expires_at,
                     transient_failures=item.transient_failures,
                     retry_window_start=item.retry_window_start,
+                    work=item.work_item(),
                 ),
             )
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.config import Config
 
-from functions.core import metric_names, wire
+from functions.core import metric_names, tracing, wire
 from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
+from functions.core.adapters import span_export
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.adapters.storage_retry import StorageRetry
@@ -29,6 +30,7 @@ from functions.core.env_parsers import SettingsError
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import log_with_counts, logger
+from functions.core.trace_context import parse_traceparent
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
 
@@ -96,6 +98,7 @@ def build_deps(
             session.create_client("secretsmanager", config=SECRETS_CONFIG),
         )
     clock = clock or SystemClock()
+    span_export.install_from_env(os.environ)
     return Deps(
         accept=AcceptDelivery(
             inbox=DynamoDbInbox(
@@ -122,14 +125,25 @@ container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ
 
 
 def handle(event: object, deps: Deps) -> Acceptance:
-    """Parse the API Gateway event and run the use case."""
+    """Parse the API Gateway event and run the use case inside the accept span: the
+    first span of the delivery's trace (or the next of RelayLink's, when its request
+    carries a ``traceparent``)."""
     try:
         request = parse_event(event, max_body_bytes=wire.MAX_BODY_BYTES)
     except BodyTooLarge:
         return too_large()
     except MalformedEvent:
         return Acceptance(Outcome.INVALID, REASON_MALFORMED_EVENT)
-    return deps.accept(request.headers, request.body)
+    with tracing.span(
+        tracing.SPAN_ACCEPT,
+        parent=parse_traceparent(request.headers.get(wire.HEADER_TRACEPARENT)),
+        attributes={"api_request_id": _api_request_id(event)},
+    ) as accepting:
+        result = deps.accept(request.headers, request.body)
+        accepting.set("outcome", result.outcome.value)
+        accepting.set("reason", result.reason)
+        accepting.set("delivery_id", result.delivery_id)  # set once the signature matched
+        return result
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -156,6 +170,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
         result = unavailable(REASON_INTERNAL)
     _record(result, ids)
+    tracing.flush()
     return _response(result)
 
 

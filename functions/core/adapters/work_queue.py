@@ -23,6 +23,18 @@ DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
 # Beside it, the failure the letter was sent for (the failing claim's owner token): a
 # redrive reopens that failure only, never one the delivery reached since.
 DEAD_LETTER_FAILURE_ATTRIBUTE: Final = "relaylink-failure"
+# The span the work continues (W3C traceparent): read by the worker on every attempt.
+TRACEPARENT_ATTRIBUTE: Final = "traceparent"
+
+
+def _trace_attributes(work: WorkItem) -> dict[str, Any]:
+    if work.traceparent is None:
+        return {}
+    return {
+        "MessageAttributes": {
+            TRACEPARENT_ATTRIBUTE: {"DataType": "String", "StringValue": work.traceparent}
+        }
+    }
 
 
 class SqsWorkQueue:
@@ -42,6 +54,7 @@ class SqsWorkQueue:
             QueueUrl=self._queue_url,
             MessageBody=work.to_json(),
             DelaySeconds=delay_seconds,
+            **_trace_attributes(work),
         )
 
     def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
@@ -59,7 +72,7 @@ class SqsWorkQueue:
                 QueueUrl=self._queue_url,
                 # Ids are positions: one delivery may be in a batch twice (two effects).
                 Entries=[
-                    {"Id": str(position), "MessageBody": work.to_json()}
+                    {"Id": str(position), "MessageBody": work.to_json(), **_trace_attributes(work)}
                     for position, work in enumerate(chunk)
                 ],
             )

@@ -24,6 +24,7 @@ class ErrorCode(StrEnum):
     WAIT_DEADLINE = "wait_deadline"  # send --wait: deliveries not final in time
     INTERRUPTED = "interrupted"  # send: Ctrl-C, with what was sent so far
     UNKNOWN_DELIVERY = "unknown_delivery"  # inbox show: no such delivery id
+    NO_TRACE = "no_trace"  # inbox show --trace: the delivery was received untraced
     AWS_REGION = "aws_region"
     AWS_CREDENTIALS = "aws_credentials"
     AWS_UNAVAILABLE = "aws_unavailable"  # throttling, or the endpoint unreachable

@@ -49,6 +49,9 @@ class StackOptions:
     bedrock_latency_ms: int = 0  # added to every model call (agent workflow)
     model_max_tokens: int = 256
     daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests
+    # Also send every span to this OTLP/HTTP endpoint (a team's Jaeger, Tempo, ...);
+    # the run dir's span file keeps them either way.
+    otlp_endpoint: str | None = None
 
     @property
     def agent(self) -> bool:

@@ -44,8 +44,10 @@ SPAN_MODEL_TURN: Final = "model.turn"
 SPAN_TOOL: Final = "tool"
 SPAN_EFFECT: Final = "effect"
 SPAN_APPROVAL_WAIT: Final = "approval.wait"
-SPAN_REQUEUE: Final = "reconciler.requeue"
-SPAN_OPERATOR: Final = "operator"
+SPAN_RECONCILER_RUN: Final = "reconciler.run"
+SPAN_RECONCILER_REQUEUE: Final = "reconciler.requeue"
+# An operator's action on one delivery: ``operator.requeue``, ``operator.approve``, ...
+SPAN_OPERATOR_PREFIX: Final = "operator."
 
 
 @dataclass(frozen=True, slots=True)

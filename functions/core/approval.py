@@ -136,6 +136,8 @@ class AwaitingApproval(ProcessingError):
     """The delivery waits for a person: the worker parks it (no retry, no failure)."""
 
     code = "awaiting_approval"
+    # The spans it leaves are not failed: they end where the wait begins.
+    span_error = False
 
     def __init__(
         self,

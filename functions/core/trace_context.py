@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Final
 
@@ -46,7 +47,9 @@ class SpanContext:
 
 
 def new_trace_id() -> str:
-    return os.urandom(16).hex()
+    """A random trace id whose first 8 hex digits are the epoch second: X-Ray takes it
+    as its own (``1-<8 hex>-<24 hex>``), as OpenTelemetry's X-Ray id generator makes it."""
+    return f"{int(time.time()) & 0xFFFFFFFF:08x}{os.urandom(12).hex()}"
 
 
 def new_span_id() -> str:

@@ -160,24 +160,28 @@ def span(
     try:
         yield opened
     except BaseException as exc:
-        error = True
-        # The type only: a message may quote input.
-        opened.set("error.type", type(exc).__name__)
+        # An exception that is no failure (``span_error = False``: parking for a
+        # person) ends the span as it is; any other marks it failed. The type only: a
+        # message may quote input.
+        error = getattr(exc, "span_error", True) is not False
+        opened.set("error.type" if error else "ended_by", type(exc).__name__)
         raise
     finally:
         _current.reset(token)
-        _export(
-            SpanRecord(
-                name,
-                context,
-                parent_id,
-                start_ns,
-                time.time_ns(),
-                dict(opened.attributes),
-                tuple(links),
-                error,
+        # Without an exporter (a deployed stack, tracing off) only the context is kept.
+        if _exporter is not None:
+            _export(
+                SpanRecord(
+                    name,
+                    context,
+                    parent_id,
+                    start_ns,
+                    time.time_ns(),
+                    dict(opened.attributes),
+                    tuple(links),
+                    error,
+                )
             )
-        )
 
 
 def record(

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from local import agent_tools
+from local.otlp_receiver import OtlpReceiver
 from local.stack_options import StackOptions
 from ops.trace import read_trace
 from tests.e2e.stacks import audited
@@ -33,6 +34,17 @@ def trace_of(capsys: pytest.CaptureFixture[str], state: Path, delivery_id: str) 
     assert status == 0, err
     shown: dict[str, Any] = json.loads(out)
     return shown
+
+
+def completed(capsys: pytest.CaptureFixture[str], state: Path, delivery_id: str) -> dict[str, Any]:
+    """``inbox show --json`` of the delivery, once it is completed."""
+    final = poll(
+        lambda: show(capsys, state, delivery_id),
+        lambda shown: shown["state"] == "completed",
+        deadline_seconds=DEADLINE_SECONDS,
+    )
+    assert final["state"] == "completed", final
+    return final
 
 
 def assert_one_consistent_trace(trace: dict[str, Any]) -> None:
@@ -78,12 +90,7 @@ def test_an_approved_tool_call_is_one_trace_from_receipt_to_the_last_effect(
         )
         status, _, err = cli(capsys, "approvals", "approve", delivery_id, "--local", str(state))
         assert (status, err) == (0, ""), err
-        final = poll(
-            lambda: show(capsys, state, delivery_id),
-            lambda shown: shown["state"] == "completed",
-            deadline_seconds=DEADLINE_SECONDS,
-        )
-        assert final["state"] == "completed", final
+        final = completed(capsys, state, delivery_id)
         trace = poll(
             lambda: trace_of(capsys, state, delivery_id),
             # The resumed attempt's span ends once its completion is written.
@@ -135,8 +142,14 @@ def test_an_attempt_killed_with_its_worker_and_its_retry_share_the_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "stack.json"
-    options = StackOptions(seed=31, state_file=str(state), reconcile_interval_seconds=1.0)
-    with audited(options) as stack:
+    collector = OtlpReceiver().__enter__()  # a team's own backend, beside the span file
+    options = StackOptions(
+        seed=31,
+        state_file=str(state),
+        reconcile_interval_seconds=1.0,
+        otlp_endpoint=collector.url,
+    )
+    with collector, audited(options) as stack:
         assert stack.mcp is not None
         stack.mcp.set_latency_ms(4000)  # long enough to kill the worker inside the fetch
         summary = send(stack, 1)
@@ -151,12 +164,7 @@ def test_an_attempt_killed_with_its_worker_and_its_retry_share_the_trace(
         assert "claim" in fetching  # the fetch waits on the slow server: kill it there
         stack.kill("worker")
         stack.mcp.set_latency_ms(0)
-        final = poll(
-            lambda: show(capsys, state, delivery_id),
-            lambda shown: shown["state"] == "completed",
-            deadline_seconds=DEADLINE_SECONDS,
-        )
-        assert final["state"] == "completed", final
+        completed(capsys, state, delivery_id)
         trace = poll(
             lambda: trace_of(capsys, state, delivery_id),
             lambda t: sum(s["name"] == "attempt" for s in t["spans"]) == 2,
@@ -169,3 +177,8 @@ def test_an_attempt_killed_with_its_worker_and_its_retry_share_the_trace(
     assert attempts[1]["attributes"]["result"] == "completed"
     claims = [s["attributes"] for s in trace["spans"] if s["name"] == "claim"]
     assert [c["attempt"] for c in claims] == [1, 2]
+    # The collector got the finished spans each invocation flushed (the killed one's
+    # were lost with it, as they would be from a crashed Lambda).
+    exported = {s.context.span_id for s in collector.received.of_trace(trace["trace_id"])}
+    assert attempts[1]["span_id"] in exported
+    assert attempts[0]["span_id"] not in exported

@@ -2,11 +2,12 @@
 
 Chosen from the environment at a function's cold start (:func:`install_from_env`):
 ``RELAYLINK_SPANS_FILE`` (the local stack sets it: one OTLP-JSON line per span, read
-back by ``inbox show --trace``) and ``RELAYLINK_OTLP_ENDPOINT`` (a team's collector,
+back by ``inbox show --trace``), ``RELAYLINK_OTLP_ENDPOINT`` (a team's collector,
 e.g. ``http://127.0.0.1:4318``: spans are POSTed to ``/v1/traces`` at the end of each
-invocation). Neither set: no span is kept. Standard library only (the receiver's cold
-path); an endpoint that fails is dropped for the invocation, never retried into the
-delivery's time.
+invocation) and, deployed with active tracing, the X-Ray daemon Lambda runs
+(:mod:`functions.core.adapters.xray_daemon`). None of them: no span is kept.
+Standard library only (the receiver's cold path); an endpoint that fails is dropped
+for the invocation, never retried into the delivery's time.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from functions.core import env_names, otlp_json, tracing
+from functions.core.adapters.xray_daemon import XRayDaemonExporter, daemon_address
 from functions.core.tracing import SpanExporter, SpanRecord
 
 OTLP_TRACES_PATH: Final = "/v1/traces"
@@ -98,6 +100,11 @@ def from_env(env: Mapping[str, str]) -> SpanExporter | None:
         exporters.append(SpanFile(path))
     if endpoint := env.get(env_names.ENV_OTLP_ENDPOINT, "").strip():
         exporters.append(OtlpHttpExporter(endpoint))
+    # Active tracing on (infra sets Powertools' switch to "false" only then), deployed:
+    # Lambda runs the X-Ray daemon and names it.
+    daemon = env.get(env_names.ENV_XRAY_DAEMON_ADDRESS)
+    if daemon and env.get(env_names.ENV_POWERTOOLS_TRACE_DISABLED, "").lower() == "false":
+        exporters.append(XRayDaemonExporter(daemon_address(daemon)))
     if not exporters:
         return None
     return exporters[0] if len(exporters) == 1 else Tee(*exporters)

@@ -21,7 +21,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from functions.core import env_names, table_layout
+from functions.core import table_layout, tracing
 from functions.core.adapters import (
     dynamodb_items,
     dynamodb_received_log,
@@ -115,7 +115,9 @@ class Target:
         """The local stack's emulator, from its state file. An operator's actions on
         it are spans of the deliveries' traces, in the stack's span file."""
         if state.spans_file:
-            span_export.install_from_env({env_names.ENV_SPANS_FILE: state.spans_file})
+            # This stack's file, whatever was installed before (one process may act on
+            # several stacks in turn: a test session).
+            tracing.install(span_export.SpanFile(state.spans_file))
         return cls(
             dynamodb=state.aws_client("dynamodb"),
             sqs=state.aws_client("sqs"),

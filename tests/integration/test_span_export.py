@@ -79,6 +79,7 @@ def test_deployed_with_active_tracing_spans_go_to_the_xray_daemon_as_segments() 
                 pass
         finally:
             tracing.install(previous)
+            exporter.close()
         datagrams = [daemon.recv(65536), daemon.recv(65536)]
     header, attempt = datagrams[0].split(b"\n", 1)
     assert json.loads(header) == {"format": "json", "version": 1}

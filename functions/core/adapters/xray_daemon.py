@@ -89,3 +89,7 @@ class XRayDaemonExporter:
 
     def flush(self) -> None:
         """Nothing is buffered: the daemon batches."""
+
+    def close(self) -> None:
+        """Release the socket (a container keeps it for its life)."""
+        self._socket.close()

@@ -142,7 +142,7 @@ def test_an_attempt_killed_with_its_worker_and_its_retry_share_the_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "stack.json"
-    collector = OtlpReceiver().__enter__()  # a team's own backend, beside the span file
+    collector = OtlpReceiver()  # a team's own backend, beside the span file (bound already)
     options = StackOptions(
         seed=31,
         state_file=str(state),

@@ -487,12 +487,35 @@ def _waterfall(delivery: Delivery) -> str:
             f"<td>+{span['offset_ms']:.1f} ms</td><td>{escape(took)}</td>"
             f'<td class="bar"><svg viewBox="0 0 {_WATERFALL_WIDTH} 10"'
             f' preserveAspectRatio="none" role="img" aria-label="{escape(span["name"])}">'
-            f'<rect class="{kind}" x="{x}" y="0" width="{width}" height="10"/></svg></td></tr>'
+            f'<rect class="{kind}" x="{x}" y="0" width="{width}" height="10"/></svg></td>'
+            f"<td>{escape(_span_detail(span['attributes']))}</td></tr>"
         )
     return (
         f"<h2>Trace <code>{escape(view['trace_id'])}</code></h2>"
         '<table class="waterfall"><tr><th>span</th><th>start</th><th>duration</th>'
-        "<th>time line</th></tr>" + "".join(rows) + "</table>"
+        "<th>time line</th><th>detail</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+# What a waterfall row says of its span, in this order, when the span has it.
+_SPAN_DETAIL: Final = (
+    "effect",
+    "tool",
+    "step",
+    "outcome",
+    "result",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "decision",
+    "ended_by",
+    "error.type",
+)
+
+
+def _span_detail(attributes: dict[str, object]) -> str:
+    return " · ".join(
+        f"{key} {attributes[key]}" for key in _SPAN_DETAIL if attributes.get(key) is not None
     )
 
 

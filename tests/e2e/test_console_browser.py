@@ -5,7 +5,8 @@ the home page shows without a click the counts by state, the last hour's through
 the recent deliveries of every state (completed ones, the failed delivery, the
 quarantined conflict), and finds a delivery by its id; the failed delivery's page shows
 why; the package is published late and a click on Requeue brings the delivery to
-completed. Screenshots go to the test's temporary folder, and with
+completed, and its page draws its trace as a waterfall in time order (both attempts,
+the requeue between them). Screenshots go to the test's temporary folder, and with
 ``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
 """
 

@@ -87,7 +87,11 @@ def build_deps(
             shards=settings.received_log_shards,
         ),
         effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
-        queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url),
+        queue=SqsWorkQueue(
+            client=sqs,
+            queue_url=settings.work_queue_url,
+            aws_trace_header=span_export.xray_on(os.environ),
+        ),
         clock=clock or SystemClock(),
         metrics=EmfMetrics(),
         config=ReconcileConfig(

@@ -52,9 +52,12 @@ def build_deps(settings: Settings, *, sqs: SQSClient | None = None) -> Deps:
 
         sqs = boto3.client("sqs", config=SQS_CONFIG)
     span_export.install_from_env(os.environ)
-    return Deps(
-        queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url), metrics=EmfMetrics()
+    queue = SqsWorkQueue(
+        client=sqs,
+        queue_url=settings.work_queue_url,
+        aws_trace_header=span_export.xray_on(os.environ),
     )
+    return Deps(queue=queue, metrics=EmfMetrics())
 
 
 # The container's dependencies, built from the environment on first use; tests and

@@ -161,6 +161,7 @@ def build_deps(
             client=sqs,
             queue_url=settings.work_queue_url,
             dead_letter_queue_url=settings.dead_letter_queue_url,
+            aws_trace_header=span_export.xray_on(os.environ),
         ),
         packages=packages or mcp_packages(settings, secretsmanager=secretsmanager),
         metrics=metrics,

@@ -102,12 +102,20 @@ def from_env(env: Mapping[str, str]) -> SpanExporter | None:
         exporters.append(OtlpHttpExporter(endpoint))
     # Active tracing on (infra sets Powertools' switch to "false" only then), deployed:
     # Lambda runs the X-Ray daemon and names it.
-    daemon = env.get(env_names.ENV_XRAY_DAEMON_ADDRESS)
-    if daemon and env.get(env_names.ENV_POWERTOOLS_TRACE_DISABLED, "").lower() == "false":
-        exporters.append(XRayDaemonExporter(daemon_address(daemon)))
+    if xray_on(env):
+        address = daemon_address(env.get(env_names.ENV_XRAY_DAEMON_ADDRESS))
+        exporters.append(XRayDaemonExporter(address))
     if not exporters:
         return None
     return exporters[0] if len(exporters) == 1 else Tee(*exporters)
+
+
+def xray_on(env: Mapping[str, str]) -> bool:
+    """Deployed with active tracing: Lambda runs the X-Ray daemon and names it, and
+    infra sets Powertools' switch to "false" only then."""
+    return bool(env.get(env_names.ENV_XRAY_DAEMON_ADDRESS)) and (
+        env.get(env_names.ENV_POWERTOOLS_TRACE_DISABLED, "").lower() == "false"
+    )
 
 
 def install_from_env(env: Mapping[str, str]) -> None:

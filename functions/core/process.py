@@ -37,7 +37,7 @@ from functions.core.errors import (
     UncertainEffect,
 )
 from functions.core.models import WorkItem
-from functions.core.observability import logger
+from functions.core.observability import logger, trace_in_logs
 from functions.core.ports.claims import ClaimStore
 from functions.core.ports.effects import EffectStore
 from functions.core.ports.metrics import MetricsSink
@@ -153,12 +153,15 @@ class Processor:
                 more is given back unrun (:attr:`Disposition.RUN_ALONE`).
         """
         # Announced at its start: an attempt killed with its worker stays in the trace.
-        with tracing.span(
-            tracing.SPAN_ATTEMPT,
-            parent=tracing.parent_from(work.traceparent),
-            attributes={"delivery_id": work.delivery_id},
-            announce=True,
-        ) as attempt_span:
+        with (
+            tracing.span(
+                tracing.SPAN_ATTEMPT,
+                parent=tracing.parent_from(work.traceparent),
+                attributes={"delivery_id": work.delivery_id},
+                announce=True,
+            ) as attempt_span,
+            trace_in_logs(attempt_span.context.trace_id),
+        ):
             decision = await self._attempt(work, source, alone=alone)
             attempt_span.set("result", decision.result.value)
             attempt_span.set("error_code", decision.error_code)

@@ -125,25 +125,14 @@ container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ
 
 
 def handle(event: object, deps: Deps) -> Acceptance:
-    """Parse the API Gateway event and run the use case inside the accept span: the
-    first span of the delivery's trace (or the next of RelayLink's, when its request
-    carries a ``traceparent``)."""
+    """Parse the API Gateway event and run the use case."""
     try:
         request = parse_event(event, max_body_bytes=wire.MAX_BODY_BYTES)
     except BodyTooLarge:
         return too_large()
     except MalformedEvent:
         return Acceptance(Outcome.INVALID, REASON_MALFORMED_EVENT)
-    with tracing.span(
-        tracing.SPAN_ACCEPT,
-        parent=parse_traceparent(request.headers.get(wire.HEADER_TRACEPARENT)),
-        attributes={"api_request_id": _api_request_id(event)},
-    ) as accepting:
-        result = deps.accept(request.headers, request.body)
-        accepting.set("outcome", result.outcome.value)
-        accepting.set("reason", result.reason)
-        accepting.set("delivery_id", result.delivery_id)  # set once the signature matched
-        return result
+    return deps.accept(request.headers, request.body)
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -154,12 +143,31 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "aws_request_id": getattr(context, "aws_request_id", None),
         "api_request_id": _api_request_id(event),
     }
+    # The accept span: the first of the delivery's trace (or the next of RelayLink's,
+    # when its request carries a traceparent); the line below names the trace.
+    with tracing.span(
+        tracing.SPAN_ACCEPT,
+        parent=parse_traceparent(_incoming_traceparent(event)),
+        attributes={"api_request_id": ids["api_request_id"]},
+    ) as accepting:
+        ids["trace_id"] = accepting.context.trace_id
+        result = _accept(event, ids)
+        accepting.set("outcome", result.outcome.value)
+        accepting.set("reason", result.reason)
+        accepting.set("delivery_id", result.delivery_id)  # set once the signature matched
+        _record(result, ids)
+    tracing.flush()
+    return _response(result)
+
+
+def _accept(event: dict[str, Any], ids: dict[str, str | None]) -> Acceptance:
+    """The use case's verdict, or the 503 that a broken receiver answers."""
     try:
-        result = handle(event, container_deps.get())
+        return handle(event, container_deps.get())
     except SettingsError as exc:
         # The message names the variable, never a value.
         logger.error("receiver settings are invalid", extra={**ids, "error": str(exc)})
-        result = unavailable(REASON_MISCONFIGURED)
+        return unavailable(REASON_MISCONFIGURED)
     except Exception as exc:  # noqa: BLE001 (the last line: never a 500 or a stack trace to the sender)
         # 503 rather than 500: RelayLink retries either way, and a retry after the fix
         # is exactly what a bug here needs. Log where it happened, not the message,
@@ -168,10 +176,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "receiver failed unexpectedly",
             extra={**ids, "error_type": type(exc).__name__, "where": _where(exc)},
         )
-        result = unavailable(REASON_INTERNAL)
-    _record(result, ids)
-    tracing.flush()
-    return _response(result)
+        return unavailable(REASON_INTERNAL)
 
 
 def _count_retry() -> None:
@@ -231,6 +236,16 @@ def _api_request_id(event: object) -> str | None:
     context = event.get("requestContext") if isinstance(event, dict) else None
     request_id = context.get("requestId") if isinstance(context, dict) else None
     return request_id if isinstance(request_id, str) else None
+
+
+def _incoming_traceparent(event: object) -> str | None:
+    """RelayLink's ``traceparent`` header, if it sent one (HTTP API events lower-case
+    header names; a REST event keeps the sender's case)."""
+    headers = event.get("headers") if isinstance(event, dict) else None
+    if not isinstance(headers, dict):
+        return None
+    value = headers.get(wire.HEADER_TRACEPARENT) or headers.get("Traceparent")
+    return value if isinstance(value, str) else None
 
 
 def _where(exc: BaseException) -> list[str]:

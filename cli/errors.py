@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     AWAITING_APPROVAL = "awaiting_approval"  # send --wait: deliveries wait for a person
     INTERRUPTED = "interrupted"  # send: Ctrl-C, with what was sent so far
     UNKNOWN_DELIVERY = "unknown_delivery"  # inbox show: no such delivery id
+    NO_TRACE = "no_trace"  # inbox show --trace: the delivery was received untraced
     AWS_REGION = "aws_region"
     AWS_CREDENTIALS = "aws_credentials"
     AWS_UNAVAILABLE = "aws_unavailable"  # throttling, or the endpoint unreachable

@@ -56,6 +56,9 @@ class LocalState:
     # The pair this stack's emulator admits (it refuses every other access key id).
     aws_access_key_id: str = LOCAL_ACCESS_KEY
     aws_secret_access_key: str = LOCAL_SECRET_KEY
+    # Where the stack's functions (and operator commands on it) write their spans:
+    # OTLP-JSON lines, read back by ``inbox show --trace``; "" before it had one.
+    spans_file: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -38,6 +38,11 @@ def _base_environment(state: LocalState, options: StackOptions) -> dict[str, str
             "PYTHONUNBUFFERED": "1",
         }
     )
+    # The collector Lambda would not have (X-Ray's daemon is its deployed counterpart).
+    if state.spans_file:
+        environment[env_names.ENV_SPANS_FILE] = state.spans_file
+    if options.otlp_endpoint:
+        environment[env_names.ENV_OTLP_ENDPOINT] = options.otlp_endpoint
     return environment
 
 

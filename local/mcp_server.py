@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -100,6 +100,7 @@ class ServerControls:
         self._slow_ms = slow_ms
         self._slow_injected = 0
         self._packages: Counter[str] = Counter()
+        self._traceparents: dict[str, list[str]] = {}
         self._published: set[str] = set()
         self._requests = 0
         self._request_bytes = 0
@@ -208,6 +209,7 @@ class ServerControls:
             self._unauthorized = 0
             self._slow_injected = 0
             self._packages.clear()
+            self._traceparents.clear()
 
     # --- used by the server ---------------------------------------------------
     def _count_request(self) -> None:
@@ -222,12 +224,20 @@ class ServerControls:
         with self._lock:
             self._unauthorized += 1
 
-    def _count_tool_call(self, package_id: str) -> int:
+    def _count_tool_call(self, package_id: str, *, traceparent: str | None = None) -> int:
         """Count one call; returns how many times ``package_id`` was asked for, this one in."""
         with self._lock:
             self._tool_calls += 1
             self._packages[package_id] += 1
+            if traceparent is not None:
+                self._traceparents.setdefault(package_id, []).append(traceparent)
             return self._packages[package_id]
+
+    def traceparents(self, package_id: str) -> list[str]:
+        """The ``traceparent`` each ``get_package`` call of ``package_id`` carried in
+        its ``_meta`` (MCP 2026-07-28), in arrival order."""
+        with self._lock:
+            return list(self._traceparents.get(package_id, []))
 
     def _slow_delay_ms(self) -> int:
         """The extra delay of this call: the slow delay at the slow rate, else 0."""
@@ -333,8 +343,12 @@ def build_app(controls: ServerControls) -> ASGIApp:
     server: MCPServer[Any] = MCPServer(name="relaylink-demo-mcp", log_level="WARNING")
 
     @server.tool(name=TOOL_NAME, description="Fetch one RelayLink package by id.")
-    async def get_package(package_id: str) -> CallToolResult:
-        fetches = controls._count_tool_call(package_id)
+    async def get_package(package_id: str, ctx: Context) -> CallToolResult:
+        meta = ctx.request_context.meta or {}
+        traceparent = meta.get("traceparent")
+        fetches = controls._count_tool_call(
+            package_id, traceparent=traceparent if isinstance(traceparent, str) else None
+        )
         latency = controls.latency_ms + controls._slow_delay_ms()
         if latency:
             await anyio.sleep(latency / 1000)

@@ -62,6 +62,8 @@ T = TypeVar("T")
 REGION = "us-east-1"
 PREFIX = "relaylink-local"
 READY_DEADLINE_SECONDS = 60.0
+# The stack's span collector: every function's spans, one OTLP-JSON line each.
+SPANS_FILE_NAME = "spans.jsonl"
 STOP_DEADLINE_SECONDS = 10.0
 
 
@@ -231,6 +233,7 @@ class LocalStack:
             workflow=options.workflow,
             aws_access_key_id=self.emulator.credentials.access_key_id,
             aws_secret_access_key=self.emulator.credentials.secret_access_key,
+            spans_file=str(self._run_dir / SPANS_FILE_NAME),
         )
         if resources.alert_queue_url:
             self.alerts = AlertCounter(self._state.aws_client("sqs"), resources.alert_queue_url)

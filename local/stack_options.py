@@ -53,6 +53,9 @@ class StackOptions:
     daily_token_budget: int = 100_000_000  # high: a budget stop is not what a run tests
     model_script: ModelScript | None = None  # what the Bedrock emulator answers
     kill_worker: KillPoint | None = None  # SIGKILL the worker once, there
+    # Also send every span to this OTLP/HTTP endpoint (a team's Jaeger, Tempo, ...);
+    # the run dir's span file keeps them either way.
+    otlp_endpoint: str | None = None
 
     @property
     def agent(self) -> bool:

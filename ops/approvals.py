@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from functions.core import table_layout
+from functions.core import table_layout, tracing, work_trace
 from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals, approval_from_item
 from functions.core.adapters.work_queue import SqsWorkQueue
 from functions.core.approval import MAX_NOTE_CHARS, DecideOutcome, decide, new_decision_token
@@ -228,7 +228,9 @@ def decide_approval(
     if work is None:
         return report
     try:
-        SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url).send(work)
+        queue = SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url)
+        with work_trace.resending(tracing.SPAN_OPERATOR_PREFIX + "approve", [work]) as (traced,):
+            queue.send(traced)
     except Exception as exc:  # noqa: BLE001 (StorageUnavailable: say what is left to do)
         raise OperatorError(
             f"{delivery_id} is approved and pending, but its work item could not be sent"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from functions.core import tracing, work_trace
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT, SqsWorkQueue
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State, WorkItem
@@ -264,7 +265,9 @@ def _requeue_chunk(
         return
     queue = SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url)
     try:
-        unsent = {u.work.delivery_id for u in queue.send_batch(reopened)}
+        requeue_span = tracing.SPAN_OPERATOR_PREFIX + "requeue"
+        with work_trace.resending(requeue_span, reopened, attributes={"bulk": True}) as traced:
+            unsent = {u.work.delivery_id for u in queue.send_batch(traced)}
     except StorageUnavailable:
         raise OperatorError(
             f"SQS: {len(reopened)} delivery(ies) are pending but their work items could not"

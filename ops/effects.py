@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from functions.core import table_layout
+from functions.core import table_layout, tracing
 from functions.core.adapters.dynamodb_effects import effect_from_item
 from functions.core.models import State
 from functions.core.ports.effects import EffectRecord, EffectStatus
@@ -145,7 +145,14 @@ def resolve_effect(
         )
     effects = target.effects()
     resolve = effects.resolve_applied if applied else effects.resolve_not_applied
-    if resolve(delivery_id, name, now=now):
+    with tracing.span(
+        tracing.SPAN_OPERATOR_PREFIX + "resolve",
+        parent=tracing.parent_from(None if inbox is None else inbox.traceparent),
+        attributes={"delivery_id": delivery_id, "effect": name, "applied": applied},
+    ) as resolving:
+        resolved = resolve(delivery_id, name, now=now)
+        resolving.set("changed", resolved)
+    if resolved:
         outcome = ResolveOutcome.APPLIED if applied else ResolveOutcome.NOT_APPLIED
         return ResolveResult(delivery_id, name, outcome, state)
     record = effects.get(delivery_id, name)

@@ -29,6 +29,7 @@ from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.steps import StepRecord
 from functions.core.spend import ModelSpend
 from ops.target import Target, paginate
+from ops.trace import trace_id_of
 
 
 def inbox_view(item: InboxItem) -> dict[str, Any]:
@@ -46,6 +47,7 @@ def inbox_view(item: InboxItem) -> dict[str, Any]:
         "completed_at": item.completed_at,
         "lease_until": item.lease_until,
         "last_error": item.last_error,
+        "trace_id": trace_id_of(item.traceparent),
     }
 
 

@@ -16,6 +16,7 @@ failed until the next attempt records its own outcome.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core import tracing, work_trace
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.work_queue import DEAD_LETTER_FAILURE_ATTRIBUTE, SqsWorkQueue
@@ -83,10 +85,12 @@ def reopen(target: Target, delivery_id: str, *, now: int, failure: str | None = 
     return Reopened(moved=False, refused_in=seen.state, expired=seen.expires_at <= now)
 
 
-def _send_work(target: Target, work: WorkItem) -> None:
+def _send_work(target: Target, work: WorkItem, *, action: str) -> None:
+    """Send ``work`` again, as the operator's ``action``: a span of the delivery's trace."""
     queue = SqsWorkQueue(client=target.sqs, queue_url=target.work_queue_url)
     try:
-        queue.send(work)
+        with work_trace.resending(tracing.SPAN_OPERATOR_PREFIX + action, [work]) as (traced,):
+            queue.send(traced)
     except Exception as exc:  # noqa: BLE001 (StorageUnavailable: say what is left to do)
         raise OperatorError(
             f"{work.delivery_id} is pending but its work item could not be sent ({exc});"
@@ -146,7 +150,7 @@ def requeue(target: Target, delivery_id: str, *, now: int) -> RequeueResult:
             return RequeueResult(delivery_id, RequeueOutcome.REFUSED, previous, reason)
         outcome = RequeueOutcome.REQUEUED
     # Sending again to a pending delivery is harmless: the claim lets one worker run it.
-    _send_work(target, work)
+    _send_work(target, work, action="requeue")
     return RequeueResult(delivery_id, outcome, previous)
 
 
@@ -310,7 +314,10 @@ def _redrive_one(
                 return work.delivery_id, RedriveOutcome.MISSING
     outcome = _redrive_outcome(item, now=now)
     if outcome is RedriveOutcome.MOVED:
-        _send_work(target, work)
+        # The letter's body carries no trace; the inbox item has the delivery's.
+        _send_work(
+            target, dataclasses.replace(work, traceparent=item.traceparent), action="redrive"
+        )
     return work.delivery_id, outcome
 
 

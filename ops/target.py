@@ -21,8 +21,13 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from functions.core import table_layout
-from functions.core.adapters import dynamodb_items, dynamodb_received_log, dynamodb_state_index
+from functions.core import table_layout, tracing
+from functions.core.adapters import (
+    dynamodb_items,
+    dynamodb_received_log,
+    dynamodb_state_index,
+    span_export,
+)
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 
@@ -61,6 +66,9 @@ class Target:
     # The worker's workflow (its ``workflow`` setting), or None when the target does not
     # say (a stack or a state file from before it was recorded).
     workflow: str | None = None
+    # The local stack's span file (``inbox show --trace``); None: a deployed stack,
+    # whose traces are in X-Ray.
+    spans_file: str | None = None
     # Fresh receipts already read listed or ended: a console refreshing every few
     # seconds then reads only the new and the still open ones (fresh_open).
     settled: dynamodb_received_log.SettledReceipts = field(
@@ -104,7 +112,12 @@ class Target:
 
     @classmethod
     def from_local(cls, state: LocalState) -> Target:
-        """The local stack's emulator, from its state file."""
+        """The local stack's emulator, from its state file. An operator's actions on
+        it are spans of the deliveries' traces, in the stack's span file."""
+        if state.spans_file:
+            # This stack's file, whatever was installed before (one process may act on
+            # several stacks in turn: a test session).
+            tracing.install(span_export.SpanFile(state.spans_file))
         return cls(
             dynamodb=state.aws_client("dynamodb"),
             sqs=state.aws_client("sqs"),
@@ -113,6 +126,7 @@ class Target:
             dead_letter_queue_url=state.resources.dead_letter_queue_url,
             receive_wait_seconds=0,
             workflow=state.workflow or None,
+            spans_file=state.spans_file or None,
         )
 
     def claims(self) -> DynamoDbClaims:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from functions.core import signature, wire
+from functions.core import signature, tracing, wire
 from functions.core.clock import Clock
 from functions.core.delivery import Delivery, InvalidDelivery, parse_delivery
 from functions.core.errors import SigningSecretsUnavailable, StorageUnavailable
@@ -104,6 +104,7 @@ def inbox_item(
         package_id=delivery.package_id,
         mcp_url=delivery.mcp_url,
         state_changed_at=received_at,
+        traceparent=None if work is None else work.traceparent,
     )
 
 
@@ -162,7 +163,8 @@ class AcceptDelivery:
             return Acceptance(Outcome.UNAVAILABLE, exc.code, delivery.delivery_id)
 
     def _record(self, delivery: Delivery, digest: str, now: int) -> Acceptance:
-        work = delivery.work_item()
+        # The work continues the trace of this request's accept span.
+        work = delivery.work_item(traceparent=tracing.current_traceparent())
         existing = self._inbox.record(
             delivery,
             work,

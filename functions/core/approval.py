@@ -33,11 +33,13 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from functions.core import tracing
 from functions.core.errors import PermanentError, ProcessingError, TransientError
 from functions.core.observability import logger
 from functions.core.ports.approvals import (
@@ -134,6 +136,8 @@ class AwaitingApproval(ProcessingError):
     """The delivery waits for a person: the worker parks it (no retry, no failure)."""
 
     code = "awaiting_approval"
+    # The spans it leaves are not failed: they end where the wait begins.
+    span_error = False
 
     def __init__(
         self,
@@ -188,7 +192,14 @@ def require_approval(
         # a reconciler run to deny it visibly.
         deadline = min(deadline, expires_at - EXPIRY_MARGIN_SECONDS)
     asked = ApprovalRecord(
-        delivery_id, name, dict(proposal), now, deadline, package_digest=package_digest
+        delivery_id,
+        name,
+        dict(proposal),
+        now,
+        deadline,
+        package_digest=package_digest,
+        traceparent=tracing.current_traceparent(),
+        requested_at_ns=time.time_ns(),
     )
     digest = asked.proposal_digest()
     record = store.get(delivery_id, name)
@@ -282,13 +293,13 @@ def decide(store: ApprovalDecisions, delivery_id: str, name: str, wanted: Decisi
     failure: TransientError | None = None
     try:
         if store.decide(delivery_id, name, wanted):
-            return DecideResult(DecideOutcome.APPLIED, store.get(delivery_id, name))
+            return _waited(DecideResult(DecideOutcome.APPLIED, store.get(delivery_id, name)))
     except TransientError as exc:
         failure = exc  # committed or not: the record tells
     record = store.get(delivery_id, name)
     decided = None if record is None else record.decided
     if decided is not None and decided.token == wanted.token:
-        return DecideResult(DecideOutcome.APPLIED, record)  # ours, its answer lost
+        return _waited(DecideResult(DecideOutcome.APPLIED, record))  # ours, its answer lost
     if record is not None and (late := _refused_as_made(record, wanted)) is not None:
         return DecideResult(late, record)
     if decided is None:
@@ -301,6 +312,31 @@ def decide(store: ApprovalDecisions, delivery_id: str, name: str, wanted: Decisi
     if same:
         return DecideResult(DecideOutcome.UNCHANGED, record)
     return DecideResult(DecideOutcome.REFUSED, record)
+
+
+def _waited(result: DecideResult) -> DecideResult:
+    """Record the wait the decision ended, as one span from the asking to now, under
+    the span that asked (the delivery's trace)."""
+    record = result.record
+    decided = None if record is None else record.decided
+    asker = None if record is None else tracing.parent_from(record.traceparent)
+    if record is None or decided is None or asker is None:
+        return result
+    ended_ns = time.time_ns()
+    started_ns = record.requested_at_ns or record.requested_at * 1_000_000_000
+    tracing.record(
+        tracing.SPAN_APPROVAL_WAIT,
+        parent=asker,
+        start_ns=min(started_ns, ended_ns),
+        end_ns=ended_ns,
+        attributes={
+            "delivery_id": record.delivery_id,
+            "approval": record.name,
+            "decision": decided.decision.value,
+            "decided_by_timeout": decided.decided_by == DECIDED_BY_TIMEOUT,
+        },
+    )
+    return result
 
 
 def _refused_as_made(record: ApprovalRecord, wanted: Decision) -> DecideOutcome | None:

@@ -84,6 +84,7 @@ class QueueMessage:
             when an SQS redrive has moved it back to the work queue; else None.
         failure: the failure the worker dead-lettered it for (a mark without one was
             made before marks named their failure).
+        traceparent: the span the work continues (the relay's, a re-enqueue's).
     """
 
     message_id: str
@@ -91,6 +92,7 @@ class QueueMessage:
     body: str
     dead_lettered: str | None = None
     failure: str | None = None
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +207,7 @@ class _Batch:
         work: WorkItem | None = None
         try:
             try:
-                work = WorkItem.from_json(message.body)
+                work = WorkItem.from_json(message.body, traceparent=message.traceparent)
             except ValueError:
                 # Not ours to interpret and never will be: straight to the dead-letter queue.
                 logger.warning("malformed work item", extra={"message_id": message.message_id})

@@ -67,15 +67,18 @@ class Delivery:
     package_id: str | None = None  # set exactly when the event is package.received
     mcp_url: str | None = None
 
-    def work_item(self) -> WorkItem | None:
+    def work_item(self, *, traceparent: str | None = None) -> WorkItem | None:
         """The work this delivery needs: only ``package.received`` is processed.
 
         Ping and unknown events are acknowledged and recorded, never processed
         (docs/contract.md, Events).
+
+        Args:
+            traceparent: the trace the work continues (the receipt's accept span).
         """
         if self.event != EVENT_PACKAGE_RECEIVED or self.package_id is None or self.mcp_url is None:
             return None
-        return WorkItem(self.delivery_id, self.event, self.package_id, self.mcp_url)
+        return WorkItem(self.delivery_id, self.event, self.package_id, self.mcp_url, traceparent)
 
 
 def is_canonical_delivery_id(text: str) -> bool:

@@ -54,6 +54,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from functions.core import tracing
 from functions.core.clock import Clock
 from functions.core.errors import NotApplied, Rejected, TransientError, UncertainEffect
 from functions.core.model_step import ModelCall, ModelReply
@@ -152,6 +153,23 @@ class EffectLedger:
         _check_name(name, "effect")
         mode = outcome_mode(mode, reconcile=reconcile, repeatable=repeatable)
         key = key or idempotency_key(self.delivery_id, name)
+        with tracing.span(
+            tracing.SPAN_EFFECT,
+            attributes={"effect": name, "idempotency_key": key, "mode": mode.value},
+        ) as effect_span:
+            applied = self._run(name, fn, key=key, mode=mode, reconcile=reconcile)
+            effect_span.set("outcome", "applied" if applied else "already_done")
+            return applied
+
+    def _run(
+        self,
+        name: str,
+        fn: Callable[[str], object],
+        *,
+        key: str,
+        mode: EffectMode,
+        reconcile: Callable[[str], bool] | None,
+    ) -> bool:
         if mode is EffectMode.REPEATABLE:
             fn(key)  # NotApplied: nothing recorded, the next attempt applies it as new
             self._repeated.add(name)
@@ -257,9 +275,21 @@ class EffectLedger:
             ``budget_too_small``), ``TransientError`` (the outcome is unknown).
         """
         call = ModelCall(delivery_id=self.delivery_id, step=name, expires_at=self._expires_at)
-        return ModelReply.from_record(
-            self.step(name, lambda: client.answer(prompt, call).to_record())
-        )
+        asked: list[bool] = []
+
+        def ask() -> object:
+            asked.append(True)
+            return client.answer(prompt, call).to_record()
+
+        with tracing.span(tracing.SPAN_MODEL_TURN, attributes={"step": name}) as turn:
+            reply = ModelReply.from_record(self.step(name, ask))
+            # A recorded reply is replayed: its tokens were spent by an earlier attempt.
+            turn.set("replayed", not asked)
+            turn.set("input_tokens", reply.input_tokens)
+            turn.set("output_tokens", reply.output_tokens)
+            turn.set("stop_reason", reply.stop_reason)
+            turn.set("tool_uses", len(reply.tool_uses))
+            return reply
 
 
 def outcome_mode(

@@ -42,3 +42,9 @@ ENV_POWERTOOLS_TRACE_DISABLED: Final = "POWERTOOLS_TRACE_DISABLED"
 # emulates them): the log format, and the application log level its filter applies.
 ENV_LAMBDA_LOG_FORMAT: Final = "AWS_LAMBDA_LOG_FORMAT"
 ENV_LAMBDA_LOG_LEVEL: Final = "AWS_LAMBDA_LOG_LEVEL"
+# Where spans go (functions.core.adapters.span_export): a file of OTLP-JSON lines (the
+# local stack's collector), an OTLP/HTTP endpoint (a team's own backend). Absent: none.
+ENV_SPANS_FILE: Final = "RELAYLINK_SPANS_FILE"
+ENV_OTLP_ENDPOINT: Final = "RELAYLINK_OTLP_ENDPOINT"
+# Lambda sets it with active tracing on: where its X-Ray daemon listens.
+ENV_XRAY_DAEMON_ADDRESS: Final = "AWS_XRAY_DAEMON_ADDRESS"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -40,12 +40,18 @@ EVENT_PING = "ping"
 
 @dataclass(frozen=True, slots=True)
 class WorkItem:
-    """What the outbox carries to the queue: everything the worker needs, no secret."""
+    """What the outbox carries to the queue: everything the worker needs, no secret.
+
+    ``traceparent`` (the span the work continues: the delivery's accept, the relay's
+    send, a re-enqueue's) travels beside the body, as a message attribute; it is not
+    part of what the work is (nor of equality).
+    """
 
     delivery_id: str
     event: str
     package_id: str
     mcp_url: str
+    traceparent: str | None = field(default=None, compare=False)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -60,7 +66,7 @@ class WorkItem:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> WorkItem:
+    def from_json(cls, text: str, *, traceparent: str | None = None) -> WorkItem:
         """Parse a queue message body; raises ``ValueError`` on any other shape."""
         data: Any = json.loads(text)
         if not isinstance(data, dict):
@@ -71,7 +77,8 @@ class WorkItem:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"work item lacks the string field {name}")
             values.append(value)
-        return cls(*values)
+        delivery_id, event, package_id, mcp_url = values
+        return cls(delivery_id, event, package_id, mcp_url, traceparent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,8 @@ class InboxItem:
     # While parked ``awaiting_approval``: the name of what waits, and its deadline.
     approval: str | None = None
     approval_deadline: int | None = None
+    # The delivery's trace: its accept span (W3C traceparent; None: received untraced).
+    traceparent: str | None = None
 
     @property
     def retry_window_start(self) -> int:
@@ -120,7 +129,9 @@ class InboxItem:
         """The work item this delivery needs, or None when it needs no processing."""
         if self.package_id is None or self.mcp_url is None:
             return None
-        return WorkItem(self.delivery_id, self.event, self.package_id, self.mcp_url)
+        return WorkItem(
+            self.delivery_id, self.event, self.package_id, self.mcp_url, self.traceparent
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,13 +21,14 @@ above INFO (``infra.environments.application_log_level``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, TextIO
 
 from aws_lambda_powertools import Logger, Metrics
@@ -130,6 +131,25 @@ def apply_trace_setting(environ: Mapping[str, str]) -> None:
 apply_log_level(os.environ)
 install_redaction(os.environ)
 apply_trace_setting(os.environ)
+
+
+@contextlib.contextmanager
+def trace_in_logs(trace_id: str | None) -> Iterator[None]:
+    """Every line logged in this context names the delivery's trace (``trace_id``: the
+    W3C id, which is X-Ray's too), so Logs Insights and the trace join on it.
+
+    Powertools keeps these keys in a ``ContextVar``: the lines of this attempt, and of
+    the threads it starts with ``asyncio.to_thread``, carry it; a concurrent attempt's
+    do not.
+    """
+    if trace_id is None:
+        yield
+        return
+    logger.thread_safe_append_keys(trace_id=trace_id)
+    try:
+        yield
+    finally:
+        logger.thread_safe_remove_keys(["trace_id"])
 
 
 def log_with_counts(

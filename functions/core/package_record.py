@@ -27,6 +27,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from functions.core import tracing
 from functions.core.claim import Claim
 from functions.core.clock import Clock
 from functions.core.errors import PackageChanged, StorageUnavailable, TransientError
@@ -76,7 +77,8 @@ class PackageRecorder:
         kept = self._storage.records.get(work.delivery_id)
         if kept is not None:
             return await self._kept(kept, work, source)
-        fetched = await source.get_package(work.mcp_url, work.package_id)
+        with tracing.span(tracing.SPAN_FETCH, attributes={"package_id": work.package_id}):
+            fetched = await source.get_package(work.mcp_url, work.package_id)
         body = fetched.canonical()
         record = PackageRecord(
             delivery_id=work.delivery_id,
@@ -97,7 +99,10 @@ class PackageRecorder:
         body = self._content(record)
         if body is not None:
             return _parse(body)
-        refetched = await source.get_package(work.mcp_url, work.package_id)
+        with tracing.span(
+            tracing.SPAN_FETCH, attributes={"package_id": work.package_id, "refetch": True}
+        ):
+            refetched = await source.get_package(work.mcp_url, work.package_id)
         digest = refetched.digest()
         if digest != record.digest:
             self._storage.records.record_refetch(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from functions.core import metric_names, settings_table
+from functions.core import metric_names, settings_table, tracing
 from functions.core.approval import AwaitingApproval
 from functions.core.claim import (
     ITEM_EXPIRED,
@@ -41,7 +41,7 @@ from functions.core.errors import (
     UncertainEffect,
 )
 from functions.core.models import WorkItem
-from functions.core.observability import logger
+from functions.core.observability import logger, trace_in_logs
 from functions.core.package_record import PackageRecorder, PackageStorage
 from functions.core.ports.claims import ClaimStore
 from functions.core.ports.effects import EffectStore
@@ -158,20 +158,39 @@ class Processor:
     async def process(
         self, work: WorkItem, source: PackageSource, *, alone: bool = True
     ) -> Decision:
-        """Take one work item as far as it can go now.
+        """Take one work item as far as it can go now, inside its attempt span.
 
         Args:
             alone: nothing else runs in this invocation meanwhile. When False, a
                 delivery whose earlier attempts died unexplained ``runs_alone_after`` times or
                 more is given back unrun (:attr:`Disposition.RUN_ALONE`).
         """
+        # Announced at its start: an attempt killed with its worker stays in the trace.
+        with (
+            tracing.span(
+                tracing.SPAN_ATTEMPT,
+                parent=tracing.parent_from(work.traceparent),
+                attributes={"delivery_id": work.delivery_id},
+                announce=True,
+            ) as attempt_span,
+            trace_in_logs(attempt_span.context.trace_id),
+        ):
+            decision = await self._attempt(work, source, alone=alone)
+            attempt_span.set("result", decision.result.value)
+            attempt_span.set("error_code", decision.error_code)
+            return decision
+
+    async def _attempt(self, work: WorkItem, source: PackageSource, *, alone: bool) -> Decision:
         now = self.clock.now()
-        attempt = self.claims.claim(
-            work.delivery_id,
-            owner=self.new_owner(),
-            now=now,
-            lease_seconds=self.config.lease_seconds,
-        )
+        with tracing.span(tracing.SPAN_CLAIM) as claim_span:
+            attempt = self.claims.claim(
+                work.delivery_id,
+                owner=self.new_owner(),
+                now=now,
+                lease_seconds=self.config.lease_seconds,
+            )
+            claim_span.set("status", attempt.status.value)
+            claim_span.set("attempt", attempt.claim.attempts if attempt.claim else None)
         if attempt.status is not ClaimStatus.CLAIMED or attempt.claim is None:
             return self._not_claimed(work, attempt, now=now)
         claim = attempt.claim
@@ -248,7 +267,8 @@ class Processor:
                 steps=self.steps,
             )
             # In a thread: a workflow may block, or run its own event loop for an agent.
-            await asyncio.to_thread(self.workflow.run, work, package, ledger)
+            with tracing.span(tracing.SPAN_WORKFLOW):
+                await asyncio.to_thread(self.workflow.run, work, package, ledger)
             self.claims.complete(claim, now=self.clock.now(), effects_done=ledger.repeated)
         except ClaimLost:
             raise

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
 
-from functions.core import metric_names, settings_table, table_layout
+from functions.core import metric_names, settings_table, table_layout, tracing, work_trace
 from functions.core.approval import DECIDED_BY_TIMEOUT, DecideOutcome, decide, new_decision_token
 from functions.core.clock import Clock
 from functions.core.deadline import Deadline
@@ -517,7 +517,8 @@ class _Batch:
         works, self.works = self.works, []  # taken first: a failed send is not repeated
         if not works:
             return
-        unsent = self.queue.send_batch(works)
+        with work_trace.resending(tracing.SPAN_RECONCILER_REQUEUE, works) as traced:
+            unsent = self.queue.send_batch(traced)
         for refused in unsent:
             logger.warning(
                 "work item refused by the queue, re-enqueued after the pending age",

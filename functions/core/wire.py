@@ -12,4 +12,6 @@ HEADER_EVENT: Final = "x-relaylink-event"
 HEADER_TIMESTAMP: Final = "x-relaylink-timestamp"
 HEADER_SIGNATURE: Final = "x-relaylink-signature"
 HEADER_ATTEMPT: Final = "x-relaylink-attempt"
+# W3C trace context: when RelayLink sends one, the delivery's trace continues it.
+HEADER_TRACEPARENT: Final = "traceparent"
 MAX_BODY_BYTES: Final = 256 * 1024  # RelayLink never sends more (contract section 3)

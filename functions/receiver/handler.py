@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.config import Config
 
-from functions.core import metric_names, wire
+from functions.core import metric_names, tracing, wire
 from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
+from functions.core.adapters import span_export
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.signing_secrets import SecretsManagerSigningSecrets
 from functions.core.adapters.storage_retry import StorageRetry
@@ -29,6 +30,7 @@ from functions.core.env_parsers import SettingsError
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import log_with_counts, logger
+from functions.core.trace_context import parse_traceparent
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
 
@@ -96,6 +98,7 @@ def build_deps(
             session.create_client("secretsmanager", config=SECRETS_CONFIG),
         )
     clock = clock or SystemClock()
+    span_export.install_from_env(os.environ)
     return Deps(
         accept=AcceptDelivery(
             inbox=DynamoDbInbox(
@@ -140,12 +143,31 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "aws_request_id": getattr(context, "aws_request_id", None),
         "api_request_id": _api_request_id(event),
     }
+    # The accept span: the first of the delivery's trace (or the next of RelayLink's,
+    # when its request carries a traceparent); the line below names the trace.
+    with tracing.span(
+        tracing.SPAN_ACCEPT,
+        parent=parse_traceparent(_incoming_traceparent(event)),
+        attributes={"api_request_id": ids["api_request_id"]},
+    ) as accepting:
+        ids["trace_id"] = accepting.context.trace_id
+        result = _accept(event, ids)
+        accepting.set("outcome", result.outcome.value)
+        accepting.set("reason", result.reason)
+        accepting.set("delivery_id", result.delivery_id)  # set once the signature matched
+        _record(result, ids)
+    tracing.flush()
+    return _response(result)
+
+
+def _accept(event: dict[str, Any], ids: dict[str, str | None]) -> Acceptance:
+    """The use case's verdict, or the 503 that a broken receiver answers."""
     try:
-        result = handle(event, container_deps.get())
+        return handle(event, container_deps.get())
     except SettingsError as exc:
         # The message names the variable, never a value.
         logger.error("receiver settings are invalid", extra={**ids, "error": str(exc)})
-        result = unavailable(REASON_MISCONFIGURED)
+        return unavailable(REASON_MISCONFIGURED)
     except Exception as exc:  # noqa: BLE001 (the last line: never a 500 or a stack trace to the sender)
         # 503 rather than 500: RelayLink retries either way, and a retry after the fix
         # is exactly what a bug here needs. Log where it happened, not the message,
@@ -154,9 +176,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "receiver failed unexpectedly",
             extra={**ids, "error_type": type(exc).__name__, "where": _where(exc)},
         )
-        result = unavailable(REASON_INTERNAL)
-    _record(result, ids)
-    return _response(result)
+        return unavailable(REASON_INTERNAL)
 
 
 def _count_retry() -> None:
@@ -216,6 +236,16 @@ def _api_request_id(event: object) -> str | None:
     context = event.get("requestContext") if isinstance(event, dict) else None
     request_id = context.get("requestId") if isinstance(context, dict) else None
     return request_id if isinstance(request_id, str) else None
+
+
+def _incoming_traceparent(event: object) -> str | None:
+    """RelayLink's ``traceparent`` header, if it sent one (HTTP API events lower-case
+    header names; a REST event keeps the sender's case)."""
+    headers = event.get("headers") if isinstance(event, dict) else None
+    if not isinstance(headers, dict):
+        return None
+    value = headers.get(wire.HEADER_TRACEPARENT) or headers.get("Traceparent")
+    return value if isinstance(value, str) else None
 
 
 def _where(exc: BaseException) -> list[str]:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
+from functions.core import tracing
+from functions.core.adapters import span_export
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_approvals import DynamoDbApprovals
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
@@ -76,6 +78,7 @@ def build_deps(
 
         dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
+    span_export.install_from_env(os.environ)
     return Deps(
         claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
         received=DynamoDbReceivedLog(
@@ -84,7 +87,11 @@ def build_deps(
             shards=settings.received_log_shards,
         ),
         effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
-        queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url),
+        queue=SqsWorkQueue(
+            client=sqs,
+            queue_url=settings.work_queue_url,
+            aws_trace_header=span_export.xray_on(os.environ),
+        ),
         clock=clock or SystemClock(),
         metrics=EmfMetrics(),
         config=ReconcileConfig(
@@ -106,9 +113,13 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     """Lambda entry point (scheduled event; its content is not used)."""
     deps = container_deps.get()
     try:
-        remaining = context.get_remaining_time_in_millis() / 1000
-        report = deps.run(deadline=Deadline.after(remaining - SAFETY_MARGIN_SECONDS))
+        # A run is a trace of its own; each re-enqueue it makes is a span of its
+        # delivery's trace, linked to this one.
+        with tracing.span(tracing.SPAN_RECONCILER_RUN):
+            remaining = context.get_remaining_time_in_millis() / 1000
+            report = deps.run(deadline=Deadline.after(remaining - SAFETY_MARGIN_SECONDS))
     finally:
         deps.metrics.flush()
+        tracing.flush()
     logger.info("reconciler run", extra=dataclasses.asdict(report))
     return dataclasses.asdict(report)

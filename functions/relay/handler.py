@@ -12,15 +12,17 @@ the receiver wrote it to expire with its inbox item (``dynamodb_items.outbox_to_
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
-from functions.core import metric_names, table_layout
-from functions.core.adapters import dynamodb_items
+from functions.core import metric_names, table_layout, tracing
+from functions.core.adapters import dynamodb_items, span_export
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.work_queue import SEND_BATCH_LIMIT, SqsWorkQueue
 from functions.core.errors import StorageUnavailable
@@ -28,6 +30,7 @@ from functions.core.lazy_deps import LazyDeps
 from functions.core.models import WorkItem
 from functions.core.observability import logger
 from functions.core.ports.queue import EnqueueBatch
+from functions.core.trace_context import SpanContext
 from functions.relay.settings import Settings
 
 if TYPE_CHECKING:
@@ -48,9 +51,13 @@ def build_deps(settings: Settings, *, sqs: SQSClient | None = None) -> Deps:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)
 
         sqs = boto3.client("sqs", config=SQS_CONFIG)
-    return Deps(
-        queue=SqsWorkQueue(client=sqs, queue_url=settings.work_queue_url), metrics=EmfMetrics()
+    span_export.install_from_env(os.environ)
+    queue = SqsWorkQueue(
+        client=sqs,
+        queue_url=settings.work_queue_url,
+        aws_trace_header=span_export.xray_on(os.environ),
     )
+    return Deps(queue=queue, metrics=EmfMetrics())
 
 
 # The container's dependencies, built from the environment on first use; tests and
@@ -62,6 +69,7 @@ container_deps: Final = LazyDeps(lambda: build_deps(Settings.from_env(os.environ
 class _Outgoing:
     sequence_number: str
     work: WorkItem
+    accept: SpanContext | None = None  # the delivery's accept span, when it has a trace
 
 
 def work_of(record: dict[str, Any], deps: Deps) -> WorkItem | None:
@@ -110,11 +118,42 @@ def _send_all(outgoing: Sequence[_Outgoing], deps: Deps) -> list[str]:
 def relay(records: Sequence[dict[str, Any]], deps: Deps) -> list[str]:
     """Relay a stream batch; the sequence numbers of the records to retry."""
     outgoing = [
-        _Outgoing(str(record["dynamodb"]["SequenceNumber"]), work)
+        _traced(str(record["dynamodb"]["SequenceNumber"]), work)
         for record in records
         if (work := work_of(record, deps)) is not None
     ]
-    return _send_all(outgoing, deps)
+    started_ns = time.time_ns()
+    failed = _send_all(outgoing, deps)
+    _record_spans(outgoing, set(failed), started_ns=started_ns)
+    return failed
+
+
+def _traced(sequence_number: str, work: WorkItem) -> _Outgoing:
+    """``work`` carrying its relay span (a child of its accept span) to the worker."""
+    accept = tracing.parent_from(work.traceparent)
+    if accept is None:
+        return _Outgoing(sequence_number, work)  # received untraced: nothing to continue
+    relayed = dataclasses.replace(work, traceparent=accept.child().traceparent)
+    return _Outgoing(sequence_number, relayed, accept)
+
+
+def _record_spans(outgoing: Sequence[_Outgoing], failed: set[str], *, started_ns: int) -> None:
+    """One relay span per work item, over the batch's sends that carried it."""
+    ended_ns = time.time_ns()
+    for o in outgoing:
+        own = tracing.parent_from(o.work.traceparent)
+        if o.accept is None or own is None:
+            continue
+        sent = o.sequence_number not in failed
+        tracing.record(
+            tracing.SPAN_RELAY,
+            parent=o.accept,
+            context=own,
+            start_ns=started_ns,
+            end_ns=ended_ns,
+            attributes={"delivery_id": o.work.delivery_id, "sent": sent, "batch": len(outgoing)},
+            error=not sent,
+        )
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -127,4 +166,5 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         failed = relay(records, deps)
     finally:
         deps.metrics.flush()
+        tracing.flush()
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

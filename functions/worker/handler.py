@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.config import Config
 
-from functions.core.adapters import mcp_timing
+from functions.core import tracing
+from functions.core.adapters import mcp_timing, span_export
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
@@ -29,6 +30,7 @@ from functions.core.adapters.object_store_s3 import S3ObjectStore
 from functions.core.adapters.work_queue import (
     DEAD_LETTER_FAILURE_ATTRIBUTE,
     DEAD_LETTERED_ATTRIBUTE,
+    TRACEPARENT_ATTRIBUTE,
     SqsWorkQueue,
 )
 from functions.core.batch import BatchLimits, QueueMessage, process_batch
@@ -114,6 +116,7 @@ def build_deps(
         secretsmanager = secretsmanager or boto3.client("secretsmanager", config=AWS_CONFIG)
         s3 = s3 or (boto3.client("s3", config=AWS_CONFIG) if wants_s3 else None)
     clock = clock or SystemClock()
+    span_export.install_from_env(os.environ)
     metrics = EmfMetrics()
     # Workflow steps beside the effect records; results too large for an item go to
     # the archive bucket.
@@ -164,6 +167,7 @@ def build_deps(
             client=sqs,
             queue_url=settings.work_queue_url,
             dead_letter_queue_url=settings.dead_letter_queue_url,
+            aws_trace_header=span_export.xray_on(os.environ),
         ),
         packages=packages or mcp_packages(settings, secretsmanager=secretsmanager),
         metrics=metrics,
@@ -186,14 +190,15 @@ def parse_messages(event: dict[str, Any]) -> list[QueueMessage]:
             body=str(record["body"]),
             dead_lettered=_mark(record, DEAD_LETTERED_ATTRIBUTE),
             failure=_mark(record, DEAD_LETTER_FAILURE_ATTRIBUTE),
+            traceparent=_mark(record, TRACEPARENT_ATTRIBUTE),
         )
         for record in event.get("Records", [])
     ]
 
 
 def _mark(record: dict[str, Any], name: str) -> str | None:
-    """A part of the worker's dead-letter mark, when an SQS redrive brought the message
-    back."""
+    """A string message attribute: a part of the worker's dead-letter mark (when an SQS
+    redrive brought the message back), or the trace the work continues."""
     attribute = (record.get("messageAttributes") or {}).get(name)
     value = attribute.get("stringValue") if isinstance(attribute, dict) else None
     return value if isinstance(value, str) and value else None
@@ -224,6 +229,7 @@ def handle(event: dict[str, Any], deps: Deps, *, remaining_ms: int | None = None
         )
     finally:
         deps.metrics.flush()
+        tracing.flush()
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
 

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
+from functions.core import tracing
 from functions.core.approval import require_approval
 from functions.core.errors import PermanentError, Rejected
 from functions.core.observability import logger
@@ -220,7 +221,13 @@ def converse_with_tools(
             if used > caps.max_tool_calls:
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
             settle = functools.partial(_settle, effects, by_name, use, approval)
-            outcome = effects.step(tool_record_name(use.id), settle)
+            # The name only when it is one offered: the model's own text stays out of spans.
+            offered_name = use.name if use.name in by_name else "unknown"
+            with tracing.span(
+                tracing.SPAN_TOOL, attributes={"tool": offered_name, "tool_use_id": use.id}
+            ) as tool_span:
+                outcome = effects.step(tool_record_name(use.id), settle)
+                tool_span.set("status", str(outcome.get("status")))
             if screen is not None:
                 screen(tool_record_name(use.id), use.name, fence_safe_json(outcome["content"]))
             results.append(_result_block(use, outcome, prompt.nonce))

@@ -69,6 +69,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--run-dir", metavar="DIR", help="keep logs and checkpoints here")
     parser.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="also send every span to this OTLP/HTTP collector (JSON, to URL/v1/traces),"
+        " e.g. http://127.0.0.1:4318 for a local Jaeger; the run dir keeps them either way",
+    )
+    parser.add_argument(
         "--workflow",
         default="notify",
         help="archive, notify, agent or module:attribute (default notify: the effects "
@@ -198,6 +204,8 @@ def _check_options(args: argparse.Namespace) -> None:
             raise CommandError(f"--state-file: cannot write in {folder}", code=ErrorCode.STATE_FILE)
     if args.run_dir and os.path.exists(args.run_dir) and not os.path.isdir(args.run_dir):
         raise CommandError(f"--run-dir {args.run_dir} is not a folder", code=bad)
+    if args.otlp_endpoint and not args.otlp_endpoint.startswith(("http://", "https://")):
+        raise CommandError("--otlp-endpoint is an http:// or https:// URL", code=bad)
 
 
 def _port_free(port: int) -> bool:
@@ -231,6 +239,7 @@ def _serve(
         seed=args.seed,
         state_file=args.state_file,
         run_dir=args.run_dir,
+        otlp_endpoint=args.otlp_endpoint,
         workflow=args.workflow,
         workflow_settings=workflow_settings,
         workflow_source=os.path.abspath(args.workflow_source) if args.workflow_source else None,

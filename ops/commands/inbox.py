@@ -13,10 +13,12 @@ from ops.commands.output import iso, print_json
 from ops.commands.target_options import add_target_arguments, open_target, operator_call
 
 if TYPE_CHECKING:
+    from functions.core.models import InboxItem
     from functions.core.ports.effects import EffectRecord
     from functions.core.ports.package_record import PackageRecord
     from functions.core.ports.steps import StepRecord
     from functions.core.spend import ModelSpend
+    from ops.target import Target
 
 STATES = ("pending", "processing", "completed", "failed", "ignored", "awaiting_approval")
 
@@ -37,6 +39,12 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument("delivery_id", metavar="DELIVERY_ID", help="the delivery's id (a uuid)")
     show.add_argument("--json", action="store_true", help="one JSON object")
+    show.add_argument(
+        "--trace",
+        action="store_true",
+        help="the delivery's trace instead: every span from its receipt to its last"
+        " effect, with durations (a local stack's span file; deployed: its X-Ray trace id)",
+    )
     add_target_arguments(show)
     show.set_defaults(handler=run_show)
 
@@ -70,6 +78,8 @@ def run_show(args: argparse.Namespace) -> int:
         message = f"no delivery {args.delivery_id} in the inbox"
         print(format_line("inbox", ErrorCode.UNKNOWN_DELIVERY, message), file=sys.stderr)
         return 1
+    if args.trace:
+        return _show_trace(target, item, as_json=args.json)
     view = inbox.inbox_view(item)
     progress = operator_call(inbox.show_progress, target, args.delivery_id, item)
     asked = operator_call(approvals.delivery_approvals, target, args.delivery_id)
@@ -111,6 +121,35 @@ def run_show(args: argparse.Namespace) -> int:
     width = max(len(label) for label, _ in lines)
     for label, shown in lines:
         print(f"{label:<{width}}  {'-' if shown is None else shown}")
+    return 0
+
+
+def _show_trace(target: Target, item: InboxItem, *, as_json: bool) -> int:
+    from ops import trace
+
+    trace_id = trace.trace_id_of(item.traceparent)
+    if trace_id is None:
+        message = f"{item.delivery_id} has no trace (received before traces, or ignored)"
+        print(format_line("inbox", ErrorCode.NO_TRACE, message), file=sys.stderr)
+        return 1
+    where = {"delivery_id": item.delivery_id, "xray_trace_id": trace.xray_trace_id(trace_id)}
+    if target.spans_file is None:
+        # Deployed, the spans are X-Ray's (and a team's OTLP backend's): the ids find
+        # them there and in Logs Insights (docs/operations.md, Following a delivery).
+        if as_json:
+            print_json({**where, "trace_id": trace_id, "spans": []})
+        else:
+            print(f"delivery {item.delivery_id}  trace {trace_id}")
+            print(f"X-Ray: aws xray batch-get-traces --trace-ids {where['xray_trace_id']}")
+        return 0
+    spans = trace.read_trace(target.spans_file, trace_id)
+    if as_json:
+        print_json({**where, **trace.trace_view(trace_id, spans)})
+        return 0
+    print(f"delivery {item.delivery_id}  trace {trace_id}  spans {len(spans)}")
+    print(f"{'start':>12}  {'duration':>12}  span")
+    for line in trace.tree_lines(spans):
+        print(line)
     return 0
 
 

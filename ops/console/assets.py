@@ -57,4 +57,11 @@ form.inline { display: inline; margin-right: 6px; }
 form.filter label { margin-right: 10px; }
 button { cursor: pointer; } button.primary { font-weight: 600; }
 .actions { margin: 8px 0; }
+table.waterfall td { padding: 2px 8px; font-size: 12px; white-space: nowrap; }
+table.waterfall td.bar { width: 60%; }
+table.waterfall svg { width: 100%; height: 12px; display: block; background: #f1f3f7; }
+table.waterfall rect { fill: #3b6fd8; }
+table.waterfall rect.span-error { fill: #c0392b; }
+table.waterfall rect.span-unfinished { fill: #d9a21b; }
+table.waterfall rect.span-wait { fill: #9aa7c2; }
 """

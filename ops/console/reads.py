@@ -22,11 +22,13 @@ from functions.core import settings_table, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.models import InboxItem, QuarantineRecord, State
 from functions.core.ports.approvals import ApprovalRecord
+from functions.core.tracing import SpanRecord
 from ops.approvals import delivery_approvals
 from ops.effects import list_effects
 from ops.inbox import Progress, show_inbox, show_progress
 from ops.quarantine import show_quarantine
 from ops.target import Target, describe_aws_error
+from ops.trace import read_trace, trace_id_of
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.client import CloudWatchClient
@@ -226,6 +228,8 @@ class Delivery:
     progress: Progress
     quarantine: list[QuarantineRecord]
     approvals: list[ApprovalRecord] = field(default_factory=list)  # asked for, and decided
+    # Its trace's spans (a local stack's span file), oldest first; none deployed.
+    spans: list[SpanRecord] = field(default_factory=list)
 
 
 def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
@@ -242,4 +246,12 @@ def read_delivery(target: Target, delivery_id: str) -> Delivery | None:
         progress=show_progress(target, delivery_id, item),
         quarantine=show_quarantine(target, delivery_id),
         approvals=delivery_approvals(target, delivery_id),
+        spans=_spans(target, item),
     )
+
+
+def _spans(target: Target, item: InboxItem) -> list[SpanRecord]:
+    trace_id = trace_id_of(item.traceparent)
+    if target.spans_file is None or trace_id is None:
+        return []
+    return read_trace(target.spans_file, trace_id)

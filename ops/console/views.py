@@ -31,6 +31,7 @@ from ops.console.reads import (
 )
 from ops.effects import EffectInDoubt
 from ops.shown_text import visible
+from ops.trace import trace_id_of, trace_view
 
 HOME_REFRESH_SECONDS: Final = 5
 NAVIGATION: Final = (
@@ -444,9 +445,78 @@ def delivery_page(chrome: Chrome, delivery: Delivery) -> str:
         f" · changed {escape(age(item.state_changed_at, chrome.now))} ago</p>"
         + _spend_line(delivery)
         + f'<div class="actions">{actions}</div>'
-        "<h2>Timeline</h2>" + _table(("time", "what", "detail"), events, empty="")
+        "<h2>Timeline</h2>"
+        + _table(("time", "what", "detail"), events, empty="")
+        + _waterfall(delivery)
     )
     return page(chrome, f"Delivery {item.delivery_id}", content)
+
+
+# The waterfall's horizontal scale: a bar's position and length in 1000ths of the trace.
+_WATERFALL_WIDTH: Final = 1000
+
+
+def _waterfall(delivery: Delivery) -> str:
+    """The trace as a waterfall: one row per span in time order, indented under its
+    parent, its bar placed on the trace's time line (SVG attributes, not inline
+    styles: the console's CSP allows no style attribute)."""
+    if not delivery.spans:
+        return ""
+    view = trace_view(trace_id_of(delivery.item.traceparent) or "", delivery.spans)
+    spans = view["spans"]
+    start = min(s["start_unix_nano"] for s in spans)
+    end = max(s["end_unix_nano"] or s["start_unix_nano"] for s in spans)
+    whole = max(end - start, 1)
+    rows = []
+    for span in spans:
+        span_end = span["end_unix_nano"] or end  # an unfinished span runs to the end
+        x = (span["start_unix_nano"] - start) * _WATERFALL_WIDTH // whole
+        width = max((span_end - span["start_unix_nano"]) * _WATERFALL_WIDTH // whole, 2)
+        kind = (
+            "span-error"
+            if span["error"]
+            else "span-unfinished"
+            if span["unfinished"]
+            else "span-wait"
+            if span["name"] == "approval.wait"
+            else "span"
+        )
+        took = "unfinished" if span["duration_ms"] is None else f"{span['duration_ms']:.1f} ms"
+        rows.append(
+            f'<tr class="{kind}"><td>{"&nbsp;&nbsp;" * span["depth"]}{escape(span["name"])}</td>'
+            f"<td>+{span['offset_ms']:.1f} ms</td><td>{escape(took)}</td>"
+            f'<td class="bar"><svg viewBox="0 0 {_WATERFALL_WIDTH} 10"'
+            f' preserveAspectRatio="none" role="img" aria-label="{escape(span["name"])}">'
+            f'<rect class="{kind}" x="{x}" y="0" width="{width}" height="10"/></svg></td>'
+            f"<td>{escape(_span_detail(span['attributes']))}</td></tr>"
+        )
+    return (
+        f"<h2>Trace <code>{escape(view['trace_id'])}</code></h2>"
+        '<table class="waterfall"><tr><th>span</th><th>start</th><th>duration</th>'
+        "<th>time line</th><th>detail</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+# What a waterfall row says of its span, in this order, when the span has it.
+_SPAN_DETAIL: Final = (
+    "effect",
+    "tool",
+    "step",
+    "outcome",
+    "result",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "decision",
+    "ended_by",
+    "error.type",
+)
+
+
+def _span_detail(attributes: dict[str, object]) -> str:
+    return " · ".join(
+        f"{key} {attributes[key]}" for key in _SPAN_DETAIL if attributes.get(key) is not None
+    )
 
 
 def not_found_page(chrome: Chrome, what: str) -> str:

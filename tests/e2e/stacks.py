@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from local.stack import LocalStack
 from local.stack_options import StackOptions
-from tests import log_audit
+from tests import log_audit, span_audit
 
 
 @contextmanager
@@ -27,5 +28,9 @@ def audited(options: StackOptions) -> Iterator[LocalStack]:
             log.name: log_audit.check_output(log.read_text(encoding="utf-8", errors="replace"))
             for log in sorted(running.run_dir.glob("*.log"))
         }
+        spans = Path(running.state.spans_file)
+        # The log rules hold for spans too (a stack that received nothing has none).
+        span_findings = span_audit.check_span_file(spans) if spans.exists() else []
     assert findings, "the children wrote no logs at all"
     assert {name: rules for name, rules in findings.items() if rules} == {}
+    assert span_findings == []

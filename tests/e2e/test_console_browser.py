@@ -5,7 +5,8 @@ the home page shows without a click the counts by state, the last hour's through
 the recent deliveries of every state (completed ones, the failed delivery, the
 quarantined conflict), and finds a delivery by its id; the failed delivery's page shows
 why; the package is published late and a click on Requeue brings the delivery to
-completed. Screenshots go to the test's temporary folder, and with
+completed, and its page draws its trace as a waterfall in time order (both attempts,
+the requeue between them). Screenshots go to the test's temporary folder, and with
 ``CONSOLE_SCREENSHOTS=docs`` also to docs/images/ (docs/operations.md).
 """
 
@@ -87,6 +88,12 @@ def _shoot(page: Page, folder: Path, name: str) -> None:
         shutil.copyfile(path, DOCS_IMAGES / path.name)
 
 
+def _span_row(text: str) -> tuple[str, float]:
+    """A waterfall row's span name and its start (milliseconds from the trace's start)."""
+    name, start = text.split("\t")[:2]
+    return name.strip(), float(start.strip().removeprefix("+").removesuffix(" ms"))
+
+
 def _row_text(page: Page, delivery_id: str) -> str:
     return page.locator("tr", has_text=delivery_id).first.inner_text()
 
@@ -161,15 +168,38 @@ def test_home_shows_states_then_a_failed_delivery_is_requeued_and_completes(
                 pause_seconds=0.3,
             )
             assert "completed" in summary and "ok" in summary
-            timeline = page.locator("table").inner_text()
+            timeline = page.locator("table").first.inner_text()
             assert "completed" in timeline
             # The default workflow's archive is repeatable: marked done by the completion.
             assert "archive: done (repeatable: marked by the completion)" in timeline
             _shoot(page, tmp_path, "delivery-completed")
 
+            # Its trace, drawn as a waterfall in time order: the failed attempt, the
+            # operator's requeue, the attempt that completed it.
+            def spans() -> list[tuple[str, float]]:
+                page.reload()
+                rows = page.locator("table.waterfall tr.span, table.waterfall tr.span-error")
+                return [_span_row(text) for text in rows.all_inner_texts()]
+
+            drawn = poll(
+                spans,
+                lambda rows: [n for n, _ in rows].count("attempt") == 2,
+                deadline_seconds=DEADLINE_SECONDS,
+                pause_seconds=0.3,
+            )
+            names = [name for name, _ in drawn]
+            for expected in ("accept", "relay", "claim", "mcp.get_package", "operator.requeue"):
+                assert expected in names, names
+            assert names.count("attempt") == 2
+            assert names[0] == "accept"
+            starts = [start for _, start in drawn]
+            assert starts == sorted(starts)
+            assert page.locator("table.waterfall svg rect").count() == len(drawn)
+            _shoot(page, tmp_path, "delivery-trace")
+
             page.get_by_role("link", name="Quarantine").click()
             assert ids["normal0"] in page.locator("table").inner_text()
             _shoot(page, tmp_path, "quarantine")
             page.close()
-    for name in ("home", "delivery-failed", "delivery-completed", "quarantine"):
+    for name in ("home", "delivery-failed", "delivery-completed", "delivery-trace", "quarantine"):
         assert (tmp_path / f"console-{name}.png").stat().st_size > 10_000

@@ -3,6 +3,7 @@ handler would see one, the record's way otherwise, redacted either way."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -13,7 +14,7 @@ import pytest
 from aws_lambda_powertools.logging.filters import SuppressFilter
 
 from functions.core import env_names, metric_names, observability
-from functions.core.observability import log_with_counts, logger
+from functions.core.observability import log_with_counts, logger, trace_in_logs
 from functions.core.redaction import REDACTED, remember_secret
 
 # Planted, only in this module (nothing here reaches a handler pytest or the audit sees).
@@ -173,3 +174,21 @@ def test_the_trace_id_is_logged_only_while_tracing_is_on(
     assert ("xray_trace_id" in line) is logged
     if logged:
         assert line["xray_trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"
+
+
+def test_lines_logged_inside_an_attempt_name_its_trace_and_only_there(
+    lambda_like: LambdaLike,
+) -> None:
+    stream, _ = lambda_like()
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+    async def attempt() -> None:
+        with trace_in_logs(trace_id):
+            log_with_counts(logging.INFO, "work item processed", FIELDS, [METRIC])
+            await asyncio.to_thread(logger.info, "in the workflow's thread")
+
+    asyncio.run(attempt())
+    log_with_counts(logging.INFO, "after the attempt", FIELDS, [METRIC])
+    inside, workflow, after = _lines(stream)
+    assert inside["trace_id"] == workflow["trace_id"] == trace_id
+    assert "trace_id" not in after

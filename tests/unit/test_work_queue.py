@@ -7,6 +7,7 @@ SQS API model).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -85,3 +86,35 @@ def test_send_batch_call_failure_is_storage_unavailable() -> None:
     stub.add_client_error("send_message_batch", service_error_code="ServiceUnavailable")
     with stub, pytest.raises(StorageUnavailable):
         SqsWorkQueue(client=sqs, queue_url=QUEUE_URL).send_batch(works(2))
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.mark.parametrize("aws_trace_header", [False, True])
+def test_work_carries_its_trace_as_a_message_attribute_and_with_xray_as_awstraceheader(
+    moto_aws: None, aws_trace_header: bool
+) -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    queue_url, _ = create_queues(sqs, queue_name="relaylink-work", max_receive_count=3)
+    queue = SqsWorkQueue(client=sqs, queue_url=queue_url, aws_trace_header=aws_trace_header)
+    traced, untraced = works(2)
+    queue.send(dataclasses.replace(traced, traceparent=TRACEPARENT))
+    queue.send_batch([untraced])
+    received = sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["AWSTraceHeader"],
+    )["Messages"]
+    by_body = {json.loads(m["Body"])["delivery_id"]: m for m in received}
+    sent = by_body[traced.delivery_id]
+    assert sent["MessageAttributes"]["traceparent"]["StringValue"] == TRACEPARENT
+    header = sent.get("Attributes", {}).get("AWSTraceHeader")
+    if aws_trace_header:
+        assert (
+            header == "Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1"
+        )
+    else:
+        assert header is None
+    assert "MessageAttributes" not in by_body[untraced.delivery_id]

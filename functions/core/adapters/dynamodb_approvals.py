@@ -88,6 +88,10 @@ def approval_to_item(record: ApprovalRecord, *, expires_at: int) -> dynamodb_ite
     }
     if record.package_digest is not None:
         item["proposal_package"] = {"S": record.package_digest}
+    if record.traceparent is not None:
+        item[dynamodb_items.TRACEPARENT] = {"S": record.traceparent}
+    if record.requested_at_ns is not None:
+        item["requested_at_ns"] = {"N": str(record.requested_at_ns)}
     if expires_at:
         item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
     return item
@@ -117,6 +121,12 @@ def approval_from_item(item: dynamodb_items.Item) -> ApprovalRecord:
         deadline=int(item["deadline"]["N"]),
         decided=decided,
         package_digest=None if package_digest is None else str(package_digest["S"]),
+        traceparent=(
+            str(item[dynamodb_items.TRACEPARENT]["S"])
+            if dynamodb_items.TRACEPARENT in item
+            else None
+        ),
+        requested_at_ns=int(item["requested_at_ns"]["N"]) if "requested_at_ns" in item else None,
     )
 
 

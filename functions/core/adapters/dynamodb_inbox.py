@@ -98,7 +98,12 @@ class DynamoDbInbox:
             StorageUnavailable: throttled, failed or still conflicting; nothing written.
         """
         inbox = items.accepted_to_item(
-            delivery, work, body_sha256=body_sha256, received_at=received_at, expires_at=expires_at
+            delivery,
+            work,
+            body_sha256=body_sha256,
+            received_at=received_at,
+            expires_at=expires_at,
+            traceparent=None if work is None else work.traceparent,
         )
         transact: list[TransactWriteItemTypeDef] = [
             {"Put": transitions.accept_put(self._table, inbox)}

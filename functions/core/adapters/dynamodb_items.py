@@ -38,6 +38,9 @@ FAILED_BY: Final = "failed_by"
 # and the reconciler's approval timeout check.
 APPROVAL_NAME: Final = "approval"
 APPROVAL_DEADLINE: Final = "approval_deadline"
+# The delivery's trace (W3C traceparent of its accept span), on the inbox item and the
+# outbox record: whoever sends its work again continues that trace.
+TRACEPARENT: Final = "traceparent"
 
 # The state index label of quarantine records (docs/architecture.md: quarantined#NN).
 QUARANTINED_LABEL = "quarantined"
@@ -166,6 +169,8 @@ def inbox_to_item(inbox: InboxItem) -> Item:
         item[APPROVAL_NAME] = _s(inbox.approval)
     if inbox.approval_deadline is not None:
         item[APPROVAL_DEADLINE] = _n(inbox.approval_deadline)
+    if inbox.traceparent is not None:
+        item[TRACEPARENT] = _s(inbox.traceparent)
     return item
 
 
@@ -176,10 +181,11 @@ def accepted_to_item(
     body_sha256: str,
     received_at: int,
     expires_at: int,
+    traceparent: str | None = None,
 ) -> Item:
     """``inbox_to_item(accept.inbox_item(...))`` of the same arguments, without the
     :class:`InboxItem` (the receiver writes one per request; see ``InboxWriter.record``)."""
-    return _inbox_item(
+    item = _inbox_item(
         delivery.delivery_id,
         delivery.event,
         body_sha256,
@@ -191,6 +197,9 @@ def accepted_to_item(
         delivery.package_id,
         delivery.mcp_url,
     )
+    if traceparent is not None:
+        item[TRACEPARENT] = {"S": traceparent}
+    return item
 
 
 def _inbox_item(  # noqa: PLR0917 (every attribute an inbox item is created with)
@@ -266,6 +275,7 @@ def inbox_from_item(item: Item) -> InboxItem:
         reset_at=_opt_n(item, "reset_at"),
         requeued_at=_opt_n(item, "requeued_at"),
         effects_done=frozenset(item.get(EFFECTS_DONE, {}).get("SS", ())),
+        traceparent=_opt_s(item, TRACEPARENT),
     )
 
 
@@ -275,7 +285,7 @@ def outbox_to_item(work: WorkItem, *, created_at: int, expires_at: int, shards: 
     that was never listed, so it must outlive none of them."""
     # Values (and outbox_key's two) written out as inbox_to_item's are: it runs on every
     # accepted delivery.
-    return {
+    item: Item = {
         table_layout.TABLE_PARTITION_KEY: {
             "S": received_log_shard(work.delivery_id, shards=shards)
         },
@@ -288,6 +298,9 @@ def outbox_to_item(work: WorkItem, *, created_at: int, expires_at: int, shards: 
         "created_at": {"N": str(created_at)},
         table_layout.TTL_ATTRIBUTE: {"N": str(expires_at)},
     }
+    if work.traceparent is not None:
+        item[TRACEPARENT] = {"S": work.traceparent}
+    return item
 
 
 def work_item_from_outbox(item: Item) -> WorkItem:
@@ -297,6 +310,7 @@ def work_item_from_outbox(item: Item) -> WorkItem:
         event=str(item["event"]["S"]),
         package_id=str(item["package_id"]["S"]),
         mcp_url=str(item["mcp_url"]["S"]),
+        traceparent=_opt_s(item, TRACEPARENT),
     )
 
 

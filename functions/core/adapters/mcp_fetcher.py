@@ -28,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Final, Self
+from typing import Final, Self, cast
 
 import anyio
 import anyio.abc
+from mcp_types import RequestParamsMeta
 
+from functions.core import tracing
 from functions.core.adapters.mcp_errors import is_transport_failure, translate
 from functions.core.adapters.mcp_result import package_from
 from functions.core.adapters.mcp_session import McpSession
@@ -50,6 +52,18 @@ from functions.core.host_policy import HostPolicy
 from functions.core.package import Package
 
 TOOL_NAME: Final = "get_package"
+# Where a request carries W3C trace context (MCP 2026-07-28, ``_meta``): the server's
+# spans join the delivery's trace. An older server ignores the key.
+META_TRACEPARENT: Final = "traceparent"
+
+
+def _trace_meta() -> RequestParamsMeta | None:
+    """The fetch span's context for the request's ``_meta`` (None: untraced)."""
+    traceparent = tracing.current_traceparent()
+    if traceparent is None:
+        return None
+    # An open map (``extra_items=Any``) that mypy reads as closed.
+    return cast("RequestParamsMeta", {META_TRACEPARENT: traceparent})
 
 
 class McpPackageFetcher:
@@ -206,7 +220,9 @@ class McpPackageFetcher:
                     with anyio.fail_after(
                         self._bounded(call_time_bound(self._connect_timeout, self._read_timeout))
                     ):
-                        result = await client.call_tool(TOOL_NAME, {"package_id": package_id})
+                        result = await client.call_tool(
+                            TOOL_NAME, {"package_id": package_id}, meta=_trace_meta()
+                        )
                 # See translate for the exceptions the SDK raises here; anything else from
                 # its transport layer is equally a failed exchange, never a crash of the batch.
                 except Exception as exc:  # noqa: BLE001

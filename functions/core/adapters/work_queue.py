@@ -9,6 +9,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core.errors import StorageUnavailable
 from functions.core.models import UnsentWork, WorkItem
+from functions.core.trace_context import parse_traceparent
 
 # The most entries SQS takes in one SendMessageBatch call.
 SEND_BATCH_LIMIT: Final = 10
@@ -23,17 +24,50 @@ DEAD_LETTERED_ATTRIBUTE: Final = "relaylink-dead-lettered"
 # Beside it, the failure the letter was sent for (the failing claim's owner token): a
 # redrive reopens that failure only, never one the delivery reached since.
 DEAD_LETTER_FAILURE_ATTRIBUTE: Final = "relaylink-failure"
+# The span the work continues (W3C traceparent): read by the worker on every attempt.
+TRACEPARENT_ATTRIBUTE: Final = "traceparent"
+
+
+def _trace_attributes(work: WorkItem, *, aws_trace_header: bool) -> dict[str, Any]:
+    """The trace the work continues, as a message attribute; with X-Ray on, also as
+    SQS's ``AWSTraceHeader``, which Lambda's SQS trigger continues in the worker's own
+    invocation segment."""
+    context = parse_traceparent(work.traceparent)
+    if context is None:
+        return {}
+    attributes: dict[str, Any] = {
+        "MessageAttributes": {
+            TRACEPARENT_ATTRIBUTE: {"DataType": "String", "StringValue": context.traceparent}
+        }
+    }
+    if aws_trace_header:
+        sampled = "1" if context.sampled else "0"
+        header = (
+            f"Root=1-{context.trace_id[:8]}-{context.trace_id[8:]};"
+            f"Parent={context.span_id};Sampled={sampled}"
+        )
+        attributes["MessageSystemAttributes"] = {
+            "AWSTraceHeader": {"DataType": "String", "StringValue": header}
+        }
+    return attributes
 
 
 class SqsWorkQueue:
     """Sends work items and moves messages (the worker's and reconciler's queue port)."""
 
     def __init__(
-        self, *, client: SQSClient, queue_url: str, dead_letter_queue_url: str | None = None
+        self,
+        *,
+        client: SQSClient,
+        queue_url: str,
+        dead_letter_queue_url: str | None = None,
+        aws_trace_header: bool = False,
     ) -> None:
+        """``aws_trace_header``: X-Ray is on (deployed, active tracing)."""
         self._client = client
         self._queue_url = queue_url
         self._dead_letter_queue_url = dead_letter_queue_url
+        self._aws_trace_header = aws_trace_header
 
     def send(self, work: WorkItem, *, delay_seconds: int = 0) -> None:
         """Enqueue ``work`` (its JSON: ids and the MCP URL, never a secret)."""
@@ -42,6 +76,7 @@ class SqsWorkQueue:
             QueueUrl=self._queue_url,
             MessageBody=work.to_json(),
             DelaySeconds=delay_seconds,
+            **_trace_attributes(work, aws_trace_header=self._aws_trace_header),
         )
 
     def send_batch(self, works: Sequence[WorkItem]) -> list[UnsentWork]:
@@ -59,7 +94,11 @@ class SqsWorkQueue:
                 QueueUrl=self._queue_url,
                 # Ids are positions: one delivery may be in a batch twice (two effects).
                 Entries=[
-                    {"Id": str(position), "MessageBody": work.to_json()}
+                    {
+                        "Id": str(position),
+                        "MessageBody": work.to_json(),
+                        **_trace_attributes(work, aws_trace_header=self._aws_trace_header),
+                    }
                     for position, work in enumerate(chunk)
                 ],
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -56,6 +56,9 @@ class ApprovalRecord:
         package_digest: the digest of the package the proposal was made from
             (:meth:`functions.core.package.Package.digest`); None on a record written
             before it was kept (a resumed run never matches it: asked again).
+        traceparent: the span that asked (a tool call's, the attempt's): the wait
+            for the decision is its child, recorded when the decision is made.
+        requested_at_ns: when it was asked, in nanoseconds (the wait span's start).
     """
 
     delivery_id: str
@@ -65,6 +68,8 @@ class ApprovalRecord:
     deadline: int
     decided: Decision | None = None
     package_digest: str | None = None
+    traceparent: str | None = field(default=None, compare=False)
+    requested_at_ns: int | None = field(default=None, compare=False)
 
     def proposal_json(self) -> str:
         """The canonical form: sorted keys, no spaces (what the digest is over)."""

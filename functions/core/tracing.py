@@ -1,0 +1,234 @@
+"""Spans: what took time or money in one delivery, recorded under its trace.
+
+A span is opened with :func:`span` (a context manager) and becomes the *current* span
+of its context (a ``ContextVar``: a thread started by ``asyncio.to_thread`` or a task
+scheduled with ``run_coroutine_threadsafe`` sees its caller's), so a span opened inside
+it is its child. Finished spans go to the installed :class:`SpanExporter` (the local
+stack's span file, an OTLP/HTTP endpoint; none: nothing is kept, and a span costs a
+few microseconds).
+
+Attributes are ids, names, counts and codes. A string that looks like a URL is never
+kept (an MCP URL or a notify URL may hold a token: docs/security.md), and no caller
+passes a body, a secret or a token; ``tests/span_audit.py`` checks a whole run's spans.
+
+Standard library only: the receiver records its accept span on its cold path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from functions.core.trace_context import SpanContext, new_root, parse_traceparent
+
+AttributeValue = str | int | float | bool
+
+# A string attribute is an id or a code: anything longer is cut.
+MAX_ATTRIBUTE_CHARS: Final = 200
+URL_OMITTED: Final = "[url omitted]"
+
+# Span names, one per thing that takes time (docs/operations.md, "Following a delivery").
+SPAN_ACCEPT: Final = "accept"
+SPAN_RELAY: Final = "relay"
+SPAN_ATTEMPT: Final = "attempt"
+SPAN_CLAIM: Final = "claim"
+SPAN_FETCH: Final = "mcp.get_package"
+SPAN_WORKFLOW: Final = "workflow"
+SPAN_MODEL_TURN: Final = "model.turn"
+SPAN_TOOL: Final = "tool"
+SPAN_EFFECT: Final = "effect"
+SPAN_APPROVAL_WAIT: Final = "approval.wait"
+SPAN_RECONCILER_RUN: Final = "reconciler.run"
+SPAN_RECONCILER_REQUEUE: Final = "reconciler.requeue"
+# An operator's action on one delivery: ``operator.requeue``, ``operator.approve``, ...
+SPAN_OPERATOR_PREFIX: Final = "operator."
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One span as exported.
+
+    Attributes:
+        end_ns: None for a span announced at its start (an attempt), before it ends:
+            a worker killed mid-attempt leaves that record, and no other.
+    """
+
+    name: str
+    context: SpanContext
+    parent_span_id: str | None
+    start_ns: int
+    end_ns: int | None
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    links: tuple[SpanContext, ...] = ()
+    error: bool = False
+
+
+class SpanExporter(Protocol):
+    """Where finished (and announced) spans go."""
+
+    def export(self, span: SpanRecord) -> None: ...
+
+    def flush(self) -> None:
+        """Send what is buffered (at the end of an invocation)."""
+        ...
+
+
+class Span:
+    """An open span: its context, and the attributes its body adds."""
+
+    def __init__(self, context: SpanContext, attributes: dict[str, AttributeValue]) -> None:
+        self.context = context
+        self.attributes = attributes
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        """Add an attribute (None: leave it out)."""
+        if value is not None:
+            self.attributes[key] = _safe(value)
+
+
+_current: ContextVar[SpanContext | None] = ContextVar("relaylink_current_span", default=None)
+_exporter: SpanExporter | None = None
+_exporter_lock = threading.Lock()
+
+
+def install(exporter: SpanExporter | None) -> None:
+    """Send spans to ``exporter`` from now on (None: keep none)."""
+    global _exporter  # noqa: PLW0603 (one exporter per process, as a tracer provider)
+    with _exporter_lock:
+        _exporter = exporter
+
+
+def installed() -> SpanExporter | None:
+    return _exporter
+
+
+def flush() -> None:
+    """Hand the exporter's buffer on; never raises (tracing must not fail the work)."""
+    exporter = _exporter
+    if exporter is not None:
+        # A collector's trouble is never the delivery's.
+        with contextlib.suppress(Exception):
+            exporter.flush()
+
+
+def current() -> SpanContext | None:
+    """The span open in this context, if any."""
+    return _current.get()
+
+
+def current_traceparent() -> str | None:
+    context = _current.get()
+    return None if context is None else context.traceparent
+
+
+def parent_from(traceparent: str | None) -> SpanContext | None:
+    """The span context a stored ``traceparent`` names (None: absent or invalid)."""
+    return parse_traceparent(traceparent)
+
+
+@contextmanager
+def span(
+    name: str,
+    *,
+    parent: SpanContext | None = None,
+    attributes: Mapping[str, AttributeValue | None] | None = None,
+    links: Sequence[SpanContext] = (),
+    announce: bool = False,
+) -> Iterator[Span]:
+    """Open a span; it is current inside the block, exported when the block ends.
+
+    Args:
+        parent: its parent; None: the current span, or (none open) a new trace.
+        announce: export a record at the start too, so that a process killed inside
+            the block still leaves the span (without an end) in the trace.
+    """
+    parent = parent or _current.get()
+    context = new_root() if parent is None else parent.child()
+    opened = Span(context, {k: _safe(v) for k, v in (attributes or {}).items() if v is not None})
+    start_ns = time.time_ns()
+    parent_id = None if parent is None else parent.span_id
+    if announce:
+        _export(SpanRecord(name, context, parent_id, start_ns, None, dict(opened.attributes)))
+    token = _current.set(context)
+    error = False
+    try:
+        yield opened
+    except BaseException as exc:
+        # An exception that is no failure (``span_error = False``: parking for a
+        # person) ends the span as it is; any other marks it failed. The type only: a
+        # message may quote input.
+        error = getattr(exc, "span_error", True) is not False
+        opened.set("error.type" if error else "ended_by", type(exc).__name__)
+        raise
+    finally:
+        _current.reset(token)
+        # Without an exporter (a deployed stack, tracing off) only the context is kept.
+        if _exporter is not None:
+            _export(
+                SpanRecord(
+                    name,
+                    context,
+                    parent_id,
+                    start_ns,
+                    time.time_ns(),
+                    dict(opened.attributes),
+                    tuple(links),
+                    error,
+                )
+            )
+
+
+def record(
+    name: str,
+    *,
+    parent: SpanContext,
+    start_ns: int,
+    end_ns: int,
+    attributes: Mapping[str, AttributeValue | None] | None = None,
+    links: Sequence[SpanContext] = (),
+    context: SpanContext | None = None,
+    error: bool = False,
+) -> SpanContext:
+    """Export a span measured elsewhere (a wait that began in another process, a batch
+    send that carried it).
+
+    Args:
+        context: its own context, when it was handed on before the span ended (a
+            message attribute); None: a new child of ``parent``.
+    """
+    context = context or parent.child()
+    _export(
+        SpanRecord(
+            name,
+            context,
+            parent.span_id,
+            start_ns,
+            max(end_ns, start_ns),
+            {k: _safe(v) for k, v in (attributes or {}).items() if v is not None},
+            tuple(links),
+            error,
+        )
+    )
+    return context
+
+
+def _export(record_: SpanRecord) -> None:
+    exporter = _exporter
+    if exporter is None:
+        return
+    with contextlib.suppress(Exception):  # a collector's trouble is never the delivery's
+        exporter.export(record_)
+
+
+def _safe(value: AttributeValue) -> AttributeValue:
+    if not isinstance(value, str):
+        return value
+    if "://" in value:
+        return URL_OMITTED
+    return value[:MAX_ATTRIBUTE_CHARS]

@@ -282,15 +282,20 @@ def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synth
     assert mapping["ParallelizationFactor"] >= 2
 
 
-def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(
-    synthesized: Synthesized,
-) -> None:
+def _work_queue_mapping(synthesized: Synthesized) -> dict[str, Any]:
     queue_id = synthesized.logical_id(synthesized.stack.queues.queue)
     (mapping,) = [
         m["Properties"]
         for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
         if m["Properties"]["EventSourceArn"] == get_att(queue_id, "Arn")
     ]
+    return mapping
+
+
+def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(
+    synthesized: Synthesized,
+) -> None:
+    mapping = _work_queue_mapping(synthesized)
     assert mapping["FunctionName"] == ref(synthesized.function_logical_id("worker"))
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["ScalingConfig"] == {
@@ -301,12 +306,7 @@ def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_c
 def test_worker_batches_gather_for_the_window_the_visibility_timeout_covers(
     synthesized: Synthesized,
 ) -> None:
-    queue_id = synthesized.logical_id(synthesized.stack.queues.queue)
-    (mapping,) = [
-        m["Properties"]
-        for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
-        if m["Properties"]["EventSourceArn"] == get_att(queue_id, "Arn")
-    ]
+    mapping = _work_queue_mapping(synthesized)
     window = synthesized.stack.config.worker_batching_window_seconds
     assert window == settings_table.WORKER_BATCHING_WINDOW_SECONDS.default > 0
     assert mapping["MaximumBatchingWindowInSeconds"] == window

@@ -284,6 +284,7 @@ def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synth
 
 def _work_queue_mapping(synthesized: Synthesized) -> dict[str, Any]:
     queue_id = synthesized.logical_id(synthesized.stack.queues.queue)
+    mapping: dict[str, Any]
     (mapping,) = [
         m["Properties"]
         for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()

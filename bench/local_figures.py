@@ -39,6 +39,8 @@ IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"
 MCP_LATENCY_MS: Final = 300
 # Figure 5: the receiver's p99 on the local stack, the in-request baseline's over ours.
 TARGET_P99_RATIO: Final = 10.0
+# The same, each side restarted and warmed alike before it is measured.
+TARGET_WARM_P99_RATIO: Final = 8.0
 # Figure 6: twice the 69 deliveries per second the run before these targets accepted.
 TARGET_COMPLETED_PER_SECOND: Final = 2 * 69.0
 READY_SECONDS: Final = 60.0
@@ -346,6 +348,39 @@ class LocalSizes:
     time_scale: float = 360.0  # contract back-off: 30 s -> 83 ms, 1 h -> 10 s
     kill_time_scale: float = 1800.0  # 30 s -> 17 ms, 1 h -> 2 s, 6 h -> 12 s
     kill_time_scale_ours: float = 3600.0  # ours needs no in-progress record to expire
+    # Warm against warm: both restarted, warmed alike, then enough samples that the p99
+    # is not one or two of them.
+    warm_up_deliveries: int = 50
+    warm_deliveries: int = 1000
+
+
+@dataclass(frozen=True)
+class WarmRun:
+    """Figure 5 warm against warm: each side restarted, warmed by the same load, then
+    measured; the warm-up's answers (the cold starts among them) kept apart."""
+
+    ours_warm_up_ms: list[float]
+    baseline_warm_up_ms: list[float]
+    ours_ms: list[float]
+    baseline_ms: list[float]
+
+    @property
+    def p99_ratio(self) -> float:
+        return quantile(self.baseline_ms, 0.99) / quantile(self.ours_ms, 0.99)
+
+    def to_json(self) -> dict[str, Any]:
+        def side(warm_up: list[float], measured: list[float]) -> dict[str, Any]:
+            return {
+                "warm_up_ms": summarize(warm_up).to_json(1),
+                "latency_ms": summarize(measured).to_json(1),
+                "p99_ms": round(quantile(measured, 0.99), 1),
+            }
+
+        return {
+            "ours": side(self.ours_warm_up_ms, self.ours_ms),
+            "baseline": side(self.baseline_warm_up_ms, self.baseline_ms),
+            "p99_ratio": round(self.p99_ratio, 2),
+        }
 
 
 @dataclass
@@ -361,6 +396,7 @@ class LocalResults:
     baseline_effect_kills: KillRun
     e2e: dict[str, Any]
     e2e_latency_ms: Summary
+    warm: WarmRun
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -495,6 +531,32 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 raise RuntimeError("the latency load was not fully acknowledged")
             ours_ms, base_ms = _latencies_ms(ours), _latencies_ms(base)
 
+            # --- figure 5, warm against warm -------------------------------------------
+            def restart_ours() -> None:
+                stack.kill("front_door")
+                stack.wait_ready(READY_SECONDS)
+
+            def timed(url: str, n: int, *, ours: bool) -> list[float]:
+                batch = _deliveries(stack, n, rng)
+                # Ours with the worker side paused, as above; its backlog is worked
+                # off before the baseline's turn, so neither shares the CPU with it.
+                with stack.paused("worker") if ours else contextlib.nullcontext():
+                    sent = send_all(load(url), batch)
+                if sent.acknowledged != n:
+                    raise RuntimeError("the warm latency load was not fully acknowledged")
+                if ours:
+                    _wait_done(stack, batch)
+                return _latencies_ms(sent)
+
+            restart_ours()
+            baseline.kill()  # a fresh process too, started the same way
+            warm = WarmRun(
+                ours_warm_up_ms=timed(state.webhook_url, sizes.warm_up_deliveries, ours=True),
+                baseline_warm_up_ms=timed(baseline.url, sizes.warm_up_deliveries, ours=False),
+                ours_ms=timed(state.webhook_url, sizes.warm_deliveries, ours=True),
+                baseline_ms=timed(baseline.url, sizes.warm_deliveries, ours=False),
+            )
+
             # --- figure 5: kills mid-request ------------------------------------------
             def kill_ours() -> None:
                 stack.kill("front_door")
@@ -564,7 +626,9 @@ def measure(sizes: LocalSizes) -> LocalResults:
         baseline_effect_kills=effect_kills,
         e2e=e2e,
         e2e_latency_ms=summarize(e2e_latency),
+        warm=warm,
         details={
+            "warm_against_warm": warm.to_json(),
             "restarts": restarts,
             "baseline_restarts": baseline.restarts,
             "ours_latency_ms": summarize(ours_ms).to_json(1),

@@ -91,6 +91,8 @@ QUICK: Final = Sizes(
         latency_deliveries=20,
         warm_up_deliveries=10,
         warm_deliveries=60,
+        kills_after_effect=1,
+        kill_after_effect_deliveries=8,
         kill_deliveries=12,
         kill_deliveries_ours=40,
         kills=2,
@@ -491,6 +493,65 @@ def _warm_rows(warm: local_figures.WarmRun) -> list[Row]:
     return rows
 
 
+def _peer_rows(r: local_figures.LocalResults) -> list[Row]:
+    """The asynchronous peer beside ours, warm; a kill right after the effect, all three."""
+    ours_p99 = quantile(r.warm.ours_ms, 0.99)
+    peer_p99 = quantile(r.peer_ms, 0.99)
+    return [
+        Row("asynchronous peer, warm: receiver latency", "ms", summary=summarize(r.peer_ms)),
+        Row("asynchronous peer, warm: receiver p99", "ms", value=peer_p99),
+        Row("asynchronous peer, warm: receiver max", "ms", value=max(r.peer_ms)),
+        Row(
+            "asynchronous peer: warm-up after a fresh start (its cold start included)",
+            "ms",
+            summary=summarize(r.peer_warm_up_ms),
+        ),
+        Row("receiver p99 ours / asynchronous peer, warm", "ratio", value=ours_p99 / peer_p99),
+        *(
+            Row(
+                f"{side}: duplicated effects after a kill right after the effect",
+                "deliveries",
+                value=run.effects.duplicated,
+                target=Target("==", 0) if side == "ours" else None,
+            )
+            for side, run in (
+                ("ours", r.ours_effect_kills),
+                ("baseline", r.baseline_effect_kills),
+                ("asynchronous peer", r.peer_effect_kills),
+            )
+        ),
+        *(
+            Row(f"{side}: kills right after the effect", "kills", value=run.kills)
+            for side, run in (
+                ("ours", r.ours_effect_kills),
+                ("asynchronous peer", r.peer_effect_kills),
+            )
+        ),
+    ]
+
+
+def _peer_bound(r: local_figures.LocalResults) -> str:
+    """What bounds the ours / asynchronous peer ratio, and what the kills show."""
+    return (
+        "The asynchronous peer (`bench/async_peer/`, not shipped): its receiver verifies "
+        "with our code and sends the delivery to an SQS queue of the same emulator; its "
+        "worker polls that queue as Lambda's event source would and runs each record "
+        "through Powertools' batch processor and the baseline's `@idempotent_function` "
+        "(fetch, then the workflow's effects). It is warmed and measured as ours, its "
+        "worker paused while its receiver is timed. Both answer after one call to the "
+        "emulator (ours a two-item TransactWriteItems, the peer an SQS SendMessage), so the "
+        "ratio is bounded by what that call costs on moto and by the two processes' CPU on "
+        "a shared machine: it says what our durable receipt costs in answer time, not "
+        "AWS's. Kills right after the effect: the process that applied a delivery's "
+        "notification is SIGKILLed as soon as the sink counts it (ours: the worker side, "
+        f"{r.ours_effect_kills.kills} kills; the peer: its worker, "
+        f"{r.peer_effect_kills.kills} kills; the baseline: its receiver). Ours re-runs the "
+        "delivery from its ledger's intent and asks the target before re-sending; the "
+        "peer's redelivery waits out the visibility timeout and the in-progress record, "
+        "then sends again."
+    )
+
+
 def _warm_bound(warm: local_figures.WarmRun, local: local_figures.LocalSizes) -> str:
     """How the warm rows were measured and what bounds their ratio."""
     ours_p99 = quantile(warm.ours_ms, 0.99)
@@ -686,6 +747,7 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
                 target=Target(">=", local_figures.TARGET_P99_RATIO),
             ),
             *_warm_rows(r.warm),
+            *_peer_rows(r),
             Row(
                 "ours: load sent until every effect applied (worker included)",
                 "s",
@@ -716,6 +778,7 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
                 r.details["ours_latency_cpu_seconds_per_delivery"],
             ),
             _warm_bound(r.warm, local),
+            _peer_bound(r),
             "A baseline request killed after its effect leaves an in-progress idempotency "
             "record; Powertools lets the retry through once that record expires (the "
             "invocation's remaining time, 10 s here), and the effect runs again. "

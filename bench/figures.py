@@ -375,12 +375,17 @@ def worker_mcp_cost(sizes: Sizes) -> Figure:
         f"{sizes.mcp_batches} batches of 10 messages for one server, each followed by the "
         "same work as 10 batches of one message (one MCP session each). Requests are "
         "the server's own count; MCP time is the package source's whole life as the "
-        "worker sees it (open, every `get_package`, close), divided by the messages.",
+        "worker sees it (open, every `get_package`, close) in wall time: a batch's "
+        "messages run side by side, so overlapping fetches count once (the time during "
+        "which any MCP operation was in flight), divided by the messages.",
         rows,
         notes=[
-            f"One session per message costs {result.ratio:.1f} times the MCP time per message "
-            "of a shared session on loopback; over a real network each saved request "
-            "is also a saved round trip.",
+            f"One session per message costs {result.ratio:.1f} times the MCP wall time per "
+            "message of a shared session on loopback; over a real network each saved "
+            "request is also a saved round trip. The batch's MCP wall time per message "
+            f"({result.per_message_ms_batched.median:.1f} ms) is part of the worker's "
+            f"whole time per message ({result.batch_ms_per_message.median:.1f} ms), "
+            "never more: the rest is the claims, the workflow and moto.",
         ],
         details=result.to_json(),
     )

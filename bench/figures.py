@@ -1006,14 +1006,20 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
         "table server with the processing; here everything shares 2 cores and one "
         "emulator process, so the worker side (relay, workers) is paused while the first "
         "attempts are out and continued at once after (the time until every one is "
-        "completed includes the pause). The last rows are a second run with the worker "
-        "side running throughout.",
+        "completed includes the pause): those rows are report-only. The headline is a "
+        "second run with the worker side running throughout, as a deployed stack is "
+        "(its share is given under two names: the headline's and the earlier row's).",
         [
+            Row(
+                "burst of 2,000 at once, worker running: share answered 2xx",
+                "%",
+                value=round(100 * shared.first_attempts_2xx, 1),
+                target=Target(">=", burst.TARGET_SHARE_WORKER_RUNNING),
+            ),
             Row(
                 "burst of 2,000 at once: share answered 2xx",
                 "%",
                 value=round(100 * result.first_attempts_2xx, 1),
-                target=Target(">=", 100.0),
             ),
             Row(
                 "burst of 2,000 at once: accepted per second",
@@ -1053,8 +1059,12 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             "(`front_door_containers`: forked, on one listening socket, each with "
             f"{front_door.CONCURRENT_INVOCATIONS} invocations at once, as many as the "
             "receiver's client keeps connections) and takes every connection (its backlog "
-            "is the stage's burst, as API Gateway's is); AWS's receiver answers in "
-            "milliseconds with as many environments as the burst needs (docs/capacity.md).",
+            "is the stage's burst, as API Gateway's is). In AWS a burst is bounded by "
+            "Lambda's quotas, not by CPU: the account's concurrency (1,000 by default, "
+            "shared by every function), each function's scaling rate (up to 1,000 more "
+            "environments every 10 s) and each new environment's cold start (figure 3); "
+            "the stage's burst limit answers the rest 429, which RelayLink retries "
+            "(docs/capacity.md).",
             "The first attempts are written by a lean client: the requests are signed "
             "before the clock starts and each goes out on its own connection (raw "
             "asyncio), about 0.4 ms of CPU an attempt against some 3.8 ms through httpx, "

@@ -487,15 +487,13 @@ def _warm_rows(warm: local_figures.WarmRun) -> list[Row]:
                 summary=summarize(warm_up),
             ),
         ]
-    rows.append(
+    ratio = Target(">=", local_figures.TARGET_WARM_P99_RATIO)
+    return [
+        *rows,
         Row(
-            "receiver p99 ratio baseline / ours, warm",
-            "ratio",
-            value=warm.p99_ratio,
-            target=Target(">=", local_figures.TARGET_WARM_P99_RATIO),
-        )
-    )
-    return rows
+            "receiver p99 ratio baseline / ours, warm", "ratio", value=warm.p99_ratio, target=ratio
+        ),
+    ]
 
 
 def _peer_rows(r: local_figures.LocalResults) -> list[Row]:

@@ -9,6 +9,8 @@ DEV_STAMP := $(VENV)/.stamp-dev
 # The functions' tests run a second time on the Lambda runtime's Python (infra/bundle.py).
 LAMBDA_PYTHON_VERSION := $(shell sed -n 's/^LAMBDA_PYTHON_VERSION = "\(.*\)"$$/\1/p' infra/bundle.py)
 LAMBDA_PYTHON ?= python$(LAMBDA_PYTHON_VERSION)
+# The synth compiles each asset's bytecode with it (infra/bytecode.py).
+export LAMBDA_PYTHON
 LAMBDA_VENV := .venv-lambda
 LAMBDA_STAMP := $(LAMBDA_VENV)/.stamp-test
 BOOTSTRAP_INPUTS := pyproject.toml constraints.txt bootstrap.py

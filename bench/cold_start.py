@@ -115,14 +115,17 @@ def fresh_env(
     return env
 
 
-def run_script(script: str, env: dict[str, str], stdin: str = "") -> tuple[dict[str, Any], float]:
-    """Run ``script`` in a fresh interpreter; its result line and the process wall time (ms)."""
+def run_script(
+    script: str, env: dict[str, str], stdin: str = "", *, python: str = sys.executable
+) -> tuple[dict[str, Any], float]:
+    """Run ``script`` in a fresh interpreter (``python``); its result line and the process
+    wall time (ms)."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [python, "-c", script],
         input=stdin,
         env=env,
-        cwd=env.get("PYTHONPATH", REPO_ROOT),
+        cwd=env.get("PYTHONPATH", str(REPO_ROOT)).split(":")[0],
         capture_output=True,
         text=True,
         timeout=120,

@@ -79,6 +79,37 @@ MODEL_USD_PER_1000_TOKENS: Final = Quantity(
 COLD_START_RATE: Final = Quantity(
     1 / 10_000, "assumed: one cold start per 10,000 receiver requests (steady traffic)"
 )
+# How full the worker's batches are. AWS: the SQS event-source mapping starts with five
+# pollers, each gathering for up to the batching window (or until a batch is full).
+SQS_POLLERS: Final = Quantity(
+    5.0,
+    "assumed: the event-source mapping's 5 starting pollers share the arrivals (more "
+    "pollers would make smaller batches)",
+)
+SQS_POLL_GATHER_SECONDS: Final = Quantity(
+    0.25,
+    "assumed: without a batching window a poll returns what arrived in about 0.25 s "
+    "(a receive's round trip and the hand-off to an invocation)",
+)
+# AWS: a new on-demand table has about 4 partitions, and a stream a shard per partition;
+# Lambda reads each shard 4 times a second.
+STREAM_SHARDS_AT_START: Final = Quantity(
+    4.0, "assumed: a new on-demand table starts with about 4 partitions, a stream shard each"
+)
+STREAM_POLLS_PER_SECOND: Final = 4
+# AWS KMS: each of a rotated key's first two new backing keys adds a key's monthly price;
+# later rotations add nothing. Yearly rotation: $2 in the second year, $3 from the third.
+KMS_ROTATIONS_BILLED: Final = Quantity(
+    2.0, "AWS: a rotated key's first two rotations are billed as keys (from the third year on)"
+)
+# CloudWatch bills a custom metric by the hour it gets a data point. The received log's
+# lag is published by every reconciler run; the other alarmed counts only when
+# something went wrong (a quarantine, a failure, a retry).
+ALWAYS_PUBLISHED_METRICS: Final = frozenset({metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG})
+FAULT_HOURS_PER_MONTH: Final = Quantity(
+    24.0, "assumed: hours a month in which a fault-only metric gets a data point"
+)
+HOURS_PER_MONTH: Final = SECONDS_PER_MONTH / 3600
 SQS_EMPTY_RECEIVES_PER_MONTH: Final = Quantity(
     5 * 3 * 60 * 24 * 30,
     "assumed: the event-source mapping's 5 pollers long-poll (20 s) when the queue is idle",
@@ -299,6 +330,23 @@ class Line:
     basis: str
 
 
+# The inbox item's attribute a package kept there would be written under.
+PACKAGE_ATTRIBUTE: Final = "package"
+# DynamoDB's item size limit: a package document above it could not be kept on the item.
+DYNAMODB_ITEM_LIMIT_BYTES: Final = 400 * 1024
+
+
+@dataclass(frozen=True)
+class PackageOnInboxItem:
+    """The default install's month with the package kept on the inbox item (priced)."""
+
+    usd: float
+    inbox_bytes_with_package: float
+    extra_wru: int  # write units the completing update adds per delivery
+    saved_s3_usd: float
+    added_usd: float
+
+
 class Model:
     """The stack's monthly bill as a function of deliveries per month."""
 
@@ -308,6 +356,9 @@ class Model:
         """``alarms``: the stack's alarm count (None: the default stack's, synthesized)."""
         self.memory = _memory_mb(config["worker_memory_mb"])
         self.config = config
+        self.batching_window_s = float(config.get("worker_batching_window_seconds", 0))
+        # A fixed average batch instead of the arrival model's (the bill's sensitivity).
+        self.fixed_worker_batch: float | None = None
         self.tracing: bool = config["tracing"]
         pipeline = figures[7].details
         # The shapes bench.pipeline_calls.PipelineCalls.to_json writes.
@@ -364,6 +415,22 @@ class Model:
         self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
         self.dashboards = 1 if config.get("dashboard") else 0
+
+    def worker_batch(self, deliveries: float) -> float:
+        """The worker's average batch at ``deliveries`` a month: what the pollers gather
+        in a poll (the batching window, or a receive's round trip without one), shared
+        among them, from one message to a full batch."""
+        if self.fixed_worker_batch is not None:
+            return self.fixed_worker_batch
+        rps = deliveries / SECONDS_PER_MONTH
+        gathered = rps * (self.batching_window_s + SQS_POLL_GATHER_SECONDS.value)
+        return min(float(WORKER_BATCH), max(1.0, gathered / SQS_POLLERS.value))
+
+    def metric_months(self) -> float:
+        """Custom metrics billed a month: by the hours each one is published."""
+        always = len(ALWAYS_PUBLISHED_METRICS & _metric_names())
+        on_faults = self.metrics - always
+        return always + on_faults * FAULT_HOURS_PER_MONTH.value / HOURS_PER_MONTH
 
     def _cpu_scale(self, function: str) -> float:
         """Lambda's CPU share scales with memory: CPU-bound time stretches below 1,769 MB."""
@@ -473,9 +540,10 @@ class Model:
             (math.inf, PRICES["lambda_arm_gbs_2"].usd),
         ]
         relay_batch = min(
-            event_source_limits.RELAY_BATCH_SIZE, max(1.0, rps / (4 * self._stream_shards(d)))
+            event_source_limits.RELAY_BATCH_SIZE,
+            max(1.0, rps / (STREAM_POLLS_PER_SECOND * self._stream_shards(d))),
         )
-        worker_batch = min(event_source_limits.WORKER_BATCH_SIZE, max(1.0, rps * 0.5))
+        worker_batch = self.worker_batch(d)
         invocations = {
             "receiver": d,
             "relay": d / relay_batch,
@@ -609,7 +677,8 @@ class Model:
             "SQS",
             (sends + polls) / 1e6 * PRICES["sqs"].usd,
             f"{sends + polls:,.0f} requests ({sends:,.0f} relay sends, {relay_batch:.1f} "
-            "records per relay batch)",
+            f"records per relay batch over {self._stream_shards(d)} stream shards; "
+            f"{worker_batch:.1f} messages per worker batch)",
         )
 
         # S3 archive (the default workflow keeps the package for the retention period).
@@ -641,13 +710,17 @@ class Model:
             f"{log_gb:,.1f} GB ({log_bytes:,.0f} B per delivery: the functions' "
             f"{function_bytes:,.0f}, the HTTP API's access log {self.access_log_bytes.value:,.0f})",
         )
+        metric_months = self.metric_months()
         add(
             "CloudWatch metrics (EMF), alarms, dashboard",
             "CloudWatch",
-            self.metrics * PRICES["metric"].usd
+            metric_months * PRICES["metric"].usd
             + self.alarms * PRICES["alarm"].usd
             + self.dashboards * PRICES["dashboard"].usd,
-            f"{self.metrics} metrics (the alarmed counts; the others are log fields), "
+            f"{self.metrics} metrics (the alarmed counts; the others are log fields) billed "
+            f"by the hour: {metric_months:.2f} metric-months ("
+            f"{len(ALWAYS_PUBLISHED_METRICS & _metric_names())} published every run, the "
+            f"rest {FAULT_HOURS_PER_MONTH.value:g} h a month), "
             f"{self.alarms} alarms, {self.dashboards} dashboard"
             + (" (`-c dashboard=true` adds one)" if not self.dashboards else ""),
         )
@@ -676,7 +749,13 @@ class Model:
             f"{secret_calls:,.0f} fetches (one per warm container per "
             f"{settings_table.SECRETS_MAX_AGE_SECONDS.default} s)",
         )
-        add("KMS key of the alarm topic", "Other", PRICES["kms_key"].usd, "1 key")
+        add(
+            "KMS key of the alarm topic",
+            "Other",
+            PRICES["kms_key"].usd * (1 + KMS_ROTATIONS_BILLED.value),
+            f"1 key, rotated yearly: + {KMS_ROTATIONS_BILLED.value:g} rotations billed as keys "
+            "(from its third year; $2 in the second)",
+        )
         egress_gb = d * self.egress.value / GB
         add(
             "Data transfer out (MCP requests, the receiver's answers)",
@@ -725,6 +804,45 @@ class Model:
             for n in invocations.values()
         )
 
+    def default_install_usd(self, deliveries: int) -> float:
+        """The month's bill of the default install: the pipeline and its default
+        workflow's effects (the archive's S3 PUTs and storage), without model tokens."""
+        return sum(x.usd_per_month for x in self.lines(deliveries) if x.group != MODEL_TOKENS)
+
+    def package_on_inbox_item(self, deliveries: int) -> PackageOnInboxItem:
+        """The default install's month if the completing write kept the package on the
+        inbox item (DynamoDB, point-in-time recovery, the inbox's retention) instead of
+        an S3 object: priced from the measured item and archive sizes by DynamoDB's
+        metering rules, not built."""
+        d = float(deliveries)
+        inbox_bytes = self.items["inbox"]["mean_bytes"]
+        with_package = inbox_bytes + len(PACKAGE_ATTRIBUTE) + self.archive_bytes
+        extra_wru = math.ceil(with_package / 1024) - math.ceil(inbox_bytes / 1024)
+        bill = self.lines(deliveries)
+        s3 = sum(x.usd_per_month for x in bill if x.component.startswith("S3 archive"))
+        batches = d / self.worker_batch(deliveries)
+        put_wait_gb_s = (
+            batches
+            * S3_PUT_MS.value
+            * self.calls["worker"].get("s3.PutObject", 0)
+            / 1000
+            * self.memory["worker"]
+            / 1024
+        )
+        stored_gb = d * self.archive_bytes * self.lifetime_days("inbox") / 30 / GB
+        added = (
+            d * extra_wru / 1e6 * PRICES["ddb_wru"].usd
+            + stored_gb * (PRICES["ddb_storage"].usd + PRICES["ddb_pitr"].usd)
+            - put_wait_gb_s * PRICES["lambda_arm_gbs"].usd
+        )
+        return PackageOnInboxItem(
+            usd=self.default_install_usd(deliveries) - s3 + added,
+            inbox_bytes_with_package=with_package,
+            extra_wru=extra_wru,
+            saved_s3_usd=s3,
+            added_usd=added,
+        )
+
     def pipeline_usd(self, deliveries: int) -> float:
         """The month's bill without the workflow's own effects and model tokens."""
         return sum(
@@ -746,9 +864,12 @@ class Model:
         )
 
     def _stream_shards(self, deliveries: int) -> int:
-        """Stream shards follow table partitions: ~1 per 1,000 WRU/s of writes."""
+        """Stream shards follow table partitions: the new table's, or ~1 per 1,000 WRU/s."""
         wru = self.dynamodb.wru_total
-        return max(1, math.ceil(deliveries / SECONDS_PER_MONTH * wru / 1000))
+        return max(
+            int(STREAM_SHARDS_AT_START.value),
+            math.ceil(deliveries / SECONDS_PER_MONTH * wru / 1000),
+        )
 
 
 def stack_config() -> dict[str, Any]:
@@ -762,12 +883,27 @@ def stack_config() -> dict[str, Any]:
         "log_retention_days": defaults.log_retention_days,
         "worker_max_concurrency": defaults.worker_max_concurrency,
         "worker_memory_mb": defaults.worker_memory_mb,
+        "worker_batching_window_seconds": defaults.worker_batching_window_seconds,
         "api_rate_limit": defaults.api_rate_limit,
         "api_burst_limit": defaults.api_burst_limit,
         "received_log_shards": defaults.received_log_shards,
         "tracing": defaults.tracing,
         "dashboard": defaults.dashboard,
     }
+
+
+def model_with_worker_batch(model: Model, batch: float) -> Model:
+    """The same model with every worker batch of ``batch`` messages on average."""
+    fixed = copy.copy(model)
+    fixed.fixed_worker_batch = batch
+    return fixed
+
+
+def model_with_batching_window(model: Model, seconds: float) -> Model:
+    """The same model with another batching window on the worker's event source."""
+    changed = copy.copy(model)
+    changed.batching_window_s = seconds
+    return changed
 
 
 def model_with_tracing(model: Model) -> Model:

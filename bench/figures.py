@@ -22,12 +22,13 @@ from bench import (
     overhead,
     pipeline_calls,
     reconciler_backlog,
+    shipped_cold_start,
     worker_duration,
     worker_mcp,
 )
 from bench.cost import AGENT_SPEND_FIGURE
 from bench.report import Figure, Row, Target
-from bench.stats import Summary
+from bench.stats import Summary, quantile, summarize
 from functions.core import reconcile
 from functions.core.settings_table import WORKFLOW
 from functions.worker.settings import BATCH_CONCURRENCY
@@ -89,6 +90,10 @@ QUICK: Final = Sizes(
     agent_deliveries=5,
     local=local_figures.LocalSizes(
         latency_deliveries=20,
+        warm_up_deliveries=10,
+        warm_deliveries=60,
+        kills_after_effect=1,
+        kill_after_effect_deliveries=8,
         kill_deliveries=12,
         kill_deliveries_ours=40,
         kills=2,
@@ -265,6 +270,7 @@ def _own_code_bound(canned: overhead.OverheadResult, own: dict[str, Summary]) ->
 
 def cold_start_times(sizes: Sizes) -> Figure:
     receiver = cold_start.receiver(pairs=sizes.cold_pairs)
+    shipped = shipped_cold_start.measure(pairs=sizes.cold_pairs)
     worker = cold_start.worker(runs=sizes.worker_cold_runs)
     r, b, w = receiver.receiver_ms, receiver.baseline_ms, worker.worker_ms
     rows = [
@@ -302,6 +308,22 @@ def cold_start_times(sizes: Sizes) -> Figure:
             "ms",
             summary=receiver.baseline_wall_ms,
         ),
+        Row(
+            "shipped receiver cold start / minimal Powertools handler",
+            "ratio",
+            summary=shipped.ratio,
+            target=Target("<=", shipped_cold_start.TARGET),
+        ),
+        Row(
+            "shipped receiver asset: import + first request (runtime's Python, its bytecode)",
+            "ms",
+            summary=shipped.receiver_ms,
+        ),
+        Row(
+            "minimal Powertools handler: import + first request (the same way)",
+            "ms",
+            summary=shipped.minimal_ms,
+        ),
         Row("worker: import the handler", "ms", summary=w["import_ms"]),
         Row(
             f"worker: first batch of {worker.batch} (moto server)",
@@ -332,11 +354,24 @@ def cold_start_times(sizes: Sizes) -> Figure:
             "Powertools Parameters (whose import brings boto3, s3transfer and "
             "every provider), and the clients come from one botocore session, so the "
             "receiver never imports boto3 (earlier runs: the end of this document).",
+            "As shipped: the receiver's asset as the synth bundles it and a minimal "
+            "Powertools handler (a Logger, a DynamoDB client at import, one "
+            "TransactWriteItems) beside the same Powertools, both compiled by the bundler's "
+            "step and run by the Lambda runtime's Python with nothing written at run time "
+            f"({shipped.pairs} alternating pairs, elapsed time). The ratio is bounded by "
+            "what the receiver does beyond the minimal handler on its first request (the "
+            "signing secrets' fetch, the signature check, its settings) and by the shared "
+            "machine: the rows above, run from the repository with its caches, are not "
+            "the asset's figures.",
             f"The worker's cold total is {ratio_worker:.1f} times the boto3 baseline: "
             "it imports the MCP SDK (httpx, anyio, pydantic) and its first batch opens an "
             "MCP session; moto's server speed is part of the batch time.",
         ],
-        details={"receiver": receiver.to_json(), "worker": worker.to_json()},
+        details={
+            "receiver": receiver.to_json(),
+            "shipped": shipped.to_json(),
+            "worker": worker.to_json(),
+        },
     )
 
 
@@ -371,12 +406,17 @@ def worker_mcp_cost(sizes: Sizes) -> Figure:
         f"{sizes.mcp_batches} batches of 10 messages for one server, each followed by the "
         "same work as 10 batches of one message (one MCP session each). Requests are "
         "the server's own count; MCP time is the package source's whole life as the "
-        "worker sees it (open, every `get_package`, close), divided by the messages.",
+        "worker sees it (open, every `get_package`, close) in wall time: a batch's "
+        "messages run side by side, so overlapping fetches count once (the time during "
+        "which any MCP operation was in flight), divided by the messages.",
         rows,
         notes=[
-            f"One session per message costs {result.ratio:.1f} times the MCP time per message "
-            "of a shared session on loopback; over a real network each saved request "
-            "is also a saved round trip.",
+            f"One session per message costs {result.ratio:.1f} times the MCP wall time per "
+            "message of a shared session on loopback; over a real network each saved "
+            "request is also a saved round trip. The batch's MCP wall time per message "
+            f"({result.per_message_ms_batched.median:.1f} ms) is part of the worker's "
+            f"whole time per message ({result.batch_ms_per_message.median:.1f} ms), "
+            "never more: the rest is the claims, the workflow and moto.",
         ],
         details=result.to_json(),
     )
@@ -458,6 +498,114 @@ def _p99_bound(ours_p99_ms: float, baseline_p99_ms: float, ours_cpu: dict[str, f
         f"costs {cpu} of CPU time; the emulator (moto's server, its own process) serves one "
         "request at a time, the front door reaches it over loopback HTTP, and every process "
         "shares the machine's CPUs with whatever else runs (load average in the run table)."
+    )
+
+
+def _warm_rows(warm: local_figures.WarmRun) -> list[Row]:
+    """Warm against warm: p50 (with spread), p99 and max per side; the warm-up apart."""
+    rows = []
+    for side, samples, warm_up in (
+        ("ours", warm.ours_ms, warm.ours_warm_up_ms),
+        ("baseline", warm.baseline_ms, warm.baseline_warm_up_ms),
+    ):
+        rows += [
+            Row(f"{side}, warm: receiver latency", "ms", summary=summarize(samples)),
+            Row(f"{side}, warm: receiver p99", "ms", value=quantile(samples, 0.99)),
+            Row(f"{side}, warm: receiver max", "ms", value=max(samples)),
+            Row(
+                f"{side}: warm-up after a fresh start (its cold start included)",
+                "ms",
+                summary=summarize(warm_up),
+            ),
+        ]
+    ratio = Target(">=", local_figures.TARGET_WARM_P99_RATIO)
+    return [
+        *rows,
+        Row(
+            "receiver p99 ratio baseline / ours, warm", "ratio", value=warm.p99_ratio, target=ratio
+        ),
+    ]
+
+
+def _peer_rows(r: local_figures.LocalResults) -> list[Row]:
+    """The asynchronous peer beside ours, warm; a kill right after the effect, all three."""
+    ours_p99 = quantile(r.warm.ours_ms, 0.99)
+    peer_p99 = quantile(r.peer_ms, 0.99)
+    return [
+        Row("asynchronous peer, warm: receiver latency", "ms", summary=summarize(r.peer_ms)),
+        Row("asynchronous peer, warm: receiver p99", "ms", value=peer_p99),
+        Row("asynchronous peer, warm: receiver max", "ms", value=max(r.peer_ms)),
+        Row(
+            "asynchronous peer: warm-up after a fresh start (its cold start included)",
+            "ms",
+            summary=summarize(r.peer_warm_up_ms),
+        ),
+        Row("receiver p99 ours / asynchronous peer, warm", "ratio", value=ours_p99 / peer_p99),
+        *(
+            Row(
+                f"{side}: duplicated effects after a kill right after the effect",
+                "deliveries",
+                value=run.effects.duplicated,
+                target=Target("==", 0) if side == "ours" else None,
+            )
+            for side, run in (
+                ("ours", r.ours_effect_kills),
+                ("baseline", r.baseline_effect_kills),
+                ("asynchronous peer", r.peer_effect_kills),
+            )
+        ),
+        *(
+            Row(f"{side}: kills right after the effect", "kills", value=run.kills)
+            for side, run in (
+                ("ours", r.ours_effect_kills),
+                ("asynchronous peer", r.peer_effect_kills),
+            )
+        ),
+    ]
+
+
+def _peer_bound(r: local_figures.LocalResults) -> str:
+    """What bounds the ours / asynchronous peer ratio, and what the kills show."""
+    return (
+        "The asynchronous peer (`bench/async_peer/`, not shipped): its receiver verifies "
+        "with our code and sends the delivery to an SQS queue of the same emulator; its "
+        "worker polls that queue as Lambda's event source would and runs each record "
+        "through Powertools' batch processor and the baseline's `@idempotent_function` "
+        "(fetch, then the workflow's effects). It is warmed and measured as ours, its "
+        "worker paused while its receiver is timed. Both answer after one call to the "
+        "emulator (ours a two-item TransactWriteItems, the peer an SQS SendMessage), so the "
+        "ratio is bounded by what that call costs on moto and by the two processes' CPU on "
+        "a shared machine: it says what our durable receipt costs in answer time, not "
+        "AWS's. Kills right after the effect: the process that applied a delivery's "
+        "notification is SIGKILLed as soon as the sink counts it (ours: the worker side, "
+        f"{r.ours_effect_kills.kills} kills; the peer: its worker, "
+        f"{r.peer_effect_kills.kills} kills; the baseline: its receiver). Ours re-runs the "
+        "delivery from its ledger's intent and asks the target before re-sending; the "
+        "peer's redelivery waits out the visibility timeout and the in-progress record, "
+        "then sends again. A kill lands about a millisecond after the sink counts the "
+        "notification: whether the baseline or the peer had already marked its "
+        "idempotency record completed decides whether its retry sends again, so their "
+        "counts vary from run to run (0 up to the number of kills); ours does not depend "
+        "on that timing."
+    )
+
+
+def _warm_bound(warm: local_figures.WarmRun, local: local_figures.LocalSizes) -> str:
+    """How the warm rows were measured and what bounds their ratio."""
+    ours_p99 = quantile(warm.ours_ms, 0.99)
+    base_p99 = quantile(warm.baseline_ms, 0.99)
+    return (
+        "Warm against warm: both receivers restarted (a fresh process each), each sent "
+        f"the same warm-up load ({local.warm_up_deliveries} deliveries, rows `warm-up`: "
+        "the first answers of a fresh process are its cold start), then "
+        f"{local.warm_deliveries} deliveries each, {local.latency_concurrency} in flight, "
+        "ours with the worker side paused and its backlog worked off before the "
+        "baseline's turn. The baseline's p99 is bounded below by the MCP answer "
+        f"({local_figures.MCP_LATENCY_MS} ms) plus its DynamoDB and notification calls; "
+        "ours by one loopback HTTP round trip to the emulator and the front door's CPU on a shared "
+        f"machine: ours {ours_p99:.0f} ms, the baseline {base_p99:.0f} ms, so a ratio of "
+        f"{local_figures.TARGET_WARM_P99_RATIO:g} needs ours under "
+        f"{base_p99 / local_figures.TARGET_WARM_P99_RATIO:.0f} ms."
     )
 
 
@@ -636,6 +784,8 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
                 value=r.baseline_p99_ms / r.ours_p99_ms,
                 target=Target(">=", local_figures.TARGET_P99_RATIO),
             ),
+            *_warm_rows(r.warm),
+            *_peer_rows(r),
             Row(
                 "ours: load sent until every effect applied (worker included)",
                 "s",
@@ -665,6 +815,8 @@ def usual_way_and_end_to_end(sizes: Sizes) -> list[Figure]:
                 r.baseline_p99_ms,
                 r.details["ours_latency_cpu_seconds_per_delivery"],
             ),
+            _warm_bound(r.warm, local),
+            _peer_bound(r),
             "A baseline request killed after its effect leaves an in-progress idempotency "
             "record; Powertools lets the retry through once that record expires (the "
             "invocation's remaining time, 10 s here), and the effect runs again. "
@@ -887,14 +1039,20 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
         "table server with the processing; here everything shares 2 cores and one "
         "emulator process, so the worker side (relay, workers) is paused while the first "
         "attempts are out and continued at once after (the time until every one is "
-        "completed includes the pause). The last rows are a second run with the worker "
-        "side running throughout.",
+        "completed includes the pause): those rows are report-only. The headline is a "
+        "second run with the worker side running throughout, as a deployed stack is "
+        "(its share is given under two names: the headline's and the earlier row's).",
         [
+            Row(
+                "burst of 2,000 at once, worker running: share answered 2xx",
+                "%",
+                value=round(100 * shared.first_attempts_2xx, 1),
+                target=Target(">=", burst.TARGET_SHARE_WORKER_RUNNING),
+            ),
             Row(
                 "burst of 2,000 at once: share answered 2xx",
                 "%",
                 value=round(100 * result.first_attempts_2xx, 1),
-                target=Target(">=", 100.0),
             ),
             Row(
                 "burst of 2,000 at once: accepted per second",
@@ -934,8 +1092,12 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             "(`front_door_containers`: forked, on one listening socket, each with "
             f"{front_door.CONCURRENT_INVOCATIONS} invocations at once, as many as the "
             "receiver's client keeps connections) and takes every connection (its backlog "
-            "is the stage's burst, as API Gateway's is); AWS's receiver answers in "
-            "milliseconds with as many environments as the burst needs (docs/capacity.md).",
+            "is the stage's burst, as API Gateway's is). In AWS a burst is bounded by "
+            "Lambda's quotas, not by CPU: the account's concurrency (1,000 by default, "
+            "shared by every function), each function's scaling rate (up to 1,000 more "
+            "environments every 10 s) and each new environment's cold start (figure 3); "
+            "the stage's burst limit answers the rest 429, which RelayLink retries "
+            "(docs/capacity.md).",
             "The first attempts are written by a lean client: the requests are signed "
             "before the clock starts and each goes out on its own connection (raw "
             "asyncio), about 0.4 ms of CPU an attempt against some 3.8 ms through httpx, "

@@ -36,9 +36,12 @@ from local.stack_options import StackOptions
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 IDEMPOTENCY_TABLE: Final = "relaylink-baseline-idempotency"
+PEER_QUEUE: Final = "relaylink-peer-work"
 MCP_LATENCY_MS: Final = 300
 # Figure 5: the receiver's p99 on the local stack, the in-request baseline's over ours.
 TARGET_P99_RATIO: Final = 10.0
+# The same, each side restarted and warmed alike before it is measured.
+TARGET_WARM_P99_RATIO: Final = 8.0
 # Figure 6: twice the 69 deliveries per second the run before these targets accepted.
 TARGET_COMPLETED_PER_SECOND: Final = 2 * 69.0
 READY_SECONDS: Final = 60.0
@@ -46,9 +49,19 @@ FINISHED_STATES: Final = frozenset({State.COMPLETED.value, State.FAILED.value})
 
 
 class BaselineProcess:
-    """``python -m bench.baseline.server`` as a child that can be SIGKILLed and restarted."""
+    """``python -m bench.baseline.server`` (or another module of the bench's peers) as a
+    child that can be SIGKILLed and restarted, or paused."""
 
-    def __init__(self, stack: LocalStack, run_dir: Path) -> None:
+    def __init__(
+        self,
+        stack: LocalStack,
+        run_dir: Path,
+        *,
+        module: str = "bench.baseline.server",
+        name: str = "baseline",
+        extra_env: Mapping[str, str] | None = None,
+        serves: bool = True,
+    ) -> None:
         state = stack.state
         assert stack.sink is not None
         keep = {"PATH", "HOME", "LANG", "TMPDIR"}
@@ -65,10 +78,13 @@ class BaselineProcess:
                 "MCP_TOKEN": state.mcp_token,
                 "NOTIFY_URL": stack.sink.url,
                 "ARCHIVE_BUCKET": state.resources.archive_bucket,
+                **(extra_env or {}),
             }
         )
-        self._ready = run_dir / "baseline.ready"
-        self._log = run_dir / "baseline.log"
+        self._module = module
+        self._serves = serves
+        self._ready = run_dir / f"{name}.ready"
+        self._log = run_dir / f"{name}.log"
         with socket_port() as port:
             self.port = port
         self.url = f"http://127.0.0.1:{self.port}/relaylink"
@@ -82,16 +98,9 @@ class BaselineProcess:
     def start(self) -> None:
         self._ready.unlink(missing_ok=True)
         with self._log.open("ab") as log:
+            port = ["--port", str(self.port)] if self._serves else []
             self._process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.baseline.server",
-                    "--port",
-                    str(self.port),
-                    "--ready-file",
-                    str(self._ready),
-                ],
+                [sys.executable, "-m", self._module, *port, "--ready-file", str(self._ready)],
                 env=self._env,
                 cwd=REPO_ROOT,
                 stdout=log,
@@ -100,7 +109,7 @@ class BaselineProcess:
         deadline = time.monotonic() + READY_SECONDS
         while not self._ready.exists():
             if self._process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"baseline receiver did not start (log: {self._log})")
+                raise RuntimeError(f"{self._module} did not start (log: {self._log})")
             time.sleep(0.01)
 
     def kill(self) -> None:
@@ -111,6 +120,15 @@ class BaselineProcess:
         self._process.wait()
         self.restarts += 1
         self.start()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stopped (SIGSTOP) for the block, then continued: its work waits in its queue."""
+        os.kill(self.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -332,6 +350,60 @@ def _kill_run(
     )
 
 
+def _kill_after_effects(
+    stack: LocalStack,
+    config: SenderConfig,
+    deliveries: list[Delivery],
+    *,
+    kills: int,
+    kill: Callable[[], None],
+    wait_done: Callable[[], object],
+    deadline_s: float = 120.0,
+) -> KillRun:
+    """Send ``deliveries``; each time a delivery's effect is first applied, kill the
+    process that applied it (``kill``), ``kills`` times; then wait and count effects.
+    For the worker side, where a kill cuts no request: the sender may be done first."""
+    started = time.monotonic()
+    seen = set(stack.effects())
+    result: dict[str, SendSummary] = {}
+    sending = threading.Thread(
+        target=lambda: result.setdefault("summary", send_all(config, deliveries)), daemon=True
+    )
+    sending.start()
+    done = 0
+    keys = {f"{d.delivery_id}:notify" for d in deliveries}
+    while done < kills and time.monotonic() < started + deadline_s:
+        applied = set(stack.effects())
+        if applied - seen:
+            kill()
+            seen.update(stack.effects())
+            done += 1
+        elif keys <= applied:
+            break
+        else:
+            time.sleep(0.0005)
+    sending.join()
+    wait_done()
+    summary = result["summary"]
+    return KillRun(
+        kills=done,
+        cut_attempts=0,
+        acknowledged=summary.acknowledged,
+        effects=count_effects(stack, deliveries),
+        seconds=time.monotonic() - started,
+        answers=dict(summary.answers),
+    )
+
+
+def _wait_effects(stack: LocalStack, deliveries: list[Delivery], timeout: float) -> None:
+    """Until every delivery's effect was applied at least once, or ``timeout`` passed
+    (the peer keeps no state of ours to poll)."""
+    keys = {f"{d.delivery_id}:notify" for d in deliveries}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not keys <= set(stack.effects()):
+        time.sleep(0.05)
+
+
 @dataclass(frozen=True)
 class LocalSizes:
     latency_deliveries: int = 100
@@ -346,6 +418,42 @@ class LocalSizes:
     time_scale: float = 360.0  # contract back-off: 30 s -> 83 ms, 1 h -> 10 s
     kill_time_scale: float = 1800.0  # 30 s -> 17 ms, 1 h -> 2 s, 6 h -> 12 s
     kill_time_scale_ours: float = 3600.0  # ours needs no in-progress record to expire
+    # Warm against warm: both restarted, warmed alike, then enough samples that the p99
+    # is not one or two of them.
+    warm_up_deliveries: int = 50
+    warm_deliveries: int = 1000
+    # Each kills the process that applied a delivery's effect right after it did.
+    kills_after_effect: int = 2
+    kill_after_effect_deliveries: int = 20
+
+
+@dataclass(frozen=True)
+class WarmRun:
+    """Figure 5 warm against warm: each side restarted, warmed by the same load, then
+    measured; the warm-up's answers (the cold starts among them) kept apart."""
+
+    ours_warm_up_ms: list[float]
+    baseline_warm_up_ms: list[float]
+    ours_ms: list[float]
+    baseline_ms: list[float]
+
+    @property
+    def p99_ratio(self) -> float:
+        return quantile(self.baseline_ms, 0.99) / quantile(self.ours_ms, 0.99)
+
+    def to_json(self) -> dict[str, Any]:
+        def side(warm_up: list[float], measured: list[float]) -> dict[str, Any]:
+            return {
+                "warm_up_ms": summarize(warm_up).to_json(1),
+                "latency_ms": summarize(measured).to_json(1),
+                "p99_ms": round(quantile(measured, 0.99), 1),
+            }
+
+        return {
+            "ours": side(self.ours_warm_up_ms, self.ours_ms),
+            "baseline": side(self.baseline_warm_up_ms, self.baseline_ms),
+            "p99_ratio": round(self.p99_ratio, 2),
+        }
 
 
 @dataclass
@@ -361,6 +469,11 @@ class LocalResults:
     baseline_effect_kills: KillRun
     e2e: dict[str, Any]
     e2e_latency_ms: Summary
+    warm: WarmRun
+    peer_warm_up_ms: list[float]
+    peer_ms: list[float]
+    ours_effect_kills: KillRun
+    peer_effect_kills: KillRun
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -422,6 +535,21 @@ def measure(sizes: LocalSizes) -> LocalResults:
         create_idempotency_table(stack)
         baseline = BaselineProcess(stack, run_dir)
         baseline.start()
+        peer_queue = stack.client("sqs").create_queue(QueueName=PEER_QUEUE)["QueueUrl"]
+        peer_env = {"PEER_QUEUE_URL": peer_queue}
+        peer = BaselineProcess(
+            stack, run_dir, module="bench.async_peer.server", name="peer", extra_env=peer_env
+        )
+        peer_worker = BaselineProcess(
+            stack,
+            run_dir,
+            module="bench.async_peer.worker",
+            name="peer-worker",
+            extra_env=peer_env,
+            serves=False,
+        )
+        peer.start()
+        peer_worker.start()
         try:
             # --- figure 6: the local stack end to end (MCP answering at once) -------
             deliveries = _deliveries(stack, sizes.e2e_deliveries, rng)
@@ -495,6 +623,47 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 raise RuntimeError("the latency load was not fully acknowledged")
             ours_ms, base_ms = _latencies_ms(ours), _latencies_ms(base)
 
+            # --- figure 5, warm against warm -------------------------------------------
+            def restart_ours() -> None:
+                stack.kill("front_door")
+                stack.wait_ready(READY_SECONDS)
+
+            def timed(url: str, n: int, *, ours: bool) -> list[float]:
+                batch = _deliveries(stack, n, rng)
+                # Ours with the worker side paused, as above; its backlog is worked
+                # off before the baseline's turn, so neither shares the CPU with it.
+                with stack.paused("worker") if ours else contextlib.nullcontext():
+                    sent = send_all(load(url), batch)
+                if sent.acknowledged != n:
+                    raise RuntimeError("the warm latency load was not fully acknowledged")
+                if ours:
+                    _wait_done(stack, batch)
+                return _latencies_ms(sent)
+
+            restart_ours()
+            baseline.kill()  # a fresh process too, started the same way
+            warm = WarmRun(
+                ours_warm_up_ms=timed(state.webhook_url, sizes.warm_up_deliveries, ours=True),
+                baseline_warm_up_ms=timed(baseline.url, sizes.warm_up_deliveries, ours=False),
+                ours_ms=timed(state.webhook_url, sizes.warm_deliveries, ours=True),
+                baseline_ms=timed(baseline.url, sizes.warm_deliveries, ours=False),
+            )
+
+            # --- the asynchronous peer, warmed and measured the same way ---------------
+            def peer_timed(n: int) -> list[float]:
+                batch = _deliveries(stack, n, rng)
+                with peer_worker.paused():  # as ours: its worker never shares the CPU
+                    sent = send_all(load(peer.url), batch)
+                if sent.acknowledged != n:
+                    raise RuntimeError("the peer's latency load was not fully acknowledged")
+                _wait_effects(stack, batch, timeout=120.0)
+                return _latencies_ms(sent)
+
+            peer.kill()
+            peer_worker.kill()
+            peer_warm_up_ms = peer_timed(sizes.warm_up_deliveries)
+            peer_ms = peer_timed(sizes.warm_deliveries)
+
             # --- figure 5: kills mid-request ------------------------------------------
             def kill_ours() -> None:
                 stack.kill("front_door")
@@ -549,8 +718,40 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 wait_done=lambda: None,
                 trigger=effect_applied,
             )
+
+            # --- a kill right after the effect: ours and the peer too ----------------
+            def kill_our_worker() -> None:
+                stack.kill("worker")  # the supervisor starts it again
+
+            after_effect = kill_load(state.webhook_url, sizes.kill_time_scale_ours)
+            batch = _deliveries(stack, sizes.kill_after_effect_deliveries, rng)
+            ours_effect_kills = _kill_after_effects(
+                stack,
+                after_effect,
+                batch,
+                kills=sizes.kills_after_effect,
+                kill=kill_our_worker,
+                wait_done=lambda: _wait_done(stack, batch),
+            )
+            peer_batch = _deliveries(stack, sizes.kill_after_effect_deliveries, rng)
+
+            def peer_wait_done() -> None:
+                # A redelivery waits out the visibility timeout and the in-progress record.
+                time.sleep(30.0)
+                _wait_effects(stack, peer_batch, 60.0)
+
+            peer_effect_kills = _kill_after_effects(
+                stack,
+                kill_load(peer.url, sizes.kill_time_scale),
+                peer_batch,
+                kills=sizes.kills_after_effect,
+                kill=peer_worker.kill,
+                wait_done=peer_wait_done,
+            )
         finally:
             baseline.stop()
+            peer.stop()
+            peer_worker.stop()
         restarts = dict(stack.restarts)
     return LocalResults(
         ours_latency_ms=summarize(ours_ms),
@@ -564,7 +765,18 @@ def measure(sizes: LocalSizes) -> LocalResults:
         baseline_effect_kills=effect_kills,
         e2e=e2e,
         e2e_latency_ms=summarize(e2e_latency),
+        warm=warm,
+        peer_warm_up_ms=peer_warm_up_ms,
+        peer_ms=peer_ms,
+        ours_effect_kills=ours_effect_kills,
+        peer_effect_kills=peer_effect_kills,
         details={
+            "peer_warm_up_ms": summarize(peer_warm_up_ms).to_json(1),
+            "peer_latency_ms": summarize(peer_ms).to_json(1),
+            "peer_p99_ms": round(quantile(peer_ms, 0.99), 1),
+            "ours_kills_after_effect": ours_effect_kills.to_json(),
+            "peer_kills_after_effect": peer_effect_kills.to_json(),
+            "warm_against_warm": warm.to_json(),
             "restarts": restarts,
             "baseline_restarts": baseline.restarts,
             "ours_latency_ms": summarize(ours_ms).to_json(1),

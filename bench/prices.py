@@ -48,6 +48,7 @@ PRICES: Final = {
     "secret": Price("Secrets Manager secret", 0.40, "secret-month"),
     "secret_calls": Price("Secrets Manager API calls", 0.05, "10,000 calls"),
     "kms_key": Price("KMS customer managed key (alarm topic)", 1.00, "key-month"),
+    "eventbridge_events": Price("EventBridge custom events (PutEvents)", 1.00, "1 M events"),
     "egress": Price("Data transfer out to the internet (first 10 TB)", 0.09, "GB"),
     # The agent workflow's default model (functions/workflows/model_client.py), on demand.
     "bedrock_input": Price(

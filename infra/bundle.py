@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra import distribution
+from infra import bytecode, distribution
 from infra.workflow_code import WorkflowCode
 
 # The repository, or (installed from the wheel) a copy of ``functions`` in its form.
@@ -57,7 +57,7 @@ LAMBDA_PLATFORMS = ("manylinux_2_28_aarch64", "manylinux2014_aarch64")
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil"})
 _POWERTOOLS = ("aws-lambda-powertools",)
 # Part of every asset's content hash: bump it when the layout of an asset changes.
-_ASSET_FORMAT = "2"
+_ASSET_FORMAT = "3"  # 3: bytecode for the runtime's Python
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +413,10 @@ class AssetRecipe:
             # A file already there (a link, even) is replaced, never written through.
             target.unlink(missing_ok=True)
             _copy_regular_file(source, target)
+        try:
+            bytecode.precompile(destination, LAMBDA_PYTHON_VERSION)
+        except bytecode.BytecodeError as exc:
+            raise BundleError(f"{self.asset.name}: {exc}") from None
         return destination
 
 

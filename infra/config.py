@@ -157,6 +157,8 @@ class StackConfig:
             would be the largest line of the bill at low volume (docs/cost.md prices
             both).
         worker_batch_size: Messages per worker invocation.
+        worker_batching_window_seconds: How long the worker's event-source mapping
+            gathers messages before it invokes the worker (fuller batches, a later start).
         worker_batch_concurrency: Messages of one batch a worker processes at once, or
             None for the whole batch (``batch_concurrency``).
         alert_email: Address subscribed to the workflow alert topic, or None.
@@ -202,6 +204,7 @@ class StackConfig:
     worker_timeout_seconds: int = settings_table.WORKER_TIMEOUT_SECONDS.default
     worker_memory_mb: int = settings_table.WORKER_MEMORY_MB.default
     worker_batch_size: int = settings_table.WORKER_BATCH_SIZE.default
+    worker_batching_window_seconds: int = settings_table.WORKER_BATCHING_WINDOW_SECONDS.default
     worker_batch_concurrency: int | None = None
     alert_email: str | None = None
     alert_url_kms_key_arn: str | None = None
@@ -319,6 +322,7 @@ class StackConfig:
             max_attempts=self.worker_max_attempts,
             visibility_timeout_seconds=(
                 self.worker_timeout_seconds * event_source_limits.VISIBILITY_TIMEOUT_FACTOR
+                + self.worker_batching_window_seconds
             ),
         )
         try:

@@ -82,6 +82,7 @@ class RelayLinkReceiver(Construct):
                 mcp_timeout_seconds=settings_table.MCP_TIMEOUT_SECONDS.default,
                 workflow_seconds=config.worker_workflow_seconds,
             ),
+            batching_window_seconds=config.worker_batching_window_seconds,
         )
         self.table = InboxTable(self, "Inbox", warm_write_units=config.table_warm_write_units)
         self.queues = WorkQueues(

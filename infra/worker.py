@@ -62,12 +62,20 @@ class WorkerTiming:
     effect_age_seconds: int
 
     @classmethod
-    def for_timeout(cls, timeout_seconds: int, *, message_seconds: float = 0.0) -> WorkerTiming:
+    def for_timeout(
+        cls,
+        timeout_seconds: int,
+        *,
+        message_seconds: float = 0.0,
+        batching_window_seconds: int,
+    ) -> WorkerTiming:
         """The timing for a worker timeout, checked.
 
         Args:
             timeout_seconds: The worker's Lambda timeout.
             message_seconds: The time a worker needs left to start a message.
+            batching_window_seconds: The event-source mapping's batching window, which
+                the visibility timeout covers too.
 
         Raises:
             ValueError: the derived values break an invariant (see ``check_timing``).
@@ -76,7 +84,8 @@ class WorkerTiming:
         timing = cls(
             timeout_seconds=timeout_seconds,
             lease_seconds=lease,
-            visibility_timeout_seconds=timeout_seconds * VISIBILITY_TIMEOUT_FACTOR,
+            visibility_timeout_seconds=timeout_seconds * VISIBILITY_TIMEOUT_FACTOR
+            + batching_window_seconds,
             effect_age_seconds=settings_table.effect_age_seconds(lease),
         )
         check_timing(
@@ -220,6 +229,7 @@ class Worker(Construct):
             sources.SqsEventSource(
                 work_queue,
                 batch_size=config.worker_batch_size,
+                max_batching_window=Duration.seconds(config.worker_batching_window_seconds),
                 report_batch_item_failures=True,
                 max_concurrency=config.worker_max_concurrency,
             )

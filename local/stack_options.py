@@ -36,7 +36,7 @@ class StackOptions:
     # timeout) plus this left, and the emulated invocation has 60 s.
     workflow_seconds: int = 10  # deployed: 60
     lease_seconds: int = 6  # deployed: 900
-    visibility_timeout_seconds: int = 8  # deployed: 1080; must exceed the lease
+    visibility_timeout_seconds: int = 8  # deployed: 1081; must exceed the lease
     retry_base_seconds: int = 1  # deployed: 15
     reconcile_interval_seconds: float = 5.0  # deployed: every 5 minutes
     secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default

@@ -13,13 +13,10 @@ Environment: ``IDEMPOTENCY_TABLE`` (partition key ``id``), ``SIGNING_SECRETS_ARN
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -29,18 +26,15 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
 )
 
-from functions.core import wire
+from bench.baseline.verification import answer, verified_work, work_body
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
-from functions.core.delivery import InvalidDelivery, parse_delivery
 from functions.core.effects import EffectMode
 from functions.core.host_policy import HostPolicy
 from functions.core.models import WorkItem
 from functions.core.observability import logger
 from functions.core.package import Package
-from functions.core.signature import SignatureRejected, SigningSecret, read_headers, verify
 from functions.core.workflow import WorkflowContext
-from functions.receiver.http_request import MalformedEvent, parse_event
 from functions.workflows.wiring import build_notify as build_workflow
 
 TIMEOUT_SECONDS = 10.0  # RelayLink waits 10 s for an answer; the function may not take longer
@@ -115,55 +109,17 @@ def process(delivery: dict[str, Any]) -> dict[str, Any]:
     return {"delivery_id": work.delivery_id, "processed": True}
 
 
-def _answer(status: int, outcome: str) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps({"outcome": outcome}),
-        "isBase64Encoded": False,
-    }
-
-
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     config.register_lambda_context(context)  # in-progress records expire with the invocation
+    work = verified_work(event)
+    if not isinstance(work, WorkItem):
+        return work
     try:
-        request = parse_event(event, max_body_bytes=wire.MAX_BODY_BYTES)
-        headers = request.headers
-        signed = read_headers(
-            delivery_id=headers.get(wire.HEADER_DELIVERY),
-            timestamp=headers.get(wire.HEADER_TIMESTAMP),
-            signature=headers.get(wire.HEADER_SIGNATURE),
-            now=int(time.time()),
-        )
-        raw = parameters.get_secret(
-            os.environ["SIGNING_SECRETS_ARN"], transform="json", max_age=300
-        )
-        verify(signed, request.body, [SigningSecret.parse(text) for text in raw])
-        delivery = parse_delivery(
-            request.body,
-            header_delivery_id=signed.delivery_id,
-            header_event=headers.get(wire.HEADER_EVENT),
-        )
-    except SignatureRejected:
-        return _answer(401, "rejected")
-    except (MalformedEvent, InvalidDelivery):
-        return _answer(400, "invalid")
-    work = delivery.work_item()
-    if work is None:
-        return _answer(200, "ignored")
-    try:
-        process(
-            delivery={
-                "delivery_id": work.delivery_id,
-                "event": work.event,
-                "package_id": work.package_id,
-                "mcp_url": work.mcp_url,
-            }
-        )
+        process(delivery=work_body(work))
     except IdempotencyAlreadyInProgressError:
-        return _answer(409, "in_progress")  # another attempt holds the record: retry later
+        return answer(409, "in_progress")  # another attempt holds the record: retry later
     except Exception as exc:
         # The type only: the message could quote the package.
         logger.warning("baseline failed", extra={"error_type": type(exc).__name__})
-        return _answer(500, "failed")
-    return _answer(200, "processed")
+        return answer(500, "failed")
+    return answer(200, "processed")

@@ -14,5 +14,6 @@ RELAY_RETRY_ATTEMPTS: Final = 10
 RELAY_MAX_RECORD_AGE_SECONDS: Final = 6 * 3600
 WORKER_BATCH_SIZE: Final = 10
 # AWS: a queue's visibility timeout should be at least six times the function's timeout
+# (plus the event-source mapping's batching window, which infra/worker.py adds)
 # (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
 VISIBILITY_TIMEOUT_FACTOR: Final = 6

@@ -261,6 +261,16 @@ WORKER_BATCH_SIZE: Final = Integer(
     high=event_source_limits.WORKER_BATCH_SIZE,  # without a batching window
     doc="messages per worker invocation",
 )
+# Without a window a poll returns what has arrived, about two messages at 100 M / month:
+# the worker then waits out an MCP answer per two messages instead of per ten
+# (docs/cost.md, which chose the default: the shortest that fills batches there).
+WORKER_BATCHING_WINDOW_SECONDS: Final = Integer(
+    key="worker_batching_window_seconds",
+    default=1,
+    low=0,
+    high=300,  # the SQS event-source mapping's MaximumBatchingWindowInSeconds
+    doc="seconds the worker's event-source mapping gathers messages before an invocation",
+)
 WORKER_BATCH_CONCURRENCY: Final = OptionalInteger(
     key="worker_batch_concurrency",
     env=env_names.ENV_BATCH_CONCURRENCY,
@@ -549,6 +559,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     WORKER_MAX_ATTEMPTS,
     WORKER_RETRY_HORIZON_HOURS,
     WORKER_BATCH_SIZE,
+    WORKER_BATCHING_WINDOW_SECONDS,
     WORKER_BATCH_CONCURRENCY,
     WORKER_WORKFLOW_SECONDS,
     WORKER_TIMEOUT_SECONDS,

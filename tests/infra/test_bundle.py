@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from functions.workflows.wiring import WORKFLOW_ALIASES
-from infra import bundle
+from infra import bundle, bytecode
 from infra.workflow_code import WorkflowCode, WorkflowCodeError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,10 +57,36 @@ def test_assets_leave_boto3_to_the_runtime_and_are_built_for_arm64_linux(
 ) -> None:
     asset = _asset(assets, name)
     assert not {"boto3", "botocore"} & _top_level(asset)
-    assert not list(asset.rglob("__pycache__"))
     for extension in asset.rglob("*.so"):
         assert "aarch64" in extension.name or "abi3" in extension.name, extension.name
         assert "x86_64" not in extension.name and "darwin" not in extension.name
+
+
+# importlib.util.MAGIC_NUMBER of each Lambda Python (CPython's
+# Lib/importlib/_bootstrap_external.py).
+RUNTIME_MAGIC = {"3.13": 3571}
+
+
+@pytest.mark.parametrize("name", sorted(bundle.FUNCTIONS))
+def test_assets_ship_bytecode_of_the_runtimes_python_only(
+    assets: dict[str, Path], name: str
+) -> None:
+    asset = _asset(assets, name)
+    magic = RUNTIME_MAGIC[bundle.LAMBDA_PYTHON_VERSION].to_bytes(2, "little") + b"\r\n"
+    bytecode.check(asset, bundle.LAMBDA_PYTHON_VERSION, magic)  # every module's, or raises
+    tag = "cpython-" + bundle.LAMBDA_PYTHON_VERSION.replace(".", "")
+    assert {p.name.split(".")[1] for p in asset.rglob("*.pyc")} == {tag}
+    handler = asset / "functions" / name / "handler.py"
+    assert bytecode.compiled_path(handler, bundle.LAMBDA_PYTHON_VERSION).is_file()
+
+
+def test_bytecode_of_another_python_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "module.py").write_text("x = 1\n")
+    compiled = bytecode.compiled_path(tmp_path / "module.py", "3.13")
+    compiled.parent.mkdir()
+    compiled.write_bytes((3495).to_bytes(2, "little") + b"\r\n" + bytes(12))  # 3.11's
+    with pytest.raises(bytecode.BytecodeError, match=r"module\.py"):
+        bytecode.check(tmp_path, "3.13", (3571).to_bytes(2, "little") + b"\r\n")
 
 
 @pytest.mark.parametrize("name", sorted(bundle.FUNCTIONS))

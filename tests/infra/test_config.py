@@ -128,7 +128,8 @@ def test_no_dead_letter_outlives_its_inbox_item() -> None:
         retry_horizon_seconds=config.worker_retry_horizon_seconds,
         max_attempts=config.worker_max_attempts,
         visibility_timeout_seconds=WorkerTiming.for_timeout(
-            config.worker_timeout_seconds
+            config.worker_timeout_seconds,
+            batching_window_seconds=config.worker_batching_window_seconds,
         ).visibility_timeout_seconds,
     )
     assert age > settings_table.WORKER_RETRY_HORIZON_HOURS.env_default

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import env_names, metric_names, table_layout
+from functions.core import env_names, metric_names, settings_table, table_layout
 from functions.core.retry_policy import MAX_RETRY_HORIZON_SECONDS, retry_schedule
 from infra import schema
 from infra.bundle import LAMBDA_PYTHON_VERSION
@@ -282,20 +282,38 @@ def test_relay_reads_only_outbox_inserts_with_bounded_retries(synthesized: Synth
     assert mapping["ParallelizationFactor"] >= 2
 
 
-def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(
-    synthesized: Synthesized,
-) -> None:
+def _work_queue_mapping(synthesized: Synthesized) -> dict[str, Any]:
     queue_id = synthesized.logical_id(synthesized.stack.queues.queue)
+    mapping: dict[str, Any]
     (mapping,) = [
         m["Properties"]
         for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
         if m["Properties"]["EventSourceArn"] == get_att(queue_id, "Arn")
     ]
+    return mapping
+
+
+def test_worker_consumes_the_work_queue_with_partial_batches_and_a_concurrency_cap(
+    synthesized: Synthesized,
+) -> None:
+    mapping = _work_queue_mapping(synthesized)
     assert mapping["FunctionName"] == ref(synthesized.function_logical_id("worker"))
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["ScalingConfig"] == {
         "MaximumConcurrency": synthesized.context["worker_max_concurrency"]
     }
+
+
+def test_worker_batches_gather_for_the_window_the_visibility_timeout_covers(
+    synthesized: Synthesized,
+) -> None:
+    mapping = _work_queue_mapping(synthesized)
+    window = synthesized.stack.config.worker_batching_window_seconds
+    assert window == settings_table.WORKER_BATCHING_WINDOW_SECONDS.default > 0
+    assert mapping["MaximumBatchingWindowInSeconds"] == window
+    # AWS: six times the function's timeout plus the batching window.
+    queue = synthesized.resource(synthesized.stack.queues.queue)["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * _worker_timeout(synthesized) + window
 
 
 def test_reconciler_runs_on_a_schedule(synthesized: Synthesized) -> None:

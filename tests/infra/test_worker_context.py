@@ -266,18 +266,21 @@ def test_worker_sizing_and_the_timings_that_follow(customised: Synthesized) -> N
 
 @pytest.mark.parametrize("timeout", [30, 60, 180, 300, 600, 899, 900])
 def test_every_allowed_timeout_keeps_the_timing_invariants(timeout: int) -> None:
-    timing = WorkerTiming.for_timeout(timeout)
+    window = settings_table.WORKER_BATCHING_WINDOW_SECONDS.high
+    timing = WorkerTiming.for_timeout(timeout, batching_window_seconds=window)
     assert timing.timeout_seconds < timing.lease_seconds < timing.visibility_timeout_seconds
     assert timing.lease_seconds < timing.effect_age_seconds
     assert timing.visibility_timeout_seconds >= (
-        event_source_limits.VISIBILITY_TIMEOUT_FACTOR * timeout
+        event_source_limits.VISIBILITY_TIMEOUT_FACTOR * timeout + window
     )
 
 
 def test_the_default_timeout_keeps_the_timings_the_stack_always_had() -> None:
-    timing = WorkerTiming.for_timeout(180)
+    window = settings_table.WORKER_BATCHING_WINDOW_SECONDS.default
+    timing = WorkerTiming.for_timeout(180, batching_window_seconds=window)
     assert timing.lease_seconds == settings_table.WORKER_LEASE_SECONDS.default
-    assert timing.visibility_timeout_seconds == 1080
+    # AWS: six times the timeout, plus the batching window.
+    assert timing.visibility_timeout_seconds == 1080 + window
     assert timing.effect_age_seconds == settings_table.RECONCILE_EFFECT_AGE_SECONDS.default
 
 

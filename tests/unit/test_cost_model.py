@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench import agent_spend, cost, cost_doc, prices
-from bench.report import Figure
+from bench import agent_spend, cost, cost_doc, peers, prices
+from bench.report import Figure, Target
 from bench.write_units import WORKFLOW_PHASE
 from functions.core import metric_names
 from functions.core.spend import ModelSpend
@@ -219,3 +219,107 @@ def test_without_the_spend_figure_the_agents_model_cost_is_the_stated_assumption
         list(_figures().values()), {"date (UTC)": "d", "commit": "c"}, alarms=ALARMS
     )
     assert "this run has no figure 14, which measures them" in document
+
+
+def test_the_workers_batch_follows_the_arrivals_the_window_gathers() -> None:
+    model = _model()
+    rps = VOLUME / cost.SECONDS_PER_MONTH
+    gather = model.batching_window_s + cost.SQS_POLL_GATHER_SECONDS.value
+    assert model.worker_batch(VOLUME) == pytest.approx(
+        min(10.0, rps * gather / cost.SQS_POLLERS.value)
+    )
+    unwindowed = cost.model_with_batching_window(model, 0)
+    assert unwindowed.worker_batch(VOLUME) == pytest.approx(
+        rps * cost.SQS_POLL_GATHER_SECONDS.value / cost.SQS_POLLERS.value
+    )
+    assert model.worker_batch(1_000_000) == 1.0  # never less than one message
+    assert cost.model_with_batching_window(model, 60).worker_batch(VOLUME) == 10.0  # full
+    # Smaller batches wait out an MCP answer for fewer messages: the bill grows.
+    assert unwindowed.pipeline_usd(VOLUME) > model.pipeline_usd(VOLUME)
+    halves = cost.model_with_worker_batch(model, 2)
+    assert halves.worker_batch(VOLUME) == 2
+    worker = _line(halves, "Lambda worker")
+    assert f"{VOLUME / 2:,.0f} invocations" in worker.basis
+
+
+def test_a_new_tables_stream_shards_share_the_relays_records() -> None:
+    model = _model()
+    assert model._stream_shards(1_000_000) == cost.STREAM_SHARDS_AT_START.value == 4
+    rps = VOLUME / cost.SECONDS_PER_MONTH
+    per_batch = rps / (cost.STREAM_POLLS_PER_SECOND * 4)
+    assert f"{per_batch:.1f} records per relay batch over 4 stream shards" in (
+        _line(model, "SQS").basis
+    )
+    relay = _line(model, "Lambda relay")
+    assert f"{VOLUME / per_batch:,.0f} invocations" in relay.basis
+
+
+def test_the_rotated_key_and_hourly_metrics_are_billed_as_aws_bills_them() -> None:
+    model = _model()
+    key = _line(model, "KMS key of the alarm topic")
+    assert key.usd_per_month == pytest.approx(3 * prices.PRICES["kms_key"].usd)
+    # The received log's lag every run; the other alarmed counts only on faults.
+    always = len(cost.ALWAYS_PUBLISHED_METRICS)
+    expected = always + (model.metrics - always) * cost.FAULT_HOURS_PER_MONTH.value / 720
+    assert model.metric_months() == pytest.approx(expected)
+    metrics = _line(model, "CloudWatch metrics (EMF), alarms, dashboard")
+    assert metrics.usd_per_month == pytest.approx(
+        expected * prices.PRICES["metric"].usd + ALARMS * prices.PRICES["alarm"].usd
+    )
+
+
+def test_the_default_install_is_the_pipeline_and_its_archive() -> None:
+    model = _model()
+    effects = sum(x.usd_per_month for x in model.lines(VOLUME) if x.group == cost.WORKFLOW_EFFECTS)
+    assert model.default_install_usd(VOLUME) == pytest.approx(model.pipeline_usd(VOLUME) + effects)
+    assert effects >= VOLUME / 1000 * prices.PRICES["s3_put"].usd  # a PUT per delivery
+    rows = {
+        r.measure: r for r in cost_doc.targets_figure(list(_figures().values()), alarms=ALARMS).rows
+    }
+    big = rows["default install cost per 1 M deliveries at 100 M / month"]
+    small = rows["default install cost per 1 M deliveries at 1 M / month"]
+    assert big.central == pytest.approx(round(model.default_install_usd(VOLUME) / 100, 2))
+    assert big.target == Target("<=", 8.0)
+    assert small.target == Target("<=", 12.0)
+
+
+def test_the_package_kept_on_the_inbox_item_trades_the_put_for_bytes_at_rest() -> None:
+    model = _model()
+    kept = model.package_on_inbox_item(VOLUME)
+    # 361 B item + "package" + 500 B document: still one write unit for the completion.
+    assert kept.inbox_bytes_with_package == 361 + 7 + 500
+    assert kept.extra_wru == 0
+    assert kept.usd == pytest.approx(
+        model.default_install_usd(VOLUME) - kept.saved_s3_usd + kept.added_usd
+    )
+    assert kept.usd < model.default_install_usd(VOLUME)
+    larger = _model(pipeline={"archive_bytes_per_delivery": 1500.0})
+    assert larger.package_on_inbox_item(VOLUME).extra_wru == 1
+    added = larger.package_on_inbox_item(VOLUME).added_usd - kept.added_usd
+    assert added > VOLUME / 1e6 * prices.PRICES["ddb_wru"].usd
+
+
+def test_the_peers_are_billed_for_the_same_work_by_the_same_prices() -> None:
+    model = _model()
+    bills = {name: peers.peer_bill(model, name, VOLUME) for name in peers.PEERS}
+
+    def usd(name: str, component: str) -> float:
+        return sum(x.usd_per_month for x in bills[name].lines if x.component == component)
+
+    for name, bill in bills.items():
+        assert usd(name, "S3 archive PUTs") == pytest.approx(
+            _line(model, "S3 archive PUTs").usd_per_month
+        )
+        assert bill.usd(archive=True) - bill.usd(archive=False) == pytest.approx(
+            usd(name, "S3 archive PUTs") + usd(name, "S3 archive storage")
+        )
+        idempotency = usd(name, "DynamoDB idempotency records")
+        assert idempotency >= VOLUME / 1e6 * 2 * prices.PRICES["ddb_wru"].usd
+    assert usd(peers.IN_REQUEST, "SQS") == 0.0
+    assert usd(peers.EVENTBRIDGE, "API Gateway HTTP API") == 0.0
+    assert usd(peers.EVENTBRIDGE, "EventBridge PutEvents") == pytest.approx(
+        VOLUME / 1e6 * prices.PRICES["eventbridge_events"].usd
+    )
+    assert usd(peers.ASYNC_SQS, "API Gateway HTTP API") == pytest.approx(
+        _line(model, "API Gateway HTTP API").usd_per_month
+    )

@@ -90,8 +90,8 @@ MUTATIONS: Final = (
     Mutation(
         "relay_drops_a_batch_of_one",
         "functions/relay/handler.py",
-        "    return _send_all(outgoing, deps)\n",
-        "    return _send_all(outgoing, deps) if len(outgoing) > 1 else []\n",
+        "    failed = _send_all(outgoing, deps)\n",
+        "    failed = _send_all(outgoing, deps) if len(outgoing) > 1 else []\n",
         "archive",
         "the relay drops a stream batch of one record and reports it sent",
     ),

@@ -57,6 +57,15 @@ NAMED_IN_STRINGS: Mapping[tuple[str, str], str] = {
     ("local/tool_demo.py", "local.agent_tools:CHECKED_TOOLS"): (
         "the agent workflow's tools setting, as a team names its own tools"
     ),
+    ("bench/local_figures.py", "bench.baseline.server"): (
+        "a peer the bench runs as a process of its own (python -m)"
+    ),
+    ("bench/local_figures.py", "bench.async_peer.server"): (
+        "a peer the bench runs as a process of its own (python -m)"
+    ),
+    ("bench/local_figures.py", "bench.async_peer.worker"): (
+        "a peer the bench runs as a process of its own (python -m)"
+    ),
 }
 
 

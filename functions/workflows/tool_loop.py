@@ -126,18 +126,7 @@ class ToolApproval:
                 action run unapproved, or exempt nothing), a name is both gated and
                 exempt, or a tool waits and there is no store: fail at cold start.
         """
-        acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
-        for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
-            if unknown := sorted(names - acting):
-                raise ValueError(
-                    f"{setting}{','.join(unknown)} names no acting tool of the tools"
-                    f" setting (acting: {sorted(acting) or 'none'})"
-                )
-        if both := sorted(gated & exempt):
-            raise ValueError(
-                f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
-                " name it in one of them"
-            )
+        acting = check_gate_names(gated, tools, exempt=exempt)
         waiting = frozenset(acting - exempt)
         if waiting and store is None:
             raise ValueError(
@@ -145,6 +134,34 @@ class ToolApproval:
                 f" an approval store, or name them in {SETTING_EXEMPT}"
             )
         return cls(store, clock, waiting, timeout_seconds, exempt)
+
+
+def check_gate_names(
+    gated: frozenset[str], tools: Sequence[Tool], *, exempt: frozenset[str] = frozenset()
+) -> frozenset[str]:
+    """The names of the acting tools, once ``gated`` and ``exempt`` are found among them.
+
+    Raises:
+        ValueError: a name is no acting tool of ``tools`` (unknown, or read-only: a typo
+            would let the action run unapproved, or exempt nothing), or a name is both
+            gated and exempt.
+    """
+    acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
+    read_only = {tool.name for tool in tools} - acting
+    for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
+        if unknown := sorted(names - acting):
+            read = sorted(set(unknown) & read_only)
+            why = f" ({','.join(read)}: read-only)" if read else ""
+            raise ValueError(
+                f"{setting}{','.join(unknown)} names no acting tool of the tools setting"
+                f"{why} (acting: {sorted(acting) or 'none'})"
+            )
+    if both := sorted(gated & exempt):
+        raise ValueError(
+            f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
+            " name it in one of them"
+        )
+    return frozenset(acting)
 
 
 class ResultScreen(Protocol):

@@ -160,7 +160,7 @@ def import_attribute(module_name: str, attribute: str, *, what: str) -> object:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise ValueError(f"{what}: no module named {exc.name!r}") from exc
-    except Exception as exc:
+    except Exception as exc:  # the team's module: named by type, never its message
         raise ValueError(f"{what}: module {module_name} raised {type(exc).__name__}") from exc
     try:
         return getattr(module, attribute)

@@ -48,14 +48,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from functions.core.approval import require_approval
-from functions.core.errors import PermanentError, Rejected
+from functions.core.errors import PermanentError, ProcessingError, Rejected
 from functions.core.observability import logger
 from functions.workflows.agent_prompt import (
     fence_safe_json,
     fenced_tool_result,
     tool_results_rule,
 )
-from functions.workflows.tools import Tool, ToolError, tool_config
+from functions.workflows.tools import Tool, ToolError, ToolRaised, tool_config
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
@@ -237,7 +237,7 @@ def converse_with_tools(
             if used > caps.max_tool_calls:
                 _cap_reached(effects, "max_tool_calls_reached", SETTING_MAX_TOOL_CALLS, caps)
             settle = functools.partial(_settle, effects, by_name, use, approval)
-            outcome = effects.step(tool_record_name(use.id), settle)
+            outcome = effects.step(tool_record_name(use.id), settle, label=f"tool {use.name}")
             if screen is not None:
                 screen(tool_record_name(use.id), use.name, fence_safe_json(outcome["content"]))
             results.append(_result_block(use, outcome, prompt.nonce))
@@ -262,6 +262,10 @@ def _settle(
             return _success(tool.run(use.input, key))
         except ToolError as exc:
             return _error(exc.message)
+        except ProcessingError:
+            raise
+        except Exception as exc:  # the team's code: named, then retried
+            raise _raised(effects, tool, exc) from exc
     if approval is not None and approval.store is not None and tool.name in approval.tools:
         # The proposal comes from the recorded turn, so the run resumed after the
         # decision runs exactly the call the person approved, with the same key.
@@ -285,6 +289,10 @@ def _settle(
             # It did nothing: cleared like any refusal, never left in doubt.
             failures.append(exc.message)
             raise Rejected("tool_error") from exc
+        except ProcessingError:
+            raise  # NotApplied, Rejected, ...: the outcomes the ledger settles
+        except Exception as exc:  # the team's code: an unknown outcome, named
+            raise _raised(effects, tool, exc) from exc
 
     try:
         applied = effects.run(
@@ -299,6 +307,21 @@ def _settle(
     if answers:
         return _success(answers[0])
     return _success({"applied": True, "note": "applied by an earlier attempt"})
+
+
+def _raised(effects: Ledger, tool: Tool, exc: Exception) -> ToolRaised:
+    """The delivery's error for a tool that raised, logged with the tool and the type."""
+    raised = ToolRaised(tool.name, type(exc).__name__)
+    logger.error(
+        f"{raised.culprit}: retried as an error of unknown nature",
+        extra={
+            "delivery_id": effects.delivery_id,
+            "tool": tool.name,
+            "exception": raised.exception,
+            "error_code": raised.code,
+        },
+    )
+    return raised
 
 
 def _success(value: object) -> dict[str, Any]:

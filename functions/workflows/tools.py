@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from functions.core.effects import EffectMode
+from functions.core.errors import ProcessingError
 from functions.core.workflow import import_attribute
 from functions.workflows.tool_settings import ToolSettings
 
@@ -69,6 +70,21 @@ class ToolError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class ToolRaised(ProcessingError):
+    """A tool raised an exception that says nothing of its outcome (a bug, an unmapped
+    client error): retried as any error of unknown nature (at most ``worker_max_attempts``
+    attempts), naming the tool and the exception's type (never its message, which could
+    carry a secret) in the step's record and the worker's log."""
+
+    code = "tool_raised"
+
+    def __init__(self, tool: str, exception: str) -> None:
+        super().__init__()
+        self.tool = tool
+        self.exception = exception
+        self.culprit = f"tool {tool} raised {exception}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +153,7 @@ def load_tools(spec: str, settings: ToolSettings | None = None) -> tuple[Tool, .
         takes_settings = _parameters(target) > 0
         try:
             target = target(settings or ToolSettings()) if takes_settings else target()
-        except Exception as exc:
+        except Exception as exc:  # the team's function: named by type, never its message
             raise ValueError(f"tools {spec}: the function raised {type(exc).__name__}") from exc
     if not isinstance(target, Sequence) or not all(isinstance(t, Tool) for t in target):
         raise ValueError(f"tools {spec} must be a sequence of Tool")

@@ -154,8 +154,6 @@ class Worker(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         workflow = config.workflow_code
-        # What the worker's cold start would refuse, refused by the synth.
-        check_workflow_loads(config)
         environment = worker_environment(
             table_name=table.table_name,
             work_queue_url=work_queue.queue_url,
@@ -190,6 +188,9 @@ class Worker(Construct):
             environment=environment,
             workflow=workflow,
         )
+        # What the worker's cold start would refuse, refused by the synth (once the
+        # code is found where it ships: that refusal names the folder).
+        check_workflow_loads(config)
         role = self.function.role
         if role is None:
             raise ValueError("the worker function has no role")

@@ -518,3 +518,26 @@ def test_every_key_the_config_reads_reaches_it_from_the_cdk_cli() -> None:
     rows = {row.key for row in settings_table.SETTINGS if row.context}
     assert read <= rows
     assert read | set(config_module.SHORT_SETTING_KEYS) <= application._CONTEXT_KEYS
+
+
+def test_agent_tools_is_one_spelling_in_context_and_the_construct() -> None:
+    """``-c agent_tools=``, ``-c workflow_setting_agent_tools=`` and the construct's
+    ``workflow_settings={"agent_tools": ...}`` all set ``tools``; ``tools`` stays an alias."""
+    hosts = ("*.relaylink.example",)
+    spellings = [
+        StackConfig.from_context({"mcp_allowed_hosts": list(hosts), "agent_tools": "m:T"}),
+        StackConfig.from_context(
+            {"mcp_allowed_hosts": list(hosts), "workflow_setting_agent_tools": "m:T"}
+        ),
+        StackConfig(mcp_allowed_hosts=hosts, workflow_settings={"agent_tools": "m:T"}).checked(),
+        StackConfig(mcp_allowed_hosts=hosts, workflow_settings={"tools": "m:T"}).checked(),
+    ]
+    assert [dict(c.workflow_settings) for c in spellings] == [{"tools": "m:T"}] * 4
+    with pytest.raises(ConfigError, match="set tools differently"):
+        StackConfig.from_context(
+            {
+                "mcp_allowed_hosts": list(hosts),
+                "agent_tools": "m:T",
+                "workflow_setting_tools": "n:T",
+            }
+        )

@@ -140,7 +140,8 @@ def _check(request: _Request) -> tuple[int, str]:
                 f"{_setting_of(request)} not loaded at synth: it imports {missing!r}, which "
                 "workflow_requirements installs for Lambda only (its cold start checks it)"
             )
-        return 1, f"{_setting_of(request)}: {exc}"
+        # The workflow's own message names it already; the tools' gets the setting.
+        return 1, f"{_setting_of(request)}: {exc}" if request.agent else str(exc)
     if module and not _shipped(module, request):
         return 1, (
             f"{_setting_of(request)}: {what}: module {module} is not shipped (it is neither "

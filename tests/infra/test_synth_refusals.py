@@ -126,6 +126,10 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "tool_settings names no tool of team_tools.tools:build: open_tiket",
     ),
+    "own workflow module raises": (
+        {"workflow": "team_tools.explodes:build", "agent_tool_settings": None},
+        "workflow team_tools.explodes:build: module team_tools.explodes raised RuntimeError",
+    ),
     "tools not shipped": (
         {"workflow_source": None, "agent_tools": "local.agent_tools:TOOLS"},
         "module local.agent_tools is not shipped",

@@ -67,7 +67,8 @@ LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
 	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \
 	--ignore=tests/integration/test_operator_effects.py --ignore=tests/integration/test_sender_http.py \
 	--ignore=tests/integration/test_bedrock_emulator.py \
-	--ignore=tests/unit/test_simulate.py --ignore=tests/integration/test_bench_timing.py
+	--ignore=tests/unit/test_simulate.py --ignore=tests/integration/test_bench_timing.py \
+	--ignore=tests/unit/test_stream_mapping.py
 test-lambda: $(LAMBDA_STAMP)
 	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q -n auto $(LAMBDA_TESTS)
 

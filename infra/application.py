@@ -10,7 +10,7 @@ from aws_cdk import App, Environment
 
 from functions.core import metric_names, settings_table
 from infra import config as keys
-from infra.config import StackConfig
+from infra.config import ConfigError, StackConfig
 from infra.nag import add_checks
 from infra.stack import ReceiverStack
 
@@ -30,6 +30,7 @@ def build_app(
     """
     app = App(context=dict(context or {}), outdir=outdir)
     everything = app.node.get_all_context()
+    _refuse_unknown_keys(everything)
     settings = {
         key: value
         for key, value in everything.items()
@@ -49,3 +50,15 @@ def build_app(
     )
     add_checks(app)
     return app, stack
+
+
+def _refuse_unknown_keys(context: Mapping[str, Any]) -> None:
+    """A misspelt key would be ignored, and its setting silently left at its default.
+
+    Raises:
+        ConfigError: naming the first unknown key and the closest known one.
+    """
+    allowed = keys.names_in(context, keys.CONTEXT_KEYS_ALLOWED)
+    for key in sorted(context):
+        if (reason := settings_table.unknown_context_key(key, allowed)) is not None:
+            raise ConfigError(reason)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import importlib.util
 import os
 import shutil
 import stat
@@ -134,10 +135,11 @@ def dependency_dir(requirements: Iterable[str], extra: Sequence[str] = ()) -> Pa
     Raises:
         BundleError: pip cannot install them for the Lambda platform.
     """
-    lines = pinned(requirements)
-    target = DEPS_CACHE / hashlib.sha256(_dependency_key(lines, extra).encode()).hexdigest()[:16]
+    target = dependency_target(requirements, extra)
     if (target / ".complete").exists():
         return target
+    lines = pinned(requirements)
+    check_installer()
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     platform_args = [arg for platform in LAMBDA_PLATFORMS for arg in ("--platform", platform)]
@@ -179,6 +181,29 @@ def dependency_dir(requirements: Iterable[str], extra: Sequence[str] = ()) -> Pa
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def dependency_target(requirements: Iterable[str], extra: Sequence[str] = ()) -> Path:
+    """Where :func:`dependency_dir` keeps these requirements' install (complete or not)."""
+    key = _dependency_key(pinned(requirements), extra)
+    return DEPS_CACHE / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def check_installer() -> None:
+    """The pip step runs ``python -m pip`` with this interpreter: say how to get it.
+
+    A virtualenv that uv made has no pip unless asked; without this check the synth
+    failed inside a CDK callback, the cause at the end of a long jsii traceback.
+
+    Raises:
+        BundleError: one line naming the fix.
+    """
+    if importlib.util.find_spec("pip") is None:
+        raise BundleError(
+            f"the bundler installs the functions' wheels with pip, and {sys.executable} has "
+            f"none (a venv uv made?): run `uv pip install --python {sys.executable} pip` "
+            f"or `{sys.executable} -m ensurepip`, then synth again"
+        )
 
 
 def _dependency_key(lines: Sequence[str], extra: Sequence[str]) -> str:
@@ -355,6 +380,17 @@ class AssetRecipe:
     @property
     def extra_requirements(self) -> tuple[str, ...]:
         return self.workflow.requirements if self.workflow is not None else ()
+
+    def check_installer(self) -> None:
+        """Before any bundling: pip is there when the pip step will run (one line if not).
+
+        Raises:
+            BundleError: naming the fix.
+        """
+        if not (
+            dependency_target(self.asset.requirements, self.extra_requirements) / ".complete"
+        ).exists():
+            check_installer()
 
     def refuse_replaced_dependencies(self) -> None:
         """Refuse a workflow folder whose top-level name a dependency already provides

@@ -68,6 +68,7 @@ ALERT_EMAIL: Final = settings_table.ALERT_EMAIL.key
 TRACING: Final = settings_table.TRACING.key
 DASHBOARD: Final = settings_table.DASHBOARD.key
 TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
+CONTEXT_KEYS_ALLOWED: Final = settings_table.CONTEXT_KEYS_ALLOWED.key
 # Short keys for a shipped workflow's settings: context key -> setting name.
 SHORT_SETTING_KEYS: Final = {
     s.key: s.name for s in (*settings_table.AGENT_SETTINGS, *settings_table.NOTIFY_SETTINGS)
@@ -169,6 +170,8 @@ class StackConfig:
         dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
         table_warm_write_units: Write units per second the table takes at once (warm
             throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
+        context_keys_allowed: Context keys of a team's own app that the app passes
+            over instead of refusing them as unknown.
     """
 
     stage: str = settings_table.STAGE.default
@@ -213,6 +216,7 @@ class StackConfig:
     tracing: bool = settings_table.TRACING.default
     dashboard: bool = settings_table.DASHBOARD.default
     table_warm_write_units: int | None = None
+    context_keys_allowed: tuple[str, ...] = ()
 
     @property
     def workflow_code(self) -> WorkflowCode:
@@ -616,6 +620,15 @@ def _arns(
     return tuple(dict.fromkeys(arn for arn in arns if arn))
 
 
+def names_in(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The names context ``key`` lists (a JSON list or comma-separated), in order.
+
+    Raises:
+        ConfigError: the value is no list of strings.
+    """
+    return _names(context, key)
+
+
 def _names(context: Mapping[str, Any], key: str) -> tuple[str, ...]:
     names = [part.strip() for item in _listed(context.get(key), key) for part in item.split(",")]
     return tuple(dict.fromkeys(name for name in names if name))
@@ -643,6 +656,8 @@ def _workflow_settings(context: Mapping[str, Any]) -> dict[str, str]:
     for key in sorted(context):
         if key.startswith(WORKFLOW_SETTING_PREFIX):
             name = key.removeprefix(WORKFLOW_SETTING_PREFIX)
+            # The construct's workflow_settings={"agent_tools": ...}: the short key's setting.
+            name = SHORT_SETTING_KEYS.get(name, name)
         elif key in SHORT_SETTING_KEYS:
             name = SHORT_SETTING_KEYS[key]
         else:
@@ -664,8 +679,10 @@ def _setting_value(key: str, value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
+    if isinstance(value, dict):  # a JSON setting (tool_settings) written as JSON in cdk.json
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
     if not isinstance(value, str):
-        raise ConfigError(f"{key}: a string, number or boolean")
+        raise ConfigError(f"{key}: a string, number, boolean or JSON object")
     return value if value.strip() else None
 
 
@@ -708,6 +725,7 @@ _FORMATTED: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
         _arns, pattern=_MANAGED_POLICY_ARN, what="an IAM policy ARN"
     ),
     WORKER_MANAGED_POLICY_ACK: _names,
+    CONTEXT_KEYS_ALLOWED: _names,
     WORKER_SECRET_ARNS: partial(
         _arns, pattern=_SECRET_ARN, what="a complete Secrets Manager ARN (with its suffix)"
     ),

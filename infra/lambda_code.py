@@ -51,6 +51,9 @@ def function_code(recipe: AssetRecipe) -> lambda_.Code:
         BundleError, WorkflowCodeError: the code cannot be shipped as configured
             (raised while the stack is built, before anything is bundled).
     """
+    # Raised here, as the stack is built, not inside the bundling callback, whose
+    # failure reaches the app inside a jsii error and traceback.
+    recipe.check_installer()
     recipe.refuse_replaced_dependencies()
     return lambda_.Code.from_asset(
         # Only where CDK looks when bundling is skipped (a stack not being synthesized).

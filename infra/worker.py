@@ -37,6 +37,7 @@ from infra.lambda_function import python_function
 from infra.nag import acknowledge, logical_id, role_of
 from infra.secrets import ReadableSecret
 from infra.table_access import ItemAction, deny_approval_decisions, grant_item_actions
+from infra.workflow_check import check_workflow_loads
 
 VISIBILITY_TIMEOUT_FACTOR = event_source_limits.VISIBILITY_TIMEOUT_FACTOR
 LEASE_FACTOR = settings_table.LEASE_FACTOR
@@ -196,6 +197,9 @@ class Worker(Construct):
             environment=environment,
             workflow=workflow,
         )
+        # What the worker's cold start would refuse, refused by the synth (once the
+        # code is found where it ships: that refusal names the folder).
+        check_workflow_loads(config)
         role = self.function.role
         if role is None:
             raise ValueError("the worker function has no role")
@@ -264,11 +268,15 @@ class Worker(Construct):
 
     def _grant_deployer_access(self, config: StackConfig) -> None:
         """What the context names for the workflow: secrets, models, managed policies."""
-        if config.worker_secret_arns:
+        # The tools' secrets, named by ARN in tool_settings, beside the deployer's own.
+        workflow = config.shipped_workflow_settings
+        tool_secrets = workflow.secret_arns if workflow is not None else ()
+        secret_arns = list(dict.fromkeys([*config.worker_secret_arns, *tool_secrets]))
+        if secret_arns:
             self.grant_workflow(
                 iam.PolicyStatement(
                     actions=["secretsmanager:GetSecretValue"],
-                    resources=list(config.worker_secret_arns),
+                    resources=secret_arns,
                 )
             )
         # The alert endpoint's secrets: exactly these two (each with its key, if any).
@@ -283,7 +291,6 @@ class Worker(Construct):
             secret = secretsmanager.Secret.from_secret_complete_arn(self, "NotifySecret", arn)
             ReadableSecret(secret, key_arn=key_arn).grant_read(self.function)
         models = list(config.worker_bedrock_model_arns)
-        workflow = config.shipped_workflow_settings
         for model_id in reversed(workflow.bedrock_model_ids if workflow else ()):
             models.insert(0, foundation_model_arn(self, model_id))
         if models:

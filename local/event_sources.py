@@ -11,7 +11,12 @@ handlers, configured from the environment exactly as in Lambda:
   from the first failed record), halves the batch after a function error (bisect),
   and after ``RELAY_RETRY_ATTEMPTS`` sends the batch's metadata to the relay
   failure queue and moves on. The checkpoint is written only after a batch is
-  done, so a kill re-relays at most one batch (at-least-once, as in Lambda).
+  done, so a kill re-relays at most one batch (at-least-once, as in Lambda). A
+  restarted mapping resumes after the checkpoint; a shard whose read fails (an
+  iterator expired or forgotten, an answer lost) gets a new iterator after its
+  checkpoint at the next poll instead of reading the failed one again, and every
+  call to the emulator is bounded (2 s to connect, 30 s to read), so no lost answer
+  holds the shard for minutes.
 * **SQS → worker**: ``worker_concurrency`` pollers long-poll (20 s, as Lambda's
   pollers do) for up to ``WORKER_BATCH_SIZE`` messages, invoke the worker, delete what succeeded and
   leave reported failures to the visibility timeout; the queue's redrive policy
@@ -70,6 +75,11 @@ IDLE_WAIT_SECONDS = 0.05  # after a failed or empty long poll
 STREAM_IDLE_SECONDS = 0.25  # Lambda polls a shard four times a second
 RECEIVE_WAIT_SECONDS = 20  # Lambda's SQS pollers long-poll
 SHARD_REFRESH_SECONDS = 5.0
+# The mappings' own calls to the emulator. botocore's defaults (60 s to read, five
+# attempts) let one answer that never comes hold the stream's only reader for about
+# five minutes, every receipt meanwhile left to the reconciler; Lambda's pollers
+# never wait like that. Above the SQS long poll (20 s).
+MAPPING_READ_TIMEOUT_SECONDS = RECEIVE_WAIT_SECONDS + 10
 INJECTED_RELAY_FAILURE = "injected fault"
 
 
@@ -166,7 +176,9 @@ class StreamMapping:
 
     def poll(self) -> bool:
         """One round over the shards; True when any record was handled."""
-        if time.monotonic() - self._refreshed_at > SHARD_REFRESH_SECONDS or not self._shards:
+        lost = any(shard.iterator is None and not shard.buffer for shard in self._shards.values())
+        stale = time.monotonic() - self._refreshed_at > SHARD_REFRESH_SECONDS
+        if stale or lost or not self._shards:
             self._refresh_shards()
         worked = False
         for shard in self._shards.values():
@@ -177,8 +189,10 @@ class StreamMapping:
         description = self._streams.describe_stream(StreamArn=self._stream_arn)
         for shard in description["StreamDescription"]["Shards"]:
             shard_id = shard["ShardId"]
-            if shard_id in self._shards:
+            known = self._shards.get(shard_id)
+            if known is not None and (known.iterator is not None or known.buffer):
                 continue
+            # New, or its iterator was lost (a failed read): from the checkpoint again.
             checkpoint = self._checkpoints.get(shard_id)
             position: GetShardIteratorInputTypeDef = {
                 "StreamArn": self._stream_arn,
@@ -196,7 +210,15 @@ class StreamMapping:
         """One read and invocation; True when records were read (more may be waiting)."""
         read = False
         if not shard.buffer and shard.iterator is not None:
-            response = self._streams.get_records(ShardIterator=shard.iterator, Limit=100)
+            try:
+                response = self._streams.get_records(ShardIterator=shard.iterator, Limit=100)
+            except Exception:
+                # An iterator that failed once (expired, unknown after a restart of the
+                # far side, an answer lost) may fail forever: reading it again would
+                # stall the shard for good. The next poll takes a new one from the
+                # checkpoint, as Lambda's poller does.
+                shard.iterator = None
+                raise
             shard.iterator = response.get("NextShardIterator")
             shard.buffer.extend(response.get("Records", []))
             read = bool(shard.buffer)
@@ -432,8 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _build_the_worker(worker)
     region = os.environ.get("AWS_REGION", "us-east-1")
-    sqs = boto3.client("sqs")
-    streams = boto3.client("dynamodbstreams")
+    from botocore.config import Config  # noqa: PLC0415 (as boto3, after the signals)
+
+    bounded = Config(
+        connect_timeout=2, read_timeout=MAPPING_READ_TIMEOUT_SECONDS, retries={"mode": "standard"}
+    )
+    sqs = boto3.client("sqs", config=bounded)
+    streams = boto3.client("dynamodbstreams", config=bounded)
     records_as_json(streams)
     stream = StreamMapping(
         streams=streams,

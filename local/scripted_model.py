@@ -209,7 +209,7 @@ class _OnceLedger:
         self._results[f"effect:{name}"] = True
         return True
 
-    def step(self, name: str, fn: Callable[[], object]) -> Any:
+    def step(self, name: str, fn: Callable[[], object], *, label: str = "") -> Any:
         if name not in self._results:
             self._results[name] = fn()
         return self._results[name]

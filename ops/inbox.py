@@ -80,7 +80,9 @@ def step_view(record: StepRecord) -> dict[str, Any]:
     result = record.result
     return {
         "name": record.name,
+        "label": record.label,
         "status": record.status.value,
+        "error": record.error,
         "runs": record.runs,
         "started_at": record.started_at,
         "recorded_at": record.recorded_at,

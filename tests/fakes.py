@@ -569,21 +569,27 @@ class FakeSteps:
     def get(self, delivery_id: str, name: str) -> StepRecord | None:
         return self.records.get((delivery_id, name))
 
-    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+    def start(
+        self, delivery_id: str, name: str, *, now: int, expires_at: int, label: str = ""
+    ) -> StepRecord | None:
         before = self.records.get((delivery_id, name))
         if before is not None and before.status is StepStatus.RECORDED:
             return before
         runs = 0 if before is None else before.runs
         self.records[(delivery_id, name)] = StepRecord(
-            delivery_id, name, StepStatus.STARTED, runs + 1, now
+            delivery_id, name, StepStatus.STARTED, runs + 1, now, label=label or None
         )
         return before
 
-    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+    def record_failed(
+        self, delivery_id: str, name: str, *, run: int, now: int, error: str = ""
+    ) -> bool:
         current = self.records.get((delivery_id, name))
         if current is None or current.status is not StepStatus.STARTED or current.runs != run:
             return False
-        self.records[(delivery_id, name)] = dataclasses.replace(current, status=StepStatus.FAILED)
+        self.records[(delivery_id, name)] = dataclasses.replace(
+            current, status=StepStatus.FAILED, error=error or None
+        )
         return True
 
     def record_result(

@@ -231,7 +231,7 @@ class EffectLedger:
         # our read and our write; take the retry path with what it wrote.
         return record
 
-    def step(self, name: str, fn: Callable[[], object]) -> Any:
+    def step(self, name: str, fn: Callable[[], object], *, label: str = "") -> Any:
         """The recorded result of step ``name``, calling ``fn`` only when there is none.
 
         Later effects should use this result, never a fresh ``fn()``: a retry then
@@ -240,6 +240,8 @@ class EffectLedger:
         Args:
             name: Stable name of the step within the workflow (``[a-z0-9_.-]``).
             fn: Does the work; returns a JSON-serialisable value.
+            label: What the step is, for people, kept beside a name that may be a
+                digest (``tool lookup`` beside ``tool.8493dfe8...``).
 
         Returns:
             The result as stored (JSON-decoded), the same on every attempt.
@@ -250,7 +252,7 @@ class EffectLedger:
         _check_name(name, "step")
         if self._steps is None:
             raise RuntimeError("this effect ledger was built without step storage")
-        return self._steps.run(name, fn)
+        return self._steps.run(name, fn, label=label)
 
     def model(self, name: str, prompt: PromptT, client: ModelCaller[PromptT]) -> ModelReply:
         """The recorded reply of model step ``name``, asking ``client`` only when there is none.

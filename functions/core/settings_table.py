@@ -18,6 +18,7 @@ computed here too, so that infra and the functions compute them alike.
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -438,6 +439,12 @@ TRACING: Final = Flag(key="tracing", default=False, doc="X-Ray active tracing on
 DASHBOARD: Final = Flag(key="dashboard", default=False, doc="the CloudWatch dashboard ($3 a month)")
 # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000 (more once
 # the quota is raised).
+# Context keys the app does not know are refused (a typo would be ignored silently);
+# a team's own app passes its own keys by naming them here, or namespaced (``team:key``).
+CONTEXT_KEYS_ALLOWED: Final = Formatted(
+    key="context_keys_allowed",
+    doc="context keys of your own app that this app should not refuse as unknown",
+)
 TABLE_WARM_WRITE_UNITS: Final = OptionalInteger(
     key="table_warm_write_units",
     low=4_000,
@@ -472,6 +479,7 @@ AGENT_SETTINGS: Final = _short_keys(
         ("agent_daily_token_budget", "daily_token_budget"),
         ("agent_delivery_token_cap", "delivery_token_cap"),
         ("agent_tools", "tools"),
+        ("agent_tool_settings", "tool_settings"),
         ("agent_tools_without_approval", "tools_without_approval"),
         ("agent_max_turns", "max_turns"),
         ("agent_max_tool_calls", "max_tool_calls"),
@@ -591,6 +599,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     TRACING,
     DASHBOARD,
     TABLE_WARM_WRITE_UNITS,
+    CONTEXT_KEYS_ALLOWED,
     *AGENT_SETTINGS,
     *NOTIFY_SETTINGS,
     SECRETS_MAX_AGE_SECONDS,
@@ -605,6 +614,51 @@ SETTINGS: Final[tuple[Setting, ...]] = (
 def context_keys() -> frozenset[str]:
     """Every CDK context key the stack reads (``workflow_setting_`` is a prefix)."""
     return frozenset(setting.key for setting in SETTINGS if setting.context)
+
+
+# A workflow setting's name may also be spelt as its short context key (``agent_tools``
+# for ``tools``): the one spelling works in CDK context, ``local --workflow-setting``
+# and the construct's ``workflow_settings``, and the short names stay aliases.
+SETTING_NAMES_BY_SHORT_KEY: Final = {s.key: s.name for s in AGENT_SETTINGS}
+
+
+def canonical_workflow_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with every short key (``agent_tools``) under its setting's name
+    (``tools``).
+
+    Raises:
+        ValueError: one setting is given under both spellings with different values.
+    """
+    canonical: dict[str, str] = {}
+    spelt: dict[str, str] = {}
+    for given, value in settings.items():
+        name = SETTING_NAMES_BY_SHORT_KEY.get(given, given)
+        if name in canonical and canonical[name] != value:
+            raise ValueError(f"{given} and {spelt[name]} set {name} differently")
+        canonical[name], spelt[name] = value, given
+    return canonical
+
+
+def unknown_context_key(key: str, allowed: Collection[str] = ()) -> str | None:
+    """Why the app refuses context ``key``, or None when it reads or lets it pass.
+
+    The CDK's own keys and any namespaced key (``@aws-cdk/...``, ``aws:cdk:...``,
+    ``team:key``) pass, and so do the keys ``context_keys_allowed`` names; anything else
+    that is no key of this table is a typo until shown otherwise.
+    """
+    if key in context_keys() or key.startswith(WORKFLOW_SETTINGS.key) or key in allowed:
+        return None
+    if any(mark in key for mark in ":@/"):
+        return None
+    import difflib  # noqa: PLC0415 (only the synth asks; the receiver imports this module)
+
+    known = sorted(context_keys() - {WORKFLOW_SETTINGS.key})
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"unknown context key {key}: {hint}(a key of your own app: name it in "
+        f"-c {CONTEXT_KEYS_ALLOWED.key}=KEY,... or namespace it, team:KEY)"
+    )
 
 
 def lease_seconds(worker_timeout_seconds: int) -> int:

@@ -71,6 +71,17 @@ def encode_result(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
+def failure_of(exc: BaseException) -> str:
+    """What a failed run's record says: the culprit an error names (``culprit``: "tool
+    lookup raised KeyError"), else its code or type. Never its message: a message can
+    carry a secret or the package's text."""
+    culprit = getattr(exc, "culprit", None)
+    if isinstance(culprit, str) and culprit:
+        return culprit
+    code = getattr(exc, "code", None)
+    return f"{type(exc).__name__} {code}" if isinstance(code, str) else type(exc).__name__
+
+
 def result_object_key(digest: str) -> str:
     """Where a large result lives: its digest names it, so a repeated put is harmless."""
     return RESULT_OBJECT_PREFIX + digest
@@ -107,10 +118,10 @@ class StepRecorder:
         self._clock = clock
         self._expires_at = expires_at
 
-    def run(self, name: str, fn: Callable[[], object]) -> Any:
+    def run(self, name: str, fn: Callable[[], object], *, label: str = "") -> Any:
         """The recorded result of step ``name``, running ``fn`` when there is none yet.
 
-        ``name`` is checked by the ledger.
+        ``name`` is checked by the ledger; ``label`` is kept beside it for people.
 
         Returns:
             The result as JSON decodes it (lists for tuples, string keys).
@@ -123,7 +134,7 @@ class StepRecorder:
         if record is not None and record.status is StepStatus.RECORDED:
             return self._load(record)
         before = self._records.start(
-            self.delivery_id, name, now=self._clock.now(), expires_at=self._expires_at
+            self.delivery_id, name, now=self._clock.now(), expires_at=self._expires_at, label=label
         )
         if before is not None and before.status is StepStatus.RECORDED:
             return self._load(before)  # another worker recorded it since our read
@@ -132,12 +143,14 @@ class StepRecorder:
             self._count_rerun(name, run)
         try:
             body = encode_result(fn())
-        except Exception:
+        except Exception as exc:
             # Any failure of fn (ours to record, not to judge): marking the run failed
             # keeps the next attempt from counting as a rerun. If the mark cannot be
             # written, it will count as one, which errs on the safe side.
             with suppress(StorageUnavailable):
-                self._records.record_failed(self.delivery_id, name, run=run, now=self._clock.now())
+                self._records.record_failed(
+                    self.delivery_id, name, run=run, now=self._clock.now(), error=failure_of(exc)
+                )
             raise
         first = self._records.record_result(
             self.delivery_id, name, result=self._keep(body), now=self._clock.now()

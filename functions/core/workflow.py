@@ -63,6 +63,11 @@ class WorkflowSettings(Protocol):
         """The guardrails (ids or ARNs) it applies (the stack grants ApplyGuardrail on them)."""
         ...
 
+    @property
+    def secret_arns(self) -> tuple[str, ...]:
+        """Secrets its settings name by ARN for it to read (the stack grants reading them)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class FactoryWithSettings:
@@ -135,22 +140,32 @@ def load_workflow(
         raise ValueError(
             f"workflow setting must be one of {sorted(shipped)} or 'module:attribute', got {spec!r}"
         )
-    try:
-        module = importlib.import_module(_importable(module_name))
-    except ImportError as exc:
-        raise ValueError(
-            f"workflow {spec!r}: module {module_name!r} cannot be imported ({exc})"
-        ) from exc
-    try:
-        target: object = getattr(module, attribute)
-    except AttributeError as exc:
-        raise ValueError(f"workflow {spec!r}: module {module_name!r} has no {attribute!r}") from exc
+    target = import_attribute(_importable(module_name), attribute, what=f"workflow {spec}")
     if not hasattr(target, "run") and callable(target):
         target = target(context)
     if not callable(getattr(target, "run", None)):
         raise ValueError(f"workflow {spec!r} has no run method")
     workflow: Workflow = target  # type: ignore[assignment]
     return workflow
+
+
+def import_attribute(module_name: str, attribute: str, *, what: str) -> object:
+    """``module_name.attribute``, imported as the worker imports it.
+
+    Raises:
+        ValueError: one line: the module is missing, raises on import (its exception's
+            type, never its message), or has no such attribute.
+    """
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"{what}: no module named {exc.name!r}") from exc
+    except Exception as exc:  # the team's module: named by type, never its message
+        raise ValueError(f"{what}: module {module_name} raised {type(exc).__name__}") from exc
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"{what}: module {module_name} has no attribute {attribute!r}") from None
 
 
 def _importable(module_name: str) -> str:

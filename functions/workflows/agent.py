@@ -94,8 +94,11 @@ from functions.workflows.tool_loop import (
     SETTING_MAX_TURNS,
     ToolApproval,
     ToolCaps,
+    check_gate_names,
     converse_with_tools,
 )
+from functions.workflows.tool_settings import SETTING_TOOL_SETTINGS, ToolSettings
+from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -230,6 +233,8 @@ class AgentSettings:
     approval_timeout_minutes: float = DEFAULT_APPROVAL_TIMEOUT_MINUTES
 
     tools: str | None = None
+    # Each tool's own settings (``tool_settings``), handed to the tools' function.
+    tool_settings: ToolSettings = dataclasses.field(default_factory=ToolSettings)
     # The acting tools that run without a person's yes; every other acting tool waits.
     tools_without_approval: frozenset[str] = frozenset()
     max_turns: int = DEFAULT_MAX_TURNS
@@ -258,6 +263,11 @@ class AgentSettings:
     def bedrock_guardrail_ids(self) -> tuple[str, ...]:
         """The screening guardrail the stack grants ApplyGuardrail on, if any."""
         return () if self.guardrail is None else (self.guardrail.id,)
+
+    @property
+    def secret_arns(self) -> tuple[str, ...]:
+        """The secrets its tools' settings name by ARN (the alert's are granted apart)."""
+        return self.tool_settings.secret_arns
 
     @property
     def has_alert_url(self) -> bool:
@@ -309,6 +319,7 @@ class AgentSettings:
                 high=MAX_APPROVAL_TIMEOUT_MINUTES,
             ),
             tools=optional(settings, SETTING_TOOLS),
+            tool_settings=_tool_settings(settings),
             tools_without_approval=_exempt_tools(settings),
             max_turns=integer(
                 settings, SETTING_MAX_TURNS, default=DEFAULT_MAX_TURNS, low=1, high=MAX_MAX_TURNS
@@ -330,6 +341,30 @@ def _approval_policy(settings: Mapping[str, str]) -> ApprovalPolicy:
         return ApprovalPolicy.parse(optional(settings, SETTING_APPROVAL))
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def _tool_settings(settings: Mapping[str, str]) -> ToolSettings:
+    try:
+        return ToolSettings.parse(optional(settings, SETTING_TOOL_SETTINGS))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def configured_tools(settings: AgentSettings) -> tuple[Tool, ...]:
+    """The tools the settings name, built with their ``tool_settings`` and checked
+    against ``approval`` and ``tools_without_approval``: what the worker's cold start
+    builds, and what the synth and the local stack refuse (one check for all three).
+
+    Raises:
+        ValueError: one line: the tools cannot be loaded (module or attribute missing,
+            a module or function that raises), ``tool_settings`` names no tool of
+            them, or an approval or exemption names no acting tool.
+    """
+    tools = () if settings.tools is None else load_tools(settings.tools, settings.tool_settings)
+    if settings.tools is None and settings.tool_settings.by_tool:
+        raise ValueError(f"{SETTING_TOOL_SETTINGS} without a {SETTING_TOOLS} setting")
+    check_gate_names(settings.approval.tools, tools, exempt=settings.tools_without_approval)
+    return tools
 
 
 def _exempt_tools(settings: Mapping[str, str]) -> frozenset[str]:

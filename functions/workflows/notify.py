@@ -65,6 +65,11 @@ class NotifySettings:
     def bedrock_guardrail_ids(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def secret_arns(self) -> tuple[str, ...]:
+        # The notify secret has a grant of its own, with its key (infra: notify_secret).
+        return ()
+
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> NotifySettings:
         """Read the settings this workflow knows; others are left to their readers.

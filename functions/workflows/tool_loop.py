@@ -49,14 +49,14 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from functions.core import tracing
 from functions.core.approval import require_approval
-from functions.core.errors import PermanentError, Rejected
+from functions.core.errors import PermanentError, ProcessingError, Rejected
 from functions.core.observability import logger
 from functions.workflows.agent_prompt import (
     fence_safe_json,
     fenced_tool_result,
     tool_results_rule,
 )
-from functions.workflows.tools import Tool, ToolError, tool_config
+from functions.workflows.tools import Tool, ToolError, ToolRaised, tool_config
 
 if TYPE_CHECKING:
     from functions.core.clock import Clock
@@ -127,18 +127,7 @@ class ToolApproval:
                 action run unapproved, or exempt nothing), a name is both gated and
                 exempt, or a tool waits and there is no store: fail at cold start.
         """
-        acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
-        for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
-            if unknown := sorted(names - acting):
-                raise ValueError(
-                    f"{setting}{','.join(unknown)} names no acting tool of the tools"
-                    f" setting (acting: {sorted(acting) or 'none'})"
-                )
-        if both := sorted(gated & exempt):
-            raise ValueError(
-                f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
-                " name it in one of them"
-            )
+        acting = check_gate_names(gated, tools, exempt=exempt)
         waiting = frozenset(acting - exempt)
         if waiting and store is None:
             raise ValueError(
@@ -146,6 +135,34 @@ class ToolApproval:
                 f" an approval store, or name them in {SETTING_EXEMPT}"
             )
         return cls(store, clock, waiting, timeout_seconds, exempt)
+
+
+def check_gate_names(
+    gated: frozenset[str], tools: Sequence[Tool], *, exempt: frozenset[str] = frozenset()
+) -> frozenset[str]:
+    """The names of the acting tools, once ``gated`` and ``exempt`` are found among them.
+
+    Raises:
+        ValueError: a name is no acting tool of ``tools`` (unknown, or read-only: a typo
+            would let the action run unapproved, or exempt nothing), or a name is both
+            gated and exempt.
+    """
+    acting = {tool.name for tool in tools if tool.mode.effect_mode is not None}
+    read_only = {tool.name for tool in tools} - acting
+    for setting, names in (("approval: tools:", gated), (f"{SETTING_EXEMPT}=", exempt)):
+        if unknown := sorted(names - acting):
+            read = sorted(set(unknown) & read_only)
+            why = f" ({','.join(read)}: read-only)" if read else ""
+            raise ValueError(
+                f"{setting}{','.join(unknown)} names no acting tool of the tools setting"
+                f"{why} (acting: {sorted(acting) or 'none'})"
+            )
+    if both := sorted(gated & exempt):
+        raise ValueError(
+            f"approval: tools:{','.join(both)} is exempted by {SETTING_EXEMPT} too:"
+            " name it in one of them"
+        )
+    return frozenset(acting)
 
 
 class ResultScreen(Protocol):
@@ -226,7 +243,7 @@ def converse_with_tools(
             with tracing.span(
                 tracing.SPAN_TOOL, attributes={"tool": offered_name, "tool_use_id": use.id}
             ) as tool_span:
-                outcome = effects.step(tool_record_name(use.id), settle)
+                outcome = effects.step(tool_record_name(use.id), settle, label=f"tool {use.name}")
                 tool_span.set("status", str(outcome.get("status")))
             if screen is not None:
                 screen(tool_record_name(use.id), use.name, fence_safe_json(outcome["content"]))
@@ -252,6 +269,10 @@ def _settle(
             return _success(tool.run(use.input, key))
         except ToolError as exc:
             return _error(exc.message)
+        except ProcessingError:
+            raise
+        except Exception as exc:  # the team's code: named, then retried
+            raise _raised(effects, tool, exc) from exc
     if approval is not None and approval.store is not None and tool.name in approval.tools:
         # The proposal comes from the recorded turn, so the run resumed after the
         # decision runs exactly the call the person approved, with the same key.
@@ -275,6 +296,10 @@ def _settle(
             # It did nothing: cleared like any refusal, never left in doubt.
             failures.append(exc.message)
             raise Rejected("tool_error") from exc
+        except ProcessingError:
+            raise  # NotApplied, Rejected, ...: the outcomes the ledger settles
+        except Exception as exc:  # the team's code: an unknown outcome, named
+            raise _raised(effects, tool, exc) from exc
 
     try:
         applied = effects.run(
@@ -289,6 +314,21 @@ def _settle(
     if answers:
         return _success(answers[0])
     return _success({"applied": True, "note": "applied by an earlier attempt"})
+
+
+def _raised(effects: Ledger, tool: Tool, exc: Exception) -> ToolRaised:
+    """The delivery's error for a tool that raised, logged with the tool and the type."""
+    raised = ToolRaised(tool.name, type(exc).__name__)
+    logger.error(
+        f"{raised.culprit}: retried as an error of unknown nature",
+        extra={
+            "delivery_id": effects.delivery_id,
+            "tool": tool.name,
+            "exception": raised.exception,
+            "error_code": raised.code,
+        },
+    )
+    return raised
 
 
 def _success(value: object) -> dict[str, Any]:

@@ -25,7 +25,7 @@ unknown outcome, settled by the mode.
 
 from __future__ import annotations
 
-import importlib
+import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +33,9 @@ from enum import StrEnum
 from typing import Any, Final
 
 from functions.core.effects import EffectMode
+from functions.core.errors import ProcessingError
+from functions.core.workflow import import_attribute
+from functions.workflows.tool_settings import ToolSettings
 
 # Bedrock's rule for a tool's name.
 _TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -67,6 +70,21 @@ class ToolError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class ToolRaised(ProcessingError):
+    """A tool raised an exception that says nothing of its outcome (a bug, an unmapped
+    client error): retried as any error of unknown nature (at most ``worker_max_attempts``
+    attempts), naming the tool and the exception's type (never its message, which could
+    carry a secret) in the step's record and the worker's log."""
+
+    code = "tool_raised"
+
+    def __init__(self, tool: str, exception: str) -> None:
+        super().__init__()
+        self.tool = tool
+        self.exception = exception
+        self.culprit = f"tool {tool} raised {exception}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,26 +134,40 @@ def tool_config(tools: Sequence[Tool]) -> dict[str, Any] | None:
     return {"tools": [tool.spec() for tool in tools]} if tools else None
 
 
-def load_tools(spec: str) -> tuple[Tool, ...]:
-    """Import ``module:attribute``: a sequence of :class:`Tool`, or a function returning one.
+def load_tools(spec: str, settings: ToolSettings | None = None) -> tuple[Tool, ...]:
+    """Import ``module:attribute``: a sequence of :class:`Tool`, or a function returning
+    one, called with ``settings`` (the tools' own, ``tool_settings``) when it takes a
+    parameter.
 
     Raises:
-        ValueError: the spec is malformed, names nothing importable, or holds something
-            other than tools with distinct names (fail at cold start).
+        ValueError: the spec is malformed, its module cannot be imported or raises, it
+            lacks the attribute, the function raises, or it holds something other than
+            tools with distinct names; one line naming the spec and the exception's type
+            (its message could carry a secret): fail at cold start, and at synth.
     """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(f"tools setting must be 'module:attribute', got {spec!r}")
-    try:
-        target: object = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"tools {spec!r} cannot be loaded ({exc})") from exc
+    target = import_attribute(module_name, attribute, what=f"tools {spec}")
     if callable(target):
-        target = target()
+        takes_settings = _parameters(target) > 0
+        try:
+            target = target(settings or ToolSettings()) if takes_settings else target()
+        except Exception as exc:  # the team's function: named by type, never its message
+            raise ValueError(f"tools {spec}: the function raised {type(exc).__name__}") from exc
     if not isinstance(target, Sequence) or not all(isinstance(t, Tool) for t in target):
-        raise ValueError(f"tools {spec!r} must be a sequence of Tool")
+        raise ValueError(f"tools {spec} must be a sequence of Tool")
     tools = tuple(target)
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
-        raise ValueError(f"tools {spec!r}: two tools share a name")
+        raise ValueError(f"tools {spec}: two tools share a name")
+    if unknown := sorted(set(settings.by_tool if settings else {}) - set(names)):
+        raise ValueError(f"tool_settings names no tool of {spec}: {', '.join(unknown)}")
     return tools
+
+
+def _parameters(target: Callable[..., object]) -> int:
+    try:
+        return len(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return 0

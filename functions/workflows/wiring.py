@@ -44,6 +44,7 @@ from functions.workflows.agent import (
     SETTING_ALERT_URL_SECRET_ARN,
     AgentSettings,
     AgentWorkflow,
+    configured_tools,
 )
 from functions.workflows.archive import ArchiveWorkflow
 from functions.workflows.model_client import ModelClient, ModelSettings
@@ -53,7 +54,6 @@ from functions.workflows.notify import (
     NotifySettings,
     NotifyWorkflow,
 )
-from functions.workflows.tools import load_tools
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -174,7 +174,7 @@ def build_agent(context: WorkflowContext) -> AgentWorkflow:
     if settings.guardrail is not None:
         client = guardrail_client(settings.bedrock_endpoint_url)
         guardrail = BedrockGuardrail(client=client, guardrail=settings.guardrail)
-    tools = () if settings.tools is None else load_tools(settings.tools)
+    tools = configured_tools(settings)
     if settings.approval.any or guardrail is not None or tools:
         if not context.table_name:
             raise ValueError("the agent workflow's approval gate needs TABLE_NAME")

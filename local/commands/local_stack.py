@@ -85,7 +85,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="one WORKFLOW_SETTINGS entry (the deployed workflow_setting_<name>); repeat",
+        help="one WORKFLOW_SETTINGS entry (the deployed workflow_setting_<name>; a short"
+        " key such as agent_tools works too); repeat",
     )
     parser.add_argument(
         "--workflow-source",
@@ -153,7 +154,13 @@ def _workflow_settings(pairs: list[str]) -> dict[str, str]:
         if not sep or not name.strip():
             raise CommandError("--workflow-setting takes NAME=VALUE", code=ErrorCode.BAD_OPTION)
         settings[name.strip().lower()] = value
-    return settings
+    from functions.core.settings_table import canonical_workflow_settings  # noqa: PLC0415
+
+    try:
+        # One spelling everywhere: agent_tools here too, beside the setting's own name.
+        return canonical_workflow_settings(settings)
+    except ValueError as exc:
+        raise CommandError(f"--workflow-setting: {exc}", code=ErrorCode.BAD_OPTION) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1118,7 +1118,9 @@ class Steps:
             self._w.at_attempt_point(delivery_id)
         return record
 
-    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+    def start(
+        self, delivery_id: str, name: str, *, now: int, expires_at: int, label: str = ""
+    ) -> StepRecord | None:
         w = self._w
 
         def update() -> StepRecord | None:
@@ -1127,7 +1129,7 @@ class Steps:
                 return before
             runs = 0 if before is None else before.runs
             w.steps[(delivery_id, name)] = StepRecord(
-                delivery_id, name, StepStatus.STARTED, runs + 1, now
+                delivery_id, name, StepStatus.STARTED, runs + 1, now, label=label or None
             )
             w.truth.step_starts[delivery_id] += 1
             w.expire_at("step", (delivery_id, name), expires_at)
@@ -1135,14 +1137,18 @@ class Steps:
 
         return w.call("ddb.step_start", update)
 
-    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+    def record_failed(
+        self, delivery_id: str, name: str, *, run: int, now: int, error: str = ""
+    ) -> bool:
         w = self._w
 
         def update() -> bool:
             current = w.steps.get((delivery_id, name))
             if current is None or current.status is not StepStatus.STARTED or current.runs != run:
                 return False
-            w.steps[(delivery_id, name)] = dataclasses.replace(current, status=StepStatus.FAILED)
+            w.steps[(delivery_id, name)] = dataclasses.replace(
+                current, status=StepStatus.FAILED, error=error or None
+            )
             return True
 
         return w.call("ddb.step_failed", update)

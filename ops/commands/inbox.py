@@ -98,7 +98,7 @@ def run_show(args: argparse.Namespace) -> int:
     ]
     if progress.package is not None:
         lines += _package_lines(progress.package)
-    lines += [(f"step {s.name}", _step_line(s)) for s in progress.steps]
+    lines += [(_step_label(s), _step_line(s)) for s in progress.steps]
     lines += [(f"effect {e.name}", _effect_line(e)) for e in progress.effects]
     lines += [
         (
@@ -188,8 +188,14 @@ def _package_lines(record: PackageRecord) -> list[tuple[str, object]]:
     return lines
 
 
+def _step_label(step: StepRecord) -> str:
+    """``step tool.8493dfe8... (tool lookup)``: the readable name beside a digest."""
+    return f"step {step.name}" + (f" ({step.label})" if step.label else "")
+
+
 def _step_line(step: StepRecord) -> str:
-    parts = [step.status.value, f"runs {step.runs}", f"started {iso(step.started_at)}"]
+    status = step.status.value + (f": {step.error}" if step.error else "")
+    parts = [status, f"runs {step.runs}", f"started {iso(step.started_at)}"]
     if step.recorded_at is not None:
         parts.append(f"recorded {iso(step.recorded_at)}")
     if step.result is not None:

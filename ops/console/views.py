@@ -358,7 +358,9 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
         events.append((item.state_changed_at, 2, "attempts", _attempts_line(delivery)))
     for step in delivery.progress.steps:
         size = "" if step.result is None else f", result {step.result.size} bytes"
-        detail = f"{escape(step.name)}: {_state(step.status.value)}, runs {step.runs}{size}"
+        name = escape(step.name) + (f" ({escape(step.label)})" if step.label else "")
+        failure = f" <b>{escape(step.error)}</b>" if step.error else ""
+        detail = f"{name}: {_state(step.status.value)}{failure}, runs {step.runs}{size}"
         events.append((step.started_at, 3, "step", detail))
     for effect in delivery.progress.effects:
         detail = f"{escape(effect.name)}: {_state(effect.status.value)}"

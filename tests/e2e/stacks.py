@@ -7,10 +7,12 @@ capture; :func:`audited` runs the same audit over them when a stack stops.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from local.sender import Sender, SenderConfig, Summary
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 from tests import log_audit, span_audit
@@ -34,3 +36,22 @@ def audited(options: StackOptions) -> Iterator[LocalStack]:
     assert findings, "the children wrote no logs at all"
     assert {name: rules for name, rules in findings.items() if rules} == {}
     assert span_findings == []
+
+
+def send_new(stack: LocalStack, count: int, *, seed: int, concurrency: int = 4) -> Summary:
+    """``count`` new signed deliveries to the stack's front door (a 30 s wait is 0.1 s)."""
+    state = stack.state
+    config = SenderConfig(
+        url=state.webhook_url,
+        secrets=tuple(state.signing_secrets),
+        timeout_seconds=10.0,
+        time_scale=300.0,
+        concurrency=concurrency,
+        seed=seed,
+    )
+
+    async def send() -> Summary:
+        async with Sender(config) as sender:
+            return await sender.send_new(count, mcp_url=state.mcp_url)
+
+    return asyncio.run(send())

@@ -540,3 +540,26 @@ def test_the_notify_secret_is_named_by_complete_arn_for_the_notify_workflow_with
             StackConfig.from_context(notify | context)
     with pytest.raises(ConfigError, match="only with the notify workflow"):
         StackConfig.from_context(VALID | {"workflow": "agent", "notify_secret_arn": ARN})
+
+
+def test_agent_tools_is_one_spelling_in_context_and_the_construct() -> None:
+    """``-c agent_tools=``, ``-c workflow_setting_agent_tools=`` and the construct's
+    ``workflow_settings={"agent_tools": ...}`` all set ``tools``; ``tools`` stays an alias."""
+    hosts = ("*.relaylink.example",)
+    spellings = [
+        StackConfig.from_context({"mcp_allowed_hosts": list(hosts), "agent_tools": "m:T"}),
+        StackConfig.from_context(
+            {"mcp_allowed_hosts": list(hosts), "workflow_setting_agent_tools": "m:T"}
+        ),
+        StackConfig(mcp_allowed_hosts=hosts, workflow_settings={"agent_tools": "m:T"}).checked(),
+        StackConfig(mcp_allowed_hosts=hosts, workflow_settings={"tools": "m:T"}).checked(),
+    ]
+    assert [dict(c.workflow_settings) for c in spellings] == [{"tools": "m:T"}] * 4
+    with pytest.raises(ConfigError, match="set tools differently"):
+        StackConfig.from_context(
+            {
+                "mcp_allowed_hosts": list(hosts),
+                "agent_tools": "m:T",
+                "workflow_setting_tools": "n:T",
+            }
+        )

@@ -354,13 +354,20 @@ def test_the_budget_and_approval_alarms_exist_only_where_their_metric_can_be_pub
 def test_agent_tools_wait_for_a_person_by_default_so_the_approval_alarm_exists(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """No ``approval`` setting: an acting tool waits anyway (the team's code, not
-    imported at synth, decides which act), so the wait is watched; the exemption
-    reaches the worker by its short key."""
+    """No ``approval`` setting: an acting tool waits anyway, so the wait is watched;
+    the exemption reaches the worker by its short key (the synth loads the team's
+    tools, ``team_tools:TOOLS``, to check it names an acting one)."""
+    folder = tmp_path_factory.mktemp("team-tools")
+    (folder / "team_tools.py").write_text(
+        "from functions.workflows.tools import Tool, ToolMode\n"
+        "TOOLS = [Tool('open_ticket', 'Opens a ticket.', {'type': 'object'},"
+        " ToolMode.KEYED, lambda i, k: {})]\n"
+    )
     synthesized = synthesize(
         tmp_path_factory,
         {
             "workflow": "agent",
+            "workflow_source": str(folder),
             "agent_tools": "team_tools:TOOLS",
             "agent_tools_without_approval": "open_ticket",
             "approval_wait_alarm_minutes": 45,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from infra.schema import SQS_MAX_RECEIVE_COUNT, max_receive_count_for, table_def
 from tests.infra.conftest import (
     ALARM_EMAIL,
     NOTIFY_URL,
+    ROOT,
     Synthesized,
     get_att,
     ref,
@@ -394,4 +396,17 @@ def test_operator_commands_find_the_table_and_both_work_queues_in_the_outputs(
     assert outputs["WorkQueueUrl"]["Value"] == ref(synthesized.logical_id(queues.queue))
     assert outputs["WorkDeadLetterQueueUrl"]["Value"] == ref(
         synthesized.logical_id(queues.dead_letter_queue)
+    )
+
+
+def test_the_outputs_docs_deploy_names_are_the_stacks(synthesized: Synthesized) -> None:
+    """docs/deploy.md's list of outputs, against a stack with every optional part on;
+    the dashboard's output is named as conditional, since it exists only with it."""
+    text = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    start = text.index("The stack's outputs are what you need next:")
+    sentence = text[start : text.index(".\n", start)]
+    named = set(re.findall(r"`([A-Za-z]+)`", sentence)) - {"dashboard"}
+    assert named == set(synthesized.template["Outputs"])
+    assert "`DashboardName` only when the stack has a dashboard (`-c dashboard=true`)" in " ".join(
+        sentence.split()
     )

@@ -332,7 +332,9 @@ def test_inbox_show_lists_steps_and_effects_but_no_step_result(
     assert shown["steps"] == [
         {
             "name": "model",
+            "label": None,
             "status": "recorded",
+            "error": None,
             "runs": 1,
             "started_at": at,
             "recorded_at": at + 5,
@@ -341,7 +343,9 @@ def test_inbox_show_lists_steps_and_effects_but_no_step_result(
         },
         {
             "name": "lookup",
+            "label": None,
             "status": "started",
+            "error": None,
             "runs": 1,
             "started_at": at + 1,
             "recorded_at": None,

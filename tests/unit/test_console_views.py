@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functions.core.models import InboxItem, QuarantineRecord, State
+from functions.core.ports.steps import StepRecord, StepStatus
 from functions.core.spend import ModelSpend
 from ops.console import views
 from ops.console.reads import (
@@ -201,3 +202,18 @@ def test_the_deliveries_filter_offers_every_state() -> None:
     for state in State:
         assert f'<option value="{state.value}"' in page
     assert '<option value="completed" selected>' in page
+
+
+def test_a_failed_tool_step_shows_its_tool_and_the_exception_type_beside_its_digest() -> None:
+    step = StepRecord(
+        "d-1",
+        "tool.8493dfe8a1b2c3d4",
+        StepStatus.FAILED,
+        5,
+        NOW - 60,
+        label="tool lookup",
+        error="tool lookup raised KeyError",
+    )
+    shown = views.delivery_page(chrome(), Delivery(item(), None, Progress([step], []), []))
+    assert "tool.8493dfe8a1b2c3d4 (tool lookup)" in shown
+    assert "<b>tool lookup raised KeyError</b>" in shown

@@ -20,6 +20,7 @@ import pytest
 
 from functions.core import settings_table
 from functions.workflows.agent import NO_APPROVAL, AgentSettings
+from functions.workflows.tool_settings import ToolSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("docs/deploy.md", "docs/workflows.md")
@@ -84,7 +85,7 @@ def drift(path: Path) -> list[str]:
 
 
 def _agent_drift(name: str, text: str) -> Iterator[str]:
-    defaults = {field.name: field.default for field in dataclasses.fields(AgentSettings)}
+    defaults = {field.name: _default(field) for field in dataclasses.fields(AgentSettings)}
     for header, *rows in _tables(text):
         if header[:3] != ["short key", "setting", "agent default"]:
             continue
@@ -96,10 +97,16 @@ def _agent_drift(name: str, text: str) -> Iterator[str]:
                 yield f"{name}: agent {field} default {shown!r}, its class {expected!r}"
 
 
+def _default(field: dataclasses.Field[object]) -> object:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
 def _as_docs_write(value: object) -> str:
     """A default as the docs write it: ``none`` for nothing (no approval, no name), ``1440`` for
     1440.0."""
-    if value is None or value == NO_APPROVAL or value == frozenset():
+    if value is None or value in (NO_APPROVAL, frozenset(), ToolSettings()):
         return "none"
     if isinstance(value, float):
         return f"{value:g}"

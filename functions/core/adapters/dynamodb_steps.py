@@ -59,6 +59,8 @@ def step_from_item(item: dynamodb_items.Item) -> StepRecord:
         started_at=int(item["started_at"]["N"]),
         recorded_at=int(item["recorded_at"]["N"]) if "recorded_at" in item else None,
         result=result,
+        label=item["label"]["S"] if "label" in item else None,
+        error=item["error"]["S"] if "error" in item else None,
     )
 
 
@@ -73,7 +75,9 @@ class DynamoDbSteps:
         item = dynamodb_requests.get(self._client, self._table, step_key(delivery_id, name))
         return None if item is None else step_from_item(item)
 
-    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
+    def start(
+        self, delivery_id: str, name: str, *, now: int, expires_at: int, label: str = ""
+    ) -> StepRecord | None:
         update = (
             "SET #status = :started, started_at = :now, #kind = :kind,"
             " delivery_id = :delivery_id, #name = :name"
@@ -90,18 +94,23 @@ class DynamoDbSteps:
         if expires_at:
             update += f", {table_layout.TTL_ATTRIBUTE} = :expires_at"
             values[":expires_at"] = {"N": str(expires_at)}
+        if label:
+            update += ", #label = :label"
+            values[":label"] = {"S": label}
         written = dynamodb_requests.conditional(
             self._client.update_item,
             TableName=self._table,
             Key=step_key(delivery_id, name),
-            UpdateExpression=update + " REMOVE failed_at ADD #runs :one",
+            UpdateExpression=update + " REMOVE failed_at, #error ADD #runs :one",
             ConditionExpression=condition_expression(_STARTABLE),
             ExpressionAttributeNames={
                 "#status": "status",
                 "#kind": table_layout.KIND_ATTRIBUTE,
                 "#name": "name",
                 "#runs": "runs",
-            },
+                "#error": "error",
+            }
+            | ({"#label": "label"} if label else {}),
             ExpressionAttributeValues=values,
             # The record as it was, written or not: the caller learns whether this is a
             # first run, a rerun, or too late (a result is recorded).
@@ -110,20 +119,28 @@ class DynamoDbSteps:
         )
         return None if written.item is None else step_from_item(written.item)
 
-    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
+    def record_failed(
+        self, delivery_id: str, name: str, *, run: int, now: int, error: str = ""
+    ) -> bool:
+        values: dynamodb_items.Item = {
+            ":failed": {"S": StepStatus.FAILED.value},
+            ":started": {"S": StepStatus.STARTED.value},
+            ":run": {"N": str(run)},
+            ":now": {"N": str(now)},
+        }
+        update = "SET #status = :failed, failed_at = :now"
+        if error:
+            update += ", #error = :error"
+            values[":error"] = {"S": error}
+        names = {"#status": "status", "#runs": "runs"} | ({"#error": "error"} if error else {})
         return dynamodb_requests.conditional(
             self._client.update_item,
             TableName=self._table,
             Key=step_key(delivery_id, name),
-            UpdateExpression="SET #status = :failed, failed_at = :now",
+            UpdateExpression=update,
             ConditionExpression=condition_expression(_LATEST_RUN),
-            ExpressionAttributeNames={"#status": "status", "#runs": "runs"},
-            ExpressionAttributeValues={
-                ":failed": {"S": StepStatus.FAILED.value},
-                ":started": {"S": StepStatus.STARTED.value},
-                ":run": {"N": str(run)},
-                ":now": {"N": str(now)},
-            },
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
         ).written
 
     def record_result(

@@ -33,6 +33,11 @@ class StepRecord:
     started_at: int
     recorded_at: int | None = None
     result: StoredResult | None = None  # set when RECORDED
+    # What the step is, for people, beside a name that may be a digest ("tool lookup").
+    label: str | None = None
+    # Why its last run failed, naming the culprit and the exception's type, never its
+    # message ("tool lookup raised KeyError"): set when FAILED.
+    error: str | None = None
 
 
 class StepStore(Protocol):
@@ -40,8 +45,11 @@ class StepStore(Protocol):
 
     def get(self, delivery_id: str, name: str) -> StepRecord | None: ...
 
-    def start(self, delivery_id: str, name: str, *, now: int, expires_at: int) -> StepRecord | None:
-        """Mark a new run started (adding one to ``runs``) unless a result is recorded.
+    def start(
+        self, delivery_id: str, name: str, *, now: int, expires_at: int, label: str = ""
+    ) -> StepRecord | None:
+        """Mark a new run started (adding one to ``runs``) unless a result is recorded;
+        keep ``label`` (when given) as the step's readable name.
 
         Returns:
             The record as it was before: None for the first run. A RECORDED record
@@ -49,8 +57,11 @@ class StepStore(Protocol):
         """
         ...
 
-    def record_failed(self, delivery_id: str, name: str, *, run: int, now: int) -> bool:
-        """Mark run ``run`` failed if it is still the latest run and nothing is recorded."""
+    def record_failed(
+        self, delivery_id: str, name: str, *, run: int, now: int, error: str = ""
+    ) -> bool:
+        """Mark run ``run`` failed, with ``error`` (what failed, no message), if it is still
+        the latest run and nothing is recorded."""
         ...
 
     def record_result(

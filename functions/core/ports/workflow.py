@@ -39,8 +39,9 @@ class Ledger(Protocol):
         """Apply effect ``name`` unless this delivery already applied it."""
         ...
 
-    def step(self, name: str, fn: Callable[[], object]) -> Any:
-        """The recorded result of step ``name``, calling ``fn`` only when there is none."""
+    def step(self, name: str, fn: Callable[[], object], *, label: str = "") -> Any:
+        """The recorded result of step ``name``, calling ``fn`` only when there is none
+        (``label``: its readable name, kept beside it)."""
         ...
 
     def model(self, name: str, prompt: PromptT, client: ModelCaller[PromptT]) -> ModelReply:

@@ -25,8 +25,10 @@ and the workflow settles the budget by it (:mod:`functions.workflows.model_clien
   code, a read timeout, the connection lost once the request was sent: **unknown**,
   :class:`~functions.core.errors.TransientError` ``model_unavailable``; the
   reservation stays at its estimate;
-* an answer of no usable shape (the model ran): **unknown**, ``model_answer_invalid``;
-  the reservation stays at its estimate.
+* an answer of no usable shape (the model ran): **unknown**, ``model_answer_invalid``,
+  whether it is no JSON at all, JSON botocore cannot parse as Converse's answer, or
+  parsed JSON missing what a reply needs: one code, retried as a known-transient error
+  (within the retry horizon); the reservation stays at its estimate.
 
 Unknown outcomes are retried by the worker's own back-off: the model step was never
 recorded, so the next attempt reserves again and calls again; the first call stays
@@ -74,7 +76,12 @@ class BedrockConverse:
             request["requestMetadata"] = {DELIVERY_ID_METADATA_KEY: delivery_id}
         if prompt.tool_config is not None:
             request["toolConfig"] = prompt.tool_config
-        response = bedrock_call(lambda: self._client.converse(**request), subject="model")
+        try:
+            response = bedrock_call(lambda: self._client.converse(**request), subject="model")
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            # botocore's parser met JSON of another shape than Converse's: the model ran,
+            # and the answer is as unusable as one that is no JSON at all (``_answer``).
+            raise TransientError("model_answer_invalid") from exc
         return _answer(response)
 
 

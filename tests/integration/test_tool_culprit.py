@@ -19,6 +19,7 @@ from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecor
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.model_step import ToolUse
 from functions.core.models import WorkItem
+from functions.core.package import Package
 from functions.core.package_record import PackageStorage
 from functions.core.ports.workflow import Ledger
 from functions.core.process import ProcessConfig, Processor, Result
@@ -27,6 +28,7 @@ from functions.workflows.agent_prompt import AgentPrompt, fenced_prompt
 from functions.workflows.model_client import ModelAnswer, ModelClient
 from functions.workflows.tool_loop import ToolCaps, converse_with_tools, tool_record_name
 from functions.workflows.tools import Tool, ToolMode
+from local.mcp_server import demo_package
 from local.testkit.clock import FakeClock
 from tests.fakes import FakeMetrics
 from tests.operator_harness import MCP, Stack, run_cli
@@ -57,8 +59,8 @@ class ToolFlow:
 
 
 class OnePackage:
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
-        return {"package_id": package_id}
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        return Package.from_mapping(demo_package(package_id))
 
 
 def test_a_tool_that_raises_is_named_with_its_exception_type_in_inbox_show(

@@ -36,6 +36,14 @@ WORKFLOW_EFFECTS: Final = "Workflow effects"
 MODEL_TOKENS: Final = "Model tokens"
 # The figure that measures the agent workflow's model calls from its spend records.
 AGENT_SPEND_FIGURE: Final = 14
+# A tool-using agent's model calls, input and output tokens per delivery: the
+# walk-through's team agent (a lookup, then an approved ticket, then the summary).
+TOOL_AGENT_SPEND: Final = (3, 2413, 93)
+TOOL_AGENT_SPEND_SOURCE: Final = (
+    "measured: tests/e2e/test_build_your_own_agent.py's 5 deliveries on the scripted model, "
+    "inbox show --json; the emulator counts 4 characters a token, tool blocks included; "
+    "not re-run by make bench"
+)
 
 
 @dataclass(frozen=True)
@@ -782,6 +790,24 @@ class Model:
             f"{tokens_in:,.0f} input tokens at ${PRICES['bedrock_input'].usd:g} and "
             f"{tokens_out:,.0f} output tokens at ${PRICES['bedrock_output'].usd:g} per 1 M "
             "(measured: figure 14's spend records)",
+        )
+
+    @staticmethod
+    def tool_agent_tokens_line(deliveries: int) -> Line:
+        """A tool-using agent's model calls (docs/workflows.md's walk-through), priced at
+        the default model's per-token prices: a row beside the agent's, in no total."""
+        calls, tokens_in, tokens_out = TOOL_AGENT_SPEND
+        usd = deliveries * (
+            tokens_in * PRICES["bedrock_input"].usd + tokens_out * PRICES["bedrock_output"].usd
+        )
+        return Line(
+            f"agent workflow with tools, {calls} model calls and "
+            f"{tokens_in + tokens_out:,} tokens per delivery (measured)",
+            MODEL_TOKENS,
+            usd / 1_000_000,
+            f"{deliveries * tokens_in:,.0f} input tokens at ${PRICES['bedrock_input'].usd:g} and "
+            f"{deliveries * tokens_out:,.0f} output tokens at "
+            f"${PRICES['bedrock_output'].usd:g} per 1 M ({TOOL_AGENT_SPEND_SOURCE})",
         )
 
     @staticmethod

@@ -359,9 +359,11 @@ def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = N
             lines.append(
                 f"| {x.component} (fixed, per month) | {_usd(x.usd_per_month)} | {x.basis} |"
             )
-    for x in one_million:
-        if x.group in apart:
-            lines.append(f"| {x.group}: {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
+    for x in [
+        *(x for x in one_million if x.group in apart),
+        model.tool_agent_tokens_line(VOLUMES[0]),
+    ]:
+        lines.append(f"| {x.group}: {x.component} | {_usd(x.usd_per_month)} | {x.basis} |")
     lines += [
         "",
         "## At 1 M, 100 M and 1 B deliveries a month",

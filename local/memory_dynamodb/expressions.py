@@ -15,14 +15,13 @@ as a ``ValidationException``.
 
 from __future__ import annotations
 
+import pathlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
 from typing import Any, Final
-
-from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 
 from local.memory_dynamodb import values as v
 from local.memory_dynamodb.values import Item, Value
@@ -36,7 +35,10 @@ _TOKEN: Final = re.compile(
     r"\s*(?:(?P<name>#[A-Za-z0-9_]+)|(?P<value>:[A-Za-z0-9_]+)|(?P<number>\d+)"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<op><>|<=|>=|[=<>(),.\[\]+-]))"
 )
-_RESERVED: Final = frozenset(word.upper() for word in ReservedKeywords.get_reserved_keywords())
+# DynamoDB's reserved words (docs: "Reserved words in DynamoDB"), one a line.
+_RESERVED: Final = frozenset(
+    pathlib.Path(__file__).with_name("reserved_words.txt").read_text(encoding="utf-8").split()
+)
 _COMPARATORS: Final = frozenset({"=", "<>", "<", "<=", ">", ">="})
 _FUNCTIONS: Final = frozenset(
     {"attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains"}
@@ -44,7 +46,7 @@ _FUNCTIONS: Final = frozenset(
 
 # A document path: top-level name then ``.name`` or ``[index]`` steps; a name is an
 # ``#alias`` or a plain identifier.
-Path = tuple[str | int, ...]
+DocumentPath = tuple[str | int, ...]
 Node = tuple[Any, ...]
 
 
@@ -84,6 +86,8 @@ class Bindings:
 
     def check_all_used(self) -> None:
         """DynamoDB refuses a request that defines a placeholder it does not use."""
+        if len(self.used_names) == len(self.names) and len(self.used_values) == len(self.values):
+            return  # (every one used is defined: :meth:`use` checks it)
         unused_names = set(self.names) - self.used_names
         if unused_names:
             raise ExpressionError(
@@ -356,7 +360,7 @@ def parse_projection(text: str) -> Parsed:
 # --- evaluation ------------------------------------------------------------------
 
 
-def resolve(item: Item | None, path: Path, bindings: Bindings) -> Value | None:
+def resolve(item: Item | None, path: DocumentPath, bindings: Bindings) -> Value | None:
     """The value at ``path`` in ``item``, or None when there is none."""
     if item is None:
         return None
@@ -527,46 +531,55 @@ def apply_update(text: str, item: Item, bindings: Bindings, *, keys: frozenset[s
     """``item`` after an ``UpdateExpression``; every operand reads the item as it was."""
     parsed = parse_update(text)
     bindings.use(parsed)
-    clauses: dict[str, list[Any]] = parsed.tree[1]
-    old = item
+    actions = _actions(text, tuple(sorted(bindings.names.items())), keys)
     new = dict(item)
-    changed: set[str] = set()
-
-    def target(path: Node) -> str:
-        parts = path[1]
-        if len(parts) != 1:
-            raise NotImplementedError("an update of a nested document path")
-        name = bindings.name(parts[0])
-        assert isinstance(name, str)
-        if name in keys:
-            raise ExpressionError(
-                f"One or more parameter values were invalid: Cannot update attribute {name}."
-                " This attribute is part of the key"
-            )
-        if name in changed:
-            raise ExpressionError(
-                "Invalid UpdateExpression: Two document paths overlap with each other;"
-                " must remove or rewrite one of these paths"
-            )
-        changed.add(name)
-        return name
-
-    for path, value_node in clauses.get("SET", ()):
-        name = target(path)
-        new[name] = _set_value(value_node, old, bindings)
-    for path in clauses.get("REMOVE", ()):
-        new.pop(target(path), None)
-    for path, value_node in clauses.get("ADD", ()):
-        name = target(path)
-        new[name] = _add(old.get(name), bindings.values[value_node[1]])
-    for path, value_node in clauses.get("DELETE", ()):
-        name = target(path)
-        remaining = _delete(old.get(name), bindings.values[value_node[1]])
-        if remaining is None:
+    for clause, name, node in actions:
+        if clause == "SET":
+            new[name] = _set_value(node, item, bindings)
+        elif clause == "REMOVE":
             new.pop(name, None)
+        elif clause == "ADD":
+            new[name] = _add(item.get(name), bindings.values[node[1]])
         else:
-            new[name] = remaining
-    return Updated(new, frozenset(changed))
+            remaining = _delete(item.get(name), bindings.values[node[1]])
+            if remaining is None:
+                new.pop(name, None)
+            else:
+                new[name] = remaining
+    return Updated(new, frozenset(name for _clause, name, _node in actions))
+
+
+@cache
+def _actions(
+    text: str, names: tuple[tuple[str, str], ...], keys: frozenset[str]
+) -> tuple[tuple[str, str, Node], ...]:
+    """An update's actions, each with the attribute it writes (the names bound), checked
+    once per text and names: no key attribute, no two actions on one attribute."""
+    bindings = Bindings(dict(names), {})
+    clauses: dict[str, list[Any]] = parse_update(text).tree[1]
+    actions: list[tuple[str, str, Node]] = []
+    written: set[str] = set()
+    for clause in ("SET", "REMOVE", "ADD", "DELETE"):
+        for action in clauses.get(clause, ()):
+            path, node = (action, ()) if clause == "REMOVE" else action
+            parts = path[1]
+            if len(parts) != 1:
+                raise NotImplementedError("an update of a nested document path")
+            name = bindings.name(parts[0])
+            assert isinstance(name, str)
+            if name in keys:
+                raise ExpressionError(
+                    f"One or more parameter values were invalid: Cannot update attribute {name}."
+                    " This attribute is part of the key"
+                )
+            if name in written:
+                raise ExpressionError(
+                    "Invalid UpdateExpression: Two document paths overlap with each other;"
+                    " must remove or rewrite one of these paths"
+                )
+            written.add(name)
+            actions.append((clause, name, node))
+    return tuple(actions)
 
 
 def _set_value(node: Node, item: Item, bindings: Bindings) -> Value:
@@ -596,6 +609,8 @@ def _set_value(node: Node, item: Item, bindings: Bindings) -> Value:
                 "The provided expression refers to an attribute that does not exist in the item"
             )
         return found
+    if tag == "value":
+        return v.copy_value(bindings.values[node[1]])  # the caller may reuse its request
     return _operand(node, item, bindings) or {}
 
 

@@ -96,7 +96,7 @@ class MemoryDynamoDB:
     def items(self, table_name: str) -> list[Item]:
         """Copies of every item of the table, in key order."""
         table = self._tables[table_name]
-        return [v.copy_item(table.items[i]) for i in sorted(table.items)]
+        return [v.answer_copy(table.items[i]) for i in sorted(table.items)]
 
     # --- TTL ------------------------------------------------------------------------
 
@@ -162,7 +162,7 @@ class MemoryDynamoDB:
         with _validation(operation):
             answer = None if item is None else ex.project(item, ProjectionExpression, bindings)
             bindings.check_all_used()
-        return {**({} if answer is None else {"Item": v.copy_item(answer)}), **_OK}
+        return {**({} if answer is None else {"Item": v.answer_copy(answer)}), **_OK}
 
     def put_item(
         self,
@@ -177,7 +177,7 @@ class MemoryDynamoDB:
     ) -> dict[str, Any]:
         operation = "PutItem"
         table = self._table(operation, TableName)
-        new = v.copy_item(Item)
+        new = v.copy_item(Item)  # the caller may reuse its request
         identity = self._identity(operation, table, new, exact=False)
         bindings = Bindings(ExpressionAttributeNames or {}, ExpressionAttributeValues or {})
         with _validation(operation):
@@ -190,7 +190,7 @@ class MemoryDynamoDB:
                 operation, _old_if(ReturnValuesOnConditionCheckFailure, old)
             )
         self._write(table, identity, old, new, operation)
-        answer = {"Attributes": v.copy_item(old)} if ReturnValues == "ALL_OLD" and old else {}
+        answer = {"Attributes": v.answer_copy(old)} if ReturnValues == "ALL_OLD" and old else {}
         return {**answer, **_OK}
 
     def update_item(
@@ -254,7 +254,7 @@ class MemoryDynamoDB:
             )
         if old is not None:
             self._write(table, identity, old, None, operation)
-        answer = {"Attributes": v.copy_item(old)} if ReturnValues == "ALL_OLD" and old else {}
+        answer = {"Attributes": v.answer_copy(old)} if ReturnValues == "ALL_OLD" and old else {}
         return {**answer, **_OK}
 
     # --- many items ---------------------------------------------------------------------
@@ -297,7 +297,7 @@ class MemoryDynamoDB:
                 held = ex.condition(request.get("ConditionExpression"), old, bindings)
                 new: Item | None = old
                 if kind == "Put":
-                    new = v.copy_item(request["Item"])
+                    new = v.copy_item(request["Item"])  # (as put_item)
                 elif kind == "Update" and not held:
                     bindings.use(ex.parse_update(request["UpdateExpression"]))
                 elif kind == "Update":
@@ -355,7 +355,7 @@ class MemoryDynamoDB:
                     item = table.get(identity)
                     if item is not None:
                         projection = request.get("ProjectionExpression")
-                        found.append(v.copy_item(ex.project(item, projection, bindings)))
+                        found.append(v.answer_copy(ex.project(item, projection, bindings)))
                 bindings.check_all_used()
             responses[table_name] = found
         return {"Responses": responses, "UnprocessedKeys": {}, **_OK}
@@ -436,7 +436,7 @@ class MemoryDynamoDB:
         answer: dict[str, Any] = {"Count": len(found), "ScannedCount": len(page)}
         if Select != "COUNT":
             answer["Items"] = [
-                v.copy_item(
+                v.answer_copy(
                     ex.project(table.projected(index, item), ProjectionExpression, bindings)
                 )
                 for item in found
@@ -494,22 +494,29 @@ class MemoryDynamoDB:
         for index in table.indexes.values():
             for name in index.keys.names:
                 value = item.get(name)
-                if value is not None and v.kind(value) != table.attribute_types.get(name):
+                expected = table.attribute_types.get(name, "")
+                if value is not None and expected not in value:
                     raise ExpressionError(
                         "One or more parameter values were invalid: Type mismatch for Index Key"
-                        f" {name} Expected: {table.attribute_types.get(name)} Actual:"
-                        f" {v.kind(value)} IndexName: {index.name}"
+                        f" {name} Expected: {expected} Actual: {v.kind(value)}"
+                        f" IndexName: {index.name}"
                     )
+        # One pass: empty sets, and a bound on the size (a character is at most four
+        # bytes in UTF-8); the exact count only when the bound is over the limit.
+        bound = 0
         for name, value in item.items():
-            t = v.kind(value)
-            if t in v.SET_TYPES and not value[t]:
-                described = "number" if t == "NS" else "string"
-                raise ExpressionError(
-                    f"One or more parameter values were invalid: An {described} set  may not"
-                    " be empty"
-                )
-            del name
-        if v.item_bytes(item) > v.MAX_ITEM_BYTES:
+            for t, raw in value.items():
+                if t == "S" or t == "N":  # noqa: PLR1714 (the two commonest, first)
+                    bound += len(name) + len(raw)
+                elif t in v.SET_TYPES and not raw:
+                    described = "number" if t == "NS" else "string"
+                    raise ExpressionError(
+                        f"One or more parameter values were invalid: An {described} set  may"
+                        " not be empty"
+                    )
+                else:
+                    bound += len(name) + v.item_bytes({name: value})
+        if 4 * bound > v.MAX_ITEM_BYTES and v.item_bytes(item) > v.MAX_ITEM_BYTES:
             raise ExpressionError(
                 "Item size to update has exceeded the maximum allowed size"
                 if update
@@ -537,22 +544,22 @@ class MemoryDynamoDB:
 
 
 def _old_if(return_values: str, old: Item | None) -> Item | None:
-    return v.copy_item(old) if return_values == "ALL_OLD" and old is not None else None
+    return v.answer_copy(old) if return_values == "ALL_OLD" and old is not None else None
 
 
 def _returned(return_values: str, old: Item | None, updated: ex.Updated) -> dict[str, Any]:
     """``Attributes`` of an UpdateItem's answer, as ``ReturnValues`` asks."""
     new = updated.item
     if return_values == "ALL_NEW":
-        return {"Attributes": v.copy_item(new)}
+        return {"Attributes": v.answer_copy(new)}
     if return_values == "ALL_OLD":
-        return {"Attributes": v.copy_item(old)} if old else {}
+        return {"Attributes": v.answer_copy(old)} if old else {}
     if return_values == "UPDATED_NEW":
         kept = {n: new[n] for n in sorted(updated.changed) if n in new}
-        return {"Attributes": v.copy_item(kept)} if kept else {}
+        return {"Attributes": v.answer_copy(kept)} if kept else {}
     if return_values == "UPDATED_OLD":
         kept = {n: old[n] for n in sorted(updated.changed) if old and n in old}
-        return {"Attributes": v.copy_item(kept)} if kept else {}
+        return {"Attributes": v.answer_copy(kept)} if kept else {}
     return {}
 
 

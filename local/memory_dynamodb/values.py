@@ -9,11 +9,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Final
 
+# Any-valued, as boto3's stubs type an item's values for the client's callers.
 Value = dict[str, Any]
-Item = dict[str, Value]
+Item = dict[str, Any]
 
 MAX_ITEM_BYTES: Final = 400 * 1024  # DynamoDB's item size limit
 SET_TYPES: Final = frozenset({"SS", "NS", "BS"})
+_SCALARS: Final = frozenset({"S", "N", "B", "BOOL", "NULL"})
 _SCALAR_OF_SET: Final = {"SS": "S", "NS": "N", "BS": "B"}
 
 
@@ -124,8 +126,9 @@ def _number_bytes(raw: str) -> int:
 
 def copy_value(value: Value) -> Value:
     """A copy the caller may change without changing the stored item."""
-    t = kind(value)
-    raw = value[t]
+    ((t, raw),) = value.items()
+    if t in _SCALARS:
+        return {t: raw}
     if t in SET_TYPES:
         return {t: list(raw)}
     if t == "L":
@@ -137,3 +140,13 @@ def copy_value(value: Value) -> Value:
 
 def copy_item(item: Item) -> Item:
     return {name: copy_value(value) for name, value in item.items()}
+
+
+def answer_copy(item: Item) -> Item:
+    """An item as an answer carries it: a new map whose sets, lists and maps are copies
+    and whose scalar values are shared with the table (the table never changes a value
+    in place; a caller must not either)."""
+    return {
+        name: value if next(iter(value)) in _SCALARS else copy_value(value)
+        for name, value in item.items()
+    }

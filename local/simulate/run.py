@@ -33,9 +33,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from functions.core import settings_table, table_layout
+from functions.core import settings_table
 from functions.core.accept import AcceptDelivery
-from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.notifier_http import HttpNotifier
 from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
@@ -545,17 +544,11 @@ class Simulation:
         batch = world.stream[:RELAY_BATCH_SIZE]
         records = []
         for number, entry in enumerate(batch):
-            image = dynamodb_items.outbox_to_item(
-                entry["work"],
-                created_at=entry["created_at"],
-                expires_at=entry["expires"],
-                shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
-            )
             records.append(
                 {
                     "eventName": "INSERT",
                     "eventID": str(number),
-                    "dynamodb": {"SequenceNumber": str(number), "NewImage": image},
+                    "dynamodb": {"SequenceNumber": str(number), "NewImage": entry["image"]},
                 }
             )
         world.begin("relay", skew=0, seconds=RELAY_TIMEOUT_SECONDS)
@@ -586,7 +579,7 @@ class Simulation:
         history = self.world.history
         sent = {e.delivery_id for e in history.enqueued[sent_before:] if e.role == "relay"}
         for number, entry in enumerate(batch):
-            delivery_id = entry["work"].delivery_id
+            delivery_id = entry["delivery_id"]
             if number not in failed and delivery_id not in sent:
                 history.relay_lies.append(f"{delivery_id}: reported sent, never reached the queue")
             elif number in failed and not faulted:

@@ -84,7 +84,7 @@ def test_a_comparison_of_a_number_with_a_string_is_false_not_an_error() -> None:
     assert refused.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 
-def test_answers_are_copies_the_caller_may_change() -> None:
+def test_answers_copy_the_sets_the_caller_may_change() -> None:
     store = _store()
     store.put_item(TableName=T, Item={**_item("a"), "ids": {"SS": ["x"]}})
     got = store.get_item(TableName=T, Key=_item("a"))["Item"]

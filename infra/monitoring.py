@@ -204,6 +204,13 @@ class Monitoring(Construct):
             custom_metric(metric_names.METRIC_UNCERTAIN_EFFECTS),
             "An external effect's outcome is uncertain and awaits reconciliation.",
         )
+        self._alarm(
+            "PackagesChanged",
+            custom_metric(metric_names.METRIC_PACKAGE_CHANGED),
+            "A delivery's recorded package content was gone and the MCP server answered"
+            " its refetch with another package: failed package_changed, nothing ran on it."
+            " inbox show names both digests.",
+        )
         if model_budget:
             self._alarm(
                 "BudgetExhausted",

@@ -5,7 +5,9 @@ reached (``step#<name>``, ``effect#<name>``): :func:`show_progress` reads them w
 the functions' own codecs. A repeatable effect has no record: the completion names it
 on the inbox item (``effects_done``), and the progress shows it done at the completion.
 A step's result is never shown, only its size: it may be
-derived from the package.
+derived from the package. The package a delivery runs on (``package``, recorded at its
+first fetch) is shown by its digest and size, never its content, with the digest of a
+refetch that returned another package (``package_changed``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_effects import effect_from_item
+from functions.core.adapters.dynamodb_package_record import package_from_item
 from functions.core.adapters.dynamodb_spend import SK_SPEND, spend_from_item
 from functions.core.adapters.dynamodb_steps import SK_STEP_PREFIX, step_from_item
 from functions.core.models import InboxItem, State
 from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.steps import StepRecord
 from functions.core.spend import ModelSpend
 from ops.target import Target, paginate
@@ -57,10 +61,12 @@ class Progress:
     repeatable_done: list[str] = field(default_factory=list)
     repeatable_done_at: int | None = None
     spend: ModelSpend = field(default_factory=ModelSpend)
+    package: PackageRecord | None = None  # None: not fetched yet (or recorded before)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.spend.to_dict(),
+            "package": None if self.package is None else package_view(self.package),
             "steps": [step_view(s) for s in self.steps],
             "effects": [effect_view(e) for e in self.effects]
             + [repeatable_view(name, self.repeatable_done_at) for name in self.repeatable_done],
@@ -92,6 +98,18 @@ def effect_view(record: EffectRecord) -> dict[str, Any]:
     }
 
 
+def package_view(record: PackageRecord) -> dict[str, Any]:
+    """The recorded package by its digest and size (never its content), and the digest of
+    a refetch that returned another package."""
+    return {
+        "sha256": record.digest,
+        "size": record.content.size,
+        "recorded_at": record.recorded_at,
+        "refetched_sha256": record.refetched_digest,
+        "refetched_at": record.refetched_at,
+    }
+
+
 def repeatable_view(name: str, done_at: int | None) -> dict[str, Any]:
     """A repeatable effect marked done by the completion: no record, so no key or intent."""
     return {
@@ -115,13 +133,16 @@ def show_progress(target: Target, delivery_id: str, item: InboxItem | None = Non
     ]
     spends = [spend_from_item(item) for item in target.delivery_records(delivery_id, SK_SPEND)]
     spend = spends[0] if spends else ModelSpend()
+    packages = target.delivery_records(delivery_id, table_layout.SK_PACKAGE)
+    package = next((package_from_item(p) for p in packages), None)
     steps.sort(key=lambda s: (s.started_at, s.name))
     effects.sort(key=lambda e: (e.intent_at, e.name))
     if item is None:
-        return Progress(steps, effects, spend=spend)
+        return Progress(steps, effects, spend=spend, package=package)
     recorded = {e.name for e in effects}
     marked = sorted(item.effects_done - recorded)
-    return Progress(steps, effects, marked, item.completed_at if marked else None, spend)
+    done_at = item.completed_at if marked else None
+    return Progress(steps, effects, marked, done_at, spend, package)
 
 
 def show_inbox(target: Target, delivery_id: str) -> InboxItem | None:

@@ -1,6 +1,6 @@
 """In-memory fakes of the ports: the receiver's inbox and secrets, the processing
-claims, effects, queue and metrics, and the workflows' step records, objects, token
-budget and model spend.
+claims, effects, queue and metrics, package records, and the workflows' step records,
+objects, token budget and model spend.
 
 Each fake keeps the same state the DynamoDB/SQS adapter would, and answers as it
 does (a conditional write that finds its item changes nothing), so tests assert on
@@ -25,6 +25,7 @@ from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork
 from functions.core.ports.approvals import ApprovalDecision, ApprovalRecord, Decision
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from functions.core.signature import SigningSecret
@@ -163,6 +164,7 @@ class FakeClaims:
                 item.expires_at,
                 transient_failures=item.transient_failures,
                 retry_window_start=item.retry_window_start,
+                work=item.work_item(),
             ),
         )
 
@@ -594,6 +596,44 @@ class FakeSteps:
             current, status=StepStatus.RECORDED, recorded_at=now, result=result
         )
         return None
+
+
+@dataclass
+class FakePackageRecords:
+    """Package records; with ``claims``, only the claim's holder records (as the table's
+    transaction checks). ``lose_answers``: that many next records are kept, then raise
+    as a write whose answer was lost."""
+
+    claims: FakeClaims | None = None
+    records: dict[str, PackageRecord] = field(default_factory=dict)
+    lose_answers: int = 0
+
+    def get(self, delivery_id: str) -> PackageRecord | None:
+        return self.records.get(delivery_id)
+
+    def record(
+        self, claim: Claim, record: PackageRecord, *, expires_at: int
+    ) -> PackageRecord | None:
+        if self.claims is not None:
+            item = self.claims.items.get(claim.delivery_id)
+            holding = self.claims.owners.get(claim.delivery_id) == claim.owner
+            if item is None or item.state is not State.PROCESSING or not holding:
+                raise ClaimLost()
+        first = self.records.get(record.delivery_id)
+        if first is not None:
+            return first
+        self.records[record.delivery_id] = record
+        if self.lose_answers:
+            self.lose_answers -= 1
+            raise StorageUnavailable()
+        return None
+
+    def record_refetch(self, delivery_id: str, *, digest: str, now: int) -> None:
+        kept = self.records.get(delivery_id)
+        if kept is not None:
+            self.records[delivery_id] = dataclasses.replace(
+                kept, refetched_digest=digest, refetched_at=now
+            )
 
 
 @dataclass

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Final
 
 from functions.core.errors import ProcessingError
+from functions.core.models import WorkItem
 
 
 class ClaimStatus(StrEnum):
@@ -52,6 +53,8 @@ class Claim:
             (released by :meth:`ClaimStore.release_transient`).
         retry_window_start: Where the retry horizon starts: the delivery's receipt, or
             the operator's reset of a failed delivery.
+        work: The work item as the claimed inbox item stores it (None: it stores none).
+            The worker runs this one: a queue message only says which delivery to claim.
     """
 
     delivery_id: str
@@ -61,6 +64,7 @@ class Claim:
     expires_at: int = 0
     transient_failures: int = 0
     retry_window_start: int = 0
+    work: WorkItem | None = None
 
     @property
     def unexplained_attempts(self) -> int:

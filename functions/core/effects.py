@@ -165,7 +165,8 @@ class EffectLedger:
             if mode is EffectMode.KEYED:
                 key = record.key  # the key the far side may have seen
             elif mode is EffectMode.OPERATOR:
-                raise UncertainEffect()
+                if record.attempt != self.attempt:
+                    raise UncertainEffect()  # (our own intent is not in doubt)
             elif reconcile is not None and reconcile(key):
                 self._store.record_done(self.delivery_id, name, now=self._clock.now())
                 return False
@@ -183,7 +184,8 @@ class EffectLedger:
 
         A put whose answer was lost may still have committed (the SDK's retry of it
         then finds the record, or it raises): the record's attempt token tells ours
-        from a rival's, so our own is never taken for an earlier attempt's.
+        from a rival's, so our own is never taken for an earlier attempt's, and is
+        returned as read (an overlapping attempt may have completed it meanwhile).
         """
         failure: TransientError | None = None
         try:
@@ -200,7 +202,10 @@ class EffectLedger:
             failure = exc  # committed or not: the read below tells
         record = _current(self._store.get(self.delivery_id, name))
         if record is not None and record.attempt == self.attempt:
-            return None
+            # Ours, yet read back: an attempt that took over while we stalled (our lease
+            # ran out) may have found it and applied the effect. Done: skip it; an
+            # intent: applied as ours, a checked effect after its lookup.
+            return record
         if record is None:
             # Our put failed, or a rival's record vanished between the two calls.
             raise failure or TransientError("effect_conflict")

@@ -125,6 +125,16 @@ class InvalidPackage(PermanentError):
     code = "invalid_package"
 
 
+class PackageChanged(PermanentError):
+    """A refetched package is not the one the delivery recorded (its content was gone).
+
+    What a person approved and what the model read is the recorded package: nothing
+    runs on another one. The delivery fails; its package record keeps both digests.
+    """
+
+    code = "package_changed"
+
+
 class UncertainEffect(ProcessingError):
     """An effect's intent exists without its outcome and it cannot be checked or repeated.
 

@@ -32,6 +32,10 @@ METRIC_CLAIMS_LOST: Final = "ClaimsLost"
 METRIC_WORK_SET_ASIDE: Final = "WorkSetAside"
 # Open deliveries closed unrun because their TTL passed (their records may be deleted).
 METRIC_WORK_EXPIRED: Final = "WorkExpired"
+# A queue message naming another package or MCP server than its inbox item: refused.
+METRIC_WORK_REFUSED: Final = "WorkRefused"
+# A refetched package (its recorded content gone) is not the recorded one: failed.
+METRIC_PACKAGE_CHANGED: Final = "PackagesChanged"
 # Returned unclaimed: no time left in the invocation, or its MCP server unreachable.
 METRIC_WORK_NOT_STARTED: Final = "WorkNotStarted"
 METRIC_RECONCILER_PENDING_REQUEUED: Final = "ReconcilerPendingRequeued"
@@ -68,6 +72,7 @@ PUBLISHED_METRICS: Final = frozenset(
         METRIC_RECEIPT_RETRIES,
         METRIC_BUDGET_EXHAUSTED,
         METRIC_APPROVAL_OLDEST_WAIT,
+        METRIC_PACKAGE_CHANGED,
     }
 )
 # Published only by a workflow that calls a model (its budget) or has an approval gate:

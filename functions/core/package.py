@@ -97,17 +97,18 @@ class Package:
             "created_at": _utc_text(self.created_at),
         }
 
-    def digest(self) -> str:
-        """SHA-256 (hex) of the package's canonical form: what a screening verdict and
-        an approval are about, and what tells one version of a package from another.
-
-        The canonical form is the contract's JSON shape with sorted keys, no spaces and
-        UTF-8 text: fields the server adds (and the parser drops) never change it.
-        """
-        canonical = json.dumps(
+    def canonical(self) -> bytes:
+        """The canonical form: the contract's JSON shape with sorted keys, no spaces and
+        UTF-8 text. Fields the server adds (and the parser drops) never change it, and it
+        parses back (``from_mapping``) into an equal package."""
+        return json.dumps(
             self.to_mapping(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        ).encode("utf-8")
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the canonical form: what a screening verdict and an approval
+        are about, and what tells one version of a package from another."""
+        return hashlib.sha256(self.canonical()).hexdigest()
 
 
 def _text(data: Mapping[Any, Any], name: str, *, allow_empty: bool = False) -> str:

@@ -1,11 +1,14 @@
-"""The processing use case: claim, fetch, run the workflow, complete.
+"""The processing use case: claim, read the recorded package (or fetch it), run, complete.
 
 One call of :meth:`Processor.process` handles one work item (one queue message)
 and returns a :class:`Decision` that tells the worker what to do with the message
 (:mod:`functions.core.batch` runs a batch of them).
 The state of the delivery lives in the inbox item (see :mod:`functions.core.claim`),
 never in the queue: a message is only a reminder that a delivery may need work, so
-duplicated or re-enqueued messages are harmless.
+duplicated or re-enqueued messages are harmless. What to run (the package id and the
+MCP server) is read from the claimed inbox item too: a message that names anything else
+is refused (acknowledged, not run, counted). The package a delivery runs on is fetched
+once and recorded (:mod:`functions.core.package_record`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from functions.core.effects import EffectLedger
 from functions.core.errors import (
     BudgetExhausted,
     McpAuthError,
+    PackageChanged,
     PermanentError,
     ProcessingError,
     TransientError,
@@ -38,6 +42,7 @@ from functions.core.errors import (
 )
 from functions.core.models import WorkItem
 from functions.core.observability import logger
+from functions.core.package_record import PackageRecorder, PackageStorage
 from functions.core.ports.claims import ClaimStore
 from functions.core.ports.effects import EffectStore
 from functions.core.ports.metrics import MetricsSink
@@ -47,6 +52,9 @@ from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 if TYPE_CHECKING:
     from functions.core.ports.workflow import Workflow
     from functions.core.steps import StepStorage
+
+# last_error-style code of a message that disagrees with its inbox item.
+WORK_ITEM_MISMATCH = "work_item_mismatch"
 
 # SQS caps a message's delay (DelaySeconds) at 15 minutes; a deferral waiting out a
 # longer lease is deferred again.
@@ -80,6 +88,9 @@ class Result(StrEnum):
     SET_ASIDE = "set_aside"  # suspect, claimed in company: given back to run alone
     EXPIRED = "expired"  # past its TTL before it could run again: closed, not run
     AWAITING_APPROVAL = "awaiting_approval"  # parked for a person's decision
+    # The message names another package or server than the inbox item: given back
+    # unrun (the reconciler sends the item's own work item again).
+    REFUSED = "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +149,8 @@ class Processor:
     clock: Clock
     metrics: MetricsSink
     config: ProcessConfig
+    # Where each delivery's package is recorded once (every attempt runs on it).
+    packages: PackageStorage
     new_owner: Callable[[], str] = field(default=new_owner_token)
     # Where the ledger keeps workflow steps (``ledger.step``); None: steps unavailable.
     steps: StepStorage | None = None
@@ -163,6 +176,8 @@ class Processor:
             return self._not_claimed(work, attempt, now=now)
         claim = attempt.claim
         try:
+            if claim.work != work:
+                return self._refuse(work, claim)
             if claim.unexplained_attempts > self.config.max_attempts:
                 # Earlier attempts ended without a known-transient outcome (a workflow
                 # bug, or a worker that died, e.g. a Lambda timeout) and used up the
@@ -184,6 +199,22 @@ class Processor:
             return await self._run(work, source, claim)
         except ClaimLost:
             return self._decide(work, Decision(Result.CLAIM_LOST, Disposition.ACK, 0, "claim_lost"))
+
+    def _refuse(self, work: WorkItem, claim: Claim) -> Decision:
+        """A message that names another package or server than the signed delivery's
+        inbox item: nothing of it runs. The claim is given back, so the delivery stays
+        pending for its own work item."""
+        self.claims.give_back(claim, now=self.clock.now())
+        logger.warning(
+            "queue message disagrees with its inbox item: refused, not run",
+            extra={
+                "delivery_id": work.delivery_id,
+                "package_id_matches": claim.work is not None
+                and claim.work.package_id == work.package_id,
+                "mcp_url_matches": claim.work is not None and claim.work.mcp_url == work.mcp_url,
+            },
+        )
+        return self._decide(work, Decision(Result.REFUSED, Disposition.ACK, 0, WORK_ITEM_MISMATCH))
 
     def _not_claimed(self, work: WorkItem, attempt: ClaimAttempt, *, now: int) -> Decision:
         """What to do with a message whose delivery could not be claimed."""
@@ -207,7 +238,8 @@ class Processor:
         self, work: WorkItem, source: PackageSource, claim: Claim
     ) -> Decision:
         try:
-            package = await source.get_package(work.mcp_url, work.package_id)
+            recorder = PackageRecorder(self.packages, clock=self.clock)
+            package = await recorder.package(claim, work, source)
             ledger = EffectLedger(
                 work.delivery_id,
                 store=self.effects,
@@ -234,6 +266,8 @@ class Processor:
                 work, Decision(Result.AWAITING_APPROVAL, Disposition.ACK, 0, exc.code)
             )
         except PermanentError as exc:
+            if isinstance(exc, PackageChanged):
+                self.metrics.count(metric_names.METRIC_PACKAGE_CHANGED)
             self.claims.fail(claim, now=self.clock.now(), error_code=exc.code)
             return self._decide(work, Decision(Result.FAILED, Disposition.ACK, 0, exc.code))
         except BudgetExhausted as exc:
@@ -332,4 +366,5 @@ _RESULT_METRICS = {
     Result.EXHAUSTED: metric_names.METRIC_WORK_DEAD_LETTERED,
     Result.CLAIM_LOST: metric_names.METRIC_CLAIMS_LOST,
     Result.AWAITING_APPROVAL: metric_names.METRIC_WORK_PARKED,
+    Result.REFUSED: metric_names.METRIC_WORK_REFUSED,
 }

@@ -76,6 +76,25 @@ def result_object_key(digest: str) -> str:
     return RESULT_OBJECT_PREFIX + digest
 
 
+def keep_result(body: bytes, *, objects: ObjectStore | None, inline_limit: int) -> StoredResult:
+    """``body`` as its record keeps it: inline up to ``inline_limit`` bytes, else put in
+    ``objects`` under its digest (a package's record keeps its content the same way).
+
+    Raises:
+        ValueError: ``body`` is over the limit and there is no object store.
+    """
+    if len(body) <= inline_limit:
+        return StoredResult(size=len(body), inline=body.decode())
+    if objects is None:
+        raise ValueError(
+            f"a result of {len(body)} bytes is over the inline limit ({inline_limit})"
+            " and no object store is configured"
+        )
+    digest = hashlib.sha256(body).hexdigest()
+    objects.put(result_object_key(digest), body)
+    return StoredResult(size=len(body), digest=digest)
+
+
 class StepRecorder:
     """The steps of one delivery, behind :meth:`~functions.core.effects.EffectLedger.step`."""
 
@@ -137,12 +156,8 @@ class StepRecorder:
         )
 
     def _keep(self, body: bytes) -> StoredResult:
-        if len(body) <= self._storage.inline_limit:
-            return StoredResult(size=len(body), inline=body.decode())
-        objects = self._objects(len(body))
-        digest = hashlib.sha256(body).hexdigest()
-        objects.put(result_object_key(digest), body)
-        return StoredResult(size=len(body), digest=digest)
+        storage = self._storage
+        return keep_result(body, objects=storage.objects, inline_limit=storage.inline_limit)
 
     def _load(self, record: StepRecord) -> Any:
         result = record.result

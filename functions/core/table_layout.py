@@ -18,12 +18,14 @@ SK_INBOX: Final = "inbox"
 SK_QUARANTINE_PREFIX: Final = "quarantine#"  # + digest of the conflicting body
 SK_EFFECT_PREFIX: Final = "effect#"  # + effect name
 SK_APPROVAL_PREFIX: Final = "approval#"  # + the name of what waits for a person
+SK_PACKAGE: Final = "package"  # the package the delivery runs on, recorded once
 
 KIND_INBOX: Final = "inbox"
 KIND_OUTBOX: Final = "outbox"
 KIND_QUARANTINE: Final = "quarantine"
 KIND_EFFECT: Final = "effect"
 KIND_APPROVAL: Final = "approval"
+KIND_PACKAGE: Final = "package"
 # The attributes of an approval record that make a decision: the worker's role may
 # write none of them (infra/table_access.py denies it), so code running in the worker
 # cannot decide its own parked call.

@@ -21,6 +21,7 @@ from functions.core.adapters import mcp_timing
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.adapters.mcp_token import SecretsManagerMcpToken
@@ -35,6 +36,7 @@ from functions.core.clock import Clock, SystemClock
 from functions.core.deadline import Deadline
 from functions.core.host_policy import HostPolicy
 from functions.core.lazy_deps import LazyDeps
+from functions.core.package_record import PackageStorage
 from functions.core.ports.package import PackageSourceFactory
 from functions.core.ports.workflow import Workflow
 from functions.core.process import ProcessConfig, Processor
@@ -115,12 +117,11 @@ def build_deps(
     metrics = EmfMetrics()
     # Workflow steps beside the effect records; results too large for an item go to
     # the archive bucket.
+    objects = None if s3 is None else S3ObjectStore(client=s3, bucket=str(settings.archive_bucket))
     steps = StepStorage(
         records=DynamoDbSteps(client=dynamodb, table_name=settings.table_name),
         metrics=metrics,
-        objects=(
-            None if s3 is None else S3ObjectStore(client=s3, bucket=str(settings.archive_bucket))
-        ),
+        objects=objects,
     )
     if workflow is None:
         # The shipped workflows' wiring (boto3 clients) loads with the production deps.
@@ -153,6 +154,11 @@ def build_deps(
                 retry_horizon_seconds=settings.retry_horizon_seconds,
             ),
             steps=steps,
+            # Each delivery's package, recorded once: large ones beside large step results.
+            packages=PackageStorage(
+                records=DynamoDbPackageRecords(client=dynamodb, table_name=settings.table_name),
+                objects=objects,
+            ),
         ),
         queue=SqsWorkQueue(
             client=sqs,

@@ -50,6 +50,7 @@ from functions.core.event_source_limits import (
 )
 from functions.core.models import State, WorkItem
 from functions.core.observability import logger
+from functions.core.package_record import PackageStorage
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.workflow import Ledger, Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
@@ -77,6 +78,7 @@ from local.simulate.far_side import (
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
+from local.simulate.package_records import PackageRecords
 from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
@@ -320,6 +322,7 @@ class Simulation:
             ),
             new_owner=world.new_owner,
             steps=StepStorage(records=Steps(world), metrics=self.metrics),
+            packages=PackageStorage(PackageRecords(world)),
         )
         world.max_attempts = self.processor.config.max_attempts
         world.lost_attempts_allowed = self.processor.config.runs_alone_after

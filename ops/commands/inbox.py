@@ -14,6 +14,7 @@ from ops.commands.target_options import add_target_arguments, open_target, opera
 
 if TYPE_CHECKING:
     from functions.core.ports.effects import EffectRecord
+    from functions.core.ports.package_record import PackageRecord
     from functions.core.ports.steps import StepRecord
     from functions.core.spend import ModelSpend
 
@@ -85,6 +86,8 @@ def run_show(args: argparse.Namespace) -> int:
         (name, iso(value) if name.endswith(("_at", "_until")) else value)
         for name, value in view.items()
     ]
+    if progress.package is not None:
+        lines += _package_lines(progress.package)
     lines += [(f"step {s.name}", _step_line(s)) for s in progress.steps]
     lines += [(f"effect {e.name}", _effect_line(e)) for e in progress.effects]
     lines += [
@@ -125,6 +128,25 @@ def guardrail_line(spend: ModelSpend) -> str:
         f"{spend.guardrail_calls} ({spend.guardrail_text_units} text units,"
         f" {spend.guardrail_tokens} tokens)"
     )
+
+
+def _package_lines(record: PackageRecord) -> list[tuple[str, object]]:
+    """The recorded package; a refetch that returned another one on a line of its own."""
+    lines: list[tuple[str, object]] = [
+        (
+            "package",
+            f"{record.digest} ({record.content.size} bytes, recorded {iso(record.recorded_at)})",
+        )
+    ]
+    if record.refetched_digest is not None:
+        lines.append(
+            (
+                "package refetched",
+                f"{record.refetched_digest} at {iso(record.refetched_at)}"
+                " (package_changed: not the recorded package; nothing ran on it)",
+            )
+        )
+    return lines
 
 
 def _step_line(step: StepRecord) -> str:

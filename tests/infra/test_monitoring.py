@@ -16,17 +16,19 @@ from functions.core.errors import (
     BudgetExhausted,
     HostNotAllowed,
     McpAuthError,
+    PackageChanged,
     PackageNotFound,
     PermanentError,
     ProcessingError,
     UncertainEffect,
 )
 from functions.core.models import Outcome
+from functions.core.package_record import PackageStorage
 from functions.core.process import ProcessConfig, Processor
 from functions.core.reconcile import ReconcileConfig, reconcile
 from infra.monitoring import RUNBOOK
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects, FakeQueue, FakeReceivedLog
+from tests.fakes import FakeClaims, FakeEffects, FakePackageRecords, FakeQueue, FakeReceivedLog
 from tests.infra.conftest import ROOT, Synthesized, get_att, ref, synthesize
 from tests.unit.test_claim import LEASE, pending
 from tests.unit.test_process import RecordingWorkflow
@@ -188,6 +190,7 @@ def _emitted(output: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
         ("WorkFailed", HostNotAllowed()),  # e.g. an allowlist that misses the MCP host
         ("McpAuthFailures", McpAuthError()),
         ("UncertainEffects", UncertainEffect()),
+        ("PackagesChanged", PackageChanged()),  # a refetch served another package
         ("BudgetExhausted", BudgetExhausted(retry_at=1)),  # a deferral, not a failure
     ],
 )
@@ -210,6 +213,7 @@ def test_worker_alarms_watch_a_metric_the_worker_really_emits(
         clock=FakeClock(),
         metrics=metrics,
         config=ProcessConfig(max_attempts=3, lease_seconds=LEASE),
+        packages=PackageStorage(FakePackageRecords(claims=claims)),
     )
     work = item.work_item()
     assert work is not None

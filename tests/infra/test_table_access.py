@@ -19,17 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.core import accept, claim, process, reconcile, table_layout
+from functions.core import accept, claim, package_record, process, reconcile, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord
 from functions.core.ports import claims as claims_port
 from functions.core.ports import effects as effects_port
 from functions.core.ports import inbox as inbox_port
+from functions.core.ports import package_record as package_record_port
 from functions.core.ports import recovery as recovery_port
+from functions.core.ports.steps import StoredResult
 from local.testkit import builders
 from tests.infra.conftest import Synthesized, get_att, resource_key, role_grants
 from tests.unit.test_claim import LEASE, NOW, pending
@@ -49,6 +52,7 @@ USE_CASE_PORTS: dict[str, tuple[tuple[Any, str, type], ...]] = {
     "worker": (
         (process.Processor, "claims", claims_port.ClaimStore),
         (process.Processor, "effects", effects_port.EffectStore),
+        (package_record.PackageStorage, "records", package_record_port.PackageRecordStore),
     ),
     "reconciler": (
         (reconcile.reconcile, "store", recovery_port.RecoveryStore),
@@ -72,6 +76,7 @@ class Adapters:
     claims: DynamoDbClaims
     effects: DynamoDbEffects
     received: DynamoDbReceivedLog
+    packages: DynamoDbPackageRecords
 
 
 def _adapters(client: DynamoDBClient, table: str) -> Adapters:
@@ -80,6 +85,7 @@ def _adapters(client: DynamoDBClient, table: str) -> Adapters:
         claims=DynamoDbClaims(client=client, table_name=table),
         effects=DynamoDbEffects(client=client, table_name=table),
         received=DynamoDbReceivedLog(client=client, table_name=table),
+        packages=DynamoDbPackageRecords(client=client, table_name=table),
     )
 
 
@@ -99,6 +105,22 @@ def _intent(setup: Adapters, delivery_id: str) -> effects_port.EffectRecord:
 def _reopen(tested: Adapters, setup: Adapters, delivery_id: str) -> object:
     setup.claims.fail(_claimed(setup, delivery_id), now=NOW, error_code="mcp_unavailable")
     return tested.claims.reopen(delivery_id, now=NOW)
+
+
+def _package(claimed: claim.Claim) -> package_record_port.PackageRecord:
+    content = StoredResult(size=2, inline="{}")
+    return package_record_port.PackageRecord(claimed.delivery_id, "0" * 64, content, NOW, "o")
+
+
+def _record_package(tested: Adapters, setup: Adapters, delivery_id: str) -> object:
+    claimed = _claimed(setup, delivery_id)
+    return tested.packages.record(claimed, _package(claimed), expires_at=NOW + 86400)
+
+
+def _record_refetch(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
+    claimed = _claimed(setup, delivery_id)
+    setup.packages.record(claimed, _package(claimed), expires_at=NOW + 86400)
+    tested.packages.record_refetch(delivery_id, digest="1" * 64, now=NOW)
 
 
 def _record_done(tested: Adapters, setup: Adapters, delivery_id: str) -> None:
@@ -154,6 +176,9 @@ CALLS: dict[tuple[type, str], Call] = {
         _intent(s, d),
         t.effects.resolve_not_applied(d, EFFECT, now=NOW),
     ),
+    (package_record_port.PackageRecordStore, "get"): lambda t, s, d: t.packages.get(d),
+    (package_record_port.PackageRecordStore, "record"): _record_package,
+    (package_record_port.PackageRecordStore, "record_refetch"): _record_refetch,
     (recovery_port.RecoveryStore, "get"): lambda t, s, d: t.claims.get(d),
     # The lists are read lazily: list() makes their queries.
     (recovery_port.RecoveryStore, "open_pages"): lambda t, s, d: list(

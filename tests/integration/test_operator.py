@@ -17,8 +17,11 @@ from cli.state import LocalState
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
 from functions.core.models import QuarantineRecord, State, WorkItem
+from functions.core.ports.package_record import PackageRecord
+from functions.core.ports.steps import StoredResult
 from functions.core.spend import ModelSpend
 from ops.inbox import inbox_view, list_inbox, show_inbox
 from ops.requeue import RedriveOutcome, RequeueOutcome, redrive, requeue, reset_failed
@@ -48,9 +51,40 @@ def test_inbox_show_json_matches_the_store_and_has_no_body(
     assert shown == {
         **inbox_view(dynamodb_items.inbox_from_item(stored)),
         **ModelSpend().to_dict(),
+        "package": None,
         "steps": [],
         "effects": [],
         "approvals": [],
+    }
+
+
+def test_inbox_show_prints_the_recorded_and_the_refetched_package_digest(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    delivery_id = stack.accept()
+    claim = stack.claims.claim(delivery_id, owner="w", now=NOW, lease_seconds=60).claim
+    records = DynamoDbPackageRecords(
+        client=stack.target.dynamodb, table_name=stack.target.table_name
+    )
+    recorded, refetched = "a" * 64, "b" * 64
+    content = StoredResult(size=2, inline="{}")
+    records.record(claim, PackageRecord(delivery_id, recorded, content, NOW, "w"), expires_at=0)
+    records.record_refetch(delivery_id, digest=refetched, now=NOW + 5)
+    stack.claims.fail(claim, now=NOW + 5, error_code="package_changed")
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id))
+    assert status == 0
+    lines = dict(line.split("  ", 1) for line in out.splitlines())
+    assert lines["package"].strip().startswith(f"{recorded} (2 bytes, recorded ")
+    assert lines["package refetched"].strip().startswith(f"{refetched} at 2027-01-15T08:00:05Z")
+    assert "package_changed" in lines["package refetched"]
+    assert "{}" not in out  # the digest and size, never the content
+    status, out, _ = run_cli(capsys, stack.cli("inbox", "show", delivery_id, "--json"))
+    assert json.loads(out)["package"] == {
+        "sha256": recorded,
+        "size": 2,
+        "recorded_at": NOW,
+        "refetched_sha256": refetched,
+        "refetched_at": NOW + 5,
     }
 
 

@@ -16,14 +16,18 @@ from typing import Any
 
 import pytest
 
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.effects import idempotency_key
 from functions.core.errors import TransientError
 from functions.core.models import State, WorkItem
+from functions.core.package import Package
+from functions.core.package_record import PackageStorage
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.steps import StoredResult
 from functions.core.ports.workflow import Ledger
 from functions.core.process import Decision, Disposition, ProcessConfig, Processor, Result
+from local.mcp_server import demo_package
 from local.testkit.clock import FakeClock
 from ops.effects import Doubt, ResolveOutcome, list_effects, resolve_effect
 from ops.inbox import show_progress
@@ -238,8 +242,8 @@ class ArchiveThenNotify:
 
 
 class OnePackage:
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
-        return {"package_id": package_id}
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        return Package.from_mapping(demo_package(package_id))
 
 
 @pytest.mark.parametrize("finding", ["--applied", "--not-applied"])
@@ -257,6 +261,9 @@ def test_requeue_after_resolution_runs_only_the_effect_not_applied(
         clock=clock,
         metrics=FakeMetrics(),
         config=ProcessConfig(max_attempts=5, lease_seconds=60),
+        packages=PackageStorage(
+            DynamoDbPackageRecords(client=stack.target.dynamodb, table_name=stack.target.table_name)
+        ),
     )
 
     def attempt() -> Decision:

@@ -23,6 +23,8 @@ from functions.core.approval import (
 )
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State, WorkItem
+from functions.core.package import Package
+from functions.core.package_record import PackageStorage
 from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.ports.workflow import Ledger
 from functions.core.process import Disposition, ProcessConfig, Processor, Result
@@ -34,10 +36,12 @@ from tests.fakes import (
     FakeClaims,
     FakeEffects,
     FakeMetrics,
+    FakePackageRecords,
     FakeQueue,
     FakeReceivedLog,
     FakeSteps,
 )
+from tests.unit.test_process import package_of
 
 TIMEOUT = 3600
 PROPOSAL = {"title": "Package pkg_1", "summary": "ships today"}
@@ -78,8 +82,8 @@ class GatedWorkflow:
 
 
 class Packages:
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
-        return {"package_id": package_id}
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        return package_of(package_id)
 
 
 @dataclass
@@ -118,6 +122,7 @@ class World:
             metrics=self.metrics,
             config=ProcessConfig(max_attempts=3, lease_seconds=300),
             steps=StepStorage(records=self.steps, metrics=self.metrics),
+            packages=PackageStorage(FakePackageRecords(claims=self.claims)),
         )
         return asyncio.run(processor.process(WORK, Packages()))
 
@@ -457,6 +462,7 @@ def test_the_pass_stops_at_the_deadline_and_the_next_run_goes_on() -> None:
             metrics=world.metrics,
             config=ProcessConfig(max_attempts=3, lease_seconds=300),
             steps=StepStorage(records=world.steps, metrics=world.metrics),
+            packages=PackageStorage(FakePackageRecords(claims=world.claims)),
         )
         assert asyncio.run(processor.process(work, Packages())).result is (Result.AWAITING_APPROVAL)
     world.clock.advance(TIMEOUT)

@@ -202,6 +202,30 @@ def test_own_intent_found_by_a_retried_put_is_not_in_doubt(store: Any) -> None:
     assert far.calls == [KEY]
 
 
+@pytest.mark.parametrize("mode", [EffectMode.KEYED, EffectMode.CHECKED])
+def test_own_intent_completed_by_an_overlapping_attempt_is_not_applied_again(
+    store: Any, mode: EffectMode
+) -> None:
+    """Our intent commits and its answer is lost; before we read it back our process
+    stalls past its lease, and the next attempt (finding our intent) applies the effect
+    and marks it done. Our own token on a done record means done, not ours to apply."""
+    far = FarSide()
+    reconcile: Callable[[str], bool] | None = (
+        far.was_applied if mode is EffectMode.CHECKED else None
+    )
+
+    class OvertakenPut(LosingStore):
+        def record_intent(self, *args: Any, **kwargs: Any) -> bool:
+            store.record_intent(*args, **kwargs)  # commits; its answer never comes
+            attempt(store).run("notify", far.apply, mode=mode, reconcile=reconcile)
+            raise StorageUnavailable()
+
+    stalled = attempt(OvertakenPut(store, lose={}))
+    assert stalled.run("notify", far.apply, mode=mode, reconcile=reconcile) is False
+    assert far.calls == [KEY]
+    assert store.get(DELIVERY, "notify").status is EffectStatus.DONE
+
+
 def test_a_rivals_intent_is_still_in_doubt(store: Any) -> None:
     far = FarSide(then_fail=[TransientError("notify_unconfirmed")])
     with pytest.raises(TransientError):

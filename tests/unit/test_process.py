@@ -22,6 +22,8 @@ from functions.core.errors import (
     TransientError,
 )
 from functions.core.models import InboxItem, State, WorkItem
+from functions.core.package import Package
+from functions.core.package_record import PackageStorage
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.steps import StepStatus
 from functions.core.ports.workflow import Ledger
@@ -37,7 +39,14 @@ from functions.core.retry_policy import retry_delay, retry_schedule
 from functions.core.steps import StepStorage
 from infra.schema import max_receive_count_for
 from local.testkit.clock import FakeClock
-from tests.fakes import FakeClaims, FakeEffects, FakeMetrics, FakeSteps
+from tests.fakes import (
+    FakeClaims,
+    FakeEffects,
+    FakeMetrics,
+    FakeObjects,
+    FakePackageRecords,
+    FakeSteps,
+)
 
 MAX_ATTEMPTS = 3
 LEASE = 300
@@ -57,11 +66,24 @@ class Packages:
     errors: list[ProcessingError] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
 
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
         self.calls.append(package_id)
         if self.errors:
             raise self.errors.pop(0)
-        return {"package_id": package_id, "title": "t"}
+        return package_of(package_id)
+
+
+def package_of(package_id: str, *, title: str | None = None, briefing: str = "") -> Package:
+    """A valid package for ``package_id`` (the MCP server's shape, docs/contract.md)."""
+    return Package.from_mapping(
+        {
+            "package_id": package_id,
+            "title": title or f"Package {package_id}",
+            "briefing": briefing or f"Notes for {package_id}.",
+            "attachments": [],
+            "created_at": "2026-12-01T15:04:00Z",
+        }
+    )
 
 
 @dataclass
@@ -73,7 +95,7 @@ class Outage:
     error: ProcessingError
     source: Packages
 
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
         if self.clock.value < self.until:
             raise self.error
         return await self.source.get_package(mcp_url, package_id)
@@ -100,8 +122,13 @@ class World:
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     workflow: RecordingWorkflow = field(default_factory=RecordingWorkflow)
     packages: Packages = field(default_factory=Packages)
+    package_records: FakePackageRecords = field(default_factory=FakePackageRecords)
+    objects: FakeObjects = field(default_factory=FakeObjects)
 
     def processor(self) -> Processor:
+        self.package_records.claims = (
+            self.claims
+        )  # the holder the records check (tests swap claims)
         return Processor(
             claims=self.claims,
             effects=self.effects,
@@ -109,6 +136,7 @@ class World:
             clock=self.clock,
             metrics=self.metrics,
             config=ProcessConfig(max_attempts=MAX_ATTEMPTS, lease_seconds=LEASE),
+            packages=PackageStorage(self.package_records, objects=self.objects),
         )
 
     def accept(self, item: WorkItem, **changes: Any) -> None:
@@ -560,8 +588,7 @@ def test_budget_wait_does_not_use_the_retry_horizon(world: World) -> None:
     assert world.process(work()).result is Result.DEFERRED
     world.clock.advance(horizon + 3600)  # the budget stayed spent past the horizon
     assert world.process(work()).result is Result.DEFERRED
-    # The budget opens, and the first attempt meets an MCP outage: it is retried.
-    world.workflow.before = None
-    world.packages.errors = [TransientError("mcp_unavailable")]
+    # The budget opens, and the first attempt meets a model outage: it is retried.
+    world.workflow.before = lambda: _raise(TransientError("model_unavailable"))
     assert world.process(work()).result is Result.RETRYING
     assert world.state(work()).retry_window_start == world.clock.value

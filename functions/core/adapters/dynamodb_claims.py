@@ -60,6 +60,7 @@ class DynamoDbClaims:
                 expires_at=inbox.expires_at,
                 transient_failures=inbox.transient_failures,
                 retry_window_start=inbox.retry_window_start,
+                work=inbox.work_item(),
             ),
         )
 

@@ -78,7 +78,6 @@ from local.simulate.far_side import (
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
-from local.simulate.package_records import PackageRecords
 from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
@@ -87,6 +86,7 @@ from local.simulate.world import (
     Effects,
     Inbox,
     Metrics,
+    PackageRecords,
     Queue,
     ReceivedLog,
     Steps,

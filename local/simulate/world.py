@@ -38,6 +38,7 @@ from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_from_item
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_items import inbox_from_item, is_listed
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
 from functions.core.adapters.dynamodb_steps import KIND_STEP, DynamoDbSteps
 from functions.core.adapters.storage_retry import StorageRetry
@@ -48,6 +49,7 @@ from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
 from functions.core.ports.steps import StepRecord, StoredResult
 from infra.schema import TABLE, table_definition
@@ -994,6 +996,34 @@ class Steps:
         return self._w.call(
             "ddb.step_result",
             lambda: self._real.record_result(delivery_id, name, result=result, now=now),
+        )
+
+
+class PackageRecords:
+    """:class:`functions.core.ports.package_record.PackageRecordStore`: the real
+    :class:`~functions.core.adapters.dynamodb_package_record.DynamoDbPackageRecords`
+    (a simulated package is small: its content is kept inline, and the processor is
+    given no object store, as for its steps)."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+        self._real = DynamoDbPackageRecords(client=world.client, table_name=TABLE_NAME)
+
+    def get(self, delivery_id: str) -> PackageRecord | None:
+        return self._w.read("ddb.package_get", lambda: self._real.get(delivery_id))
+
+    def record(
+        self, claim: Claim, record: PackageRecord, *, expires_at: int
+    ) -> PackageRecord | None:
+        return self._w.call(
+            "ddb.package_record",
+            lambda: self._real.record(claim, record, expires_at=expires_at),
+        )
+
+    def record_refetch(self, delivery_id: str, *, digest: str, now: int) -> None:
+        self._w.call(
+            "ddb.package_refetch",
+            lambda: self._real.record_refetch(delivery_id, digest=digest, now=now),
         )
 
 

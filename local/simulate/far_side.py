@@ -21,6 +21,7 @@ import math
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -273,10 +274,21 @@ class FakeBedrockClient:
 class Packages:
     """The batch's package source (``BatchPackageSource``): the MCP server as a far side."""
 
-    def __init__(self, world: World, missing: frozenset[str]) -> None:
+    def __init__(
+        self,
+        world: World,
+        missing: frozenset[str],
+        *,
+        changing: bool = False,
+        fetched: Counter[str] | None = None,
+    ) -> None:
         self._world = world
         self._missing = missing
         self._unreachable: set[str] = set()
+        # ``changing``: a package id answered again (a second fetch, of any batch) has
+        # other content each time; ``fetched`` counts the answers, across batches.
+        self._changing = changing
+        self._fetched = Counter[str]() if fetched is None else fetched
 
     def unreachable(self, mcp_url: str) -> bool:
         return mcp_url in self._unreachable
@@ -294,20 +306,25 @@ class Packages:
             raise TransientError("mcp_unavailable")
         if package_id in self._missing:
             raise PackageNotFound()
+        self._fetched[package_id] += 1
+        briefing = "Two crates of apples, delivered to the loading dock."
+        if self._changing and self._fetched[package_id] > 1:
+            briefing += f" Amended ({self._fetched[package_id]}): one crate came back."
         return Package(
             package_id=package_id,
             title=f"Package {package_id}",
-            briefing="Two crates of apples, delivered to the loading dock.",
+            briefing=briefing,
             attachments=(),
             created_at=datetime(2026, 1, 1, tzinfo=UTC),
         )
 
 
-def package_source(world: World, missing: frozenset[str]) -> Any:
-    """The worker's ``PackageSourceFactory``: one source per batch."""
+def package_source(world: World, missing: frozenset[str], *, changing: bool = False) -> Any:
+    """The worker's ``PackageSourceFactory``: one source per batch (one server behind)."""
+    fetched: Counter[str] = Counter()
 
     @asynccontextmanager
     async def source(_deadline: Deadline) -> AsyncIterator[Packages]:
-        yield Packages(world, missing)
+        yield Packages(world, missing, changing=changing, fetched=fetched)
 
     return source

@@ -41,6 +41,9 @@ class Kind(StrEnum):
     # A worker process stalls past its lease right after a read, and the other worker
     # container takes the delivery over (a copy of its message) before it goes on.
     OVERLAP = "overlap"
+    # Configuration: the MCP server answers a package id with other content from its
+    # second fetch on (packages are not immutable: docs/contract.md).
+    PACKAGE_CHANGES = "package_changes"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -81,6 +84,7 @@ SUMMARY_KEYS: Final = {
     Kind.OPERATOR: "operator_visits",
     Kind.OTHER_BYTES: "other_bytes_sent",
     Kind.OVERLAP: "overlapping_attempts",
+    Kind.PACKAGE_CHANGES: "packages_changing",
 }
 # Counted by the world as they happen rather than drawn: TTL deletions and timeouts.
 EXPIRY: Final = "expiry"

@@ -57,6 +57,7 @@ INVARIANTS: Final = (
     "relay_reaches_queue",
     "reconciler_resends_only_lost",
     "other_bytes_quarantined",
+    "one_package",
 )
 
 
@@ -132,6 +133,12 @@ def check(simulation: Simulation) -> list[str]:
         if not why and unchanged < STALE_PENDING_SECONDS
     ]
     found += [f"other_bytes_quarantined: {line}" for line in world.history.other_bytes]
+    found += [
+        f"one_package: {delivery_id}: its workflow ran on {len(digests)} packages"
+        f" ({', '.join(sorted(d[:12] for d in digests))})"
+        for delivery_id, digests in sorted(world.history.packages.items())
+        if len(digests) > 1
+    ]
     return found
 
 

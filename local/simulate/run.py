@@ -234,6 +234,8 @@ class _ObservedWorkflow:
         self._world = world
 
     def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
+        packages = self._world.history.packages
+        packages.setdefault(work.delivery_id, set()).add(package.digest())
         observed = cast(Ledger, _ObservedLedger(effects, self._world))
         self._workflow.run(work, package, observed)
 
@@ -386,6 +388,12 @@ class Simulation:
         if self.workflow == "agent":
             world.far_side(ALERT_EFFECT).dedup = False  # a standard SNS topic cannot
             world.far_side("model").dedup = False  # every call runs the model
+        # The MCP server answers a package id with other content from its second fetch.
+        self.packages_change = bool(
+            schedule.choose(
+                "config.package_changes", Kind.PACKAGE_CHANGES, 0.3, range(1, 2), later=True
+            )
+        )
         self.days_pass = schedule.choose(
             "config.days_pass", Kind.DAYS_PASS, 0.3, range(14 * DAY_SECONDS, 16 * DAY_SECONDS, 60)
         )
@@ -414,7 +422,7 @@ class Simulation:
                 self.missing.add(package_id)
             body = delivery_body(delivery_id, package_id=package_id, mcp_url=MCP_URL)
             load.append((delivery_id, body, world.t + world.rng.uniform(0, SEND_WINDOW_SECONDS)))
-        self.source = package_source(world, frozenset(self.missing))
+        self.source = package_source(world, frozenset(self.missing), changing=self.packages_change)
         return load
 
     # --- the event loop ------------------------------------------------------------------

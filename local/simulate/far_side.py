@@ -120,6 +120,8 @@ class FakeOpener:
             world.refused(name, key, definite=False)
             raise _http_error(url, 503)
         self._world.acted(self._name, key)
+        body = request.data if isinstance(request.data, bytes) else b""
+        world.far_side(name).received.append((key, body.decode()))
         if kind is Kind.ACTED_THEN_FAILED:
             raise _http_error(url, 502)
         if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -159,8 +161,11 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, (EndpointConnectionError, ReadTimeoutError))
 
 
-def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
-    """One HTTP attempt of an AWS call to far side ``name``: acts, or raises."""
+def _aws_outcome(
+    world: World, name: str, key: str, operation: str, content: str | None = None
+) -> None:
+    """One HTTP attempt of an AWS call to far side ``name``: acts (on ``content``, when
+    it is judged), or raises."""
     kind = _request(world, name)
     if kind is Kind.REFUSED:
         world.refused(name, key, definite=True)
@@ -174,6 +179,8 @@ def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
         world.refused(name, key, definite=False)
         raise _client_error(operation, "ServiceUnavailableException", 503)
     world.acted(name, key)
+    if content is not None:
+        world.far_side(name).received.append((key, content))
     if kind is Kind.ACTED_THEN_FAILED:
         raise _client_error(operation, "InternalServerException", 500)
     if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -200,7 +207,11 @@ class FakeSnsClient:
 
     def publish(self, **request: Any) -> dict[str, Any]:
         key = request["MessageAttributes"]["idempotency_key"]["StringValue"]
-        _with_retries(self._attempts, lambda: _aws_outcome(self._world, self._name, key, "Publish"))
+        message = str(request["Message"])
+        _with_retries(
+            self._attempts,
+            lambda: _aws_outcome(self._world, self._name, key, "Publish", message),
+        )
         return {"MessageId": "m"}
 
 

@@ -44,6 +44,10 @@ class Kind(StrEnum):
     # Configuration: the MCP server answers a package id with other content from its
     # second fetch on (packages are not immutable: docs/contract.md).
     PACKAGE_CHANGES = "package_changes"
+    # Configuration: the agent's alert waits for a person (``value``: the timeout, s).
+    APPROVAL = "approval"
+    # Configuration: what a person does about one approval (local/simulate/approvals.py).
+    DECISION = "decision"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -85,6 +89,8 @@ SUMMARY_KEYS: Final = {
     Kind.OTHER_BYTES: "other_bytes_sent",
     Kind.OVERLAP: "overlapping_attempts",
     Kind.PACKAGE_CHANGES: "packages_changing",
+    Kind.APPROVAL: "approvals_configured",
+    Kind.DECISION: "decisions",
 }
 # Counted by the world as they happen rather than drawn: TTL deletions and timeouts.
 EXPIRY: Final = "expiry"

@@ -35,6 +35,8 @@ from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.errors import BudgetExhausted
 from functions.core.models import State
 from functions.core.ports.effects import EffectStatus
+from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT
+from local.simulate.approvals import what_ran_is_approved
 
 if TYPE_CHECKING:
     from local.simulate.world import World
@@ -58,6 +60,9 @@ INVARIANTS: Final = (
     "reconciler_resends_only_lost",
     "other_bytes_quarantined",
     "one_package",
+    # With approval=alert (local/simulate/approvals.py):
+    "what_ran_is_approved",
+    "decision_once",
 )
 
 
@@ -139,6 +144,27 @@ def check(simulation: Simulation) -> list[str]:
         for delivery_id, digests in sorted(world.history.packages.items())
         if len(digests) > 1
     ]
+    found += _approvals(simulation)
+    return found
+
+
+def _approvals(simulation: Simulation) -> list[str]:
+    """``what_ran_is_approved`` (with approval=alert) and ``decision_once``, from the
+    approval records the store committed (local/simulate/approvals.py)."""
+    world = simulation.world
+    approvals = getattr(simulation, "approval_truth", None)
+    if approvals is None:
+        return []
+    found = []
+    if approvals.alert_waits:
+        sent = [
+            (name, key, content)
+            for name in (ALERT_EFFECT, ALERT_HTTP_EFFECT)
+            if name in world.far
+            for key, content in world.far[name].received
+        ]
+        found += sorted(set(what_ran_is_approved(approvals, sent)))
+    found += [f"decision_once: {line}" for line in approvals.changed]
     return found
 
 

@@ -155,6 +155,8 @@ class FarSide:
     applied: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     definite_no: Counter[str] = field(default_factory=Counter)
+    # What it acted on, in order: (key, content) where the content is judged (alerts).
+    received: list[tuple[str, str]] = field(default_factory=list)
 
     def act(self, key: str) -> None:
         self.requests[key] += 1

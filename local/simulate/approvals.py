@@ -148,6 +148,25 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def tool_calls_approved(truth: ApprovalTruth, sent: Iterable[tuple[str, str, str]]) -> list[str]:
+    """Every acting tool call a far side received (``(side, key, canonical input)``) is
+    one a person approved before its deadline: the same key and the same input."""
+    allowed = {
+        (
+            str(r.proposal.get("key")),
+            json.dumps(r.proposal.get("input"), separators=(",", ":"), sort_keys=True),
+        )
+        for r in truth.records.values()
+        if "tool" in r.proposal and approved_in_time(r)
+    }
+    return [
+        f"what_ran_is_approved: {key.partition(':')[0]}: {side} acted on a call no person"
+        " approved in time"
+        for side, key, content in sent
+        if (key, content) not in allowed
+    ]
+
+
 def approved_in_time(record: ApprovalRecord) -> bool:
     decided = record.decided
     return (

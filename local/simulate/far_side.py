@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import email.message
 import io
+import json
 import math
 import urllib.error
 import urllib.parse
@@ -35,6 +36,8 @@ from functions.core.budget import budget_day
 from functions.core.deadline import Deadline
 from functions.core.errors import PackageNotFound, TransientError
 from functions.core.package import Package
+from functions.workflows.tool_loop import tool_record_name
+from functions.workflows.tools import Tool, ToolMode
 from local.simulate.faults import Fault, Kind
 from local.simulate.schedule import FAR_SIDE, MCP_FETCH
 from local.simulate.world import World
@@ -247,16 +250,26 @@ class FakeBedrockClient:
 
     def converse(self, **request: Any) -> dict[str, Any]:
         delivery_id = request["requestMetadata"]["delivery_id"]
+        blocks = [block for m in request["messages"] for block in m["content"]]
         text = "".join(b["text"] for b in request["system"]) + "".join(
-            block["text"] for m in request["messages"] for block in m["content"]
+            str(block.get("text") or block.get("toolResult") or "") for block in blocks
         )
         input_tokens = math.ceil(len(text) / 4)
         max_tokens = int(request["inferenceConfig"]["maxTokens"])
+        # Offered the ticket tool, the model calls it once before it answers.
+        offered = any(
+            t["toolSpec"]["name"] == TICKET_TOOL
+            for t in request.get("toolConfig", {}).get("tools", [])
+        )
+        call = offered and not any("toolResult" in block for block in blocks)
         return _with_retries(  # type: ignore[no-any-return]
-            self._attempts, lambda: self._attempt(delivery_id, input_tokens, max_tokens)
+            self._attempts,
+            lambda: self._attempt(delivery_id, input_tokens, max_tokens, call_tool=call),
         )
 
-    def _attempt(self, delivery_id: str, input_tokens: int, max_tokens: int) -> dict[str, Any]:
+    def _attempt(
+        self, delivery_id: str, input_tokens: int, max_tokens: int, *, call_tool: bool = False
+    ) -> dict[str, Any]:
         world = self._world
         output_tokens = world.rng.randint(1, max_tokens)
         side = world.far_side("model")
@@ -266,6 +279,13 @@ class FakeBedrockClient:
         finally:
             if side.applied[delivery_id] > before:  # it ran, whatever the answer
                 self._spent(delivery_id, input_tokens + output_tokens)
+        if call_tool:
+            use = {"toolUseId": TICKET_USE_ID, "name": TICKET_TOOL, "input": {"about": delivery_id}}
+            return {
+                "output": {"message": {"role": "assistant", "content": [{"toolUse": use}]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens},
+            }
         return {
             "output": {"message": {"role": "assistant", "content": [{"text": "A summary."}]}},
             "stopReason": "end_turn",
@@ -277,6 +297,41 @@ class FakeBedrockClient:
         world.truth.model_runs[delivery_id] += 1
         day = world.notes.reservation_day or budget_day(world.now())
         world.truth.consumed[day] += tokens
+
+
+# --- an acting tool ------------------------------------------------------------------
+
+TICKET_TOOL: Final = "open_ticket"
+TICKET_USE_ID: Final = "tooluse-1"
+
+
+def ticket_tool(world: World) -> Tool:
+    """A ``keyed`` acting tool: it opens a ticket at a far side that deduplicates on the
+    key (named as the ledger names the tool use's effect); each request draws a fault."""
+    side = tool_record_name(TICKET_USE_ID)
+
+    def run(tool_input: dict[str, Any], key: str) -> object:
+        kind = _request(world, side)
+        if kind in DEFINITE or kind is Kind.UNAVAILABLE:
+            world.refused(side, key, definite=kind in DEFINITE)
+            raise TransientError("ticket_unavailable")
+        world.acted(side, key)
+        world.far_side(side).received.append((key, canonical_json(tool_input)))
+        if kind is not None:
+            raise TransientError("ticket_unknown")  # acted; the answer failed or was lost
+        return {"ticket": key}
+
+    return Tool(
+        name=TICKET_TOOL,
+        description="Open a ticket for the team about this package.",
+        input_schema={"type": "object", "properties": {"about": {"type": "string"}}},
+        mode=ToolMode.KEYED,
+        run=run,
+    )
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 # --- MCP --------------------------------------------------------------------------

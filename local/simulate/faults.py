@@ -48,6 +48,8 @@ class Kind(StrEnum):
     APPROVAL = "approval"
     # Configuration: what a person does about one approval (local/simulate/approvals.py).
     DECISION = "decision"
+    # Configuration: the agent offers the model an acting tool (``keyed``) that waits too.
+    TOOLS = "tools"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -91,6 +93,7 @@ SUMMARY_KEYS: Final = {
     Kind.PACKAGE_CHANGES: "packages_changing",
     Kind.APPROVAL: "approvals_configured",
     Kind.DECISION: "decisions",
+    Kind.TOOLS: "acting_tools",
 }
 # Counted by the world as they happen rather than drawn: TTL deletions and timeouts.
 EXPIRY: Final = "expiry"

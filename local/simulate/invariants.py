@@ -36,7 +36,9 @@ from functions.core.errors import BudgetExhausted
 from functions.core.models import State
 from functions.core.ports.effects import EffectStatus
 from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT
-from local.simulate.approvals import what_ran_is_approved
+from functions.workflows.tool_loop import tool_record_name
+from local.simulate.approvals import tool_calls_approved, what_ran_is_approved
+from local.simulate.far_side import TICKET_USE_ID
 
 if TYPE_CHECKING:
     from local.simulate.world import World
@@ -164,6 +166,10 @@ def _approvals(simulation: Simulation) -> list[str]:
             for key, content in world.far[name].received
         ]
         found += sorted(set(what_ran_is_approved(approvals, sent)))
+    ticket = tool_record_name(TICKET_USE_ID)
+    if ticket in world.far:
+        calls = [(ticket, key, content) for key, content in world.far[ticket].received]
+        found += sorted(set(tool_calls_approved(approvals, calls)))
     found += [f"decision_once: {line}" for line in approvals.changed]
     return found
 

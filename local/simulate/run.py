@@ -79,6 +79,7 @@ from local.simulate.far_side import (
     FakeS3Client,
     FakeSnsClient,
     package_source,
+    ticket_tool,
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
@@ -256,6 +257,7 @@ def build_workflow(
     budget: int,
     approvals: Approvals | None = None,
     approval_seconds: int = 0,
+    tools: bool = False,
 ) -> Workflow:
     """A shipped workflow on its real adapters, each over a fake transport; the agent's
     alert waits for a person when ``approvals`` is given (for ``approval_seconds``)."""
@@ -289,6 +291,7 @@ def build_workflow(
         clock=world,
         metrics=metrics,
         approvals=approvals,
+        tools=(ticket_tool(world),) if tools else (),
     )
 
 
@@ -341,6 +344,7 @@ class Simulation:
             budget=self.budget,
             approvals=self.approvals,
             approval_seconds=self.approval_seconds,
+            tools=self.tools,
         )
         self.processor = Processor(
             claims=self.claims,
@@ -425,6 +429,10 @@ class Simulation:
             self.approval_seconds = schedule.choose(
                 "config.approval", Kind.APPROVAL, 0.4, range(3600, 6 * 3600 + 1, 60), later=True
             )
+        # Half of those offer the model an acting tool, whose call waits for a person too.
+        self.tools = bool(self.approval_seconds) and bool(
+            schedule.choose("config.tools", Kind.TOOLS, 0.5, range(1, 2), later=True)
+        )
         # The MCP server answers a package id with other content from its second fetch.
         self.packages_change = bool(
             schedule.choose(

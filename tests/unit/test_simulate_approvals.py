@@ -6,7 +6,9 @@ from __future__ import annotations
 from functions.core import table_layout
 from functions.core.models import State
 from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT
+from functions.workflows.tool_loop import tool_record_name
 from local.simulate.approvals import Choice
+from local.simulate.far_side import TICKET_USE_ID
 from local.simulate.faults import Fault, Kind
 from local.simulate.invariants import check
 from local.simulate.run import Simulation
@@ -15,10 +17,12 @@ from local.simulate.world import TABLE_NAME
 HOUR = 3600
 
 
-def _with_approvals(choice: Choice | None, *, seed: int = 3) -> Simulation:
-    """A seed without faults but the approval (2 h) and each decision as ``choice``
-    (None: nobody decides)."""
+def _with_approvals(choice: Choice | None, *, seed: int = 3, tools: bool = False) -> Simulation:
+    """A seed without faults but the approval (2 h), the acting tool if ``tools``, and
+    each decision as ``choice`` (None: nobody decides)."""
     replay = [Fault("config.approval", 1, Kind.APPROVAL, 2 * HOUR)]
+    if tools:
+        replay.append(Fault("config.tools", 1, Kind.TOOLS, 1))
     if choice is not None:
         replay += [
             Fault("config.decision", call, Kind.DECISION, choice * 10_000 + 5_000)
@@ -93,3 +97,24 @@ def test_simulate_a_workflow_run_on_two_packages_is_found() -> None:
     simulation.world.history.packages[delivery_id].add("another digest")
 
     assert _names(simulation) == ["one_package"]
+
+
+def test_simulate_an_acting_tool_acts_once_approved_and_never_denied() -> None:
+    ticket = tool_record_name(TICKET_USE_ID)
+    approved = _with_approvals(Choice.APPROVE, tools=True)
+    denied = _with_approvals(Choice.DENY, tools=True)
+
+    assert len(approved.world.far[ticket].received) == len(approved.world.inbox)
+    assert check(approved) == []
+    assert ticket not in denied.world.far or not denied.world.far[ticket].received
+    assert check(denied) == []
+
+
+def test_simulate_a_tool_call_nobody_approved_is_found() -> None:
+    simulation = _with_approvals(Choice.APPROVE, tools=True)
+    delivery_id = sorted(simulation.world.inbox)[0]
+
+    side = simulation.world.far_side(tool_record_name(TICKET_USE_ID))
+    side.received.append((f"{delivery_id}:tool:{TICKET_USE_ID}", '{"about":"something else"}'))
+
+    assert _names(simulation) == ["what_ran_is_approved"]

@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import email.message
 import io
+import json
 import math
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -34,6 +36,8 @@ from functions.core.budget import budget_day
 from functions.core.deadline import Deadline
 from functions.core.errors import PackageNotFound, TransientError
 from functions.core.package import Package
+from functions.workflows.tool_loop import tool_record_name
+from functions.workflows.tools import Tool, ToolMode
 from local.simulate.faults import Fault, Kind
 from local.simulate.schedule import FAR_SIDE, MCP_FETCH
 from local.simulate.world import World
@@ -119,6 +123,8 @@ class FakeOpener:
             world.refused(name, key, definite=False)
             raise _http_error(url, 503)
         self._world.acted(self._name, key)
+        body = request.data if isinstance(request.data, bytes) else b""
+        world.far_side(name).received.append((key, body.decode()))
         if kind is Kind.ACTED_THEN_FAILED:
             raise _http_error(url, 502)
         if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -158,8 +164,11 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, (EndpointConnectionError, ReadTimeoutError))
 
 
-def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
-    """One HTTP attempt of an AWS call to far side ``name``: acts, or raises."""
+def _aws_outcome(
+    world: World, name: str, key: str, operation: str, content: str | None = None
+) -> None:
+    """One HTTP attempt of an AWS call to far side ``name``: acts (on ``content``, when
+    it is judged), or raises."""
     kind = _request(world, name)
     if kind is Kind.REFUSED:
         world.refused(name, key, definite=True)
@@ -173,6 +182,8 @@ def _aws_outcome(world: World, name: str, key: str, operation: str) -> None:
         world.refused(name, key, definite=False)
         raise _client_error(operation, "ServiceUnavailableException", 503)
     world.acted(name, key)
+    if content is not None:
+        world.far_side(name).received.append((key, content))
     if kind is Kind.ACTED_THEN_FAILED:
         raise _client_error(operation, "InternalServerException", 500)
     if kind in (Kind.ACTED_ANSWER_LOST, Kind.SLOW):
@@ -199,7 +210,11 @@ class FakeSnsClient:
 
     def publish(self, **request: Any) -> dict[str, Any]:
         key = request["MessageAttributes"]["idempotency_key"]["StringValue"]
-        _with_retries(self._attempts, lambda: _aws_outcome(self._world, self._name, key, "Publish"))
+        message = str(request["Message"])
+        _with_retries(
+            self._attempts,
+            lambda: _aws_outcome(self._world, self._name, key, "Publish", message),
+        )
         return {"MessageId": "m"}
 
 
@@ -235,16 +250,26 @@ class FakeBedrockClient:
 
     def converse(self, **request: Any) -> dict[str, Any]:
         delivery_id = request["requestMetadata"]["delivery_id"]
+        blocks = [block for m in request["messages"] for block in m["content"]]
         text = "".join(b["text"] for b in request["system"]) + "".join(
-            block["text"] for m in request["messages"] for block in m["content"]
+            str(block.get("text") or block.get("toolResult") or "") for block in blocks
         )
         input_tokens = math.ceil(len(text) / 4)
         max_tokens = int(request["inferenceConfig"]["maxTokens"])
+        # Offered the ticket tool, the model calls it once before it answers.
+        offered = any(
+            t["toolSpec"]["name"] == TICKET_TOOL
+            for t in request.get("toolConfig", {}).get("tools", [])
+        )
+        call = offered and not any("toolResult" in block for block in blocks)
         return _with_retries(  # type: ignore[no-any-return]
-            self._attempts, lambda: self._attempt(delivery_id, input_tokens, max_tokens)
+            self._attempts,
+            lambda: self._attempt(delivery_id, input_tokens, max_tokens, call_tool=call),
         )
 
-    def _attempt(self, delivery_id: str, input_tokens: int, max_tokens: int) -> dict[str, Any]:
+    def _attempt(
+        self, delivery_id: str, input_tokens: int, max_tokens: int, *, call_tool: bool = False
+    ) -> dict[str, Any]:
         world = self._world
         output_tokens = world.rng.randint(1, max_tokens)
         side = world.far_side("model")
@@ -254,6 +279,13 @@ class FakeBedrockClient:
         finally:
             if side.applied[delivery_id] > before:  # it ran, whatever the answer
                 self._spent(delivery_id, input_tokens + output_tokens)
+        if call_tool:
+            use = {"toolUseId": TICKET_USE_ID, "name": TICKET_TOOL, "input": {"about": delivery_id}}
+            return {
+                "output": {"message": {"role": "assistant", "content": [{"toolUse": use}]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens},
+            }
         return {
             "output": {"message": {"role": "assistant", "content": [{"text": "A summary."}]}},
             "stopReason": "end_turn",
@@ -267,16 +299,62 @@ class FakeBedrockClient:
         world.truth.consumed[day] += tokens
 
 
+# --- an acting tool ------------------------------------------------------------------
+
+TICKET_TOOL: Final = "open_ticket"
+TICKET_USE_ID: Final = "tooluse-1"
+
+
+def ticket_tool(world: World) -> Tool:
+    """A ``keyed`` acting tool: it opens a ticket at a far side that deduplicates on the
+    key (named as the ledger names the tool use's effect); each request draws a fault."""
+    side = tool_record_name(TICKET_USE_ID)
+
+    def run(tool_input: dict[str, Any], key: str) -> object:
+        kind = _request(world, side)
+        if kind in DEFINITE or kind is Kind.UNAVAILABLE:
+            world.refused(side, key, definite=kind in DEFINITE)
+            raise TransientError("ticket_unavailable")
+        world.acted(side, key)
+        world.far_side(side).received.append((key, canonical_json(tool_input)))
+        if kind is not None:
+            raise TransientError("ticket_unknown")  # acted; the answer failed or was lost
+        return {"ticket": key}
+
+    return Tool(
+        name=TICKET_TOOL,
+        description="Open a ticket for the team about this package.",
+        input_schema={"type": "object", "properties": {"about": {"type": "string"}}},
+        mode=ToolMode.KEYED,
+        run=run,
+    )
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
 # --- MCP --------------------------------------------------------------------------
 
 
 class Packages:
     """The batch's package source (``BatchPackageSource``): the MCP server as a far side."""
 
-    def __init__(self, world: World, missing: frozenset[str]) -> None:
+    def __init__(
+        self,
+        world: World,
+        missing: frozenset[str],
+        *,
+        changing: bool = False,
+        fetched: Counter[str] | None = None,
+    ) -> None:
         self._world = world
         self._missing = missing
         self._unreachable: set[str] = set()
+        # ``changing``: a package id answered again (a second fetch, of any batch) has
+        # other content each time; ``fetched`` counts the answers, across batches.
+        self._changing = changing
+        self._fetched = Counter[str]() if fetched is None else fetched
 
     def unreachable(self, mcp_url: str) -> bool:
         return mcp_url in self._unreachable
@@ -294,20 +372,25 @@ class Packages:
             raise TransientError("mcp_unavailable")
         if package_id in self._missing:
             raise PackageNotFound()
+        self._fetched[package_id] += 1
+        briefing = "Two crates of apples, delivered to the loading dock."
+        if self._changing and self._fetched[package_id] > 1:
+            briefing += f" Amended ({self._fetched[package_id]}): one crate came back."
         return Package(
             package_id=package_id,
             title=f"Package {package_id}",
-            briefing="Two crates of apples, delivered to the loading dock.",
+            briefing=briefing,
             attachments=(),
             created_at=datetime(2026, 1, 1, tzinfo=UTC),
         )
 
 
-def package_source(world: World, missing: frozenset[str]) -> Any:
-    """The worker's ``PackageSourceFactory``: one source per batch."""
+def package_source(world: World, missing: frozenset[str], *, changing: bool = False) -> Any:
+    """The worker's ``PackageSourceFactory``: one source per batch (one server behind)."""
+    fetched: Counter[str] = Counter()
 
     @asynccontextmanager
     async def source(_deadline: Deadline) -> AsyncIterator[Packages]:
-        yield Packages(world, missing)
+        yield Packages(world, missing, changing=changing, fetched=fetched)
 
     return source

@@ -41,6 +41,15 @@ class Kind(StrEnum):
     # A worker process stalls past its lease right after a read, and the other worker
     # container takes the delivery over (a copy of its message) before it goes on.
     OVERLAP = "overlap"
+    # Configuration: the MCP server answers a package id with other content from its
+    # second fetch on (packages are not immutable: docs/contract.md).
+    PACKAGE_CHANGES = "package_changes"
+    # Configuration: the agent's alert waits for a person (``value``: the timeout, s).
+    APPROVAL = "approval"
+    # Configuration: what a person does about one approval (local/simulate/approvals.py).
+    DECISION = "decision"
+    # Configuration: the agent offers the model an acting tool (``keyed``) that waits too.
+    TOOLS = "tools"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -81,6 +90,10 @@ SUMMARY_KEYS: Final = {
     Kind.OPERATOR: "operator_visits",
     Kind.OTHER_BYTES: "other_bytes_sent",
     Kind.OVERLAP: "overlapping_attempts",
+    Kind.PACKAGE_CHANGES: "packages_changing",
+    Kind.APPROVAL: "approvals_configured",
+    Kind.DECISION: "decisions",
+    Kind.TOOLS: "acting_tools",
 }
 # Counted by the world as they happen rather than drawn: TTL deletions and timeouts.
 EXPIRY: Final = "expiry"

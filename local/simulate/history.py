@@ -69,6 +69,8 @@ class History:
     other_bytes: list[str] = field(default_factory=list)
     # Overlapping attempts the schedule staged (counted for the report).
     overlaps: Counter[str] = field(default_factory=Counter)
+    # The digests of the packages each delivery's workflow ran on (by delivery id).
+    packages: dict[str, set[str]] = field(default_factory=dict)
 
     def note_state(
         self,

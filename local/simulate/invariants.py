@@ -35,6 +35,10 @@ from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.errors import BudgetExhausted
 from functions.core.models import State
 from functions.core.ports.effects import EffectStatus
+from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT
+from functions.workflows.tool_loop import tool_record_name
+from local.simulate.approvals import tool_calls_approved, what_ran_is_approved
+from local.simulate.far_side import TICKET_USE_ID
 
 if TYPE_CHECKING:
     from local.simulate.world import World
@@ -57,6 +61,10 @@ INVARIANTS: Final = (
     "relay_reaches_queue",
     "reconciler_resends_only_lost",
     "other_bytes_quarantined",
+    "one_package",
+    # With approval=alert (local/simulate/approvals.py):
+    "what_ran_is_approved",
+    "decision_once",
 )
 
 
@@ -132,6 +140,37 @@ def check(simulation: Simulation) -> list[str]:
         if not why and unchanged < STALE_PENDING_SECONDS
     ]
     found += [f"other_bytes_quarantined: {line}" for line in world.history.other_bytes]
+    found += [
+        f"one_package: {delivery_id}: its workflow ran on {len(digests)} packages"
+        f" ({', '.join(sorted(d[:12] for d in digests))})"
+        for delivery_id, digests in sorted(world.history.packages.items())
+        if len(digests) > 1
+    ]
+    found += _approvals(simulation)
+    return found
+
+
+def _approvals(simulation: Simulation) -> list[str]:
+    """``what_ran_is_approved`` (with approval=alert) and ``decision_once``, from the
+    approval records the store committed (local/simulate/approvals.py)."""
+    world = simulation.world
+    approvals = getattr(simulation, "approval_truth", None)
+    if approvals is None:
+        return []
+    found = []
+    if approvals.alert_waits:
+        sent = [
+            (name, key, content)
+            for name in (ALERT_EFFECT, ALERT_HTTP_EFFECT)
+            if name in world.far
+            for key, content in world.far[name].received
+        ]
+        found += sorted(set(what_ran_is_approved(approvals, sent)))
+    ticket = tool_record_name(TICKET_USE_ID)
+    if ticket in world.far:
+        calls = [(ticket, key, content) for key, content in world.far[ticket].received]
+        found += sorted(set(tool_calls_approved(approvals, calls)))
+    found += [f"decision_once: {line}" for line in approvals.changed]
     return found
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import heapq
 import json
 import logging
@@ -33,11 +34,11 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from functions.core import settings_table, table_layout
+from functions.core import settings_table
 from functions.core.accept import AcceptDelivery
-from functions.core.adapters import dynamodb_items
 from functions.core.adapters.archive_s3 import S3Archive
 from functions.core.adapters.notifier_http import HttpNotifier
+from functions.core.approval import ApprovalPolicy, DecideOutcome, decide
 from functions.core.batch import BatchLimits, InlineExecutor, QueueMessage, process_batch
 from functions.core.budget import DAY_SECONDS, TokenBudget, next_day_starts
 from functions.core.deadline import Deadline
@@ -52,6 +53,7 @@ from functions.core.event_source_limits import (
 from functions.core.models import State, WorkItem
 from functions.core.observability import logger
 from functions.core.package_record import PackageStorage
+from functions.core.ports.approvals import ApprovalDecision, Decision
 from functions.core.ports.effects import EffectStatus
 from functions.core.ports.workflow import Ledger, Workflow
 from functions.core.process import MAX_QUEUE_DELAY_SECONDS, ProcessConfig, Processor
@@ -70,16 +72,17 @@ from functions.workflows.archive import ARCHIVE_EFFECT, ArchiveWorkflow
 from functions.workflows.notify import NOTIFY_EFFECT, NotifyWorkflow
 from infra.schema import max_receive_count_for
 from local.simulate import faults
+from local.simulate.approvals import DECIDED_BY_PERSON, Approvals, ApprovalTruth, Choice
 from local.simulate.far_side import (
     FakeBedrockClient,
     FakeOpener,
     FakeS3Client,
     FakeSnsClient,
     package_source,
+    ticket_tool,
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
-from local.simulate.package_records import PackageRecords
 from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
@@ -88,6 +91,7 @@ from local.simulate.world import (
     Effects,
     Inbox,
     Metrics,
+    PackageRecords,
     Queue,
     ReceivedLog,
     Steps,
@@ -235,6 +239,8 @@ class _ObservedWorkflow:
         self._world = world
 
     def run(self, work: WorkItem, package: Any, effects: Ledger) -> None:
+        packages = self._world.history.packages
+        packages.setdefault(work.delivery_id, set()).add(package.digest())
         observed = cast(Ledger, _ObservedLedger(effects, self._world))
         self._workflow.run(work, package, observed)
 
@@ -243,8 +249,18 @@ def _retries(config: Any) -> int:
     return int((config.retries or {}).get("total_max_attempts", 1))
 
 
-def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) -> Workflow:
-    """A shipped workflow on its real adapters, each over a fake transport."""
+def build_workflow(
+    name: str,
+    world: World,
+    metrics: Metrics,
+    *,
+    budget: int,
+    approvals: Approvals | None = None,
+    approval_seconds: int = 0,
+    tools: bool = False,
+) -> Workflow:
+    """A shipped workflow on its real adapters, each over a fake transport; the agent's
+    alert waits for a person when ``approvals`` is given (for ``approval_seconds``)."""
     archive = S3Archive(client=cast(Any, FakeS3Client(world, ARCHIVE_EFFECT)), bucket="archive")
     if name == "archive":
         return ArchiveWorkflow(archive=archive)
@@ -259,7 +275,12 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
         topic_arn="arn:aws:sns:eu-west-1:123456789012:alerts",
     )
     bedrock = FakeBedrockClient(world, attempts=_retries(wiring.BEDROCK_CONFIG))
-    settings = AgentSettings(daily_token_budget=budget, alert_url="https://alerts.invalid/hook")
+    settings = AgentSettings(
+        daily_token_budget=budget,
+        alert_url="https://alerts.invalid/hook",
+        approval=ApprovalPolicy(alert=approvals is not None),
+        approval_timeout_minutes=approval_seconds / 60,
+    )
     return AgentWorkflow(
         settings=settings,
         archive=archive,
@@ -269,6 +290,8 @@ def build_workflow(name: str, world: World, metrics: Metrics, *, budget: int) ->
         budget=TokenBudget(Budget(world), new_id=world.new_reservation_id),
         clock=world,
         metrics=metrics,
+        approvals=approvals,
+        tools=(ticket_tool(world),) if tools else (),
     )
 
 
@@ -304,12 +327,25 @@ class Simulation:
         world.visibility_seconds = WORKER_TIMEOUT_SECONDS * VISIBILITY_TIMEOUT_FACTOR
         self.metrics = Metrics()
         self._configure()
+        # The approval records as committed; the store, when the alert waits for a person.
+        self.approval_truth = ApprovalTruth(alert_waits=bool(self.approval_seconds))
+        world.dynamodb.listen(self.approval_truth.committed)
+        self.approvals = Approvals(world) if self.approval_seconds else None
+        self.decisions: list[tuple[float, int, str, str, Choice]] = []
         self.claims = Claims(world)
         self.queue = Queue(world)
         self.accept = AcceptDelivery(
             inbox=Inbox(world), secrets=_Secrets(), clock=world, retention_seconds=RETENTION_SECONDS
         )
-        workflow_impl = build_workflow(workflow, world, self.metrics, budget=self.budget)
+        workflow_impl = build_workflow(
+            workflow,
+            world,
+            self.metrics,
+            budget=self.budget,
+            approvals=self.approvals,
+            approval_seconds=self.approval_seconds,
+            tools=self.tools,
+        )
         self.processor = Processor(
             claims=self.claims,
             effects=Effects(world),
@@ -387,6 +423,22 @@ class Simulation:
         if self.workflow == "agent":
             world.far_side(ALERT_EFFECT).dedup = False  # a standard SNS topic cannot
             world.far_side("model").dedup = False  # every call runs the model
+        # The agent's alert waits for a person, for 1 to 6 hours.
+        self.approval_seconds = 0
+        if self.workflow == "agent":
+            self.approval_seconds = schedule.choose(
+                "config.approval", Kind.APPROVAL, 0.4, range(3600, 6 * 3600 + 1, 60), later=True
+            )
+        # Half of those offer the model an acting tool, whose call waits for a person too.
+        self.tools = bool(self.approval_seconds) and bool(
+            schedule.choose("config.tools", Kind.TOOLS, 0.5, range(1, 2), later=True)
+        )
+        # The MCP server answers a package id with other content from its second fetch.
+        self.packages_change = bool(
+            schedule.choose(
+                "config.package_changes", Kind.PACKAGE_CHANGES, 0.3, range(1, 2), later=True
+            )
+        )
         self.days_pass = schedule.choose(
             "config.days_pass", Kind.DAYS_PASS, 0.3, range(14 * DAY_SECONDS, 16 * DAY_SECONDS, 60)
         )
@@ -415,7 +467,7 @@ class Simulation:
                 self.missing.add(package_id)
             body = delivery_body(delivery_id, package_id=package_id, mcp_url=MCP_URL)
             load.append((delivery_id, body, world.t + world.rng.uniform(0, SEND_WINDOW_SECONDS)))
-        self.source = package_source(world, frozenset(self.missing))
+        self.source = package_source(world, frozenset(self.missing), changing=self.packages_change)
         return load
 
     # --- the event loop ------------------------------------------------------------------
@@ -470,6 +522,9 @@ class Simulation:
             candidates.append((self._relay_at, 1, self._relay))
         if self.visits and self.visits[0][0] <= until:
             candidates.append((self.visits[0][0], 2, self._visit))
+        self._schedule_decisions()
+        if self.decisions:
+            candidates.append((self.decisions[0][0], 2, self._decide))
         visible = world.next_visible()
         if visible is not None:
             # The event source's batching window: messages visible within it share a batch.
@@ -548,17 +603,11 @@ class Simulation:
         batch = world.stream[:RELAY_BATCH_SIZE]
         records = []
         for number, entry in enumerate(batch):
-            image = dynamodb_items.outbox_to_item(
-                entry["work"],
-                created_at=entry["created_at"],
-                expires_at=entry["expires"],
-                shards=table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
-            )
             records.append(
                 {
                     "eventName": "INSERT",
                     "eventID": str(number),
-                    "dynamodb": {"SequenceNumber": str(number), "NewImage": image},
+                    "dynamodb": {"SequenceNumber": str(number), "NewImage": entry["image"]},
                 }
             )
         world.begin("relay", skew=0, seconds=RELAY_TIMEOUT_SECONDS)
@@ -589,7 +638,7 @@ class Simulation:
         history = self.world.history
         sent = {e.delivery_id for e in history.enqueued[sent_before:] if e.role == "relay"}
         for number, entry in enumerate(batch):
-            delivery_id = entry["work"].delivery_id
+            delivery_id = entry["delivery_id"]
             if number not in failed and delivery_id not in sent:
                 history.relay_lies.append(f"{delivery_id}: reported sent, never reached the queue")
             elif number in failed and not faulted:
@@ -747,6 +796,9 @@ class Simulation:
         slack = 60  # the reconciler's clock may be behind
         wake: float | None = None
         for item in world.inbox.values():
+            if item.state is State.AWAITING_APPROVAL and item.approval_deadline is not None:
+                at = item.approval_deadline + 1  # the approval pass denies it by the timeout
+                wake = at + slack if wake is None else min(wake, at + slack)
             if item.state not in OPEN:
                 continue
             if item.delivery_id in world.unlisted:
@@ -802,6 +854,7 @@ class Simulation:
                     received_age_seconds=RECEIVED_AGE_SECONDS,
                 ),
                 deadline=Deadline(inv.ends_at - 5, world.monotonic),
+                approvals=self.approvals,
             )
         # A run that changed nothing must not be repeated at once.
         world.t += 1
@@ -832,6 +885,54 @@ class Simulation:
                     generation=message.generation,
                     attributes=message.attributes,
                 )
+
+    def _schedule_decisions(self) -> None:
+        """For each approval asked for since: what a person does about it, and when (a
+        seed's draw at a site of its own; none: nobody decides, the timeout does)."""
+        truth = self.approval_truth
+        while truth.asked:
+            record = truth.asked.pop(0)
+            value = self.schedule.choose(
+                "config.decision", Kind.DECISION, 0.85, range(10_000, 50_000), later=True
+            )
+            if not value:
+                continue
+            choice, share = Choice(value // 10_000), (value % 10_000) / 10_000
+            if choice is Choice.LATE:
+                at = record.deadline + 1 + share * 600  # before or after the timeout's pass
+            else:
+                at = record.requested_at + share * 0.9 * (record.deadline - record.requested_at)
+            self._seq += 1
+            heapq.heappush(self.decisions, (at, self._seq, record.delivery_id, record.name, choice))
+
+    def _decide(self) -> None:
+        """``approvals approve``/``deny``: the person names the proposal listed (or, for
+        ``Choice.OTHER``, another one); the decision goes through the real decide path
+        (faults and all), and an approval's work item is sent again, as the CLI does."""
+        world = self.world
+        _at, seq, delivery_id, name, choice = heapq.heappop(self.decisions)
+        assert self.approvals is not None  # decisions are drawn only for asked approvals
+        world.begin("operator", skew=0, seconds=RECONCILER_TIMEOUT_SECONDS)
+        now = world.now()
+        wanted = ApprovalDecision.DENIED if choice is Choice.DENY else ApprovalDecision.APPROVED
+        with contextlib.suppress(Killed, ProcessingError):  # the person sees an error
+            record = self.approvals.get(delivery_id, name)
+            if record is None:
+                return
+            named = record.proposal_digest()
+            if choice is Choice.OTHER:
+                named = hashlib.sha256(f"other:{named}".encode()).hexdigest()
+            decision = Decision(wanted, DECIDED_BY_PERSON, now, f"decision-{seq}", None, named)
+            result = decide(self.approvals, delivery_id, name, decision)
+            self.approval_truth.outcomes[choice.name.lower()][result.outcome.value] += 1
+            if result.outcome is not DecideOutcome.APPLIED or wanted is not (
+                ApprovalDecision.APPROVED
+            ):
+                return
+            item = self.claims.get(delivery_id)
+            work = None if item is None else item.work_item()
+            if work is not None:
+                self.queue.send(work)
 
     def _resolve(self, now: int) -> None:
         """``effects resolve``, truthfully: the operator asked the far side."""

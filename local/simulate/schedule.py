@@ -100,13 +100,20 @@ class Schedule:
             self.injected.append(fault)
         return fault
 
-    def choose(self, site: str, kind: Kind, probability: float, values: range) -> int:
-        """A configuration fault: with ``probability``, one of ``values``; else 0."""
+    def choose(
+        self, site: str, kind: Kind, probability: float, values: range, *, later: bool = False
+    ) -> int:
+        """A configuration fault: with ``probability``, one of ``values``; else 0.
+        ``later``: drawn from a generator of the site's own, so that a choice added
+        later moves no other draw of any seed."""
         self._calls[site] += 1
+        rng = self._rng
+        if later:
+            rng = random.Random(f"config+:{self.seed}:{site}#{self._calls[site]}")  # noqa: S311
         if self._replay is not None:
             fault = self._replay.get((site, self._calls[site]))
-        elif self._rng.random() < probability:
-            value = values[self._rng.randrange(len(values))]
+        elif rng.random() < probability:
+            value = values[rng.randrange(len(values))]
             fault = Fault(site, self._calls[site], kind, value)
         else:
             fault = None

@@ -8,7 +8,8 @@ answer, commit and be sent again by the SDK (the second answer is the caller's),
 kill the process before or after it commits. Time is virtual: each call takes a few
 milliseconds of it, a slow far side takes minutes, and an invocation that runs past its
 timeout dies at its next call. TTL deletes a row at ``expires_at`` plus a lag drawn
-per row (late, and in any order).
+per row (late, and in any order). The world's views of the table (``inbox``,
+``effects``, ``budget_days``...) and the history follow the store's committed writes.
 
 The world also keeps the truth the invariants need and the core cannot see: which far
 side acted how often, how many model runs there were, which tokens were really spent;
@@ -19,35 +20,51 @@ with its writer, each message sent to the queue with its sender's role.
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-import heapq
 import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from functions.core import table_layout
-from functions.core.accept import inbox_item
-from functions.core.adapters import dynamodb_inbox_transitions as transitions
-from functions.core.adapters.dynamodb_budget import DAY_RETENTION_SECONDS
+from functions.core.adapters.dynamodb_budget import (
+    KIND_BUDGET,
+    OPEN_RESERVATIONS,
+    DynamoDbBudget,
+    day_from_item,
+)
+from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_effects import DynamoDbEffects, effect_from_item
+from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
+from functions.core.adapters.dynamodb_items import inbox_from_item, is_listed
+from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
+from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog, read_watermark
+from functions.core.adapters.dynamodb_steps import KIND_STEP, DynamoDbSteps
+from functions.core.adapters.storage_retry import StorageRetry
 from functions.core.budget import DAY_SECONDS
-from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
+from functions.core.claim import Claim, ClaimAttempt, ClaimStatus
 from functions.core.delivery import Delivery
-from functions.core.errors import StorageUnavailable, TransientError
+from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork, WorkItem
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
+from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
-from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
+from functions.core.ports.steps import StepRecord, StoredResult
+from infra.schema import TABLE, table_definition
+from local.memory_dynamodb import MemoryDynamoDB, Write
 from local.simulate import faults
+from local.simulate.dynamodb_client import SimulatedClient
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.history import History
 from local.simulate.schedule import PORT_READ, PORT_WRITE, QUEUE_SEND, Rates, Schedule
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 T = TypeVar("T")
+P = TypeVar("P")
 
 # 2026-01-01T00:00:00Z; each seed starts at a time of that day of its own.
 EPOCH: Final = 1_767_225_600
@@ -59,10 +76,18 @@ OPEN: Final = (State.PENDING, State.PROCESSING)
 ATTEMPTS_EXHAUSTED: Final = "attempts_exhausted"  # the processor's code for it
 
 
-def _expiry_checked(transition: transitions.Transition) -> bool:
-    """Whether the real transition refuses an item past its ``expires_at``: the world
-    applies the same rule, so a condition added there is simulated here."""
-    return any(table_layout.TTL_ATTRIBUTE in part for part, _reason in transition.condition)
+TABLE_NAME: Final = "simulated"
+_LEASE_OWNER: Final = "lease_owner"  # the inbox item's attribute naming the lease's holder
+
+
+@dataclass(frozen=True, slots=True)
+class Writing:
+    """What the port call in flight writes: the transition its state writes carry out
+    (None: no state write), the claim owner and the clock its request names."""
+
+    transition: str | None
+    writer: str | None
+    now: int | None
 
 
 @dataclass(slots=True)
@@ -130,6 +155,8 @@ class FarSide:
     applied: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     definite_no: Counter[str] = field(default_factory=Counter)
+    # What it acted on, in order: (key, content) where the content is judged (alerts).
+    received: list[tuple[str, str]] = field(default_factory=list)
 
     def act(self, key: str) -> None:
         self.requests[key] += 1
@@ -197,26 +224,26 @@ class World:
         self.counts: Counter[str] = Counter()
         self.truth = Truth()
         self.history = History()  # the mechanisms' committed writes, in order
-        # DynamoDB
+        # DynamoDB: the table, and views of it kept from its committed writes.
+        self.dynamodb = MemoryDynamoDB(ttl_lag=lambda: self.rng.uniform(0, TTL_LAG_SECONDS))
+        self.dynamodb.create_table(**table_definition(TABLE_NAME))
+        self.dynamodb.update_time_to_live(
+            TableName=TABLE_NAME,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": TABLE.ttl_attribute},
+        )
+        self.dynamodb.listen(self._committed)
+        self.sdk = SimulatedClient(self.dynamodb)
+        self.client = cast("DynamoDBClient", self.sdk)  # what the adapters take
+        self._writing: Writing | None = None
         self.inbox: dict[str, InboxItem] = {}
-        self.owners: dict[str, str] = {}
-        self.failed_by: dict[str, str] = {}  # delivery id -> the claim owner that failed it
-        self.unlisted: set[str] = set()
-        self.outbox: dict[str, tuple[WorkItem, int]] = {}  # delivery id -> (work, received)
+        self.owners: dict[str, str] = {}  # delivery id -> its live lease's owner
+        self.unlisted: set[str] = set()  # inbox items without an entry in the state index
         self.effects: dict[tuple[str, str], EffectRecord] = {}
         self.intent_writers: dict[tuple[str, str], str | None] = {}
-        self.steps: dict[tuple[str, str], StepRecord] = {}
         self.budget_days: dict[str, BudgetDay] = {}
-        self.budget_open: dict[str, set[str]] = {}  # day -> its open reservations' ids
         self._reservation_seq = 0
         self.budget_limit = 0
-        self.watermark: int | None = None
-        self.open_cursor: OpenCursor | None = None  # where the reconciler's open pass resumes
-        self.intent_cursor: IntentCursor | None = None  # where its effects pass resumes
-        self._ttl: list[tuple[float, int, str, Any]] = []
-        self._ttl_at: dict[tuple[str, Any], float] = {}
-        self._ttl_seq = 0
-        # The table's stream: outbox inserts the relay has not taken yet.
+        # The table's stream: outbox inserts (their new images) the relay has not taken.
         self.stream: list[dict[str, Any]] = []
         # SQS
         self.work: dict[str, Message] = {}
@@ -303,28 +330,61 @@ class World:
     def draw(self, site: str, rates: Rates, *, later: bool = False) -> Fault | None:
         return self.schedule.draw(site, rates, later=later) if self.inv.faulty else None
 
-    def call(self, site: str, op: Callable[[], T], *, rates: Rates = PORT_WRITE) -> T:
-        """One port call through its fault boundary."""
+    def call(
+        self,
+        site: str,
+        op: Callable[[], T],
+        *,
+        rates: Rates = PORT_WRITE,
+        transition: str | None = None,
+        writer: str | None = None,
+        now: int | None = None,
+    ) -> T:
+        """One port call through its fault boundary. ``transition`` (with the ``writer``
+        and the clock ``now`` its request names) is how the history names the state
+        writes it commits."""
         self.alive()
         self.t += CALL_SECONDS
         fault = self.draw(site, rates)
-        if fault is None:
-            return op()
-        kind = fault.kind
+        kind = None if fault is None else fault.kind
         if kind is Kind.ERROR:
             raise StorageUnavailable("throttled")
         if kind is Kind.KILL_BEFORE:
             self.kill()
-        result = op()
-        if kind is Kind.LOST_ANSWER:
-            raise StorageUnavailable("answer_lost")
         if kind is Kind.SDK_RETRY:
+            # The answer to the call's first write is lost and botocore sends that same
+            # request again; the caller gets the second answer.
             self.counts[faults.SDK_RETRIES] += 1
             self.truth.sdk_retried[site] += 1
-            return op()
+            self.sdk.resend_next_write = True
+        self._writing = Writing(transition, writer, now)
+        try:
+            result = op()
+        finally:
+            self._writing = None
+            self.sdk.resend_next_write = False
+        if kind is Kind.LOST_ANSWER:
+            raise StorageUnavailable("answer_lost")
         if kind is Kind.KILL_AFTER:
             self.kill()
         return result
+
+    def pages(self, site: str, pages: Iterator[P]) -> Iterator[P]:
+        """A paged read: each page is one call through the fault boundary."""
+        done = object()
+        while True:
+            page = self.read(site, lambda: next(pages, done))
+            if page is done:
+                return
+            yield cast(P, page)
+
+    def storage_retry(self) -> StorageRetry:
+        """An adapter's retry of a throttled write, waiting on the virtual clock."""
+
+        def sleep(seconds: float) -> None:
+            self.t += seconds
+
+        return StorageRetry(sleep=sleep, monotonic=self.monotonic, jitter=self.rng.uniform)
 
     def read(self, site: str, op: Callable[[], T]) -> T:
         return self.call(site, op, rates=PORT_READ)
@@ -342,42 +402,140 @@ class World:
         self.inv.owners.append(owner)
         return owner
 
-    # --- TTL -----------------------------------------------------------------------
-
-    def expire_at(self, table: str, key: Any, expires_at: int) -> None:
-        """Schedule a row's deletion by TTL: at ``expires_at`` plus a lag of its own."""
-        if not expires_at or (table, key) in self._ttl_at:
-            return
-        when = expires_at + self.rng.uniform(0, TTL_LAG_SECONDS)
-        self._ttl_at[(table, key)] = when
-        self._ttl_seq += 1
-        heapq.heappush(self._ttl, (when, self._ttl_seq, table, key))
+    # --- the table: TTL, and the views kept from its committed writes --------------
 
     def next_expiry(self) -> float | None:
-        return self._ttl[0][0] if self._ttl else None
+        return self.dynamodb.next_expiry()
 
     def sweep(self) -> None:
-        """TTL's deletions due by now."""
-        while self._ttl and self._ttl[0][0] <= self.t:
-            _when, _seq, table, key = heapq.heappop(self._ttl)
-            self._ttl_at.pop((table, key), None)
+        """TTL's deletions due by now (each row's lag was drawn when its TTL was written)."""
+        self.dynamodb.sweep(self.t)
+
+    @property
+    def watermark(self) -> int | None:
+        """The received log's watermark, as the table holds it."""
+        return read_watermark(cast("DynamoDBClient", self.dynamodb), TABLE_NAME)
+
+    @watermark.setter
+    def watermark(self, value: int) -> None:
+        """Move the watermark forward (the real advance, outside any fault)."""
+        store = cast("DynamoDBClient", self.dynamodb)
+        DynamoDbReceivedLog(client=store, table_name=TABLE_NAME).advance(value)
+
+    def _committed(self, write: Write) -> None:
+        """One committed change of the table: keep the views, the truth and the history."""
+        image = write.new if write.new is not None else write.old
+        assert image is not None
+        partition = image[table_layout.TABLE_PARTITION_KEY]["S"]
+        sort = image[table_layout.TABLE_SORT_KEY]["S"]
+        if write.operation == "TTL":
             self.counts[faults.EXPIRY] += 1
-            if table == "inbox":
-                item = self.inbox.pop(key, None)
-                if item is not None and item.state in OPEN and key not in self.truth.terminal:
-                    self.truth.vanished[key] = f"{item.state.value} ({item.last_error})"
-                self.owners.pop(key, None)
-                self.failed_by.pop(key, None)
-                self.unlisted.discard(key)
-            elif table == "outbox":
-                self.outbox.pop(key, None)
-            elif table == "effect":
-                self.effects.pop(key, None)
-            elif table == "step":
-                self.steps.pop(key, None)
-            elif table == "budget":
-                self.budget_days.pop(key, None)
-                self.budget_open.pop(key, None)
+        kind = image.get(table_layout.KIND_ATTRIBUTE, {}).get("S")
+        if sort == table_layout.SK_INBOX:
+            self._inbox_written(partition, write)
+        elif kind == table_layout.KIND_OUTBOX:
+            if write.old is None and write.new is not None:
+                self.stream.append({"image": write.new, "delivery_id": image["delivery_id"]["S"]})
+        elif sort.startswith(table_layout.SK_EFFECT_PREFIX):
+            self._effect_written(partition, sort.removeprefix(table_layout.SK_EFFECT_PREFIX), write)
+        elif kind == KIND_STEP and write.new is not None:
+            before = 0 if write.old is None else int(write.old["runs"]["N"])
+            if int(write.new["runs"]["N"]) > before:
+                self.truth.step_starts[write.new["delivery_id"]["S"]] += 1
+        elif kind == KIND_BUDGET and "day" in image:
+            day = image["day"]["S"]
+            if write.new is None:
+                self.budget_days.pop(day, None)
+            else:
+                self.budget_days[day] = day_from_item(day, write.new)
+                old = None if write.old is None else write.old.get(OPEN_RESERVATIONS)
+                new = write.new.get(OPEN_RESERVATIONS)
+                if new is not None and (old is None or len(new["SS"]) > len(old["SS"])):
+                    self.notes.reservation_day = day
+
+    def _inbox_written(self, delivery_id: str, write: Write) -> None:
+        new = write.new
+        if new is None:
+            gone = self.inbox.pop(delivery_id, None)
+            if (
+                write.operation == "TTL"
+                and gone is not None
+                and gone.state in OPEN
+                and delivery_id not in self.truth.terminal
+            ):
+                self.truth.vanished[delivery_id] = f"{gone.state.value} ({gone.last_error})"
+            self.owners.pop(delivery_id, None)
+            self.unlisted.discard(delivery_id)
+            return
+        before = self.inbox.get(delivery_id)  # the old image, as parsed when written
+        item = inbox_from_item(new)
+        self.inbox[delivery_id] = item
+        owner = new.get(_LEASE_OWNER, {}).get("S")
+        if owner is not None and item.state is State.PROCESSING:
+            self.owners[delivery_id] = owner
+        else:
+            self.owners.pop(delivery_id, None)
+        if is_listed(new):
+            self.unlisted.discard(delivery_id)
+        else:
+            self.unlisted.add(delivery_id)
+        writing = self._writing
+        if writing is None or writing.transition is None:
+            return  # not a state write (the reconciler listing it, say)
+        old_state = None if write.old is None or before is None else before.state
+        self._state_written(delivery_id, item, old_state, writing)
+
+    def _state_written(
+        self, delivery_id: str, item: InboxItem, old_state: State | None, writing: Writing
+    ) -> None:
+        """A transition of the inbox item committed: its history line and its truth."""
+        transition = writing.transition or ""
+        if transition == "accept":
+            self.truth.accepted.add(delivery_id)
+        if transition == "complete" and item.effects_done:
+            for name in sorted(item.effects_done):
+                self.history.note_done(delivery_id, name, how="the completion")
+            transition = "complete_with_effects"
+        claim = transition == "claim"
+        self.history.note_state(
+            self.t, delivery_id, transition=transition, from_state=old_state,
+            to_state=item.state, writer=writing.writer, now=writing.now if claim else None,
+            lease_until=item.lease_until if claim else None,
+        )  # fmt: skip
+        if claim:
+            self.notes.delivery = delivery_id
+            self.notes.reservation_day = None
+        if writing.writer is not None and transition.removesuffix("_with_effects") in _FINISHES:
+            self.truth.finished.add(writing.writer)
+        if item.state in (State.COMPLETED, State.FAILED) and old_state is not item.state:
+            self.truth.terminal.add(delivery_id)
+            if item.state is State.FAILED:
+                self.truth.failures[delivery_id] += 1
+        if transition.startswith("reset_"):
+            generation = self.inv.marked.get(delivery_id)
+            if generation is not None and generation != self.truth.failures[delivery_id]:
+                self.truth.mark_mismatches.append(
+                    f"{delivery_id}: the mark of failure {generation} reopened failure"
+                    f" {self.truth.failures[delivery_id]} ({item.last_error})"
+                )
+            self.truth.innocent_deaths.pop(delivery_id, None)  # its attempts start again
+
+    def _effect_written(self, delivery_id: str, name: str, write: Write) -> None:
+        if write.new is None:
+            self.effects.pop((delivery_id, name), None)
+            return
+        record = effect_from_item(write.new)
+        self.effects[(delivery_id, name)] = record
+        before = None if write.old is None else effect_from_item(write.old).status
+        if record.status is EffectStatus.INTENT and before is not EffectStatus.INTENT:
+            self.intent_writers[(delivery_id, name)] = self.notes.owner
+            side = self.far_side(name)
+            at = (side.requests[record.key], side.definite_no[record.key])
+            self.truth.at_intent[(delivery_id, name)] = at
+        if record.status is EffectStatus.DONE and before is not EffectStatus.DONE:
+            writing = self._writing
+            how = writing.transition if writing and writing.transition else "the ledger"
+            self.history.note_done(delivery_id, name, how=how)
 
     # --- SQS -----------------------------------------------------------------------
 
@@ -510,25 +668,21 @@ def _delivery_of(body: str) -> str | None:
         return None
 
 
-# --- the ports ---------------------------------------------------------------------
+# --- the ports: the real adapters over the in-memory DynamoDB ------------------------
 
-
-def _free(item: InboxItem, now: int) -> bool:
-    """Open and held by no live worker (pending, or a lease that ran out)."""
-    return item.state is State.PENDING or (
-        item.state is State.PROCESSING and (item.lease_until or 0) <= now
-    )
-
-
-def _listed(world: World, item: InboxItem) -> bool:
-    return item.delivery_id not in world.unlisted
+# The claim owner a write names, for the writes that name none (operator, reconciler).
+_FINISHES: Final = frozenset(
+    {"complete", "release", "release_transient", "give_back", "park", "fail", "defer"}
+)
 
 
 class Inbox:
-    """:class:`functions.core.ports.inbox.InboxWriter`: one transaction, inbox + outbox."""
+    """:class:`functions.core.ports.inbox.InboxWriter`: the real
+    :class:`~functions.core.adapters.dynamodb_inbox.DynamoDbInbox`."""
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._real = DynamoDbInbox(world.client, TABLE_NAME, retry=world.storage_retry())
 
     def record(
         self,
@@ -540,89 +694,45 @@ class Inbox:
         expires_at: int,
     ) -> InboxItem | None:
         w = self._w
-
-        def put() -> InboxItem | None:
-            existing = w.inbox.get(delivery.delivery_id)
-            if existing is not None:
-                return existing  # the condition refused it; ALL_OLD
-            item = inbox_item(
-                delivery, work, body_sha256=body_sha256, received_at=received_at,
+        return w.call(
+            "ddb.accept",
+            lambda: self._real.record(
+                delivery,
+                work,
+                body_sha256=body_sha256,
+                received_at=received_at,
                 expires_at=expires_at,
-            )  # fmt: skip
-            w.inbox[item.delivery_id] = item
-            w.history.note_state(
-                w.t, item.delivery_id, transition="accept", from_state=None, to_state=item.state
-            )
-            w.unlisted.add(item.delivery_id)
-            w.truth.accepted.add(item.delivery_id)
-            w.expire_at("inbox", item.delivery_id, expires_at)
-            if work is not None:
-                w.outbox[work.delivery_id] = (work, received_at)
-                w.expire_at("outbox", work.delivery_id, expires_at)
-                w.stream.append({"work": work, "created_at": received_at, "expires": expires_at})
-            return None
-
-        return w.call("ddb.accept", put)
+            ),
+            transition="accept",
+        )
 
     def quarantine(self, record: QuarantineRecord) -> None:
-        self._w.call("ddb.quarantine", lambda: None)
+        self._w.call("ddb.quarantine", lambda: self._real.quarantine(record))
 
 
 class Claims:
-    """:class:`functions.core.ports.claims.ClaimStore` and the reconciler's ``RecoveryStore``."""
-
-    _CLAIM_EXPIRY: Final = _expiry_checked(transitions.CLAIM)
-    _RESET_EXPIRY: Final = _expiry_checked(transitions.RESET_FAILED)
+    """:class:`functions.core.ports.claims.ClaimStore` and the reconciler's
+    ``RecoveryStore``: the real :class:`~functions.core.adapters.dynamodb_claims.DynamoDbClaims`,
+    each call through the world's fault boundary; the truth it needs is noted around it."""
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._real = DynamoDbClaims(client=world.client, table_name=TABLE_NAME)
 
     def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> ClaimAttempt:
         w = self._w
-
-        def update() -> ClaimAttempt:
-            item = w.inbox.get(delivery_id)
-            if item is None:
-                return ClaimAttempt(ClaimStatus.MISSING)
-            lease = now + lease_seconds
-            if not _free(item, now):
-                if item.state is State.COMPLETED:
-                    return ClaimAttempt(ClaimStatus.COMPLETED)
-                if item.state is State.PROCESSING:
-                    return ClaimAttempt(ClaimStatus.LEASED, lease_until=item.lease_until)
-                return ClaimAttempt(ClaimStatus.CLOSED)
-            if self._CLAIM_EXPIRY and item.expires_at <= lease:
-                # Free, but the whole lease does not end before the TTL.
-                return ClaimAttempt(ClaimStatus.EXPIRED)
-            w.inbox[delivery_id] = dataclasses.replace(
-                item,
-                state=State.PROCESSING,
-                lease_until=lease,
-                attempts=item.attempts + 1,
-                state_changed_at=now,
-            )
-            w.owners[delivery_id] = owner
-            w.history.note_state(
-                w.t, delivery_id, transition="claim", from_state=item.state,
-                to_state=State.PROCESSING, writer=owner, now=now, lease_until=lease,
-            )  # fmt: skip
-            w.notes.delivery = delivery_id
-            w.notes.reservation_day = None
-            return ClaimAttempt(
-                ClaimStatus.CLAIMED,
-                claim=Claim(
-                    delivery_id,
-                    owner,
-                    lease,
-                    item.attempts + 1,
-                    item.expires_at,
-                    transient_failures=item.transient_failures,
-                    retry_window_start=item.retry_window_start,
-                    work=item.work_item(),
+        attempt = self._own_write(
+            owner,
+            lambda: w.call(
+                "ddb.claim",
+                lambda: self._real.claim(
+                    delivery_id, owner=owner, now=now, lease_seconds=lease_seconds
                 ),
-            )
-
-        attempt = self._own_write(owner, lambda: w.call("ddb.claim", update))
+                transition="claim",
+                writer=owner,
+                now=now,
+            ),
+        )
         if attempt.status is ClaimStatus.CLAIMED and w.at_attempt_point is not None:
             w.at_attempt_point(delivery_id)
         if attempt.status is not ClaimStatus.CLAIMED and w.owners.get(delivery_id) == owner:
@@ -637,81 +747,42 @@ class Claims:
             self._w.truth.orphans.add(owner)
             raise
 
-    def _finish(self, claim: Claim, now: int, state: State, site: str, **changes: Any) -> None:
+    def _finish(self, claim: Claim, transition: str, op: Callable[[], None]) -> None:
         w = self._w
-
-        def update() -> bool:
-            item = w.inbox.get(claim.delivery_id)
-            if (
-                item is None
-                or item.state is not State.PROCESSING
-                or w.owners.get(claim.delivery_id) != claim.owner
-            ):
-                return False
-            del w.owners[claim.delivery_id]
-            values = {k: v(item) if callable(v) else v for k, v in changes.items()}
-            done = values.get("effects_done") or frozenset()
-            w.history.note_state(
-                w.t, claim.delivery_id, transition=site.removeprefix("ddb.")
-                + ("_with_effects" if done else ""), from_state=item.state, to_state=state,
-                writer=claim.owner,
-            )  # fmt: skip
-            for name in sorted(done):
-                w.history.note_done(claim.delivery_id, name, how="the completion")
-            self._move(item, state, now, **values)
-            if state is State.FAILED:
-                w.failed_by[claim.delivery_id] = claim.owner  # FAIL sets failed_by
-            w.truth.finished.add(claim.owner)
-            return True
-
-        if not self._own_write(claim.owner, lambda: w.call(site, update)):
-            raise ClaimLost()
-
-    def _move(self, item: InboxItem, state: State, now: int, **values: Any) -> None:
-        """Write the item's new state (the lease removed) and the truth it makes."""
-        w = self._w
-        w.inbox[item.delivery_id] = dataclasses.replace(
-            item, state=state, lease_until=None, state_changed_at=now, **values
+        self._own_write(
+            claim.owner,
+            lambda: w.call(f"ddb.{transition}", op, transition=transition, writer=claim.owner),
         )
-        if state in (State.COMPLETED, State.FAILED):
-            w.truth.terminal.add(item.delivery_id)
-        if state is State.FAILED:
-            w.truth.failures[item.delivery_id] += 1
 
     def complete(
         self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
     ) -> None:
         self._finish(
-            claim, now, State.COMPLETED, "ddb.complete", completed_at=now, effects_done=effects_done
+            claim,
+            "complete",
+            lambda: self._real.complete(claim, now=now, effects_done=effects_done),
         )
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
-        self._finish(claim, now, State.PENDING, "ddb.release", last_error=error_code)
+        self._finish(
+            claim, "release", lambda: self._real.release(claim, now=now, error_code=error_code)
+        )
 
     def release_transient(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(
             claim,
-            now,
-            State.PENDING,
-            "ddb.release_transient",
-            last_error=error_code,
-            transient_failures=lambda item: item.transient_failures + 1,
+            "release_transient",
+            lambda: self._real.release_transient(claim, now=now, error_code=error_code),
         )
 
     def give_back(self, claim: Claim, *, now: int) -> None:
-        self._finish(
-            claim, now, State.PENDING, "ddb.give_back", attempts=lambda item: item.attempts - 1
-        )
+        self._finish(claim, "give_back", lambda: self._real.give_back(claim, now=now))
 
     def park(self, claim: Claim, *, now: int, approval: str, deadline: int) -> None:
         self._finish(
             claim,
-            now,
-            State.AWAITING_APPROVAL,
-            "ddb.park",
-            attempts=lambda item: item.attempts - 1,
-            approval=approval,
-            approval_deadline=deadline,
+            "park",
+            lambda: self._real.park(claim, now=now, approval=approval, deadline=deadline),
         )
 
     def fail(self, claim: Claim, *, now: int, error_code: str) -> None:
@@ -719,7 +790,12 @@ class Claims:
             self._own_intent_in_doubt(claim)
         if error_code == ATTEMPTS_EXHAUSTED:
             self._exhausted_by_others(claim)
-        self._finish(claim, now, State.FAILED, "ddb.fail", last_error=error_code)
+        self._finish(claim, "fail", lambda: self._real.fail(claim, now=now, error_code=error_code))
+
+    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
+        self._finish(
+            claim, "defer", lambda: self._real.defer(claim, now=now, error_code=error_code)
+        )
 
     def _exhausted_by_others(self, claim: Claim) -> None:
         """A delivery given up for its unexplained attempts that would still have had
@@ -746,239 +822,91 @@ class Claims:
             ):
                 w.truth.own_intent_doubts.append(f"{delivery_id} {name}")
 
-    def defer(self, claim: Claim, *, now: int, error_code: str) -> None:
-        self._finish(
-            claim,
-            now,
-            State.PENDING,
-            "ddb.defer",
-            last_error=error_code,
-            attempts=lambda item: item.attempts - 1,
-            reset_at=now,
+    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
+        return self._w.call(
+            "ddb.close_expired",
+            lambda: self._real.close_expired(delivery_id, now=now, lease_seconds=lease_seconds),
+            transition="expire",
         )
 
-    def close_expired(self, delivery_id: str, *, now: int, lease_seconds: int) -> bool:
-        """As the ``expire`` transition: an open item no live worker holds whose lease
-        from now would not end before its TTL is failed with ``item_expired``."""
-        w = self._w
-
-        def update() -> bool:
-            item = w.inbox.get(delivery_id)
-            if item is None or not _free(item, now) or item.expires_at > now + lease_seconds:
-                return False
-            w.owners.pop(delivery_id, None)
-            w.history.note_state(
-                w.t, delivery_id, transition="expire", from_state=item.state,
-                to_state=State.FAILED,
-            )  # fmt: skip
-            self._move(item, State.FAILED, now, last_error=ITEM_EXPIRED)
-            return True
-
-        return w.call("ddb.close_expired", update)
-
     def reopen(self, delivery_id: str, *, now: int, failure: str | None = None) -> bool:
-        """As ``reset_failed``, or with ``failure`` as ``reset_dead_letter``: only the
-        failure the item's ``failed_by`` names."""
-        w = self._w
-        generation = w.inv.marked.get(delivery_id)
-
-        def update() -> bool:
-            item = w.inbox.get(delivery_id)
-            if item is None or item.state is not State.FAILED:
-                return False
-            if self._RESET_EXPIRY and item.expires_at <= now:
-                return False
-            if failure is not None and w.failed_by.get(delivery_id) != failure:
-                return False
-            if generation is not None and generation != w.truth.failures[delivery_id]:
-                w.truth.mark_mismatches.append(
-                    f"{delivery_id}: the mark of failure {generation} reopened failure"
-                    f" {w.truth.failures[delivery_id]} ({item.last_error})"
-                )
-            w.unlisted.discard(delivery_id)
-            w.failed_by.pop(delivery_id, None)
-            w.truth.innocent_deaths.pop(delivery_id, None)  # its attempts start again
-            w.history.note_state(
-                w.t, delivery_id,
-                transition="reset_failed" if failure is None else "reset_dead_letter",
-                from_state=item.state, to_state=State.PENDING,
-            )  # fmt: skip
-            w.inbox[delivery_id] = dataclasses.replace(
-                item,
-                state=State.PENDING,
-                attempts=0,
-                transient_failures=0,
-                reset_at=now,
-                requeued_at=now,
-                state_changed_at=now,
-            )
-            return True
-
-        return w.call("ddb.reopen", update)
+        return self._w.call(
+            "ddb.reopen",
+            lambda: self._real.reopen(delivery_id, now=now, failure=failure),
+            transition="reset_failed" if failure is None else "reset_dead_letter",
+        )
 
     # RecoveryStore
     def get(self, delivery_id: str) -> InboxItem | None:
-        return self._w.read("ddb.get", lambda: self._w.inbox.get(delivery_id))
+        return self._w.read("ddb.get", lambda: self._real.get(delivery_id))
 
     def open_pages(self, *, start: OpenCursor | None, page_size: int) -> Iterator[OpenPage]:
-        """The listed open items in delivery-id order (one shard), a page a read, from
-        the entry after ``start``; each page says where the pass resumes."""
-        w = self._w
-        after = start.after[1] if start is not None and start.after is not None else ""
-        while True:
-
-            def query(after: str = after) -> list[InboxItem]:
-                found = [
-                    i
-                    for i in w.inbox.values()
-                    if _listed(w, i) and i.state in OPEN and i.delivery_id > after
-                ]
-                return sorted(found, key=lambda i: i.delivery_id)[:page_size]
-
-            page = w.read("ddb.query_open", query)
-            if len(page) < page_size:
-                yield OpenPage(items=page, resume=None)
-                return
-            after = page[-1].delivery_id
-            yield OpenPage(items=page, resume=OpenCursor(shard=0, after=(0, after)))
+        return self._w.pages(
+            "ddb.query_open", self._real.open_pages(start=start, page_size=page_size)
+        )
 
     def open_cursor(self) -> OpenCursor | None:
-        return self._w.read("ddb.get_cursor", lambda: self._w.open_cursor)
+        return self._w.read("ddb.get_cursor", self._real.open_cursor)
 
     def save_open_cursor(self, cursor: OpenCursor | None) -> None:
-        w = self._w
-
-        def update() -> None:
-            w.open_cursor = cursor
-
-        w.call("ddb.save_cursor", update)
+        self._w.call("ddb.save_cursor", lambda: self._real.save_open_cursor(cursor))
 
     def touch_pending(self, item: InboxItem, *, now: int) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.inbox.get(item.delivery_id)
-            if (
-                current is None
-                or current.state is not State.PENDING
-                or current.state_changed_at != item.state_changed_at
-            ):
-                return False
-            w.inbox[item.delivery_id] = dataclasses.replace(current, state_changed_at=now)
-            w.history.note_state(
-                w.t, item.delivery_id, transition="touch_pending", from_state=current.state,
-                to_state=State.PENDING,
-            )  # fmt: skip
-            return True
-
-        return w.call("ddb.touch_pending", update)
+        return self._w.call(
+            "ddb.touch_pending",
+            lambda: self._real.touch_pending(item, now=now),
+            transition="touch_pending",
+        )
 
     def release_expired(self, item: InboxItem, *, now: int) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.inbox.get(item.delivery_id)
-            if (
-                current is None
-                or current.state is not State.PROCESSING
-                or current.lease_until != item.lease_until
-                or (current.lease_until or 0) > now
-            ):
-                return False
-            w.owners.pop(item.delivery_id, None)
-            w.history.note_state(
-                w.t, item.delivery_id, transition="release_expired", from_state=current.state,
-                to_state=State.PENDING,
-            )  # fmt: skip
-            w.inbox[item.delivery_id] = dataclasses.replace(
-                current,
-                state=State.PENDING,
-                lease_until=None,
-                state_changed_at=now,
-                last_error="lease_expired",
-            )
-            return True
-
-        return w.call("ddb.release_expired", update)
+        return self._w.call(
+            "ddb.release_expired",
+            lambda: self._real.release_expired(item, now=now),
+            transition="release_expired",
+        )
 
 
 class ReceivedLog:
-    """:class:`functions.core.ports.recovery.ReceivedLog` over the outbox records."""
+    """:class:`functions.core.ports.recovery.ReceivedLog`: the real
+    :class:`~functions.core.adapters.dynamodb_received_log.DynamoDbReceivedLog` (one per
+    reconciler run, as the handler builds it)."""
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._real = DynamoDbReceivedLog(client=world.client, table_name=TABLE_NAME)
 
     def watermark(self) -> int | None:
-        return self._w.read("ddb.watermark", lambda: self._w.watermark)
+        return self._w.read("ddb.watermark", self._real.watermark)
 
     def oldest(self, *, since: int | None = None) -> int | None:
-        w = self._w
-        floor = since if since is not None else -1
-        return w.read(
-            "ddb.received_oldest",
-            lambda: min((r for _w, r in w.outbox.values() if r >= floor), default=None),
-        )
+        return self._w.read("ddb.received_oldest", lambda: self._real.oldest(since=since))
 
     def unlisted_open_pages(
         self, *, since: int, before: int, page_size: int
     ) -> Iterator[list[InboxItem]]:
-        """The window's unlisted open items, a page at a time (one empty page when none)."""
-        found = self.unlisted_open(since=since, before=before, page_size=page_size)
-        for first in range(0, max(len(found), 1), page_size):
-            yield found[first : first + page_size]
-
-    def unlisted_open(self, *, since: int, before: int, page_size: int) -> list[InboxItem]:
-        w = self._w
-
-        def query() -> list[InboxItem]:
-            found = []
-            for delivery_id, (_work, received) in w.outbox.items():
-                item = w.inbox.get(delivery_id)
-                if (
-                    since <= received < before
-                    and item is not None
-                    and item.state in OPEN
-                    and delivery_id in w.unlisted
-                ):
-                    found.append(item)
-            return sorted(found, key=lambda i: (i.received_at, i.delivery_id))
-
-        return w.read("ddb.received_window", query)
+        return self._w.pages(
+            "ddb.received_window",
+            self._real.unlisted_open_pages(since=since, before=before, page_size=page_size),
+        )
 
     def list_open(self, item: InboxItem) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.inbox.get(item.delivery_id)
-            if current is None or current.state not in OPEN or item.delivery_id not in w.unlisted:
-                return False
-            w.unlisted.discard(item.delivery_id)
-            return True
-
-        return w.call("ddb.list_open", update)
+        return self._w.call("ddb.list_open", lambda: self._real.list_open(item))
 
     def advance(self, watermark: int) -> None:
-        w = self._w
-
-        def update() -> None:
-            if w.watermark is None or watermark > w.watermark:
-                w.watermark = watermark
-
-        w.call("ddb.advance", update)
-
-
-_EFFECT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(EffectRecord))
+        self._w.call("ddb.advance", lambda: self._real.advance(watermark))
 
 
 class Effects:
     """:class:`functions.core.ports.effects.EffectStore` and the reconciler's
-    ``UncertainEffects``."""
+    ``UncertainEffects``: the real
+    :class:`~functions.core.adapters.dynamodb_effects.DynamoDbEffects`."""
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._real = DynamoDbEffects(client=world.client, table_name=TABLE_NAME)
 
     def get(self, delivery_id: str, name: str) -> EffectRecord | None:
-        record = self._w.read("ddb.effect_get", lambda: self._w.effects.get((delivery_id, name)))
+        record = self._w.read("ddb.effect_get", lambda: self._real.get(delivery_id, name))
         if self._w.at_attempt_point is not None:
             self._w.at_attempt_point(delivery_id)
         return record
@@ -986,134 +914,68 @@ class Effects:
     def record_intent(
         self, delivery_id: str, name: str, *, key: str, now: int, expires_at: int, **extra: Any
     ) -> bool:
-        """As the adapter's conditional put; an argument a newer port adds is kept on the
-        record when :class:`EffectRecord` has a field of that name (e.g. who wrote it)."""
-        w = self._w
-        kept = {k: v for k, v in extra.items() if k in _EFFECT_FIELDS}
-
-        def put() -> bool:
-            current = w.effects.get((delivery_id, name))
-            if current is not None and current.status is not EffectStatus.NOT_APPLIED:
-                return False
-            w.effects[(delivery_id, name)] = EffectRecord(
-                delivery_id, name, EffectStatus.INTENT, key, now, **kept
-            )
-            w.intent_writers[(delivery_id, name)] = w.notes.owner
-            side = w.far_side(name)
-            w.truth.at_intent[(delivery_id, name)] = (side.requests[key], side.definite_no[key])
-            w.expire_at("effect", (delivery_id, name), expires_at)
-            return True
-
-        return w.call("ddb.record_intent", put)
+        return self._w.call(
+            "ddb.record_intent",
+            lambda: self._real.record_intent(
+                delivery_id, name, key=key, now=now, expires_at=expires_at, **extra
+            ),
+        )
 
     def record_done(self, delivery_id: str, name: str, *, now: int) -> None:
-        w = self._w
-
-        def update() -> bool:
-            record = w.effects.get((delivery_id, name))
-            if record is None:
-                return False  # attribute_exists(pk) refused it
-            w.effects[(delivery_id, name)] = dataclasses.replace(
-                record, status=EffectStatus.DONE, done_at=now, flagged_at=None
-            )
-            w.history.note_done(delivery_id, name, how="the ledger")
-            return True
-
-        if not w.call("ddb.record_done", update):
-            raise TransientError("effect_conflict")
+        self._w.call(
+            "ddb.record_done",
+            lambda: self._real.record_done(delivery_id, name, now=now),
+            transition="the ledger",
+        )
 
     def resolve_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
-        return self._resolve(delivery_id, name, EffectStatus.DONE, done_at=now)
+        return self._resolve(
+            delivery_id, name, lambda: self._real.resolve_applied(delivery_id, name, now=now)
+        )
 
     def resolve_not_applied(self, delivery_id: str, name: str, *, now: int) -> bool:
-        return self._resolve(delivery_id, name, EffectStatus.NOT_APPLIED)
+        return self._resolve(
+            delivery_id, name, lambda: self._real.resolve_not_applied(delivery_id, name, now=now)
+        )
 
-    def _resolve(self, delivery_id: str, name: str, status: EffectStatus, **changes: Any) -> bool:
+    def _resolve(self, delivery_id: str, name: str, op: Callable[[], bool]) -> bool:
         try:
-            return self._update_status(delivery_id, name, status, **changes)
+            return self._w.call("ddb.resolve_effect", op, transition="an operator")
         except StorageUnavailable:
             self._w.truth.unrecorded_no.add((delivery_id, name))
             raise
 
-    def _update_status(
-        self, delivery_id: str, name: str, status: EffectStatus, **changes: Any
-    ) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.effects.get((delivery_id, name))
-            if current is None or current.status is not EffectStatus.INTENT:
-                return False
-            w.effects[(delivery_id, name)] = dataclasses.replace(
-                current, status=status, flagged_at=None, **changes
-            )
-            if status is EffectStatus.DONE:
-                w.history.note_done(delivery_id, name, how="an operator")
-            return True
-
-        return w.call("ddb.resolve_effect", update)
-
     def uncertain_pages(
         self, *, start: IntentCursor | None, intended_before: int, page_size: int
     ) -> Iterator[IntentPage]:
-        """Unflagged intents in (delivery id, name) order (one shard), a page a read,
-        from the intent after ``start``; each page says where the pass resumes."""
-        w = self._w
-        after = ("", "") if start is None or start.after is None else start.after[1:]
-        while True:
-
-            def query(after: tuple[str, str] = after) -> list[EffectRecord]:
-                found = [
-                    r
-                    for r in w.effects.values()
-                    if r.status is EffectStatus.INTENT
-                    and r.intent_at < intended_before
-                    and r.flagged_at is None
-                    and (r.delivery_id, r.name) > after
-                ]
-                return sorted(found, key=lambda r: (r.delivery_id, r.name))[:page_size]
-
-            page = w.read("ddb.query_intents", query)
-            if len(page) < page_size:
-                yield IntentPage(items=page, resume=None)
-                return
-            after = (page[-1].delivery_id, page[-1].name)
-            yield IntentPage(items=page, resume=IntentCursor(shard=0, after=(0, *after)))
+        return self._w.pages(
+            "ddb.query_intents",
+            self._real.uncertain_pages(
+                start=start, intended_before=intended_before, page_size=page_size
+            ),
+        )
 
     def intent_cursor(self) -> IntentCursor | None:
-        return self._w.read("ddb.get_intent_cursor", lambda: self._w.intent_cursor)
+        return self._w.read("ddb.get_intent_cursor", self._real.intent_cursor)
 
     def save_intent_cursor(self, cursor: IntentCursor | None) -> None:
-        w = self._w
-
-        def update() -> None:
-            w.intent_cursor = cursor
-
-        w.call("ddb.save_intent_cursor", update)
+        self._w.call("ddb.save_intent_cursor", lambda: self._real.save_intent_cursor(cursor))
 
     def flag(self, record: EffectRecord, *, now: int) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.effects.get((record.delivery_id, record.name))
-            if current is None or current.status is not EffectStatus.INTENT or current.flagged_at:
-                return False
-            w.effects[(record.delivery_id, record.name)] = dataclasses.replace(
-                current, flagged_at=now
-            )
-            return True
-
-        return w.call("ddb.flag", update)
+        return self._w.call("ddb.flag", lambda: self._real.flag(record, now=now))
 
 
 class Steps:
-    """:class:`functions.core.ports.steps.StepStore`; counts the runs it starts."""
+    """:class:`functions.core.ports.steps.StepStore`: the real
+    :class:`~functions.core.adapters.dynamodb_steps.DynamoDbSteps` (the world counts the
+    runs it starts from the committed writes)."""
 
     def __init__(self, world: World) -> None:
         self._w = world
+        self._real = DynamoDbSteps(client=world.client, table_name=TABLE_NAME)
 
     def get(self, delivery_id: str, name: str) -> StepRecord | None:
-        record = self._w.read("ddb.step_get", lambda: self._w.steps.get((delivery_id, name)))
+        record = self._w.read("ddb.step_get", lambda: self._real.get(delivery_id, name))
         if self._w.at_attempt_point is not None:
             self._w.at_attempt_point(delivery_id)
         return record
@@ -1121,93 +983,78 @@ class Steps:
     def start(
         self, delivery_id: str, name: str, *, now: int, expires_at: int, label: str = ""
     ) -> StepRecord | None:
-        w = self._w
-
-        def update() -> StepRecord | None:
-            before = w.steps.get((delivery_id, name))
-            if before is not None and before.status is StepStatus.RECORDED:
-                return before
-            runs = 0 if before is None else before.runs
-            w.steps[(delivery_id, name)] = StepRecord(
-                delivery_id, name, StepStatus.STARTED, runs + 1, now, label=label or None
-            )
-            w.truth.step_starts[delivery_id] += 1
-            w.expire_at("step", (delivery_id, name), expires_at)
-            return before
-
-        return w.call("ddb.step_start", update)
+        return self._w.call(
+            "ddb.step_start",
+            lambda: self._real.start(
+                delivery_id, name, now=now, expires_at=expires_at, label=label
+            ),
+        )
 
     def record_failed(
         self, delivery_id: str, name: str, *, run: int, now: int, error: str = ""
     ) -> bool:
-        w = self._w
-
-        def update() -> bool:
-            current = w.steps.get((delivery_id, name))
-            if current is None or current.status is not StepStatus.STARTED or current.runs != run:
-                return False
-            w.steps[(delivery_id, name)] = dataclasses.replace(
-                current, status=StepStatus.FAILED, error=error or None
-            )
-            return True
-
-        return w.call("ddb.step_failed", update)
+        return self._w.call(
+            "ddb.step_failed",
+            lambda: self._real.record_failed(delivery_id, name, run=run, now=now, error=error),
+        )
 
     def record_result(
         self, delivery_id: str, name: str, *, result: StoredResult, now: int
     ) -> StepRecord | None:
-        w = self._w
+        return self._w.call(
+            "ddb.step_result",
+            lambda: self._real.record_result(delivery_id, name, result=result, now=now),
+        )
 
-        def update() -> StepRecord | None:
-            current = w.steps.get((delivery_id, name))
-            if current is not None and current.status is StepStatus.RECORDED:
-                return current
-            base = current or StepRecord(delivery_id, name, StepStatus.STARTED, 1, now)
-            w.steps[(delivery_id, name)] = dataclasses.replace(
-                base, status=StepStatus.RECORDED, recorded_at=now, result=result
-            )
-            return None
 
-        return w.call("ddb.step_result", update)
+class PackageRecords:
+    """:class:`functions.core.ports.package_record.PackageRecordStore`: the real
+    :class:`~functions.core.adapters.dynamodb_package_record.DynamoDbPackageRecords`
+    (a simulated package is small: its content is kept inline, and the processor is
+    given no object store, as for its steps)."""
+
+    def __init__(self, world: World) -> None:
+        self._w = world
+        self._real = DynamoDbPackageRecords(client=world.client, table_name=TABLE_NAME)
+
+    def get(self, delivery_id: str) -> PackageRecord | None:
+        return self._w.read("ddb.package_get", lambda: self._real.get(delivery_id))
+
+    def record(
+        self, claim: Claim, record: PackageRecord, *, expires_at: int
+    ) -> PackageRecord | None:
+        return self._w.call(
+            "ddb.package_record",
+            lambda: self._real.record(claim, record, expires_at=expires_at),
+        )
+
+    def record_refetch(self, delivery_id: str, *, digest: str, now: int) -> None:
+        self._w.call(
+            "ddb.package_refetch",
+            lambda: self._real.record_refetch(delivery_id, digest=digest, now=now),
+        )
 
 
 class Budget:
-    """:class:`functions.core.ports.budget.BudgetStore`: conditional ADDs, as the adapter's."""
+    """:class:`functions.core.ports.budget.BudgetStore`: the real
+    :class:`~functions.core.adapters.dynamodb_budget.DynamoDbBudget`, with the world's
+    daily limit as its configured default."""
 
     def __init__(self, world: World) -> None:
         self._w = world
 
-    def _day(self, day: str) -> BudgetDay:
+    @property
+    def _real(self) -> DynamoDbBudget:
         w = self._w
-        current = w.budget_days.get(day)
-        if current is None:
-            current = BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0)
-            w.budget_days[day] = current
-            starts = _day_start(day)
-            w.expire_at("budget", day, starts + DAY_SECONDS + DAY_RETENTION_SECONDS)
-        return current
+        return DynamoDbBudget(client=w.client, table_name=TABLE_NAME, default_limit=w.budget_limit)
 
     def reserve(self, day: str, tokens: int, *, reservation_id: str) -> bool:
-        """As the adapter's conditional ADD: within the headroom and only while the id
-        is not among the day's open reservations; a refused write whose id is there was
-        an earlier send of this one (admitted)."""
         w = self._w
-
-        def update() -> bool:
-            current = self._day(day)
-            ids = w.budget_open.setdefault(day, set())
-            if reservation_id in ids:
-                return True
-            if current.reserved + tokens > current.limit:
-                return False
-            ids.add(reservation_id)
-            w.budget_days[day] = dataclasses.replace(
-                current, reserved=current.reserved + tokens, open_reservations=len(ids)
-            )
-            w.notes.reservation_day = day
-            return True
-
-        written = self._send("ddb.budget_reserve", update)
+        written = self._send(
+            "ddb.budget_reserve",
+            lambda: self._real.reserve(day, tokens, reservation_id=reservation_id),
+            transition="budget_reserve",
+        )
         delivery = w.notes.delivery
         if not written and delivery is not None:
             largest = w.truth.refused_reservation.get(delivery, 0)
@@ -1215,60 +1062,31 @@ class Budget:
         return written
 
     def settle(self, day: str, *, reservation_id: str, reserved: int, used: int) -> None:
-        self._close(day, reservation_id, "ddb.budget_settle", reserved=reserved, used=used)
+        self._send(
+            "ddb.budget_settle",
+            lambda: self._real.settle(
+                day, reservation_id=reservation_id, reserved=reserved, used=used
+            ),
+        )
 
     def keep(self, day: str, *, reservation_id: str) -> None:
-        self._close(day, reservation_id, "ddb.budget_keep", reserved=0, used=None)
+        self._send("ddb.budget_keep", lambda: self._real.keep(day, reservation_id=reservation_id))
 
-    def _close(
-        self, day: str, reservation_id: str, site: str, *, reserved: int, used: int | None
-    ) -> None:
-        """Remove an open reservation, on condition that it is open (once); a
-        settlement also moves the counters by what was used (``used``)."""
-        w = self._w
-
-        def update() -> None:
-            ids = w.budget_open.get(day, set())
-            current = w.budget_days.get(day)
-            if current is None or reservation_id not in ids:
-                return
-            ids.discard(reservation_id)
-            current = dataclasses.replace(current, open_reservations=len(ids))
-            if used is not None:
-                current = dataclasses.replace(
-                    current, reserved=current.reserved - reserved + used, used=current.used + used
-                )
-            w.budget_days[day] = current
-
-        self._send(site, update)
-
-    def _send(self, site: str, op: Callable[[], T]) -> T:
+    def _send(self, site: str, op: Callable[[], T], *, transition: str | None = None) -> T:
         """The adapter sends a write that applies once again while its outcome is
-        unknown (twice in all)."""
+        unknown (twice in all): a lost answer at this port is sent once more."""
         try:
-            return self._w.call(site, op)
+            return self._w.call(site, op, transition=transition)
         except StorageUnavailable:
-            return self._w.call(site, op)
+            return self._w.call(site, op, transition=transition)
 
     def set_limit(self, day: str, tokens: int) -> None:
         w = self._w
         w.budget_limit = tokens
-        w.budget_days[day] = dataclasses.replace(self._day(day), limit=tokens)
+        self._real.set_limit(day, tokens)
 
     def get(self, day: str) -> BudgetDay:
-        w = self._w
-        return w.read(
-            "ddb.budget_get",
-            lambda: (
-                w.budget_days.get(day)
-                or BudgetDay(day=day, limit=w.budget_limit, reserved=0, used=0)
-            ),
-        )
-
-
-def _day_start(day: str) -> int:
-    year, month, date = (int(part) for part in day.split("-"))
-    return int(datetime(year, month, date, tzinfo=UTC).timestamp())
+        return self._w.read("ddb.budget_get", lambda: self._real.get(day))
 
 
 class Queue:

@@ -14,6 +14,7 @@ import pytest
 
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_conditions import condition_expression
+from functions.core.adapters.dynamodb_items import inbox_to_item
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
 from local.simulate.faults import Fault, Killed, Kind
@@ -23,7 +24,7 @@ from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
 from local.simulate.schedule import Schedule
 from local.simulate.shrink import ddmin
-from local.simulate.world import Budget, Claims, World
+from local.simulate.world import TABLE_NAME, Budget, Claims, World
 from ops.cli import main
 
 
@@ -175,10 +176,16 @@ def _world_with_item(expires_in: int = 7 * 24 * 3600) -> tuple[World, Claims]:
     """A world without faults holding one pending delivery ``d1``."""
     world = World(0, Schedule(0, replay=[]))
     now = world.now()
-    world.inbox["d1"] = InboxItem(
-        "d1", "package.received", "sha", now, State.PENDING, expires_at=now + expires_in
+    _put(
+        world,
+        InboxItem("d1", "package.received", "sha", now, State.PENDING, expires_at=now + expires_in),
     )
     return world, Claims(world)
+
+
+def _put(world: World, item: InboxItem) -> None:
+    """Write ``item`` into the world's table, as it stands (no condition, no fault)."""
+    world.dynamodb.put_item(TableName=TABLE_NAME, Item=inbox_to_item(item))
 
 
 def _state(world: World) -> State:
@@ -278,7 +285,7 @@ def _exhausted(world: World, claims: Claims, *, innocent: int) -> list[str]:
     """``d1`` given up after six unexplained attempts, ``innocent`` of them lost to a
     batch-mate: what the world notes as given up for others' faults."""
     world.max_attempts, world.lost_attempts_allowed = 5, 2
-    world.inbox["d1"] = replace(world.inbox["d1"], attempts=5)
+    _put(world, replace(world.inbox["d1"], attempts=5))
     world.truth.innocent_deaths["d1"] = innocent
     attempt = claims.claim("d1", owner=world.new_owner(), now=world.now(), lease_seconds=60)
     assert attempt.claim is not None

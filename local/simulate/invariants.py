@@ -57,6 +57,7 @@ INVARIANTS: Final = (
     "relay_reaches_queue",
     "reconciler_resends_only_lost",
     "other_bytes_quarantined",
+    "step_result_kept",
 )
 
 
@@ -132,6 +133,7 @@ def check(simulation: Simulation) -> list[str]:
         if not why and unchanged < STALE_PENDING_SECONDS
     ]
     found += [f"other_bytes_quarantined: {line}" for line in world.history.other_bytes]
+    found += [f"step_result_kept: {line}" for line in world.history.step_restarts]
     return found
 
 

@@ -67,6 +67,8 @@ class History:
     marked_done: dict[tuple[str, str], str] = field(default_factory=dict)
     # Other bytes under a known id that were not quarantined, or changed the item.
     other_bytes: list[str] = field(default_factory=list)
+    # Step records started again over a recorded result (a second paid run).
+    step_restarts: list[str] = field(default_factory=list)
     # Overlapping attempts the schedule staged (counted for the report).
     overlaps: Counter[str] = field(default_factory=Counter)
     # The digests of the packages each delivery's workflow ran on (by delivery id).

@@ -61,6 +61,7 @@ INVARIANTS: Final = (
     "relay_reaches_queue",
     "reconciler_resends_only_lost",
     "other_bytes_quarantined",
+    "step_result_kept",
     "one_package",
     # With approval=alert (local/simulate/approvals.py):
     "what_ran_is_approved",
@@ -146,6 +147,7 @@ def check(simulation: Simulation) -> list[str]:
         for delivery_id, digests in sorted(world.history.packages.items())
         if len(digests) > 1
     ]
+    found += [f"step_result_kept: {line}" for line in world.history.step_restarts]
     found += _approvals(simulation)
     return found
 

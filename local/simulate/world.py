@@ -51,9 +51,10 @@ from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
 from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
-from functions.core.ports.steps import StepRecord, StoredResult
+from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from infra.schema import TABLE, table_definition
 from local.memory_dynamodb import MemoryDynamoDB, Write
+from local.memory_dynamodb.values import Item
 from local.simulate import faults
 from local.simulate.dynamodb_client import SimulatedClient
 from local.simulate.faults import Fault, Killed, Kind
@@ -439,9 +440,7 @@ class World:
         elif sort.startswith(table_layout.SK_EFFECT_PREFIX):
             self._effect_written(partition, sort.removeprefix(table_layout.SK_EFFECT_PREFIX), write)
         elif kind == KIND_STEP and write.new is not None:
-            before = 0 if write.old is None else int(write.old["runs"]["N"])
-            if int(write.new["runs"]["N"]) > before:
-                self.truth.step_starts[write.new["delivery_id"]["S"]] += 1
+            self._step_written(write.old, write.new)
         elif kind == KIND_BUDGET and "day" in image:
             day = image["day"]["S"]
             if write.new is None:
@@ -452,6 +451,18 @@ class World:
                 new = write.new.get(OPEN_RESERVATIONS)
                 if new is not None and (old is None or len(new["SS"]) > len(old["SS"])):
                     self.notes.reservation_day = day
+
+    def _step_written(self, old: Item | None, new: Item) -> None:
+        """A step record written: a start counted, and a recorded result never left."""
+        delivery_id = new["delivery_id"]["S"]
+        if int(new["runs"]["N"]) > (0 if old is None else int(old["runs"]["N"])):
+            self.truth.step_starts[delivery_id] += 1
+        recorded = StepStatus.RECORDED.value
+        if old is not None and old["status"]["S"] == recorded and new["status"]["S"] != recorded:
+            self.history.step_restarts.append(
+                f"{delivery_id} {new['name']['S']}: its recorded result was left for"
+                f" {new['status']['S']} (run {new['runs']['N']})"
+            )
 
     def _inbox_written(self, delivery_id: str, write: Write) -> None:
         new = write.new

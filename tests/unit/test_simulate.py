@@ -15,8 +15,10 @@ import pytest
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_conditions import condition_expression
 from functions.core.adapters.dynamodb_items import inbox_to_item
+from functions.core.adapters.dynamodb_steps import step_key
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
+from functions.core.ports.steps import StoredResult
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.history import StateWritten, transition_of
 from local.simulate.invariants import check
@@ -24,7 +26,7 @@ from local.simulate.report import REQUIRED_FAULTS
 from local.simulate.run import Simulation, run_seed
 from local.simulate.schedule import Schedule
 from local.simulate.shrink import ddmin
-from local.simulate.world import TABLE_NAME, Budget, Claims, World
+from local.simulate.world import TABLE_NAME, Budget, Claims, Steps, World
 from ops.cli import main
 
 
@@ -479,3 +481,24 @@ def test_a_write_of_the_real_adapter_names_its_transition(row: transitions.Trans
     request = transitions.update_request("table", row, "d1", now=1, **values)
 
     assert transition_of(request["UpdateExpression"], request["ConditionExpression"]) == row.name
+
+
+def test_world_notes_a_step_record_that_leaves_its_recorded_result() -> None:
+    world = World(0, Schedule(0, replay=[]))
+    steps = Steps(world)
+    assert steps.start("d1", "model", now=1, expires_at=2_000_000_000) is None
+    steps.record_result("d1", "model", result=StoredResult(size=1, inline="x"), now=2)
+    again = steps.start("d1", "model", now=3, expires_at=2_000_000_000)  # refused
+
+    assert again is not None
+    assert world.history.step_restarts == []
+    world.dynamodb.update_item(  # what a start without its condition would write
+        TableName=TABLE_NAME,
+        Key=step_key("d1", "model"),
+        UpdateExpression="SET #status = :started",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":started": {"S": "started"}},
+    )
+    assert world.history.step_restarts == [
+        "d1 model: its recorded result was left for started (run 1)"
+    ]

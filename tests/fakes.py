@@ -99,9 +99,8 @@ class FaultyClient:
                 fault = self._faults.pop(0)
                 assert isinstance(fault, Exception)
                 raise fault
-            answer = call(**request)  # (a refusal raises here: the fault stays armed)
+            call(**request)  # (a refusal raises here: the fault stays armed)
             self._faults.pop(0)
-            del answer
             raise ReadTimeoutError(endpoint_url="memory://dynamodb")
 
         return write
@@ -344,14 +343,19 @@ class FakeCursorWrites:
     saved: int = 0
 
     def save(self, apply: Callable[[], None]) -> None:
-        if self.lose_answers:
+        losing = bool(self.lose_answers)
+        if losing:
             self.lose_answers -= 1
             self.client.lose_next()
         try:
             apply()
+        except StorageUnavailable:
+            if losing and not self.client.armed():
+                self.saved += 1  # applied; only its answer was lost
+            raise
         finally:
-            self.saved += 1
             self.client.disarm()
+        self.saved += 1
 
 
 class FakeEffects(DynamoDbEffects):

@@ -324,7 +324,7 @@ def test_notify_4xx_fails_the_delivery_without_leaving_it_in_doubt(
     with pytest.raises(PermanentError, match="notify_rejected"):
         notify_once(store, sink.url)
     assert status_of(store, NOTIFY_EFFECT) is EffectStatus.NOT_APPLIED
-    assert store.uncertain(intended_before=10**12, page_size=10) == []
+    assert list(store.uncertain(intended_before=10**12, page_size=10)) == []
     notify_once(store, sink.url)  # fixed and requeued: applied as new
     assert sink.sink.counts() == {f"{DELIVERY}:notify": 1}
 

@@ -12,7 +12,8 @@ from tests.fakes import FakeEffects
 
 @pytest.fixture(params=["fake", "dynamodb"])
 def store(request: pytest.FixtureRequest) -> Any:
-    """An effect store: the in-memory fake, then the DynamoDB adapter on moto."""
+    """An effect store: the DynamoDB adapter over the in-memory store (the fake), then over
+    moto."""
     if request.param == "fake":
         return FakeEffects()
     return DynamoDbEffects(

@@ -452,13 +452,14 @@ class Invocation:
     poison_settled: threading.Event = field(default_factory=threading.Event)
 
 
-@dataclass
 class KillableClaims(FakeClaims):
     """Claims that stop once the invocation is killed: nothing is claimed or recorded
     after it (every attempt in flight stays ``processing``, as a dead worker leaves it)."""
 
-    poison: str = ""
-    invocation: Invocation = field(default_factory=Invocation)
+    def __init__(self, *, poison: str = "") -> None:
+        super().__init__()
+        self.poison = poison
+        self.invocation = Invocation()
 
     def claim(self, delivery_id: str, *, owner: str, now: int, lease_seconds: int) -> Any:
         if self.invocation.killed.is_set():
@@ -468,10 +469,11 @@ class KillableClaims(FakeClaims):
             self.invocation.poison_settled.set()
         return attempt
 
-    def _finish(self, claim: Any, now: int, state: State, **changes: Any) -> None:
+    # (every outcome of a claim is written through the adapter's _finish)
+    def _finish(self, transition: Any, claim: Any, *, now: int, **values: Any) -> None:
         if self.invocation.killed.is_set():
             raise Killed
-        super()._finish(claim, now, state, **changes)
+        super()._finish(transition, claim, now=now, **values)
         if claim.delivery_id == self.poison:  # given back, or failed without running
             self.invocation.poison_settled.set()
 

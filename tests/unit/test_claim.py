@@ -1,4 +1,5 @@
-"""The claim contract, run against the in-memory fake and the DynamoDB adapter (moto)."""
+"""The claim contract, run against the DynamoDB adapter over the in-memory store (the fake)
+and over moto."""
 
 from __future__ import annotations
 

@@ -303,19 +303,24 @@ class Gated:
             timeout_seconds=APPROVAL_TIMEOUT,
             exempt=self.exempt or frozenset(),
         )
-        self.claims.add(InboxItem(DELIVERY, "package.received", "0" * 64, 0, State.PROCESSING))
+        expires_at = self.world.clock.now() + 30 * 86400
+        self.claims.add(
+            InboxItem(
+                DELIVERY, "package.received", "0" * 64, 0, State.PENDING, expires_at=expires_at
+            )
+        )
 
     def parks(self) -> AwaitingApproval:
-        """An attempt that must park; the inbox item parked as the claim port does."""
+        """An attempt that must park; the inbox item parked by the claim port (one that
+        waits already stays parked)."""
         with pytest.raises(AwaitingApproval) as parked:
             self.world.attempt()
-        item = self.claims.items[DELIVERY]
-        self.claims.items[DELIVERY] = dataclasses.replace(
-            item,
-            state=State.AWAITING_APPROVAL,
-            approval=parked.value.name,
-            approval_deadline=parked.value.deadline,
-        )
+        now = self.world.clock.now()
+        attempt = self.claims.claim(DELIVERY, owner="worker", now=now, lease_seconds=300)
+        if attempt.claim is not None:
+            self.claims.park(
+                attempt.claim, now=now, approval=parked.value.name, deadline=parked.value.deadline
+            )
         return parked.value
 
     def decide(self, name: str, wanted: ApprovalDecision, token: str) -> DecideOutcome:

@@ -83,7 +83,7 @@ from local.simulate.far_side import (
 )
 from local.simulate.faults import Fault, Killed, Kind
 from local.simulate.invariants import check
-from local.simulate.schedule import OTHER_BYTES, OVERLAP, SENDER, Schedule
+from local.simulate.schedule import OTHER_BYTES, OVERLAP, OVERLAP_HOLDER_DIES, SENDER, Schedule
 from local.simulate.world import (
     OPEN,
     Budget,
@@ -379,6 +379,7 @@ class Simulation:
         self._steps = 0
         self._worker_turn = 0
         self._overlapping = False  # the other container runs a delivery of a stalled one
+        self._apart_dies = False  # ... and dies right after its claim
         world.at_attempt_point = self._maybe_overlap
         self.cut = False  # the step bound ended a phase
 
@@ -697,6 +698,9 @@ class Simulation:
         copy of the message, claims the delivery and runs it before the first goes on
         (two attempts at once: the race a step recorder or a ledger must survive)."""
         world = self.world
+        if self._overlapping and self._apart_dies:
+            self._apart_dies = False
+            world.kill()  # the other container, holding its fresh claim
         stalled = world.inv
         item = world.inbox.get(delivery_id)
         work = None if item is None else item.work_item()
@@ -726,15 +730,21 @@ class Simulation:
             finally:
                 loop.close()
 
-        self._overlapping = True
+        dies = world.draw("worker.overlap.holder_dies", OVERLAP_HOLDER_DIES, later=True)
+        self._overlapping, self._apart_dies = True, dies is not None
         try:
             # Its own thread: the stalled batch's loop is running on this one.
             thread = threading.Thread(target=apart, name="worker-apart")
             thread.start()
             thread.join()
         finally:
-            self._overlapping = False
+            self._overlapping = self._apart_dies = False
             world.inv = stalled
+        if dies is not None:
+            # The dead holder's lease runs out too before the stalled attempt goes on:
+            # only the lease's owner condition keeps its late writes out.
+            stalled.ends_at += stall
+            world.t += stall
         world.history.overlaps[delivery_id] += 1
         if failures:
             raise failures[0]

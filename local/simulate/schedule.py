@@ -58,6 +58,9 @@ OTHER_BYTES: Final[Rates] = ((Kind.OTHER_BYTES, 0.03),)
 # At a worker's read of an effect or step record: it stalls past its lease there and
 # the other container runs the delivery meanwhile (the second generator too).
 OVERLAP: Final[Rates] = ((Kind.OVERLAP, 0.01),)
+# Of those: the other container dies right after its claim, and its lease too runs out
+# before the stalled one goes on (a stale attempt then outlives a dead holder).
+OVERLAP_HOLDER_DIES: Final[Rates] = ((Kind.KILL_AFTER, 0.5),)
 # Per seed: calm, normal or stormy.
 WEATHER: Final = (0.3, 1.0, 1.0, 3.0)
 

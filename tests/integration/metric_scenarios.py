@@ -14,6 +14,7 @@ from functions.core import env_names, metric_names, table_layout, wire
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
+from functions.core.adapters.dynamodb_package_record import package_to_item
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.approval import AwaitingApproval
 from functions.core.errors import (
@@ -24,6 +25,9 @@ from functions.core.errors import (
     TransientError,
 )
 from functions.core.models import Outcome, WorkItem
+from functions.core.package import Package
+from functions.core.ports.package_record import PackageRecord
+from functions.core.ports.steps import StoredResult
 from functions.core.ports.workflow import Ledger
 from functions.reconciler import handler as reconciler
 from functions.reconciler.settings import Settings as ReconcilerSettings
@@ -34,6 +38,7 @@ from functions.worker.settings import Settings as WorkerSettings
 from functions.workflows.agent import MODEL_STEP
 from local.child import LambdaContext
 from local.event_sources import sqs_event
+from local.mcp_server import demo_package
 from local.testkit import botocore_hooks, builders
 from local.testkit.moto_world import (
     MAX_ATTEMPTS,
@@ -163,6 +168,25 @@ def worker_results(world: MotoWorld) -> None:
     expired, suspect = work(12), work(13)
     world.accept(expired, **{table_layout.TTL_ATTRIBUTE: {"N": str(now + 1)}})
     world.accept(suspect, attempts={"N": "2"})
+    # A message naming another package than its inbox item (refused), and a delivery
+    # whose recorded package's content is gone and whose refetch is another package.
+    refused, changed = work(15), work(16)
+    world.accept(refused)
+    world.accept(changed)
+    world.dynamodb.put_item(
+        TableName=TABLE,
+        Item=package_to_item(
+            PackageRecord(
+                delivery_id=changed.delivery_id,
+                digest="0" * 64,
+                content=StoredResult(size=2, inline="{}"),
+                recorded_at=now,
+                recorded_by="an earlier attempt",
+            ),
+            expires_at=0,
+        ),
+    )
+    refused = WorkItem(refused.delivery_id, refused.event, "pkg_someone_else", refused.mcp_url)
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
     settings = WorkerSettings.from_env(
         worker_env(world, token_arn=token_arn, notify_url="https://notify.invalid/")
@@ -204,6 +228,8 @@ def worker_results(world: MotoWorld) -> None:
         expired,
         suspect,
         parked,
+        refused,
+        changed,
         *failing,
     )
     for item in batch:
@@ -252,10 +278,10 @@ class ScriptedPackages:
     def unreachable(self, mcp_url: str) -> bool:
         return mcp_url == UNREACHABLE_MCP_URL
 
-    async def get_package(self, mcp_url: str, package_id: str) -> Any:
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
         if package_id in PACKAGE_ERRORS:
             raise PACKAGE_ERRORS[package_id]()
-        return {"package_id": package_id}
+        return Package.from_mapping(demo_package(package_id))
 
 
 class ScriptedWorkflow:

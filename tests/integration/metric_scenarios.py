@@ -189,7 +189,14 @@ def worker_results(world: MotoWorld) -> None:
     refused = WorkItem(refused.delivery_id, refused.event, "pkg_someone_else", refused.mcp_url)
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
     settings = WorkerSettings.from_env(
-        worker_env(world, token_arn=token_arn, notify_url="https://notify.invalid/")
+        worker_env(
+            world,
+            token_arn=token_arn,
+            notify_url="https://notify.invalid/",
+            # One message at a time: each scenario reaches its count whatever order the
+            # batch's threads would take.
+            **{env_names.ENV_BATCH_CONCURRENCY: "1"},
+        )
     )
     deps = worker.build_deps(
         settings,
@@ -228,14 +235,17 @@ def worker_results(world: MotoWorld) -> None:
         expired,
         suspect,
         parked,
-        refused,
-        changed,
         *failing,
     )
     for item in batch:
         world.enqueue(item)
     worker.container_deps.set(deps)
     event = sqs_event(world.receive(limit=len(batch)), world.queue_arn, REGION)
+    worker.lambda_handler(event, LambdaContext("worker", remaining_ms=WORKER_REMAINING_MS))
+    # A batch of their own: the one above is timed to leave one message unstarted.
+    for item in (refused, changed):
+        world.enqueue(item)
+    event = sqs_event(world.receive(limit=2), world.queue_arn, REGION)
     worker.lambda_handler(event, LambdaContext("worker", remaining_ms=WORKER_REMAINING_MS))
 
 

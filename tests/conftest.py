@@ -17,6 +17,7 @@ from moto import mock_aws
 from local.aws_resources import create_table
 from local.testkit import offline_aws
 from local.testkit.moto_world import REGION, TABLE
+from local.testkit.serial_moto import serialize_dynamodb
 from tests import log_audit
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def _offline_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def moto_aws() -> Iterator[None]:
     # Keep boto3's default session between tests: a fresh one reloads every service
     # model, which cost more than the rest of a storage test's set-up.
+    serialize_dynamodb()
     with mock_aws(config={"core": {"reset_boto3_session": False}}):
         yield
 

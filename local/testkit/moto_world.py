@@ -26,6 +26,7 @@ from infra.schema import max_receive_count_for
 from local.aws_resources import create_queues, create_secret, create_table
 from local.event_sources import is_outbox_insert
 from local.testkit.clock import FakeClock
+from local.testkit.serial_moto import serialize_dynamodb
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -241,5 +242,6 @@ def build_world(client: AwsClients, *, clock: FakeClock | None = None) -> MotoWo
 @contextmanager
 def moto_world(*, clock: FakeClock | None = None) -> Iterator[MotoWorld]:
     """A world in in-process moto, gone when the block ends."""
+    serialize_dynamodb()
     with mock_aws():
         yield build_world(AwsClients(region=REGION), clock=clock)

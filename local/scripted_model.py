@@ -1,13 +1,13 @@
 """A scripted model for a team's own pytest suite: its tool loop, without Bedrock.
 
-```python
-from local.scripted_model import ScriptedModel, run_tool_loop
+Example (a team's test)::
 
-def test_the_agent_looks_up_then_opens_a_ticket():
-    with ScriptedModel("model-script.json") as model:
-        run = run_tool_loop(TOOLS, package, model)
-    assert [call.tool for call in run.tool_calls] == ["lookup_customer", "open_ticket"]
-```
+    from local.scripted_model import ScriptedModel, run_tool_loop
+
+    def test_the_agent_looks_up_then_opens_a_ticket():
+        with ScriptedModel("model-script.json") as model:
+            run = run_tool_loop(TOOLS, package, model)
+        assert [call.tool for call in run.tool_calls] == ["lookup_customer", "open_ticket"]
 
 :class:`ScriptedModel` serves a model script (:mod:`local.model_script`) from the local
 Bedrock emulator on loopback, in this process: :attr:`ScriptedModel.url` is the

@@ -47,6 +47,7 @@ WORKFLOW: Final = settings_table.WORKFLOW.key
 API_RATE_LIMIT: Final = settings_table.API_RATE_LIMIT.key
 API_BURST_LIMIT: Final = settings_table.API_BURST_LIMIT.key
 RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.key
+RECONCILE_PARALLELISM: Final = settings_table.RECONCILE_PARALLELISM.key
 RELAY_PARALLELIZATION_FACTOR: Final = settings_table.RELAY_PARALLELIZATION_FACTOR.key
 RECONCILE_EVERY_MINUTES: Final = settings_table.RECONCILE_EVERY_MINUTES.key
 WORK_QUEUE_AGE_ALARM_MINUTES: Final = settings_table.WORK_QUEUE_AGE_ALARM_MINUTES.key
@@ -137,6 +138,7 @@ class StackConfig:
             it ran with wrote).
         relay_parallelization_factor: Concurrent relay batches per stream shard.
         reconcile_every_minutes: Period of the reconciler's schedule.
+        reconcile_parallelism: Received log shards one reconciler run reads at once.
         work_queue_age_alarm_minutes: Age of the work queue's oldest message above
             which the backlog alarm fires.
         approval_wait_alarm_minutes: How long a delivery may wait for a person's
@@ -195,6 +197,7 @@ class StackConfig:
     received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default
     relay_parallelization_factor: int = settings_table.RELAY_PARALLELIZATION_FACTOR.default
     reconcile_every_minutes: int = settings_table.RECONCILE_EVERY_MINUTES.default
+    reconcile_parallelism: int = settings_table.RECONCILE_PARALLELISM.default
     work_queue_age_alarm_minutes: int = settings_table.WORK_QUEUE_AGE_ALARM_MINUTES.default
     approval_wait_alarm_minutes: int = settings_table.APPROVAL_WAIT_ALARM_MINUTES.default
     workflow_source: str | None = None

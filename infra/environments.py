@@ -67,8 +67,10 @@ def worker_environment(
     batch_concurrency: int = settings_table.WORKER_BATCH_CONCURRENCY.env_integer().default,
     workflow_seconds: int = settings_table.WORKER_WORKFLOW_SECONDS.default,
     retry_horizon_seconds: int = settings_table.WORKER_RETRY_HORIZON_HOURS.env_default,
+    received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default,
 ) -> dict[str, str]:
     environment = {
+        env_names.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
         env_names.ENV_TABLE_NAME: table_name,
         env_names.ENV_WORK_QUEUE_URL: work_queue_url,
         env_names.ENV_DEAD_LETTER_QUEUE_URL: dead_letter_queue_url,
@@ -105,9 +107,11 @@ def reconciler_environment(
     effect_age_seconds: int = settings_table.RECONCILE_EFFECT_AGE_SECONDS.default,
     received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default,
     inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default,
+    parallelism: int = settings_table.RECONCILE_PARALLELISM.default,
 ) -> dict[str, str]:
     return {
         env_names.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
+        env_names.ENV_RECONCILE_PARALLELISM: str(parallelism),
         env_names.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
         env_names.ENV_TABLE_NAME: table_name,
         env_names.ENV_WORK_QUEUE_URL: work_queue_url,

@@ -82,6 +82,7 @@ class Reconciler(Construct):
                 effect_age_seconds=effect_age_seconds,
                 received_log_shards=config.received_log_shards,
                 inbox_retention_days=config.inbox_retention_days,
+                parallelism=config.reconcile_parallelism,
             ),
         )
         # It lists by the state index (keys only: it reads the listed items by key with

@@ -178,6 +178,7 @@ class Worker(Construct):
             workflow_seconds=config.worker_workflow_seconds,
             workflow_settings=config.workflow_settings,
             alert_topic_arn=alerts.topic.topic_arn,
+            received_log_shards=config.received_log_shards,
         )
         if config.notify_url is None and config.notify_secret is None and config.runs_notify:
             Annotations.of(self).add_warning_v2(

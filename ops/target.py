@@ -24,6 +24,7 @@ from botocore.exceptions import (
 from functions.core import table_layout, tracing
 from functions.core.adapters import (
     dynamodb_items,
+    dynamodb_log_state,
     dynamodb_received_log,
     dynamodb_state_index,
     span_export,
@@ -193,7 +194,7 @@ class Target:
     def _fresh_window(self, changed_since: int | None) -> tuple[int | None, int]:
         """Where the fresh part of the log starts, and how many shards it spans (as many
         as the reconciler reads: every deploy's receivers wrote at most that many)."""
-        state = dynamodb_received_log.read_state(self.dynamodb, self.table_name)
+        state = dynamodb_log_state.read_state(self.dynamodb, self.table_name)
         mark = state.watermark
         fresh = None if mark is None else mark - table_layout.RECEIVED_LOG_OVERLAP_SECONDS
         if fresh is not None:

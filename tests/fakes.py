@@ -14,6 +14,7 @@ queue, metrics, objects and secrets are plain in-memory fakes. The clock is
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,12 +67,15 @@ class FaultyClient:
     faults armed for the next writes: a refusal (an error raised instead of writing) or
     a lost answer (the write commits, then the read of its answer times out). A write
     refused by its own condition is an answer that came: a lost answer waits for the
-    next write that commits. ``down`` refuses every write while set."""
+    next write that commits. ``down`` refuses every write while set. Calls are taken
+    one at a time (a reconciler run reads shards from several threads; the store is
+    not thread-safe)."""
 
     def __init__(self, store: MemoryDynamoDB) -> None:
         self.store = store
         self.down = False
         self._faults: list[object] = []
+        self._lock = threading.RLock()
 
     def fail_next(self, *errors: Exception) -> None:
         """The next writes raise ``errors`` (one each; none given: one throttled)."""
@@ -90,9 +94,12 @@ class FaultyClient:
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self.store, name)
-        if name not in _WRITES:
+        if not callable(call):
             return call
+        if name not in _WRITES:
+            return self._one_at_a_time(call)
 
+        @self._one_at_a_time
         def write(**request: Any) -> Any:
             if self.down:
                 raise throttled()
@@ -107,6 +114,13 @@ class FaultyClient:
             raise ReadTimeoutError(endpoint_url="memory://dynamodb")
 
         return write
+
+    def _one_at_a_time(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return call(*args, **kwargs)
+
+        return locked
 
 
 @dataclass
@@ -307,14 +321,20 @@ class FakeReceivedLog(DynamoDbReceivedLog):
 
     ``windows`` records each window read. ``fail_advance``: the next advances raise (a
     crash after the listing, before the watermark moved). ``fail_window``: reading the
-    window of that (1-based) number raises (storage weather in the middle of a run)."""
+    window of that (1-based) number raises (storage weather in the middle of a run).
+    Read shard by shard: ``windows_by_shard`` records each shard's windows; ``fail_shard``:
+    reading that shard raises; ``rendezvous``: each shard's first read waits there."""
 
-    def __init__(self, claims: FakeClaims) -> None:
+    def __init__(self, claims: FakeClaims, *, shards: int = 8) -> None:
         self.table = claims.table
-        super().__init__(client=self.table.boto, table_name=self.table.name)
+        super().__init__(client=self.table.boto, table_name=self.table.name, shards=shards)
         self.windows: list[tuple[int, int]] = []
         self.fail_advance = 0
         self.fail_window: int | None = None
+        self.fail_shard: int | None = None
+        self.rendezvous: threading.Barrier | None = None
+        self.windows_by_shard: dict[int, list[tuple[int, int]]] = {}
+        self._seen = threading.Lock()
 
     @property
     def mark(self) -> int | None:
@@ -322,12 +342,28 @@ class FakeReceivedLog(DynamoDbReceivedLog):
         return read_watermark(self.table.raw, self.table.name)
 
     def unlisted_open_pages(
-        self, *, since: int, before: int, page_size: int
+        self, *, since: int, before: int, page_size: int, shard: int | None = None
     ) -> Iterator[list[InboxItem]]:
-        self.windows.append((since, before))
-        if len(self.windows) == self.fail_window:
+        with self._seen:
+            self.windows.append((since, before))
+            first = shard is not None and shard not in self.windows_by_shard
+            if shard is not None:
+                self.windows_by_shard.setdefault(shard, []).append((since, before))
+            failing = len(self.windows) == self.fail_window
+        if first and self.rendezvous is not None:
+            self.rendezvous.wait()  # (its timeout breaks it: read one after another)
+        if failing or (shard is not None and shard == self.fail_shard):
             raise StorageUnavailable("throttled")
-        return super().unlisted_open_pages(since=since, before=before, page_size=page_size)
+        return super().unlisted_open_pages(
+            since=since, before=before, page_size=page_size, shard=shard
+        )
+
+    def shard_mark(self, shard: int) -> int | None:
+        """The stored watermark of one shard (None: it has none)."""
+        item = self.table.raw.get_item(
+            TableName=self.table.name, Key=dynamodb_items.received_watermark_key(shard)
+        ).get("Item")
+        return None if item is None else int(item["received_before"]["N"])
 
     def advance(self, watermark: int) -> None:
         if self.fail_advance:

@@ -49,7 +49,9 @@ restarted, so it is listed again, and re-enqueued, one pending age later.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol, TypeVar
@@ -66,6 +68,7 @@ from functions.core.ports.metrics import ReconcilerMetrics
 from functions.core.ports.queue import EnqueueBatch
 from functions.core.ports.recovery import (
     ReceivedLog,
+    ReceivedLogPart,
     RecoveryStore,
     UncertainEffects,
 )
@@ -104,6 +107,8 @@ class ReconcileConfig:
     # How long a receipt lives (the inbox retention, its TTL): the received log is never
     # read further back than this, whatever it holds.
     retention_seconds: int = settings_table.INBOX_RETENTION_DAYS.default * 24 * 3600
+    # Received log shards read at once; above 1, each shard keeps its own watermark.
+    parallelism: int = settings_table.RECONCILE_PARALLELISM.default
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,23 +144,22 @@ def reconcile(
     now = clock.now()  # one time for the run: what it touches is not listed again
     budget = _Budget(deadline)
     stale_before = now - config.pending_age_seconds
-    listed = 0
-    progress = _Progress()
+    pass_log = _received_side_by_side if config.parallelism > 1 else _received_pass
+    log = pass_log(
+        store, received, budget, now=now, stale_before=stale_before, config=config, queue=queue
+    )
+    listed = log.listed
+    # Reported once the log is read, so that a later failure (the lists below) does
+    # not hide how far the log got: its alarm reads a missing figure as behind.
+    lag = None if log.watermark is None else now - log.watermark
+    if lag is not None:
+        metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
+    if log.error is not None:
+        raise log.error
     with _Batch(queue) as leases, _Batch(queue) as pending:
         batches = (leases, pending)
-        for item in _list_received(received, budget, progress, now=now, config=config):
-            listed += 1
-            # Listed now, so later runs see it in the index; what is due already is
-            # recovered in this run by the rules below.
-            _recover(store, item, now=now, stale_before=stale_before, batches=batches)
-        # Reported once the log is read, so that a later failure (the lists below) does
-        # not hide how far the log got: its alarm reads a missing figure as behind.
-        lag = None if progress.watermark is None else now - progress.watermark
-        if lag is not None:
-            metrics.seconds(metric_names.METRIC_RECONCILER_RECEIVED_LOG_LAG, lag)
-        # What the log recovered goes out now, not after the pass over a long open list.
-        leases.flush()
-        pending.flush()
+        leases.count(log.sent[0], log.unsent[0])
+        pending.count(log.sent[1], log.unsent[1])
         _open_pass(
             store, budget, now=now, stale_before=stale_before, batches=batches, config=config
         )
@@ -403,8 +407,90 @@ class _Progress:
     watermark: int | None = None
 
 
-def _list_received(
+@dataclass
+class _LogPass:
+    """What a pass over the received log (or one shard of it) did."""
+
+    listed: int = 0
+    watermark: int | None = None  # how far it got (None: its time was spent first)
+    sent: tuple[int, int] = (0, 0)  # work items re-enqueued: expired leases, stale pending
+    unsent: tuple[int, int] = (0, 0)  # and refused by the queue
+    error: Exception | None = None  # what ended a shard's pass, raised once all are done
+
+
+def _received_pass(
+    store: RecoveryStore,
+    received: ReceivedLogPart,
+    budget: _Budget,
+    *,
+    now: int,
+    stale_before: int,
+    config: ReconcileConfig,
+    queue: EnqueueBatch,
+) -> _LogPass:
+    """The open receipts of ``received`` listed, and those due recovered and sent."""
+    progress = _Progress()
+    result = _LogPass()
+    with _Batch(queue) as leases, _Batch(queue) as pending:
+        for item in _list_received(received, budget, progress, now=now, config=config):
+            result.listed += 1
+            # Listed now, so later runs see it in the index; what is due already is
+            # recovered in this run by the rules below.
+            _recover(store, item, now=now, stale_before=stale_before, batches=(leases, pending))
+        result.watermark = progress.watermark
+    # (sent on leaving the block: what the log recovered goes out before the open pass)
+    result.sent, result.unsent = (leases.sent, pending.sent), (leases.unsent, pending.unsent)
+    return result
+
+
+def _received_side_by_side(
+    store: RecoveryStore,
     received: ReceivedLog,
+    budget: _Budget,
+    *,
+    now: int,
+    stale_before: int,
+    config: ReconcileConfig,
+    queue: EnqueueBatch,
+) -> _LogPass:
+    """Each shard of the log read by a pass of its own, ``config.parallelism`` at once,
+    each moving its own watermark: a shard that fails or is slow holds back only itself.
+    The shared watermark then moves to the least of theirs, so it never passes a window
+    some shard has not read."""
+    if budget.spent_now():
+        return _LogPass()
+    slices = received.slices()
+
+    def one(log: ReceivedLogPart) -> _LogPass:
+        try:
+            return _received_pass(
+                store, log, budget, now=now, stale_before=stale_before, config=config, queue=queue
+            )
+        except Exception as error:  # noqa: BLE001 (the other shards go on; raised after them)
+            # Its own mark stays after its last window read; the shared one stays put.
+            return _LogPass(error=error)
+
+    workers = max(1, min(config.parallelism, len(slices)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="received") as pool:
+        # Each in a copy of the run's context: its re-enqueues stay spans of the run.
+        futures = [pool.submit(contextvars.copy_context().run, one, log) for log in slices]
+        passes = [future.result() for future in futures]
+    total = _LogPass(
+        listed=sum(p.listed for p in passes),
+        sent=(sum(p.sent[0] for p in passes), sum(p.sent[1] for p in passes)),
+        unsent=(sum(p.unsent[0] for p in passes), sum(p.unsent[1] for p in passes)),
+        error=next((p.error for p in passes if p.error is not None), None),
+    )
+    marks = [p.watermark for p in passes]
+    if marks and all(mark is not None for mark in marks):
+        total.watermark = min(mark for mark in marks if mark is not None)
+        if total.error is None:
+            received.advance(total.watermark)
+    return total
+
+
+def _list_received(
+    received: ReceivedLogPart,
     budget: _Budget,
     progress: _Progress,
     *,
@@ -504,6 +590,11 @@ class _Batch:
         trace: TracebackType | None,
     ) -> None:
         self.flush()
+
+    def count(self, sent: int, unsent: int) -> None:
+        """Add what another batch of the same kind sent (one line of the report)."""
+        self.sent += sent
+        self.unsent += unsent
 
     def add(self, item: InboxItem) -> None:
         work = item.work_item()

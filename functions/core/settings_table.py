@@ -374,11 +374,24 @@ API_BURST_LIMIT: Final = Integer(
 RECEIVED_LOG_SHARDS: Final = Integer(
     key="received_log_shards",
     env=env_names.ENV_RECEIVED_LOG_SHARDS,
-    readers=(_R.RECEIVER, _R.RECONCILER),
+    # (the worker's completions spread over as many keys of the completed listing)
+    readers=(_R.RECEIVER, _R.WORKER, _R.RECONCILER),
     default=8,
     low=1,
     high=table_layout.MAX_RECEIVED_LOG_SHARDS,
     doc="partitions of the received log the receiver writes (in effect increase-only)",
+)
+# Above 1, a run reads the received log's shards side by side, each with a watermark of
+# its own (one write per shard and window): its rate follows the setting, and a shard
+# that cannot be read holds back only itself.
+RECONCILE_PARALLELISM: Final = Integer(
+    key="reconcile_parallelism",
+    env=env_names.ENV_RECONCILE_PARALLELISM,
+    readers=(_R.RECONCILER,),
+    default=1,
+    low=1,
+    high=table_layout.MAX_RECEIVED_LOG_SHARDS,
+    doc="received log shards one reconciler run reads at once",
 )
 RELAY_PARALLELIZATION_FACTOR: Final = Integer(
     key="relay_parallelization_factor",
@@ -585,6 +598,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     API_RATE_LIMIT,
     API_BURST_LIMIT,
     RECEIVED_LOG_SHARDS,
+    RECONCILE_PARALLELISM,
     RELAY_PARALLELIZATION_FACTOR,
     RECONCILE_EVERY_MINUTES,
     WORK_QUEUE_AGE_ALARM_MINUTES,

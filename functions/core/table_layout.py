@@ -86,6 +86,8 @@ MAX_RECEIVED_LOG_SHARDS: Final = 64  # two digits in the key; a Query each per w
 # The reconciler's watermark: every receipt before it that is still open is listed.
 WATERMARK_PARTITION: Final = "reconciler"
 WATERMARK_SORT_KEY: Final = "received_watermark"
+# + the shard's two digits: a shard's own watermark, when a run reads shards side by side
+SHARD_WATERMARK_SEPARATOR: Final = "#"
 KIND_WATERMARK: Final = "watermark"
 WATERMARK_SHARDS_ATTRIBUTE: Final = "received_log_shards"  # read up to the watermark
 WATERMARK_SHARDS_SEEN_ATTRIBUTE: Final = "received_log_shards_seen"  # largest deployed
@@ -96,6 +98,23 @@ OPEN_CURSOR_SORT_KEY: Final = "open_cursor"
 INTENT_CURSOR_SORT_KEY: Final = "intent_cursor"
 WAITING_CURSOR_SORT_KEY: Final = "waiting_cursor"
 KIND_CURSOR: Final = "cursor"
+
+# The labels whose keys follow the received log's shard count (listing_keys).
+SCALED_LABELS: Final = frozenset({STATE_LABEL_COMPLETED})
+
+
+def listing_keys(label: str, log_shards: int) -> int:
+    """Keys of one label of the state index. The completed label takes an entry for
+    every delivery processed, and a key takes ~1,000 writes a second: it has as many keys
+    as the received log has shards (``log_shards``: as the worker is deployed when it
+    writes, the largest count ever deployed when it is read), never fewer than
+    :data:`STATE_INDEX_SHARDS`, so an entry written under any count is under a key every
+    reader reads. The other labels take few entries: :data:`STATE_INDEX_SHARDS` keys."""
+    if label in SCALED_LABELS:
+        return max(STATE_INDEX_SHARDS, log_shards)
+    return STATE_INDEX_SHARDS
+
+
 # Readers of the log look again this far before the watermark: a receipt stamped a little
 # earlier than it was written (a clock behind, a slow transaction) is still seen. Read
 # twice, it is never listed twice (the listing is conditional).

@@ -76,7 +76,9 @@ def build_deps(
     if dynamodb is None or sqs is None:
         import boto3  # noqa: PLC0415 (only production wiring needs the default session)
 
-        dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG)
+        # A connection for each shard read at once (botocore keeps 10 by default).
+        pool = Config(max_pool_connections=max(10, settings.parallelism))
+        dynamodb = dynamodb or boto3.client("dynamodb", config=AWS_CONFIG.merge(pool))
         sqs = sqs or boto3.client("sqs", config=AWS_CONFIG)
     span_export.install_from_env(os.environ)
     return Deps(
@@ -99,6 +101,7 @@ def build_deps(
             effect_age_seconds=settings.effect_age_seconds,
             received_age_seconds=settings.received_age_seconds,
             retention_seconds=settings.retention_seconds,
+            parallelism=settings.parallelism,
         ),
         approvals=DynamoDbApprovals(client=dynamodb, table_name=settings.table_name),
     )

@@ -11,6 +11,7 @@ from functions.core.env_parsers import SettingsError, required
 
 LEASE_SECONDS: Final = settings_table.WORKER_LEASE_SECONDS.env_integer()
 RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
+PARALLELISM: Final = settings_table.RECONCILE_PARALLELISM.env_integer()
 PENDING_AGE_SECONDS: Final = settings_table.RECONCILE_PENDING_AGE_SECONDS.env_integer()
 EFFECT_AGE_SECONDS: Final = settings_table.RECONCILE_EFFECT_AGE_SECONDS.env_integer()
 INBOX_RETENTION_DAYS: Final = settings_table.INBOX_RETENTION_DAYS.env_integer()
@@ -26,6 +27,7 @@ class Settings:
     effect_age_seconds: int
     received_log_shards: int
     inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default
+    parallelism: int = settings_table.RECONCILE_PARALLELISM.default
 
     @property
     def retention_seconds(self) -> int:
@@ -54,6 +56,7 @@ class Settings:
             effect_age_seconds=EFFECT_AGE_SECONDS.read(env),
             received_log_shards=RECEIVED_LOG_SHARDS.read(env),
             inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
+            parallelism=PARALLELISM.read(env),
         )
         if settings.effect_age_seconds <= settings.lease_seconds:
             raise SettingsError(

@@ -145,7 +145,11 @@ def build_deps(
         )
     return Deps(
         processor=Processor(
-            claims=DynamoDbClaims(client=dynamodb, table_name=settings.table_name),
+            claims=DynamoDbClaims(
+                client=dynamodb,
+                table_name=settings.table_name,
+                log_shards=settings.received_log_shards,
+            ),
             effects=DynamoDbEffects(client=dynamodb, table_name=settings.table_name),
             workflow=workflow,
             clock=clock,

@@ -24,6 +24,7 @@ RETRY_HORIZON_SECONDS: Final = settings_table.WORKER_RETRY_HORIZON_HOURS.env_int
 BATCH_CONCURRENCY: Final = settings_table.WORKER_BATCH_CONCURRENCY.env_integer()
 WORKFLOW_SECONDS: Final = settings_table.WORKER_WORKFLOW_SECONDS.env_integer()
 LEASE_SECONDS: Final = settings_table.WORKER_LEASE_SECONDS.env_integer()
+RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
 SECRETS_MAX_AGE_SECONDS: Final = settings_table.SECRETS_MAX_AGE_SECONDS.env_integer()
 # Kept back from the end of an invocation: recording the last outcomes and answering.
 DEADLINE_MARGIN_SECONDS: Final = 5.0
@@ -58,6 +59,8 @@ class Settings:
     alert_topic_arn: str | None = None
     batch_concurrency: int = BATCH_CONCURRENCY.default
     workflow_seconds: int = settings_table.WORKER_WORKFLOW_SECONDS.default
+    # The completed listing's keys follow it (table_layout.listing_keys).
+    received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default
 
     @property
     def message_seconds(self) -> float:
@@ -97,4 +100,5 @@ class Settings:
             alert_topic_arn=optional(env, env_names.ENV_ALERT_TOPIC_ARN),
             batch_concurrency=BATCH_CONCURRENCY.read(env),
             workflow_seconds=WORKFLOW_SECONDS.read(env),
+            received_log_shards=RECEIVED_LOG_SHARDS.read(env),
         )

@@ -50,7 +50,13 @@ from functions.core.models import InboxItem, QuarantineRecord, State, UnsentWork
 from functions.core.ports.budget import BudgetDay
 from functions.core.ports.effects import EffectRecord, EffectStatus
 from functions.core.ports.package_record import PackageRecord
-from functions.core.ports.recovery import IntentCursor, IntentPage, OpenCursor, OpenPage
+from functions.core.ports.recovery import (
+    IntentCursor,
+    IntentPage,
+    OpenCursor,
+    OpenPage,
+    ReceivedLogPart,
+)
 from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from infra.schema import TABLE, table_definition
 from local.memory_dynamodb import MemoryDynamoDB, Write
@@ -905,6 +911,10 @@ class ReceivedLog:
 
     def advance(self, watermark: int) -> None:
         self._w.call("ddb.advance", lambda: self._real.advance(watermark))
+
+    def slices(self) -> list[ReceivedLogPart]:
+        # (the simulated runs read every shard at once: parallelism 1)
+        raise NotImplementedError("the simulator's reconciler reads the log as one")
 
 
 class Effects:

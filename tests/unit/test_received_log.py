@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from functions.core import table_layout
-from functions.core.adapters import dynamodb_items, dynamodb_received_log
+from functions.core.adapters import dynamodb_items, dynamodb_log_state, dynamodb_received_log
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
 from functions.core.adapters.dynamodb_received_log import DynamoDbReceivedLog
@@ -142,7 +142,7 @@ def test_a_lowered_shard_setting_strands_no_receipt(dynamodb: DynamoDBClient, ta
     found = lowered.unlisted_open(since=NOW, before=NOW + 1, page_size=100)
     assert sorted(item.delivery_id for item in found) == sorted(ids)
     # The operators' reads span them too.
-    assert dynamodb_received_log.read_state(dynamodb, table).shards_to_read == 32
+    assert dynamodb_log_state.read_state(dynamodb, table).shards_to_read == 32
 
 
 def test_a_raised_shard_setting_reads_its_new_shards_from_their_oldest_receipt(
@@ -164,15 +164,15 @@ def test_a_raised_shard_setting_reads_its_new_shards_from_their_oldest_receipt(
     assert set(new_shards) <= found
     # Below the stored mark nothing moves; past it, the new count is recorded with it.
     raised.advance(NOW + 60)
-    state = dynamodb_received_log.read_state(dynamodb, table)
+    state = dynamodb_log_state.read_state(dynamodb, table)
     assert (state.watermark, state.shards, state.shards_seen) == (NOW + 600, 8, 32)
     raised.advance(NOW + 660)
-    state = dynamodb_received_log.read_state(dynamodb, table)
+    state = dynamodb_log_state.read_state(dynamodb, table)
     assert (state.watermark, state.shards) == (NOW + 660, 32)
     # A run of the older deploy can no longer record fewer shards.
     before.watermark()
     before.advance(NOW + 720)
-    assert dynamodb_received_log.read_state(dynamodb, table).shards == 32
+    assert dynamodb_log_state.read_state(dynamodb, table).shards == 32
 
 
 def test_the_oldest_receipt_since_a_time_passes_over_earlier_ones(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
 from functions.core import metric_names, table_layout
+from functions.core.adapters import dynamodb_items
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
 from functions.core.models import InboxItem, State
@@ -629,3 +631,85 @@ def test_an_approval_pass_stopped_mid_page_then_a_lost_cursor_answer_skips_nothi
     assert world.metrics.counts[metric_names.METRIC_APPROVALS_EXPIRED] == DUE - lost
     world.run(config=SMALL_PAGES)  # a pass over nothing: it starts over and ends
     assert approvals.cursor is None
+
+
+# --- the received log read shard by shard, side by side ---------------------------------
+
+SIDE_BY_SIDE = dataclasses.replace(CONFIG, parallelism=4)
+SHARDS = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+
+
+def shard_of(delivery_id: str) -> int:
+    name = dynamodb_items.received_log_shard(delivery_id, shards=SHARDS)
+    return int(name.removeprefix(table_layout.RECEIVED_LOG_PREFIX))
+
+
+def test_side_by_side_each_shard_keeps_its_own_watermark_and_the_shared_one_the_least() -> None:
+    world = World()
+    world.pending(40, listed=False)
+    world.age()
+    report = world.run(config=SIDE_BY_SIDE)
+    assert (report.received_listed, report.pending_requeued) == (40, 40)
+    assert world.sent_ids() == Counter({delivery(n): 1 for n in range(40)})
+    end = world.clock.value - CONFIG.received_age_seconds
+    assert sorted(world.received.windows_by_shard) == list(range(SHARDS))
+    assert [world.received.shard_mark(n) for n in range(SHARDS)] == [end] * SHARDS
+    assert world.received.mark == end
+    assert report.received_lag_seconds == CONFIG.received_age_seconds
+
+
+def test_side_by_side_reads_as_many_shards_at_once_as_the_setting_says() -> None:
+    world = World()
+    world.pending(16, listed=False)
+    world.age()
+    # Each shard's first read waits for three others: read one after another, the
+    # barrier's timeout breaks it and the run fails.
+    world.received.rendezvous = threading.Barrier(SIDE_BY_SIDE.parallelism, timeout=10)
+    report = world.run(config=SIDE_BY_SIDE)
+    assert report.received_listed == 16
+    assert not world.received.rendezvous.broken
+
+
+def test_a_shard_that_cannot_be_read_holds_back_only_itself() -> None:
+    world = World()
+    world.pending(40, listed=False)
+    world.age()
+    stuck = {delivery(n) for n in range(40) if shard_of(delivery(n)) == 3}
+    assert stuck and len(stuck) < 40
+    world.received.fail_shard = 3
+    with pytest.raises(StorageUnavailable):
+        world.run(config=SIDE_BY_SIDE)
+    end = world.clock.value - CONFIG.received_age_seconds
+    marks = {n: world.received.shard_mark(n) for n in range(SHARDS)}
+    assert marks.pop(3) is None
+    assert set(marks.values()) == {end}
+    # The others' receipts were listed and re-enqueued; the shared mark never passes the
+    # window the stuck shard has not read.
+    assert world.claims.unlisted == stuck
+    assert world.sent_ids() == Counter({d: 1 for n in range(40) if (d := delivery(n)) not in stuck})
+    assert world.received.mark is None
+    world.received.fail_shard = None
+    again = world.run(config=SIDE_BY_SIDE)
+    # Read again from each mark (harmless: nothing is listed twice), the stuck shard's
+    # receipts now too.
+    assert (again.received_listed, again.pending_requeued) == (len(stuck), len(stuck))
+    assert world.sent_ids() == Counter({delivery(n): 1 for n in range(40)})
+    assert world.received.mark == end
+
+
+def test_side_by_side_starts_each_shard_at_the_shared_mark_when_that_is_further() -> None:
+    world = World()
+    world.pending(8, listed=False)
+    world.age()
+    world.run(config=SIDE_BY_SIDE)
+    first = world.received.shard_mark(0)
+    assert first is not None
+    # A deploy that reads every shard at once moves only the shared mark.
+    world.clock.advance(3 * RECEIVED_WINDOW_SECONDS)
+    world.run()
+    shared = world.received.mark
+    assert shared is not None and shared > first
+    world.received.windows_by_shard.clear()
+    world.run(config=SIDE_BY_SIDE)
+    starts = {windows[0][0] for windows in world.received.windows_by_shard.values()}
+    assert starts == {shared - RECEIVED_OVERLAP_SECONDS}

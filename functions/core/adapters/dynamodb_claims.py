@@ -35,9 +35,18 @@ class DynamoDbClaims:
     """Claims and outcomes (the :class:`~functions.core.ports.claims.ClaimStore` port) and the
     reconciler's recovery queries, on the stack's table."""
 
-    def __init__(self, *, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self,
+        *,
+        client: DynamoDBClient,
+        table_name: str,
+        log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    ) -> None:
+        """``log_shards``: the received log's deployed shard count; the completed
+        listing's keys follow it (``table_layout.listing_keys``)."""
         self._client = client
         self._table = table_name
+        self._log_shards = log_shards
 
     # --- ClaimStore -------------------------------------------------------------
 
@@ -208,7 +217,13 @@ class DynamoDbClaims:
         **values: transitions.Value,
     ) -> transitions.Applied:
         return transitions.apply(
-            self._client, self._table, transition, delivery_id, now=now, **values
+            self._client,
+            self._table,
+            transition,
+            delivery_id,
+            self._log_shards,
+            now=now,
+            **values,
         )
 
     def _open(

@@ -436,11 +436,20 @@ def accept_put(table: str, item: dynamodb_items.Item) -> PutTypeDef:
 
 
 def update_request(
-    table: str, transition: Transition, delivery_id: str, *, now: int, **values: Value
+    table: str,
+    transition: Transition,
+    delivery_id: str,
+    log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    /,
+    *,
+    now: int,
+    **values: Value,
 ) -> UpdateItemInputTypeDef:
     """The ``UpdateItem`` arguments of ``transition`` for one delivery.
 
     Args:
+        log_shards: the received log's deployed shard count (the completed listing's
+            keys follow it: ``table_layout.listing_keys``).
         values: the row's own placeholders, e.g. ``owner="..."`` for ``:owner``.
 
     Raises:
@@ -451,7 +460,8 @@ def update_request(
         given[":now"] = _attribute(now)
     if transition.index is IndexMove.LIST:
         label = dynamodb_items.state_label(transition.to_state)
-        given[":shard"] = _attribute(dynamodb_items.state_shard(label, delivery_id))
+        shard = dynamodb_items.state_shard(label, delivery_id, log_shards=log_shards)
+        given[":shard"] = _attribute(shard)
     update = transition.update_expression()
     condition = condition_expression(transition.condition)
     used = set(_PLACEHOLDER.findall(f"{update} {condition}"))
@@ -477,16 +487,20 @@ def apply(
     table: str,
     transition: Transition,
     delivery_id: str,
+    log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    /,
     *,
     now: int,
     **values: Value,
 ) -> Applied:
     """Make ``transition`` happen to the delivery's inbox item if its condition holds.
 
+    ``log_shards``: as for :func:`update_request`.
+
     Raises:
         StorageUnavailable: throttled or failed; nothing written.
     """
-    request = update_request(table, transition, delivery_id, now=now, **values)
+    request = update_request(table, transition, delivery_id, log_shards, now=now, **values)
     written = dynamodb_requests.conditional(client.update_item, **request)
     return Applied(moved=written.written, item=written.item)
 

@@ -108,13 +108,24 @@ def watermark_key() -> Item:
     return key(table_layout.WATERMARK_PARTITION, table_layout.WATERMARK_SORT_KEY)
 
 
-def state_shard(label: str, delivery_id: str) -> str:
-    """Index partition for ``label`` (a state or record kind) of one delivery.
+def received_watermark_key(shard: int) -> Item:
+    """The watermark of one shard of the received log (a run reading shards side by side)."""
+    separator = table_layout.SHARD_WATERMARK_SEPARATOR
+    sort_key = f"{table_layout.WATERMARK_SORT_KEY}{separator}{shard:02d}"
+    return key(table_layout.WATERMARK_PARTITION, sort_key)
+
+
+def state_shard(
+    label: str, delivery_id: str, *, log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+) -> str:
+    """Index partition for ``label`` (a state or record kind) of one delivery, with the
+    received log deployed at ``log_shards`` (``table_layout.listing_keys``).
 
     crc32 spreads ids evenly over the shards and is stable across processes,
     unlike ``hash()``.
     """
-    shard = zlib.crc32(delivery_id.encode()) % table_layout.STATE_INDEX_SHARDS
+    keys = table_layout.listing_keys(label, log_shards)
+    shard = zlib.crc32(delivery_id.encode()) % keys
     return f"{label}#{shard:02d}"
 
 
@@ -125,9 +136,13 @@ def is_listed(item: Item) -> bool:
     )
 
 
-def all_state_shards(label: str) -> list[str]:
-    """Every index partition of ``label``, for queries that list it."""
-    return [f"{label}#{shard:02d}" for shard in range(table_layout.STATE_INDEX_SHARDS)]
+def all_state_shards(
+    label: str, *, log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
+) -> list[str]:
+    """Every index partition of ``label``, for queries that list it (``log_shards``: the
+    largest count of the received log ever deployed, ``table_layout.listing_keys``)."""
+    keys = table_layout.listing_keys(label, log_shards)
+    return [f"{label}#{shard:02d}" for shard in range(keys)]
 
 
 def _s(value: str) -> AttributeValue:

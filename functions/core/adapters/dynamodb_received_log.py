@@ -15,6 +15,12 @@ log has been read with up to the watermark; every reader reads at least the larg
 a deploy that lowers the setting strands no receipt written under the larger count. The
 shards a raised count adds are read from their oldest receipt (a receiver of the new
 deploy may write them before its reconciler runs) before the watermark moves on.
+
+A run that reads shards side by side (:meth:`DynamoDbReceivedLog.slices`) keeps a
+watermark per shard (``received_watermark#NN``) as well: a shard that cannot be read
+holds back only its own mark. The shared watermark then moves to the least of them, so
+every reader of it (operators, an older deploy) still sees a mark before which every
+shard was read.
 """
 
 from __future__ import annotations
@@ -23,59 +29,31 @@ import heapq
 import itertools
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
-from functions.core.adapters import dynamodb_items, dynamodb_requests, dynamodb_state_index
+from functions.core.adapters import (
+    dynamodb_items,
+    dynamodb_log_state,
+    dynamodb_requests,
+    dynamodb_state_index,
+)
 from functions.core.adapters.dynamodb_errors import storage_error
+from functions.core.adapters.dynamodb_log_state import read_state
 from functions.core.models import InboxItem
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-_WATERMARK: Final = "received_before"  # epoch seconds: the log before it is looked at
+_WATERMARK: Final = dynamodb_log_state.WATERMARK_ATTRIBUTE
 _SHARDS: Final = table_layout.WATERMARK_SHARDS_ATTRIBUTE  # read up to the watermark
 _SHARDS_SEEN: Final = table_layout.WATERMARK_SHARDS_SEEN_ATTRIBUTE  # largest deployed
 # Receipts per Query page (and so per BatchGetItem of their inbox items, at most 100 a
 # request): a page is read only once the one before is worked off.
 LOG_PAGE_SIZE: Final = 500
-
-
-@dataclass(frozen=True, slots=True)
-class LogState:
-    """The watermark item: how far the log was looked at, and over how many shards.
-
-    Attributes:
-        watermark: Every receipt before it has been looked at; None: never advanced.
-        shards: Shards the log has been read with up to the watermark (the default
-            count before any run recorded one: every earlier deploy wrote that many).
-        shards_seen: The largest count a reconciler run was deployed with: receivers
-            may have written that many.
-    """
-
-    watermark: int | None
-    shards: int
-    shards_seen: int
-
-    @property
-    def shards_to_read(self) -> int:
-        return max(self.shards, self.shards_seen)
-
-
-def read_state(client: DynamoDBClient, table: str) -> LogState:
-    """The watermark item (consistent read)."""
-    item = dynamodb_requests.get(client, table, dynamodb_items.watermark_key()) or {}
-    mark = item.get(_WATERMARK)
-    default = table_layout.DEFAULT_RECEIVED_LOG_SHARDS
-    shards = default if _SHARDS not in item else int(item[_SHARDS]["N"])
-    seen = shards if _SHARDS_SEEN not in item else int(item[_SHARDS_SEEN]["N"])
-    return LogState(
-        watermark=None if mark is None else int(mark["N"]), shards=shards, shards_seen=seen
-    )
 
 
 def read_watermark(client: DynamoDBClient, table: str) -> int | None:
@@ -90,11 +68,12 @@ def oldest(
     shards: int,
     first_shard: int = 0,
     since: int | None = None,
+    only: int | None = None,
 ) -> int | None:
     """When the oldest receipt (at or after ``since``) shards ``first_shard`` to
-    ``shards - 1`` still hold was received; None: they hold none."""
+    ``shards - 1`` (or shard ``only``) still hold was received; None: they hold none."""
     found: list[int] = []
-    for shard in dynamodb_items.all_received_log_shards(shards)[first_shard:]:
+    for shard in _shard_keys(shards, first_shard=first_shard, only=only):
         arguments = _window(table, shard, since=since, before=None)
         arguments["Limit"] = 1
         response = _query(client, arguments)
@@ -110,12 +89,14 @@ def receipts(
     before: int | None,
     shards: int,
     page_size: int = LOG_PAGE_SIZE,
+    only: int | None = None,
 ) -> Iterator[list[tuple[int, str]]]:
     """``(received_at, delivery id)`` of the receipts in ``[since, before)``, a page of
-    one shard at a time, shard after shard (each page in time order)."""
+    one shard at a time, shard after shard (each page in time order); ``only``: of
+    that one shard."""
     if _empty(since, before):
         return
-    for shard in dynamodb_items.all_received_log_shards(shards):
+    for shard in _shard_keys(shards, only=only):
         arguments = _window(table, shard, since=since, before=before)
         arguments["Limit"] = page_size
         while True:
@@ -222,7 +203,7 @@ class DynamoDbReceivedLog:
     """The reconciler's :class:`~functions.core.ports.recovery.ReceivedLog` on the table.
 
     ``shards`` is the deploy's setting; a run reads at least as many as the watermark
-    item records (:class:`LogState`), and records a larger count once it is safe to.
+    item records (``dynamodb_log_state.LogState``), and records a larger count once it is safe to.
     """
 
     def __init__(
@@ -264,31 +245,64 @@ class DynamoDbReceivedLog:
     def _record_seen(self, shards: int) -> None:
         """Record at once that receivers may write ``shards`` shards: a later deploy that
         lowers the setting still reads them all (an update: never a smaller count)."""
+        self._raise(dynamodb_items.watermark_key(), _SHARDS_SEEN, shards)
+
+    def _raise(self, key: dynamodb_items.Item, attribute: str, value: int) -> None:
+        """Set ``attribute`` of the watermark item under ``key`` to ``value`` if that
+        raises it: a run that read less (or an older deploy) never lowers it."""
         dynamodb_requests.conditional(
             self._client.update_item,
             TableName=self._table,
-            Key=dynamodb_items.watermark_key(),
-            UpdateExpression="SET #kind = :kind, #seen = :seen",
-            ConditionExpression="attribute_not_exists(#seen) OR #seen < :seen",
-            ExpressionAttributeNames={"#seen": _SHARDS_SEEN, "#kind": table_layout.KIND_ATTRIBUTE},
+            Key=key,
+            UpdateExpression="SET #kind = :kind, #value = :value",
+            ConditionExpression="attribute_not_exists(#value) OR #value < :value",
+            ExpressionAttributeNames={"#value": attribute, "#kind": table_layout.KIND_ATTRIBUTE},
             ExpressionAttributeValues={
-                ":seen": {"N": str(shards)},
+                ":value": {"N": str(value)},
                 ":kind": {"S": table_layout.KIND_WATERMARK},
             },
         )
 
-    def oldest(self, *, since: int | None = None) -> int | None:
-        return oldest(self._client, self._table, shards=self._reading, since=since)
+    def oldest(self, *, since: int | None = None, shard: int | None = None) -> int | None:
+        """The oldest receipt at or after ``since`` of every shard read (or of ``shard``)."""
+        return oldest(self._client, self._table, shards=self._reading, since=since, only=shard)
+
+    def slices(self) -> list[ShardLog]:
+        """The log shard by shard, each with its own watermark, for a run that reads them
+        side by side: what this run reads (as :meth:`watermark` does), and where each
+        shard stands. A shard without a mark of its own starts at the shared mark if it
+        was read up to it, else (a shard a raised count added) at its oldest receipt."""
+        state = read_state(self._client, self._table)
+        self._reading = max(self._configured, state.shards_to_read)
+        self._recorded_mark = state.watermark
+        if self._reading > state.shards_seen:
+            self._record_seen(self._reading)
+        keys = [dynamodb_items.received_watermark_key(n) for n in range(self._reading)]
+        own = {
+            str(item[table_layout.TABLE_SORT_KEY]["S"]): int(item[_WATERMARK]["N"])
+            for item in dynamodb_state_index.read_items(self._client, self._table, keys)
+            if _WATERMARK in item
+        }
+        logs = []
+        for n, key in enumerate(keys):
+            shared = state.watermark if n < state.shards else None
+            mark = own.get(str(key[table_layout.TABLE_SORT_KEY]["S"]))
+            # The shared mark may be ahead of a shard's own (a run that read every shard
+            # at once moved only the shared one): every shard was read up to it.
+            start = max((m for m in (mark, shared) if m is not None), default=None)
+            logs.append(ShardLog(self, n, start=start, stored=mark))
+        return logs
 
     def unlisted_open(self, *, since: int, before: int, page_size: int) -> Iterator[InboxItem]:
         for page in self.unlisted_open_pages(since=since, before=before, page_size=page_size):
             yield from page
 
     def unlisted_open_pages(
-        self, *, since: int, before: int, page_size: int
+        self, *, since: int, before: int, page_size: int, shard: int | None = None
     ) -> Iterator[list[InboxItem]]:
-        """The window's open, unlisted items, a page of receipts at a time (empty pages
-        too: the reconciler looks at its deadline per page)."""
+        """The window's open, unlisted items (of every shard read, or of ``shard``), a
+        page of receipts at a time (empty pages too: the reconciler looks at its deadline
+        per page)."""
         pages = receipts(
             self._client,
             self._table,
@@ -296,6 +310,7 @@ class DynamoDbReceivedLog:
             before=before,
             shards=self._reading,
             page_size=min(page_size, LOG_PAGE_SIZE),
+            only=shard,
         )
         for page in pages:
             # Receipts older than the received age, each then listed by a conditional
@@ -345,6 +360,46 @@ class DynamoDbReceivedLog:
         )
         self._recorded_mark = watermark
 
+    def advance_shard(self, shard: int, watermark: int) -> None:
+        """Move ``shard``'s own watermark forward to ``watermark``; never back (a slower
+        run that overlapped a faster one leaves the later mark)."""
+        self._raise(dynamodb_items.received_watermark_key(shard), _WATERMARK, watermark)
+
+
+class ShardLog:
+    """One shard of the received log with its own watermark: a
+    :class:`~functions.core.ports.recovery.ReceivedLog` a run reads beside the others."""
+
+    def __init__(
+        self, log: DynamoDbReceivedLog, shard: int, *, start: int | None, stored: int | None
+    ) -> None:
+        self._log = log
+        self.shard = shard
+        self._start = start
+        self._stored = stored
+
+    def watermark(self) -> int | None:
+        return self._start
+
+    def oldest(self, *, since: int | None = None) -> int | None:
+        return self._log.oldest(since=since, shard=self.shard)
+
+    def unlisted_open_pages(
+        self, *, since: int, before: int, page_size: int
+    ) -> Iterator[list[InboxItem]]:
+        return self._log.unlisted_open_pages(
+            since=since, before=before, page_size=page_size, shard=self.shard
+        )
+
+    def list_open(self, item: InboxItem) -> bool:
+        return self._log.list_open(item)
+
+    def advance(self, watermark: int) -> None:
+        if self._stored is not None and watermark <= self._stored:
+            return
+        self._log.advance_shard(self.shard, watermark)
+        self._stored = watermark
+
 
 def _open_unlisted(item: dynamodb_items.Item) -> bool:
     state = item.get("state", {}).get("S")
@@ -376,6 +431,11 @@ def _newest_in_shard(
         if not last:
             return
         arguments["ExclusiveStartKey"] = last
+
+
+def _shard_keys(shards: int, *, first_shard: int = 0, only: int | None = None) -> list[str]:
+    keys = dynamodb_items.all_received_log_shards(shards)
+    return keys[first_shard:] if only is None else [keys[only]]
 
 
 def _empty(since: int | None, before: int | None) -> bool:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.core import table_layout
-from functions.core.adapters import dynamodb_items
+from functions.core.adapters import dynamodb_items, dynamodb_log_state
 from functions.core.adapters.dynamodb_errors import storage_error
 from functions.core.adapters.dynamodb_pass_cursor import Position, entry_after
 from functions.core.errors import StorageUnavailable
@@ -131,7 +131,7 @@ def label_pages(
     the first shard's start), a query page of one shard at a time, read lazily: each
     page's items still listed there (``unflagged``: only those without ``flagged_at``)
     and where a pass resumes after it (None: the label's end)."""
-    shards = dynamodb_items.all_state_shards(label)
+    shards = label_shards(client, table, label)
     first = 0 if start is None else start.shard
     for index in range(first, len(shards)):
         at = start if start is not None and index == start.shard else Position(index)
@@ -172,7 +172,7 @@ def count(
     """How many entries the index lists under ``label`` in the window: a ``Select=COUNT``
     Query per shard (no item read; the index may lag the table by a moment)."""
     total = 0
-    for shard in dynamodb_items.all_state_shards(label):
+    for shard in label_shards(client, table, label):
         arguments = _window_query(table, shard, changed_before, changed_since)
         if arguments is None:
             return 0
@@ -185,7 +185,7 @@ def oldest_listed(client: DynamoDBClient, table: str, *, label: str) -> int | No
     """When the entry listed longest ago under ``label`` was listed: the first key of
     each shard, no item read (the index may lag the table by a moment); None: none."""
     oldest: int | None = None
-    for shard in dynamodb_items.all_state_shards(label):
+    for shard in label_shards(client, table, label):
         arguments = _window_query(table, shard, _END_OF_TIME, None)
         if arguments is None:  # (a window with no start is never empty)
             continue
@@ -220,7 +220,7 @@ def newest(
     streams = [
         _newest_in_shard(client, table, shard, (changed_since, changed_before), batch)
         for label in labels
-        for shard in dynamodb_items.all_state_shards(label)
+        for shard in label_shards(client, table, label)
     ]
     merged = heapq.merge(*streams, key=lambda entry: entry[0], reverse=True)
     while chunk := list(itertools.islice(merged, batch)):
@@ -294,6 +294,16 @@ def _pages(client: DynamoDBClient, arguments: dict[str, Any]) -> Iterator[Any]:
         arguments["ExclusiveStartKey"] = last
 
 
+def label_shards(client: DynamoDBClient, table: str, label: str) -> list[str]:
+    """Every index partition of ``label``: for the completed label, as many as the
+    largest received log shard count ever deployed (the watermark item records it;
+    ``table_layout.listing_keys``), so entries written under any count are read."""
+    if label not in table_layout.SCALED_LABELS:
+        return dynamodb_items.all_state_shards(label)
+    deployed = dynamodb_log_state.read_state(client, table).shards_to_read
+    return dynamodb_items.all_state_shards(label, log_shards=deployed)
+
+
 def read_items(
     client: DynamoDBClient,
     table: str,
@@ -337,7 +347,7 @@ def query_index(
 ) -> Iterator[dynamodb_items.Item]:
     """Every item listed under ``label`` in the state index, listed before
     ``changed_before`` (and at or after ``changed_since``)."""
-    for shard in dynamodb_items.all_state_shards(label):
+    for shard in label_shards(client, table, label):
         yield from query_shard(
             client,
             table,

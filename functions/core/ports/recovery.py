@@ -67,8 +67,9 @@ class RecoveryStore(Protocol):
     def release_expired(self, item: InboxItem, *, now: int) -> bool: ...
 
 
-class ReceivedLog(Protocol):
-    """Port: the receipts by time, and how far the reconciler has looked at them."""
+class ReceivedLogPart(Protocol):
+    """Port: the receipts by time (all of them, or one shard's), and how far the
+    reconciler has looked at them."""
 
     def watermark(self) -> int | None: ...
 
@@ -86,6 +87,15 @@ class ReceivedLog(Protocol):
     def list_open(self, item: InboxItem) -> bool: ...
 
     def advance(self, watermark: int) -> None: ...
+
+
+class ReceivedLog(ReceivedLogPart, Protocol):
+    """Port: the received log, read as one or shard by shard."""
+
+    def slices(self) -> Sequence[ReceivedLogPart]:
+        """The log shard by shard, each a log with a watermark of its own, to be read
+        side by side; the shared watermark may then advance to the least of theirs."""
+        ...
 
 
 class UncertainEffects(Protocol):

@@ -13,48 +13,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from functions.core import event_source_limits, settings_table, table_layout
-from functions.core.reconcile import RECEIVED_WINDOW_SECONDS, SAFETY_MARGIN_SECONDS
+from functions.core.reconcile import RECEIVED_WINDOW_SECONDS
+from infra import capacity_model
+from infra import capacity_quotas as q
 from infra.config import StackConfig
 
-# --- AWS's published quotas (defaults per account and region unless said) -------------
-# API Gateway HTTP API: 10,000 requests/s across the account's APIs, burst 5,000
-# (API Gateway quotas, "Throttle quota per account, per Region across HTTP APIs").
-# The settings table bounds api_rate_limit and api_burst_limit by them.
-API_ACCOUNT_RATE: Final = settings_table.API_RATE_LIMIT.high
-API_ACCOUNT_BURST: Final = settings_table.API_BURST_LIMIT.high
-# Lambda: 1,000 concurrent executions shared by the account's functions (adjustable).
-LAMBDA_ACCOUNT_CONCURRENCY: Final = 1_000
-# DynamoDB: 1,000 WCU/s per partition (a partition key can take no more), 40,000 WRU/s
-# per on-demand table (adjustable), 4,000 WRU/s instantly on a new on-demand table.
-PARTITION_WRITE_UNITS: Final = 1_000
-TABLE_WRITE_UNITS: Final = 40_000
-NEW_TABLE_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.low
-# Lambda's stream event source: 1 to 10 batches of one shard in flight at once.
-MAX_PARALLELIZATION_FACTOR: Final = settings_table.RELAY_PARALLELIZATION_FACTOR.high
-
-# --- What the raised quotas are assumed to be at the largest settings -------------------
-RAISED_LAMBDA_CONCURRENCY: Final = 10_000
-RAISED_TABLE_WRITE_UNITS: Final = 80_000
-
-# --- Measured or assumed per-request costs ----------------------------------------------
-# Write units: a receipt's transaction puts two items under 1 KB, 2 WRU each
-# (transactional); a processed delivery writes 3 more (claim, completion, its index
-# entry). Measured: docs/benchmarks.md, figure 11.
-RECEIPT_WRITE_UNITS: Final = 4
-DELIVERY_WRITE_UNITS: Final = 7
-# crc32 of random ids spreads receipts evenly, not exactly: the hottest shard of the
-# received log takes about a tenth more than its share.
-SHARD_SKEW: Final = 0.9
-# Assumed in-region latencies (docs/cost.md prices the same): a receiver invocation
-# (its TransactWriteItems and the handler, with Lambda's own overhead), a relay batch
-# of 10 records (one SendMessageBatch), a worker batch of 10 messages side by side at a
-# 300 ms MCP answer, and the reconciler's BatchGetItem of 100 small items.
-RECEIVER_SECONDS: Final = 0.030
-RELAY_BATCH_SECONDS: Final = 0.025
-WORKER_BATCH_SECONDS: Final = 1.2
-RECONCILER_READS_PER_SECOND: Final = 100 / 0.020
-# The reconciler Lambda's timeout (infra/reconciler.py uses this very value).
-RECONCILER_TIMEOUT_SECONDS: Final = 120
+# The quotas and per-item costs: infra/capacity_quotas.py (the model uses the same).
+API_ACCOUNT_RATE: Final = q.API_ACCOUNT_RATE
+API_ACCOUNT_BURST: Final = q.API_ACCOUNT_BURST
+RECONCILER_TIMEOUT_SECONDS: Final = q.RECONCILER_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +58,11 @@ def largest(config: StackConfig | None = None) -> StackConfig:
         api_rate_limit=API_ACCOUNT_RATE,
         api_burst_limit=API_ACCOUNT_BURST,
         received_log_shards=table_layout.MAX_RECEIVED_LOG_SHARDS,
-        relay_parallelization_factor=MAX_PARALLELIZATION_FACTOR,
+        relay_parallelization_factor=q.MAX_PARALLELIZATION_FACTOR,
         worker_max_concurrency=settings_table.WORKER_MAX_CONCURRENCY.high,
         worker_batch_size=event_source_limits.WORKER_BATCH_SIZE,
         reconcile_every_minutes=settings_table.RECONCILE_EVERY_MINUTES.low,
+        reconcile_parallelism=q.LARGEST_RECONCILE_PARALLELISM,
     )
 
 
@@ -102,11 +70,11 @@ def largest(config: StackConfig | None = None) -> StackConfig:
 class Quotas:
     """The account quotas a plan assumes: AWS's defaults, or raised ones."""
 
-    lambda_concurrency: int = LAMBDA_ACCOUNT_CONCURRENCY
-    table_write_units: int = TABLE_WRITE_UNITS
+    lambda_concurrency: int = q.LAMBDA_ACCOUNT_CONCURRENCY
+    table_write_units: int = q.TABLE_WRITE_UNITS
 
 
-RAISED: Final = Quotas(RAISED_LAMBDA_CONCURRENCY, RAISED_TABLE_WRITE_UNITS)
+RAISED: Final = Quotas(q.RAISED_LAMBDA_CONCURRENCY, q.RAISED_TABLE_WRITE_UNITS)
 
 
 def limits(config: StackConfig, quotas: Quotas) -> list[Limit]:
@@ -140,12 +108,16 @@ def _api(config: StackConfig, _quotas: Quotas) -> Limit:
 def _receiver(config: StackConfig, quotas: Quotas) -> Limit:
     others = _relay_concurrency(config) + config.worker_max_concurrency + 1
     free = quotas.lambda_concurrency - others
+    per_env = min(q.REQUESTS_PER_ENVIRONMENT, 1 / q.RECEIVER_SECONDS)
     return Limit(
         "Receiver Lambda concurrency",
-        free / RECEIVER_SECONDS,
+        free * per_env,
         f"({quotas.lambda_concurrency:,} account concurrency - worker "
         f"{config.worker_max_concurrency:,} - relay {_relay_concurrency(config):,} - "
-        f"reconciler 1) / {RECEIVER_SECONDS * 1000:.0f} ms per receipt",
+        f"reconciler 1) x {per_env:.0f} requests/s per environment (Lambda serves at most "
+        f"{q.REQUESTS_PER_ENVIRONMENT} a second each; {q.RECEIVER_SECONDS * 1000:.0f} ms per "
+        f"receipt would allow {1 / q.RECEIVER_SECONDS:.0f}); it grows by at most "
+        f"{q.SCALING_ENVIRONMENTS:,} environments per {q.SCALING_SECONDS} s",
         ACCEPTED,
         "Api5xx (a throttled invocation is a 5xx), ReceiverErrors",
         "Lambda concurrency quota (Service Quotas); reserved concurrency for the receiver",
@@ -156,9 +128,10 @@ def _received_log(config: StackConfig, _quotas: Quotas) -> Limit:
     shards = config.received_log_shards
     return Limit(
         "Received log partitions",
-        shards * PARTITION_WRITE_UNITS / 2 * SHARD_SKEW,
-        f"{shards} shards x {PARTITION_WRITE_UNITS:,} WCU/s per partition / 2 WCU per "
-        f"transactional put x {SHARD_SKEW} (the hottest shard's skew)",
+        shards * q.PARTITION_WRITE_UNITS / q.LOG_WRITE_UNITS * q.SHARD_SKEW,
+        f"{shards} shards x {q.PARTITION_WRITE_UNITS:,} WCU/s per partition / "
+        f"{q.LOG_WRITE_UNITS} WCU per transactional put x {q.SHARD_SKEW} (the hottest "
+        "shard's skew)",
         ACCEPTED,
         "none at first: `ReceiptRetries` counts the throttled receipts the receiver "
         "rides out; Api5xx once they outlast its 3 s",
@@ -170,74 +143,109 @@ def _table(config: StackConfig, quotas: Quotas) -> Limit:
     units = quotas.table_write_units
     return Limit(
         "Table write throughput (on-demand)",
-        units / RECEIPT_WRITE_UNITS,
-        f"{units:,} WRU/s per table / {RECEIPT_WRITE_UNITS} WRU per receipt (with "
-        f"processing keeping pace, {DELIVERY_WRITE_UNITS} per delivery: "
-        f"{units / DELIVERY_WRITE_UNITS:,.0f}/s); a new table takes "
-        f"{NEW_TABLE_WRITE_UNITS:,} WRU/s at once "
-        f"({NEW_TABLE_WRITE_UNITS / RECEIPT_WRITE_UNITS:,.0f} receipts/s)",
+        units / q.RECEIPT_WRITE_UNITS,
+        f"{units:,} WRU/s per table / {q.RECEIPT_WRITE_UNITS} WRU per receipt (with "
+        f"processing keeping pace, {q.DELIVERY_WRITE_UNITS} per delivery: "
+        f"{units / q.DELIVERY_WRITE_UNITS:,.0f}/s); a new table takes "
+        f"{q.NEW_TABLE_WRITE_UNITS:,} WRU/s at once "
+        f"({q.NEW_TABLE_WRITE_UNITS / q.RECEIPT_WRITE_UNITS:,.0f} receipts/s)",
         ACCEPTED,
         "none at first (`ReceiptRetries`), then Api5xx",
         "table write throughput quota (Service Quotas); warm throughput before a launch",
     )
 
 
+def _stream_shards(config: StackConfig) -> int:
+    """Stream shards with the API stage's rate written and processed: one per partition."""
+    return capacity_model.stream_shards(config.api_rate_limit * q.DELIVERY_WRITE_UNITS)
+
+
 def _relay_concurrency(config: StackConfig) -> int:
-    # The outbox records sit under the received log's keys: at most one stream shard
-    # per log shard carries them.
-    return config.received_log_shards * config.relay_parallelization_factor
+    # Stream shards follow the table's partitions, not the received log's keys; each is
+    # read by up to relay_parallelization_factor batches at once.
+    return _stream_shards(config) * config.relay_parallelization_factor
 
 
 def _relay(config: StackConfig, _quotas: Quotas) -> Limit:
     batch = event_source_limits.RELAY_BATCH_SIZE
     return Limit(
         "Relay (stream to queue)",
-        _relay_concurrency(config) * batch / RELAY_BATCH_SECONDS,
-        f"{config.received_log_shards} hot stream shards (one per log shard) x "
-        f"`relay_parallelization_factor` {config.relay_parallelization_factor} x "
-        f"{batch} records per {RELAY_BATCH_SECONDS * 1000:.0f} ms batch",
+        _relay_concurrency(config) * batch / q.RELAY_BATCH_SECONDS,
+        f"{_stream_shards(config)} stream shards (one per table partition at "
+        f"{config.api_rate_limit:,} deliveries/s x {q.DELIVERY_WRITE_UNITS} WRU, at least "
+        f"{q.INITIAL_PARTITIONS}) x `relay_parallelization_factor` "
+        f"{config.relay_parallelization_factor} x {batch} records per "
+        f"{q.RELAY_BATCH_SECONDS * 1000:.0f} ms batch",
         KEPT_UP,
         "RelayIteratorAge",
-        "`relay_parallelization_factor` (up to 10), `received_log_shards`",
+        "`relay_parallelization_factor` (up to 10)",
     )
 
 
 def _worker(config: StackConfig, _quotas: Quotas) -> Limit:
+    batches = min(config.worker_max_concurrency, q.SQS_MAX_CONCURRENCY)
+    slow = batches / q.WORKER_SECONDS_PER_MESSAGE_MCP_300MS
     return Limit(
         "Worker (processing; protects the MCP server)",
-        config.worker_max_concurrency * config.worker_batch_size / WORKER_BATCH_SECONDS,
-        f"`worker_max_concurrency` {config.worker_max_concurrency:,} x "
-        f"`worker_batch_size` {config.worker_batch_size} / {WORKER_BATCH_SECONDS} s per "
-        "batch (300 ms MCP answers, the batch side by side)",
+        batches / q.WORKER_SECONDS_PER_MESSAGE,
+        f"`worker_max_concurrency` {config.worker_max_concurrency:,} batches (the SQS "
+        f"event source takes at most {q.SQS_MAX_CONCURRENCY:,}) / "
+        f"{q.WORKER_SECONDS_PER_MESSAGE * 1000:.1f} ms per message in a batch (measured, "
+        f"figure 4); at a 300 ms MCP answer ({q.WORKER_SECONDS_PER_MESSAGE_MCP_300MS * 1000:.1f}"
+        f" ms, figure 9) {slow:,.0f}/s",
         KEPT_UP,
         "WorkQueueAge",
-        "`worker_max_concurrency` (what the MCP server and the model can bear)",
+        "`worker_max_concurrency` (what the MCP server and the model can bear); past "
+        f"{q.SQS_MAX_CONCURRENCY:,} batches, a faster workflow",
+    )
+
+
+def _completions(config: StackConfig, _quotas: Quotas) -> Limit:
+    keys = capacity_model.listing_keys(config)
+    return Limit(
+        "Completed listing keys",
+        keys * q.PARTITION_WRITE_UNITS / q.LISTING_WRITE_UNITS * q.SHARD_SKEW,
+        f"{keys} keys (`received_log_shards`, at least "
+        f"{table_layout.STATE_INDEX_SHARDS}) x {q.PARTITION_WRITE_UNITS:,} WCU/s per "
+        f"partition / {q.LISTING_WRITE_UNITS} WCU per entry x {q.SHARD_SKEW}",
+        KEPT_UP,
+        "WorkQueueAge (a throttled completion is retried)",
+        "`received_log_shards`",
     )
 
 
 def _reconciler(config: StackConfig, _quotas: Quotas) -> Limit:
     period = config.reconcile_every_minutes * 60
-    usable = min(1.0, (RECONCILER_TIMEOUT_SECONDS - SAFETY_MARGIN_SECONDS) / period)
+    usable = min(1.0, q.RECONCILER_RUN_SECONDS / period)
+    slices = min(config.reconcile_parallelism, config.received_log_shards)
     return Limit(
         "Reconciler, received log kept current",
-        RECONCILER_READS_PER_SECOND * usable,
-        f"{RECONCILER_READS_PER_SECOND:,.0f} receipts read per second x "
-        f"{RECONCILER_TIMEOUT_SECONDS - SAFETY_MARGIN_SECONDS:.0f} s of a run / "
+        slices * q.RECONCILER_READS_PER_SLICE * usable,
+        f"{slices} shard passes at once (`reconcile_parallelism`) x "
+        f"{q.RECONCILER_READS_PER_SLICE:,} receipts read per second each (measured over "
+        f"moto, figure 12) x {q.RECONCILER_RUN_SECONDS:.0f} s of a run / "
         f"`reconcile_every_minutes` {config.reconcile_every_minutes} x 60 s (at most all "
         "of it)",
         KEPT_UP,
         "ReceivedLogLag",
-        "`reconcile_every_minutes`; past it a lost relay message is found later than "
-        "the received age (the receipts are kept, the relay still delivers them); a "
-        f"{RECEIVED_WINDOW_SECONDS} s window of the log must fit in one run, so above "
-        f"~{_window_limit():,.0f}/s sustained the watermark stops (ReceivedLogLag)",
+        "`reconcile_parallelism`, `reconcile_every_minutes`; past it a lost relay message "
+        "is found later than the received age (the receipts are kept, the relay still "
+        f"delivers them); a {RECEIVED_WINDOW_SECONDS} s window of a pass's shards must fit "
+        f"in one run, so above ~{_window_limit(config):,.0f}/s sustained the watermark "
+        "stops (ReceivedLogLag)",
     )
 
 
-def _window_limit() -> float:
-    """Receipts per second at which one window of the log takes a whole run to read."""
-    run = RECONCILER_TIMEOUT_SECONDS - SAFETY_MARGIN_SECONDS
-    return RECONCILER_READS_PER_SECOND * run / RECEIVED_WINDOW_SECONDS
+def _window_limit(config: StackConfig) -> float:
+    """Receipts per second at which one window of a pass's shards takes a whole run."""
+    side_by_side = config.reconcile_parallelism > 1
+    per_pass = config.received_log_shards if side_by_side else 1
+    return (
+        q.RECONCILER_READS_PER_SLICE
+        * q.RECONCILER_RUN_SECONDS
+        / RECEIVED_WINDOW_SECONDS
+        * (per_pass)
+    )
 
 
 _RULES: Final[tuple[Callable[[StackConfig, Quotas], Limit], ...]] = (
@@ -247,6 +255,7 @@ _RULES: Final[tuple[Callable[[StackConfig, Quotas], Limit], ...]] = (
     _table,
     _relay,
     _worker,
+    _completions,
     _reconciler,
 )
 
@@ -288,12 +297,10 @@ def render() -> str:
             "worker's concurrency (`worker_max_concurrency`, `worker_batch_size`) is what "
             "protects the MCP server and the model.",
             "",
-            "Quotas are AWS's published defaults (API Gateway HTTP API 10,000 requests/s "
-            "per account and region, burst 5,000; Lambda 1,000 concurrent executions per "
-            "account and region; DynamoDB 1,000 WCU/s per partition key, 40,000 WRU/s per "
-            "on-demand table, 4,000 WRU/s at once on a new one; a stream event source 1 to "
-            "10 batches per shard in flight). Latencies are assumed in-region figures, "
-            "named in each line (docs/cost.md prices the same).",
+            "Quotas are AWS's published defaults (the table below lists each, with the "
+            "value the plan at 10,000 receipts/s needs). Per-item costs are measured "
+            "figures of docs/benchmarks.md where there is one, else assumed in-region "
+            "latencies; each line names its own (`infra/capacity_quotas.py` holds them).",
             "",
             "## At the defaults",
             "",
@@ -305,12 +312,17 @@ def render() -> str:
             f"{big.api_burst_limit:,}, `received_log_shards` {big.received_log_shards}, "
             f"`relay_parallelization_factor` {big.relay_parallelization_factor}, "
             f"`worker_max_concurrency` {big.worker_max_concurrency:,}, "
-            f"`reconcile_every_minutes` {big.reconcile_every_minutes}; with the Lambda "
+            f"`reconcile_every_minutes` {big.reconcile_every_minutes}, "
+            f"`reconcile_parallelism` {big.reconcile_parallelism}; with the Lambda "
             f"concurrency quota raised to {RAISED.lambda_concurrency:,} and the table's "
             f"write throughput quota to {RAISED.table_write_units:,} WRU/s (Service "
             "Quotas).",
             "",
             *table(big, RAISED),
+            "",
+            *_quota_table(big),
+            "",
+            *_model_section(big),
             "",
             "## Before a launch",
             "",
@@ -341,6 +353,108 @@ def render() -> str:
             "",
         ]
     )
+
+
+def _quota_table(big: StackConfig) -> list[str]:
+    """Every AWS quota that binds on the way to 10,000 receipts/s."""
+    lines = [
+        "## Quotas at 10,000 receipts/s",
+        "",
+        "Each AWS quota the model below is held to, its default and the value the plan "
+        "at the largest settings needs. Stream shards are no quota: DynamoDB gives a "
+        "stream a shard per partition, about "
+        f"{capacity_model.stream_shards(10_000 * q.DELIVERY_WRITE_UNITS)} at 10,000 "
+        f"deliveries/s ({q.DELIVERY_WRITE_UNITS} WRU each, {q.PARTITION_WRITE_UNITS:,} per "
+        "partition), and the relay holds `relay_parallelization_factor` environments for "
+        "each. A standard SQS queue has no throughput quota.",
+        "",
+        "| quota | AWS default | the plan | unit | adjustable | source |",
+        "|---|---:|---:|---|---|---|",
+    ]
+    for quota in q.QUOTAS:
+        raised = f"**{quota.plan:,}**" if quota.plan != quota.default else f"{quota.plan:,}"
+        lines.append(
+            f"| {quota.name} | {quota.default:,} | {raised} | {quota.unit} | "
+            f"{'yes' if quota.adjustable else 'no'} | {quota.source} |"
+        )
+    lines += [
+        "",
+        f"At 10,000 receipts/s the receiver alone needs {10_000 // q.REQUESTS_PER_ENVIRONMENT:,} "
+        f"environments (10 requests each), the worker up to {big.worker_max_concurrency:,}, "
+        f"the relay {_relay_concurrency(big):,}: more than the default 1,000 for the whole "
+        "account. The table takes "
+        f"{10_000 * q.DELIVERY_WRITE_UNITS:,} WRU/s with processing keeping pace, more "
+        f"than its default {q.TABLE_WRITE_UNITS:,}.",
+    ]
+    return lines
+
+
+def _model_cases(big: StackConfig) -> list[tuple[str, list[capacity_model.Queue]]]:
+    raised = capacity_model.RAISED
+    return [
+        ("largest settings, raised quotas", capacity_model.run(big, raised)),
+        ("AWS's default quotas", capacity_model.run(big, capacity_model.Limits())),
+        (
+            "the table's write quota not raised",
+            capacity_model.run(
+                big, dataclasses.replace(raised, table_write_units=q.TABLE_WRITE_UNITS)
+            ),
+        ),
+        (
+            "the Lambda concurrency quota not raised",
+            capacity_model.run(
+                big, dataclasses.replace(raised, lambda_concurrency=q.LAMBDA_ACCOUNT_CONCURRENCY)
+            ),
+        ),
+        (
+            "`reconcile_parallelism` 1",
+            capacity_model.run(dataclasses.replace(big, reconcile_parallelism=1), raised),
+        ),
+        (
+            "a 300 ms MCP answer",
+            capacity_model.run(big, raised, worker_seconds=q.WORKER_SECONDS_PER_MESSAGE_MCP_300MS),
+        ),
+    ]
+
+
+def _model_section(big: StackConfig) -> list[str]:
+    """The model's runs at 10,000 receipts/s (infra/capacity_model.py)."""
+    lines = [
+        "## The model at 10,000 receipts/s",
+        "",
+        "`infra/capacity_model.py` drives 10,000 receipts/s through the receive, relay, "
+        "work and reconcile paths one second at a time for "
+        f"{capacity_model.RUN_SECONDS // 60} minutes: a {capacity_model.RAMP_SECONDS} s ramp "
+        f"from nothing, then the rate, with one second of {capacity_model.BURST_EXTRA:,} "
+        f"more at {capacity_model.BURST_AT // 60} minutes. Its limits are the quotas above "
+        "and the settings; its per-item costs are the constants of "
+        "`infra/capacity_quotas.py`, each with its source. A queue **grows** when it ends "
+        f"higher than {capacity_model.TREND_SECONDS // 60} minutes before the end.",
+        "",
+        "| run | queue | peak | at the end | |",
+        "|---|---|---:|---:|---|",
+    ]
+    for name, queues in _model_cases(big):
+        for queue in queues:
+            verdict = "**grows**" if queue.grows else "bounded"
+            lines.append(
+                f"| {name} | {queue.name} | {queue.peak:,.0f} {queue.unit} | "
+                f"{queue.end:,.0f} | {verdict} |"
+            )
+    lines += [
+        "",
+        "What the runs say: at the largest settings and the raised quotas every queue "
+        "stays bounded. The burst's second meets the table's write quota, and what it "
+        "refused stays with RelayLink: at exactly the API's rate, the API stage's bucket "
+        "never refills to take it. At AWS's default quotas the receiver gets almost no "
+        "concurrency (the worker and the relay hold most of the 1,000), so refused "
+        "receipts pile up at RelayLink. With one reconciler pass at a time the "
+        "watermark falls behind. At a 300 ms MCP answer the worker's event source, at "
+        f"most {q.SQS_MAX_CONCURRENCY:,} batches, finishes "
+        f"{q.SQS_MAX_CONCURRENCY / q.WORKER_SECONDS_PER_MESSAGE_MCP_300MS:,.0f} messages/s: "
+        "the work queue grows.",
+    ]
+    return lines
 
 
 def printed() -> str:

@@ -13,7 +13,7 @@ from functions.core import metric_names, table_layout
 from functions.core.adapters import dynamodb_items
 from functions.core.deadline import Deadline
 from functions.core.errors import StorageUnavailable
-from functions.core.models import InboxItem, State
+from functions.core.models import InboxItem, State, WorkItem
 from functions.core.ports.approvals import ApprovalRecord
 from functions.core.ports.effects import EffectRecord
 from functions.core.ports.recovery import IntentCursor, OpenCursor, OpenPage
@@ -713,3 +713,35 @@ def test_side_by_side_starts_each_shard_at_the_shared_mark_when_that_is_further(
     world.run(config=SIDE_BY_SIDE)
     starts = {windows[0][0] for windows in world.received.windows_by_shard.values()}
     assert starts == {shared - RECEIVED_OVERLAP_SECONDS}
+
+
+def test_side_by_side_reads_a_shard_a_raised_count_added_from_its_oldest_receipt() -> None:
+    world = World()
+    world.pending(8, listed=False)
+    world.age()
+    world.run(config=SIDE_BY_SIDE)
+    shared = world.received.mark
+    assert shared is not None
+    # A receiver of a deploy with 16 shards wrote a receipt to a new shard, stamped
+    # before the shared mark (its reconciler had not run yet).
+    late = next(d for n in range(100, 200) if shard_of16(d := delivery(n)) >= SHARDS)
+    item = builders.inbox_item(late, received_at=shared - 2 * RECEIVED_WINDOW_SECONDS)
+    world.claims.table.raw.put_item(
+        TableName=world.claims.table.name, Item=dynamodb_items.inbox_to_item(item)
+    )
+    assert item.package_id is not None and item.mcp_url is not None
+    work = WorkItem(item.delivery_id, item.event, item.package_id, item.mcp_url)
+    receipt = dynamodb_items.outbox_to_item(
+        work, created_at=item.received_at, expires_at=item.expires_at, shards=2 * SHARDS
+    )
+    world.claims.table.raw.put_item(TableName=world.claims.table.name, Item=receipt)
+    world.received = FakeReceivedLog(world.claims, shards=2 * SHARDS)
+    report = world.run(config=SIDE_BY_SIDE)
+    assert report.received_listed == 1
+    assert late not in world.claims.unlisted
+    assert world.received.mark == world.clock.value - CONFIG.received_age_seconds
+
+
+def shard_of16(delivery_id: str) -> int:
+    name = dynamodb_items.received_log_shard(delivery_id, shards=2 * SHARDS)
+    return int(name.removeprefix(table_layout.RECEIVED_LOG_PREFIX))

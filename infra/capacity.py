@@ -336,6 +336,13 @@ def render() -> str:
             "reads every shard up to it (the synth prints a note saying so).",
             "* Raise the Lambda concurrency quota before `worker_max_concurrency` takes "
             "most of it: the receiver needs the rest.",
+            "* For 10,000 receipts/s: the quotas marked in bold above (Service Quotas), "
+            f"`received_log_shards` {big.received_log_shards} (the received log and the "
+            "completed listing), `reconcile_parallelism` "
+            f"{big.reconcile_parallelism}, `reconcile_every_minutes` "
+            f"{big.reconcile_every_minutes}, and a workflow that finishes a message in "
+            f"under {1000 * q.SQS_MAX_CONCURRENCY / 10_000:.0f} ms of a batch's time (one "
+            f"event source runs at most {q.SQS_MAX_CONCURRENCY:,} batches).",
             "* Watch `ReceiptRetries`: receipts that met throttling and were retried "
             "inside the receiver's time budget. A steady count means a limit above is "
             "near; Api5xx follows once the retries no longer succeed within 3 s.",

@@ -22,6 +22,8 @@ from infra.config import StackConfig
 API_ACCOUNT_RATE: Final = q.API_ACCOUNT_RATE
 API_ACCOUNT_BURST: Final = q.API_ACCOUNT_BURST
 RECONCILER_TIMEOUT_SECONDS: Final = q.RECONCILER_TIMEOUT_SECONDS
+# One reconciler pass at a time: the received log read as one.
+ONE_PASS: Final = settings_table.RECONCILE_PARALLELISM.low
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,8 +416,8 @@ def _model_cases(big: StackConfig) -> list[tuple[str, list[capacity_model.Queue]
             ),
         ),
         (
-            "`reconcile_parallelism` 1",
-            capacity_model.run(dataclasses.replace(big, reconcile_parallelism=1), raised),
+            f"`reconcile_parallelism` {ONE_PASS}",
+            capacity_model.run(dataclasses.replace(big, reconcile_parallelism=ONE_PASS), raised),
         ),
         (
             "a 300 ms MCP answer",

@@ -154,10 +154,10 @@ class StackConfig:
         worker_timeout_seconds: The worker's Lambda timeout; the lease and the work
             queue's visibility timeout follow from it.
         worker_memory_mb: The worker's memory (CPU scales with it).
-        tracing: X-Ray active tracing on every function (``-c tracing=true``, which
-            also enables Powertools' Tracer); off by default: Lambda's default sampling
-            would be the largest line of the bill at low volume (docs/cost.md prices
-            both).
+        tracing: X-Ray active tracing on every function (``-c tracing=true``: the
+            functions send their spans to Lambda's X-Ray daemon); off by default:
+            Lambda's default sampling would be the largest line of the bill at low
+            volume (docs/cost.md prices both).
         trace_sample_percent: Percent of new deliveries whose trace is recorded,
             decided once at receipt (a ``traceparent`` RelayLink sends decides by its
             own flag); every later hop follows that decision.

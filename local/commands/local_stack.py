@@ -229,7 +229,7 @@ def _check_options(args: argparse.Namespace) -> None:
 def _check_trace_sample_percent(percent: int, *, code: ErrorCode) -> None:
     sampling = settings_table.TRACE_SAMPLE_PERCENT
     if not sampling.low <= percent <= sampling.high:
-        message = f"--trace-sample-percent is {sampling.low} to {sampling.high}"
+        message = f"--trace-sample-percent must be between {sampling.low} and {sampling.high}"
         raise CommandError(message, code=code)
 
 

@@ -19,9 +19,10 @@ import pytest
 from functions.core import settings_table, tracing
 from functions.core.deadline import Deadline
 from functions.core.observability import logger
+from local.event_sources import sqs_event
 from local.testkit import botocore_hooks
 from local.testkit.builders import LambdaContext, stream_event
-from local.testkit.moto_world import MotoWorld, StreamReader
+from local.testkit.moto_world import REGION, MotoWorld, StreamReader
 from tests.integration.test_pipeline import Pipeline, pipeline  # noqa: F401 (fixture "pipeline")
 
 Lines = io.StringIO
@@ -132,6 +133,25 @@ def test_worker_lines_name_the_deliverys_trace(
     assert worker_lines  # the worker logs what it did with the delivery
     trace_id = _trace_of(pipeline.aws, delivery_id)
     assert [line.get("trace_id") for line in worker_lines] == [trace_id] * len(worker_lines)
+
+
+def test_a_worker_line_outside_an_attempt_names_the_deliverys_trace(
+    pipeline: Pipeline,  # noqa: F811 (the imported fixture)
+    lines: Lines,
+) -> None:
+    delivery_id, _ = pipeline.receive()
+    pipeline.relay()
+    rig = pipeline.worker()
+    from functions.worker import handler as worker_handler  # noqa: PLC0415 (imports mcp)
+
+    # An invocation with no time left starts nothing: the batch logs why, no attempt.
+    event = sqs_event(pipeline.aws.receive(), pipeline.aws.queue_arn, REGION)
+    worker_handler.handle(event, rig.deps, remaining_ms=1)
+
+    (not_started,) = [
+        line for line in _about(lines, delivery_id) if line["message"] == "work item not started"
+    ]
+    assert not_started["trace_id"] == _trace_of(pipeline.aws, delivery_id)
 
 
 def test_reconciler_lines_name_the_deliverys_trace(

@@ -24,7 +24,7 @@ for a line about one delivery of a batch) names that trace, as ``trace_id`` (W3C
 an OTLP backend shows) and, deployed with X-Ray on and the trace sampled, as
 ``xray_trace_id`` in X-Ray's form instead of the invocation's own (Lambda's segment of
 a stream or queue batch is a trace of its own; the delivery's is the one worth
-opening). CloudWatch's trace view finds a trace's lines by that id in their text.
+opening): the id the X-Ray console shows is the id a log search needs.
 """
 
 from __future__ import annotations
@@ -103,8 +103,10 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
         (its segments are in X-Ray), else the invocation's (Powertools' own); None
         while tracing is off (the key is switched off)."""
         invocation = super()._get_latest_trace_id()
+        if invocation is None:
+            return None  # tracing off (the default): no context lookup per line
         current = tracing.current()
-        if invocation is None or current is None or not current.sampled:
+        if current is None or not current.sampled:
             return invocation
         trace_id = current.trace_id
         return f"1-{trace_id[:8]}-{trace_id[8:]}"

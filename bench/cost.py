@@ -368,6 +368,8 @@ class Model:
         # A fixed average batch instead of the arrival model's (the bill's sensitivity).
         self.fixed_worker_batch: float | None = None
         self.tracing: bool = config["tracing"]
+        # Percent of deliveries whose own trace is recorded with tracing on.
+        self.trace_sample_percent: int = config["trace_sample_percent"]
         pipeline = figures[7].details
         # The shapes bench.pipeline_calls.PipelineCalls.to_json writes.
         self.calls: dict[str, dict[str, float]] = pipeline["calls_per_delivery"]
@@ -732,12 +734,19 @@ class Model:
             f"{self.alarms} alarms, {self.dashboards} dashboard"
             + (" (`-c dashboard=true` adds one)" if not self.dashboards else ""),
         )
-        traces = self.traces(invocations)
+        # Two kinds of trace are recorded with tracing on: Lambda's own, one per sampled
+        # invocation of each function (its default rule, which no setting changes), and
+        # one per sampled delivery (our segments, all under the delivery's trace id).
+        own = self.traces(invocations)
+        percent = self.trace_sample_percent
+        delivered = d * percent / 100
         add(
             "X-Ray",
             "CloudWatch",
-            traces / 1e6 * PRICES["xray"].usd if self.tracing else 0.0,
-            f"active tracing, default sampling: {traces:,.0f} traces (1/s + 5 % per function)"
+            (own + delivered) / 1e6 * PRICES["xray"].usd if self.tracing else 0.0,
+            f"active tracing: {own + delivered:,.0f} traces, Lambda's own {own:,.0f} "
+            f"(1/s + 5 % per function) and {delivered:,.0f} deliveries "
+            f"(`trace_sample_percent` {percent})"
             if self.tracing
             else "tracing off (the default; `-c tracing=true` turns it on)",
         )
@@ -914,6 +923,7 @@ def stack_config() -> dict[str, Any]:
         "api_burst_limit": defaults.api_burst_limit,
         "received_log_shards": defaults.received_log_shards,
         "tracing": defaults.tracing,
+        "trace_sample_percent": defaults.trace_sample_percent,
         "dashboard": defaults.dashboard,
     }
 

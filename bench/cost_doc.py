@@ -457,6 +457,8 @@ def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = N
         f"the worker's from its measured peak of {model.worker_rss_mb:.0f} MB (figure 8) |",
         f"| tracing | {'on' if model.tracing else 'off'} | infra/config.py default "
         "(`-c tracing=true`) |",
+        f"| trace_sample_percent | {model.trace_sample_percent} | infra/config.py "
+        "default: deliveries whose own trace X-Ray records with tracing on |",
     ]
     for function, ops in model.calls.items():
         calls = ", ".join(f"{op} {n:g}" for op, n in ops.items())
@@ -533,10 +535,22 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
         f"({', '.join(f'{f} {n:g}' for f, n in dynamodb.wru.items())}), "
         f"{dynamodb.index_wru:g} of them index writes; "
         f"{_usd(usd(mid, 'DynamoDB writes') / (mid / 1e6))} per 1 M at 100 M / month.",
-        f"- **X-Ray** is off by default ($0). With tracing on (`-c tracing=true`) and "
-        "Lambda's default sampling (1 request/s and 5 % above it, per function) it would "
-        f"add {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at that "
-        "volume.",
+        f"- **X-Ray** is off by default ($0). With tracing on (`-c tracing=true`) it bills "
+        "two kinds of trace, $5 per 1 M recorded: Lambda's own, one per invocation its "
+        "default rule samples (1 request/s and 5 % above it, per function; no setting "
+        "changes it), and one per sampled delivery (`trace_sample_percent`, "
+        f"{model.trace_sample_percent} by default: every hop's segments share the "
+        "delivery's trace id, so a delivery is one trace however many segments it sends). "
+        f"Together {_usd(xray_on * per_m)} per 1 M at 1 M / month, the largest line at "
+        f"that volume; the deliveries' part is "
+        f"{_usd(PRICES['xray'].usd * model.trace_sample_percent / 100)} per 1 M "
+        "deliveries at any volume. Why 100 by default: tracing is a choice you make to "
+        "follow deliveries, and a sample would miss most of the deliveries an alarm names; "
+        "at high volume, where Lambda's own share falls to 5 %, lower it "
+        "(`-c trace_sample_percent=10` bills a tenth). Not counted, as no free tier is "
+        "here: the first 100,000 traces recorded a month are free, and reading traces "
+        "back (the console, `aws xray batch-get-traces`) costs $0.50 per 1 M retrieved "
+        "or scanned, the first 1 M a month free.",
         f"- **The worker's Lambda time** ({_usd(exact(mid, 'Lambda worker') / (mid / 1e6))} "
         f"per 1 M at 100 M / month for the pipeline, "
         f"{_usd(exact(mid, 'Lambda worker time of the effects') / (mid / 1e6))} for the "

@@ -67,6 +67,7 @@ WORKER_MEMORY_MB: Final = settings_table.WORKER_MEMORY_MB.key
 WORKER_BATCH_SIZE: Final = settings_table.WORKER_BATCH_SIZE.key
 ALERT_EMAIL: Final = settings_table.ALERT_EMAIL.key
 TRACING: Final = settings_table.TRACING.key
+TRACE_SAMPLE_PERCENT: Final = settings_table.TRACE_SAMPLE_PERCENT.key
 DASHBOARD: Final = settings_table.DASHBOARD.key
 TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
 CONTEXT_KEYS_ALLOWED: Final = settings_table.CONTEXT_KEYS_ALLOWED.key
@@ -155,10 +156,13 @@ class StackConfig:
         worker_timeout_seconds: The worker's Lambda timeout; the lease and the work
             queue's visibility timeout follow from it.
         worker_memory_mb: The worker's memory (CPU scales with it).
-        tracing: X-Ray active tracing on every function (``-c tracing=true``, which
-            also enables Powertools' Tracer); off by default: Lambda's default sampling
-            would be the largest line of the bill at low volume (docs/cost.md prices
-            both).
+        tracing: X-Ray active tracing on every function (``-c tracing=true``: the
+            functions send their spans to Lambda's X-Ray daemon); off by default:
+            Lambda's default sampling would be the largest line of the bill at low
+            volume (docs/cost.md prices both).
+        trace_sample_percent: Percent of new deliveries whose trace is recorded,
+            decided once at receipt (a ``traceparent`` RelayLink sends decides by its
+            own flag); every later hop follows that decision.
         worker_batch_size: Messages per worker invocation.
         worker_batching_window_seconds: How long the worker's event-source mapping
             gathers messages before it invokes the worker (fuller batches, a later start).
@@ -217,6 +221,7 @@ class StackConfig:
     alert_signing_kms_key_arn: str | None = None
     notify_secret_kms_key_arn: str | None = None
     tracing: bool = settings_table.TRACING.default
+    trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default
     dashboard: bool = settings_table.DASHBOARD.default
     table_warm_write_units: int | None = None
     context_keys_allowed: tuple[str, ...] = ()

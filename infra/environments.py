@@ -33,6 +33,7 @@ def receiver_environment(
     inbox_retention_days: int,
     secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default,
     received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default,
+    trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default,
 ) -> dict[str, str]:
     return {
         env_names.ENV_TABLE_NAME: table_name,
@@ -40,6 +41,7 @@ def receiver_environment(
         env_names.ENV_SECRETS_MAX_AGE_SECONDS: str(secrets_max_age_seconds),
         env_names.ENV_INBOX_RETENTION_DAYS: str(inbox_retention_days),
         env_names.ENV_RECEIVED_LOG_SHARDS: str(received_log_shards),
+        env_names.ENV_TRACE_SAMPLE_PERCENT: str(trace_sample_percent),
     }
 
 

@@ -64,6 +64,7 @@ class Receiver(Construct):
                 signing_secrets_arn=signing_secrets.secret_arn,
                 inbox_retention_days=config.inbox_retention_days,
                 received_log_shards=config.received_log_shards,
+                trace_sample_percent=config.trace_sample_percent,
             ),
         )
         # Internet-facing, so the narrowest role of all: it only puts new items (the

@@ -67,6 +67,7 @@ def front_door_environment(state: LocalState, options: StackOptions) -> dict[str
             signing_secrets_arn=resources.signing_secrets_arn,
             inbox_retention_days=settings_table.INBOX_RETENTION_DAYS.default,
             secrets_max_age_seconds=options.secrets_max_age_seconds,
+            trace_sample_percent=options.trace_sample_percent,
         ),
     }
 

@@ -56,6 +56,9 @@ class StackOptions:
     # Also send every span to this OTLP/HTTP endpoint (a team's Jaeger, Tempo, ...);
     # the run dir's span file keeps them either way.
     otlp_endpoint: str | None = None
+    # The deployed trace_sample_percent. 100: locally every delivery's spans are kept
+    # (the run dir's span file and ``inbox show --trace`` follow the same decision).
+    trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default
 
     @property
     def agent(self) -> bool:

@@ -40,6 +40,12 @@ def trace_id_of(traceparent: str | None) -> str | None:
     return None if context is None else context.trace_id
 
 
+def sampled(traceparent: str | None) -> bool:
+    """Whether the trace's spans were recorded (its flags, decided at receipt)."""
+    context = parse_traceparent(traceparent)
+    return context is not None and context.sampled
+
+
 def xray_trace_id(trace_id: str) -> str:
     """The same trace id as X-Ray writes it (``1-<8 hex>-<24 hex>``)."""
     return f"1-{trace_id[:8]}-{trace_id[8:]}"

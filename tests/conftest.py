@@ -14,11 +14,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from functions.core import tracing
 from local.aws_resources import create_table
 from local.testkit import offline_aws
 from local.testkit.moto_world import REGION, TABLE
 from local.testkit.serial_moto import serialize_dynamodb
 from tests import log_audit
+from tests.span_audit import CollectedSpans
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -35,6 +37,18 @@ def _offline_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     for name, value in offline_aws.DEFAULT_VARIABLES.items():
         os.environ.setdefault(name, value)
+
+
+@pytest.fixture
+def collected() -> Iterator[CollectedSpans]:
+    """Every span the code under test exports, kept in this process."""
+    spans = CollectedSpans()
+    previous = tracing.installed()
+    tracing.install(spans)
+    try:
+        yield spans
+    finally:
+        tracing.install(previous)
 
 
 @pytest.fixture

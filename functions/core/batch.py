@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from functions.core import metric_names
+from functions.core import metric_names, tracing
 from functions.core.deadline import Deadline
 from functions.core.errors import ProcessingError
 from functions.core.models import WorkItem
@@ -204,6 +204,12 @@ class _Batch:
             alone: nothing else of the batch runs meanwhile; when False a suspect
                 delivery is set aside (:attr:`set_aside`) instead of run.
         """
+        # Every line about this message names its delivery's trace (the one its
+        # attempt's spans continue).
+        with tracing.within(message.traceparent):
+            return await self._run_message(message, alone=alone)
+
+    async def _run_message(self, message: QueueMessage, *, alone: bool) -> bool:
         work: WorkItem | None = None
         try:
             try:

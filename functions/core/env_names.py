@@ -47,5 +47,6 @@ ENV_LAMBDA_LOG_LEVEL: Final = "AWS_LAMBDA_LOG_LEVEL"
 # local stack's collector), an OTLP/HTTP endpoint (a team's own backend). Absent: none.
 ENV_SPANS_FILE: Final = "RELAYLINK_SPANS_FILE"
 ENV_OTLP_ENDPOINT: Final = "RELAYLINK_OTLP_ENDPOINT"
+ENV_TRACE_SAMPLE_PERCENT: Final = "TRACE_SAMPLE_PERCENT"  # receiver decides, at receipt
 # Lambda sets it with active tracing on: where its X-Ray daemon listens.
 ENV_XRAY_DAEMON_ADDRESS: Final = "AWS_XRAY_DAEMON_ADDRESS"

@@ -18,7 +18,13 @@ the values themselves, without a ``LogRecord``, for a caller that writes it dire
 (:func:`functions.core.observability.log_with_counts`).
 
 The output is the stock formatter's, key for key (tests/unit/test_log_formatter.py
-compares them).
+compares them), with one addition: a line logged where a delivery's trace is current
+(:func:`functions.core.tracing.current`: its span, or :func:`functions.core.tracing.within`
+for a line about one delivery of a batch) names that trace, as ``trace_id`` (W3C: what
+an OTLP backend shows) and, deployed with X-Ray on and the trace sampled, as
+``xray_trace_id`` in X-Ray's form instead of the invocation's own (Lambda's segment of
+a stream or queue batch is a trace of its own; the delivery's is the one worth
+opening): the id the X-Ray console shows is the id a log search needs.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from aws_lambda_powertools.logging.formatter import (
     LambdaPowertoolsFormatter,
     _get_context,
 )
+
+from functions.core import tracing
 
 _RESERVED: Final = frozenset(RESERVED_LOG_ATTRS)
 # What Python's json.loads accepts as a document's first character: the whitespace it
@@ -87,7 +95,21 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                 else:
                     formatted_log[key] = value
         formatted_log.update({k: v for k, v in record_dict.items() if k not in _RESERVED})
+        _name_trace(formatted_log)
         return formatted_log
+
+    def _get_latest_trace_id(self) -> str | None:
+        """X-Ray's trace id for the line: the current delivery's, when it is sampled
+        (its segments are in X-Ray), else the invocation's (Powertools' own); None
+        while tracing is off (the key is switched off)."""
+        invocation = super()._get_latest_trace_id()
+        if invocation is None:
+            return None  # tracing off (the default): no context lookup per line
+        current = tracing.current()
+        if current is None or not current.sampled:
+            return invocation
+        trace_id = current.trace_id
+        return f"1-{trace_id[:8]}-{trace_id[8:]}"
 
     def fields_line(
         self, level: int, message: str, fields: Mapping[str, Any], encoded: str = ""
@@ -156,4 +178,13 @@ class JsonLineFormatter(LambdaPowertoolsFormatter):
                 else:
                     line[key] = value
         line.update(fields)
+        _name_trace(line)
         return line
+
+
+def _name_trace(line: dict[str, Any]) -> None:
+    """``trace_id``: the current delivery's trace, unless the line names one itself."""
+    if "trace_id" not in line:
+        current = tracing.current()
+        if current is not None:
+            line["trace_id"] = current.trace_id

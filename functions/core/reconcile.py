@@ -250,10 +250,11 @@ def _expire_due(approvals: ApprovalDecisions, *, now: int, budget: _Budget, page
             DecideOutcome.APPLIED
         ):
             expired += 1
-            logger.warning(
-                "approval expired: denied by the timeout",
-                extra={"delivery_id": item.delivery_id, "approval": item.approval},
-            )
+            with tracing.within(item.traceparent):
+                logger.warning(
+                    "approval expired: denied by the timeout",
+                    extra={"delivery_id": item.delivery_id, "approval": item.approval},
+                )
 
     pages = approvals.waiting_pages(start=approvals.waiting_cursor(), page_size=page_size)
     _work_off(budget, pages, due=due, work=deny, save=approvals.save_waiting_cursor)
@@ -307,10 +308,11 @@ def _settle_intent(
         return 0
     if not effects.flag(record, now=now):
         return 0
-    logger.warning(
-        "effect outcome uncertain, operator needed",
-        extra={"delivery_id": record.delivery_id, "effect": record.name},
-    )
+    with tracing.within(None if inbox is None else inbox.traceparent):
+        logger.warning(
+            "effect outcome uncertain, operator needed",
+            extra={"delivery_id": record.delivery_id, "effect": record.name},
+        )
     return 1
 
 
@@ -611,9 +613,10 @@ class _Batch:
         with work_trace.resending(tracing.SPAN_RECONCILER_REQUEUE, works) as traced:
             unsent = self.queue.send_batch(traced)
         for refused in unsent:
-            logger.warning(
-                "work item refused by the queue, re-enqueued after the pending age",
-                extra={"delivery_id": refused.work.delivery_id, "reason": refused.reason},
-            )
+            with tracing.within(refused.work.traceparent):
+                logger.warning(
+                    "work item refused by the queue, re-enqueued after the pending age",
+                    extra={"delivery_id": refused.work.delivery_id, "reason": refused.reason},
+                )
         self.sent += len(works) - len(unsent)
         self.unsent += len(unsent)

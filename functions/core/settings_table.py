@@ -449,6 +449,18 @@ NOTIFY_SECRET_KMS_KEY_ARN: Final = Formatted(
 # Off by default: Lambda's default sampling would be the largest line of the bill at low
 # volume (docs/cost.md prices both).
 TRACING: Final = Flag(key="tracing", default=False, doc="X-Ray active tracing on every function")
+# Decided once per delivery, at its receipt (an incoming traceparent's flag wins): every
+# later hop follows the flag stored with the delivery. 100: a person who turns tracing
+# on wants the delivery an alarm names to have its trace (docs/cost.md prices it).
+TRACE_SAMPLE_PERCENT: Final = Integer(
+    key="trace_sample_percent",
+    env=env_names.ENV_TRACE_SAMPLE_PERCENT,
+    readers=(_R.RECEIVER,),
+    default=100,
+    low=0,
+    high=100,
+    doc="percent of new deliveries whose trace is recorded",
+)
 DASHBOARD: Final = Flag(key="dashboard", default=False, doc="the CloudWatch dashboard ($3 a month)")
 # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000 (more once
 # the quota is raised).
@@ -611,6 +623,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ALERT_SIGNING_KMS_KEY_ARN,
     NOTIFY_SECRET_KMS_KEY_ARN,
     TRACING,
+    TRACE_SAMPLE_PERCENT,
     DASHBOARD,
     TABLE_WARM_WRITE_UNITS,
     CONTEXT_KEYS_ALLOWED,

@@ -61,9 +61,18 @@ def new_span_id() -> str:
     return f"{random.getrandbits(64) or 1:016x}"  # never all zeros (invalid)
 
 
-def new_root() -> SpanContext:
-    """The first span of a new trace."""
-    return SpanContext(new_trace_id(), new_span_id())
+def new_root(*, sampled: bool = True) -> SpanContext:
+    """The first span of a new trace (``sampled``: its spans are recorded)."""
+    return SpanContext(new_trace_id(), new_span_id(), sampled)
+
+
+def sample(percent: int) -> bool:
+    """A new trace's sampling decision: True for ``percent`` of 100 calls on average.
+
+    Made once, where a trace is born; every later hop reads it from the trace flags
+    (``-01`` recorded, ``-00`` not), so a trace is never recorded in part.
+    """
+    return percent >= 100 or (percent > 0 and random.random() * 100 < percent)  # noqa: S311 (no secret)
 
 
 def parse_traceparent(value: str | None) -> SpanContext | None:

@@ -4,8 +4,9 @@ A span is opened with :func:`span` (a context manager) and becomes the *current*
 of its context (a ``ContextVar``: a thread started by ``asyncio.to_thread`` or a task
 scheduled with ``run_coroutine_threadsafe`` sees its caller's), so a span opened inside
 it is its child. Finished spans go to the installed :class:`SpanExporter` (the local
-stack's span file, an OTLP/HTTP endpoint; none: nothing is kept, and a span costs a
-few microseconds).
+stack's span file, an OTLP/HTTP endpoint, X-Ray's daemon; none: nothing is kept, and a
+span costs a few microseconds). A trace whose flags say unsampled (``-00``: decided
+once, at the delivery's receipt) goes to none of them, from any function.
 
 Attributes are ids, names, counts and codes. A string that looks like a URL is never
 kept (an MCP URL or a notify URL may hold a token: docs/security.md), and no caller
@@ -127,6 +128,22 @@ def current_traceparent() -> str | None:
     return None if context is None else context.traceparent
 
 
+@contextmanager
+def within(traceparent: str | None) -> Iterator[None]:
+    """The trace ``traceparent`` names is current in the block, without a span of its
+    own: the lines logged about one delivery of a batch name its trace (none: the
+    block runs as it is)."""
+    context = parse_traceparent(traceparent)
+    if context is None:
+        yield
+        return
+    token = _current.set(context)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def parent_from(traceparent: str | None) -> SpanContext | None:
     """The span context a stored ``traceparent`` names (None: absent or invalid)."""
     return parse_traceparent(traceparent)
@@ -140,20 +157,26 @@ def span(
     attributes: Mapping[str, AttributeValue | None] | None = None,
     links: Sequence[SpanContext] = (),
     announce: bool = False,
+    sampled: bool = True,
 ) -> Iterator[Span]:
     """Open a span; it is current inside the block, exported when the block ends.
+
+    A span of an unsampled trace (flags ``-00``) is current as any other, so its
+    context travels on, but nothing of it is exported.
 
     Args:
         parent: its parent; None: the current span, or (none open) a new trace.
         announce: export a record at the start too, so that a process killed inside
             the block still leaves the span (without an end) in the trace.
+        sampled: a new trace's sampling decision (ignored when there is a parent,
+            whose trace decided already).
     """
     parent = parent or _current.get()
-    context = new_root() if parent is None else parent.child()
+    context = new_root(sampled=sampled) if parent is None else parent.child()
     opened = Span(context, {k: _safe(v) for k, v in (attributes or {}).items() if v is not None})
     start_ns = time.time_ns()
     parent_id = None if parent is None else parent.span_id
-    if announce:
+    if announce and context.sampled:
         _export(SpanRecord(name, context, parent_id, start_ns, None, dict(opened.attributes)))
     token = _current.set(context)
     error = False
@@ -168,8 +191,9 @@ def span(
         raise
     finally:
         _current.reset(token)
-        # Without an exporter (a deployed stack, tracing off) only the context is kept.
-        if _exporter is not None:
+        # Without an exporter (a deployed stack, tracing off) or for an unsampled trace
+        # only the context is kept.
+        if _exporter is not None and context.sampled:
             _export(
                 SpanRecord(
                     name,
@@ -220,8 +244,8 @@ def record(
 
 def _export(record_: SpanRecord) -> None:
     exporter = _exporter
-    if exporter is None:
-        return
+    if exporter is None or not record_.context.sampled:
+        return  # an unsampled trace exports nothing, wherever its spans are made
     with contextlib.suppress(Exception):  # a collector's trouble is never the delivery's
         exporter.export(record_)
 

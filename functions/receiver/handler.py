@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.config import Config
 
-from functions.core import metric_names, tracing, wire
+from functions.core import metric_names, settings_table, tracing, wire
 from functions.core.accept import Acceptance, AcceptDelivery, too_large, unavailable
 from functions.core.adapters import span_export
 from functions.core.adapters.dynamodb_inbox import DynamoDbInbox
@@ -30,7 +30,7 @@ from functions.core.env_parsers import SettingsError
 from functions.core.lazy_deps import LazyDeps
 from functions.core.models import Outcome
 from functions.core.observability import log_with_counts, logger
-from functions.core.trace_context import parse_traceparent
+from functions.core.trace_context import parse_traceparent, sample
 from functions.receiver.http_request import BodyTooLarge, MalformedEvent, parse_event
 from functions.receiver.settings import Settings
 
@@ -66,9 +66,15 @@ SECRETS_CONFIG: Final = Config(
 
 @dataclass(frozen=True, slots=True)
 class Deps:
-    """Everything the handler needs, built once per container."""
+    """Everything the handler needs, built once per container.
+
+    Attributes:
+        trace_sample_percent: Percent of new traces recorded (a receipt without
+            RelayLink's ``traceparent`` decides here, once for the whole delivery).
+    """
 
     accept: AcceptDelivery
+    trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default
 
 
 def build_deps(
@@ -115,7 +121,8 @@ def build_deps(
             ),
             clock=clock,
             retention_seconds=settings.retention_seconds,
-        )
+        ),
+        trace_sample_percent=settings.trace_sample_percent,
     )
 
 
@@ -143,27 +150,45 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "aws_request_id": getattr(context, "aws_request_id", None),
         "api_request_id": _api_request_id(event),
     }
+    try:
+        deps: Deps | Exception = container_deps.get()
+    except Exception as exc:  # noqa: BLE001 (answered 503 and logged in the accept span below)
+        deps = exc
     # The accept span: the first of the delivery's trace (or the next of RelayLink's,
-    # when its request carries a traceparent); the line below names the trace.
+    # when its request carries a traceparent, whose flag decides the sampling); the
+    # line below names the trace. The decision travels in the flags stored with the
+    # delivery: every later hop follows it.
+    parent = parse_traceparent(_incoming_traceparent(event))
     with tracing.span(
         tracing.SPAN_ACCEPT,
-        parent=parse_traceparent(_incoming_traceparent(event)),
+        parent=parent,
         attributes={"api_request_id": ids["api_request_id"]},
+        sampled=parent is not None or _sampled(deps),
     ) as accepting:
         ids["trace_id"] = accepting.context.trace_id
-        result = _accept(event, ids)
-        accepting.set("outcome", result.outcome.value)
-        accepting.set("reason", result.reason)
-        accepting.set("delivery_id", result.delivery_id)  # set once the signature matched
+        result = _accept(event, ids, deps)
+        if accepting.context.sampled:  # an unsampled span exports nothing: skip the work
+            accepting.set("outcome", result.outcome.value)
+            accepting.set("reason", result.reason)
+            accepting.set("delivery_id", result.delivery_id)  # once the signature matched
         _record(result, ids)
     tracing.flush()
     return _response(result)
 
 
-def _accept(event: dict[str, Any], ids: dict[str, str | None]) -> Acceptance:
+def _sampled(deps: Deps | Exception) -> bool:
+    """A new trace's sampling decision (a broken receiver's answer is always traced)."""
+    return isinstance(deps, Exception) or sample(deps.trace_sample_percent)
+
+
+def _accept(
+    event: dict[str, Any], ids: dict[str, str | None], deps: Deps | Exception
+) -> Acceptance:
     """The use case's verdict, or the 503 that a broken receiver answers."""
     try:
-        return handle(event, container_deps.get())
+        if isinstance(deps, Exception):
+            raise deps
+        return handle(event, deps)
     except SettingsError as exc:
         # The message names the variable, never a value.
         logger.error("receiver settings are invalid", extra={**ids, "error": str(exc)})
@@ -181,10 +206,11 @@ def _accept(event: dict[str, Any], ids: dict[str, str | None]) -> Acceptance:
 
 def _count_retry() -> None:
     """One line, and one count of the retries metric, per receipt retried."""
+    current = tracing.current()  # the accept span: this line names its trace
     log_with_counts(
         logging.INFO,
         "receipt retried after throttling",
-        {},
+        {} if current is None else {"trace_id": current.trace_id},
         (metric_names.METRIC_RECEIPT_RETRIES,),
     )
 

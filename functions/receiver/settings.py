@@ -12,6 +12,7 @@ from functions.core.env_parsers import required, secret_arn
 INBOX_RETENTION_DAYS: Final = settings_table.INBOX_RETENTION_DAYS.env_integer()
 SECRETS_MAX_AGE_SECONDS: Final = settings_table.SECRETS_MAX_AGE_SECONDS.env_integer()
 RECEIVED_LOG_SHARDS: Final = settings_table.RECEIVED_LOG_SHARDS.env_integer()
+TRACE_SAMPLE_PERCENT: Final = settings_table.TRACE_SAMPLE_PERCENT.env_integer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,7 @@ class Settings:
     secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default
     inbox_retention_days: int = settings_table.INBOX_RETENTION_DAYS.default
     received_log_shards: int = settings_table.RECEIVED_LOG_SHARDS.default
+    trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default
 
     @property
     def retention_seconds(self) -> int:
@@ -41,4 +43,5 @@ class Settings:
             secrets_max_age_seconds=SECRETS_MAX_AGE_SECONDS.read(env),
             inbox_retention_days=INBOX_RETENTION_DAYS.read(env),
             received_log_shards=RECEIVED_LOG_SHARDS.read(env),
+            trace_sample_percent=TRACE_SAMPLE_PERCENT.read(env),
         )

@@ -98,18 +98,23 @@ def _send_all(outgoing: Sequence[_Outgoing], deps: Deps) -> list[str]:
         try:
             unsent = deps.queue.send_batch([o.work for o in chunk])
         except StorageUnavailable as exc:
+            # One line for the chunk: it names each delivery's trace, so that a trace's
+            # search for its lines finds it.
+            traces = [c.trace_id for o in chunk if (c := tracing.parent_from(o.work.traceparent))]
             logger.warning(
-                "work queue unavailable", extra={"records": len(chunk), "code": exc.code}
+                "work queue unavailable",
+                extra={"records": len(chunk), "code": exc.code, "trace_ids": traces},
             )
             failed += [o.sequence_number for o in chunk]
             continue
         refused = {id(u.work): u.reason for u in unsent}
         for o in chunk:
             if id(o.work) in refused:
-                logger.warning(
-                    "work item refused by the queue",
-                    extra={"delivery_id": o.work.delivery_id, "code": refused[id(o.work)]},
-                )
+                with tracing.within(o.work.traceparent):
+                    logger.warning(
+                        "work item refused by the queue",
+                        extra={"delivery_id": o.work.delivery_id, "code": refused[id(o.work)]},
+                    )
                 failed.append(o.sequence_number)
         deps.metrics.count(metric_names.METRIC_WORK_RELAYED, len(chunk) - len(refused))
     return failed

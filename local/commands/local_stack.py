@@ -17,6 +17,7 @@ from cli.state_file import (
     default_state_file,
     make_private_folder,
 )
+from functions.core import settings_table
 
 if TYPE_CHECKING:
     from local.kill_point import KillPoint
@@ -73,6 +74,15 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="also send every span to this OTLP/HTTP collector (JSON, to URL/v1/traces),"
         " e.g. http://127.0.0.1:4318 for a local Jaeger; the run dir keeps them either way",
+    )
+    parser.add_argument(
+        "--trace-sample-percent",
+        type=int,
+        default=settings_table.TRACE_SAMPLE_PERCENT.default,
+        metavar="N",
+        help="percent of new deliveries whose spans are kept, 0 to 100 (the deployed "
+        "trace_sample_percent; default 100: every delivery); an unsampled delivery keeps "
+        "its trace id, and no span anywhere",
     )
     parser.add_argument(
         "--workflow",
@@ -213,6 +223,14 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError(f"--run-dir {args.run_dir} is not a folder", code=bad)
     if args.otlp_endpoint and not args.otlp_endpoint.startswith(("http://", "https://")):
         raise CommandError("--otlp-endpoint is an http:// or https:// URL", code=bad)
+    _check_trace_sample_percent(args.trace_sample_percent, code=bad)
+
+
+def _check_trace_sample_percent(percent: int, *, code: ErrorCode) -> None:
+    sampling = settings_table.TRACE_SAMPLE_PERCENT
+    if not sampling.low <= percent <= sampling.high:
+        message = f"--trace-sample-percent must be between {sampling.low} and {sampling.high}"
+        raise CommandError(message, code=code)
 
 
 def _port_free(port: int) -> bool:
@@ -247,6 +265,7 @@ def _serve(
         state_file=args.state_file,
         run_dir=args.run_dir,
         otlp_endpoint=args.otlp_endpoint,
+        trace_sample_percent=args.trace_sample_percent,
         workflow=args.workflow,
         workflow_settings=workflow_settings,
         workflow_source=os.path.abspath(args.workflow_source) if args.workflow_source else None,

@@ -132,7 +132,20 @@ def _show_trace(target: Target, item: InboxItem, *, as_json: bool) -> int:
         message = f"{item.delivery_id} has no trace (received before traces, or ignored)"
         print(format_line("inbox", ErrorCode.NO_TRACE, message), file=sys.stderr)
         return 1
-    where = {"delivery_id": item.delivery_id, "xray_trace_id": trace.xray_trace_id(trace_id)}
+    where = {
+        "delivery_id": item.delivery_id,
+        "xray_trace_id": trace.xray_trace_id(trace_id),
+        "sampled": trace.sampled(item.traceparent),
+    }
+    if not where["sampled"]:
+        # Decided at receipt (trace_sample_percent, or RelayLink's own flag): no hop
+        # recorded a span, here or in X-Ray; the logs still carry the trace id.
+        if as_json:
+            print_json({**where, "trace_id": trace_id, "spans": []})
+        else:
+            print(f"delivery {item.delivery_id}  trace {trace_id}  not sampled: no spans")
+            print("its log lines carry the trace id (docs/operations.md, Following a delivery)")
+        return 0
     if target.spans_file is None:
         # Deployed, the spans are X-Ray's (and a team's OTLP backend's): the ids find
         # them there and in Logs Insights (docs/operations.md, Following a delivery).

@@ -112,6 +112,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("tracing", "sometimes"),
         ("tracing", "yes"),  # true or false only
         ("tracing", 1),
+        ("trace_sample_percent", 101),
+        ("trace_sample_percent", -1),
+        ("trace_sample_percent", "half"),
     ],
 )
 def test_bad_values_fail_naming_the_key(key: str, value: Any) -> None:

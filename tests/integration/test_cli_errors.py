@@ -300,6 +300,10 @@ def test_a_closed_pipe_ends_quietly(stack: Stack) -> None:
         (["local", "--mcp-failure-rate", "1.5"], "--mcp-failure-rate must be between 0 and 1"),
         (["local", "--mcp-latency-ms", "-1"], "--mcp-latency-ms must not be negative"),
         (["local", "--port", "70000"], "--port must be between 0 and 65535"),
+        (
+            ["local", "--trace-sample-percent", "101"],
+            "--trace-sample-percent must be between 0 and 100",
+        ),
         (["local", "--workflow-setting", "novalue"], "--workflow-setting takes NAME=VALUE"),
         (["inbox", "list", "--limit", "0"], "--limit must be at least 1"),
         (["chaos", "--aws-fault-rate", "3"], "--aws-fault-rate must be between 0 and 1"),

@@ -11,10 +11,6 @@ the fetch span's ``traceparent`` in the request's ``_meta``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from functions.core import tracing
 from functions.core.deadline import Deadline
 from functions.core.models import State
@@ -25,17 +21,6 @@ from tests.integration.test_pipeline import Pipeline, pipeline  # noqa: F401 (fi
 
 RELAYLINK_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 RELAYLINK_SPAN = "00f067aa0ba902b7"
-
-
-@pytest.fixture
-def collected() -> Iterator[span_audit.CollectedSpans]:
-    spans = span_audit.CollectedSpans()
-    previous = tracing.installed()
-    tracing.install(spans)
-    try:
-        yield spans
-    finally:
-        tracing.install(previous)
 
 
 def test_no_span_holds_a_body_a_secret_a_token_or_a_url(

@@ -323,3 +323,21 @@ def test_the_peers_are_billed_for_the_same_work_by_the_same_prices() -> None:
     assert usd(peers.ASYNC_SQS, "API Gateway HTTP API") == pytest.approx(
         _line(model, "API Gateway HTTP API").usd_per_month
     )
+
+
+@pytest.mark.parametrize("percent", [100, 10])
+def test_xray_with_tracing_on_bills_lambdas_own_traces_and_the_sampled_deliveries(
+    percent: int,
+) -> None:
+    def xray(sampled: int) -> cost.Line:
+        traced = cost.model_with_tracing(_model())
+        traced.trace_sample_percent = sampled
+        return _line(traced, "X-Ray")
+
+    # Lambda's own traces do not depend on the percent; each sampled delivery is one
+    # more trace at $5 per 1 M, whatever number of segments its hops send.
+    added = xray(percent).usd_per_month - xray(0).usd_per_month
+    assert added == pytest.approx(VOLUME * percent / 100 / 1e6 * prices.PRICES["xray"].usd)
+    assert xray(0).usd_per_month > 0  # Lambda's own, sampled by its default rule
+    assert f"`trace_sample_percent` {percent}" in xray(percent).basis
+    assert _line(_model(), "X-Ray").usd_per_month == 0.0  # tracing off: nothing

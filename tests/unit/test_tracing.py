@@ -6,7 +6,6 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,6 @@ from ops import trace
 from tests.span_audit import CollectedSpans
 
 VALID = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-@pytest.fixture
-def collected() -> Iterator[CollectedSpans]:
-    spans = CollectedSpans()
-    previous = tracing.installed()
-    tracing.install(spans)
-    try:
-        yield spans
-    finally:
-        tracing.install(previous)
 
 
 def test_traceparent_valid_is_read_and_written_back() -> None:

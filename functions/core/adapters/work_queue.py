@@ -30,8 +30,8 @@ TRACEPARENT_ATTRIBUTE: Final = "traceparent"
 
 def _trace_attributes(work: WorkItem, *, aws_trace_header: bool) -> dict[str, Any]:
     """The trace the work continues, as a message attribute; with X-Ray on, also as
-    SQS's ``AWSTraceHeader``, which Lambda's SQS trigger continues in the worker's own
-    invocation segment."""
+    SQS's ``AWSTraceHeader``, which X-Ray links to the worker's invocation trace (a
+    link, not the same trace: docs/architecture.md, "Tracing: why our own exporter")."""
     context = parse_traceparent(work.traceparent)
     if context is None:
         return {}

@@ -151,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "duration": f"{time.perf_counter() - started:.0f} s",
         "seconds": round(time.perf_counter() - started),
     }
+    took = run["duration"]
     if args.only and args.write:
         results, run = _merged(results, run)
     priced = {f.number for f in results} >= COST_FIGURES
@@ -166,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if priced:
         cost_doc.write(results, run, DOCS / "cost.md")
     _capacity_plan()
-    print(
-        f"wrote docs/benchmarks.md and docs/benchmarks.json in {run['duration']}", file=sys.stderr
-    )
+    print(f"wrote docs/benchmarks.md and docs/benchmarks.json in {took}", file=sys.stderr)
     return 0
 
 

@@ -962,7 +962,8 @@ def write_units_per_delivery(sizes: Sizes) -> Figure:
         "constant, so the units are metered (`bench/write_units.py`): a botocore hook on "
         "every client reads each written item just before and just after its request, and "
         "applies DynamoDB's rules: table ceil(max(size before, after) / 1 KB), at least 1, "
-        "doubled for a transaction's item; for each index of `infra/schema.py`, a new entry "
+        "doubled for a transaction's item, a ConditionCheck's too (billed as a write of "
+        "the item it checks); for each index of `infra/schema.py`, a new entry "
         "1 (ceil(entry / 1 KB)), a removed one 1, a changed index key 2, a changed projected "
         "attribute 1, anything else 0 (keys-only: updating a non-key attribute writes no "
         "index). One row per kind of write: which function, which record, which change.",

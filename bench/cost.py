@@ -844,11 +844,26 @@ class Model:
         workflow's effects (the archive's S3 PUTs and storage), without model tokens."""
         return sum(x.usd_per_month for x in self.lines(deliveries) if x.group != MODEL_TOKENS)
 
+    def s3_object_per_delivery_usd(self, deliveries: int) -> float:
+        """The default install's month if its archive were still an S3 object per
+        delivery, on top of the package record: a PUT each and the worker's wait for it
+        (the object's storage, a few cents a month, aside)."""
+        d = float(deliveries)
+        missing = max(0.0, 1.0 - self.calls["worker"].get("s3.PutObject", 0))
+        batches = d / self.worker_batch(deliveries)
+        wait_gb_s = batches * S3_PUT_MS.value * missing / 1000 * self.memory["worker"] / 1024
+        return (
+            self.default_install_usd(deliveries)
+            + d * missing / 1000 * PRICES["s3_put"].usd
+            + wait_gb_s * PRICES["lambda_arm_gbs"].usd
+        )
+
     def package_on_inbox_item(self, deliveries: int) -> PackageOnInboxItem:
-        """The default install's month if the completing write kept the package on the
-        inbox item (DynamoDB, point-in-time recovery, the inbox's retention) instead of
-        an S3 object: priced from the measured item and archive sizes by DynamoDB's
-        metering rules, not built."""
+        """The default install's month with the package kept on the inbox item
+        (DynamoDB, point-in-time recovery, the inbox's retention) instead of an S3
+        object, from the measured item and archive sizes by DynamoDB's metering rules.
+        Built since the package record moved onto the inbox item: with no archive PUT
+        measured, it is the default install's bill."""
         d = float(deliveries)
         inbox_bytes = self.items["inbox"]["mean_bytes"]
         with_package = inbox_bytes + len(PACKAGE_ATTRIBUTE) + self.archive_bytes

@@ -110,13 +110,14 @@ def targets_figure(figures: list[Figure], *, alarms: int | None = None) -> Figur
         "The cost model of docs/cost.md, fed by this run's figures (2, 3, 7, 8, 11) and the "
         "stated assumptions (in-region AWS latencies, a 300 ms MCP answer), at the "
         "stack's defaults. The pipeline: every AWS line of the bill for the default "
-        f"workflow (`{model.workflow}`) except what the workflow itself does (its S3 "
-        "archive, its effect records) and model tokens, which are rows of their own. The "
+        f"workflow (`{model.workflow}`) except what the workflow itself does (its effects "
+        "and their records) and model tokens, which are rows of their own. The "
         "worker: its batch's messages run concurrently, billed as its waiting plus every "
         "message's CPU time at the worker's memory; its average batch follows from the "
         "arrival rate, the batching window and the event source's 5 pollers (docs/cost.md, "
-        "Inputs). The default install: the pipeline and the default workflow's effects "
-        "(the archive's S3 PUT and storage), all in. Peers: what a user would build "
+        "Inputs). The default install: the pipeline and the default workflow's effects, "
+        "all in (the `archive` workflow has none: its archive is the package record on "
+        "the inbox item, in the pipeline's DynamoDB lines). Peers: what a user would build "
         "instead, doing the same work with the same prices, latencies and measured CPU "
         "(bench/peers.py), without our guarantees.",
         [
@@ -262,25 +263,22 @@ def _default_install_bound(model: Model) -> str:
         )
         notes.append(f"at {_volume(volume)} / month {_usd(total)} against ${target:g} ({verdict})")
     per_m = TARGET_VOLUME / 1e6
-    puts = sum(
-        x.usd_per_month for x in model.lines(TARGET_VOLUME) if x.component == "S3 archive PUTs"
-    )
-    on_item = model.package_on_inbox_item(TARGET_VOLUME)
-    small = model.package_on_inbox_item(SMALL_VOLUME)
+    inbox = model.items["inbox"]["mean_bytes"]
+    s3 = model.s3_object_per_delivery_usd
     return (
         "The default install, all in: "
         + "; ".join(notes)
-        + f". At 100 M the archive's S3 PUT alone is {_usd(puts / per_m)} per 1 M (S3's "
-        "price per PUT: no batching of ours lowers it while every delivery gets its own "
-        "object). Kept on the inbox item instead (written by the completing update, "
-        f"{on_item.inbox_bytes_with_package:,.0f} B with the measured package, "
-        f"{on_item.extra_wru} more write units, the same retention and point-in-time "
-        f"recovery) it would cost {_usd(on_item.usd / per_m)} per 1 M at 100 M and "
-        f"{_usd(small.usd)} at 1 M: priced from measured sizes, not built; it holds while "
-        "a package's document keeps the item under 1 KB (each further KB costs a write "
-        "unit, $0.625 per 1 M) and cannot hold above DynamoDB's 400 KB item limit. At "
-        "1 M / month the fixed items (alarms, the rotated key, secrets, idle polling) "
-        "and batches of one bound the bill."
+        + ". Its archive is the package record: the package's canonical form and digest "
+        "on the delivery's inbox item, recorded by one conditional update of the claimed "
+        f"item (figure 11: 1 write unit; the item is {inbox:,.0f} B at rest with the "
+        "measured package, figure 7), kept for the inbox's retention with point-in-time "
+        "recovery. An S3 object per delivery, as before, would add S3's price per PUT "
+        f"($5.00 per 1 M): {_usd(s3(TARGET_VOLUME) / per_m)} per 1 M at 100 M and "
+        f"{_usd(s3(SMALL_VOLUME))} at 1 M. The record costs 1 write unit while the inbox item "
+        "stays under 1 KB; a larger package makes the record and the completing update "
+        "cost a unit per further KB ($0.625 per 1 M each), and content over 64 KB goes to "
+        "the archive bucket under its digest (a PUT). At 1 M / month the fixed items "
+        "(alarms, the rotated key, secrets, idle polling) and batches of one bound the bill."
     )
 
 
@@ -312,7 +310,9 @@ def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = N
         "# Cost per delivery",
         "",
         f"Written by `make bench` ({run['date (UTC)']}, commit {run['commit']}) from the "
-        "figures of the same run (docs/benchmarks.md); do not edit by hand.",
+        "figures of the same run (docs/benchmarks.md)"
+        + "".join(f"; {key}: {value}" for key, value in run.items() if key.startswith("figures "))
+        + "; do not edit by hand.",
         "",
         f"**Prices:** AWS list prices for **{REGION}**, as published on the services' "
         f"pricing pages and known to the author as of **{PRICE_DATE}** (DynamoDB on-demand "
@@ -326,7 +326,7 @@ def render(figures: list[Figure], run: dict[str, Any], *, alarms: int | None = N
         "## Dollars per million deliveries",
         "",
         f"A delivery: one accepted `package.received`, processed once by the default "
-        f"workflow (`{model.workflow}`: the package archived to S3). Variable cost at 1 M "
+        f"workflow (`{model.workflow}`: the package kept on its record). Variable cost at 1 M "
         "deliveries a month, per million; the fixed monthly items (alarms, metrics, dashboard, "
         "secrets, key) are listed at the end of the same table (the SQS line includes "
         "the event-source mapping's idle polling). The workflow's own effects and model "
@@ -559,9 +559,9 @@ def _reading(model: Model, bills: dict[int, list[Line]]) -> list[str]:
         f"{model.memory['worker']} MB, against 526 ms at 512 MB when they ran one after "
         "another. At 1 M / month batches hold about one message, so each bills the whole "
         f"wait ({model.worker_batch_ms(1):.0f} ms).",
-        f"- **S3 archive PUTs** ({_usd(usd(low, 'S3 archive PUTs') * per_m)} per 1 M) are "
-        "the default workflow's archive effect, outside the pipeline's total; a workflow "
-        "without it saves them.",
+        "- **The archive** is the package record on the inbox item (DynamoDB lines); an S3 "
+        f"object per delivery would add {_usd(PRICES['s3_put'].usd * 1000)} per 1 M "
+        f"(S3 archive PUTs: {_usd(usd(low, 'S3 archive PUTs') * per_m)} per 1 M now).",
         f"- **API Gateway** is {_usd(usd(low, 'API Gateway') * per_m)} per 1 M with the HTTP "
         f"API; the REST API would be {_usd(model.rest_api(low) * per_m)}.",
         f"- At 1 B / month the pipeline costs {_usd(_pipeline(bills[high]) / (high / 1e6))} "
@@ -581,9 +581,9 @@ def _all_in(model: Model) -> list[str]:
         "## The default install, all in, and what a user would build instead",
         "",
         "Per 1 M deliveries. The default install: the pipeline and the default workflow's "
-        "effects (the archive's S3 PUT and storage, its worker time), all in; the model "
-        "tokens of the agent workflow apart. The peers do the same work (verify, fetch over "
-        "MCP, archive to S3) priced by the same model (bench/peers.py: the same prices, "
+        "effects (none: its archive is the package record), all in; the model tokens of the "
+        "agent workflow apart. The peers do the same work (verify, fetch over MCP, archive "
+        "to S3) priced by the same model (bench/peers.py: the same prices, "
         "assumed latencies, measured CPU and log bytes, worker batches run side by side "
         "as ours, two secrets and three alarms) and have none of our guarantees: no "
         "durable receipt before the answer (the in-request peer answers after the work), "
@@ -599,8 +599,8 @@ def _all_in(model: Model) -> list[str]:
             [f"**{per_m(model.default_install_usd(v), v)}**" for v in ALL_IN_VOLUMES],
         ),
         (
-            "ours: default install, the package kept on the inbox item (priced, not built)",
-            [per_m(model.package_on_inbox_item(v).usd, v) for v in ALL_IN_VOLUMES],
+            "ours: default install with an S3 object per delivery (the archive before)",
+            [per_m(model.s3_object_per_delivery_usd(v), v) for v in ALL_IN_VOLUMES],
         ),
         (
             "ours: pipeline without a batching window",

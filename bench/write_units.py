@@ -45,6 +45,7 @@ KB: Final = 1024
 WORKFLOW_RECORD_PREFIXES: Final = (table_layout.SK_EFFECT_PREFIX, SK_STEP_PREFIX, SK_SPEND)
 # Where figure 7 counts the capacity units of those records' reads.
 WORKFLOW_PHASE: Final = "workflow"
+_CHECK: Final = "ConditionCheck"
 _SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
 _TABLE_KEYS: Final = (table_layout.TABLE_PARTITION_KEY, table_layout.TABLE_SORT_KEY)
 
@@ -161,7 +162,7 @@ class WriteMeter:
         elif model.name == "TransactWriteItems":
             for entry in params.get("TransactItems", []):
                 for action, request in entry.items():
-                    if action != "ConditionCheck" and request.get("TableName") == self._table:
+                    if request.get("TableName") == self._table:
                         key = request.get("Key") or _key_of(request["Item"])
                         pending.append(_Pending(action, key, True, None))
         for write in pending:
@@ -175,7 +176,8 @@ class WriteMeter:
         pending: list[_Pending] = context.pop("metered_writes", [])
         refused = getattr(http_response, "status_code", 200) >= 400
         for write in pending:
-            after = write.before if refused else self._read(write.key)
+            unchanged = refused or write.action == _CHECK
+            after = write.before if unchanged else self._read(write.key)
             self._record(write, after, refused=refused)
 
     def _record(self, write: _Pending, after: dict[str, Any] | None, *, refused: bool) -> None:
@@ -187,7 +189,11 @@ class WriteMeter:
             phase=self._phase(),
             action=("Transact " if write.transactional else "") + write.action,
             record=_record(write.key),
-            change="refused" if refused else _change(before, after),
+            change="refused"
+            if refused
+            else "checked"
+            if write.action == _CHECK
+            else _change(before, after),
             table_wru=table_wru,
             index_wru=index_wru,
         )

@@ -27,8 +27,8 @@ class ItemAction(StrEnum):
     PUT_ITEM = "dynamodb:PutItem"
     UPDATE_ITEM = "dynamodb:UpdateItem"
     BATCH_GET_ITEM = "dynamodb:BatchGetItem"  # the items a keys-only index listing names
-    # A transaction's check of an item it does not write (the worker's claim, checked as
-    # it records a package): a read, it changes nothing.
+    # A transaction's check of an item it does not write: a read, it changes nothing (no
+    # function checks one now; the package is recorded on the claimed item itself).
     CONDITION_CHECK_ITEM = "dynamodb:ConditionCheckItem"
 
 

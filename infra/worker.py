@@ -206,15 +206,14 @@ class Worker(Construct):
             raise ValueError("the worker function has no role")
         self.role: iam.IRole = role
         # Claim, complete, release and fail update the inbox item; the effect ledger
-        # reads, puts (the intent) and updates (done) its own records; a package record
-        # is put in a transaction that checks the claim.
+        # reads, puts (the intent) and updates (done) its own records; the package is
+        # recorded by a conditional update of the claimed inbox item.
         grant_item_actions(
             self.function,
             table,
             ItemAction.GET_ITEM,
             ItemAction.PUT_ITEM,
             ItemAction.UPDATE_ITEM,
-            ItemAction.CONDITION_CHECK_ITEM,
         )
         # It asks for approvals; it may never decide one (docs/security.md).
         deny_approval_decisions(self.function, table)

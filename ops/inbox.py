@@ -137,8 +137,12 @@ def show_progress(target: Target, delivery_id: str, item: InboxItem | None = Non
     ]
     spends = [spend_from_item(item) for item in target.delivery_records(delivery_id, SK_SPEND)]
     spend = spends[0] if spends else ModelSpend()
-    packages = target.delivery_records(delivery_id, table_layout.SK_PACKAGE)
-    package = next((package_from_item(p) for p in packages), None)
+    # Kept on the inbox item; an earlier version kept it on an item of its own.
+    kept = [
+        *target.delivery_records(delivery_id, table_layout.SK_INBOX),
+        *target.delivery_records(delivery_id, table_layout.SK_PACKAGE),
+    ]
+    package = next((p for p in map(package_from_item, kept) if p is not None), None)
     steps.sort(key=lambda s: (s.started_at, s.name))
     effects.sort(key=lambda e: (e.intent_at, e.name))
     if item is None:

@@ -55,6 +55,11 @@ class Claim:
             the operator's reset of a failed delivery.
         work: The work item as the claimed inbox item stores it (None: it stores none).
             The worker runs this one: a queue message only says which delivery to claim.
+        package: The :class:`~functions.core.ports.package_record.PackageRecord` the
+            claimed item holds, when ``package_read``: the claim's own write returned the
+            item, so the worker need not read it again. Typed ``object`` here: the port
+            names claims, so a claim cannot name the port's record type (an import circle).
+        package_read: Whether ``package`` is what the item held (False: not known).
     """
 
     delivery_id: str
@@ -65,6 +70,8 @@ class Claim:
     transient_failures: int = 0
     retry_window_start: int = 0
     work: WorkItem | None = None
+    package: object | None = None
+    package_read: bool = False
 
     @property
     def unexplained_attempts(self) -> int:

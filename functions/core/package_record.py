@@ -74,7 +74,9 @@ class PackageRecorder:
                 answer. It may be kept: the next attempt reads it, never assumes not.
             Whatever ``source`` raises.
         """
-        kept = self._storage.records.get(work.delivery_id)
+        # The claim's write returned the item: when that settles it, no second read.
+        records = self._storage.records
+        kept = _settled(claim) if _settled_by(claim) else records.get(work.delivery_id)
         if kept is not None:
             return await self._kept(kept, work, source)
         with tracing.span(tracing.SPAN_FETCH, attributes={"package_id": work.package_id}):
@@ -127,6 +129,19 @@ class PackageRecorder:
         else:
             body = self._storage.objects.get(result_object_key(record.digest)) or b""
         return body if hashlib.sha256(body).hexdigest() == record.digest else None
+
+
+def _settled_by(claim: Claim) -> bool:
+    """Whether the item the claim's write returned settles the record: it holds one, or
+    this is a first attempt (an earlier version's record of its own can only come from
+    an earlier attempt)."""
+    return claim.package_read and (claim.package is not None or claim.attempts <= 1)
+
+
+def _settled(claim: Claim) -> PackageRecord | None:
+    if claim.package is None or isinstance(claim.package, PackageRecord):
+        return claim.package
+    raise TypeError(f"a claim's package is a PackageRecord, not {type(claim.package)}")
 
 
 def _parse(body: bytes) -> Package:

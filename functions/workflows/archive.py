@@ -1,14 +1,16 @@
-"""The archive workflow: keep every package in S3, nothing else.
+"""The archive workflow: keep every package, nothing else.
 
-The default for a bare deployment: it needs nothing outside the stack. Its one effect,
-``archive``, is a put of ``packages/<delivery_id>.json``; repeating it writes the same
-bytes to the same key, so its outcome mode is ``repeatable``: whatever the answer, a
-retry puts again, and the effect is never in doubt. What an answer proves
-(:mod:`functions.core.adapters.archive_s3`): stored -> applied; throttled, 5xx,
-timeout, connection lost -> ``TransientError`` (``archive_unavailable``), put again
-later; access denied, no such bucket -> ``Rejected`` (``archive_rejected``), the
-delivery fails visibly. The other shipped workflows archive the same way first
-(:func:`archive_package`).
+The default for a bare deployment: it needs nothing outside the stack. Every delivery's
+package is recorded before any workflow runs (:mod:`functions.core.package_record`):
+its canonical form and digest on the delivery's inbox item, kept as long as the item
+(``inbox_retention_days``), a large one in the archive bucket under its digest. That
+record is the archive, so this workflow has no effect of its own and costs no request:
+an S3 object per delivery would cost a PUT ($5 per million) for a copy of what the
+table already keeps. ``inbox show`` prints it.
+
+The other shipped workflows also put a document per delivery in S3 first
+(:func:`archive_package`): a repeatable put of ``packages/<delivery_id>.json``; what
+an answer proves is :mod:`functions.core.adapters.archive_s3`'s.
 """
 
 from __future__ import annotations
@@ -55,10 +57,7 @@ def archive_package(archive: Archive, work: WorkItem, package: Package, effects:
 
 
 class ArchiveWorkflow:
-    """Archive the package; the delivery completes once it is stored."""
-
-    def __init__(self, *, archive: Archive) -> None:
-        self._archive = archive
+    """Nothing to do: the package record, written before the run, is the archive."""
 
     def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
-        archive_package(self._archive, work, package, effects)
+        """Complete the delivery: its package is kept on its record already."""

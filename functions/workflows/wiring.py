@@ -81,12 +81,15 @@ DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mod
 
 
 def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
-    """``WORKFLOW=archive``: keep every package in S3, nothing else.
+    """``WORKFLOW=archive``: keep every package (its record is the archive), nothing else.
 
     Raises:
-        ValueError: ``ARCHIVE_BUCKET`` is missing.
+        ValueError: ``ARCHIVE_BUCKET`` is missing (a package too large for its record
+            is kept there, under its digest).
     """
-    return ArchiveWorkflow(archive=_archive(context, "archive"))
+    if not context.archive_bucket:
+        raise ValueError("the archive workflow needs ARCHIVE_BUCKET")
+    return ArchiveWorkflow()
 
 
 @reads_settings(NotifySettings.from_mapping)

@@ -24,6 +24,8 @@ name comes first so that a summary can count them (docs/simulation.md explains e
 * ``fails_for_its_own_faults``: a delivery is given up for its unexplained attempts
   (``attempts_exhausted``) only when it would have been without the attempts that died
   holding their claim while a batch-mate's step killed the invocation.
+* ``package_kept`` (and the rest: docs/simulation.md): a completed delivery keeps the
+  package it ran on, the default workflow's archive.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from functions.core import settings_table
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
+from functions.core.adapters.dynamodb_items import inbox_key
+from functions.core.adapters.dynamodb_package_record import package_from_item
 from functions.core.errors import BudgetExhausted
 from functions.core.models import State
 from functions.core.ports.effects import EffectStatus
@@ -39,6 +43,7 @@ from functions.workflows.agent import ALERT_EFFECT, ALERT_HTTP_EFFECT
 from functions.workflows.tool_loop import tool_record_name
 from local.simulate.approvals import tool_calls_approved, what_ran_is_approved
 from local.simulate.far_side import TICKET_USE_ID
+from local.simulate.world import TABLE_NAME
 
 if TYPE_CHECKING:
     from local.simulate.world import World
@@ -63,6 +68,7 @@ INVARIANTS: Final = (
     "other_bytes_quarantined",
     "step_result_kept",
     "one_package",
+    "package_kept",
     # With approval=alert (local/simulate/approvals.py):
     "what_ran_is_approved",
     "decision_once",
@@ -148,7 +154,27 @@ def check(simulation: Simulation) -> list[str]:
         if len(digests) > 1
     ]
     found += [f"step_result_kept: {line}" for line in world.history.step_restarts]
+    found += _package_kept(world)
     found += _approvals(simulation)
+    return found
+
+
+def _package_kept(world: World) -> list[str]:
+    """Every completed delivery keeps the package it ran on (the archive workflow's
+    archive), while its inbox item is within its retention."""
+    found = []
+    for delivery_id in sorted(world.truth.accepted):
+        item = world.inbox.get(delivery_id)
+        if item is None or item.state is not State.COMPLETED or item.expires_at <= world.t:
+            continue
+        stored = world.dynamodb.get_item(TableName=TABLE_NAME, Key=inbox_key(delivery_id))
+        kept = package_from_item(stored.get("Item") or {})
+        ran_on = world.history.packages.get(delivery_id, set())
+        if kept is None or kept.digest not in ran_on:
+            found.append(
+                f"package_kept: {delivery_id}: completed, and its inbox item keeps"
+                f" {'no package' if kept is None else 'another package than it ran on'}"
+            )
     return found
 
 

@@ -102,7 +102,7 @@ from local.testkit.builders import MCP_URL, SECRET, delivery_body, signed_header
 WORKFLOWS: Final = ("archive", "notify", "agent")
 # Effects each workflow applies, by the far side that acts for them.
 EFFECTS: Final[Mapping[str, tuple[str, ...]]] = {
-    "archive": (ARCHIVE_EFFECT,),
+    "archive": (),  # its archive is the package record (invariant: package_recorded)
     "notify": (ARCHIVE_EFFECT, NOTIFY_EFFECT),
     "agent": (ARCHIVE_EFFECT, ALERT_EFFECT, ALERT_HTTP_EFFECT),
 }
@@ -263,7 +263,7 @@ def build_workflow(
     alert waits for a person when ``approvals`` is given (for ``approval_seconds``)."""
     archive = S3Archive(client=cast(Any, FakeS3Client(world, ARCHIVE_EFFECT)), bucket="archive")
     if name == "archive":
-        return ArchiveWorkflow(archive=archive)
+        return ArchiveWorkflow()
     if name == "notify":
         notifier = HttpNotifier(url="https://notify.invalid/hook", timeout_seconds=10)
         notifier._opener = cast(Any, FakeOpener(world, NOTIFY_EFFECT))

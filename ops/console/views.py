@@ -356,6 +356,12 @@ def _timeline(chrome: Chrome, delivery: Delivery) -> list[tuple[int, int, str, s
         events.append((item.reset_at, 1, "requeued", "reset to pending by an operator"))
     if item.attempts or item.state is not State.PENDING:
         events.append((item.state_changed_at, 2, "attempts", _attempts_line(delivery)))
+    recorded = delivery.progress.package
+    if recorded is not None:  # the input every attempt runs on; the default archive
+        detail = f"sha256 <code>{escape(recorded.digest)}</code>, {recorded.content.size} bytes"
+        if recorded.refetched_digest is not None:
+            detail += f", refetched another: <code>{escape(recorded.refetched_digest)}</code>"
+        events.append((recorded.recorded_at, 3, "package recorded", detail))
     for step in delivery.progress.steps:
         size = "" if step.result is None else f", result {step.result.size} bytes"
         name = escape(step.name) + (f" ({escape(step.label)})" if step.label else "")

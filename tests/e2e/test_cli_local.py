@@ -5,6 +5,7 @@ file gone."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import stat
 import subprocess
@@ -103,8 +104,9 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
         summary = json.loads(waited.stdout)
         assert summary["states"] == {"completed": 10}
         assert _inbox_states(state_file).count("completed") == 40
-        # Through the index's completed label (no scan), and the default workflow's
-        # repeatable archive shown done, marked by the completion.
+        # Through the index's completed label (no scan), the package recorded on the inbox
+        # item shown by its digest, and the local stack's notify workflow's repeatable
+        # archive put shown done, marked by the completion.
         completed = _inbox_items(state_file, "--state", "completed")
         assert len(completed) == 40 and {i["state"] for i in completed} == {"completed"}
         shown = subprocess.run(
@@ -113,6 +115,7 @@ def test_local_send_and_inbox_list_then_a_clean_stop(tmp_path: Path) -> None:
             timeout=60,
             check=True,
         ).stdout.decode()
+        assert re.search(r"package\s+[0-9a-f]{64} \(\d+ bytes, recorded ", shown), shown
         assert "marked by the completion" in shown and "effect archive" in shown
     finally:
         local.send_signal(signal.SIGTERM)

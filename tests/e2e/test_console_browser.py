@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -170,8 +171,10 @@ def test_home_shows_states_then_a_failed_delivery_is_requeued_and_completes(
             assert "completed" in summary and "ok" in summary
             timeline = page.locator("table").first.inner_text()
             assert "completed" in timeline
-            # The default workflow's archive is repeatable: marked done by the completion.
+            # The local stack's notify workflow archives with a repeatable put: marked done
+            # by the completion; the package it ran on is recorded on the inbox item.
             assert "archive: done (repeatable: marked by the completion)" in timeline
+            assert re.search(r"package recorded\s+sha256 [0-9a-f]{64}, \d+ bytes", timeline)
             _shoot(page, tmp_path, "delivery-completed")
 
             # Its trace, drawn as a waterfall in time order: the failed attempt, the

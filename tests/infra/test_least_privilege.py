@@ -28,13 +28,7 @@ LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 # derives them from the adapters): a transaction of Puts is PutItem, a Query by index
 # is allowed on that index alone.
 RECEIVER_TABLE = {"dynamodb:PutItem"}
-# ConditionCheckItem: a package record's transaction checks the claim (a read).
-WORKER_TABLE = {
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:ConditionCheckItem",
-}
+WORKER_TABLE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 # BatchGetItem: the state index holds keys only, and a listing reads its items by key.
 # It is a read; it can neither delete nor overwrite an item.
 # Query on the table itself: the received log (the outbox records, read by their keys);

@@ -14,7 +14,7 @@ from functions.core import env_names, metric_names, table_layout, wire
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.cloudwatch_metrics import EmfMetrics
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
-from functions.core.adapters.dynamodb_package_record import package_to_item
+from functions.core.adapters.dynamodb_package_record import package_attributes
 from functions.core.adapters.dynamodb_steps import DynamoDbSteps
 from functions.core.approval import AwaitingApproval
 from functions.core.errors import (
@@ -172,20 +172,14 @@ def worker_results(world: MotoWorld) -> None:
     # whose recorded package's content is gone and whose refetch is another package.
     refused, changed = work(15), work(16)
     world.accept(refused)
-    world.accept(changed)
-    world.dynamodb.put_item(
-        TableName=TABLE,
-        Item=package_to_item(
-            PackageRecord(
-                delivery_id=changed.delivery_id,
-                digest="0" * 64,
-                content=StoredResult(size=2, inline="{}"),
-                recorded_at=now,
-                recorded_by="an earlier attempt",
-            ),
-            expires_at=0,
-        ),
+    recorded = PackageRecord(
+        delivery_id=changed.delivery_id,
+        digest="0" * 64,
+        content=StoredResult(size=2, inline="{}"),
+        recorded_at=now,
+        recorded_by="an earlier attempt",
     )
+    world.accept(changed, **package_attributes(recorded))
     refused = WorkItem(refused.delivery_id, refused.event, "pkg_someone_else", refused.mcp_url)
     token_arn = world.create_secret("unused-token", prefix="relaylink-mcp")
     settings = WorkerSettings.from_env(

@@ -15,8 +15,8 @@ from functions.core import metric_names
 from functions.core.adapters import dynamodb_items
 from functions.core.adapters.dynamodb_claims import DynamoDbClaims
 from functions.core.adapters.dynamodb_package_record import DynamoDbPackageRecords
-from functions.core.claim import ClaimLost
-from functions.core.models import State
+from functions.core.claim import Claim, ClaimLost
+from functions.core.models import State, WorkItem
 from functions.core.package import Package
 from functions.core.package_record import RECORD_UNKNOWN
 from functions.core.ports.package_record import PackageRecord
@@ -83,7 +83,7 @@ def test_a_message_naming_another_package_is_refused_and_nothing_is_fetched_or_a
 
 
 class LostAnswer:
-    """The package record's transaction commits and its answer is lost, once.
+    """The package record's update is written and its answer is lost, once.
 
     ``resend``: botocore sends it again (as after a timeout); ``raise``: the client
     raises a read timeout, as when its retries are spent.
@@ -93,7 +93,7 @@ class LostAnswer:
         self.lost = 0
         event = "needs-retry" if how == "resend" else "after-call"
         handler = self._resend if how == "resend" else self._raise
-        client.meta.events.register(f"{event}.dynamodb.TransactWriteItems", handler)
+        client.meta.events.register(f"{event}.dynamodb.UpdateItem", handler)
 
     def _first(self, status: int) -> bool:
         if self.lost or status != 200:
@@ -138,20 +138,21 @@ def test_a_lost_answer_on_the_package_record_is_never_taken_for_not_recorded(
     assert mcp_server.controls.packages_requested() == {item.package_id: 1}
     first = first_version(item.package_id)
     assert sink.sink.body(f"{item.delivery_id}:notify")["title"] == first.title
-    stored = aws.dynamodb.get_item(
-        TableName=TABLE, Key=dynamodb_items.key(item.delivery_id, "package")
-    )["Item"]
-    assert stored["package_sha256"]["S"] == first.digest()
+    stored = aws.dynamodb.get_item(TableName=TABLE, Key=dynamodb_items.inbox_key(item.delivery_id))
+    assert stored["Item"]["pkg_sha256"]["S"] == first.digest()  # on the inbox item
+
+
+def accepted(aws: MotoWorld, mcp_server: RunningServer) -> tuple[WorkItem, DynamoDbClaims, int]:
+    item = work(mcp_server)
+    aws.accept(item)
+    return item, DynamoDbClaims(client=aws.dynamodb, table_name=TABLE), aws.clock.now()
 
 
 def test_only_the_claims_holder_records_a_package(
     aws: MotoWorld, mcp_server: RunningServer
 ) -> None:
-    """The record's transaction checks the claim: a stale owner's write changes nothing."""
-    item = work(mcp_server)
-    aws.accept(item)
-    claims = DynamoDbClaims(client=aws.dynamodb, table_name=TABLE)
-    now = aws.clock.now()
+    """The record's update checks the claim: a stale owner's write changes nothing."""
+    item, claims, now = accepted(aws, mcp_server)
     stale = claims.claim(item.delivery_id, owner="a", now=now, lease_seconds=10).claim
     holder = claims.claim(item.delivery_id, owner="b", now=now + 10, lease_seconds=10).claim
     assert stale is not None and holder is not None
@@ -173,3 +174,50 @@ def test_only_the_claims_holder_records_a_package(
     assert kept is not None
     assert (kept.digest, kept.refetched_digest, kept.refetched_at) == ("b" * 64, "d" * 64, now + 20)
     assert kept.content.inline == body.decode()
+
+
+def test_a_record_an_earlier_version_kept_apart_is_still_replayed_and_noted_on(
+    aws: MotoWorld, mcp_server: RunningServer
+) -> None:
+    """Deliveries in flight across an upgrade keep the package they were recorded with."""
+    item, claims, now = accepted(aws, mcp_server)
+    first = claims.claim(item.delivery_id, owner="a", now=now, lease_seconds=10).claim
+    assert first is not None
+    legacy = {
+        **dynamodb_items.key(item.delivery_id, "package"),
+        "kind": {"S": "package"},
+        "delivery_id": {"S": item.delivery_id},
+        "package_sha256": {"S": "e" * 64},
+        "content_size": {"N": "2"},
+        "content": {"S": "{}"},
+        "recorded_at": {"N": str(now)},
+        "recorded_by": {"S": "a"},
+    }
+    aws.dynamodb.put_item(TableName=TABLE, Item=legacy)
+    records = DynamoDbPackageRecords(client=aws.dynamodb, table_name=TABLE)
+    assert records.get(item.delivery_id) is None  # a first attempt reads its own item only
+    second = claims.claim(item.delivery_id, owner="b", now=now + 10, lease_seconds=10).claim
+    assert second is not None
+    kept = records.get(item.delivery_id)
+    assert kept is not None and (kept.digest, kept.content.inline) == ("e" * 64, "{}")
+    records.record_refetch(item.delivery_id, digest="f" * 64, now=now + 20)
+    noted = records.get(item.delivery_id)
+    assert noted is not None and (noted.refetched_digest, noted.refetched_at) == (
+        "f" * 64,
+        now + 20,
+    )
+    inbox = aws.dynamodb.get_item(TableName=TABLE, Key=dynamodb_items.inbox_key(item.delivery_id))
+    assert "pkg_refetched_sha256" not in inbox["Item"]  # noted where the record is
+
+
+def test_a_finished_attempt_records_nothing(aws: MotoWorld, mcp_server: RunningServer) -> None:
+    item = work(mcp_server)
+    aws.accept(item, state={"S": State.COMPLETED.value}, lease_owner={"S": "a"})
+    records = DynamoDbPackageRecords(client=aws.dynamodb, table_name=TABLE)
+    claim = Claim(item.delivery_id, owner="a", lease_until=aws.clock.now() + 10, attempts=1)
+    content = StoredResult(size=2, inline="{}")
+    with pytest.raises(ClaimLost):
+        records.record(
+            claim, PackageRecord(item.delivery_id, "a" * 64, content, 0, "a"), expires_at=0
+        )
+    assert records.get(item.delivery_id) is None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from functions.core.models import InboxItem, QuarantineRecord, State
-from functions.core.ports.steps import StepRecord, StepStatus
+from functions.core.ports.package_record import PackageRecord
+from functions.core.ports.steps import StepRecord, StepStatus, StoredResult
 from functions.core.spend import ModelSpend
 from ops.console import views
 from ops.console.reads import (
@@ -120,6 +121,19 @@ def test_a_completed_delivery_offers_no_requeue_and_names_the_earlier_error() ->
     whats = ("<td>received", "<td>requeued", "<td>attempts", "<td>completed")
     positions = [timeline.index(what) for what in whats]
     assert positions == sorted(positions)
+
+
+def test_the_timeline_shows_the_recorded_package_the_default_archive() -> None:
+    recorded = PackageRecord(
+        "d-1", "b" * 64, StoredResult(size=321, inline="{}"), NOW - 30, "owner", "c" * 64, NOW
+    )
+    progress = Progress([], [], package=recorded)
+    shown = views.delivery_page(chrome(), Delivery(item(), None, progress, []))
+    timeline = shown[shown.index("<h2>Timeline</h2>") :]
+    assert "<td>package recorded" in timeline and "b" * 64 in timeline and "321 bytes" in timeline
+    assert "refetched another" in timeline and "c" * 64 in timeline
+    no_record = views.delivery_page(chrome(), Delivery(item(), None, Progress([], []), []))
+    assert "package recorded" not in no_record
 
 
 def test_the_delivery_page_shows_what_its_model_calls_cost() -> None:

@@ -9,14 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.core import metric_names
-from functions.core.claim import ClaimLost
+from functions.core.claim import Claim, ClaimLost
 from functions.core.errors import TransientError
 from functions.core.models import State, WorkItem
 from functions.core.package import Package
 from functions.core.package_record import RECORD_UNKNOWN, PackageRecorder, PackageStorage
+from functions.core.ports.package_record import PackageRecord
+from functions.core.ports.steps import StoredResult
 from functions.core.ports.workflow import Ledger
 from functions.core.process import WORK_ITEM_MISMATCH, Decision, Disposition, Result
 from functions.core.steps import result_object_key
+from local.testkit.clock import FakeClock
 from tests.unit.test_process import LEASE, World, package_of, work
 
 
@@ -221,3 +224,68 @@ def test_a_message_naming_another_mcp_server_is_refused() -> None:
     forged = dataclasses.replace(work(), mcp_url="https://attacker.example/mcp")
     assert processed(world, world.packages, forged).result is Result.REFUSED
     assert world.packages.calls == []
+
+
+@dataclass
+class CountedRecords:
+    """A package record store that counts its reads and keeps what it is given."""
+
+    kept: PackageRecord | None = None
+    reads: int = 0
+
+    def get(self, delivery_id: str) -> PackageRecord | None:
+        self.reads += 1
+        return self.kept
+
+    def record(
+        self, claim: Claim, record: PackageRecord, *, expires_at: int
+    ) -> PackageRecord | None:
+        if self.kept is not None:
+            return self.kept
+        self.kept = record
+        return None
+
+    def record_refetch(self, delivery_id: str, *, digest: str, now: int) -> None:
+        raise AssertionError("no refetch expected")
+
+
+@dataclass
+class CountedFetches:
+    calls: int = 0
+
+    async def get_package(self, mcp_url: str, package_id: str) -> Package:
+        self.calls += 1
+        return version(package_id, 1)
+
+
+def claimed(attempts: int, package: PackageRecord | None) -> Claim:
+    item = work()
+    return Claim(item.delivery_id, "me", 100, attempts, package=package, package_read=True)
+
+
+def test_the_claims_returned_item_settles_the_record_without_a_second_read() -> None:
+    records, source = CountedRecords(), CountedFetches()
+    recorder = PackageRecorder(PackageStorage(records), clock=FakeClock(0))
+    first = asyncio.run(recorder.package(claimed(1, None), work(), source))
+    assert (records.reads, source.calls) == (0, 1)  # a first attempt: nothing to read
+    assert records.kept is not None
+    again = asyncio.run(recorder.package(claimed(2, records.kept), work(), source))
+    assert (records.reads, source.calls) == (0, 1)  # replayed from the claim's item
+    assert again == first
+
+
+def test_a_later_attempt_whose_item_holds_no_record_still_reads_for_an_earlier_one() -> None:
+    """An earlier version kept the record on an item of its own: only a read finds it."""
+    body = version(work().package_id, 1).canonical()
+    earlier = PackageRecord(
+        work().delivery_id,
+        version(work().package_id, 1).digest(),
+        StoredResult(size=len(body), inline=body.decode()),
+        recorded_at=0,
+        recorded_by="an earlier version",
+    )
+    records, source = CountedRecords(kept=earlier), CountedFetches()
+    recorder = PackageRecorder(PackageStorage(records), clock=FakeClock(0))
+    package = asyncio.run(recorder.package(claimed(2, None), work(), source))
+    assert (records.reads, source.calls) == (1, 0)
+    assert package.digest() == earlier.digest

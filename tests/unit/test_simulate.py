@@ -14,7 +14,7 @@ import pytest
 
 from functions.core.adapters import dynamodb_inbox_transitions as transitions
 from functions.core.adapters.dynamodb_conditions import condition_expression
-from functions.core.adapters.dynamodb_items import inbox_to_item
+from functions.core.adapters.dynamodb_items import inbox_key, inbox_to_item
 from functions.core.adapters.dynamodb_steps import step_key
 from functions.core.claim import ITEM_EXPIRED, ClaimStatus
 from functions.core.models import InboxItem, State
@@ -88,11 +88,24 @@ def test_invariants_catch_a_planted_double_effect() -> None:
 
 
 def test_invariants_allow_a_repeatable_effect_twice() -> None:
-    simulation = _calm("archive")
+    simulation = _calm("notify")  # its archive put is repeatable
     side = simulation.world.far["archive"]
     side.applied[sorted(side.applied)[0]] += 1
 
     assert check(simulation) == []
+
+
+def test_invariants_catch_a_completed_delivery_that_lost_its_package() -> None:
+    simulation = _calm("archive")
+    world = simulation.world
+    delivery_id = sorted(world.truth.accepted)[0]
+    world.dynamodb.update_item(
+        TableName=TABLE_NAME,
+        Key=inbox_key(delivery_id),
+        UpdateExpression="REMOVE pkg_sha256, pkg_content",
+    )
+
+    assert [v.split(":")[0] for v in check(simulation)] == ["package_kept"]
 
 
 def test_invariants_catch_an_unexplained_model_call() -> None:

@@ -20,6 +20,7 @@ from functions.core.adapters import (
     dynamodb_state_index,
 )
 from functions.core.adapters.dynamodb_errors import storage_error
+from functions.core.adapters.dynamodb_package_record import package_from_item
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
 from functions.core.ports.recovery import OpenCursor, OpenPage
@@ -70,6 +71,8 @@ class DynamoDbClaims:
                 transient_failures=inbox.transient_failures,
                 retry_window_start=inbox.retry_window_start,
                 work=inbox.work_item(),
+                package=package_from_item(new),
+                package_read=True,
             ),
         )
 

@@ -1,21 +1,25 @@
-"""A delivery's package record in DynamoDB (``pk`` = delivery id, ``sk`` = ``package``).
+"""A delivery's package record in DynamoDB: attributes of the delivery's inbox item.
 
-It sits beside the delivery's step and effect records and shares their retention
-(``expires_at``). It is written once, in one transaction with a check that the writer
-still holds the delivery's claim; a large package's content is an object in the steps'
-object store, named by its digest (:mod:`functions.core.package_record`).
+The worker already holds the inbox item (its claim is written there), so the package is
+recorded by one conditional update of that item: the condition that the writer still
+holds the claim and that no package is kept yet is checked in the same write. One
+single-item write costs 1 write unit while the item stays under 1 KB; the former
+record of its own cost a two-item transaction (a check of the claim and a put, 2 units
+each). A large package's content is an object in the steps' object store, named by its
+digest (:mod:`functions.core.package_record`), so the item stays small.
+
+The record shares the inbox item's retention (``expires_at``): it is the default
+workflow's archive (docs/workflows.md). Records written by earlier versions, an item
+of their own (``sk`` = ``package``), are still read and noted on.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from botocore.exceptions import BotoCoreError, ClientError
+from typing import TYPE_CHECKING, Final
 
 from functions.core import table_layout
 from functions.core.adapters import dynamodb_items, dynamodb_requests
 from functions.core.adapters.dynamodb_conditions import Condition, condition_expression
-from functions.core.adapters.dynamodb_errors import condition_failed, storage_error
 from functions.core.claim import Claim, ClaimLost
 from functions.core.errors import TransientError
 from functions.core.models import State
@@ -24,58 +28,87 @@ from functions.core.ports.steps import StoredResult
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-_HOLDER: Condition = (
+# The record's attributes on the inbox item (short names: every byte of the item is
+# billed again by each later write of it).
+DIGEST: Final = "pkg_sha256"
+CONTENT: Final = "pkg_content"
+SIZE: Final = "pkg_size"
+RECORDED_AT: Final = "pkg_at"
+RECORDED_BY: Final = "pkg_by"
+REFETCHED_DIGEST: Final = "pkg_refetched_sha256"
+REFETCHED_AT: Final = "pkg_refetched_at"
+
+_HOLDER_AND_FIRST: Condition = (
     ("#state = :processing", "only a running attempt fetches: a finished one records nothing"),
     (
         "lease_owner = :owner",
         "an attempt whose lease ran out must not record its package over its successor's",
     ),
-)
-_FIRST: Condition = (
-    ("attribute_not_exists(pk)", "the first package wins: an attempt may already run on it"),
+    (f"attribute_not_exists({DIGEST})", "the first package wins: an attempt may run on it"),
 )
 _KEPT: Condition = (("attribute_exists(pk)", "a refetch is noted on a kept record only"),)
-# The transaction's actions, in order: whose refused condition means what.
-_CHECK_CLAIM, _PUT_RECORD = 0, 1
+_KEPT_HERE: Condition = ((f"attribute_exists({DIGEST})", "a refetch is noted on a kept record"),)
 
 
 def package_key(delivery_id: str) -> dynamodb_items.Item:
+    """The key of a record written by an earlier version (an item of its own)."""
     return dynamodb_items.key(delivery_id, table_layout.SK_PACKAGE)
 
 
-def package_from_item(item: dynamodb_items.Item) -> PackageRecord:
+def package_from_item(item: dynamodb_items.Item) -> PackageRecord | None:
+    """The package record an inbox item holds (or an earlier version's record item)."""
+    if DIGEST in item:
+        return _record(item, DIGEST, CONTENT, SIZE, RECORDED_AT, RECORDED_BY, REFETCHED_DIGEST)
+    if "package_sha256" in item:  # an earlier version's item of its own
+        return _record(
+            item,
+            "package_sha256",
+            "content",
+            "content_size",
+            "recorded_at",
+            "recorded_by",
+            "refetched_sha256",
+        )
+    return None
+
+
+def _record(  # noqa: PLR0917 (the attribute names of one of the two shapes)
+    item: dynamodb_items.Item,
+    digest: str,
+    content: str,
+    size: str,
+    recorded_at: str,
+    recorded_by: str,
+    refetched: str,
+) -> PackageRecord:
+    refetched_at = REFETCHED_AT if refetched == REFETCHED_DIGEST else "refetched_at"
     return PackageRecord(
-        delivery_id=str(item["delivery_id"]["S"]),
-        digest=str(item["package_sha256"]["S"]),
+        delivery_id=str(item[table_layout.TABLE_PARTITION_KEY]["S"]),
+        digest=str(item[digest]["S"]),
         content=StoredResult(
-            size=int(item["content_size"]["N"]),
-            inline=item["content"]["S"] if "content" in item else None,
-            digest=None if "content" in item else str(item["package_sha256"]["S"]),
+            size=int(item[size]["N"]),
+            inline=item[content]["S"] if content in item else None,
+            digest=None if content in item else str(item[digest]["S"]),
         ),
-        recorded_at=int(item["recorded_at"]["N"]),
-        recorded_by=str(item["recorded_by"]["S"]),
-        refetched_digest=item["refetched_sha256"]["S"] if "refetched_sha256" in item else None,
-        refetched_at=int(item["refetched_at"]["N"]) if "refetched_at" in item else None,
+        recorded_at=int(item[recorded_at]["N"]),
+        recorded_by=str(item[recorded_by]["S"]),
+        refetched_digest=item[refetched]["S"] if refetched in item else None,
+        refetched_at=int(item[refetched_at]["N"]) if refetched_at in item else None,
     )
 
 
-def package_to_item(record: PackageRecord, *, expires_at: int) -> dynamodb_items.Item:
-    item: dynamodb_items.Item = {
-        **package_key(record.delivery_id),
-        table_layout.KIND_ATTRIBUTE: {"S": table_layout.KIND_PACKAGE},
-        "delivery_id": {"S": record.delivery_id},
-        "package_sha256": {"S": record.digest},
-        "content_size": {"N": str(record.content.size)},
-        "recorded_at": {"N": str(record.recorded_at)},
-        "recorded_by": {"S": record.recorded_by},
+def package_attributes(record: PackageRecord) -> dynamodb_items.Item:
+    """The attributes the record adds to the inbox item."""
+    attributes: dynamodb_items.Item = {
+        DIGEST: {"S": record.digest},
+        SIZE: {"N": str(record.content.size)},
+        RECORDED_AT: {"N": str(record.recorded_at)},
+        RECORDED_BY: {"S": record.recorded_by},
     }
     if record.content.inline is not None:
-        item["content"] = {"S": record.content.inline}
-    if expires_at:
-        item[table_layout.TTL_ATTRIBUTE] = {"N": str(expires_at)}
-    return item
+        attributes[CONTENT] = {"S": record.content.inline}
+    return attributes
 
 
 class DynamoDbPackageRecords:
@@ -86,50 +119,67 @@ class DynamoDbPackageRecords:
         self._table = table_name
 
     def get(self, delivery_id: str) -> PackageRecord | None:
-        item = dynamodb_requests.get(self._client, self._table, package_key(delivery_id))
-        return None if item is None else package_from_item(item)
+        inbox = dynamodb_requests.get(
+            self._client, self._table, dynamodb_items.inbox_key(delivery_id)
+        )
+        if inbox is None:
+            return None
+        kept = package_from_item(inbox)
+        if kept is not None or int(inbox.get("attempts", {"N": "0"})["N"]) <= 1:
+            return kept  # a first attempt: no earlier one can have recorded anything
+        earlier = dynamodb_requests.get(self._client, self._table, package_key(delivery_id))
+        return None if earlier is None else package_from_item(earlier)
 
     def record(
-        self, claim: Claim, record: PackageRecord, *, expires_at: int
+        self,
+        claim: Claim,
+        record: PackageRecord,
+        *,
+        expires_at: int,  # unused: the inbox item's own retention applies
     ) -> PackageRecord | None:
-        actions: list[TransactWriteItemTypeDef] = [
-            {
-                "ConditionCheck": {
-                    "TableName": self._table,
-                    "Key": dynamodb_items.inbox_key(claim.delivery_id),
-                    "ConditionExpression": condition_expression(_HOLDER),
-                    "ExpressionAttributeNames": {"#state": "state"},
-                    "ExpressionAttributeValues": {
-                        ":processing": {"S": State.PROCESSING.value},
-                        ":owner": {"S": claim.owner},
-                    },
-                }
+        attributes = package_attributes(record)
+        values = {f":{name}": value for name, value in attributes.items()}
+        written = dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=dynamodb_items.inbox_key(claim.delivery_id),
+            UpdateExpression="SET " + ", ".join(f"{name} = :{name}" for name in attributes),
+            ConditionExpression=condition_expression(_HOLDER_AND_FIRST),
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                **values,
+                ":processing": {"S": State.PROCESSING.value},
+                ":owner": {"S": claim.owner},
             },
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": package_to_item(record, expires_at=expires_at),
-                    "ConditionExpression": condition_expression(_FIRST),
-                }
-            },
-        ]
-        try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as exc:
-            if condition_failed(exc, action=_CHECK_CLAIM) is not None:
-                raise ClaimLost() from exc
-            if condition_failed(exc, action=_PUT_RECORD) is not None:
-                first = self.get(claim.delivery_id)
-                if first is None:
-                    raise TransientError("package_record_conflict") from exc  # gone under us
-                return first
-            raise storage_error(exc) from exc
-        except BotoCoreError as exc:
-            raise storage_error(exc) from exc
-        return None
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if written.written:
+            return None
+        stored = written.item
+        holds = (
+            stored is not None
+            and stored.get("state", {}).get("S") == State.PROCESSING.value
+            and stored.get("lease_owner", {}).get("S") == claim.owner
+        )
+        if not holds or stored is None:
+            raise ClaimLost()  # nothing was written: the claim is checked first
+        first = package_from_item(stored)
+        if first is None:  # the condition's last clause refused: a package is kept
+            raise TransientError("package_record_conflict")  # yet none is: changed under us
+        return first
 
     def record_refetch(self, delivery_id: str, *, digest: str, now: int) -> None:
-        dynamodb_requests.conditional(
+        noted = dynamodb_requests.conditional(
+            self._client.update_item,
+            TableName=self._table,
+            Key=dynamodb_items.inbox_key(delivery_id),
+            UpdateExpression=f"SET {REFETCHED_DIGEST} = :digest, {REFETCHED_AT} = :now",
+            ConditionExpression=condition_expression(_KEPT_HERE),
+            ExpressionAttributeValues={":digest": {"S": digest}, ":now": {"N": str(now)}},
+        )
+        if noted.written:
+            return
+        dynamodb_requests.conditional(  # an earlier version's record item
             self._client.update_item,
             TableName=self._table,
             Key=package_key(delivery_id),

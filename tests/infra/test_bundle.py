@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -340,10 +341,10 @@ def test_two_installs_of_the_same_requirements_at_once_keep_one_complete_copy(
         (staging / f"installed-by-{len(stagings)}").write_text("")
         if len(stagings) == 1:  # another process installs and finishes meanwhile
             with monkeypatch.context() as other:
-                other.setattr(bundle.os, "getpid", lambda: other_pid)
+                other.setattr(os, "getpid", lambda: other_pid)
                 assert bundle.dependency_dir(requirements) == target
 
-    monkeypatch.setattr(bundle.subprocess, "run", pip)
+    monkeypatch.setattr(subprocess, "run", pip)
     assert bundle.dependency_dir(requirements) == target
 
     assert len(set(stagings)) == 2

@@ -49,12 +49,22 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 # The infra tests synthesize (every synth bundles the assets itself), some with the
-# pinned CDK CLI. They and the e2e tests (each starts local stacks) run one at a time:
-# two synths at once bundle the same asset into one folder. The rest runs on every core.
+# pinned CDK CLI; the e2e tests start local stacks. Each lane runs one test at a time,
+# the two side by side (they share no folder but the pip cache, which each synth fills
+# through a staging folder of its own); the infra lane's report follows the other's.
+# (Two plain runs: xdist's loadgroup ignores groups under pytest 9.2, xdist #1386.)
+# The rest runs on every core.
 PARALLEL_TESTS := tests/unit tests/integration tests/simulation tests/adversarial tests/vectors
+INFRA_LANE_LOG := build/pytest-infra.log
 pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest -n auto $(PARALLEL_TESTS)
-	$(VENV)/bin/pytest $(addprefix --ignore=,$(PARALLEL_TESTS))
+	@mkdir -p build
+	@echo "==> tests/infra beside the rest, its report in $(INFRA_LANE_LOG) (printed after)"
+	@$(VENV)/bin/pytest tests/infra >$(INFRA_LANE_LOG) 2>&1 & infra=$$!; \
+	$(VENV)/bin/pytest $(addprefix --ignore=,$(PARALLEL_TESTS) tests/infra); rest=$$?; \
+	wait $$infra; infra_status=$$?; \
+	echo "==> tests/infra (exit $$infra_status)"; cat $(INFRA_LANE_LOG); \
+	test $$rest -eq 0 && test $$infra_status -eq 0
 
 # The functions' unit and integration tests on the Lambda runtime's Python, without the
 # CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development

@@ -140,7 +140,9 @@ def dependency_dir(requirements: Iterable[str], extra: Sequence[str] = ()) -> Pa
         return target
     lines = pinned(requirements)
     check_installer()
-    staging = target.with_name(target.name + ".partial")
+    # Each process its own staging folder: two synths at once (two test lanes) that
+    # miss the cache both install, and the first complete copy stays.
+    staging = target.with_name(f"{target.name}.{os.getpid()}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     platform_args = [arg for platform in LAMBDA_PLATFORMS for arg in ("--platform", platform)]
     command = [
@@ -178,8 +180,12 @@ def dependency_dir(requirements: Iterable[str], extra: Sequence[str] = ()) -> Pa
     shutil.rmtree(staging / "bin", ignore_errors=True)
     _drop_bytecode(staging)
     (staging / ".complete").write_text("\n".join([*lines, *extra]) + "\n", encoding="utf-8")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
+    if not (target / ".complete").exists():
+        shutil.rmtree(target, ignore_errors=True)  # no copy this function made
+    try:
+        staging.rename(target)
+    except OSError:  # another process renamed its complete copy there first
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

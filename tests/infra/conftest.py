@@ -81,13 +81,25 @@ def cdk_json_context() -> dict[str, Any]:
     return dict(json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"])
 
 
+# The assets this session's synths bundled: assembly folder name -> the folder.
+_BUNDLED: dict[str, Path] = {}
+
+
 def synthesize(tmp_path_factory: pytest.TempPathFactory, overrides: dict[str, Any]) -> Synthesized:
     """The real app (cdk-nag included) from cdk.json's context with ``overrides``."""
     context = cdk_json_context() | overrides
     outdir = tmp_path_factory.mktemp("cdk.out")
+    # An asset's folder is named by the digest of all it holds (infra/bundle.py), and CDK
+    # bundles none whose folder is already in the assembly: each content is bundled once
+    # a session, and the other synths link to it (as a second `cdk synth` reuses cdk.out).
+    for name, bundled in _BUNDLED.items():
+        (outdir / name).symlink_to(bundled, target_is_directory=True)
     # Fails here (with cdk-nag's report) when a finding is not acknowledged.
     app, stack = build_app(context=context, outdir=str(outdir))
     assembly = app.synth()
+    for folder in outdir.glob("asset.*"):
+        if folder.is_dir() and not folder.is_symlink():
+            _BUNDLED[folder.name] = folder
     template = assembly.get_stack_by_name(stack.stack_name).template
     return Synthesized(template=template, stack=stack, outdir=outdir, context=context)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -320,3 +321,32 @@ def test_a_listed_file_swapped_for_a_link_or_a_fifo_is_not_copied(tmp_path: Path
         with pytest.raises(bundle.BundleError, match=str(source)):
             bundle._copy_regular_file(source, tmp_path / f"{source.name}.copy")
         assert not (tmp_path / f"{source.name}.copy").exists()
+
+
+def test_two_installs_of_the_same_requirements_at_once_keep_one_complete_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two synths that miss the cache together (two test lanes) each run pip into a
+    # folder of their own; the one that finishes second keeps the first one's copy.
+    monkeypatch.setattr(bundle, "DEPS_CACHE", tmp_path / "deps")
+    requirements = bundle.FUNCTIONS["receiver"].requirements
+    target = bundle.dependency_target(requirements)
+    stagings: list[Path] = []
+    other_pid = os.getpid() + 1
+
+    def pip(command: list[str], **_: object) -> None:
+        staging = Path(command[command.index("--target") + 1])
+        stagings.append(staging)
+        staging.mkdir(parents=True)
+        (staging / f"installed-by-{len(stagings)}").write_text("")
+        if len(stagings) == 1:  # another process installs and finishes meanwhile
+            with monkeypatch.context() as other:
+                other.setattr(os, "getpid", lambda: other_pid)
+                assert bundle.dependency_dir(requirements) == target
+
+    monkeypatch.setattr(subprocess, "run", pip)
+    assert bundle.dependency_dir(requirements) == target
+
+    assert len(set(stagings)) == 2
+    assert {path.name for path in target.iterdir()} == {".complete", "installed-by-2"}
+    assert not list(target.parent.glob("*.partial"))

@@ -178,14 +178,17 @@ def test_an_attempt_killed_with_its_worker_and_its_retry_share_the_trace(
     assert_one_consistent_trace(trace)
     attempts = [s for s in trace["spans"] if s["name"] == "attempt"]
     assert attempts[0]["unfinished"] and not any(a["unfinished"] for a in attempts[1:])
-    assert attempts[-1]["attributes"]["result"] == "completed"
-    # A message back while the killed attempt's lease still ran was deferred, unrun
-    # (a loaded machine redelivers sooner than the lease ends).
-    assert all(a["attributes"]["result"] == "deferred" for a in attempts[1:-1])
+    # One retry completed it; any other message back while a lease ran (the killed
+    # attempt's, or the retry's own: a loaded machine redelivers sooner than a lease
+    # ends) was deferred, unrun.
+    results = [a["attributes"]["result"] for a in attempts[1:]]
+    assert results.count("completed") == 1, results
+    assert set(results) <= {"completed", "deferred"}, results
+    finisher = next(a for a in attempts if a["attributes"].get("result") == "completed")
     claims = [s["attributes"] for s in trace["spans"] if s["name"] == "claim"]
     assert [c["attempt"] for c in claims if c.get("attempt") is not None] == [1, 2]
     # The collector got the finished spans each invocation flushed (the killed one's
     # were lost with it, as they would be from a crashed Lambda).
     exported = {s.context.span_id for s in collector.received.of_trace(trace["trace_id"])}
-    assert attempts[-1]["span_id"] in exported
+    assert finisher["span_id"] in exported
     assert attempts[0]["span_id"] not in exported

@@ -107,14 +107,15 @@ CHAOS_ARGS ?= --deliveries 500 --kills 5 --seed 1
 chaos: $(DEMO_STAMP)
 	$(VENV)/bin/relaylink-receiver chaos $(CHAOS_ARGS)
 
-# The deterministic simulator (docs/simulation.md): 100,000 seeds of each shipped
-# workflow on both cores; exit 1 with each violating seed and its shrunk schedule.
-# Then its mutation check: each planted bug must be found by 1,000 seeds of its
-# workflow, but the one it is known to miss: the decision record's own once-condition
-# (the decision's transaction also needs the item parked for it, so no simulated
-# history can show it missing); docs/simulation.md, the mutation table.
-SIMULATE_ARGS ?= --seeds 100000 --processes 2
-MUTATION_ARGS ?= --seeds 1000 --processes 2 --known-missed $(KNOWN_MISSED)
+# The deterministic simulator (docs/simulation.md): the acceptance's seeds, 2,000 of
+# each shipped workflow on both cores (minutes); exit 1 with each violating seed and its
+# shrunk schedule. Then its mutation check: each planted bug must be found by 2,000
+# seeds of its workflow, but the one it is known to miss: the decision record's own
+# once-condition (the decision's transaction also needs the item parked for it, so no
+# simulated history can show it missing); docs/simulation.md, the mutation table.
+# The long soak (hours): make simulate SIMULATE_ARGS='--seeds 100000 --processes 2'
+SIMULATE_ARGS ?= --seeds 2000 --processes 2
+MUTATION_ARGS ?= --seeds 2000 --processes 2 --known-missed $(KNOWN_MISSED)
 KNOWN_MISSED ?= decision_not_once
 simulate: $(DEV_STAMP)
 	$(VENV)/bin/relaylink-receiver simulate $(SIMULATE_ARGS)

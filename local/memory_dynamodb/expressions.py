@@ -389,14 +389,18 @@ def _operand(node: Node, item: Item | None, bindings: Bindings) -> Value | None:
     if tag == "path":
         return resolve(item, node[1], bindings)
     if tag == "size":
-        found = resolve(item, node[1][1], bindings)
-        if found is None:
-            return None
-        try:
-            return {"N": str(v.size_of(found))}
-        except TypeError:
-            return None
+        return _size(resolve(item, node[1][1], bindings))
     raise AssertionError(tag)
+
+
+def _size(found: Value | None) -> Value | None:
+    """``size()`` of an attribute as a number (None: no attribute, or no size)."""
+    if found is None:
+        return None
+    try:
+        return {"N": str(v.size_of(found))}
+    except TypeError:
+        return None
 
 
 def _compare(  # noqa: PLR0911 (one answer per operator)
@@ -423,10 +427,12 @@ def _compare(  # noqa: PLR0911 (one answer per operator)
 
 
 def _ordered(value: Value) -> tuple[str, Any]:
-    t = v.kind(value)
-    if t in ("S", "N", "B"):
-        return v.comparable(value)
-    return t, None
+    ((t, raw),) = value.items()
+    if t == "N":
+        return t, Decimal(raw)
+    if t == "S":
+        return t, raw.encode()
+    return t, (raw if t == "B" else None)
 
 
 def _function(  # noqa: PLR0911 (one answer per function)
@@ -497,7 +503,103 @@ def condition(text: str | None, item: Item | None, bindings: Bindings) -> bool:
         return True
     parsed = parse_condition(text)
     bindings.use(parsed)
-    return evaluate(parsed.tree, item, bindings)
+    return _compiled(text, tuple(bindings.names.items()))(item, bindings.values)
+
+
+# --- compiled conditions -----------------------------------------------------------
+# :func:`evaluate` walks the tree and looks each name up per request; the adapters send
+# a few texts with the same names thousands of times, so each (text, names) becomes
+# closures once, with the names bound and only the values read per request. Same
+# answers, same refusals: each closure does what :func:`evaluate` does for its node.
+
+Test = Callable[[Item | None, Mapping[str, Value]], bool]
+Operand = Callable[[Item | None, Mapping[str, Value]], Value | None]
+
+
+@cache
+def _compiled(text: str, names: tuple[tuple[str, str], ...]) -> Test:
+    return _compile(parse_condition(text).tree, dict(names))
+
+
+def _compile(node: Node, names: Mapping[str, str]) -> Test:  # noqa: PLR0911 (one per node)
+    tag = node[0]
+    if tag in ("and", "or"):
+        left, right = _compile(node[1], names), _compile(node[2], names)
+        if tag == "and":
+            return lambda item, values: left(item, values) and right(item, values)
+        return lambda item, values: left(item, values) or right(item, values)
+    if tag == "not":
+        inner = _compile(node[1], names)
+        return lambda item, values: not inner(item, values)
+    if tag == "cmp":
+        op, a, b = node[1], _compile_operand(node[2], names), _compile_operand(node[3], names)
+        return lambda item, values: _compare(op, a(item, values), b(item, values))
+    if tag == "between":
+        return _compile_between(node, names)
+    if tag == "in":
+        subject = _compile_operand(node[1], names)
+        options = tuple(_compile_operand(o, names) for o in node[2])
+
+        def within(item: Item | None, values: Mapping[str, Value]) -> bool:
+            found = subject(item, values)
+            return any(_compare("=", found, o(item, values)) for o in options)
+
+        return within
+    if tag == "fn":
+        return _compile_function(node[1], node[2], names)
+    raise AssertionError(tag)
+
+
+def _compile_between(node: Node, names: Mapping[str, str]) -> Test:
+    subject, low_of, high_of = (_compile_operand(n, names) for n in node[1:4])
+
+    def between(item: Item | None, values: Mapping[str, Value]) -> bool:
+        found, low, high = subject(item, values), low_of(item, values), high_of(item, values)
+        if low is not None and high is not None and _compare(">", low, high):
+            raise ExpressionError(
+                "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be"
+                " greater than or equal to lower bound"
+            )
+        return _compare(">=", found, low) and _compare("<=", found, high)
+
+    return between
+
+
+def _compile_function(name: str, arguments: tuple[Node, ...], names: Mapping[str, str]) -> Test:
+    path = _compile_path(arguments[0][1], names)
+    if name == "attribute_exists":
+        return lambda item, values: path(item) is not None
+    if name == "attribute_not_exists":
+        return lambda item, values: path(item) is None
+    # The rest read two operands: the general rule (rare in the adapters' requests).
+    return lambda item, values: _function(name, arguments, item, Bindings(names, values))
+
+
+def _compile_operand(node: Node, names: Mapping[str, str]) -> Operand:
+    tag = node[0]
+    if tag == "value":
+        key = node[1]
+        return lambda item, values: values[key]
+    if tag == "path":
+        path = _compile_path(node[1], names)
+        return lambda item, values: path(item)
+    if tag == "size":
+        inner = _compile_path(node[1][1], names)
+        return lambda item, values: _size(inner(item))
+    raise AssertionError(tag)
+
+
+def _compile_path(
+    path: DocumentPath, names: Mapping[str, str]
+) -> Callable[[Item | None], Value | None]:
+    steps = tuple(names[p] if isinstance(p, str) and p.startswith("#") else p for p in path)
+    if len(steps) == 1:
+        (top,) = steps
+        if not isinstance(top, str):
+            return lambda item: None
+        return lambda item: None if item is None else item.get(top)
+    b = Bindings(names, {})
+    return lambda item: resolve(item, path, b)
 
 
 def project(item: Item, text: str | None, bindings: Bindings) -> Item:
@@ -531,7 +633,7 @@ def apply_update(text: str, item: Item, bindings: Bindings, *, keys: frozenset[s
     """``item`` after an ``UpdateExpression``; every operand reads the item as it was."""
     parsed = parse_update(text)
     bindings.use(parsed)
-    actions = _actions(text, tuple(sorted(bindings.names.items())), keys)
+    actions = _actions(text, tuple(bindings.names.items()), keys)
     new = dict(item)
     for clause, name, node in actions:
         if clause == "SET":
@@ -693,14 +795,45 @@ def key_condition(
 ) -> KeyCondition:
     parsed = parse_condition(text)
     bindings.use(parsed)
-    terms = _conjuncts(parsed.tree)
-    partition: Value | None = None
+    partition_node, sort_term, sort_test = _key_terms(
+        text, tuple(bindings.names.items()), partition_key, sort_key
+    )
+    partition = bindings.values[partition_node[1]]
+    if sort_term is None:
+        return KeyCondition(partition, None)
+    term = sort_term
+    if term[0] == "between":  # refuses reversed bounds before any item is read
+        low, high = _operand(term[2], None, bindings), _operand(term[3], None, bindings)
+        if low is not None and high is not None and _compare(">", low, high):
+            raise ExpressionError(
+                "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be"
+                " greater than or equal to lower bound"
+            )
+
+    name, values = sort_key or "", bindings.values
+
+    def sort(value: Value | None) -> bool:
+        return value is not None and sort_test({name: value}, values)
+
+    return KeyCondition(partition, sort)
+
+
+@cache
+def _key_terms(
+    text: str, names: tuple[tuple[str, str], ...], partition_key: str, sort_key: str | None
+) -> tuple[Node, Node | None, Test]:
+    """A key condition's partition value (its placeholder) and its sort key's term (and
+    that term compiled), checked once per text and names: a Query sends the same few
+    texts many times."""
+    bindings = Bindings(dict(names), {})
+    partition: Node | None = None
     sort_term: Node | None = None
-    for term in terms:
+    for term in _conjuncts(parse_condition(text).tree):
         subject = term[2] if term[0] == "cmp" else (term[2][0] if term[0] == "fn" else term[1])
         name = _key_name(subject, bindings)
         if term[0] == "cmp" and term[1] == "=" and name == partition_key and partition is None:
-            partition = _operand(term[3], None, bindings)
+            # Only a placeholder names a value: a path read on no item is nothing.
+            partition = term[3] if term[3][0] == "value" else None
         elif name == sort_key and sort_term is None and _sort_condition(term):
             sort_term = term
         else:
@@ -711,16 +844,15 @@ def key_condition(
             )
     if partition is None:
         raise ExpressionError(f"Query condition missed key schema element: {partition_key}")
-    if sort_term is None:
-        return KeyCondition(partition, None)
-    term = sort_term
-    if term[0] == "between":
-        evaluate(term, {}, bindings)  # refuses reversed bounds before any item is read
+    sort_test = _compile(sort_term, dict(names)) if sort_term is not None else _ALWAYS
+    return partition, sort_term, sort_test
 
-    def sort(value: Value | None, term: Node = term) -> bool:
-        return value is not None and evaluate(term, {sort_key or "": value}, bindings)
 
-    return KeyCondition(partition, sort)
+def _always(item: Item | None, values: Mapping[str, Value]) -> bool:
+    return True
+
+
+_ALWAYS: Final[Test] = _always
 
 
 def _conjuncts(node: Node) -> list[Node]:

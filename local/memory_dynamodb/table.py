@@ -6,7 +6,7 @@ keys, the indexes and their projections have one definition.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,21 @@ class Table:
     ttl_attribute: str | None = None
     items: dict[Identity, Item] = field(default_factory=dict)
     partitions: dict[Any, set[Identity]] = field(default_factory=dict)
+    # (attribute, its type, index name) of every index key: what each write checks
+    index_keys: tuple[tuple[str, str, str], ...] = ()
+    # (attribute, its type) of the table's keys, and their names: what each request's
+    # key is checked against
+    key_types: tuple[tuple[str, str | None], ...] = ()
+    key_names: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.key_types = tuple((n, self.attribute_types.get(n)) for n in self.keys.names)
+        self.key_names = frozenset(self.keys.names)
+        self.index_keys = tuple(
+            (name, self.attribute_types.get(name, ""), index.name)
+            for index in self.indexes.values()
+            for name in index.keys.names
+        )
 
     @classmethod
     def from_request(cls, request: Mapping[str, Any]) -> Table:
@@ -81,27 +96,36 @@ class Table:
     def store(self, identity: Identity, item: Item | None) -> None:
         """Write (or, with None, delete) one item and its index entries."""
         old = self.items.get(identity)
-        if old is not None:
+        if item is None:
+            if old is None:
+                return
             self.partitions[identity[0][1]].discard(identity)
             for index in self.indexes.values():
                 entry = index.entry(old)
                 if entry is not None:
                     index.partitions[entry].discard(identity)
-        if item is None:
-            self.items.pop(identity, None)
+            del self.items[identity]
             return
         self.items[identity] = item
-        self.partitions.setdefault(identity[0][1], set()).add(identity)
+        if old is None:
+            self.partitions.setdefault(identity[0][1], set()).add(identity)
         for index in self.indexes.values():
+            if old is not None:
+                names = index.keys.names
+                if all(old.get(n) == item.get(n) for n in names):
+                    continue  # listed where it was (most updates touch no index key)
+                entry = index.entry(old)
+                if entry is not None:
+                    index.partitions[entry].discard(identity)
             entry = index.entry(item)
             if entry is not None:
                 index.partitions.setdefault(entry, set()).add(identity)
 
-    def partition(self, index: Index | None, value: Value) -> Iterator[Item]:
-        """Every item of one partition of the table or of ``index``, in no order."""
+    def members(self, index: Index | None, value: Value) -> set[Identity] | tuple[()]:
+        """The identities of one partition's items, of the table or of ``index``, in no
+        order (empty: none)."""
         found = (self.partitions if index is None else index.partitions).get(v.comparable(value))
-        for identity in found or ():
-            yield self.items[identity]
+        return found or ()
 
     def projected(self, index: Index | None, item: Item) -> Item:
         """What a read of ``index`` returns of ``item`` (its projection)."""

@@ -38,12 +38,11 @@ def format_number(n: Decimal) -> str:
 def comparable(value: Value) -> tuple[str, Any]:
     """``(type, key)`` that orders two values of one scalar type as DynamoDB does
     (numbers by value, strings and binaries by their bytes)."""
-    t = kind(value)
-    raw = value[t]
-    if t == "N":
-        return t, Decimal(raw)
+    ((t, raw),) = value.items()
     if t == "S":
         return t, raw.encode()
+    if t == "N":
+        return t, Decimal(raw)
     return t, raw
 
 
@@ -147,6 +146,7 @@ def answer_copy(item: Item) -> Item:
     and whose scalar values are shared with the table (the table never changes a value
     in place; a caller must not either)."""
     return {
-        name: value if next(iter(value)) in _SCALARS else copy_value(value)
+        # (a value has one type: "S" in it says it is a string, without iterating it)
+        name: value if "S" in value or "N" in value or "BOOL" in value else copy_value(value)
         for name, value in item.items()
     }

@@ -33,7 +33,7 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 # What the simulator imports, copied whole into the scratch tree.
 COPIED: Final = ("functions", "local", "infra", "cli")
 DEFAULT_SEEDS: Final = 1000  # the simulator's own default (relaylink-receiver simulate)
-PROBE_TIMEOUT_SECONDS: Final = 1800
+PROBE_TIMEOUT_SECONDS: Final = 3600  # 2,000 agent seeds on a loaded machine: tens of minutes
 
 
 class MutationMoved(RuntimeError):

@@ -57,7 +57,11 @@ def archive_package(archive: Archive, work: WorkItem, package: Package, effects:
 
 
 class ArchiveWorkflow:
-    """Nothing to do: the package record, written before the run, is the archive."""
+    """Nothing to do: the package record, written by the completion, is the archive."""
+
+    # Nothing outside the stack: the completion writes the package record too
+    # (functions.core.ports.workflow.has_effects).
+    has_effects: Final = False
 
     def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         """Complete the delivery: its package is kept on its record already."""

@@ -1,7 +1,8 @@
 """The archive workflow: keep every package, nothing else.
 
 The default for a bare deployment: it needs nothing outside the stack. Every delivery's
-package is recorded before any workflow runs (:mod:`functions.core.package_record`):
+package is recorded (:mod:`functions.core.package_record`), for this workflow by the
+delivery's completion (it declares no effects):
 its canonical form and digest on the delivery's inbox item, kept as long as the item
 (``inbox_retention_days``), a large one in the archive bucket under its digest. That
 record is the archive, so this workflow has no effect of its own and costs no request:

@@ -97,8 +97,10 @@ def test_a_lost_answer_on_the_combined_completion_leaves_it_done_with_its_record
     # The next write to commit is the completion: it commits, its answer is lost.
     quiet = Quiet(on_run=[world.claims.table.client.lose_next])
     world.workflow = quiet  # type: ignore[assignment]
+    records = counted(world)
     server = ChangingPackages()
     first = processed(world, server)
+    assert records.writes == 0  # the lost answer was the completion's, record and all
     # The release that follows the unknown outcome finds the item completed.
     assert first.result is Result.CLAIM_LOST
     assert processed(world, server).result is Result.ALREADY_DONE

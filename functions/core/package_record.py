@@ -74,11 +74,36 @@ class PackageRecorder:
                 answer. It may be kept: the next attempt reads it, never assumes not.
             Whatever ``source`` raises.
         """
+        package, record = await self.unrecorded(claim, work, source)
+        if record is None:
+            return package
+        try:
+            first = self._storage.records.record(claim, record, expires_at=claim.expires_at)
+        except StorageUnavailable as exc:
+            raise TransientError(RECORD_UNKNOWN) from exc
+        if first is not None:
+            return await self._kept(first, work, source)
+        return package
+
+    async def unrecorded(
+        self, claim: Claim, work: WorkItem, source: PackageSource
+    ) -> tuple[Package, PackageRecord | None]:
+        """The recorded package and None, or the first fetch and its record, unwritten.
+
+        For a workflow without effects the completion writes that record
+        (:meth:`~functions.core.ports.claims.ClaimStore.complete`): nothing happens
+        outside between the fetch and that write, so an attempt that dies between them
+        leaves no record, and the next one fetches as it would have before the record.
+
+        Raises:
+            PackageChanged: the content was gone and a refetch returned another package.
+            Whatever ``source`` raises.
+        """
         # The claim's write returned the item: when that settles it, no second read.
         records = self._storage.records
         kept = _settled(claim) if _settled_by(claim) else records.get(work.delivery_id)
         if kept is not None:
-            return await self._kept(kept, work, source)
+            return await self._kept(kept, work, source), None
         with tracing.span(tracing.SPAN_FETCH, attributes={"package_id": work.package_id}):
             fetched = await source.get_package(work.mcp_url, work.package_id)
         body = fetched.canonical()
@@ -89,13 +114,7 @@ class PackageRecorder:
             recorded_at=self._clock.now(),
             recorded_by=claim.owner,
         )
-        try:
-            first = self._storage.records.record(claim, record, expires_at=claim.expires_at)
-        except StorageUnavailable as exc:
-            raise TransientError(RECORD_UNKNOWN) from exc
-        if first is not None:
-            return await self._kept(first, work, source)
-        return _parse(body)
+        return _parse(body), record
 
     async def _kept(self, record: PackageRecord, work: WorkItem, source: PackageSource) -> Package:
         body = self._content(record)

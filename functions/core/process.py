@@ -8,7 +8,8 @@ never in the queue: a message is only a reminder that a delivery may need work, 
 duplicated or re-enqueued messages are harmless. What to run (the package id and the
 MCP server) is read from the claimed inbox item too: a message that names anything else
 is refused (acknowledged, not run, counted). The package a delivery runs on is fetched
-once and recorded (:mod:`functions.core.package_record`).
+once and recorded (:mod:`functions.core.package_record`): before the run, or, for a
+workflow without effects, by the completion's own write.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from functions.core.ports.claims import ClaimStore
 from functions.core.ports.effects import EffectStore
 from functions.core.ports.metrics import MetricsSink
 from functions.core.ports.package import PackageSource
+from functions.core.ports.package_record import PackageRecord
+from functions.core.ports.workflow import has_effects
 from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
 
 if TYPE_CHECKING:
@@ -258,7 +261,16 @@ class Processor:
     ) -> Decision:
         try:
             recorder = PackageRecorder(self.packages, clock=self.clock)
-            package = await recorder.package(claim, work, source)
+            record: PackageRecord | None = None
+            if has_effects(self.workflow):
+                # Recorded before the run: approvals and replays resume on this package.
+                package = await recorder.package(claim, work, source)
+            else:
+                # Recorded by the completion's own write, one write fewer: nothing
+                # happens outside before it, so a crash or a lost answer in between
+                # leaves no record (the next attempt fetches) or a completed item. With
+                # no earlier record there is nothing to compare: no package_changed here.
+                package, record = await recorder.unrecorded(claim, work, source)
             ledger = EffectLedger(
                 work.delivery_id,
                 store=self.effects,
@@ -269,7 +281,9 @@ class Processor:
             # In a thread: a workflow may block, or run its own event loop for an agent.
             with tracing.span(tracing.SPAN_WORKFLOW):
                 await asyncio.to_thread(self.workflow.run, work, package, ledger)
-            self.claims.complete(claim, now=self.clock.now(), effects_done=ledger.repeated)
+            self.claims.complete(
+                claim, now=self.clock.now(), effects_done=ledger.repeated, package=record
+            )
         except ClaimLost:
             raise
         except UncertainEffect as exc:

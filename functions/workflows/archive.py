@@ -1,7 +1,8 @@
 """The archive workflow: keep every package, nothing else.
 
 The default for a bare deployment: it needs nothing outside the stack. Every delivery's
-package is recorded before any workflow runs (:mod:`functions.core.package_record`):
+package is recorded (:mod:`functions.core.package_record`), for this workflow by the
+delivery's completion (it declares no effects):
 its canonical form and digest on the delivery's inbox item, kept as long as the item
 (``inbox_retention_days``), a large one in the archive bucket under its digest. That
 record is the archive, so this workflow has no effect of its own and costs no request:
@@ -57,7 +58,11 @@ def archive_package(archive: Archive, work: WorkItem, package: Package, effects:
 
 
 class ArchiveWorkflow:
-    """Nothing to do: the package record, written before the run, is the archive."""
+    """Nothing to do: the package record, written by the completion, is the archive."""
+
+    # Nothing outside the stack: the completion writes the package record too
+    # (functions.core.ports.workflow.has_effects).
+    has_effects: Final = False
 
     def run(self, work: WorkItem, package: Package, effects: Ledger) -> None:
         """Complete the delivery: its package is kept on its record already."""

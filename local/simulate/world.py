@@ -772,12 +772,17 @@ class Claims:
         )
 
     def complete(
-        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+        self,
+        claim: Claim,
+        *,
+        now: int,
+        effects_done: frozenset[str] = frozenset(),
+        package: PackageRecord | None = None,
     ) -> None:
         self._finish(
             claim,
             "complete",
-            lambda: self._real.complete(claim, now=now, effects_done=effects_done),
+            lambda: self._real.complete(claim, now=now, effects_done=effects_done, package=package),
         )
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:

@@ -152,16 +152,22 @@ def test_a_lost_answer_on_the_record_is_an_unknown_outcome_and_the_next_attempt_
     assert seeing.titles == [version(work().package_id, 1).title]
 
 
-def test_an_attempt_whose_lease_ran_out_records_no_package_over_its_successors() -> None:
-    world = World()
-    world.accept(work())
-    world.package_records.claims = world.claims
-    recorder = PackageRecorder(PackageStorage(world.package_records), clock=world.clock)
+def stale_and_holder(world: World) -> tuple[Claim, Claim]:
+    """Claim "a", whose lease runs out, then "b", which holds the delivery."""
     now = world.clock.value
     stale = world.claims.claim(work().delivery_id, owner="a", now=now, lease_seconds=LEASE).claim
     later = now + LEASE
     holder = world.claims.claim(work().delivery_id, owner="b", now=later, lease_seconds=LEASE).claim
     assert stale is not None and holder is not None
+    return stale, holder
+
+
+def test_an_attempt_whose_lease_ran_out_records_no_package_over_its_successors() -> None:
+    world = World()
+    world.accept(work())
+    world.package_records.claims = world.claims
+    recorder = PackageRecorder(PackageStorage(world.package_records), clock=world.clock)
+    stale, holder = stale_and_holder(world)
     server = ChangingPackages()
     try:
         asyncio.run(recorder.package(stale, work(), server))

@@ -20,9 +20,10 @@ from functions.core.adapters import (
     dynamodb_state_index,
 )
 from functions.core.adapters.dynamodb_errors import storage_error
-from functions.core.adapters.dynamodb_package_record import package_from_item
+from functions.core.adapters.dynamodb_package_record import package_attributes, package_from_item
 from functions.core.claim import ITEM_EXPIRED, Claim, ClaimAttempt, ClaimLost, ClaimStatus
 from functions.core.models import InboxItem, State
+from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.recovery import OpenCursor, OpenPage
 
 if TYPE_CHECKING:
@@ -77,12 +78,26 @@ class DynamoDbClaims:
         )
 
     def complete(
-        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+        self,
+        claim: Claim,
+        *,
+        now: int,
+        effects_done: frozenset[str] = frozenset(),
+        package: PackageRecord | None = None,
     ) -> None:
+        # The record rides on the completion's own conditional write (holder, processing):
+        # no write unit of its own.
+        record = None if package is None else package_attributes(package)
         if effects_done:  # (DynamoDB stores no empty set)
-            self._finish(transitions.COMPLETE_WITH_EFFECTS, claim, now=now, effects=effects_done)
+            self._finish(
+                transitions.COMPLETE_WITH_EFFECTS,
+                claim,
+                now=now,
+                also_set=record,
+                effects=effects_done,
+            )
         else:
-            self._finish(transitions.COMPLETE, claim, now=now)
+            self._finish(transitions.COMPLETE, claim, now=now, also_set=record)
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:
         self._finish(transitions.RELEASE, claim, now=now, error=error_code)
@@ -120,9 +135,12 @@ class DynamoDbClaims:
         claim: Claim,
         *,
         now: int,
+        also_set: dynamodb_items.Item | None = None,
         **values: transitions.Value,
     ) -> None:
-        applied = self._apply(transition, claim.delivery_id, now=now, owner=claim.owner, **values)
+        applied = self._apply(
+            transition, claim.delivery_id, now=now, owner=claim.owner, also_set=also_set, **values
+        )
         if not applied.moved:
             raise ClaimLost()
 
@@ -217,6 +235,7 @@ class DynamoDbClaims:
         delivery_id: str,
         *,
         now: int,
+        also_set: dynamodb_items.Item | None = None,
         **values: transitions.Value,
     ) -> transitions.Applied:
         return transitions.apply(
@@ -225,6 +244,7 @@ class DynamoDbClaims:
             transition,
             delivery_id,
             self._log_shards,
+            also_set,
             now=now,
             **values,
         )

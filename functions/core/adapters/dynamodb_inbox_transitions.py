@@ -92,7 +92,8 @@ class Transition:
             return IndexMove.KEEP
         return IndexMove.LIST
 
-    def update_expression(self) -> str:
+    def update_expression(self, also_set: tuple[str, ...] = ()) -> str:
+        """``also_set``: more attributes set, each to its own ``:<name>`` placeholder."""
         if self.listing_only:
             return (
                 f"SET {table_layout.STATE_INDEX_PARTITION_KEY} = :shard,"
@@ -102,6 +103,7 @@ class Transition:
         if self.from_states != (self.to_state,):
             sets.insert(0, ("#state", f":{self.to_state.value}"))
         sets.append((dynamodb_items.STATE_CHANGED_AT, ":now"))
+        sets.extend((name, f":{name}") for name in also_set)
         removes = list(self.removes)
         if self.index is IndexMove.LIST:
             sets.append((table_layout.STATE_INDEX_PARTITION_KEY, ":shard"))
@@ -440,6 +442,7 @@ def update_request(
     transition: Transition,
     delivery_id: str,
     log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    also_set: dynamodb_items.Item | None = None,
     /,
     *,
     now: int,
@@ -451,6 +454,8 @@ def update_request(
         log_shards: the received log's deployed shard count (the completed listing's
             keys follow it: ``table_layout.listing_keys``).
         values: the row's own placeholders, e.g. ``owner="..."`` for ``:owner``.
+        also_set: attributes the same write sets too, by name (the package record a
+            completion keeps).
 
     Raises:
         TypeError: a placeholder of the row has no value, or a value no placeholder.
@@ -462,7 +467,9 @@ def update_request(
         label = dynamodb_items.state_label(transition.to_state)
         shard = dynamodb_items.state_shard(label, delivery_id, log_shards=log_shards)
         given[":shard"] = _attribute(shard)
-    update = transition.update_expression()
+    extra = also_set or {}
+    given.update({f":{name}": value for name, value in extra.items()})
+    update = transition.update_expression(tuple(extra))
     condition = condition_expression(transition.condition)
     used = set(_PLACEHOLDER.findall(f"{update} {condition}"))
     available = {**_CONSTANTS, **given}
@@ -482,12 +489,13 @@ def update_request(
     }
 
 
-def apply(
+def apply(  # noqa: PLR0917 (positional: no placeholder name may shadow them)
     client: DynamoDBClient,
     table: str,
     transition: Transition,
     delivery_id: str,
     log_shards: int = table_layout.DEFAULT_RECEIVED_LOG_SHARDS,
+    also_set: dynamodb_items.Item | None = None,
     /,
     *,
     now: int,
@@ -500,7 +508,9 @@ def apply(
     Raises:
         StorageUnavailable: throttled or failed; nothing written.
     """
-    request = update_request(table, transition, delivery_id, log_shards, now=now, **values)
+    request = update_request(
+        table, transition, delivery_id, log_shards, also_set, now=now, **values
+    )
     written = dynamodb_requests.conditional(client.update_item, **request)
     return Applied(moved=written.written, item=written.item)
 

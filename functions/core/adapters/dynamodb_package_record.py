@@ -6,7 +6,9 @@ holds the claim and that no package is kept yet is checked in the same write. On
 single-item write costs 1 write unit while the item stays under 1 KB; the former
 record of its own cost a two-item transaction (a check of the claim and a put, 2 units
 each). A large package's content is an object in the steps' object store, named by its
-digest (:mod:`functions.core.package_record`), so the item stays small.
+digest (:mod:`functions.core.package_record`), so the item stays small. For a workflow
+without effects this module's write is not made: the completion sets the same
+attributes (:func:`package_attributes`) in its own update, at no unit of its own.
 
 The record shares the inbox item's retention (``expires_at``): it is the default
 workflow's archive (docs/workflows.md). Records written by earlier versions, an item

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from functions.core.claim import Claim, ClaimAttempt
+from functions.core.ports.package_record import PackageRecord
 
 
 class ClaimStore(Protocol):
@@ -15,10 +16,17 @@ class ClaimStore(Protocol):
     ) -> ClaimAttempt: ...
 
     def complete(
-        self, claim: Claim, *, now: int, effects_done: frozenset[str] = frozenset()
+        self,
+        claim: Claim,
+        *,
+        now: int,
+        effects_done: frozenset[str] = frozenset(),
+        package: PackageRecord | None = None,
     ) -> None:
         """Mark completed, with the names of the repeatable effects this attempt applied
-        (their only "done" mark); raises :class:`ClaimLost` when we no longer hold it."""
+        (their only "done" mark) and, for a workflow without effects, the package record
+        not written before the run (in the same write); raises :class:`ClaimLost` when
+        we no longer hold it."""
         ...
 
     def release(self, claim: Claim, *, now: int, error_code: str) -> None:

@@ -59,3 +59,11 @@ class Workflow(Protocol):
     """
 
     def run(self, work: WorkItem, package: Package, effects: Ledger) -> None: ...
+
+
+def has_effects(workflow: object) -> bool:
+    """Whether ``workflow`` may act outside the stack (every workflow may, unless it
+    declares ``has_effects = False``). One that may not has its package recorded by its
+    delivery's completion, not by a write of its own before it runs
+    (:mod:`functions.core.process`)."""
+    return bool(getattr(workflow, "has_effects", True))

@@ -6,8 +6,9 @@ shipped workflows by its alias (the caller passes them in, see
 ``"package.module:attribute"``. The attribute is either an object with a ``run``
 method (a :class:`Workflow`) or a factory that takes a :class:`WorkflowContext`
 and returns one. The shipped ones live in :mod:`functions.workflows`: ``archive``
-keeps the package on its inbox item (the package record), ``notify`` also sends one HTTP notification, ``agent`` has a
-model summarise the package and sends the summary as an alert.
+keeps the package on its inbox item (the package record), ``notify`` also sends one
+HTTP notification, ``agent`` has a model summarise the package and sends the summary
+as an alert.
 """
 
 from __future__ import annotations

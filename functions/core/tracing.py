@@ -184,6 +184,10 @@ class _Scope:
         "_announce", "_attributes", "_links", "_name", "_opened", "_parent", "_sampled",
         "_start_ns", "_token",
     )  # fmt: skip
+    # Set on entry.
+    _opened: Span
+    _start_ns: int
+    _token: Token[SpanContext | None]
 
     def __init__(
         self,
@@ -195,14 +199,8 @@ class _Scope:
         announce: bool,
         sampled: bool,
     ) -> None:
-        self._name = name
-        self._parent = parent
-        self._links = links
-        self._announce = announce
-        self._sampled = sampled
-        self._attributes = attributes
-        self._token: Token[SpanContext | None] | None = None
-        self._start_ns = 0
+        self._name, self._parent, self._attributes = name, parent, attributes
+        self._links, self._announce, self._sampled = links, announce, sampled
 
     def __enter__(self) -> Span:
         parent = self._parent or _current.get()
@@ -240,7 +238,6 @@ class _Scope:
             # a message may quote input.
             error = getattr(exc, "span_error", True) is not False
             opened.set("error.type" if error else "ended_by", type(exc).__name__)
-        assert self._token is not None
         _current.reset(self._token)
         # Without an exporter (a deployed stack, tracing off) or for an unsampled trace
         # only the context is kept.

@@ -318,6 +318,11 @@ class InlineExecutor(ThreadPoolExecutor):
     (``asyncio.to_thread`` then runs inline too).
     """
 
+    def __init__(self) -> None:
+        # A worker count given, so the base does not ask the OS for its CPU count: a
+        # simulated run makes one per batch, thousands of them.
+        super().__init__(max_workers=1)
+
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         done: Future[T] = Future()
         try:

@@ -22,8 +22,9 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Final, Protocol
 
 from functions.core.trace_context import SpanContext, new_root, parse_traceparent
@@ -149,7 +150,6 @@ def parent_from(traceparent: str | None) -> SpanContext | None:
     return parse_traceparent(traceparent)
 
 
-@contextmanager
 def span(
     name: str,
     *,
@@ -158,7 +158,7 @@ def span(
     links: Sequence[SpanContext] = (),
     announce: bool = False,
     sampled: bool = True,
-) -> Iterator[Span]:
+) -> _Scope:
     """Open a span; it is current inside the block, exported when the block ends.
 
     A span of an unsampled trace (flags ``-00``) is current as any other, so its
@@ -171,38 +171,87 @@ def span(
         sampled: a new trace's sampling decision (ignored when there is a parent,
             whose trace decided already).
     """
-    parent = parent or _current.get()
-    context = new_root(sampled=sampled) if parent is None else parent.child()
-    opened = Span(context, {k: _safe(v) for k, v in (attributes or {}).items() if v is not None})
-    start_ns = time.time_ns()
-    parent_id = None if parent is None else parent.span_id
-    if announce and context.sampled:
-        _export(SpanRecord(name, context, parent_id, start_ns, None, dict(opened.attributes)))
-    token = _current.set(context)
-    error = False
-    try:
-        yield opened
-    except BaseException as exc:
-        # An exception that is no failure (``span_error = False``: parking for a
-        # person) ends the span as it is; any other marks it failed. The type only: a
-        # message may quote input.
-        error = getattr(exc, "span_error", True) is not False
-        opened.set("error.type" if error else "ended_by", type(exc).__name__)
-        raise
-    finally:
-        _current.reset(token)
+    return _Scope(
+        name, parent=parent, attributes=attributes, links=links, announce=announce,
+        sampled=sampled,
+    )  # fmt: skip
+
+
+class _Scope:
+    """``span``'s block (a class, not a generator: every port call opens one)."""
+
+    __slots__ = (
+        "_announce", "_attributes", "_links", "_name", "_opened", "_parent", "_sampled",
+        "_start_ns", "_token",
+    )  # fmt: skip
+    # Set on entry.
+    _opened: Span
+    _start_ns: int
+    _token: Token[SpanContext | None]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        parent: SpanContext | None,
+        attributes: Mapping[str, AttributeValue | None] | None,
+        links: Sequence[SpanContext],
+        announce: bool,
+        sampled: bool,
+    ) -> None:
+        self._name, self._parent, self._attributes = name, parent, attributes
+        self._links, self._announce, self._sampled = links, announce, sampled
+
+    def __enter__(self) -> Span:
+        parent = self._parent or _current.get()
+        self._parent = parent
+        context = new_root(sampled=self._sampled) if parent is None else parent.child()
+        opened = Span(
+            context, {k: _safe(v) for k, v in (self._attributes or {}).items() if v is not None}
+        )
+        self._opened = opened
+        self._start_ns = time.time_ns()
+        if self._announce and context.sampled:
+            _export(
+                SpanRecord(
+                    self._name, context, self._parent_id(), self._start_ns, None,
+                    dict(opened.attributes),
+                )
+            )  # fmt: skip
+        self._token = _current.set(context)
+        return opened
+
+    def _parent_id(self) -> str | None:
+        return None if self._parent is None else self._parent.span_id
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        opened = self._opened
+        error = False
+        if exc is not None:
+            # An exception that is no failure (``span_error = False``: parking for a
+            # person) ends the span as it is; any other marks it failed. The type only:
+            # a message may quote input.
+            error = getattr(exc, "span_error", True) is not False
+            opened.set("error.type" if error else "ended_by", type(exc).__name__)
+        _current.reset(self._token)
         # Without an exporter (a deployed stack, tracing off) or for an unsampled trace
         # only the context is kept.
+        context = opened.context
         if _exporter is not None and context.sampled:
             _export(
                 SpanRecord(
-                    name,
+                    self._name,
                     context,
-                    parent_id,
-                    start_ns,
+                    self._parent_id(),
+                    self._start_ns,
                     time.time_ns(),
                     dict(opened.attributes),
-                    tuple(links),
+                    tuple(self._links),
                     error,
                 )
             )

@@ -17,7 +17,7 @@ from local.memory_dynamodb import expressions as ex
 from local.memory_dynamodb import values as v
 from local.memory_dynamodb.expressions import Bindings, ExpressionError
 from local.memory_dynamodb.table import Identity, Index, Table
-from local.memory_dynamodb.values import Item
+from local.memory_dynamodb.values import Item, Value
 
 _OK: Final = {"ResponseMetadata": {"HTTPStatusCode": 200}}
 MAX_TRANSACTION_ACTIONS: Final = 100
@@ -59,6 +59,9 @@ class MemoryDynamoDB:
         # (due, sequence, table, identity, expires_at): lazily checked against the item
         self._due: list[tuple[float, int, str, Identity, str]] = []
         self._sequence = 0
+        # Each item an update wrote, with its size bound: the next update of it checks
+        # only what it changes.
+        self._checked: dict[Identity, tuple[Item, int]] = {}
 
     # --- set-up and inspection ----------------------------------------------------
 
@@ -224,7 +227,7 @@ class MemoryDynamoDB:
                 keys=table.key_names,
             )
             bindings.check_all_used()
-            self._check_item(table, updated.item, update=True)
+            self._check_update(table, identity, old, updated)
         self._write(table, identity, old, updated.item, operation)
         return {**_returned(ReturnValues, old, updated), **_OK}
 
@@ -493,11 +496,32 @@ class MemoryDynamoDB:
             raise errors.validation(operation, "The provided key element does not match the schema")
         return table.identity(key)
 
-    def _check_item(self, table: Table, item: Item, *, update: bool = False) -> None:
+    def _check_item(self, table: Table, item: Item, *, update: bool = False) -> int:
         """What DynamoDB refuses in an item: an index key of the wrong type, an empty
-        set, more than 400 KB."""
+        set, more than 400 KB. Returns the item's size bound (see ``_bound``)."""
+        return self._check_attributes(table, item, item, 0, update=update)
+
+    def _check_update(
+        self, table: Table, identity: Identity, old: Item | None, updated: ex.Updated
+    ) -> None:
+        """``_check_item`` of an update's result, from the attributes it changed when the
+        old item is the one this check last passed (its unchanged attributes passed then)."""
+        cached = self._checked.get(identity)
+        new = updated.item
+        if old is None or cached is None or cached[0] is not old:
+            bound = self._check_item(table, new, update=True)
+        else:
+            bound = cached[1] - sum(_bound(n, old[n]) for n in updated.changed if n in old)
+            changed = {n: new[n] for n in updated.changed if n in new}
+            bound = self._check_attributes(table, changed, new, bound, update=True)
+        self._checked[identity] = (new, bound)
+
+    def _check_attributes(
+        self, table: Table, attributes: Item, item: Item, bound: int, *, update: bool
+    ) -> int:
+        """``_check_item`` of ``attributes`` of ``item``, the rest's size bound given."""
         for name, expected, index_name in table.index_keys:
-            value = item.get(name)
+            value = attributes.get(name)
             if value is not None and expected not in value:
                 raise ExpressionError(
                     "One or more parameter values were invalid: Type mismatch for Index Key"
@@ -506,27 +530,15 @@ class MemoryDynamoDB:
                 )
         # One pass: empty sets, and a bound on the size (a character is at most four
         # bytes in UTF-8); the exact count only when the bound is over the limit.
-        bound = 0
-        for name, value in item.items():
-            for t, raw in value.items():
-                if t == "S" or t == "N":  # noqa: PLR1714 (the two commonest, first)
-                    bound += len(name) + len(raw)
-                elif t == "BOOL":
-                    bound += len(name) + 1
-                elif t in v.SET_TYPES and not raw:
-                    described = "number" if t == "NS" else "string"
-                    raise ExpressionError(
-                        f"One or more parameter values were invalid: An {described} set  may"
-                        " not be empty"
-                    )
-                else:
-                    bound += len(name) + v.item_bytes({name: value})
+        for name, value in attributes.items():
+            bound += _bound(name, value)
         if 4 * bound > v.MAX_ITEM_BYTES and v.item_bytes(item) > v.MAX_ITEM_BYTES:
             raise ExpressionError(
                 "Item size to update has exceeded the maximum allowed size"
                 if update
                 else "Item size has exceeded the maximum allowed size"
             )
+        return bound
 
     def _write(
         self, table: Table, identity: Identity, old: Item | None, new: Item | None, operation: str
@@ -589,3 +601,20 @@ class _Validation:
 
 
 __all__ = ["ClientError", "MemoryDynamoDB", "Write"]
+
+
+def _bound(name: str, value: Value) -> int:
+    """An attribute's share of an item's size bound (its exact size when neither a
+    string nor a number); raises on an empty set."""
+    for t, raw in value.items():
+        if t == "S" or t == "N":  # noqa: PLR1714 (the two commonest, first)
+            return len(name) + len(raw)
+        if t == "BOOL":
+            return len(name) + 1
+        if t in v.SET_TYPES and not raw:
+            described = "number" if t == "NS" else "string"
+            raise ExpressionError(
+                f"One or more parameter values were invalid: An {described} set  may not be empty"
+            )
+        return len(name) + v.item_bytes({name: value})
+    return len(name)

@@ -78,6 +78,7 @@ class Schedule:
         self._calls: Counter[str] = Counter()
         self.injected: list[Fault] = []
         self.weather = self._rng.choice(WEATHER)
+        self._bounds: dict[int, tuple[Rates, tuple[tuple[float, Kind], ...]]] = {}
 
     @property
     def replaying(self) -> bool:
@@ -93,15 +94,26 @@ class Schedule:
         else:
             fault = None
             roll = (self._later if later else self._rng).random()
-            total = 0.0
-            for kind, rate in rates:
-                total += rate * self.weather
+            for total, kind in self._thresholds(rates):
                 if roll < total:
                     fault = Fault(site, call, kind)
                     break
         if fault is not None:
             self.injected.append(fault)
         return fault
+
+    def _thresholds(self, rates: Rates) -> tuple[tuple[float, Kind], ...]:
+        """Each kind's upper bound for a roll under this weather: the running sums, as a
+        draw once added them, kept per rates table (a run draws some 200 times a seed)."""
+        kept = self._bounds.get(id(rates))
+        if kept is None or kept[0] is not rates:
+            total, bounds = 0.0, []
+            for kind, rate in rates:
+                total += rate * self.weather
+                bounds.append((total, kind))
+            kept = (rates, tuple(bounds))
+            self._bounds[id(rates)] = kept
+        return kept[1]
 
     def choose(
         self, site: str, kind: Kind, probability: float, values: range, *, later: bool = False

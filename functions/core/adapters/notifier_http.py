@@ -28,6 +28,7 @@ The lookup ``GET <NOTIFY_URL>/<key>``: 200 applied, 404 not applied, anything el
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import urllib.parse
@@ -50,8 +51,13 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a redirect is an answer (an HTTPError), never a new target
 
 
+@functools.cache
 def direct_opener() -> urllib.request.OpenerDirector:
-    """An opener that uses no proxy and follows no redirect: requests go where we say."""
+    """An opener that uses no proxy and follows no redirect: requests go where we say.
+
+    One per process, shared: its handlers keep no state between requests (as
+    ``urlopen``'s global opener does), so each adapter need not build its own.
+    """
     return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
 

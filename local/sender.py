@@ -343,6 +343,15 @@ class SenderConfig:
 ProgressCallback = Callable[[DeliveryResult], None]
 
 
+def _raise_if_cancelling() -> None:
+    """A cancellation (Ctrl-C under ``asyncio.run``) that arrived inside the request
+    may come out of the transport as a connection error; it still ends the sender,
+    never an attempt to retry."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class Sender:
     """Sends deliveries as RelayLink does. Use as ``async with Sender(config) as s:``."""
 
@@ -432,10 +441,12 @@ class Sender:
             status = response.status_code
             answer = str(status)
         except (TimeoutError, httpx.TimeoutException):
+            _raise_if_cancelling()
             # Cancelling the request closes its connection: nothing waits for the old
             # attempt any more, while the receiver may still be running it.
             answer = TIMEOUT
         except httpx.TransportError:
+            _raise_if_cancelling()
             answer = CONNECTION_ERROR
         result = AttemptResult(
             number=number,

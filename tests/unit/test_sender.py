@@ -306,3 +306,34 @@ def test_forged_secret_and_stale_timestamp_hooks_change_only_what_they_say() -> 
 def test_config_refuses_bad_values(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         config(**overrides)
+
+
+@pytest.mark.parametrize(
+    "swallowed_as", [httpx.ConnectError("cancelled"), httpx.ReadTimeout("cancelled")]
+)
+def test_a_cancellation_the_transport_turns_into_an_error_still_stops_the_sender(
+    swallowed_as: Exception,
+) -> None:
+    # Ctrl-C under asyncio.run cancels the sending task; a transport that catches the
+    # cancellation inside its connect and raises its own error must not make the
+    # sender go on retrying (a ``send`` that ignored Ctrl-C until it gave up).
+    entered = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise swallowed_as from None
+        raise AssertionError("never answered")
+
+    async def go() -> DeliveryResult:
+        sender = Sender(config(), transport=httpx.MockTransport(handler), sleep=Sleeps())
+        async with sender:
+            task = asyncio.create_task(sender.deliver(Delivery.new()))
+            await entered.wait()
+            task.cancel()
+            return await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())

@@ -11,6 +11,7 @@ on the contract's back-off schedule (compressed), duplicates.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -27,6 +28,7 @@ from typing import Any, Final
 from bench.stats import Summary, quantile, summarize
 from functions.core import env_names, table_layout
 from functions.core.models import State
+from functions.workflows.notify import SETTING_NOTIFY_SECRET_ARN
 from local import stack_probes
 from local.aws_emulator import process_cpu_seconds
 from local.sender import Delivery, SenderConfig, send_all
@@ -78,6 +80,12 @@ class BaselineProcess:
                 "MCP_TOKEN": state.mcp_token,
                 "NOTIFY_URL": stack.sink.url,
                 "ARCHIVE_BUCKET": state.resources.archive_bucket,
+                # The sink verifies the notify workflow's signature: the same secret.
+                env_names.ENV_WORKFLOW_SETTINGS: json.dumps(
+                    {}
+                    if stack.notify_secret_arn is None
+                    else {SETTING_NOTIFY_SECRET_ARN: stack.notify_secret_arn}
+                ),
                 **(extra_env or {}),
             }
         )

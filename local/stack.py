@@ -207,8 +207,12 @@ class LocalStack:
         self.sink = NotifySinkServer(signing_secret=notify_key).start()
         resources = self._create_resources(signing, token)
         worker_options = options
+        # The notify signing key's secret, for another process that notifies the same
+        # sink (the bench's peers): None when the settings name the deployer's own.
+        self.notify_secret_arn: str | None = None
         if notify_key is not None:
             arn = self._create_notify_secret(resources, notify_key)
+            self.notify_secret_arn = arn
             settings = {**options.workflow_settings, SETTING_NOTIFY_SECRET_ARN: arn}
             worker_options = replace(options, workflow_settings=settings)
         if options.model:

@@ -13,6 +13,7 @@ Environment: ``IDEMPOTENCY_TABLE`` (partition key ``id``), ``SIGNING_SECRETS_ARN
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,7 @@ from bench.baseline.verification import answer, verified_work, work_body
 from functions.core.adapters.mcp_fetcher import McpPackageFetcher
 from functions.core.clock import SystemClock
 from functions.core.effects import EffectMode
+from functions.core.env_names import ENV_WORKFLOW_SETTINGS
 from functions.core.host_policy import HostPolicy
 from functions.core.models import WorkItem
 from functions.core.observability import logger
@@ -78,6 +80,7 @@ def _the_workflow() -> Any:
                 allow_insecure_loopback=True,
                 timeout_seconds=TIMEOUT_SECONDS,
                 clock=SystemClock(),
+                settings=json.loads(os.environ.get(ENV_WORKFLOW_SETTINGS, "{}")),
             )
         )
     return _workflow

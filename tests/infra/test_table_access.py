@@ -202,6 +202,10 @@ CALLS: dict[tuple[type, str], Call] = {
     ),
     (recovery_port.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
     (recovery_port.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
+    # Each shard's pass reads and moves a watermark of its own.
+    (recovery_port.ReceivedLog, "slices"): lambda t, s, d: [
+        (part.watermark(), part.oldest(), part.advance(NOW)) for part in t.received.slices()[:1]
+    ],
     (recovery_port.UncertainEffects, "uncertain_pages"): lambda t, s, d: (
         _intent(s, d),
         list(t.effects.uncertain_pages(start=None, intended_before=NOW + 1, page_size=10)),
@@ -217,8 +221,14 @@ CALLS: dict[tuple[type, str], Call] = {
 
 
 def _members(port: type) -> set[str]:
+    # A port's own methods and those of the ports it extends (ReceivedLog is a
+    # ReceivedLogPart that also splits into parts).
     return {
-        name for name, value in vars(port).items() if callable(value) and not name.startswith("_")
+        name
+        for klass in port.__mro__
+        if klass is not object and klass.__module__ == port.__module__
+        for name, value in vars(klass).items()
+        if callable(value) and not name.startswith("_")
     }
 
 

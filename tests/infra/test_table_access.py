@@ -203,9 +203,7 @@ CALLS: dict[tuple[type, str], Call] = {
     (recovery_port.ReceivedLog, "list_open"): lambda t, s, d: t.received.list_open(pending(d)),
     (recovery_port.ReceivedLog, "advance"): lambda t, s, d: t.received.advance(NOW),
     # Each shard's pass reads and moves a watermark of its own.
-    (recovery_port.ReceivedLog, "slices"): lambda t, s, d: [
-        (part.watermark(), part.oldest(), part.advance(NOW)) for part in t.received.slices()[:1]
-    ],
+    (recovery_port.ReceivedLog, "slices"): lambda t, s, d: _one_shard_pass(t),
     (recovery_port.UncertainEffects, "uncertain_pages"): lambda t, s, d: (
         _intent(s, d),
         list(t.effects.uncertain_pages(start=None, intended_before=NOW + 1, page_size=10)),
@@ -218,6 +216,13 @@ CALLS: dict[tuple[type, str], Call] = {
         _intent(s, d), now=NOW
     ),
 }
+
+
+def _one_shard_pass(t: Adapters) -> None:
+    part = t.received.slices()[0]
+    part.watermark()
+    part.oldest()
+    part.advance(NOW)
 
 
 def _members(port: type) -> set[str]:

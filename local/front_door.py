@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -31,6 +31,7 @@ from local.child import (
     install_stop_signals,
     quiet_exit,
 )
+from local.loopback_http import LoopbackHTTPServer
 
 # API Gateway's own payload limit: larger requests never reach the function.
 API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -120,7 +121,7 @@ class FrontDoor(BaseHTTPRequestHandler):
         """Silent: the access line would carry the path, which may hold a token."""
 
 
-class _BurstServer(ThreadingHTTPServer):
+class _BurstServer(LoopbackHTTPServer):
     """Takes a burst's connections as API Gateway does, instead of refusing all but the
     listen backlog's default five: up to the stage's default burst (infra/config.py)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import struct
 import sys
@@ -64,3 +65,34 @@ def test_any_other_error_is_still_reported(
     assert server.errors == [ValueError]
     err = capfd.readouterr().err
     assert "Traceback" in err and "a bug in the handler" in err
+
+
+class _ReportingNoDelay(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        body = str(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()  # headers and body in two sends, as http.server answers
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_answers_go_out_without_waiting_for_the_callers_ack() -> None:
+    """Nagle's algorithm held every answer's body until the caller's delayed ACK."""
+    running = LoopbackHTTPServer(("127.0.0.1", 0), _ReportingNoDelay)
+    threading.Thread(target=running.serve_forever, daemon=True).start()
+    caller = http.client.HTTPConnection("127.0.0.1", running.server_port, timeout=10)
+    try:
+        caller.request("GET", "/")
+        answer = caller.getresponse()
+        nodelay = answer.read()
+    finally:
+        caller.close()
+        running.shutdown()
+        running.server_close()
+    assert answer.status == 200
+    assert nodelay == b"1"  # the accepted socket has TCP_NODELAY set

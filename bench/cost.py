@@ -425,6 +425,7 @@ class Model:
         self.access_log_bytes = access_log_bytes()
         self.metrics = len(_metric_names())
         self.dashboards = 1 if config.get("dashboard") else 0
+        self.alarm_topic_key = bool(config.get("alarm_topic_key"))
 
     def worker_batch(self, deliveries: float) -> float:
         """The worker's average batch at ``deliveries`` a month: what the pollers gather
@@ -766,12 +767,16 @@ class Model:
             f"{secret_calls:,.0f} fetches (one per warm container per "
             f"{settings_table.SECRETS_MAX_AGE_SECONDS.default} s)",
         )
+        key_usd = PRICES["kms_key"].usd * (1 + KMS_ROTATIONS_BILLED.value)
         add(
             "KMS key of the alarm topic",
             "Other",
-            PRICES["kms_key"].usd * (1 + KMS_ROTATIONS_BILLED.value),
+            key_usd if self.alarm_topic_key else 0.0,
             f"1 key, rotated yearly: + {KMS_ROTATIONS_BILLED.value:g} rotations billed as keys "
-            "(from its third year; $2 in the second)",
+            "(from its third year; $2 in the second)"
+            if self.alarm_topic_key
+            else f"none (the default: a TLS-only topic; `-c alarm_topic_key=true` adds a key, "
+            f"${key_usd:g} a month once rotated twice)",
         )
         egress_gb = d * self.egress.value / GB
         add(
@@ -940,6 +945,7 @@ def stack_config() -> dict[str, Any]:
         "tracing": defaults.tracing,
         "trace_sample_percent": defaults.trace_sample_percent,
         "dashboard": defaults.dashboard,
+        "alarm_topic_key": defaults.alarm_topic_key,
     }
 
 

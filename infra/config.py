@@ -69,6 +69,7 @@ ALERT_EMAIL: Final = settings_table.ALERT_EMAIL.key
 TRACING: Final = settings_table.TRACING.key
 TRACE_SAMPLE_PERCENT: Final = settings_table.TRACE_SAMPLE_PERCENT.key
 DASHBOARD: Final = settings_table.DASHBOARD.key
+ALARM_TOPIC_KEY: Final = settings_table.ALARM_TOPIC_KEY.key
 TABLE_WARM_WRITE_UNITS: Final = settings_table.TABLE_WARM_WRITE_UNITS.key
 CONTEXT_KEYS_ALLOWED: Final = settings_table.CONTEXT_KEYS_ALLOWED.key
 # Short keys for a shipped workflow's settings: context key -> setting name.
@@ -174,6 +175,9 @@ class StackConfig:
         alert_signing_kms_key_arn: The same for ``alert_signing_secret_arn``.
         notify_secret_kms_key_arn: The same for ``notify_secret_arn``.
         dashboard: The CloudWatch dashboard ($3 a month; off by default, docs/cost.md).
+        alarm_topic_key: Encrypt the alarm topic with a customer managed key of its own
+            (CloudWatch cannot publish to one under SNS's AWS managed key); off by
+            default: the topic carries alarm states, no delivery data (docs/security.md).
         table_warm_write_units: Write units per second the table takes at once (warm
             throughput, for a launch: docs/capacity.md), or None for DynamoDB's own.
         context_keys_allowed: Context keys of a team's own app that the app passes
@@ -223,6 +227,7 @@ class StackConfig:
     tracing: bool = settings_table.TRACING.default
     trace_sample_percent: int = settings_table.TRACE_SAMPLE_PERCENT.default
     dashboard: bool = settings_table.DASHBOARD.default
+    alarm_topic_key: bool = settings_table.ALARM_TOPIC_KEY.default
     table_warm_write_units: int | None = None
     context_keys_allowed: tuple[str, ...] = ()
 

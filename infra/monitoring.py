@@ -1,6 +1,7 @@
 """Alarms on what matters, one SNS topic that pages, and a dashboard.
 
-Every alarm goes to one encrypted topic; an optional e-mail address subscribes to it,
+Every alarm goes to one TLS-only topic (under a KMS key of its own with
+``alarm_topic_key``); an optional e-mail address subscribes to it,
 and each alarm's description points to its runbook entry in docs/operations.md.
 Custom metrics are the ones Powertools Metrics emits: namespace ``METRICS_NAMESPACE``,
 dimension ``service = SERVICE``. Missing data means "nothing happened" for every
@@ -26,6 +27,7 @@ from constructs import Construct
 
 from functions.core import metric_names
 from functions.core.models import Outcome
+from infra import nag
 
 FIVE_MINUTES = Duration.minutes(5)
 ONE_MINUTE = Duration.minutes(1)
@@ -95,7 +97,7 @@ class Monitored:
 
 
 class Monitoring(Construct):
-    """SNS alarm topic (KMS-encrypted, TLS-only), the alarms and the dashboard.
+    """SNS alarm topic (TLS-only; KMS-encrypted on request), the alarms and the dashboard.
 
     Attributes:
         topic: Every alarm's action (and OK action): the deployer's own, whose policy
@@ -117,10 +119,11 @@ class Monitoring(Construct):
         approval_max_wait: Duration | None = None,
         model_budget: bool = False,
         topic: sns.ITopic | None = None,
+        topic_key: bool = False,
         dashboard: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = topic if topic is not None else self._own_topic()
+        self.topic = topic if topic is not None else self._own_topic(encrypted=topic_key)
         if alarm_email is not None:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
 
@@ -330,8 +333,25 @@ class Monitoring(Construct):
         )
         return dashboard
 
-    def _own_topic(self) -> sns.Topic:
-        """An SNS topic encrypted with its own key, which CloudWatch may use."""
+    def _own_topic(self, *, encrypted: bool) -> sns.Topic:
+        """An SNS topic for the alarms, TLS-only; with ``encrypted``, under a key of its
+        own that CloudWatch may use (SNS's AWS managed key refuses CloudWatch)."""
+        if not encrypted:
+            topic = sns.Topic(
+                self,
+                "AlarmTopic",
+                display_name=f"{metric_names.SERVICE} alarms",
+                enforce_ssl=True,
+            )
+            nag.acknowledge(
+                topic,
+                "AwsSolutions-SNS2",
+                "The alarm topic carries alarm state changes (names, thresholds, runbook "
+                "links), never delivery data, and SNS keeps a message only while it is "
+                "delivered; a key of its own would be the default install's largest fixed "
+                "cost ($3 a month once rotated). alarm_topic_key=true adds one.",
+            )
+            return topic
         key = kms.Key(
             self,
             "TopicKey",

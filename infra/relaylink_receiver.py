@@ -160,6 +160,7 @@ class RelayLinkReceiver(Construct):
                 received_age=self.reconciler.received_age, reconcile_every=self.reconciler.every
             ),
             topic=alarm_topic,
+            topic_key=config.alarm_topic_key,
             dashboard=config.dashboard,
         )
 

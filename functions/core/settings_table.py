@@ -462,6 +462,11 @@ TRACE_SAMPLE_PERCENT: Final = Integer(
     doc="percent of new deliveries whose trace is recorded",
 )
 DASHBOARD: Final = Flag(key="dashboard", default=False, doc="the CloudWatch dashboard ($3 a month)")
+ALARM_TOPIC_KEY: Final = Flag(
+    key="alarm_topic_key",
+    default=False,
+    doc="a customer managed KMS key encrypting the alarm topic ($1 a month, $3 once rotated)",
+)
 # DynamoDB's warm throughput: from a new table's 4,000 to its quota's 40,000 (more once
 # the quota is raised).
 # Context keys the app does not know are refused (a typo would be ignored silently);
@@ -625,6 +630,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     TRACING,
     TRACE_SAMPLE_PERCENT,
     DASHBOARD,
+    ALARM_TOPIC_KEY,
     TABLE_WARM_WRITE_UNITS,
     CONTEXT_KEYS_ALLOWED,
     *AGENT_SETTINGS,

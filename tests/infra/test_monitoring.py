@@ -266,16 +266,42 @@ def test_api_5xx_alarm_watches_the_receiver_api(synthesized: Synthesized) -> Non
     ]
 
 
-def test_alarm_topic_is_encrypted_by_a_key_cloudwatch_may_use(synthesized: Synthesized) -> None:
+def test_the_alarm_topic_has_no_key_of_its_own_by_default(synthesized: Synthesized) -> None:
     topic = synthesized.resource(synthesized.stack.monitoring.topic)["Properties"]
+    assert "KmsMasterKeyId" not in topic
+    assert not synthesized.of_type("AWS::KMS::Key")
+
+
+def test_with_alarm_topic_key_the_topic_is_encrypted_by_a_key_cloudwatch_may_use(
+    gated: Synthesized,
+) -> None:
+    topic = gated.resource(gated.stack.monitoring.topic)["Properties"]
     key_id = topic["KmsMasterKeyId"]["Fn::GetAtt"][0]
-    key = synthesized.resources[key_id]["Properties"]
+    key = gated.resources[key_id]["Properties"]
     assert key["EnableKeyRotation"] is True
     statements = key["KeyPolicy"]["Statement"]
     assert any(
         s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
         and {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(s["Action"])
         for s in statements
+    )
+
+
+@pytest.mark.parametrize("stack", ["synthesized", "gated"])
+def test_the_alarm_topic_refuses_publishing_without_tls(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    synthesized: Synthesized = request.getfixturevalue(stack)
+    topic_id = synthesized.logical_id(synthesized.stack.monitoring.topic)
+    (policy,) = (
+        p["Properties"]["PolicyDocument"]
+        for p in synthesized.of_type("AWS::SNS::TopicPolicy").values()
+        if {"Ref": topic_id} in p["Properties"]["Topics"]
+    )
+    assert any(
+        s["Effect"] == "Deny"
+        and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["Statement"]
     )
 
 
@@ -308,10 +334,12 @@ def test_dashboard_shows_receiver_outcomes_latency_queue_age_and_worker_outcomes
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The agent workflow (a model, so a token budget) with an approval gate."""
+    """The agent workflow (a model, so a token budget) with an approval gate, and the
+    alarm topic under a key of its own."""
     return synthesize(
         tmp_path_factory,
         {
+            "alarm_topic_key": True,
             "workflow": "agent",
             "workflow_setting_approval": "alert",
             "approval_wait_alarm_minutes": 90,

@@ -20,10 +20,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
+from bench import lean_client
 from bench.local_figures import _deliveries, _wait_done
-from local.sender import Delivery, Sender, SenderConfig, Summary, signed_headers
+from local.sender import Delivery, Sender, SenderConfig, Summary
 from local.stack import LocalStack
 from local.stack_options import StackOptions
 
@@ -54,57 +54,6 @@ SENDER_DELIVERIES: Final = 25
 # The share of a burst's first attempts answered 2xx with the worker side running, on
 # 2 cores that also run the emulator, the worker side and the sender.
 TARGET_SHARE_WORKER_RUNNING: Final = 90.0
-
-
-@dataclass(frozen=True)
-class FirstAttempt:
-    status: int | None  # None: no answer within RelayLink's timeout, or no connection
-    seconds: float
-
-
-def _request_bytes(url: str, delivery: Delivery, secrets: tuple[str, ...], now: int) -> bytes:
-    """Attempt 1 of ``delivery`` as RelayLink writes it: signed headers, the exact body."""
-    parts = urlsplit(url)
-    headers = {
-        "Host": parts.netloc,
-        "Content-Length": str(len(delivery.body)),
-        "Connection": "close",
-        **signed_headers(delivery, secrets=secrets, timestamp=now, attempt=1),
-    }
-    head = f"POST {parts.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    return (head + "\r\n").encode() + delivery.body
-
-
-async def _attempt(host: str, port: int, request: bytes, timeout: float) -> FirstAttempt:
-    started = time.monotonic()
-    status: int | None = None
-    writer: asyncio.StreamWriter | None = None
-    try:
-        async with asyncio.timeout(timeout):
-            reader, writer = await asyncio.open_connection(host, port)
-            writer.write(request)
-            await writer.drain()
-            status = int((await reader.readline()).split()[1])
-            await reader.read()  # the rest of the answer, until the server closes
-    except (TimeoutError, OSError, ValueError, IndexError):
-        pass  # a timeout, a refused or reset connection, or no status line
-    finally:
-        if writer is not None:
-            writer.close()
-    return FirstAttempt(status, time.monotonic() - started)
-
-
-def _first_attempts(url: str, requests: list[bytes], timeout: float) -> list[FirstAttempt]:
-    """Every request at once, each on its own connection. Lean on purpose: the sender
-    shares the machine's CPU with the stack it measures, and httpx costs about 3.8 ms of
-    CPU an attempt against some 0.4 ms here (signing is done before the clock starts)."""
-    parts = urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
-
-    async def run() -> list[FirstAttempt]:
-        return list(await asyncio.gather(*(_attempt(host, port, r, timeout) for r in requests)))
-
-    return asyncio.run(run())
 
 
 def _send_burst(config: SenderConfig, burst: list[Delivery]) -> Summary:
@@ -153,7 +102,7 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
         burst = _deliveries(stack, deliveries, random.Random(13))
         secrets = tuple(state.signing_secrets)
         now = int(time.time())
-        requests = [_request_bytes(state.webhook_url, d, secrets, now) for d in burst]
+        requests = [lean_client.request_bytes(state.webhook_url, d, secrets, now) for d in burst]
         config = SenderConfig(
             url=state.webhook_url,
             secrets=secrets,
@@ -164,7 +113,10 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
         )
         started = time.monotonic()
         with stack.paused("worker") if worker_side_paused else contextlib.nullcontext():
-            first = _first_attempts(state.webhook_url, requests, config.timeout_seconds)
+            # Each on its own connection, as a burst from many senders: about 0.4 ms of
+            # CPU an attempt against some 3.8 ms through httpx, CPU the sender would
+            # otherwise take from the stack it measures.
+            first = lean_client.all_at_once(state.webhook_url, requests, config.timeout_seconds)
         unanswered = [d for d, a in zip(burst, first, strict=True) if (a.status or 0) // 100 != 2]
         retried = _send_burst(config, unanswered) if unanswered else None
         acknowledged = time.monotonic() - started

@@ -20,11 +20,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from bench import lean_client
 from bench.stats import Summary, quantile, summarize
 from functions.core import env_names, table_layout
 from functions.core.models import State
@@ -47,6 +48,8 @@ TARGET_WARM_P99_RATIO: Final = 8.0
 # Figure 6: twice the 69 deliveries per second the run before these targets accepted.
 TARGET_COMPLETED_PER_SECOND: Final = 2 * 69.0
 READY_SECONDS: Final = 60.0
+# RelayLink's answer timeout: a warm attempt slower than this fails the run.
+WARM_TIMEOUT_SECONDS: Final = 10.0
 FINISHED_STATES: Final = frozenset({State.COMPLETED.value, State.FAILED.value})
 
 
@@ -231,6 +234,22 @@ def _per_delivery(
 
 def _deliveries(stack: LocalStack, n: int, rng: random.Random) -> list[Delivery]:
     return [Delivery.new(mcp_url=stack.state.mcp_url, rng=rng) for _ in range(n)]
+
+
+def _lean_load(
+    url: str, deliveries: list[Delivery], secrets: Sequence[str], concurrency: int
+) -> list[float]:
+    """Each delivery's first attempt, ``concurrency`` in flight on kept-alive
+    connections from the lean client (:mod:`bench.lean_client`), signed before the clock
+    starts; each answer's time in ms. Every one must be answered 2xx."""
+    now = int(time.time())
+    requests = [
+        lean_client.request_bytes(url, d, secrets, now, keep_alive=True) for d in deliveries
+    ]
+    answers = lean_client.in_flight(url, requests, concurrency, timeout=WARM_TIMEOUT_SECONDS)
+    if len(answers) != len(deliveries) or any((a.status or 0) // 100 != 2 for a in answers):
+        raise RuntimeError("the warm latency load was not fully acknowledged")
+    return [a.seconds * 1000 for a in answers]
 
 
 def _latencies_ms(summary: SendSummary) -> list[float]:
@@ -641,12 +660,10 @@ def measure(sizes: LocalSizes) -> LocalResults:
                 # Ours with the worker side paused, as above; its backlog is worked
                 # off before the baseline's turn, so neither shares the CPU with it.
                 with stack.paused("worker") if ours else contextlib.nullcontext():
-                    sent = send_all(load(url), batch)
-                if sent.acknowledged != n:
-                    raise RuntimeError("the warm latency load was not fully acknowledged")
+                    sent = _lean_load(url, batch, secrets, sizes.latency_concurrency)
                 if ours:
                     _wait_done(stack, batch)
-                return _latencies_ms(sent)
+                return sent
 
             restart_ours()
             baseline.kill()  # a fresh process too, started the same way
@@ -661,11 +678,9 @@ def measure(sizes: LocalSizes) -> LocalResults:
             def peer_timed(n: int) -> list[float]:
                 batch = _deliveries(stack, n, rng)
                 with peer_worker.paused():  # as ours: its worker never shares the CPU
-                    sent = send_all(load(peer.url), batch)
-                if sent.acknowledged != n:
-                    raise RuntimeError("the peer's latency load was not fully acknowledged")
+                    sent = _lean_load(peer.url, batch, secrets, sizes.latency_concurrency)
                 _wait_effects(stack, batch, timeout=120.0)
-                return _latencies_ms(sent)
+                return sent
 
             peer.kill()
             peer_worker.kill()

@@ -117,7 +117,10 @@ def parse_delivery(body: bytes, *, header_delivery_id: str, header_event: str | 
         missing=InvalidReason.MISSING_PACKAGE_ID,
         invalid=InvalidReason.BAD_PACKAGE_ID,
     )
-    if any(unicodedata.category(char) in _INVISIBLE_IN_ID for char in package_id):
+    # Every such character lies above U+007F: an ASCII id (RelayLink's own) has none.
+    if not package_id.isascii() and any(
+        unicodedata.category(char) in _INVISIBLE_IN_ID for char in package_id
+    ):
         raise InvalidDelivery(InvalidReason.BAD_PACKAGE_ID)
     mcp_url = _fetch_field(
         data.get("mcp_url"),

@@ -82,15 +82,21 @@ class SpanExporter(Protocol):
 
 
 class Span:
-    """An open span: its context, and the attributes its body adds."""
+    """An open span: its context, and the attributes its body adds (kept only when the
+    span is recorded: sampled, with an exporter)."""
 
-    def __init__(self, context: SpanContext, attributes: dict[str, AttributeValue]) -> None:
+    __slots__ = ("attributes", "context", "recorded")
+
+    def __init__(
+        self, context: SpanContext, attributes: dict[str, AttributeValue], *, recorded: bool
+    ) -> None:
         self.context = context
         self.attributes = attributes
+        self.recorded = recorded
 
     def set(self, key: str, value: AttributeValue | None) -> None:
         """Add an attribute (None: leave it out)."""
-        if value is not None:
+        if value is not None and self.recorded:
             self.attributes[key] = _safe(value)
 
 
@@ -206,8 +212,16 @@ class _Scope:
         parent = self._parent or _current.get()
         self._parent = parent
         context = new_root(sampled=self._sampled) if parent is None else parent.child()
+        # Nothing records the span (no exporter: a deployed stack with tracing off, or
+        # an unsampled trace): its context travels on, its attributes are not made.
+        recorded = _exporter is not None and context.sampled
+        attributes = self._attributes
         opened = Span(
-            context, {k: _safe(v) for k, v in (self._attributes or {}).items() if v is not None}
+            context,
+            {k: _safe(v) for k, v in attributes.items() if v is not None}
+            if recorded and attributes
+            else {},
+            recorded=recorded,
         )
         self._opened = opened
         self._start_ns = time.time_ns()
@@ -242,7 +256,7 @@ class _Scope:
         # Without an exporter (a deployed stack, tracing off) or for an unsampled trace
         # only the context is kept.
         context = opened.context
-        if _exporter is not None and context.sampled:
+        if opened.recorded and _exporter is not None:
             _export(
                 SpanRecord(
                     self._name,

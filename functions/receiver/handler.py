@@ -167,7 +167,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ) as accepting:
         ids["trace_id"] = accepting.context.trace_id
         result = _accept(event, ids, deps)
-        if accepting.context.sampled:  # an unsampled span exports nothing: skip the work
+        if accepting.recorded:  # a span nothing records takes no attributes: skip the work
             accepting.set("outcome", result.outcome.value)
             accepting.set("reason", result.reason)
             accepting.set("delivery_id", result.delivery_id)  # once the signature matched

@@ -256,8 +256,12 @@ def test_a_new_tables_stream_shards_share_the_relays_records() -> None:
 
 def test_the_rotated_key_and_hourly_metrics_are_billed_as_aws_bills_them() -> None:
     model = _model()
-    key = _line(model, "KMS key of the alarm topic")
+    # The default alarm topic has no key of its own; with one, it is billed rotated.
+    assert _line(model, "KMS key of the alarm topic").usd_per_month == 0
+    keyed = cost.Model(_figures(), {**cost.stack_config(), "alarm_topic_key": True}, alarms=ALARMS)
+    key = _line(keyed, "KMS key of the alarm topic")
     assert key.usd_per_month == pytest.approx(3 * prices.PRICES["kms_key"].usd)
+    assert keyed.pipeline_usd(VOLUME) == pytest.approx(model.pipeline_usd(VOLUME) + 3.0)
     # The received log's lag every run; the other alarmed counts only on faults.
     always = len(cost.ALWAYS_PUBLISHED_METRICS)
     expected = always + (model.metrics - always) * cost.FAULT_HOURS_PER_MONTH.value / 720

@@ -17,12 +17,14 @@ import random
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from bench import lean_client
-from bench.local_figures import _deliveries, _wait_done
+from bench.local_figures import CpuMeter, _deliveries, _wait_done
+from functions.core.models import State
+from local import stack_probes
 from local.sender import Delivery, Sender, SenderConfig, Summary
 from local.stack import LocalStack
 from local.stack_options import StackOptions
@@ -42,6 +44,12 @@ class BurstResult:
     answers: dict[str, int]
     first_attempt_seconds_p50: float
     first_attempt_seconds_max: float
+    # While the first attempts were out: CPU ms per delivery of the burst, by process;
+    # the emulator's ms answering, per delivery, by operation; deliveries the worker
+    # side completed meanwhile.
+    first_attempts_cpu_ms: dict[str, float] = field(default_factory=dict)
+    first_attempts_emulator_ms: dict[str, float] = field(default_factory=dict)
+    completed_during_first_attempts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,11 +120,14 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
             seed=13,
         )
         started = time.monotonic()
+        meter = CpuMeter(stack).start()
         with stack.paused("worker") if worker_side_paused else contextlib.nullcontext():
             # Each on its own connection, as a burst from many senders: about 0.4 ms of
             # CPU an attempt against some 3.8 ms through httpx, CPU the sender would
             # otherwise take from the stack it measures.
             first = lean_client.all_at_once(state.webhook_url, requests, config.timeout_seconds)
+            cpu = meter.stop(deliveries)
+            states = stack_probes.delivery_states(state, [d.delivery_id for d in burst])
         unanswered = [d for d, a in zip(burst, first, strict=True) if (a.status or 0) // 100 != 2]
         retried = _send_burst(config, unanswered) if unanswered else None
         acknowledged = time.monotonic() - started
@@ -135,4 +146,11 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
         answers=dict(answers),
         first_attempt_seconds_p50=seconds[len(seconds) // 2],
         first_attempt_seconds_max=seconds[-1],
+        first_attempts_cpu_ms={k: round(1000 * v, 3) for k, v in cpu.items()},
+        first_attempts_emulator_ms={
+            k: round(1000 * v, 3) for k, v in meter.answer_cpu_per_delivery.items()
+        },
+        completed_during_first_attempts=sum(
+            1 for v in states.values() if v == State.COMPLETED.value
+        ),
     )

@@ -1096,6 +1096,7 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             "side running it takes about as much again (its own process and its calls to "
             "the one emulator), and the first attempts beyond what 2 cores answer in 10 s "
             "time out; each is retried and answered 200 (the receipt had been taken).",
+            _burst_bound(shared),
             f"The front door runs {burst.FRONT_DOOR_CONTAINERS} receiver processes "
             "(`front_door_containers`: forked, on one listening socket, each with "
             f"{front_door.CONCURRENT_INVOCATIONS} invocations at once, as many as the "
@@ -1114,6 +1115,25 @@ def burst_at_the_front_door(sizes: Sizes) -> Figure:
             "deliveries per HTTP client).",
         ],
         details={"worker_side_paused": result.to_json(), "worker_side_running": shared.to_json()},
+    )
+
+
+def _burst_bound(shared: burst.BurstResult) -> str:
+    """What bounds the share with the worker side running: the one emulator process."""
+    emulator = shared.first_attempts_emulator_ms
+    receipts = emulator.get("TransactWriteItems", 0.0)
+    rest = sum(emulator.values()) - receipts
+    cpu = shared.first_attempts_cpu_ms
+    return (
+        "What bounds the share with the worker side running: while the first attempts "
+        "were out, the one AWS emulator process (one Python interpreter, so at most one "
+        f"core) spent {receipts:.1f} ms per delivery of the burst answering the receipts' "
+        f"TransactWriteItems and {rest:.1f} ms answering everything else (the worker "
+        "side's stream reads, queue calls, claims and completions), and the worker side "
+        f"completed {shared.completed_during_first_attempts} deliveries meanwhile, its "
+        f"own process using {cpu.get('worker side', 0.0):.1f} ms of CPU per delivery of "
+        "the burst. The receipts wait behind the processing's calls in that one process; in AWS "
+        "the table and the queues are services that serve both sides at once."
     )
 
 

@@ -277,8 +277,25 @@ def _default_install_bound(model: Model) -> str:
         f"{_usd(s3(SMALL_VOLUME))} at 1 M. The record costs nothing while the inbox item "
         "stays under 1 KB; a larger package makes the completing update cost a unit per "
         "further KB ($0.625 per 1 M each), and content over 64 KB goes to "
-        "the archive bucket under its digest (a PUT). At 1 M / month the fixed items "
-        "(alarms, the rotated key, secrets, idle polling) and batches of one bound the bill."
+        "the archive bucket under its digest (a PUT). " + _small_volume_bound(model)
+    )
+
+
+def _small_volume_bound(model: Model) -> str:
+    """What bounds the bill at 1 M a month: the fixed items, and batches of one."""
+    bill = {x.component: x.usd_per_month for x in model.lines(SMALL_VOLUME)}
+    alarms = bill["CloudWatch metrics (EMF), alarms, dashboard"]
+    secrets = bill["Secrets Manager (2 secrets + fetches)"]
+    key = bill["KMS key of the alarm topic"]
+    index_unit = SMALL_VOLUME / 1e6 * PRICES["ddb_wru"].usd
+    return (
+        f"At 1 M / month the fixed items bound the bill: {model.alarms} alarms and their "
+        f"metrics {_usd(alarms)}, two secrets {_usd(secrets)}, the event source's idle "
+        "polling (in the SQS line)"
+        + (f", the alarm topic's key {_usd(key)}" if key else "")
+        + "; and batches of one, each billing a whole MCP wait. The next unit down is a "
+        f"write: the completed listing's index entry ({_usd(index_unit)} per 1 M), which "
+        "`inbox list --state completed` and the console read."
     )
 
 

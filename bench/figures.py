@@ -1133,21 +1133,23 @@ def _in_own_process(measure: Callable[..., T], **arguments: Any) -> T:
 
 
 def _burst_bound(shared: burst.BurstResult) -> str:
-    """What bounds the share with the worker side running: the one emulator process."""
+    """What the receipts share with the worker side running, measured."""
     emulator = shared.first_attempts_emulator_ms
     receipts = emulator.get("TransactWriteItems", 0.0)
     rest = sum(emulator.values()) - receipts
     cpu = shared.first_attempts_cpu_ms
     return (
-        "What bounds the share with the worker side running: while the first attempts "
-        "were out, the one AWS emulator process (one Python interpreter, so at most one "
-        f"core) spent {receipts:.1f} ms per delivery of the burst answering the receipts' "
-        f"TransactWriteItems and {rest:.1f} ms answering everything else (the worker "
-        "side's stream reads, queue calls, claims and completions), and the worker side "
-        f"completed {shared.completed_during_first_attempts} deliveries meanwhile, its "
-        f"own process using {cpu.get('worker side', 0.0):.1f} ms of CPU per delivery of "
-        "the burst. The receipts wait behind the processing's calls in that one process; in AWS "
-        "the table and the queues are services that serve both sides at once."
+        "What the receipts share with the worker side running: while the first attempts "
+        "were out, the one AWS emulator process (one Python interpreter; it serves one "
+        f"request at a time under its lock) spent {receipts:.1f} ms per delivery of the "
+        f"burst answering the receipts' TransactWriteItems and {rest:.1f} ms answering "
+        "everything else (the worker side's stream reads, queue calls, claims and "
+        f"completions), and the worker side completed "
+        f"{shared.completed_during_first_attempts} deliveries meanwhile, its own process "
+        f"using {cpu.get('worker side', 0.0):.1f} ms of CPU per delivery of the burst. "
+        "The receipts wait for the same 2 cores and the same emulator as the processing; "
+        "in AWS the functions have their own CPUs and the table and the queues are "
+        "services that serve both sides at once."
     )
 
 

@@ -299,8 +299,7 @@ def test_the_alarm_topic_refuses_publishing_without_tls(
         if {"Ref": topic_id} in p["Properties"]["Topics"]
     )
     assert any(
-        s["Effect"] == "Deny"
-        and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
         for s in policy["Statement"]
     )
 

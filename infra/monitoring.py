@@ -336,13 +336,31 @@ class Monitoring(Construct):
     def _own_topic(self, *, encrypted: bool) -> sns.Topic:
         """An SNS topic for the alarms, TLS-only; with ``encrypted``, under a key of its
         own that CloudWatch may use (SNS's AWS managed key refuses CloudWatch)."""
-        if not encrypted:
-            topic = sns.Topic(
+        key: kms.Key | None = None
+        if encrypted:
+            key = kms.Key(
                 self,
-                "AlarmTopic",
-                display_name=f"{metric_names.SERVICE} alarms",
-                enforce_ssl=True,
+                "TopicKey",
+                description=f"{metric_names.SERVICE}: encrypts the alarm topic",
+                enable_key_rotation=True,
+                # Holds no data at rest (SNS messages are transient): safe to schedule
+                # deletion.
+                removal_policy=RemovalPolicy.DESTROY,
             )
+            # CloudWatch publishes alarm notifications to the encrypted topic.
+            key.grant(
+                iam.ServicePrincipal("cloudwatch.amazonaws.com"),
+                "kms:Decrypt",
+                "kms:GenerateDataKey*",
+            )
+        topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"{metric_names.SERVICE} alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        if key is None:
             nag.acknowledge(
                 topic,
                 "AwsSolutions-SNS2",
@@ -351,26 +369,7 @@ class Monitoring(Construct):
                 "delivered; a key of its own would be the default install's largest fixed "
                 "cost ($3 a month once rotated). alarm_topic_key=true adds one.",
             )
-            return topic
-        key = kms.Key(
-            self,
-            "TopicKey",
-            description=f"{metric_names.SERVICE}: encrypts the alarm topic",
-            enable_key_rotation=True,
-            # Holds no data at rest (SNS messages are transient): safe to schedule deletion.
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        # CloudWatch publishes alarm notifications to the encrypted topic.
-        key.grant(
-            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-        )
-        return sns.Topic(
-            self,
-            "AlarmTopic",
-            display_name=f"{metric_names.SERVICE} alarms",
-            master_key=key,
-            enforce_ssl=True,
-        )
+        return topic
 
     def _alarm(
         self,

@@ -62,15 +62,8 @@ def new_span_id() -> str:
 
 
 def new_root(*, sampled: bool = True) -> SpanContext:
-    """The first span of a new trace (``sampled``: its spans are recorded): the ids of
-    :func:`new_trace_id` and :func:`new_span_id` from one draw (the receiver makes one
-    per request)."""
-    bits = random.getrandbits(160)
-    return SpanContext(
-        f"{int(time.time()) & 0xFFFFFFFF:08x}{bits >> 64:024x}",
-        f"{bits & 0xFFFFFFFFFFFFFFFF or 1:016x}",
-        sampled,
-    )
+    """The first span of a new trace (``sampled``: its spans are recorded)."""
+    return SpanContext(new_trace_id(), new_span_id(), sampled)
 
 
 def sample(percent: int) -> bool:

@@ -225,7 +225,7 @@ class _Scope:
         )
         self._opened = opened
         self._start_ns = time.time_ns()
-        if self._announce and context.sampled:
+        if self._announce and recorded:
             _export(
                 SpanRecord(
                     self._name, context, self._parent_id(), self._start_ns, None,
@@ -256,7 +256,7 @@ class _Scope:
         # Without an exporter (a deployed stack, tracing off) or for an unsampled trace
         # only the context is kept.
         context = opened.context
-        if opened.recorded and _exporter is not None:
+        if opened.recorded:
             _export(
                 SpanRecord(
                     self._name,

@@ -55,7 +55,8 @@ class Sizes:
 
     outcome_repeats: int = 20
     secrets_requests: int = 1000
-    canned_blocks: int = 9
+    canned_processes: int = 5
+    canned_blocks: int = 3
     canned_per_block: int = 150
     moto_blocks: int = 5
     moto_per_block: int = 40
@@ -77,7 +78,8 @@ class Sizes:
 QUICK: Final = Sizes(
     outcome_repeats=3,
     secrets_requests=1000,
-    canned_blocks=3,
+    canned_processes=2,
+    canned_blocks=2,
     canned_per_block=40,
     moto_blocks=2,
     moto_per_block=10,
@@ -159,7 +161,17 @@ def aws_calls_per_outcome(sizes: Sizes) -> Figure:
 
 
 def receiver_overhead(sizes: Sizes) -> Figure:
-    canned = overhead.against_canned(blocks=sizes.canned_blocks, per_block=sizes.canned_per_block)
+    # One process at a time, each new: the spread between processes is part of the figure.
+    canned = overhead.pooled(
+        [
+            _in_own_process(
+                overhead.against_canned,
+                blocks=sizes.canned_blocks,
+                per_block=sizes.canned_per_block,
+            )
+            for _ in range(sizes.canned_processes)
+        ]
+    )
     moto = overhead.against_moto(blocks=sizes.moto_blocks, per_block=sizes.moto_per_block)
     own = overhead.own_code(repeats=sizes.own_code_repeats)
     rows = [
@@ -212,9 +224,13 @@ def receiver_overhead(sizes: Sizes) -> Figure:
         "answers at once: a botocore `before-send` hook returns the canned response, so "
         "parameter handling, serialization, endpoint resolution, SigV4 signing and "
         "response parsing all still run. Calls interleave (handler, bare, bare 2, "
-        f"handler, …) in {sizes.canned_blocks} blocks of {sizes.canned_per_block}; each "
-        "block gives one ratio of medians, and the figure is the median of the block "
-        "ratios. Log lines and EMF go to /dev/null (formatted and written as in Lambda). "
+        f"handler, …) in {sizes.canned_blocks} blocks of {sizes.canned_per_block} in each "
+        f"of {sizes.canned_processes} new processes, one after another; each block gives "
+        "one ratio of medians, and the figure is the median of all the blocks' ratios "
+        "(where a process's code and objects land in memory moves the handler's time "
+        "between processes more than within one, as Lambda's containers differ: one "
+        "process is a sample of one). Log lines and EMF go to /dev/null (formatted and "
+        "written as in Lambda). "
         f"Beside it, the same against moto in-process, in {sizes.moto_blocks} blocks of "
         f"{sizes.moto_per_block} with a new table before each block (moto copies the table "
         "for every transaction, so a growing table would hide our overhead).",
@@ -244,6 +260,10 @@ def receiver_overhead(sizes: Sizes) -> Figure:
             "runs: the end of this document.",
             "What bounds the ratio on the receiver's client config: "
             f"{_own_code_bound(canned, own)}",
+            "Each process's own figure on the receiver's client config (its median block "
+            "ratio), in the order run: "
+            + ", ".join(f"{r:.3f}" for r in canned.process_ratios[overhead.SAME_CONFIG])
+            + ".",
         ],
         details={
             "canned": canned.to_json(),

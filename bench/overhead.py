@@ -18,8 +18,8 @@ import json
 import statistics
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -69,10 +69,21 @@ class OverheadResult:
     per_block: int
     handler_calls: int  # AWS API calls the handler made over the timed run
     bare_calls: dict[str, int]
+    processes: int = 1
+    # Per bare client: the median block ratio of each process (one entry per process).
+    process_ratios: dict[str, list[float]] = field(default_factory=dict)
+    # The samples behind the summaries, for pooling runs of several processes.
+    block_ratios: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    handler_samples: list[float] = field(default_factory=list, repr=False)
+    bare_samples: dict[str, list[float]] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ratio": {name: r.to_json() for name, r in self.ratios.items()},
+            "processes": self.processes,
+            "process_ratios": {
+                name: [round(r, 4) for r in ratios] for name, ratios in self.process_ratios.items()
+            },
             "handler_us": self.handler_us.to_json(1),
             "bare_us": {name: b.to_json(1) for name, b in self.bare_us.items()},
             "blocks": self.blocks,
@@ -198,6 +209,35 @@ def measure(
         per_block=per_block,
         handler_calls=handler_capture.calls - handler_before,
         bare_calls={name: c.calls - bare_before[name] for name, c in bare_captures.items()},
+        process_ratios={name: [statistics.median(r)] for name, r in ratios.items()},
+        block_ratios=ratios,
+        handler_samples=handler_all,
+        bare_samples=bare_all,
+    )
+
+
+def pooled(runs: Sequence[OverheadResult]) -> OverheadResult:
+    """One result from runs in separate processes: every block and call of each.
+
+    Why several processes: where an interpreter's code and objects land in memory
+    (address-space randomization, hash seeds) moves the handler's time between
+    processes more than its time moves within one, and Lambda serves from many
+    containers; one process is a sample of one (pyperf spawns processes for this).
+    """
+    names = list(runs[0].block_ratios)
+    return OverheadResult(
+        ratios={n: summarize([r for run in runs for r in run.block_ratios[n]]) for n in names},
+        handler_us=summarize([t for run in runs for t in run.handler_samples]),
+        bare_us={n: summarize([t for run in runs for t in run.bare_samples[n]]) for n in names},
+        blocks=sum(run.blocks for run in runs),
+        per_block=runs[0].per_block,
+        handler_calls=sum(run.handler_calls for run in runs),
+        bare_calls={n: sum(run.bare_calls[n] for run in runs) for n in names},
+        processes=sum(run.processes for run in runs),
+        process_ratios={n: [r for run in runs for r in run.process_ratios[n]] for n in names},
+        block_ratios={n: [r for run in runs for r in run.block_ratios[n]] for n in names},
+        handler_samples=[t for run in runs for t in run.handler_samples],
+        bare_samples={n: [t for run in runs for t in run.bare_samples[n]] for n in names},
     )
 
 

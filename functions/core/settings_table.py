@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
@@ -36,7 +35,10 @@ class Reader(StrEnum):
     RECONCILER = "reconciler"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+# The rows are plain classes with slots rather than dataclasses: decorating a class
+# compiles its generated methods at import, about a millisecond a class on the Lambda
+# runtime's Python, and the receiver imports this table at cold start (figure 3).
+# Frozen and compared by identity, as ``dataclass(frozen=True, eq=False)`` would make them.
 class Setting:
     """One setting.
 
@@ -49,11 +51,32 @@ class Setting:
         context: Whether a deployer sets it in CDK context.
     """
 
+    __slots__ = ("context", "doc", "env", "key", "readers")
     key: str
     doc: str
-    env: str | None = None
-    readers: tuple[Reader, ...] = ()
-    context: bool = True
+    env: str | None
+    readers: tuple[Reader, ...]
+    context: bool
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        _fill(self, key=key, doc=doc, env=env, readers=readers, context=context)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: settings are frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: settings are frozen")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(key={self.key!r})"
 
     def default_text(self) -> str:
         """The default as docs/deploy.md writes it."""
@@ -64,7 +87,11 @@ class Setting:
         return ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+def _fill(row: Setting, **values: object) -> None:
+    for name, value in values.items():
+        object.__setattr__(row, name, value)
+
+
 class Integer(Setting):
     """An integer from ``low`` to ``high`` (or one of ``choices``).
 
@@ -74,12 +101,39 @@ class Integer(Setting):
             (the local runtime compresses time), else ``low * env_scale``.
     """
 
+    __slots__ = ("choices", "default", "env_low", "env_scale", "high", "low")
     default: int
     low: int
     high: int
-    choices: tuple[int, ...] = ()
-    env_scale: int = 1
-    env_low: int | None = None
+    choices: tuple[int, ...]
+    env_scale: int
+    env_low: int | None
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        default: int,
+        low: int,
+        high: int,
+        choices: tuple[int, ...] = (),
+        env_scale: int = 1,
+        env_low: int | None = None,
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        _fill(
+            self,
+            default=default,
+            low=low,
+            high=high,
+            choices=choices,
+            env_scale=env_scale,
+            env_low=env_low,
+        )
 
     def default_text(self) -> str:
         return str(self.default)
@@ -102,7 +156,6 @@ class Integer(Setting):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class OptionalInteger(Setting):
     """An integer from ``low`` to ``high``, or unset (meaning ``unset``).
 
@@ -110,10 +163,27 @@ class OptionalInteger(Setting):
         env_default: What the functions take when the variable is not set.
     """
 
+    __slots__ = ("env_default", "high", "low", "unset")
     low: int
     high: int
     unset: str
-    env_default: int | None = None
+    env_default: int | None
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        low: int,
+        high: int,
+        unset: str,
+        env_default: int | None = None,
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        _fill(self, low=low, high=high, unset=unset, env_default=env_default)
 
     def env_integer(self) -> BoundedInteger:
         """Its environment variable, with its default and bounds."""
@@ -130,12 +200,26 @@ class OptionalInteger(Setting):
         return f"{self.low} to {self.high}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Text(Setting):
     """A non-empty string with a default (one of ``choices`` when given)."""
 
+    __slots__ = ("choices", "default")
     default: str
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...]
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        default: str,
+        choices: tuple[str, ...] = (),
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        _fill(self, default=default, choices=choices)
 
     def default_text(self) -> str:
         return f"`{self.default}`"
@@ -144,30 +228,58 @@ class Text(Setting):
         return ", ".join(f"`{choice}`" for choice in self.choices)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Flag(Setting):
     """``true`` or ``false``."""
 
+    __slots__ = ("default",)
     default: bool
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        default: bool,
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        _fill(self, default=default)
 
     def default_text(self) -> str:
         return "`true`" if self.default else "`false`"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Formatted(Setting):
     """Unset by default; its form (an ARN, an e-mail address, a list, a folder) is
     checked by ``infra.config``."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+
 class WorkflowSetting(Setting):
     """A short context key for one of a shipped workflow's own settings
     (``workflow_setting_<name>``); that workflow's settings class holds its default and
     bounds and checks it (``functions.core.workflow.read_workflow_settings``)."""
 
+    __slots__ = ("name", "workflow")
     workflow: str
     name: str
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        doc: str,
+        workflow: str,
+        name: str,
+        env: str | None = None,
+        readers: tuple[Reader, ...] = (),
+        context: bool = True,
+    ) -> None:
+        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        _fill(self, workflow=workflow, name=name)
 
 
 def _env_name(setting: Setting) -> str:

@@ -199,3 +199,17 @@ def test_a_shipped_workflows_settings_are_read_by_its_own_class() -> None:
         "agent", {"model_id": "m", "bedrock_endpoint_url": "http://127.0.0.1:1"}, shipped=SHIPPED
     )
     assert with_endpoint is not None and with_endpoint.bedrock_model_ids == ()
+
+
+def test_a_row_is_frozen_and_is_its_own_only_equal() -> None:
+    row = settings_table.INBOX_RETENTION_DAYS
+    with pytest.raises(AttributeError, match="frozen"):
+        row.default = 1
+    with pytest.raises(AttributeError, match="frozen"):
+        del row.low
+    twin = settings_table.Integer(
+        key=row.key, doc=row.doc, default=row.default, low=row.low, high=row.high
+    )
+    assert twin != row and row == row  # compared by identity: one row per setting
+    assert row.default == 14 and row.env_integer().name == "INBOX_RETENTION_DAYS"
+    assert "inbox_retention_days" in repr(row)

@@ -375,6 +375,12 @@ class _Servers:
                 self._answered.add(mcp_url)
             self._end_probe(mcp_url, self._probes.get(mcp_url))
 
+    def package_obtained(self, mcp_url: str) -> None:
+        """A message has its package: a probe that read it from its record (no fetch)
+        learned nothing of the server, and the next waiting message probes it instead
+        of waiting for the whole run (a batch of retries would run one at a time)."""
+        self._end_probe(mcp_url, self._probes.get(mcp_url))
+
     def _end_probe(self, mcp_url: str, probe: asyncio.Event | None) -> None:
         if probe is not None and self._probes.get(mcp_url) is probe:
             del self._probes[mcp_url]
@@ -392,6 +398,9 @@ class _OnLoop:
     async def get_package(self, mcp_url: str, package_id: str) -> Package:
         fetch = self._servers.get_package(mcp_url, package_id)
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fetch, self._loop))
+
+    def package_obtained(self, mcp_url: str) -> None:
+        self._loop.call_soon_threadsafe(self._servers.package_obtained, mcp_url)
 
 
 def _apply(queue: WorkQueue, message: QueueMessage, work: WorkItem, decision: Decision) -> None:

@@ -43,11 +43,12 @@ from functions.core.errors import (
 )
 from functions.core.models import WorkItem
 from functions.core.observability import logger, trace_in_logs
+from functions.core.package import Package
 from functions.core.package_record import PackageRecorder, PackageStorage
 from functions.core.ports.claims import ClaimStore
 from functions.core.ports.effects import EffectStore
 from functions.core.ports.metrics import MetricsSink
-from functions.core.ports.package import PackageSource
+from functions.core.ports.package import AdmittingSource, PackageSource
 from functions.core.ports.package_record import PackageRecord
 from functions.core.ports.workflow import has_effects
 from functions.core.retry_policy import RETRY_BASE_SECONDS, next_attempt_at
@@ -256,21 +257,30 @@ class Processor:
         delay = max(1, min(MAX_QUEUE_DELAY_SECONDS, remaining))
         return self._decide(work, Decision(Result.DEFERRED, Disposition.DEFER, delay))
 
+    async def _package(
+        self, claim: Claim, work: WorkItem, source: PackageSource
+    ) -> tuple[Package, PackageRecord | None]:
+        """The package to run on, and its record when the completion is to write it."""
+        recorder = PackageRecorder(self.packages, clock=self.clock)
+        record: PackageRecord | None = None
+        if has_effects(self.workflow):
+            # Recorded before the run: approvals and replays resume on this package.
+            package = await recorder.package(claim, work, source)
+        else:
+            # Recorded by the completion's own write, one write fewer: nothing
+            # happens outside before it, so a crash or a lost answer in between
+            # leaves no record (the next attempt fetches) or a completed item. With
+            # no earlier record there is nothing to compare: no package_changed here.
+            package, record = await recorder.unrecorded(claim, work, source)
+        if isinstance(source, AdmittingSource):
+            source.package_obtained(work.mcp_url)
+        return package, record
+
     async def _run(  # noqa: PLR0911 (one outcome per error class, in one ordered list)
         self, work: WorkItem, source: PackageSource, claim: Claim
     ) -> Decision:
         try:
-            recorder = PackageRecorder(self.packages, clock=self.clock)
-            record: PackageRecord | None = None
-            if has_effects(self.workflow):
-                # Recorded before the run: approvals and replays resume on this package.
-                package = await recorder.package(claim, work, source)
-            else:
-                # Recorded by the completion's own write, one write fewer: nothing
-                # happens outside before it, so a crash or a lost answer in between
-                # leaves no record (the next attempt fetches) or a completed item. With
-                # no earlier record there is nothing to compare: no package_changed here.
-                package, record = await recorder.unrecorded(claim, work, source)
+            package, record = await self._package(claim, work, source)
             ledger = EffectLedger(
                 work.delivery_id,
                 store=self.effects,

@@ -263,6 +263,32 @@ def test_no_more_messages_run_at_once_than_the_concurrency(world: World) -> None
     assert most[0] == 2
 
 
+def test_retries_on_their_recorded_packages_run_side_by_side(world: World) -> None:
+    # A server's first message probes it while the others wait; one that reads its
+    # package from its record fetches nothing, so it must not hold them for its run.
+    items = [work(n) for n in range(4)]
+    for item in items:
+        world.accept(item)
+
+    def fail() -> None:
+        raise TransientError("model_unavailable")
+
+    world.workflow.before = fail  # each attempt fails after its package is recorded
+    world.run([message(item, n) for n, item in enumerate(items)])
+    fetched = sorted(world.packages.calls)
+    assert fetched == sorted(item.package_id for item in items)
+    world.clock.advance(3600)  # past every retry's time
+    all_in = threading.Barrier(len(items), timeout=MEET_SECONDS)
+
+    def meet() -> None:
+        all_in.wait()  # all four at once, or a broken barrier
+
+    world.workflow.before = meet
+    assert world.run([message(item, n) for n, item in enumerate(items)]) == []
+    assert sorted(world.packages.calls) == fetched  # replayed: no fetch the second time
+    assert {world.state(item).state for item in items} == {State.COMPLETED}
+
+
 def test_nothing_starts_without_the_time_a_message_needs(world: World) -> None:
     items = [work(n) for n in range(3)]
     for item in items:

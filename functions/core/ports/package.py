@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from functions.core.deadline import Deadline
 from functions.core.package import Package
@@ -14,6 +14,15 @@ class PackageSource(Protocol):
     """Port: fetches a package from the MCP server named by the work item."""
 
     async def get_package(self, mcp_url: str, package_id: str) -> Package: ...
+
+
+@runtime_checkable
+class AdmittingSource(Protocol):
+    """A package source that holds a server's other messages back while one message
+    probes it: told when a message has its package, so that one that replays its
+    recorded package (no fetch) stops holding them back for the rest of its run."""
+
+    def package_obtained(self, mcp_url: str) -> None: ...
 
 
 class BatchPackageSource(PackageSource, Protocol):

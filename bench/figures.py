@@ -230,7 +230,8 @@ def receiver_overhead(sizes: Sizes) -> Figure:
         "(where a process's code and objects land in memory moves the handler's time "
         "between processes more than within one, as Lambda's containers differ: one "
         "process is a sample of one). Log lines and EMF go to /dev/null (formatted and "
-        "written as in Lambda). "
+        "written as in Lambda), with the default stack's Powertools settings (tracing off: "
+        "no X-Ray trace id on the lines). "
         f"Beside it, the same against moto in-process, in {sizes.moto_blocks} blocks of "
         f"{sizes.moto_per_block} with a new table before each block (moto copies the table "
         "for every transaction, so a growing table would hide our overhead).",

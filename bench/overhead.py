@@ -36,7 +36,14 @@ from bench.receiver_rig import (
     make_rig,
 )
 from bench.stats import Summary, summarize
-from functions.core import metric_names, settings_table, table_layout, wire
+from functions.core import (
+    env_names,
+    metric_names,
+    observability,
+    settings_table,
+    table_layout,
+    wire,
+)
 from functions.core.accept import Acceptance, AcceptDelivery
 from functions.core.adapters import dynamodb_items
 from functions.core.delivery import Delivery
@@ -270,8 +277,19 @@ def canned_rig() -> tuple[ReceiverRig, dict[str, DynamoDBClient], canned.CannedA
     return make_rig(dynamodb, secretsmanager), bare, aws
 
 
+def as_deployed() -> None:
+    """The Powertools settings the default stack gives the receiver
+    (infra/lambda_function.py): tracing off, so its lines leave X-Ray's trace id out
+    and read no environment variable for it."""
+    tracing_on = settings_table.TRACING.default
+    observability.apply_trace_setting(
+        {env_names.ENV_POWERTOOLS_TRACE_DISABLED: "false" if tracing_on else "true"}
+    )
+
+
 def against_canned(*, blocks: int, per_block: int) -> OverheadResult:
     """Figure 2, main: both sides against a DynamoDB that answers at once."""
+    as_deployed()
     rig, bare, _ = canned_rig()
     return measure(rig, bare, blocks=blocks, per_block=per_block)
 
@@ -283,6 +301,7 @@ def against_moto(*, blocks: int, per_block: int) -> OverheadResult:
     table would hide our overhead behind the emulator's; at most ``3 * per_block``
     items exist at once.
     """
+    as_deployed()
     with moto_world() as world:
         arn = world.create_secret(SECRETS_JSON, prefix="relaylink-bench-signing")
         session = bench_session()
@@ -337,6 +356,7 @@ def own_code(*, repeats: int) -> dict[str, Summary]:
     per-request log line and EMF metric (``handler._record``); ``log_line`` and
     ``emf_metric``: each of those alone, as the handler makes them.
     """
+    as_deployed()
     rig, bare, _aws = canned_rig()
     capture = _Capture(rig.dynamodb)
     with quiet_output():

@@ -13,12 +13,13 @@ import gc
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench import figures
 from bench.receiver_rig import offline_environment
@@ -98,11 +99,29 @@ def _merged(measured: list[Figure], run: dict[str, Any]) -> tuple[list[Figure], 
     again = ", ".join(str(f.number) for f in measured)
     merged_run = {
         **{k: v for k, v in data["run"].items() if not k.startswith("figures ")},
+        **earlier_partial_runs(data["run"], {f.number for f in measured}),
         f"figures {again} measured again": (
             f"{run['date (UTC)']}, commit {run['commit']}, load average {run['load average']}"
         ),
     }
     return sorted([*kept, *measured], key=lambda f: f.number), merged_run
+
+
+def earlier_partial_runs(run: dict[str, Any], measured: set[int]) -> dict[str, Any]:
+    """The run table's earlier "figures N measured again" rows, less the figures
+    measured now: each figure keeps the date and commit it was last measured at."""
+    kept: dict[str, Any] = {}
+    for key, value in run.items():
+        match = _PARTIAL_RUN.fullmatch(key)
+        if match is None:
+            continue
+        left = [n for n in match.group(1).split(", ") if int(n) not in measured]
+        if left:
+            kept[f"figures {', '.join(left)} measured again"] = value
+    return kept
+
+
+_PARTIAL_RUN: Final = re.compile(r"figures (\d+(?:, \d+)*) measured again")
 
 
 def _capacity_plan() -> None:

@@ -57,3 +57,18 @@ def test_docs_keep_the_earlier_measurements_with_date_and_commit() -> None:
     headings = [line for line in kept.splitlines() if line.startswith("### ")]
     assert headings
     assert all(re.search(r"\d{4}-\d{2}-\d{2}, commit [0-9a-f]{7}", h) for h in headings)
+
+
+def test_a_partial_run_keeps_when_each_other_figure_was_measured_again() -> None:
+    from bench.__main__ import earlier_partial_runs  # noqa: PLC0415 (the bench's entry point)
+
+    run = {
+        "commit": "0000000",
+        "figures 12, 13 measured again": "2026-12-07 18:26, commit 7abcc8c",
+        "figures 2, 3 measured again": "2026-12-07 20:16, commit f57e8e4",
+    }
+    assert earlier_partial_runs(run, {2}) == {
+        "figures 12, 13 measured again": "2026-12-07 18:26, commit 7abcc8c",
+        "figures 3 measured again": "2026-12-07 20:16, commit f57e8e4",
+    }
+    assert earlier_partial_runs(run, {2, 3, 12, 13}) == {}

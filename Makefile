@@ -69,9 +69,19 @@ pytest: $(DEV_STAMP) node_modules/.package-lock.json
 # The functions' unit and integration tests on the Lambda runtime's Python, without the
 # CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development
 # run: the declared-dependencies check (it reads the whole install) and the tests of
-# code that never ships to Lambda (operator CLI, sender, emulators).
+# code that never ships to Lambda (operator CLI and console, sender, emulators,
+# simulator, bench), among them every test file that imports nothing from functions.
 LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
 	--ignore=tests/unit/test_declared_dependencies.py \
+	--ignore=tests/unit/test_bench_history.py --ignore=tests/unit/test_overhead_pooling.py \
+	--ignore=tests/integration/test_write_meter.py --ignore=tests/integration/test_cli_errors.py \
+	--ignore=tests/unit/test_fault_injector.py --ignore=tests/integration/test_front_door.py \
+	--ignore=tests/unit/test_kill_point.py --ignore=tests/unit/test_memory_dynamodb.py \
+	--ignore=tests/integration/test_memory_dynamodb_parity.py \
+	--ignore=tests/unit/test_model_script.py --ignore=tests/unit/test_mutate.py \
+	--ignore=tests/integration/test_operator_identity.py --ignore=tests/unit/test_shown_text.py \
+	--ignore=tests/integration/test_simulated_requests_parity.py \
+	--ignore=tests/integration/test_state_lock.py --ignore=tests/unit/test_time_window.py \
 	--ignore=tests/unit/test_local_state.py --ignore=tests/unit/test_sender.py \
 	--ignore=tests/unit/test_loopback_http.py --ignore=tests/unit/test_cost_model.py \
 	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \

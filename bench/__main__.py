@@ -44,6 +44,10 @@ them into dollars.
 """
 
 
+# The key _again writes.
+_PARTIAL_RUN: Final = re.compile(r"figures (\d+(?:, \d+)*) measured again")
+
+
 def _commit() -> str:
     try:
         done = subprocess.run(
@@ -96,11 +100,10 @@ def _merged(measured: list[Figure], run: dict[str, Any]) -> tuple[list[Figure], 
     data = json.loads(path.read_text(encoding="utf-8"))
     numbers = {f.number for f in measured} | {cost_doc.TARGETS_FIGURE}
     kept = [Figure.from_json(f) for f in data["figures"] if f["figure"] not in numbers]
-    again = ", ".join(str(f.number) for f in measured)
     merged_run = {
         **{k: v for k, v in data["run"].items() if not k.startswith("figures ")},
         **earlier_partial_runs(data["run"], {f.number for f in measured}),
-        f"figures {again} measured again": (
+        _again([f.number for f in measured]): (
             f"{run['date (UTC)']}, commit {run['commit']}, load average {run['load average']}"
         ),
     }
@@ -115,13 +118,15 @@ def earlier_partial_runs(run: dict[str, Any], measured: set[int]) -> dict[str, A
         match = _PARTIAL_RUN.fullmatch(key)
         if match is None:
             continue
-        left = [n for n in match.group(1).split(", ") if int(n) not in measured]
+        left = [int(n) for n in match.group(1).split(", ") if int(n) not in measured]
         if left:
-            kept[f"figures {', '.join(left)} measured again"] = value
+            kept[_again(left)] = value
     return kept
 
 
-_PARTIAL_RUN: Final = re.compile(r"figures (\d+(?:, \d+)*) measured again")
+def _again(numbers: Sequence[int]) -> str:
+    """The run table's key for the figures measured again in one partial run."""
+    return f"figures {', '.join(map(str, numbers))} measured again"
 
 
 def _capacity_plan() -> None:

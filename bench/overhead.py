@@ -76,13 +76,16 @@ class OverheadResult:
     per_block: int
     handler_calls: int  # AWS API calls the handler made over the timed run
     bare_calls: dict[str, int]
-    processes: int = 1
     # Per bare client: the median block ratio of each process (one entry per process).
     process_ratios: dict[str, list[float]] = field(default_factory=dict)
     # The samples behind the summaries, for pooling runs of several processes.
     block_ratios: dict[str, list[float]] = field(default_factory=dict, repr=False)
     handler_samples: list[float] = field(default_factory=list, repr=False)
     bare_samples: dict[str, list[float]] = field(default_factory=dict, repr=False)
+
+    @property
+    def processes(self) -> int:
+        return max((len(r) for r in self.process_ratios.values()), default=1)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -240,7 +243,6 @@ def pooled(runs: Sequence[OverheadResult]) -> OverheadResult:
         per_block=runs[0].per_block,
         handler_calls=sum(run.handler_calls for run in runs),
         bare_calls={n: sum(run.bare_calls[n] for run in runs) for n in names},
-        processes=sum(run.processes for run in runs),
         process_ratios={n: [r for run in runs for r in run.process_ratios[n]] for n in names},
         block_ratios={n: [r for run in runs for r in run.block_ratios[n]] for n in names},
         handler_samples=[t for run in runs for t in run.handler_samples],

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Mapping
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from functions.core import env_names, event_source_limits, retry_policy, table_layout
 from functions.core.env_parsers import BoundedInteger
@@ -33,6 +33,19 @@ class Reader(StrEnum):
     RELAY = "relay"
     WORKER = "worker"
     RECONCILER = "reconciler"
+
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict, Unpack
+
+    class _Common(TypedDict):
+        """The keywords every row takes (:class:`Setting`'s); a kind adds its own."""
+
+        key: str
+        doc: str
+        env: NotRequired[str | None]
+        readers: NotRequired[tuple[Reader, ...]]
+        context: NotRequired[bool]
 
 
 # The rows are plain classes with slots rather than dataclasses: decorating a class
@@ -112,19 +125,15 @@ class Integer(Setting):
     def __init__(
         self,
         *,
-        key: str,
-        doc: str,
         default: int,
         low: int,
         high: int,
         choices: tuple[int, ...] = (),
         env_scale: int = 1,
         env_low: int | None = None,
-        env: str | None = None,
-        readers: tuple[Reader, ...] = (),
-        context: bool = True,
+        **common: Unpack[_Common],
     ) -> None:
-        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        super().__init__(**common)
         _fill(
             self,
             default=default,
@@ -172,17 +181,13 @@ class OptionalInteger(Setting):
     def __init__(
         self,
         *,
-        key: str,
-        doc: str,
         low: int,
         high: int,
         unset: str,
         env_default: int | None = None,
-        env: str | None = None,
-        readers: tuple[Reader, ...] = (),
-        context: bool = True,
+        **common: Unpack[_Common],
     ) -> None:
-        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        super().__init__(**common)
         _fill(self, low=low, high=high, unset=unset, env_default=env_default)
 
     def env_integer(self) -> BoundedInteger:
@@ -210,15 +215,11 @@ class Text(Setting):
     def __init__(
         self,
         *,
-        key: str,
-        doc: str,
         default: str,
         choices: tuple[str, ...] = (),
-        env: str | None = None,
-        readers: tuple[Reader, ...] = (),
-        context: bool = True,
+        **common: Unpack[_Common],
     ) -> None:
-        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        super().__init__(**common)
         _fill(self, default=default, choices=choices)
 
     def default_text(self) -> str:
@@ -237,14 +238,10 @@ class Flag(Setting):
     def __init__(
         self,
         *,
-        key: str,
-        doc: str,
         default: bool,
-        env: str | None = None,
-        readers: tuple[Reader, ...] = (),
-        context: bool = True,
+        **common: Unpack[_Common],
     ) -> None:
-        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        super().__init__(**common)
         _fill(self, default=default)
 
     def default_text(self) -> str:
@@ -270,15 +267,11 @@ class WorkflowSetting(Setting):
     def __init__(
         self,
         *,
-        key: str,
-        doc: str,
         workflow: str,
         name: str,
-        env: str | None = None,
-        readers: tuple[Reader, ...] = (),
-        context: bool = True,
+        **common: Unpack[_Common],
     ) -> None:
-        super().__init__(key=key, doc=doc, env=env, readers=readers, context=context)
+        super().__init__(**common)
         _fill(self, workflow=workflow, name=name)
 
 

@@ -48,47 +48,51 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
+# Each test runs once, on the Python its code runs on. The functions' unit and
+# integration tests run on the Lambda runtime's Python (without the CDK; tests/runtime
+# asserts the interpreter is that runtime's). The development run takes the rest: the
+# declared-dependencies check (it reads the whole install) and the tests of code that
+# never ships to Lambda (operator CLI and console, sender, emulators, simulator, bench),
+# among them every test file that imports nothing from functions. The functions also
+# run on the development Python in the CLI and the local stacks: mypy and ruff check
+# them at its version, and the e2e tests run every function there.
+DEV_ONLY_TESTS := tests/unit/test_declared_dependencies.py \
+	tests/unit/test_bench_history.py tests/unit/test_overhead_pooling.py \
+	tests/integration/test_write_meter.py tests/integration/test_cli_errors.py \
+	tests/unit/test_fault_injector.py tests/integration/test_front_door.py \
+	tests/unit/test_kill_point.py tests/unit/test_memory_dynamodb.py \
+	tests/integration/test_memory_dynamodb_parity.py tests/unit/test_model_script.py \
+	tests/unit/test_mutate.py tests/integration/test_operator_identity.py \
+	tests/unit/test_shown_text.py tests/integration/test_simulated_requests_parity.py \
+	tests/integration/test_state_lock.py tests/unit/test_time_window.py \
+	tests/unit/test_local_state.py tests/unit/test_sender.py \
+	tests/unit/test_loopback_http.py tests/unit/test_cost_model.py \
+	tests/integration/test_operator.py tests/integration/test_operator_budget.py \
+	tests/integration/test_operator_effects.py tests/integration/test_sender_http.py \
+	tests/integration/test_bedrock_emulator.py tests/unit/test_simulate.py \
+	tests/integration/test_bench_timing.py tests/unit/test_stream_mapping.py
+
 # The infra tests synthesize (every synth bundles the assets itself), some with the
 # pinned CDK CLI; the e2e tests start local stacks. Each lane runs one test at a time,
 # the two side by side (they share no folder but the pip cache, which each synth fills
 # through a staging folder of its own); the infra lane's report follows the other's.
 # (Two plain runs: xdist's loadgroup ignores groups under pytest 9.2, xdist #1386.)
 # The rest runs on every core.
-PARALLEL_TESTS := tests/unit tests/integration tests/simulation tests/adversarial tests/vectors
+PARALLEL_TESTS := $(DEV_ONLY_TESTS) tests/simulation tests/adversarial tests/vectors
+# The folders of the lanes above: the one-at-a-time lane takes every other folder.
+SHARED_DIRS := tests/runtime tests/unit tests/integration tests/simulation tests/adversarial tests/vectors
 INFRA_LANE_LOG := build/pytest-infra.log
 pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest -n auto $(PARALLEL_TESTS)
 	@mkdir -p build
 	@echo "==> tests/infra beside the rest, its report in $(INFRA_LANE_LOG) (printed after)"
 	@$(VENV)/bin/pytest tests/infra >$(INFRA_LANE_LOG) 2>&1 & infra=$$!; \
-	$(VENV)/bin/pytest $(addprefix --ignore=,$(PARALLEL_TESTS) tests/infra); rest=$$?; \
+	$(VENV)/bin/pytest $(addprefix --ignore=,$(SHARED_DIRS) tests/infra); rest=$$?; \
 	wait $$infra; infra_status=$$?; \
 	echo "==> tests/infra (exit $$infra_status)"; cat $(INFRA_LANE_LOG); \
 	test $$rest -eq 0 && test $$infra_status -eq 0
 
-# The functions' unit and integration tests on the Lambda runtime's Python, without the
-# CDK; tests/runtime asserts the interpreter is that runtime's. Left to the development
-# run: the declared-dependencies check (it reads the whole install) and the tests of
-# code that never ships to Lambda (operator CLI and console, sender, emulators,
-# simulator, bench), among them every test file that imports nothing from functions.
-LAMBDA_TESTS := tests/runtime tests/unit tests/integration \
-	--ignore=tests/unit/test_declared_dependencies.py \
-	--ignore=tests/unit/test_bench_history.py --ignore=tests/unit/test_overhead_pooling.py \
-	--ignore=tests/integration/test_write_meter.py --ignore=tests/integration/test_cli_errors.py \
-	--ignore=tests/unit/test_fault_injector.py --ignore=tests/integration/test_front_door.py \
-	--ignore=tests/unit/test_kill_point.py --ignore=tests/unit/test_memory_dynamodb.py \
-	--ignore=tests/integration/test_memory_dynamodb_parity.py \
-	--ignore=tests/unit/test_model_script.py --ignore=tests/unit/test_mutate.py \
-	--ignore=tests/integration/test_operator_identity.py --ignore=tests/unit/test_shown_text.py \
-	--ignore=tests/integration/test_simulated_requests_parity.py \
-	--ignore=tests/integration/test_state_lock.py --ignore=tests/unit/test_time_window.py \
-	--ignore=tests/unit/test_local_state.py --ignore=tests/unit/test_sender.py \
-	--ignore=tests/unit/test_loopback_http.py --ignore=tests/unit/test_cost_model.py \
-	--ignore=tests/integration/test_operator.py --ignore=tests/integration/test_operator_budget.py \
-	--ignore=tests/integration/test_operator_effects.py --ignore=tests/integration/test_sender_http.py \
-	--ignore=tests/integration/test_bedrock_emulator.py \
-	--ignore=tests/unit/test_simulate.py --ignore=tests/integration/test_bench_timing.py \
-	--ignore=tests/unit/test_stream_mapping.py
+LAMBDA_TESTS := tests/runtime tests/unit tests/integration $(addprefix --ignore=,$(DEV_ONLY_TESTS))
 test-lambda: $(LAMBDA_STAMP)
 	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q -n auto $(LAMBDA_TESTS)
 

@@ -50,6 +50,11 @@ class BurstResult:
     first_attempts_cpu_ms: dict[str, float] = field(default_factory=dict)
     first_attempts_emulator_ms: dict[str, float] = field(default_factory=dict)
     completed_during_first_attempts: int = 0
+    # Meanwhile, the emulator's one-at-a-time lock: the share of the time it was held by
+    # the receipts' TransactWriteItems and by everything else (the worker side's calls),
+    # and how long a receipt's TransactWriteItems waited for it on average (ms).
+    emulator_lock_held_share: dict[str, float] = field(default_factory=dict)
+    receipt_lock_wait_ms: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,4 +158,22 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
         completed_during_first_attempts=sum(
             1 for v in states.values() if v == State.COMPLETED.value
         ),
+        emulator_lock_held_share=_lock_held_share(meter),
+        receipt_lock_wait_ms=_receipt_lock_wait_ms(meter),
     )
+
+
+# The receipt's one call; nothing else the burst's stack makes is a transaction.
+RECEIPT_OPERATION: Final = "TransactWriteItems"
+
+
+def _lock_held_share(meter: CpuMeter) -> dict[str, float]:
+    receipts = meter.lock_held.get(RECEIPT_OPERATION, 0.0)
+    rest = sum(meter.lock_held.values()) - receipts
+    elapsed = meter.elapsed or 1.0
+    return {"receipts": round(receipts / elapsed, 4), "everything else": round(rest / elapsed, 4)}
+
+
+def _receipt_lock_wait_ms(meter: CpuMeter) -> float:
+    calls = meter.calls.get(RECEIPT_OPERATION, 0.0)
+    return round(1000 * meter.lock_waited.get(RECEIPT_OPERATION, 0.0) / calls, 1) if calls else 0.0

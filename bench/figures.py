@@ -1159,6 +1159,8 @@ def _burst_bound(shared: burst.BurstResult) -> str:
     receipts = emulator.get("TransactWriteItems", 0.0)
     rest = sum(emulator.values()) - receipts
     cpu = shared.first_attempts_cpu_ms
+    other = shared.emulator_lock_held_share.get("everything else", 0.0)
+    held = shared.emulator_lock_held_share.get("receipts", 0.0) + other
     return (
         "What the receipts share with the worker side running: while the first attempts "
         "were out, the one AWS emulator process (one Python interpreter; it serves one "
@@ -1168,6 +1170,11 @@ def _burst_bound(shared: burst.BurstResult) -> str:
         f"completions), and the worker side completed "
         f"{shared.completed_during_first_attempts} deliveries meanwhile, its own process "
         f"using {cpu.get('worker side', 0.0):.1f} ms of CPU per delivery of the burst. "
+        f"The emulator's lock was held {100 * held:.0f} % of that time, "
+        f"{100 * shared.emulator_lock_held_share.get('receipts', 0.0):.0f} % by the "
+        f"receipts and {100 * other:.0f} % by the worker side's calls, and a receipt's "
+        f"TransactWriteItems waited {shared.receipt_lock_wait_ms:.0f} ms on average for it "
+        "(for the rest of the time it was passing from one request's thread to the next). "
         "The receipts wait for the same 2 cores and the same emulator as the processing; "
         "in AWS the functions have their own CPUs and the table and the queues are "
         "services that serve both sides at once."

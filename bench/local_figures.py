@@ -192,14 +192,24 @@ class CpuMeter:
         self._started: dict[str, float] = {}
         self._calls: dict[str, int] = {}
         self._answering: dict[str, float] = {}
+        self._locked: dict[str, dict[str, float]] = {}
+        self._started_at = 0.0
         self.calls_per_delivery: dict[str, float] = {}
         self.answer_cpu_per_delivery: dict[str, float] = {}
+        # Between start and stop: the emulator's requests per operation, the seconds
+        # they waited for its lock and held it, and the seconds that passed.
+        self.calls: dict[str, float] = {}
+        self.lock_waited: dict[str, float] = {}
+        self.lock_held: dict[str, float] = {}
+        self.elapsed = 0.0
 
     def start(self) -> CpuMeter:
         self._started = self._now()
+        self._started_at = time.monotonic()
         if self._emulator is not None:
             self._calls = self._emulator.calls()
             self._answering = self._emulator.cpu_seconds_by_operation()
+            self._locked = self._emulator.lock_seconds_by_operation()
         return self
 
     def stop(self, deliveries: int) -> dict[str, float]:
@@ -207,12 +217,19 @@ class CpuMeter:
         emulator's requests per delivery, by operation, in ``calls_per_delivery``, and
         its CPU seconds answering them, per delivery, in ``answer_cpu_per_delivery``."""
         now = self._now()
+        self.elapsed = time.monotonic() - self._started_at
         calls, answering = {}, {}
+        locked: dict[str, dict[str, float]] = {}
         if self._emulator is not None:
             calls = self._emulator.calls()
             answering = self._emulator.cpu_seconds_by_operation()
+            locked = self._emulator.lock_seconds_by_operation()
         self.calls_per_delivery = _per_delivery(calls, self._calls, deliveries)
         self.answer_cpu_per_delivery = _per_delivery(answering, self._answering, deliveries)
+        self.calls = _per_delivery(calls, self._calls, 1)
+        for kind, grown in (("waited", self.lock_waited), ("held", self.lock_held)):
+            grown.clear()
+            grown.update(_per_delivery(locked.get(kind, {}), self._locked.get(kind, {}), 1))
         return {name: (now[name] - self._started[name]) / deliveries for name in now}
 
     def _now(self) -> dict[str, float]:

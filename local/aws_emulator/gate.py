@@ -97,6 +97,10 @@ class _Gate:
         # CPU seconds of the threads that answered them (WSGI call to answer), per operation.
         self._cpu: dict[str, float] = {}
         self._cpu_lock = threading.Lock()  # not moto's: a tally must not wait for a request
+        # Seconds requests waited for the lock, and held it, per operation: what one
+        # request at a time costs the others (tallied under the lock itself).
+        self._lock_waited: dict[str, float] = {}
+        self._lock_held: dict[str, float] = {}
         # Counts requests that can make an SQS message visible; long polls wait on it.
         self._arrivals = threading.Condition()
         self._arrived = 0
@@ -175,8 +179,11 @@ class _Gate:
         return answer
 
     def _serve(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        operation = _operation(environ)
+        asked = time.perf_counter()
         with self._lock:
-            self._calls[_operation(environ)] += 1
+            acquired = time.perf_counter()
+            self._calls[operation] += 1
             result = self._app(environ, start_response)
             try:
                 return [b"".join(result)]
@@ -184,6 +191,12 @@ class _Gate:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+                self._lock_waited[operation] = (
+                    self._lock_waited.get(operation, 0.0) + acquired - asked
+                )
+                self._lock_held[operation] = (
+                    self._lock_held.get(operation, 0.0) + time.perf_counter() - acquired
+                )
 
     def _long_poll(
         self, environ: dict[str, Any], start_response: StartResponse, body: bytes, wait: int
@@ -228,9 +241,15 @@ class _Gate:
                 return _json_answer(start_response, "400 Bad Request", {"error": str(exc)})
         with self._lock:
             calls = dict(self._calls)
+            lock = {"waited": dict(self._lock_waited), "held": dict(self._lock_held)}
         with self._cpu_lock:
             cpu = dict(self._cpu)
-        answer = {"counts": self._faults.counts(), "calls": calls, "cpu_seconds": cpu}
+        answer = {
+            "counts": self._faults.counts(),
+            "calls": calls,
+            "cpu_seconds": cpu,
+            "lock_seconds": lock,
+        }
         return _json_answer(start_response, "200 OK", answer)
 
 

@@ -74,6 +74,12 @@ class EmulatorControls:
         cpu: dict[str, float] = self._send(None)["cpu_seconds"]
         return cpu
 
+    def lock_seconds(self) -> dict[str, dict[str, float]]:
+        """Seconds requests have ``waited`` for the one-at-a-time lock and ``held`` it,
+        each per operation (see :meth:`calls`)."""
+        lock: dict[str, dict[str, float]] = self._send(None)["lock_seconds"]
+        return lock
+
     def _send(self, command: dict[str, Any] | None) -> dict[str, Any]:
         data = None if command is None else json.dumps(command).encode()
         request = urllib.request.Request(  # noqa: S310 (loopback only)
@@ -181,6 +187,11 @@ class AwsEmulatorProcess:
         """CPU time spent answering requests so far, per operation (the rest of
         :meth:`cpu_seconds` is its HTTP server's)."""
         return self.faults.cpu_seconds()
+
+    def lock_seconds_by_operation(self) -> dict[str, dict[str, float]]:
+        """Seconds requests have waited for the emulator's lock and held it so far, per
+        operation (see :meth:`EmulatorControls.lock_seconds`)."""
+        return self.faults.lock_seconds()
 
     def stop(self) -> None:
         process, self._process = self._process, None

@@ -215,6 +215,14 @@ def test_the_control_path_sets_faults_and_counts_requests(aws_emulator: AwsEmula
     assert controls.calls().get("ListTables", 0) == listed_before + 1
     # The CPU time spent answering, per operation (the refused one spent some too).
     assert controls.cpu_seconds()["ListTables"] > 0
+    # The time requests held the one-at-a-time lock and waited for it, per operation:
+    # the held time grows with each request moto serves.
+    lock_before = controls.lock_seconds()
+    dynamodb.list_tables()
+    lock_after = controls.lock_seconds()
+    assert lock_after["held"]["ListTables"] > lock_before["held"]["ListTables"]
+    assert lock_after["waited"]["ListTables"] >= lock_before["waited"]["ListTables"] >= 0
+    assert set(lock_after["held"]) == set(lock_after["waited"]) <= set(controls.calls())
     with pytest.raises(ValueError, match="between 0 and 1"):
         controls.set_rate(1.5)
 

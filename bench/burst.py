@@ -67,6 +67,8 @@ SENDER_DELIVERIES: Final = 25
 # The share of a burst's first attempts answered 2xx with the worker side running, on
 # 2 cores that also run the emulator, the worker side and the sender.
 TARGET_SHARE_WORKER_RUNNING: Final = 90.0
+# The receipt's one call; nothing else the burst's stack makes is a transaction.
+RECEIPT_OPERATION: Final = "TransactWriteItems"
 
 
 def _send_burst(config: SenderConfig, burst: list[Delivery]) -> Summary:
@@ -161,10 +163,6 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
         emulator_lock_held_share=_lock_held_share(meter),
         receipt_lock_wait_ms=_receipt_lock_wait_ms(meter),
     )
-
-
-# The receipt's one call; nothing else the burst's stack makes is a transaction.
-RECEIPT_OPERATION: Final = "TransactWriteItems"
 
 
 def _lock_held_share(meter: CpuMeter) -> dict[str, float]:

@@ -71,7 +71,7 @@ DEV_ONLY_TESTS := tests/unit/test_declared_dependencies.py \
 	tests/integration/test_operator_effects.py tests/integration/test_sender_http.py \
 	tests/integration/test_bedrock_emulator.py tests/unit/test_simulate.py \
 	tests/integration/test_bench_timing.py tests/unit/test_stream_mapping.py \
-	tests/unit/test_burst_lock_share.py
+	tests/integration/test_burst_lock_share.py
 
 # The infra tests synthesize (every synth bundles the assets itself), some with the
 # pinned CDK CLI; the e2e tests start local stacks. Each lane runs one test at a time,

@@ -79,21 +79,21 @@ DEV_ONLY_TESTS := tests/unit/test_declared_dependencies.py \
 # through a staging folder of its own); the infra lane's report follows the other's.
 # (Two plain runs: xdist's loadgroup ignores groups under pytest 9.2, xdist #1386.)
 # The rest runs on every core.
-PARALLEL_TESTS := $(DEV_ONLY_TESTS) tests/simulation tests/adversarial tests/vectors
-# The folders of the lanes above: the one-at-a-time lane takes every other folder.
-SHARED_DIRS := tests/runtime tests/unit tests/integration tests/simulation tests/adversarial tests/vectors
+LAMBDA_DIRS := tests/runtime tests/unit tests/integration
+PARALLEL_DIRS := tests/simulation tests/adversarial tests/vectors
+PARALLEL_TESTS := $(DEV_ONLY_TESTS) $(PARALLEL_DIRS)
 INFRA_LANE_LOG := build/pytest-infra.log
 pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest -n auto $(PARALLEL_TESTS)
 	@mkdir -p build
 	@echo "==> tests/infra beside the rest, its report in $(INFRA_LANE_LOG) (printed after)"
 	@$(VENV)/bin/pytest tests/infra >$(INFRA_LANE_LOG) 2>&1 & infra=$$!; \
-	$(VENV)/bin/pytest $(addprefix --ignore=,$(SHARED_DIRS) tests/infra); rest=$$?; \
+	$(VENV)/bin/pytest $(addprefix --ignore=,$(LAMBDA_DIRS) $(PARALLEL_DIRS) tests/infra); rest=$$?; \
 	wait $$infra; infra_status=$$?; \
 	echo "==> tests/infra (exit $$infra_status)"; cat $(INFRA_LANE_LOG); \
 	test $$rest -eq 0 && test $$infra_status -eq 0
 
-LAMBDA_TESTS := tests/runtime tests/unit tests/integration $(addprefix --ignore=,$(DEV_ONLY_TESTS))
+LAMBDA_TESTS := $(LAMBDA_DIRS) $(addprefix --ignore=,$(DEV_ONLY_TESTS))
 test-lambda: $(LAMBDA_STAMP)
 	$(LAMBDA_VENV)/bin/pytest -p no:cacheprovider -q -n auto $(LAMBDA_TESTS)
 

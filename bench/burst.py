@@ -161,7 +161,7 @@ def measure(*, deliveries: int, worker_side_paused: bool = True) -> BurstResult:
             1 for v in states.values() if v == State.COMPLETED.value
         ),
         emulator_lock_held_share=_lock_held_share(meter),
-        receipt_lock_wait_ms=_receipt_lock_wait_ms(meter),
+        receipt_lock_wait_ms=_receipt_lock_wait_ms(meter, deliveries),
     )
 
 
@@ -172,6 +172,6 @@ def _lock_held_share(meter: CpuMeter) -> dict[str, float]:
     return {"receipts": round(receipts / elapsed, 4), "everything else": round(rest / elapsed, 4)}
 
 
-def _receipt_lock_wait_ms(meter: CpuMeter) -> float:
-    calls = meter.calls.get(RECEIPT_OPERATION, 0.0)
+def _receipt_lock_wait_ms(meter: CpuMeter, deliveries: int) -> float:
+    calls = meter.calls_per_delivery.get(RECEIPT_OPERATION, 0.0) * deliveries
     return round(1000 * meter.lock_waited.get(RECEIPT_OPERATION, 0.0) / calls, 1) if calls else 0.0

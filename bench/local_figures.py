@@ -196,9 +196,8 @@ class CpuMeter:
         self._started_at = 0.0
         self.calls_per_delivery: dict[str, float] = {}
         self.answer_cpu_per_delivery: dict[str, float] = {}
-        # Between start and stop: the emulator's requests per operation, the seconds
-        # they waited for its lock and held it, and the seconds that passed.
-        self.calls: dict[str, float] = {}
+        # Between start and stop: the seconds the emulator's requests waited for its
+        # lock and held it, per operation, and the seconds that passed.
         self.lock_waited: dict[str, float] = {}
         self.lock_held: dict[str, float] = {}
         self.elapsed = 0.0
@@ -226,7 +225,6 @@ class CpuMeter:
             locked = self._emulator.lock_seconds_by_operation()
         self.calls_per_delivery = _per_delivery(calls, self._calls, deliveries)
         self.answer_cpu_per_delivery = _per_delivery(answering, self._answering, deliveries)
-        self.calls = _per_delivery(calls, self._calls, 1)
         for kind, grown in (("waited", self.lock_waited), ("held", self.lock_held)):
             grown.clear()
             grown.update(_per_delivery(locked.get(kind, {}), self._locked.get(kind, {}), 1))

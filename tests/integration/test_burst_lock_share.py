@@ -19,16 +19,17 @@ def test_the_lock_is_split_between_the_receipts_and_everything_else_over_the_ela
         elapsed=10.0,
         lock_held={"TransactWriteItems": 2.0, "UpdateItem": 3.0, "ReceiveMessage": 0.5},
         lock_waited={"TransactWriteItems": 40.0, "UpdateItem": 9.0},
-        calls={"TransactWriteItems": 200.0, "UpdateItem": 30.0},
+        calls_per_delivery={"TransactWriteItems": 0.5, "UpdateItem": 0.075},
     )
 
     assert burst._lock_held_share(meter) == {"receipts": 0.2, "everything else": 0.35}
-    # The receipts' own waits over the receipts' own calls: 40 s over 200 calls.
-    assert burst._receipt_lock_wait_ms(meter) == 200.0
+    # The receipts' own waits over the receipts' own calls: 40 s over 200 calls (0.5 of
+    # a call for each of 400 deliveries).
+    assert burst._receipt_lock_wait_ms(meter, 400) == 200.0
 
 
 def test_a_run_without_receipts_reports_no_wait_rather_than_dividing_by_zero() -> None:
-    meter = _meter(elapsed=0.0, lock_held={}, lock_waited={}, calls={})
+    meter = _meter(elapsed=0.0, lock_held={}, lock_waited={}, calls_per_delivery={})
 
     assert burst._lock_held_share(meter) == {"receipts": 0.0, "everything else": 0.0}
-    assert burst._receipt_lock_wait_ms(meter) == 0.0
+    assert burst._receipt_lock_wait_ms(meter, 400) == 0.0

@@ -36,7 +36,10 @@ $(LAMBDA_STAMP): $(BOOTSTRAP_INPUTS) infra/bundle.py
 setup: $(DEV_STAMP) node_modules/.package-lock.json
 
 # Everything: lint, types, and the whole suite (the e2e tests start local stacks).
-test: check test-lambda pytest
+# mypy runs after the infra tests in their lane: a fresh clone's first mypy run takes
+# over two minutes on one core, which the lane has to spare beside the e2e tests.
+test: lint test-lambda
+	@$(MAKE) --no-print-directory pytest SIDE_LANE_TYPECHECK=1
 
 # Lint and types only (seconds).
 check: lint typecheck
@@ -77,6 +80,7 @@ DEV_ONLY_TESTS := tests/unit/test_declared_dependencies.py \
 # pinned CDK CLI; the e2e tests start local stacks. Each lane runs one test at a time,
 # the two side by side (they share no folder but the pip cache, which each synth fills
 # through a staging folder of its own); the infra lane's report follows the other's.
+# Under `make test` the infra lane then runs mypy (SIDE_LANE_TYPECHECK).
 # (Two plain runs: xdist's loadgroup ignores groups under pytest 9.2, xdist #1386.)
 # The rest runs on every core.
 LAMBDA_DIRS := tests/runtime tests/unit tests/integration
@@ -86,11 +90,12 @@ INFRA_LANE_LOG := build/pytest-infra.log
 pytest: $(DEV_STAMP) node_modules/.package-lock.json
 	$(VENV)/bin/pytest -n auto $(PARALLEL_TESTS)
 	@mkdir -p build
-	@echo "==> tests/infra beside the rest, its report in $(INFRA_LANE_LOG) (printed after)"
-	@$(VENV)/bin/pytest tests/infra >$(INFRA_LANE_LOG) 2>&1 & infra=$$!; \
+	@echo "==> tests/infra$(if $(SIDE_LANE_TYPECHECK), then mypy,) beside the rest, its report in $(INFRA_LANE_LOG) (printed after)"
+	@{ $(VENV)/bin/pytest tests/infra; status=$$?; \
+	$(if $(SIDE_LANE_TYPECHECK),$(VENV)/bin/mypy || status=1;) exit $$status; } >$(INFRA_LANE_LOG) 2>&1 & infra=$$!; \
 	$(VENV)/bin/pytest $(addprefix --ignore=,$(LAMBDA_DIRS) $(PARALLEL_DIRS) tests/infra); rest=$$?; \
 	wait $$infra; infra_status=$$?; \
-	echo "==> tests/infra (exit $$infra_status)"; cat $(INFRA_LANE_LOG); \
+	echo "==> tests/infra$(if $(SIDE_LANE_TYPECHECK), and mypy,) (exit $$infra_status)"; cat $(INFRA_LANE_LOG); \
 	test $$rest -eq 0 && test $$infra_status -eq 0
 
 LAMBDA_TESTS := $(LAMBDA_DIRS) $(addprefix --ignore=,$(DEV_ONLY_TESTS))

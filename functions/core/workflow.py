@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from functions.core import settings_table
 from functions.core.clock import Clock
 from functions.core.ports.workflow import Workflow
 
@@ -35,6 +36,8 @@ class WorkflowContext:
             strings); each workflow reads and checks the names it knows.
         table_name: the stack's table (the agent workflow keeps its token budget there).
         alert_topic_arn: the SNS topic the stack creates for alerts (``ALERT_TOPIC_ARN``).
+        secrets_max_age_seconds: how long a secret a workflow reads is used before it is
+            read again (``secrets_max_age_seconds``; rotated values reach warm containers).
     """
 
     notify_url: str | None
@@ -45,6 +48,7 @@ class WorkflowContext:
     settings: Mapping[str, str] = field(default_factory=dict)
     table_name: str = ""
     alert_topic_arn: str | None = None
+    secrets_max_age_seconds: int = settings_table.SECRETS_MAX_AGE_SECONDS.default
 
 
 # A shipped workflow's factory: checks the context and builds the workflow.

@@ -141,6 +141,7 @@ def build_deps(
                 settings=settings.workflow_settings,
                 table_name=settings.table_name,
                 alert_topic_arn=settings.alert_topic_arn,
+                secrets_max_age_seconds=settings.secrets_max_age_seconds,
             ),
         )
     return Deps(

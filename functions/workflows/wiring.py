@@ -112,7 +112,9 @@ def build_notify(context: WorkflowContext) -> NotifyWorkflow:
         notifier = _http_notifier(context.notify_url, None, context)
     else:
         notifier = SecretBackedNotifier(
-            functools.partial(_notifier_from_secret, settings.notify_secret_arn, context)
+            functools.partial(_notifier_from_secret, settings.notify_secret_arn, context),
+            max_age_seconds=context.secrets_max_age_seconds,
+            clock=context.clock,
         )
     return NotifyWorkflow(
         deduplicates=settings.notify_url_deduplicates,
@@ -279,7 +281,8 @@ def build_alert_webhook(
     settings: AgentSettings, context: WorkflowContext
 ) -> HttpAlerts | SecretBackedAlerts:
     """The HTTP alert channel: to ``alert_url`` as it is, or (with a secret named) one
-    whose URL and signer are read from their secrets on its first alert.
+    whose URL and signer are read from their secrets on its first alert (and again once
+    they are ``secrets_max_age_seconds`` old).
 
     Raises:
         ValueError: a plain ``alert_url`` that is not HTTPS (or loopback, when allowed).
@@ -304,7 +307,12 @@ def build_alert_webhook(
         return _http_alerts(url, signer, settings, context)
 
     keyed = settings.alert_url_deduplicates
-    return SecretBackedAlerts(from_secrets, mode=EffectMode.KEYED if keyed else EffectMode.OPERATOR)
+    return SecretBackedAlerts(
+        from_secrets,
+        mode=EffectMode.KEYED if keyed else EffectMode.OPERATOR,
+        max_age_seconds=context.secrets_max_age_seconds,
+        clock=context.clock,
+    )
 
 
 def _http_alerts(

@@ -45,6 +45,7 @@ from local.bedrock_emulator import (
     RunningEmulator,
 )
 from local.notify_sink import NotifySinkServer
+from local.stack import generate_signing_secret
 from local.testkit.botocore_hooks import answer_first, aws_response, divert_from_emulator
 from local.testkit.clock import FakeClock
 from local.testkit.moto_world import REGION
@@ -391,6 +392,39 @@ def test_the_alert_url_and_signing_secret_are_read_from_their_secrets(
     plain = {"alert_url": "http://hooks.example/x", "alert_signing_secret_arn": signing_arn}
     with pytest.raises(ValueError, match="alert_url must be https"):
         build_alert_webhook(AgentSettings.from_mapping(plain), context)
+
+
+def test_a_rotated_alert_signing_secret_reaches_a_warm_channel_once_its_read_has_aged(
+    moto_aws: None, endpoint: tuple[str, list[Received]]
+) -> None:
+    url, received = endpoint
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    arn = secrets.create_secret(Name="alert-signing-rotated", SecretString=SIGNING_SECRET)["ARN"]
+    settings = AgentSettings.from_mapping({"alert_url": url, "alert_signing_secret_arn": arn})
+    clock = FakeClock(1_765_000_000)
+    context = WorkflowContext(
+        notify_url=None,
+        archive_bucket="archive",
+        allow_insecure_loopback=True,
+        timeout_seconds=2,
+        clock=clock,
+        settings={},
+        secrets_max_age_seconds=60,
+    )
+    channel = build_alert_webhook(settings, context)
+    channel.send(ALERT, idempotency_key=KEY)
+    rotated = generate_signing_secret()
+    secrets.put_secret_value(SecretId=arn, SecretString=rotated)
+    clock.advance(59)
+    channel.send(ALERT, idempotency_key=KEY)  # read 59 s ago: the old key still signs
+    clock.advance(1)
+    channel.send(ALERT, idempotency_key=KEY)  # 60 s: read again, the new key signs
+    first, kept, reread = received
+    verified(first, SIGNING_SECRET, now=clock.now())
+    verified(kept, SIGNING_SECRET, now=clock.now())
+    verified(reread, rotated, now=clock.now())
+    with pytest.raises(AssertionError):
+        verified(reread, SIGNING_SECRET, now=clock.now())
 
 
 def test_the_docs_receiver_verifies_a_signed_alert(endpoint: tuple[str, list[Received]]) -> None:

@@ -58,7 +58,24 @@ def put(arn: str, value: object) -> None:
     client.put_secret_value(SecretId=arn, SecretString=json.dumps(value))
 
 
-def workflow(arn: str, notify_url: str | None = None) -> NotifyWorkflow:
+# How long a read secret is used in these tests; the sink accepts a signature this far
+# ahead of its own clock.
+MAX_AGE_SECONDS = 60
+
+
+class SteppedClock:
+    """The system's clock, set ahead by hand: a secret ages without a wait."""
+
+    def __init__(self) -> None:
+        self.ahead = 0
+
+    def now(self) -> int:
+        return SystemClock().now() + self.ahead
+
+
+def workflow(
+    arn: str, notify_url: str | None = None, clock: SteppedClock | None = None
+) -> NotifyWorkflow:
     """``build_notify`` as a new container runs it (the secret is read on first use)."""
     built = build_notify(
         WorkflowContext(
@@ -66,8 +83,9 @@ def workflow(arn: str, notify_url: str | None = None) -> NotifyWorkflow:
             archive_bucket="archive",
             allow_insecure_loopback=True,
             timeout_seconds=2,
-            clock=SystemClock(),
+            clock=clock or SteppedClock(),
             settings={"notify_secret_arn": arn},
+            secrets_max_age_seconds=MAX_AGE_SECONDS,
         )
     )
     assert isinstance(built, NotifyWorkflow)
@@ -142,11 +160,12 @@ def test_a_url_both_in_the_secret_and_in_notify_url_is_refused(
     assert sink.sink.requests == 0
 
 
-def test_an_unreadable_secret_is_read_again_and_a_read_one_is_kept_for_the_container(
+def test_an_unreadable_secret_is_read_again_and_a_read_one_is_kept_for_its_max_age(
     aws: None, sink: NotifySinkServer
 ) -> None:
     arn = secret("{")
-    notify = workflow(arn)
+    clock = SteppedClock()
+    notify = workflow(arn, clock=clock)
     with pytest.raises(NotApplied, match="notify_secret_unavailable"):
         run(notify)
     with pytest.raises(NotApplied, match="notify_secret_unavailable") as unread:
@@ -155,10 +174,39 @@ def test_an_unreadable_secret_is_read_again_and_a_read_one_is_kept_for_the_conta
     put(arn, {"url": sink.url, "signing_secret": SIGNING_SECRET})
     run(notify)  # a failed read is not kept: the retry reads the fixed secret
     assert sink.sink.counts() == {KEY: 1}
-    # Rotated: this container keeps the endpoint it read; a new container reads the new.
+    # Rotated: this container keeps the endpoint it read until that is MAX_AGE_SECONDS
+    # old, then reads the new one; a new container reads the new one at once.
     with NotifySinkServer(signing_secret=SIGNING_SECRET) as moved:
         put(arn, {"url": moved.url, "signing_secret": SIGNING_SECRET})
+        clock.ahead = MAX_AGE_SECONDS - 1
         run(notify, FakeEffects())
         assert sink.sink.counts() == {KEY: 2}
         run(workflow(arn))
         assert moved.sink.counts() == {KEY: 1}
+        clock.ahead = MAX_AGE_SECONDS
+        run(notify, FakeEffects())
+        assert moved.sink.counts() == {KEY: 2}
+        assert sink.sink.counts() == {KEY: 2}
+        # Aged again and unreadable: nothing is sent, not even to the endpoint it knew.
+        put(arn, "{")
+        clock.ahead = 2 * MAX_AGE_SECONDS
+        with pytest.raises(NotApplied, match="notify_secret_unavailable"):
+            run(notify, FakeEffects())
+        assert moved.sink.counts() == {KEY: 2}
+
+
+def test_a_rotated_signing_key_reaches_a_warm_container_once_its_read_has_aged(
+    aws: None,
+) -> None:
+    new_key = generate_signing_secret()
+    with NotifySinkServer(signing_secret=new_key) as rotated:
+        arn = secret({"url": rotated.url, "signing_secret": SIGNING_SECRET})
+        clock = SteppedClock()
+        notify = workflow(arn, clock=clock)
+        with pytest.raises(PermanentError, match="notify_rejected"):
+            run(notify, FakeEffects())  # the old key, which the endpoint takes no more
+        put(arn, {"url": rotated.url, "signing_secret": new_key})
+        clock.ahead = MAX_AGE_SECONDS
+        run(notify, FakeEffects())
+        assert rotated.sink.counts() == {KEY: 1}
+        assert rotated.sink.unsigned == 1

@@ -7,8 +7,9 @@ One secret, so that the URL and its key are granted, rotated and audited togethe
 plain ``NOTIFY_URL`` still serves as the URL when the secret holds only a key.
 
 It is read on the first notification or lookup
-(:mod:`functions.workflows.adapters.endpoint_secrets`), kept for the container's life: a
-failed read or a malformed value sends nothing (``notify_secret_unavailable``).
+(:mod:`functions.workflows.adapters.endpoint_secrets`), and again once it is
+``secrets_max_age_seconds`` old (a rotated key reaches warm containers): a failed read
+or a malformed value sends nothing (``notify_secret_unavailable``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from functions.workflows.adapters.endpoint_secrets import BuiltOnFirstUse
 
 if TYPE_CHECKING:
     from functions.core.adapters.notifier_http import HttpNotifier
+    from functions.core.clock import Clock
 
 URL_FIELD: Final = "url"
 SIGNING_FIELD: Final = "signing_secret"
@@ -71,12 +73,23 @@ def _text(value: Mapping[str, object], key: str, name: str) -> str | None:
 class SecretBackedNotifier:
     """A ``Notifier`` whose HTTP notifier is built from the secret on its first use."""
 
-    def __init__(self, build: Callable[[], HttpNotifier]) -> None:
+    def __init__(
+        self,
+        build: Callable[[], HttpNotifier],
+        *,
+        max_age_seconds: int | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         """Args:
         build: reads the secret and returns the notifier; raises ValueError (naming the
             setting, never a value) when it cannot.
+        max_age_seconds: how long a built notifier is used before the secret is read
+            again (None, or no ``clock``: for the container's life).
+        clock: what its age is read from.
         """
-        self._notifier = BuiltOnFirstUse(build, unavailable=CODE_UNAVAILABLE)
+        self._notifier = BuiltOnFirstUse(
+            build, unavailable=CODE_UNAVAILABLE, max_age_seconds=max_age_seconds, clock=clock
+        )
 
     def notify(self, payload: Mapping[str, object], *, idempotency_key: str) -> None:
         """POST through the notifier, building it first if need be.

@@ -55,8 +55,9 @@ class Sizes:
 
     outcome_repeats: int = 20
     secrets_requests: int = 1000
-    # Ten: one process is a sample of one, and with five a process that landed badly
-    # moved the figure (nine runs of five spread 1.215-1.298); pyperf spawns twenty.
+    # Ten: one process is a sample of one, and more make a run's median steadier
+    # (pyperf spawns twenty); the machine's slower minutes still move a whole run
+    # (docs/benchmarks.md, Earlier measurements).
     canned_processes: int = 10
     canned_blocks: int = 3
     canned_per_block: int = 150

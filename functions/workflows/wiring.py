@@ -78,6 +78,12 @@ GUARDRAIL_CONFIG: Final = Config(
 # botocore must never resend one after a 5xx or a timeout (the ledger decides).
 SNS_CONFIG: Final = Config(connect_timeout=2, read_timeout=10, retries={"total_max_attempts": 1})
 DYNAMODB_CONFIG: Final = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard"})
+# An endpoint's secrets are read again every SECRETS_MAX_AGE_SECONDS while a batch's
+# posts wait for the read (one at a time: endpoint_secrets.BuiltOnFirstUse): short
+# bounds, as the receiver's reads of its signing secrets have, not botocore's 60 s.
+SECRETS_CONFIG: Final = Config(
+    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2}
+)
 
 
 def build_archive(context: WorkflowContext) -> ArchiveWorkflow:
@@ -131,7 +137,7 @@ def _notifier_from_secret(secret_arn: str, context: WorkflowContext) -> HttpNoti
         ValueError: naming the setting, never a value.
     """
     name = SETTING_NOTIFY_SECRET_ARN
-    text = secret_text(boto3.client("secretsmanager"), secret_arn, name=name)
+    text = secret_text(boto3.client("secretsmanager", config=SECRETS_CONFIG), secret_arn, name=name)
     endpoint = parse_endpoint(text, name=name)
     if endpoint.url is not None and context.notify_url:
         raise ValueError(f"NOTIFY_URL and the url in {name}: one or the other")
@@ -293,7 +299,7 @@ def build_alert_webhook(
         _check_url("alert_url", settings.alert_url, context)
 
     def from_secrets() -> HttpAlerts:
-        secrets = boto3.client("secretsmanager")
+        secrets = boto3.client("secretsmanager", config=SECRETS_CONFIG)
         url = settings.alert_url
         if settings.alert_url_secret_arn is not None:
             name = SETTING_ALERT_URL_SECRET_ARN

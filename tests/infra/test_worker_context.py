@@ -103,6 +103,7 @@ def _worker_loads_its_workflow(environment: dict[str, Any]) -> object:
         settings=settings.workflow_settings,
         table_name=settings.table_name,
         alert_topic_arn=settings.alert_topic_arn,
+        secrets_max_age_seconds=settings.secrets_max_age_seconds,
     )
     return load_workflow(settings.workflow, context)
 
